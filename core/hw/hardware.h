@@ -1,0 +1,42 @@
+// Hardware profile used to give compute nodes a duration (roofline model):
+//   t = max(flops / (peak[dtype] * compute_efficiency),
+//           bytes / (mem_bw * memory_efficiency))
+// Units: FLOP/s, bytes/s, bytes. Sources for each preset are in
+// docs/hardware.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "graph/dtype.h"
+
+namespace sc {
+
+struct HardwareProfile {
+  std::string name;
+  double peak_flops_fp32 = 0;   // FLOP/s, dense, non-tensor-core FP32
+  double peak_flops_tf32 = 0;   // FLOP/s, dense tensor-core TF32
+  double peak_flops_bf16 = 0;   // FLOP/s, dense tensor-core BF16/FP16
+  double peak_flops_fp8 = 0;    // FLOP/s, dense FP8 (0: not supported)
+  double mem_bandwidth = 0;     // bytes/s, HBM
+  double memory_bytes = 0;      // bytes of device memory (capacity)
+  double intra_node_bw = 0;     // bytes/s per GPU, NVLink (one direction)
+  double inter_node_bw = 0;     // bytes/s per GPU, network (one direction)
+  int gpus_per_node = 8;
+  double compute_efficiency = 1.0;  // fraction of peak reached (0, 1]
+  double memory_efficiency = 1.0;   // fraction of bandwidth reached (0, 1]
+
+  double peak_for(DType dt) const;  // FLOP/s for GEMMs in that dtype
+};
+
+std::vector<std::string> hardware_names();
+Result<HardwareProfile> hardware_preset(const std::string& name,
+                                        const std::string& path = "hardware");
+
+// Roofline time in microseconds of one compute op; never returns 0 for a
+// node with work (minimum 1 µs resolution is applied by the caller).
+double roofline_micros(const HardwareProfile& hw, DType dt, double flops, double bytes);
+
+}  // namespace sc

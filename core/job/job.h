@@ -1,0 +1,77 @@
+// A job: model + parallelism + training settings + hardware. Parsed from a
+// job JSON (the CLI's flags are mapped onto the same JSON, so there is one
+// validation path). Every error names the JSON path of the field at fault.
+//
+// Job JSON (all sections optional except model; defaults shown):
+// {
+//   "model": {"preset": "gpt3-175b"}            // or {"hf_config": {...}}
+//            // or explicit fields: {"num_layers":..,"hidden":..,...}
+//            // preset/hf plus overrides: {"preset":"llama3-8b","num_layers":2}
+//   "parallel": {"dp": 1, "tp": 1, "sequence_parallel": false,
+//                "world_size": <optional, must equal dp*tp*...>},
+//   "training": {"seq_len": 2048, "micro_batch_size": 1,
+//                "global_batch_size": <default dp*micro_batch_size>,
+//                "dtype": "bf16", "grad_reduce_dtype": "fp32",
+//                "dp_bucket_mb": 25, "optimizer": "adamw",
+//                "optimizer_bytes_per_param": 12},
+//   "hardware": "h100"                  // or {"preset":"h100", overrides}
+// }
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "graph/dtype.h"
+#include "hw/hardware.h"
+#include "model/model_config.h"
+
+namespace sc {
+
+struct ParallelConfig {
+  int64_t dp = 1;  // data-parallel degree
+  int64_t tp = 1;  // tensor-parallel degree
+  bool sequence_parallel = false;  // Megatron SP (needs tp > 1 to matter)
+  int64_t world_size() const { return dp * tp; }
+};
+
+enum class OptimizerKind { kAdam, kAdamW, kSGD };
+
+struct TrainingConfig {
+  int64_t seq_len = 2048;
+  int64_t micro_batch_size = 1;
+  int64_t global_batch_size = 0;  // sequences per iteration (all dp ranks)
+  DType dtype = DType::kBF16;     // activations/weights for compute (GEMMs)
+  DType grad_reduce_dtype = DType::kFP32;  // main grads + DP reduction
+  double dp_bucket_mb = 25.0;     // DDP gradient bucket size, MiB
+  OptimizerKind optimizer = OptimizerKind::kAdamW;
+  int64_t optimizer_bytes_per_param = 12;  // fp32 master + 2 moments
+
+  // Micro-batches per iteration per dp rank = B / (dp * b).
+  int64_t num_micro_batches(const ParallelConfig& p) const {
+    return global_batch_size / (p.dp * micro_batch_size);
+  }
+};
+
+struct Job {
+  ModelConfig model;
+  ParallelConfig parallel;
+  TrainingConfig training;
+  HardwareProfile hardware;
+};
+
+// Parses and validates a job JSON text. Malformed JSON reports line and
+// column; unknown keys are errors (kUnknownField) naming the full path.
+Result<Job> parse_job(const std::string& json_text);
+
+// Validates cross-field constraints: divisibility (heads by tp, kv heads by
+// tp, ffn by tp, vocab by tp, global batch by dp*micro_batch, seq by tp with
+// SP), world size, absurd sizes. Called by parse_job; exposed for tests.
+Status validate_job(const Job& job);
+
+// Canonical JSON of the fully-resolved job (every field explicit, keys
+// sorted): used for the config hash and the summary. Stable across runs
+// and platforms.
+std::string job_to_canonical_json(const Job& job);
+
+}  // namespace sc
