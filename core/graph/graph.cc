@@ -1,0 +1,156 @@
+#include "graph/graph.h"
+
+#include <sstream>
+
+namespace sc {
+
+const char* tensor_kind_name(TensorKind k) {
+  switch (k) {
+    case TensorKind::kInput: return "input";
+    case TensorKind::kWeight: return "weight";
+    case TensorKind::kActivation: return "act";
+    case TensorKind::kMask: return "mask";
+    case TensorKind::kGradient: return "grad";
+    case TensorKind::kWeightGrad: return "wgrad";
+  }
+  return "?";
+}
+
+const char* op_kind_name(OpKind k) {
+  switch (k) {
+    case OpKind::kMatmul: return "matmul";
+    case OpKind::kElementwise: return "elementwise";
+    case OpKind::kNorm: return "norm";
+    case OpKind::kSoftmax: return "softmax";
+    case OpKind::kDropout: return "dropout";
+    case OpKind::kEmbedding: return "embedding";
+    case OpKind::kReduce: return "reduce";
+    case OpKind::kLoss: return "loss";
+    case OpKind::kAttention: return "flash_attention";
+    case OpKind::kView: return "view";
+    case OpKind::kCollective: return "collective";
+    case OpKind::kOptimizer: return "optimizer";
+  }
+  return "?";
+}
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::kForward: return "fwd";
+    case Phase::kBackward: return "bwd";
+    case Phase::kOptimizer: return "opt";
+  }
+  return "?";
+}
+
+Expr Tensor::global_numel() const {
+  Expr n = 1;
+  for (const auto& d : dims) n *= d.size;
+  return n;
+}
+
+Expr Tensor::local_numel() const {
+  Expr n = 1;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    Expr d = dims[i].size;
+    if (i < sharding.dim_axis.size() && !sharding.dim_axis[i].empty())
+      d = d / Expr::sym(sharding.dim_axis[i]);
+    n *= d;
+  }
+  return n;
+}
+
+Tensor make_tensor(std::string name, std::vector<Dim> dims, DType dt, TensorKind kind) {
+  Tensor t;
+  t.name = std::move(name);
+  t.dims = std::move(dims);
+  t.dtype = dt;
+  t.kind = kind;
+  return t;
+}
+
+int Graph::add_tensor(Tensor t) {
+  t.id = static_cast<int>(tensors.size());
+  if (t.sharding.dim_axis.size() != t.dims.size()) t.sharding.dim_axis.assign(t.dims.size(), "");
+  tensors.push_back(std::move(t));
+  return tensors.back().id;
+}
+
+int Graph::add_op(Op op) {
+  op.id = static_cast<int>(ops.size());
+  for (int o : op.outputs) tensors[o].producer = op.id;
+  ops.push_back(std::move(op));
+  order.push_back(ops.back().id);
+  return ops.back().id;
+}
+
+std::vector<std::string> Graph::labels_in(const Op& op, size_t i) const {
+  if (i < op.in_labels.size() && !op.in_labels[i].empty()) return op.in_labels[i];
+  std::vector<std::string> labels;
+  for (const auto& d : tensors[op.inputs[i]].dims) labels.push_back(d.label);
+  return labels;
+}
+
+std::vector<std::string> Graph::labels_out(const Op& op, size_t i) const {
+  if (i < op.out_labels.size() && !op.out_labels[i].empty()) return op.out_labels[i];
+  std::vector<std::string> labels;
+  for (const auto& d : tensors[op.outputs[i]].dims) labels.push_back(d.label);
+  return labels;
+}
+
+std::string local_shape_string(const Tensor& t) {
+  std::string s = "[";
+  for (size_t i = 0; i < t.dims.size(); ++i) {
+    Expr d = t.dims[i].size;
+    if (!t.sharding.dim_axis[i].empty()) d = d / Expr::sym(t.sharding.dim_axis[i]);
+    s += (i ? ", " : "") + d.to_string();
+  }
+  return s + "]";
+}
+
+std::string sharding_to_string(const Tensor& t) {
+  std::string s;
+  for (size_t i = 0; i < t.dims.size(); ++i)
+    if (!t.sharding.dim_axis[i].empty())
+      s += (s.empty() ? "" : ", ") + t.dims[i].label + ":" + t.sharding.dim_axis[i];
+  s = "{" + s + "}";
+  if (!t.sharding.partial.empty()) {
+    s += " partial(";
+    for (size_t i = 0; i < t.sharding.partial.size(); ++i)
+      s += (i ? "," : "") + t.sharding.partial[i];
+    s += ")";
+  }
+  return s;
+}
+
+namespace {
+std::string tensor_ref(const Tensor& t) {
+  return "%" + std::to_string(t.id) + " " + t.name + ":" + dtype_name(t.dtype) +
+         local_shape_string(t) + sharding_to_string(t);
+}
+}  // namespace
+
+std::string graph_to_text(const Graph& g, const std::string& header) {
+  std::ostringstream out;
+  out << header << "\n";
+  for (const auto& t : g.tensors)
+    if (t.producer < 0 && (t.kind == TensorKind::kWeight || t.kind == TensorKind::kInput))
+      out << tensor_kind_name(t.kind) << " " << tensor_ref(t) << "\n";
+  for (int id : g.order) {
+    const Op& op = g.ops[id];
+    out << phase_name(op.phase) << " " << op.name << " " << op_kind_name(op.kind);
+    if (op.kind == OpKind::kCollective)
+      out << "(" << collective_name(op.coll) << " over " << op.axis << ")";
+    out << " (";
+    for (size_t i = 0; i < op.inputs.size(); ++i) out << (i ? ", " : "") << "%" << op.inputs[i];
+    out << ") -> (";
+    for (size_t i = 0; i < op.outputs.size(); ++i)
+      out << (i ? ", " : "") << tensor_ref(g.tensors[op.outputs[i]]);
+    out << ")";
+    if (!op.local_flops.is_zero()) out << " flops=" << op.local_flops.to_string();
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace sc

@@ -1,0 +1,128 @@
+// The symbolic tensor graph. Tensors have named dimensions whose sizes are
+// Exprs over model symbols; each dimension also carries a *factor label*
+// used by sharding propagation (two dims with the same label in one op must
+// be sharded alike; a label on inputs but not outputs is contracted).
+//
+// Shapes are global (unsharded). A tensor's Sharding maps dims to mesh axes
+// ("tp", "dp") and lists axes over which it holds a partial sum; its local
+// shape is derived (size / axis). Ops keep program order in Graph::order.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "graph/dtype.h"
+#include "symbolic/expr.h"
+#include "trace/rank_trace.h"
+
+namespace sc {
+
+struct Dim {
+  std::string label;  // factor label: "b", "s", "h", "qkv", "V", ...
+  Expr size;          // global size, e.g. b*dp, s, h
+};
+
+struct Sharding {
+  std::vector<std::string> dim_axis;  // per dim: mesh axis or "" (replicated)
+  std::vector<std::string> partial;   // sorted axes with a pending sum
+
+  bool operator==(const Sharding& o) const {
+    return dim_axis == o.dim_axis && partial == o.partial;
+  }
+  bool operator<(const Sharding& o) const {
+    return dim_axis != o.dim_axis ? dim_axis < o.dim_axis : partial < o.partial;
+  }
+};
+
+enum class TensorKind { kInput, kWeight, kActivation, kMask, kGradient, kWeightGrad };
+const char* tensor_kind_name(TensorKind k);
+
+struct Tensor {
+  int id = -1;
+  std::string name;
+  std::vector<Dim> dims;
+  DType dtype = DType::kBF16;
+  TensorKind kind = TensorKind::kActivation;
+  Sharding sharding;           // set by the model plan (weights) or propagation
+  bool sharding_fixed = false; // weights and weight grads: never resharded
+  int producer = -1;           // op id, -1 for inputs/weights
+  int grad_of = -1;            // kWeightGrad / kGradient: primal tensor id
+  int layer = -1;
+
+  Expr global_numel() const;
+  Expr local_numel() const;    // divided by the degrees of sharded dims
+  Expr local_bytes() const { return local_numel() * Expr(dtype_bytes(dtype)); }
+};
+
+enum class OpKind {
+  kMatmul,       // einsum-like contraction (GEMMs, attention BMMs)
+  kElementwise,  // pointwise (bias add, activation, residual add, rope)
+  kNorm,         // LayerNorm / RMSNorm (reduction over the hidden dim)
+  kSoftmax,
+  kDropout,
+  kEmbedding,    // table lookup
+  kReduce,       // reductions over a dim (cross-entropy statistics)
+  kLoss,         // cross-entropy combine
+  kAttention,    // fused flash attention
+  kView,         // reshape/split/concat/slice: no work, no node
+  kCollective,   // inserted by sharding propagation
+  kOptimizer,
+};
+const char* op_kind_name(OpKind k);
+
+enum class Phase { kForward, kBackward, kOptimizer };
+const char* phase_name(Phase p);
+
+struct Op {
+  int id = -1;
+  std::string name;
+  OpKind kind = OpKind::kElementwise;
+  Phase phase = Phase::kForward;
+  int layer = -1;  // transformer layer, -1 for embedding/head/optimizer
+  std::vector<int> inputs, outputs;
+  // Factor labels per operand dim; empty = the tensor's own dim labels.
+  std::vector<std::vector<std::string>> in_labels, out_labels;
+  std::set<std::string> unshardable;  // factors that must stay whole
+  std::string fn;          // what it computes: "gelu", "bias_add", "layernorm", ...
+  Expr flops;              // global FLOPs executed (all shards together)
+  Expr model_flops;        // the part Megatron's model-FLOP count includes (GEMMs/BMMs)
+  bool linear = false;     // sum of inputs: partial inputs may stay partial
+  bool sp_region = false;  // Megatron sequence-parallel region (norms, dropout, residual)
+  int fwd_op = -1;         // backward ops: the forward op they differentiate
+  bool wgrad = false;      // weight-gradient GEMM (accumulates into main grad)
+
+  // Filled by sharding propagation.
+  std::map<std::string, std::string> factor_axis;  // factor -> mesh axis
+  Expr local_flops;
+
+  // kCollective
+  CollectiveType coll = CollectiveType::kAllReduce;
+  std::string axis;  // mesh axis the collective runs over
+};
+
+Tensor make_tensor(std::string name, std::vector<Dim> dims, DType dt, TensorKind kind);
+
+struct Graph {
+  std::vector<Tensor> tensors;
+  std::vector<Op> ops;
+  std::vector<int> order;  // program order of op ids
+
+  int add_tensor(Tensor t);
+  // Appends op to program order and sets producer of its outputs.
+  int add_op(Op op);
+
+  std::vector<std::string> labels_in(const Op& op, size_t i) const;
+  std::vector<std::string> labels_out(const Op& op, size_t i) const;
+};
+
+// Canonical text: one line per tensor definition and per op, program order,
+// symbolic local shapes ("[b, s/tp, h]") and shardings. Stable.
+std::string graph_to_text(const Graph& g, const std::string& header);
+
+std::string sharding_to_string(const Tensor& t);   // "{b:dp, s:tp} partial(tp)"
+std::string local_shape_string(const Tensor& t);   // "[b, s/tp, h]"
+
+}  // namespace sc

@@ -1,0 +1,268 @@
+#include "model/transformer.h"
+
+namespace sc {
+namespace {
+
+Expr S(const char* n) { return Expr::sym(n); }
+
+class Builder {
+ public:
+  Builder(const ModelConfig& m, const BuildOptions& o) : m_(m), o_(o) {}
+
+  int input(const std::string& name, std::vector<Dim> dims, DType dt) {
+    Tensor t = make_tensor(name, std::move(dims), dt, TensorKind::kInput);
+    int id = g_.add_tensor(std::move(t));
+    shard_batch(id);
+    return id;
+  }
+
+  // A weight, optionally sharded on tp along the dim labelled `tp_label`.
+  int weight(const std::string& name, std::vector<Dim> dims, const std::string& tp_label, int layer) {
+    Tensor t = make_tensor(name, std::move(dims), o_.dtype, TensorKind::kWeight);
+    t.sharding_fixed = true;
+    t.layer = layer;
+    int id = g_.add_tensor(std::move(t));
+    auto& w = g_.tensors[id];
+    for (size_t i = 0; i < w.dims.size(); ++i)
+      if (o_.has_tp && w.dims[i].label == tp_label) w.sharding.dim_axis[i] = "tp";
+    return id;
+  }
+
+  int act(const std::string& name, std::vector<Dim> dims, DType dt, TensorKind k = TensorKind::kActivation) {
+    Tensor t = make_tensor(prefix_ + name, std::move(dims), dt, k);
+    t.layer = layer_;
+    return g_.add_tensor(std::move(t));
+  }
+
+  Op op(const std::string& name, OpKind kind, const std::string& fn, std::vector<int> in, std::vector<int> out) {
+    Op o;
+    o.name = prefix_ + name;
+    o.kind = kind;
+    o.fn = fn;
+    o.layer = layer_;
+    o.inputs = std::move(in);
+    o.outputs = std::move(out);
+    return o;
+  }
+  int add(Op o) { return g_.add_op(std::move(o)); }
+
+  // Common dims. Batch is global (b*dp) so the dp shard reads "b".
+  Dim B() const { return {"b", o_.has_dp ? S("b") * S("dp") : S("b")}; }
+  Dim Sq() const { return {"s", S("s")}; }
+  Dim H() const { return {"h", S("h")}; }
+
+  Expr numel(int t) const { return g_.tensors[t].global_numel(); }
+
+  // Pointwise op over x (and optional extra inputs) producing a same-shape tensor.
+  int pointwise(const std::string& name, const std::string& fn, std::vector<int> in, int64_t flops_per_elem,
+                bool sp_region, bool linear = false) {
+    const Tensor& x = g_.tensors[in[0]];
+    int y = act(name, x.dims, x.dtype);
+    Op o = op(name, OpKind::kElementwise, fn, std::move(in), {y});
+    o.flops = numel(y) * Expr(flops_per_elem);
+    o.sp_region = sp_region;
+    o.linear = linear;
+    add(std::move(o));
+    return y;
+  }
+
+  int dropout(const std::string& name, int x, bool sp_region) {
+    if (!m_.dropout) return x;
+    const Tensor& t = g_.tensors[x];
+    int y = act(name, t.dims, t.dtype);
+    int mask = act(name + ".mask", t.dims, DType::kUInt8, TensorKind::kMask);
+    Op o = op(name, OpKind::kDropout, "dropout", {x}, {y, mask});
+    o.flops = numel(y) * Expr(2);
+    o.sp_region = sp_region;
+    add(std::move(o));
+    return y;
+  }
+
+  int norm(const std::string& name, int x) {
+    bool ln = m_.norm == NormKind::kLayerNorm;
+    std::vector<int> in{x, weight(prefix_ + name + ".weight", {H()}, "", layer_)};
+    if (ln) in.push_back(weight(prefix_ + name + ".bias", {H()}, "", layer_));
+    int y = act(name, g_.tensors[x].dims, o_.dtype);
+    Op o = op(name, OpKind::kNorm, ln ? "layernorm" : "rmsnorm", std::move(in), {y});
+    o.flops = numel(y) * Expr(ln ? 8 : 5);
+    o.unshardable = {"h"};
+    o.sp_region = true;
+    add(std::move(o));
+    return y;
+  }
+
+  // y[b,s,out] = x[b,s,in] . W[in,out] (+ bias), W sharded on tp along tp_label.
+  int linear(const std::string& name, int x, Dim in_dim, std::vector<Dim> out_dims, const std::string& tp_label,
+             bool bias_in_sp_region) {
+    std::vector<Dim> wdims{in_dim};
+    wdims.insert(wdims.end(), out_dims.begin(), out_dims.end());
+    int w = weight(prefix_ + name + ".weight", wdims, tp_label, layer_);
+    std::vector<Dim> ydims{B(), Sq()};
+    ydims.insert(ydims.end(), out_dims.begin(), out_dims.end());
+    int y = act(name, ydims, o_.dtype);
+    Op o = op(name, OpKind::kMatmul, "matmul", {x, w}, {y});
+    o.flops = Expr(2) * numel(x) * numel(w) / in_dim.size;
+    o.model_flops = o.flops;
+    add(std::move(o));
+    if (!m_.linear_bias) return y;
+    std::vector<Dim> bdims(out_dims);
+    int bias = weight(prefix_ + name + ".bias", bdims, tp_label, layer_);
+    return pointwise(name + ".bias_add", "bias_add", {y, bias}, 1, bias_in_sp_region);
+  }
+
+  int attention(int x) {
+    Dim qkv{"qkv", S("qkv")};
+    int q_k_v = linear("attn.qkv", x, H(), {qkv}, "qkv", false);
+    Dim a{"a", S("a")}, kvh{"kv", S("kv")}, d{"d", S("d")};
+    int q = act("attn.q", {B(), Sq(), a, d}, o_.dtype);
+    int k = act("attn.k", {B(), Sq(), kvh, d}, o_.dtype);
+    int v = act("attn.v", {B(), Sq(), kvh, d}, o_.dtype);
+    Op split = op("attn.split", OpKind::kView, "split", {q_k_v}, {q, k, v});
+    split.out_labels = {{"b", "s", "qkv", "d"}, {"b", "s", "qkv", "d"}, {"b", "s", "qkv", "d"}};
+    add(std::move(split));
+    if (m_.position == PositionKind::kRope) {
+      q = pointwise("attn.rope_q", "rope", {q}, 3, false);
+      k = pointwise("attn.rope_k", "rope", {k}, 3, false);
+    }
+    // K and V heads are labelled "a" inside attention: a kv head serves
+    // a/kv query heads, and both split over tp together.
+    const std::vector<std::string> q_lab{"b", "s", "a", "d"}, kv_lab{"b", "t", "a", "d"};
+    Expr bmm = Expr(2) * B().size * S("a") * S("s") * S("s") * S("d");
+    int ctx = act("attn.ctx", {B(), Sq(), a, d}, o_.dtype);
+    if (m_.flash_attention) {
+      int lse = act("attn.lse", {B(), a, Sq()}, DType::kFP32);
+      Op o = op("attn.flash", OpKind::kAttention, "flash_attention", {q, k, v}, {ctx, lse});
+      o.in_labels = {q_lab, kv_lab, kv_lab};
+      o.unshardable = {"t"};
+      o.flops = bmm * Expr(2);
+      o.model_flops = o.flops;
+      add(std::move(o));
+    } else {
+      Dim t{"t", S("s")};
+      int scores = act("attn.scores", {B(), a, Sq(), t}, o_.dtype);
+      Op qk = op("attn.qk", OpKind::kMatmul, "matmul", {q, k}, {scores});
+      qk.in_labels = {q_lab, kv_lab};
+      qk.flops = bmm;
+      qk.model_flops = bmm;
+      add(std::move(qk));
+      int probs = act("attn.softmax", {B(), a, Sq(), t}, o_.dtype);
+      Op sm = op("attn.softmax", OpKind::kSoftmax, "softmax", {scores}, {probs});
+      sm.flops = numel(probs) * Expr(5);
+      sm.unshardable = {"t"};
+      add(std::move(sm));
+      probs = dropout("attn.softmax_dropout", probs, false);
+      Op av = op("attn.av", OpKind::kMatmul, "matmul", {probs, v}, {ctx});
+      av.in_labels = {{}, kv_lab};
+      av.flops = bmm;
+      av.model_flops = bmm;
+      add(std::move(av));
+    }
+    Dim ad{"ad", S("a") * S("d")};
+    int merged = act("attn.ctx_merged", {B(), Sq(), ad}, o_.dtype);
+    Op view = op("attn.merge_heads", OpKind::kView, "merge", {ctx}, {merged});
+    view.out_labels = {{"b", "s", "a"}};
+    add(std::move(view));
+    int out = linear("attn.proj", merged, ad, {H()}, "ad", true);
+    return dropout("attn.dropout", out, true);
+  }
+
+  int mlp(int x) {
+    Dim f{"f", S("f")};
+    int y;
+    if (m_.mlp == MlpKind::kSwiGLU) {
+      int gu = linear("mlp.fc1", x, H(), {Dim{"g2", Expr(2)}, f}, "f", false);
+      y = act("mlp.swiglu", {B(), Sq(), f}, o_.dtype);
+      Op o = op("mlp.swiglu", OpKind::kElementwise, "swiglu", {gu}, {y});
+      o.flops = numel(y) * Expr(5);
+      o.unshardable = {"g2"};
+      add(std::move(o));
+    } else {
+      int h1 = linear("mlp.fc1", x, H(), {f}, "f", false);
+      y = pointwise("mlp.gelu", "gelu", {h1}, 8, false);
+    }
+    int out = linear("mlp.fc2", y, f, {H()}, "f", true);
+    return dropout("mlp.dropout", out, true);
+  }
+
+  Graph build() {
+    DType idx = DType::kInt64;
+    int tokens = input("tokens", {B(), Sq()}, idx);
+    int labels = input("labels", {B(), Sq()}, idx);
+    Dim V{"V", S("V")};
+    int wte = weight("embedding.word.weight", {V, H()}, "V", -1);
+    int x = act("embedding.word", {B(), Sq(), H()}, o_.dtype);
+    Op e = op("embedding.word", OpKind::kEmbedding, "embedding", {tokens, wte}, {x});
+    e.sp_region = true;
+    add(std::move(e));
+    if (m_.position == PositionKind::kLearned) {
+      int wpe = weight("embedding.position.weight", {{"P", S("P")}, H()}, "", -1);
+      int p = act("embedding.position", {B(), Sq(), H()}, o_.dtype);
+      Op pe = op("embedding.position", OpKind::kEmbedding, "embedding", {tokens, wpe}, {p});
+      add(std::move(pe));
+      x = pointwise("embedding.add", "add", {x, p}, 1, true, true);
+    }
+    x = dropout("embedding.dropout", x, true);
+    for (int64_t l = 0; l < m_.num_layers; ++l) {
+      layer_ = static_cast<int>(l);
+      prefix_ = "L" + std::to_string(l) + ".";
+      int h1 = norm("ln1", x);
+      x = pointwise("attn.residual", "add", {x, attention(h1)}, 1, true, true);
+      int h2 = norm("ln2", x);
+      x = pointwise("mlp.residual", "add", {x, mlp(h2)}, 1, true, true);
+    }
+    layer_ = -1;
+    prefix_.clear();
+    x = norm("final_norm", x);
+    int wout = m_.tied_embeddings ? wte : weight("output.weight", {V, H()}, "V", -1);
+    int logits = act("output.logits", {B(), Sq(), V}, o_.dtype);
+    Op lo = op("output.logits", OpKind::kMatmul, "matmul", {x, wout}, {logits});
+    lo.in_labels = {{}, {"V", "h"}};
+    lo.flops = Expr(2) * numel(x) * S("V");
+    lo.model_flops = lo.flops;
+    add(std::move(lo));
+    // Vocab-parallel cross entropy (Megatron): three [b,s] statistics are
+    // reductions over V; with V sharded each is a partial sum over tp.
+    auto stat = [&](const std::string& name, std::vector<int> in) {
+      int t = act(name, {B(), Sq()}, DType::kFP32);
+      Op o = op(name, OpKind::kReduce, name == "loss.max" ? "max" : "sum", std::move(in), {t});
+      o.flops = numel(logits) * Expr(name == "loss.sum_exp" ? 3 : 1);
+      add(std::move(o));
+      return t;
+    };
+    int mx = stat("loss.max", {logits});
+    int se = stat("loss.sum_exp", {logits, mx});
+    int tg = stat("loss.target_logit", {logits, labels});
+    int loss = act("loss", {B(), Sq()}, DType::kFP32);
+    Op lz = op("loss", OpKind::kLoss, "cross_entropy", {mx, se, tg}, {loss});
+    lz.flops = numel(loss) * Expr(3);
+    add(std::move(lz));
+    return std::move(g_);
+  }
+
+ private:
+  void shard_batch(int id) {
+    if (!o_.has_dp) return;
+    auto& t = g_.tensors[id];
+    for (size_t i = 0; i < t.dims.size(); ++i)
+      if (t.dims[i].label == "b") t.sharding.dim_axis[i] = "dp";
+  }
+
+  const ModelConfig& m_;
+  BuildOptions o_;
+  Graph g_;
+  int layer_ = -1;
+  std::string prefix_;
+};
+
+}  // namespace
+
+Graph build_transformer_forward(const ModelConfig& m, const BuildOptions& o) { return Builder(m, o).build(); }
+
+Bindings model_bindings(const ModelConfig& m, int64_t micro_batch, int64_t seq_len) {
+  return {{"b", micro_batch}, {"s", seq_len}, {"h", m.hidden}, {"a", m.num_heads},
+          {"kv", m.num_kv_heads}, {"d", m.head_dim}, {"f", m.ffn_hidden}, {"V", m.vocab},
+          {"P", m.max_positions > 0 ? m.max_positions : 1},
+          {"qkv", (m.num_heads + 2 * m.num_kv_heads) * m.head_dim}};
+}
+
+}  // namespace sc

@@ -1,0 +1,73 @@
+#include "parallel/buckets.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace sc {
+
+Status bucket_dp_gradients(Graph& g, const Bindings& bind, double bucket_bytes) {
+  // Position in program order of the op that last writes each tensor.
+  std::map<int, size_t> pos;
+  for (size_t i = 0; i < g.order.size(); ++i) pos[g.order[i]] = i;
+  struct Item { size_t ready; int op; double bytes; };
+  std::vector<Item> items;
+  for (int id : g.order) {
+    const Op& o = g.ops[id];
+    if (o.kind != OpKind::kCollective || o.phase != Phase::kOptimizer || o.axis != "dp" ||
+        o.coll != CollectiveType::kAllReduce)
+      continue;
+    const Tensor& in = g.tensors[o.inputs[0]];
+    if (in.kind != TensorKind::kWeightGrad || in.producer < 0) continue;
+    SC_ASSIGN_OR_RETURN(int64_t bytes, in.local_bytes().eval(bind, in.name + " bytes"));
+    items.push_back({pos[in.producer], id, static_cast<double>(bytes)});
+  }
+  if (items.empty()) return ok_status();
+  std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.ready < b.ready; });
+  std::vector<std::vector<int>> buckets(1);
+  double fill = 0;
+  for (const auto& it : items) {
+    if (fill >= bucket_bytes && !buckets.back().empty()) {
+      buckets.emplace_back();
+      fill = 0;
+    }
+    buckets.back().push_back(it.op);
+    fill += it.bytes;
+  }
+  std::set<int> members;
+  std::vector<int> bucket_ops;
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    Op bucket;
+    bucket.name = "dp_grad_bucket" + std::to_string(b) + ".all_reduce(dp)";
+    bucket.kind = OpKind::kCollective;
+    bucket.fn = "all_reduce";
+    bucket.phase = Phase::kOptimizer;
+    bucket.coll = CollectiveType::kAllReduce;
+    bucket.axis = "dp";
+    bucket.linear = true;
+    for (int m : buckets[b]) {
+      bucket.inputs.push_back(g.ops[m].inputs[0]);
+      bucket.outputs.push_back(g.ops[m].outputs[0]);
+      members.insert(m);
+    }
+    int id = static_cast<int>(g.ops.size());
+    bucket.id = id;
+    for (int t : bucket.outputs) g.tensors[t].producer = id;
+    g.ops.push_back(std::move(bucket));
+    bucket_ops.push_back(id);
+  }
+  // The buckets, in the order they fill, replace their members where the
+  // first member stood.
+  std::vector<int> order;
+  for (int id : g.order) {
+    if (!members.count(id)) order.push_back(id);
+    else if (!bucket_ops.empty()) {
+      order.insert(order.end(), bucket_ops.begin(), bucket_ops.end());
+      bucket_ops.clear();
+    }
+  }
+  g.order = std::move(order);
+  return ok_status();
+}
+
+}  // namespace sc

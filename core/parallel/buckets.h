@@ -1,0 +1,15 @@
+// Data-parallel gradient buckets (PyTorch DDP / Megatron DDP): the
+// per-weight all-reduces over dp that propagation inserted before the
+// optimizer are coalesced into buckets of about `bucket_bytes`, filled in
+// the order the backward pass finishes the gradients, so that a bucket's
+// all-reduce can start while the rest of the backward pass still runs.
+#pragma once
+
+#include "base/status.h"
+#include "graph/graph.h"
+
+namespace sc {
+
+Status bucket_dp_gradients(Graph& g, const Bindings& bind, double bucket_bytes);
+
+}  // namespace sc

@@ -1,0 +1,44 @@
+// Rank layout: the parallel dimensions as a mixed-radix number, innermost
+// (fastest-varying) axis first. Megatron-LM's default order is
+// [tp, cp, ep, dp, pp]; with only tp and dp that is rank = tp_i + tp * dp_i.
+// Communicator groups and their ids come from arithmetic on this layout,
+// never from searching: the group of `rank` over axis X is every rank that
+// differs from it only in X's coordinate.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trace/rank_trace.h"
+
+namespace sc {
+
+struct MeshAxis {
+  std::string name;
+  int64_t degree = 1;
+};
+
+class RankLayout {
+ public:
+  explicit RankLayout(std::vector<MeshAxis> inner_first);
+
+  int64_t world_size() const { return world_; }
+  const std::vector<MeshAxis>& axes() const { return axes_; }
+  int64_t degree(const std::string& axis) const;  // 1 if absent
+  int64_t coord(int64_t rank, const std::string& axis) const;
+
+  // Group-file key (>= 1) of rank's group over `axis` (degree > 1). Keys are
+  // numbered axis by axis in layout order, groups in order of their lowest rank.
+  int64_t group_id(int64_t rank, const std::string& axis) const;
+  std::vector<int64_t> group_members(int64_t rank, const std::string& axis) const;
+  GroupTable all_groups() const;  // every axis of degree > 1
+
+ private:
+  int axis_index(const std::string& axis) const;
+  std::vector<MeshAxis> axes_;
+  std::vector<int64_t> stride_;
+  int64_t world_ = 1;
+};
+
+}  // namespace sc

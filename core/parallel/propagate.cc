@@ -1,0 +1,214 @@
+#include "parallel/propagate.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace sc {
+namespace {
+
+int find_axis(const std::vector<std::string>& dims, const std::string& axis) {
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] == axis) return static_cast<int>(i);
+  return -1;
+}
+
+bool has(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+class Propagator {
+ public:
+  Propagator(Graph& g, const PropagationOptions& o) : g_(g), o_(o) {}
+
+  void run() {
+    std::vector<int> old = g_.order;
+    g_.order.clear();
+    for (int id : old) {
+      if (g_.ops[id].kind == OpKind::kView) view(id);
+      else op(id);
+      g_.order.push_back(id);
+    }
+  }
+
+ private:
+  struct Memo {
+    int tensor;
+    bool gathered;
+    Phase phase;
+  };
+
+  void view(int id) {
+    std::map<std::string, std::string> label_axis;
+    std::vector<std::string> partial;
+    for (size_t i = 0; i < g_.ops[id].inputs.size(); ++i) {
+      const Tensor& t = g_.tensors[g_.ops[id].inputs[i]];
+      auto labels = g_.labels_in(g_.ops[id], i);
+      for (size_t d = 0; d < labels.size(); ++d)
+        if (!t.sharding.dim_axis[d].empty()) label_axis[labels[d]] = t.sharding.dim_axis[d];
+      if (i == 0) partial = t.sharding.partial;
+    }
+    for (size_t j = 0; j < g_.ops[id].outputs.size(); ++j) {
+      auto labels = g_.labels_out(g_.ops[id], j);
+      Tensor& t = g_.tensors[g_.ops[id].outputs[j]];
+      for (size_t d = 0; d < labels.size(); ++d) {
+        auto it = label_axis.find(labels[d]);
+        t.sharding.dim_axis[d] = it == label_axis.end() ? "" : it->second;
+      }
+      t.sharding.partial = partial;
+    }
+    g_.ops[id].local_flops = Expr(0);
+  }
+
+  void op(int id) {
+    std::map<std::string, std::string> fa;  // factor -> axis
+    std::set<std::string> used;
+    const Op& o0 = g_.ops[id];
+    auto claim = [&](const std::string& f, const std::string& axis) {
+      if (axis.empty() || fa.count(f) || used.count(axis) || o0.unshardable.count(f)) return;
+      fa[f] = axis;
+      used.insert(axis);
+    };
+    // 1a. Fixed operands (weights, weight grads) first.
+    auto claim_fixed = [&](int t, const std::vector<std::string>& labels) {
+      const Tensor& x = g_.tensors[t];
+      if (!x.sharding_fixed) return;
+      for (size_t d = 0; d < labels.size(); ++d) claim(labels[d], x.sharding.dim_axis[d]);
+    };
+    for (size_t i = 0; i < o0.inputs.size(); ++i) claim_fixed(o0.inputs[i], g_.labels_in(o0, i));
+    for (size_t j = 0; j < o0.outputs.size(); ++j) claim_fixed(o0.outputs[j], g_.labels_out(o0, j));
+
+    // Partial sums kept by linear ops: only when every input carries the same.
+    std::vector<std::string> keep;
+    if (o0.linear) {
+      keep = g_.tensors[o0.inputs[0]].sharding.partial;
+      for (int t : o0.inputs)
+        if (g_.tensors[t].sharding.partial != keep) keep.clear();
+    }
+    // 1b. Sequence parallelism: the SP region resolves a tp partial onto s.
+    if (o_.sequence_parallel && o0.sp_region) {
+      bool tp_partial = false, has_s = false;
+      for (size_t i = 0; i < o0.inputs.size(); ++i) {
+        tp_partial |= has(g_.tensors[o0.inputs[i]].sharding.partial, "tp") && !has(keep, "tp");
+        has_s |= has(g_.labels_in(o0, i), "s");
+      }
+      if (tp_partial && has_s) claim("s", "tp");
+    }
+    // 1c. Activation inputs offer their axes.
+    for (size_t i = 0; i < o0.inputs.size(); ++i) {
+      const Tensor& x = g_.tensors[o0.inputs[i]];
+      auto labels = g_.labels_in(o0, i);
+      for (size_t d = 0; d < labels.size(); ++d) claim(labels[d], x.sharding.dim_axis[d]);
+    }
+    // 2. Reshard inputs to what the assignment implies.
+    for (size_t i = 0; i < g_.ops[id].inputs.size(); ++i) {
+      int t = g_.ops[id].inputs[i];
+      auto labels = g_.labels_in(g_.ops[id], i);
+      Sharding req;
+      for (const auto& l : labels) {
+        auto it = fa.find(l);
+        req.dim_axis.push_back(it == fa.end() ? "" : it->second);
+      }
+      req.partial = keep;
+      if (g_.tensors[t].sharding == req) continue;
+      int r = reshard(t, req, g_.ops[id].phase);
+      g_.ops[id].inputs[i] = r;
+    }
+    // 3. Outputs.
+    Op& o = g_.ops[id];
+    std::set<std::string> in_labels, out_labels;
+    for (size_t i = 0; i < o.inputs.size(); ++i)
+      for (auto& l : g_.labels_in(o, i)) in_labels.insert(l);
+    for (size_t j = 0; j < o.outputs.size(); ++j)
+      for (auto& l : g_.labels_out(o, j)) out_labels.insert(l);
+    std::set<std::string> partial(keep.begin(), keep.end());
+    for (const auto& l : in_labels)
+      if (!out_labels.count(l) && fa.count(l)) partial.insert(fa[l]);
+    for (size_t j = 0; j < o.outputs.size(); ++j) {
+      Tensor& t = g_.tensors[o.outputs[j]];
+      auto labels = g_.labels_out(o, j);
+      if (!t.sharding_fixed)
+        for (size_t d = 0; d < labels.size(); ++d) {
+          auto it = fa.find(labels[d]);
+          t.sharding.dim_axis[d] = it == fa.end() ? "" : it->second;
+        }
+      t.sharding.partial.assign(partial.begin(), partial.end());
+    }
+    o.factor_axis = fa;
+    Expr div = 1;
+    for (const auto& axis : used) div *= Expr::sym(axis);
+    o.local_flops = o.flops / div;
+  }
+
+  // Emits the collectives (and slices) that turn t's sharding into req.
+  int reshard(int t, const Sharding& req, Phase phase) {
+    auto key = std::make_pair(t, req);
+    if (auto it = memo_.find(key); it != memo_.end())
+      if (!it->second.gathered || it->second.phase == phase) return it->second.tensor;
+    int cur = t;
+    bool gathered = false;
+    for (const auto& axis : o_.axes_outer_first) {
+      const Sharding a = g_.tensors[cur].sharding;
+      int a_dim = find_axis(a.dim_axis, axis), r_dim = find_axis(req.dim_axis, axis);
+      bool a_part = has(a.partial, axis), r_part = has(req.partial, axis);
+      OpKind kind = OpKind::kCollective;
+      CollectiveType coll;
+      std::string what;
+      if (a_part && !r_part) {
+        coll = r_dim >= 0 ? CollectiveType::kReduceScatter : CollectiveType::kAllReduce;
+      } else if (a_dim >= 0 && r_dim < 0) {
+        coll = CollectiveType::kAllGather;
+        gathered = true;
+      } else if (a_dim < 0 && r_dim >= 0) {
+        kind = OpKind::kView;
+        coll = CollectiveType::kAllReduce;  // unused
+        what = "slice";
+      } else if (a_dim >= 0 && r_dim >= 0 && a_dim != r_dim) {
+        coll = CollectiveType::kAllToAll;
+        gathered = true;
+      } else {
+        continue;
+      }
+      if (what.empty()) what = collective_name(coll);
+      Sharding s = a;
+      if (a_dim >= 0) s.dim_axis[a_dim] = "";
+      if (r_dim >= 0) s.dim_axis[r_dim] = axis;
+      s.partial.erase(std::remove(s.partial.begin(), s.partial.end(), axis), s.partial.end());
+      Tensor nt = g_.tensors[cur];
+      nt.name = g_.tensors[t].name + "." + what + "(" + axis + ")";
+      nt.sharding = s;
+      nt.producer = -1;
+      int out = g_.add_tensor(std::move(nt));
+      Op op;
+      op.name = g_.tensors[out].name;
+      op.kind = kind;
+      op.fn = what;
+      op.phase = phase;
+      op.layer = g_.tensors[t].layer;
+      op.inputs = {cur};
+      op.outputs = {out};
+      op.coll = coll;
+      op.axis = axis;
+      op.linear = true;
+      int id = static_cast<int>(g_.ops.size());
+      op.id = id;
+      g_.tensors[out].producer = id;
+      g_.ops.push_back(std::move(op));
+      g_.order.push_back(id);
+      cur = out;
+    }
+    memo_[key] = Memo{cur, gathered, phase};
+    return cur;
+  }
+
+  Graph& g_;
+  PropagationOptions o_;
+  std::map<std::pair<int, Sharding>, Memo> memo_;
+};
+
+}  // namespace
+
+void propagate_shardings(Graph& g, const PropagationOptions& o) { Propagator(g, o).run(); }
+
+}  // namespace sc
