@@ -199,16 +199,16 @@ class Builder {
       int p = act("embedding.position", {B(), Sq(), H()}, o_.dtype);
       Op pe = op("embedding.position", OpKind::kEmbedding, "embedding", {tokens, wpe}, {p});
       add(std::move(pe));
-      x = pointwise("embedding.add", "add", {x, p}, 1, true, true);
+      x = pointwise("embedding.add", "add", {x, p}, 1, true);
     }
     x = dropout("embedding.dropout", x, true);
     for (int64_t l = 0; l < m_.num_layers; ++l) {
       layer_ = static_cast<int>(l);
       prefix_ = "L" + std::to_string(l) + ".";
       int h1 = norm("ln1", x);
-      x = pointwise("attn.residual", "add", {x, attention(h1)}, 1, true, true);
+      x = pointwise("attn.residual", "add", {x, attention(h1)}, 1, true);
       int h2 = norm("ln2", x);
-      x = pointwise("mlp.residual", "add", {x, mlp(h2)}, 1, true, true);
+      x = pointwise("mlp.residual", "add", {x, mlp(h2)}, 1, true);
     }
     layer_ = -1;
     prefix_.clear();

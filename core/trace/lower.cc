@@ -83,7 +83,7 @@ class Lowerer {
 
     TraceNode node;
     node.id = p_.nodes.size();
-    node.name = (mb >= 0 ? "mb" + std::to_string(mb) + "." : std::string()) + op.name;
+    node.name = (mb >= 0 ? "mb" + std::to_string(mb) + "." : std::string()) + phase_name(op.phase) + "." + op.name;
     std::string axis;
     if (op.kind == OpKind::kCollective) {
       node.kind = TraceNodeKind::kCollective;
@@ -101,10 +101,15 @@ class Lowerer {
       node.kind = TraceNodeKind::kCompute;
       SC_ASSIGN_OR_RETURN(node.num_ops, eval(op.local_flops, op.name + " flops"));
       int64_t bytes = 0;
+      // A lookup (or its scatter-add backward) touches the rows it gathers,
+      // not the whole table: count the activation side twice instead.
+      const bool lookup = op.kind == OpKind::kEmbedding;
       for (const auto* list : {&op.inputs, &op.outputs})
         for (int t : *list) {
+          TensorKind k = g_.tensors[t].kind;
+          if (lookup && (k == TensorKind::kWeight || k == TensorKind::kWeightGrad)) continue;
           SC_ASSIGN_OR_RETURN(int64_t b, eval(g_.tensors[t].local_bytes(), g_.tensors[t].name + " bytes"));
-          bytes += b;
+          bytes += lookup ? 2 * b : b;
         }
       if (op.kind == OpKind::kOptimizer) {
         // Adam state (master weight + moments): read and written once.

@@ -1,0 +1,46 @@
+// Helpers for tests that drive the whole pipeline through the façade.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "api/api.h"
+
+namespace sc::testing {
+
+inline Job gpt_job(int64_t L, int64_t h, int64_t a, int64_t tp, int64_t dp, bool sp, int64_t b, int64_t s,
+                   int64_t B = 0) {
+  Job j;
+  j.model.name = "test-gpt";
+  j.model.num_layers = L;
+  j.model.hidden = h;
+  j.model.num_heads = a;
+  j.model.num_kv_heads = a;
+  j.model.head_dim = h / a;
+  j.model.ffn_hidden = 4 * h;
+  j.model.vocab = 51200;
+  j.model.max_positions = s;
+  j.parallel.tp = tp;
+  j.parallel.dp = dp;
+  j.parallel.sequence_parallel = sp;
+  j.training.seq_len = s;
+  j.training.micro_batch_size = b;
+  j.training.global_batch_size = B ? B : b * dp;
+  j.hardware = hardware_preset("h100").value();
+  return j;
+}
+
+inline Generator make(const Job& j) {
+  auto g = Generator::create(j);
+  if (!g.ok()) FAIL(g.error().to_string());
+  return std::move(g).value();
+}
+
+inline nlohmann::json summary(const Generator& g) {
+  auto j = nlohmann::json::parse(g.summary_json(), nullptr, false);
+  REQUIRE(!j.is_discarded());
+  return j;
+}
+
+}  // namespace sc::testing
