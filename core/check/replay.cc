@@ -1,0 +1,192 @@
+#include "check/replay.h"
+
+#include <map>
+#include <queue>
+#include <set>
+#include <tuple>
+
+namespace sc {
+namespace {
+
+struct RankState {
+  std::vector<int> waiting;        // unfinished deps per node
+  std::vector<std::vector<uint32_t>> children;
+  std::set<uint32_t> ready;        // ascending id = issue order
+  bool compute_busy = false, comm_busy = false;
+  std::map<int64_t, int64_t> issued_on_group;  // group -> count
+  int64_t finished = 0;
+};
+
+struct Event {
+  double time;
+  int64_t rank;
+  uint32_t node;
+  bool operator>(const Event& o) const { return std::tie(time, rank, node) > std::tie(o.time, o.rank, o.node); }
+};
+
+class Replayer {
+ public:
+  Replayer(const std::vector<RankTrace>& r, const GroupTable& g, double bw) : ranks_(r), groups_(g), bw_(bw) {}
+
+  ReplayResult run() {
+    st_.resize(ranks_.size());
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      const auto& nodes = ranks_[r].nodes;
+      auto& s = st_[r];
+      s.waiting.assign(nodes.size(), 0);
+      s.children.resize(nodes.size());
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (nodes[i].id != i) return fail("rank " + std::to_string(r) + ": node ids are not 0..n-1 in order");
+        for (auto d : nodes[i].deps) {
+          if (d >= nodes.size()) return fail("rank " + std::to_string(r) + " node " + std::to_string(i) + ": missing dependency " + std::to_string(d));
+          s.waiting[i]++;
+          s.children[d].push_back(static_cast<uint32_t>(i));
+        }
+        if (s.waiting[i] == 0) s.ready.insert(static_cast<uint32_t>(i));
+      }
+    }
+    for (size_t r = 0; r < ranks_.size(); ++r) issue(static_cast<int64_t>(r), 0);
+    while (!events_.empty()) {
+      Event e = events_.top();
+      events_.pop();
+      finish(e);
+    }
+    res_.completed = res_.problems.empty();
+    for (size_t r = 0; r < ranks_.size(); ++r) {
+      if (st_[r].finished == static_cast<int64_t>(ranks_[r].nodes.size())) continue;
+      res_.completed = false;
+      if (res_.problems.size() < 20) res_.problems.push_back(stuck(static_cast<int64_t>(r)));
+    }
+    return res_;
+  }
+
+ private:
+  ReplayResult fail(std::string why) {
+    res_.problems.push_back(std::move(why));
+    return res_;
+  }
+
+  std::string stuck(int64_t r) const {
+    const auto& s = st_[r];
+    for (size_t i = 0; i < s.waiting.size(); ++i)
+      if (s.waiting[i] >= 0) {
+        const auto& n = ranks_[r].nodes[i];
+        return "rank " + std::to_string(r) + " hangs at node " + std::to_string(n.id) + " '" + n.name + "'";
+      }
+    return "rank " + std::to_string(r) + " hangs";
+  }
+
+  void issue(int64_t r, double now) {
+    auto& s = st_[r];
+    const auto& nodes = ranks_[r].nodes;
+    for (auto it = s.ready.begin(); it != s.ready.end();) {
+      const TraceNode& n = nodes[*it];
+      bool comp = n.kind == TraceNodeKind::kCompute;
+      bool recv = n.kind == TraceNodeKind::kRecv;
+      if ((comp && s.compute_busy) || (!comp && !recv && s.comm_busy)) { ++it; continue; }
+      uint32_t id = *it;
+      it = s.ready.erase(it);
+      if (comp) {
+        s.compute_busy = true;
+        events_.push({now + static_cast<double>(n.duration_micros), r, id});
+      } else if (n.kind == TraceNodeKind::kCollective) {
+        s.comm_busy = true;
+        join_collective(r, id, now);
+      } else {
+        if (!recv) s.comm_busy = true;
+        join_p2p(r, id, now);
+      }
+    }
+  }
+
+  void join_collective(int64_t r, uint32_t id, double now) {
+    const TraceNode& n = ranks_[r].nodes[id];
+    auto g = groups_.find(n.group);
+    if (g == groups_.end()) {
+      res_.problems.push_back("rank " + std::to_string(r) + " node " + std::to_string(id) + ": group " + std::to_string(n.group) + " not in the group file");
+      return;
+    }
+    int64_t k = st_[r].issued_on_group[n.group]++;
+    auto& inst = coll_[{n.group, k}];
+    if (inst.members.empty()) { inst.type = n.coll; inst.size = n.comm_size; }
+    else if (inst.type != n.coll || inst.size != n.comm_size)
+      res_.problems.push_back("group " + std::to_string(n.group) + " collective #" + std::to_string(k) + ": rank " +
+                              std::to_string(r) + " issues " + collective_name(n.coll) + " of " + std::to_string(n.comm_size) +
+                              " bytes, another member " + collective_name(inst.type) + " of " + std::to_string(inst.size));
+    inst.members.push_back({r, id});
+    inst.start = std::max(inst.start, now);
+    if (inst.members.size() == g->second.size()) {
+      double t = inst.start + static_cast<double>(n.comm_size) / bw_;
+      for (auto [mr, mid] : inst.members) events_.push({t, mr, mid});
+      coll_.erase({n.group, k});
+    }
+  }
+
+  void join_p2p(int64_t r, uint32_t id, double now) {
+    const TraceNode& n = ranks_[r].nodes[id];
+    bool send = n.kind == TraceNodeKind::kSend;
+    auto key = send ? std::make_tuple(r, static_cast<int64_t>(n.peer), n.tag, n.comm_size)
+                    : std::make_tuple(static_cast<int64_t>(n.peer), r, n.tag, n.comm_size);
+    auto& q = p2p_[key];
+    q.push_back({r, id, now, send});
+    // Match the oldest send with the oldest recv of the same key.
+    std::pair<int64_t, uint32_t> s{-1, 0}, v{-1, 0};
+    double start = 0;
+    size_t si = q.size(), vi = q.size();
+    for (size_t i = 0; i < q.size(); ++i) {
+      if (q[i].send && si == q.size()) si = i;
+      if (!q[i].send && vi == q.size()) vi = i;
+    }
+    if (si == q.size() || vi == q.size()) return;
+    start = std::max(q[si].time, q[vi].time);
+    double t = start + static_cast<double>(n.comm_size) / bw_;
+    events_.push({t, q[si].rank, q[si].node});
+    events_.push({t, q[vi].rank, q[vi].node});
+    q.erase(q.begin() + static_cast<long>(std::max(si, vi)));
+    q.erase(q.begin() + static_cast<long>(std::min(si, vi)));
+  }
+
+  void finish(const Event& e) {
+    auto& s = st_[e.rank];
+    const TraceNode& n = ranks_[e.rank].nodes[e.node];
+    if (n.kind == TraceNodeKind::kCompute) s.compute_busy = false;
+    else if (n.kind != TraceNodeKind::kRecv) s.comm_busy = false;
+    s.waiting[e.node] = -1;
+    s.finished++;
+    res_.nodes_finished++;
+    res_.makespan_micros = std::max(res_.makespan_micros, e.time);
+    for (uint32_t c : s.children[e.node])
+      if (--s.waiting[c] == 0) s.ready.insert(c);
+    issue(e.rank, e.time);
+  }
+
+  struct CollInstance {
+    CollectiveType type = CollectiveType::kAllReduce;
+    int64_t size = 0;
+    double start = 0;
+    std::vector<std::pair<int64_t, uint32_t>> members;
+  };
+  struct P2P {
+    int64_t rank;
+    uint32_t node;
+    double time;
+    bool send;
+  };
+
+  const std::vector<RankTrace>& ranks_;
+  const GroupTable& groups_;
+  double bw_;
+  std::vector<RankState> st_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  std::map<std::pair<int64_t, int64_t>, CollInstance> coll_;
+  std::map<std::tuple<int64_t, int64_t, int32_t, int64_t>, std::vector<P2P>> p2p_;
+  ReplayResult res_;
+};
+
+}  // namespace
+
+ReplayResult replay_traces(const std::vector<RankTrace>& ranks, const GroupTable& groups, double bytes_per_micro) {
+  return Replayer(ranks, groups, bytes_per_micro).run();
+}
+
+}  // namespace sc

@@ -1,0 +1,35 @@
+// A reference Chakra consumer: replays every rank's trace together under
+// the execution rules ASTRA-sim applies (../shared/docs/chakra-format.md):
+//  - a node is ready when all its dependencies have finished;
+//  - ready nodes are issued in ascending id;
+//  - per rank at most one compute node and one collective/send in flight;
+//    receives may overlap;
+//  - the k-th collective a rank issues on a group joins the k-th collective
+//    of every other member; it starts when all have issued it and must have
+//    the same (type, size) on all of them;
+//  - a send and a recv match on (src, dst, tag, size).
+// Compute takes duration_micros; communication a simple bytes / bandwidth.
+// A run that stops with unfinished nodes is a hang, reported per rank with
+// the node it is stuck on. Used by tests to show that generated traces run
+// to completion; it is not a network model.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "trace/rank_trace.h"
+
+namespace sc {
+
+struct ReplayResult {
+  bool completed = false;
+  double makespan_micros = 0;
+  int64_t nodes_finished = 0;
+  std::vector<std::string> problems;  // hangs and mismatches, precise
+};
+
+ReplayResult replay_traces(const std::vector<RankTrace>& ranks, const GroupTable& groups,
+                           double bytes_per_micro = 100e3);
+
+}  // namespace sc
