@@ -55,7 +55,7 @@ class Autodiff {
     auto& c = contrib_[t];
     if (c.empty()) return -1;
     if (c.size() == 1) return c[0];
-    const Tensor& x = g_.tensors[t];
+    const Tensor x = g_.tensors[t];  // a copy: new_grad_like grows g_.tensors
     int out = new_grad_like(t, x.name + ".grad");
     Op o = base(x.name + ".grad_accumulate", OpKind::kElementwise, "add", c, {out}, x.layer);
     o.flops = g_.tensors[out].global_numel() * Expr(static_cast<int64_t>(c.size() - 1));
@@ -220,7 +220,7 @@ class Autodiff {
     for (int w : weights) {
       int gw = grad(w);
       if (gw < 0) continue;
-      const Tensor& wt = g_.tensors[w];
+      const Tensor wt = g_.tensors[w];  // a copy: add_tensor grows g_.tensors
       Tensor nw = wt;
       nw.name = wt.name + ".updated";
       int out = g_.add_tensor(std::move(nw));

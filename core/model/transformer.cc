@@ -56,8 +56,7 @@ class Builder {
   // Pointwise op over x (and optional extra inputs) producing a same-shape tensor.
   int pointwise(const std::string& name, const std::string& fn, std::vector<int> in, int64_t flops_per_elem,
                 bool sp_region, bool linear = false) {
-    const Tensor& x = g_.tensors[in[0]];
-    int y = act(name, x.dims, x.dtype);
+    int y = act(name, g_.tensors[in[0]].dims, g_.tensors[in[0]].dtype);
     Op o = op(name, OpKind::kElementwise, fn, std::move(in), {y});
     o.flops = numel(y) * Expr(flops_per_elem);
     o.sp_region = sp_region;
@@ -68,9 +67,9 @@ class Builder {
 
   int dropout(const std::string& name, int x, bool sp_region) {
     if (!m_.dropout) return x;
-    const Tensor& t = g_.tensors[x];
-    int y = act(name, t.dims, t.dtype);
-    int mask = act(name + ".mask", t.dims, DType::kUInt8, TensorKind::kMask);
+    const std::vector<Dim> dims = g_.tensors[x].dims;  // act() grows g_.tensors
+    int y = act(name, dims, g_.tensors[x].dtype);
+    int mask = act(name + ".mask", dims, DType::kUInt8, TensorKind::kMask);
     Op o = op(name, OpKind::kDropout, "dropout", {x}, {y, mask});
     o.flops = numel(y) * Expr(2);
     o.sp_region = sp_region;

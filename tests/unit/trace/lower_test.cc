@@ -93,9 +93,11 @@ TEST_CASE("trace: schedule invariants a Chakra consumer relies on") {
 TEST_CASE("trace: every member of a group issues the same collectives in the same order") {
   auto g = make(gpt_job(2, 512, 8, 2, 3, true, 1, 256, 6));
   std::map<int64_t, std::map<int64_t, std::vector<std::pair<int, int64_t>>>> seq;  // group -> rank -> seq
-  for (int64_t r = 0; r < g.world_size(); ++r)
-    for (const auto& n : g.rank_trace(r).value().nodes)
+  for (int64_t r = 0; r < g.world_size(); ++r) {
+    const RankTrace t = g.rank_trace(r).value();
+    for (const auto& n : t.nodes)
       if (n.kind == TraceNodeKind::kCollective) seq[n.group][r].push_back({int(n.coll), n.comm_size});
+  }
   CHECK(seq.size() == g.groups().size());
   for (auto& [group, by_rank] : seq) {
     CHECK(by_rank.size() == g.groups().at(group).size());
