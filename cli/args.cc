@@ -1,0 +1,230 @@
+#include "args.h"
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "base/json_fields.h"
+
+namespace sc::cli {
+namespace {
+
+const FlagSpec* find_spec(const std::vector<FlagSpec>& specs, const std::string& name) {
+  for (const FlagSpec& s : specs) {
+    if (name == s.name || (s.alias && name == s.alias)) return &s;
+  }
+  return nullptr;
+}
+
+// Integer flags are checked here (usage error when not a number); range
+// checks happen in parse_job so flag and file values share one message.
+struct IntFlag { const char* flag; const char* section; const char* key; };
+constexpr IntFlag kIntFlags[] = {
+    {"--dp", "parallel", "dp"},
+    {"--tp", "parallel", "tp"},
+    {"--seq-len", "training", "seq_len"},
+    {"--micro-batch-size", "training", "micro_batch_size"},
+    {"--global-batch-size", "training", "global_batch_size"},
+    {"--layers", "model", "num_layers"},
+};
+
+std::optional<int64_t> parse_int(const std::string& s) {
+  int64_t v = 0;
+  const char* end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(s.data(), end, v);
+  if (ec != std::errc() || p != end || s.empty()) return std::nullopt;
+  return v;
+}
+
+// The object at j[section], created when absent. Null when the section
+// exists but is not an object: parse_job then reports its type.
+nlohmann::json* section(nlohmann::json& j, const char* name) {
+  auto it = j.find(name);
+  if (it == j.end()) {
+    j[name] = nlohmann::json::object();
+    return &j[name];
+  }
+  if (std::string(name) == "model" && it->is_string()) {  // preset shorthand
+    *it = nlohmann::json{{"preset", *it}};
+  }
+  return it->is_object() ? &*it : nullptr;
+}
+
+// Which flag set a path, for "(from --dp)" in error messages.
+std::string flag_for_path(const Args& args, const std::string& path) {
+  for (const IntFlag& f : kIntFlags) {
+    if (args.has(f.flag) && path == std::string(f.section) + "." + f.key) return f.flag;
+  }
+  if (args.has("--model") && path.rfind("model.preset", 0) == 0) return "--model";
+  if (args.has("--dtype") && path == "training.dtype") return "--dtype";
+  if (args.has("--hardware") && path.rfind("hardware", 0) == 0) return "--hardware";
+  if (args.has("--sequence-parallel") && path == "training.seq_len") return "--sequence-parallel";
+  return "";
+}
+
+}  // namespace
+
+const std::string* Args::get(const std::string& name) const {
+  auto it = flags.find(name);
+  return it == flags.end() ? nullptr : &it->second;
+}
+
+std::optional<Args> parse_args(const std::vector<std::string>& args,
+                               const std::vector<FlagSpec>& specs, std::string* error) {
+  Args out;
+  bool flags_done = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (flags_done || a.size() < 2 || a[0] != '-') {
+      out.positional.push_back(a);
+      continue;
+    }
+    if (a == "--") { flags_done = true; continue; }
+    size_t eq = a.find('=');
+    std::string name = a.substr(0, eq);
+    const FlagSpec* spec = find_spec(specs, name);
+    if (!spec) { *error = "unknown flag " + name; return std::nullopt; }
+    std::string value;
+    if (spec->takes_value) {
+      if (eq != std::string::npos) {
+        value = a.substr(eq + 1);
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+      } else {
+        *error = name + " needs a value (" + spec->value_name + ")";
+        return std::nullopt;
+      }
+    } else if (eq != std::string::npos) {
+      *error = name + " takes no value";
+      return std::nullopt;
+    }
+    if (out.flags.count(spec->name)) { *error = std::string(spec->name) + " given twice"; return std::nullopt; }
+    out.flags[spec->name] = value;
+  }
+  return out;
+}
+
+std::string flags_help(const std::vector<FlagSpec>& specs) {
+  std::string s;
+  for (const FlagSpec& f : specs) {
+    std::string left = std::string("  ") + f.name;
+    if (f.alias) left += std::string(", ") + f.alias;
+    if (f.takes_value) left += std::string(" ") + f.value_name;
+    if (left.size() < 28) left.resize(28, ' '); else left += "  ";
+    s += left + f.help + "\n";
+  }
+  return s;
+}
+
+const std::vector<FlagSpec>& job_flags() {
+  static const std::vector<FlagSpec> kFlags = {
+      {"--config", "-c", true, "FILE", "job JSON file (docs/job-format.md); flags override it"},
+      {"--model", nullptr, true, "PRESET", "model preset (sets model.preset), e.g. gpt3-1.7b"},
+      {"--layers", nullptr, true, "N", "override model.num_layers"},
+      {"--dp", nullptr, true, "N", "data-parallel degree"},
+      {"--tp", nullptr, true, "N", "tensor-parallel degree"},
+      {"--sequence-parallel", nullptr, false, "", "Megatron sequence parallelism"},
+      {"--seq-len", nullptr, true, "N", "sequence length in tokens"},
+      {"--micro-batch-size", nullptr, true, "N", "sequences per micro-batch"},
+      {"--global-batch-size", nullptr, true, "N", "sequences per iteration (default dp x micro-batch)"},
+      {"--dtype", nullptr, true, "D", "compute dtype: bf16, fp16, fp32, tf32, fp8"},
+      {"--hardware", nullptr, true, "H", "hardware preset: a100, h100, h200, b200"},
+      {"--help", "-h", false, "", "show this help"},
+  };
+  return kFlags;
+}
+
+int usage_error(const std::string& command, const std::string& message) {
+  std::cerr << "stagecraft " << command << ": " << message << "\n"
+            << "(see 'stagecraft " << command << " --help')\n";
+  return kExitUsage;
+}
+
+int report_error(const std::string& command, const Error& e) {
+  std::cerr << "stagecraft " << command << ": error: " << e.to_string() << " ["
+            << error_code_name(e.code) << "]\n";
+  return kExitError;
+}
+
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return make_error(ErrorCode::kIoError, "cannot read " + path + ": " + std::strerror(errno));
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return make_error(ErrorCode::kIoError, "error reading " + path);
+  return ss.str();
+}
+
+int load_job(const std::string& command, const Args& args, Job* job) {
+  nlohmann::json j = nlohmann::json::object();
+  if (const std::string* config = args.get("--config")) {
+    Result<std::string> text = read_file(*config);
+    if (!text.ok()) return report_error(command, text.error());
+    Result<nlohmann::json> parsed = jsonf::parse_text(*text);
+    if (!parsed.ok()) {
+      Error e = parsed.error();
+      e.message = *config + ": " + e.message;
+      return report_error(command, e);
+    }
+    j = std::move(parsed).value();
+  } else if (!args.has("--model")) {
+    return usage_error(command, "give --model PRESET or --config FILE");
+  }
+  if (j.is_object()) {  // else parse_job reports the type
+    if (const std::string* model = args.get("--model")) {
+      if (nlohmann::json* m = section(j, "model")) {
+        m->erase("hf_config");
+        (*m)["preset"] = *model;
+      }
+    }
+    for (const IntFlag& f : kIntFlags) {
+      const std::string* v = args.get(f.flag);
+      if (!v) continue;
+      std::optional<int64_t> n = parse_int(*v);
+      if (!n) return usage_error(command, std::string(f.flag) + " expects an integer (got '" + *v + "')");
+      if (nlohmann::json* s = section(j, f.section)) (*s)[f.key] = *n;
+    }
+    if (args.has("--sequence-parallel")) {
+      if (nlohmann::json* s = section(j, "parallel")) (*s)["sequence_parallel"] = true;
+    }
+    if (const std::string* d = args.get("--dtype")) {
+      if (nlohmann::json* s = section(j, "training")) (*s)["dtype"] = *d;
+    }
+    if (const std::string* h = args.get("--hardware")) {
+      auto it = j.find("hardware");
+      if (it != j.end() && it->is_object()) (*it)["preset"] = *h;
+      else j["hardware"] = *h;
+    }
+  }
+  Result<Job> parsed = parse_job(j.dump());
+  if (!parsed.ok()) {
+    Error e = parsed.error();
+    std::string flag = flag_for_path(args, e.path);
+    if (!flag.empty()) e.message += " (from " + flag + ")";
+    return report_error(command, e);
+  }
+  *job = std::move(parsed).value();
+  return kExitOk;
+}
+
+std::optional<int> parse_or_exit(const std::string& command, const std::vector<std::string>& argv,
+                                 const std::vector<FlagSpec>& specs, const std::string& usage,
+                                 Args* out) {
+  std::string error;
+  std::optional<Args> a = parse_args(argv, specs, &error);
+  if (!a) return usage_error(command, error);
+  if (a->has("--help")) {
+    std::cout << usage << "\n\nOptions:\n" << flags_help(specs);
+    return kExitOk;
+  }
+  *out = std::move(*a);
+  return std::nullopt;
+}
+
+}  // namespace sc::cli

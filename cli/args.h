@@ -1,0 +1,65 @@
+// Hand-written argument parsing shared by the subcommands, and the job
+// input flags (--config/--model + overrides) that generate, inspect and
+// graph accept. Exit codes: 0 ok, 1 job/input/io error, 2 usage error.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "job/job.h"
+
+namespace sc::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitError = 1;
+inline constexpr int kExitUsage = 2;
+
+struct FlagSpec {
+  const char* name;   // "--dp", "-o"
+  const char* alias;  // "--output" or nullptr
+  bool takes_value;
+  const char* value_name;  // "N", "DIR"; shown in help
+  const char* help;
+};
+
+struct Args {
+  std::map<std::string, std::string> flags;  // canonical name -> value ("" for switches)
+  std::vector<std::string> positional;
+  bool has(const std::string& name) const { return flags.count(name) != 0; }
+  const std::string* get(const std::string& name) const;
+};
+
+// Parses args (without the program and command names). "--flag value" and
+// "--flag=value"; "--" ends flags. Unknown flag, missing value or a flag
+// given twice -> error message in *error.
+std::optional<Args> parse_args(const std::vector<std::string>& args,
+                               const std::vector<FlagSpec>& specs, std::string* error);
+
+std::string flags_help(const std::vector<FlagSpec>& specs);
+
+// The flags that describe a job (shared by generate, inspect, graph).
+const std::vector<FlagSpec>& job_flags();
+
+// Prints "stagecraft <command>: <message>" and a --help hint; returns 2.
+int usage_error(const std::string& command, const std::string& message);
+// Prints "stagecraft <command>: error: <path>: <message> [<code>]"; returns 1.
+int report_error(const std::string& command, const Error& e);
+
+// Reads a whole file (binary). kIoError names the file and the OS reason.
+Result<std::string> read_file(const std::string& path);
+
+// Builds and validates the job from --config and the override flags (flags
+// win). Returns kExitOk and fills *job, or prints the error and returns
+// the exit code.
+int load_job(const std::string& command, const Args& args, Job* job);
+
+// Common handling of --help / parse errors: returns an exit code when the
+// command should stop (help printed, or usage error), nullopt otherwise.
+std::optional<int> parse_or_exit(const std::string& command, const std::vector<std::string>& argv,
+                                 const std::vector<FlagSpec>& specs, const std::string& usage,
+                                 Args* out);
+
+}  // namespace sc::cli

@@ -1,0 +1,115 @@
+// stagecraft inspect: what a job resolves to, without writing anything.
+// --json prints Generator::summary_json() byte for byte (same bytes as
+// the summary.json that generate writes).
+#include <cstdio>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "api/api.h"
+#include "args.h"
+#include "commands.h"
+
+namespace sc::cli {
+namespace {
+
+const char* kCmd = "inspect";
+const char* kUsage =
+    "usage: stagecraft inspect (--model PRESET | --config job.json) [overrides] [--json]\n"
+    "\n"
+    "Prints the resolved job and the generator's summary (parameters, FLOPs,\n"
+    "memory and communication per rank). Writes nothing.";
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+// 1234567 -> "1,234,567"
+std::string grouped(int64_t v) {
+  std::string digits = std::to_string(v);
+  size_t start = v < 0 ? 1 : 0;
+  std::string out = digits.substr(0, start);
+  for (size_t i = start; i < digits.size(); ++i) {
+    if (i > start && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+const char* on_off(bool b) { return b ? "on" : "off"; }
+
+void print_job(const Job& job) {
+  const ModelConfig& m = job.model;
+  const TrainingConfig& t = job.training;
+  const HardwareProfile& hw = job.hardware;
+  std::cout << "model       " << m.name << ": " << m.num_layers << " layers, hidden " << m.hidden
+            << ", " << m.num_heads << " heads (kv " << m.num_kv_heads << ", head_dim " << m.head_dim
+            << "), ffn " << m.ffn_hidden << ", vocab " << m.vocab << "\n"
+            << "            " << (m.norm == NormKind::kRMSNorm ? "RMSNorm" : "LayerNorm") << ", "
+            << (m.mlp == MlpKind::kSwiGLU ? "SwiGLU" : "GeLU") << " MLP, "
+            << (m.position == PositionKind::kRope ? "RoPE" : "learned positions") << ", "
+            << (m.tied_embeddings ? "tied" : "untied") << " embeddings, bias " << on_off(m.linear_bias)
+            << ", dropout " << on_off(m.dropout) << "\n"
+            << "parameters  " << grouped(closed_form_parameters(m)) << " (closed form)\n"
+            << "parallel    dp " << job.parallel.dp << " x tp " << job.parallel.tp << " = "
+            << job.parallel.world_size() << " ranks, sequence parallel "
+            << on_off(job.parallel.sequence_parallel) << "\n"
+            << "training    seq " << t.seq_len << ", micro-batch " << t.micro_batch_size
+            << ", global batch " << t.global_batch_size << " (" << t.num_micro_batches(job.parallel)
+            << " micro-batches per rank), " << dtype_name(t.dtype) << ", grads "
+            << dtype_name(t.grad_reduce_dtype) << "\n"
+            << "hardware    " << hw.name << ": " << fmt("%.1f", hw.peak_for(t.dtype) / 1e12)
+            << " TFLOP/s " << dtype_name(t.dtype) << ", " << fmt("%.2f", hw.mem_bandwidth / 1e12)
+            << " TB/s HBM, " << fmt("%.0f", hw.memory_bytes / 1e9) << " GB, efficiency "
+            << fmt("%.2f", hw.compute_efficiency) << " compute / " << fmt("%.2f", hw.memory_efficiency)
+            << " memory\n";
+}
+
+// Flattens the summary (whose schema the generator owns) into
+// "  a.b.c: value" lines so inspect needs no change when it grows.
+void print_flat(const nlohmann::json& v, const std::string& path) {
+  if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (path.empty() && it.key() == "job") continue;  // printed above
+      print_flat(*it, path.empty() ? it.key() : path + "." + it.key());
+    }
+    return;
+  }
+  std::string text = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (v.is_array() && text.size() > 100) {
+    text = "[";
+    text.append(std::to_string(v.size())).append(" items]");
+  }
+  if (v.is_number_integer()) text = grouped(v.get<int64_t>());
+  std::cout << "  " << path << ": " << text << "\n";
+}
+
+}  // namespace
+
+int cmd_inspect(const std::vector<std::string>& argv) {
+  std::vector<FlagSpec> specs = job_flags();
+  specs.push_back({"--json", nullptr, false, "", "print summary.json instead of text"});
+  Args args;
+  if (std::optional<int> rc = parse_or_exit(kCmd, argv, specs, kUsage, &args)) return *rc;
+  if (!args.positional.empty()) return usage_error(kCmd, "unexpected argument '" + args.positional[0] + "'");
+  Job job;
+  if (int rc = load_job(kCmd, args, &job); rc != kExitOk) return rc;
+  Result<Generator> gen = Generator::create(job);
+  if (!gen.ok()) return report_error(kCmd, gen.error());
+  std::string summary = gen->summary_json();
+  if (args.has("--json")) {
+    std::cout << summary;
+    return kExitOk;
+  }
+  print_job(job);
+  nlohmann::json parsed = nlohmann::json::parse(summary, nullptr, false);
+  if (!parsed.is_discarded()) {
+    std::cout << "summary\n";
+    print_flat(parsed, "");
+  }
+  return kExitOk;
+}
+
+}  // namespace sc::cli

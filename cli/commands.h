@@ -1,0 +1,17 @@
+// Subcommand entry points; argv excludes "stagecraft" and the command name.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace sc::cli {
+
+int cmd_generate(const std::vector<std::string>& argv);
+int cmd_inspect(const std::vector<std::string>& argv);
+int cmd_graph(const std::vector<std::string>& argv);
+int cmd_dump(const std::vector<std::string>& argv);
+
+// Top-level usage text (stagecraft help).
+std::string main_usage();
+
+}  // namespace sc::cli

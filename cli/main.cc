@@ -1,0 +1,88 @@
+// stagecraft: synthesizes Chakra execution traces for ASTRA-sim.
+// Dispatches to one file per subcommand; never lets an exception escape
+// (the core returns errors as values; this guards allocation failures).
+#include <exception>
+#include <iostream>
+#include <new>
+
+#include "api/api.h"
+#include "args.h"
+#include "commands.h"
+
+namespace sc::cli {
+
+std::string main_usage() {
+  return "usage: stagecraft <command> [options]\n"
+         "\n"
+         "Synthesizes Chakra execution traces (one .et file per rank) of\n"
+         "distributed LLM training for the ASTRA-sim simulator.\n"
+         "\n"
+         "Commands:\n"
+         "  generate   write <prefix>.<rank>.et, comm_groups.json, summary.json to a directory\n"
+         "  inspect    print a summary of a job (--json: summary.json) without writing files\n"
+         "  graph      print the sharded symbolic graph of a job as text\n"
+         "  dump       print a .et file as text\n"
+         "  help       show this help, or 'stagecraft help <command>'\n"
+         "\n"
+         "Options:\n"
+         "  --version  print the version\n"
+         "  --help     show this help\n"
+         "\n"
+         "Example:\n"
+         "  stagecraft generate --model gpt3-1.7b --dp 2 --tp 2 --seq-len 256 -o out\n"
+         "Job files and flags: docs/job-format.md, docs/cli.md.\n";
+}
+
+namespace {
+
+int run(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cerr << main_usage();
+    return kExitUsage;
+  }
+  std::string command = args[0];
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (command == "--version" || command == "version") {
+    std::cout << "stagecraft " << stagecraft_version() << "\n";
+    return kExitOk;
+  }
+  if (command == "--help" || command == "-h") {
+    std::cout << main_usage();
+    return kExitOk;
+  }
+  if (command == "help") {
+    if (rest.empty()) {
+      std::cout << main_usage();
+      return kExitOk;
+    }
+    command = rest[0];
+    rest = {"--help"};
+    if (command != "generate" && command != "inspect" && command != "graph" && command != "dump") {
+      return usage_error("help", "unknown command '" + command + "'");
+    }
+  }
+  if (command == "generate") return cmd_generate(rest);
+  if (command == "inspect") return cmd_inspect(rest);
+  if (command == "graph") return cmd_graph(rest);
+  if (command == "dump") return cmd_dump(rest);
+  std::cerr << "stagecraft: unknown command '" << command << "'\n"
+            << "(see 'stagecraft help')\n";
+  return kExitUsage;
+}
+
+}  // namespace
+}  // namespace sc::cli
+
+int main(int argc, char** argv) {
+  try {
+    return sc::cli::run(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::cerr << "stagecraft: error: out of memory (try a smaller job)\n";
+  } catch (const std::exception& e) {
+    std::cerr << "stagecraft: internal error: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "stagecraft: internal error\n";
+  }
+  return sc::cli::kExitError;
+}

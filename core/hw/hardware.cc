@@ -1,0 +1,88 @@
+// Hardware presets and the roofline. Every number is per GPU, dense
+// (without 2:4 sparsity: the datasheets' tensor-core figures with sparsity
+// halved), decimal units (1 TB/s = 1e12 bytes/s, 80 GB = 80e9 bytes).
+// Sources and derivations: docs/hardware.md.
+#include "hw/hardware.h"
+
+#include <algorithm>
+
+namespace sc {
+namespace {
+
+constexpr double T = 1e12;  // tera
+constexpr double G = 1e9;   // giga
+
+HardwareProfile make(const char* name, double fp32, double tf32, double bf16, double fp8,
+                     double hbm, double capacity, double nvlink, double network) {
+  HardwareProfile hw;
+  hw.name = name;
+  hw.peak_flops_fp32 = fp32;
+  hw.peak_flops_tf32 = tf32;
+  hw.peak_flops_bf16 = bf16;
+  hw.peak_flops_fp8 = fp8;
+  hw.mem_bandwidth = hbm;
+  hw.memory_bytes = capacity;
+  hw.intra_node_bw = nvlink;
+  hw.inter_node_bw = network;
+  hw.gpus_per_node = 8;
+  return hw;
+}
+
+HardwareProfile preset(int i) {
+  switch (i) {
+    // A100 SXM4 80GB: no FP8. NVLink 3: 600 GB/s total = 300 per direction;
+    // DGX A100: one 200 Gb/s HDR InfiniBand port per GPU = 25 GB/s.
+    case 0: return make("a100", 19.5 * T, 156 * T, 312 * T, 0, 2039 * G, 80 * G, 300 * G, 25 * G);
+    // H100 SXM5 80GB. NVLink 4: 900 GB/s total = 450 per direction;
+    // DGX H100: one 400 Gb/s NDR ConnectX-7 per GPU = 50 GB/s.
+    case 1: return make("h100", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 3350 * G, 80 * G, 450 * G, 50 * G);
+    // H200 SXM 141GB: H100's compute with HBM3e.
+    case 2: return make("h200", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 4800 * G, 141 * G, 450 * G, 50 * G);
+    // B200 as in HGX/DGX B200 (1000 W): NVLink 5 1.8 TB/s total = 900 per
+    // direction; 180 GB per GPU (1,440 GB per 8-GPU system).
+    case 3: return make("b200", 75 * T, 1125 * T, 2250 * T, 4500 * T, 8000 * G, 180 * G, 900 * G, 50 * G);
+    default: return HardwareProfile{};
+  }
+}
+constexpr int kNumPresets = 4;
+
+}  // namespace
+
+double HardwareProfile::peak_for(DType dt) const {
+  switch (dt) {
+    case DType::kFP32: return peak_flops_fp32;
+    case DType::kTF32: return peak_flops_tf32;
+    case DType::kFP8: return peak_flops_fp8 > 0 ? peak_flops_fp8 : peak_flops_bf16;
+    case DType::kBF16:
+    case DType::kFP16:
+    default: return peak_flops_bf16;
+  }
+}
+
+std::vector<std::string> hardware_names() {
+  std::vector<std::string> names;
+  for (int i = 0; i < kNumPresets; ++i) names.push_back(preset(i).name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Result<HardwareProfile> hardware_preset(const std::string& name, const std::string& path) {
+  for (int i = 0; i < kNumPresets; ++i) {
+    HardwareProfile hw = preset(i);
+    if (hw.name == name) return hw;
+  }
+  std::string list;
+  for (const std::string& n : hardware_names()) list += (list.empty() ? "" : ", ") + n;
+  return make_error(ErrorCode::kInvalidArgument,
+                    "unknown hardware preset \"" + name + "\" (known: " + list + ")", path);
+}
+
+double roofline_micros(const HardwareProfile& hw, DType dt, double flops, double bytes) {
+  double compute_rate = hw.peak_for(dt) * hw.compute_efficiency;
+  double memory_rate = hw.mem_bandwidth * hw.memory_efficiency;
+  double t_compute = compute_rate > 0 && flops > 0 ? flops / compute_rate : 0;
+  double t_memory = memory_rate > 0 && bytes > 0 ? bytes / memory_rate : 0;
+  return std::max(t_compute, t_memory) * 1e6;
+}
+
+}  // namespace sc

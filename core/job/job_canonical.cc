@@ -1,0 +1,67 @@
+// job_to_canonical_json: the fully resolved job, every field explicit.
+// nlohmann objects are std::map-backed, so keys come out sorted; doubles
+// are printed shortest-round-trip. parse_job accepts this output back and
+// returns the same Job (tested).
+#include "job/job_internal.h"
+
+namespace sc {
+
+std::string job_to_canonical_json(const Job& job) {
+  using jsonf::Json;
+  using namespace job_internal;
+  const ModelConfig& m = job.model;
+  const TrainingConfig& t = job.training;
+  const HardwareProfile& hw = job.hardware;
+  Json model = {
+      {"name", m.name},
+      {"num_layers", m.num_layers},
+      {"hidden", m.hidden},
+      {"num_heads", m.num_heads},
+      {"num_kv_heads", m.num_kv_heads},
+      {"head_dim", m.head_dim},
+      {"ffn_hidden", m.ffn_hidden},
+      {"vocab", m.vocab},
+      {"max_positions", m.max_positions},
+      {"norm", norm_name(m.norm)},
+      {"mlp", mlp_name(m.mlp)},
+      {"position", position_name(m.position)},
+      {"tied_embeddings", m.tied_embeddings},
+      {"linear_bias", m.linear_bias},
+      {"dropout", m.dropout},
+      {"flash_attention", m.flash_attention},
+  };
+  Json parallel = {
+      {"dp", job.parallel.dp},
+      {"tp", job.parallel.tp},
+      {"sequence_parallel", job.parallel.sequence_parallel},
+      {"world_size", job.parallel.world_size()},
+  };
+  Json training = {
+      {"seq_len", t.seq_len},
+      {"micro_batch_size", t.micro_batch_size},
+      {"global_batch_size", t.global_batch_size},
+      {"dtype", dtype_name(t.dtype)},
+      {"grad_reduce_dtype", dtype_name(t.grad_reduce_dtype)},
+      {"dp_bucket_mb", t.dp_bucket_mb},
+      {"optimizer", optimizer_name(t.optimizer)},
+      {"optimizer_bytes_per_param", t.optimizer_bytes_per_param},
+  };
+  Json hardware = {
+      {"name", hw.name},
+      {"peak_flops_fp32", hw.peak_flops_fp32},
+      {"peak_flops_tf32", hw.peak_flops_tf32},
+      {"peak_flops_bf16", hw.peak_flops_bf16},
+      {"peak_flops_fp8", hw.peak_flops_fp8},
+      {"mem_bandwidth", hw.mem_bandwidth},
+      {"memory_bytes", hw.memory_bytes},
+      {"intra_node_bw", hw.intra_node_bw},
+      {"inter_node_bw", hw.inter_node_bw},
+      {"gpus_per_node", hw.gpus_per_node},
+      {"compute_efficiency", hw.compute_efficiency},
+      {"memory_efficiency", hw.memory_efficiency},
+  };
+  Json root = {{"model", model}, {"parallel", parallel}, {"training", training}, {"hardware", hardware}};
+  return root.dump(2, ' ', /*ensure_ascii=*/true);
+}
+
+}  // namespace sc

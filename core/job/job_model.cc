@@ -1,0 +1,139 @@
+// The job's "model" section: base (preset | hf_config | explicit) + overrides.
+#include "job/job_internal.h"
+
+namespace sc::job_internal {
+namespace {
+
+using jsonf::Json;
+using jsonf::join;
+
+template <typename E>
+Result<E> parse_enum(const Json& v, const std::string& path, const char* a, E ea, const char* b, E eb) {
+  SC_ASSIGN_OR_RETURN(std::string s, jsonf::get_string(v, path));
+  if (s == a) return ea;
+  if (s == b) return eb;
+  return make_error(ErrorCode::kInvalidArgument,
+                    "unknown value \"" + s + "\" (known: " + a + ", " + b + ")", path);
+}
+
+// Which derived fields an override must carry along (see docs/job-format.md).
+struct Given {
+  bool hidden = false, heads = false, kv = false, head_dim = false, ffn = false;
+};
+
+Status apply_fields(const Json& obj, const std::string& path, ModelConfig* m, Given* given) {
+  using namespace limits;
+  auto get = [&](const char* key, int64_t hi, int64_t* out, bool* seen) -> Status {
+    const Json* v = jsonf::find(obj, key);
+    if (!v) return ok_status();
+    SC_ASSIGN_OR_RETURN(*out, jsonf::get_int(*v, join(path, key), 1, hi));
+    if (seen) *seen = true;
+    return ok_status();
+  };
+  auto flag = [&](const char* key, bool* out) -> Status {
+    const Json* v = jsonf::find(obj, key);
+    if (!v) return ok_status();
+    SC_ASSIGN_OR_RETURN(*out, jsonf::get_bool(*v, join(path, key)));
+    return ok_status();
+  };
+  if (const Json* v = jsonf::find(obj, "name")) {
+    SC_ASSIGN_OR_RETURN(m->name, jsonf::get_string(*v, join(path, "name")));
+  }
+  SC_RETURN_IF_ERROR(get("num_layers", kMaxLayers, &m->num_layers, nullptr));
+  SC_RETURN_IF_ERROR(get("hidden", kMaxHidden, &m->hidden, &given->hidden));
+  SC_RETURN_IF_ERROR(get("num_heads", kMaxHeads, &m->num_heads, &given->heads));
+  SC_RETURN_IF_ERROR(get("num_kv_heads", kMaxHeads, &m->num_kv_heads, &given->kv));
+  SC_RETURN_IF_ERROR(get("head_dim", kMaxHeadDim, &m->head_dim, &given->head_dim));
+  SC_RETURN_IF_ERROR(get("ffn_hidden", kMaxFfn, &m->ffn_hidden, &given->ffn));
+  SC_RETURN_IF_ERROR(get("vocab", kMaxVocab, &m->vocab, nullptr));
+  SC_RETURN_IF_ERROR(get("max_positions", kMaxPositions, &m->max_positions, nullptr));
+  if (const Json* v = jsonf::find(obj, "norm")) {
+    SC_ASSIGN_OR_RETURN(m->norm, parse_enum(*v, join(path, "norm"), "layernorm",
+                                            NormKind::kLayerNorm, "rmsnorm", NormKind::kRMSNorm));
+  }
+  if (const Json* v = jsonf::find(obj, "mlp")) {
+    SC_ASSIGN_OR_RETURN(m->mlp, parse_enum(*v, join(path, "mlp"), "gelu", MlpKind::kGelu,
+                                           "swiglu", MlpKind::kSwiGLU));
+  }
+  if (const Json* v = jsonf::find(obj, "position")) {
+    SC_ASSIGN_OR_RETURN(m->position, parse_enum(*v, join(path, "position"), "learned",
+                                                PositionKind::kLearned, "rope", PositionKind::kRope));
+  }
+  SC_RETURN_IF_ERROR(flag("tied_embeddings", &m->tied_embeddings));
+  SC_RETURN_IF_ERROR(flag("linear_bias", &m->linear_bias));
+  SC_RETURN_IF_ERROR(flag("dropout", &m->dropout));
+  SC_RETURN_IF_ERROR(flag("flash_attention", &m->flash_attention));
+  return ok_status();
+}
+
+Status head_dim_from_hidden(ModelConfig* m, const std::string& path) {
+  if (m->hidden % m->num_heads != 0) {
+    return make_error(ErrorCode::kNotDivisible,
+                      "hidden (" + std::to_string(m->hidden) + ") is not divisible by num_heads (" +
+                      std::to_string(m->num_heads) + "); give head_dim explicitly",
+                      join(path, "num_heads"));
+  }
+  m->head_dim = m->hidden / m->num_heads;
+  return ok_status();
+}
+
+}  // namespace
+
+Result<ModelConfig> parse_model_section(const Json& v, const std::string& path) {
+  if (v.is_string()) return model_preset(v.get<std::string>(), path);
+  SC_RETURN_IF_ERROR(jsonf::expect_object(v, path));
+  SC_RETURN_IF_ERROR(jsonf::check_keys(
+      v, {"preset", "hf_config", "name", "num_layers", "hidden", "num_heads", "num_kv_heads",
+          "head_dim", "ffn_hidden", "vocab", "max_positions", "norm", "mlp", "position",
+          "tied_embeddings", "linear_bias", "dropout", "flash_attention"},
+      path));
+  const Json* preset = jsonf::find(v, "preset");
+  const Json* hf = jsonf::find(v, "hf_config");
+  if (preset && hf) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "give either preset or hf_config, not both", path);
+  }
+  ModelConfig m;
+  bool custom = !preset && !hf;
+  if (preset) {
+    SC_ASSIGN_OR_RETURN(std::string name, jsonf::get_string(*preset, join(path, "preset")));
+    SC_ASSIGN_OR_RETURN(m, model_preset(name, join(path, "preset")));
+  } else if (hf) {
+    std::string hf_path = join(path, "hf_config");
+    if (!hf->is_string() && !hf->is_object()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        std::string("must be an object or a string holding config.json text (got ") +
+                        jsonf::type_name(*hf) + ")", hf_path);
+    }
+    std::string text = hf->is_string() ? hf->get<std::string>() : hf->dump();
+    SC_ASSIGN_OR_RETURN(m, model_from_hf_config(text, hf_path));
+  } else {
+    for (const char* key : {"num_layers", "hidden", "num_heads", "vocab"}) {
+      if (!jsonf::find(v, key)) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "required when the model has neither preset nor hf_config",
+                          join(path, key));
+      }
+    }
+    m.name = "custom";
+  }
+  ModelConfig base = m;
+  Given given;
+  SC_RETURN_IF_ERROR(apply_fields(v, path, &m, &given));
+  if (custom) {
+    if (!given.kv) m.num_kv_heads = m.num_heads;
+    if (!given.head_dim) SC_RETURN_IF_ERROR(head_dim_from_hidden(&m, path));
+    if (!given.ffn) m.ffn_hidden = 4 * m.hidden;
+    if (!jsonf::find(v, "max_positions")) m.max_positions = 0;  // -> seq_len
+    return m;
+  }
+  // Overrides on a preset/HF base: derived sizes follow unless given.
+  if ((given.hidden || given.heads) && !given.head_dim) {
+    SC_RETURN_IF_ERROR(head_dim_from_hidden(&m, path));
+  }
+  if (given.heads && !given.kv && base.num_kv_heads == base.num_heads) m.num_kv_heads = m.num_heads;
+  if (given.hidden && !given.ffn && base.ffn_hidden == 4 * base.hidden) m.ffn_hidden = 4 * m.hidden;
+  return m;
+}
+
+}  // namespace sc::job_internal

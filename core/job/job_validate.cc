@@ -1,0 +1,124 @@
+// validate_job: ranges of the resolved job plus cross-field constraints
+// (divisibility by the parallel degrees, batch arithmetic, work caps).
+#include <algorithm>
+
+#include "job/job_internal.h"
+
+namespace sc {
+namespace {
+
+using namespace job_internal;
+using std::to_string;
+
+Status in_range(int64_t v, int64_t lo, int64_t hi, const char* path) {
+  if (v < lo || v > hi) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "must be " + (v < lo ? ">= " + to_string(lo) : "<= " + to_string(hi)) +
+                      " (got " + to_string(v) + ")", path);
+  }
+  return ok_status();
+}
+
+Status divisible(int64_t n, const char* n_name, int64_t tp, const std::string& hint) {
+  if (n % tp == 0) return ok_status();
+  return make_error(ErrorCode::kNotDivisible,
+                    std::string(n_name) + " (" + to_string(n) + ") is not divisible by tp (" +
+                    to_string(tp) + ")" + hint, "parallel.tp");
+}
+
+// The largest single op one rank runs for one micro-batch, in FLOPs and
+// bytes, bounded from above (tp-sharded ops divided by tp). Computed in
+// double so that the check itself cannot overflow.
+Status check_work(const Job& job) {
+  const ModelConfig& m = job.model;
+  double tp = double(job.parallel.tp);
+  double tokens = double(job.training.micro_batch_size) * double(job.training.seq_len);
+  double s = double(job.training.seq_len);
+  double h = double(m.hidden), ad = double(m.num_heads) * double(m.head_dim);
+  double widest = std::max({double(m.ffn_hidden) * (m.mlp == MlpKind::kSwiGLU ? 2 : 1),
+                            double(m.vocab), ad + 2.0 * double(m.num_kv_heads) * double(m.head_dim), h});
+  double gemm_flops = 2 * tokens * h * widest / tp;
+  double attn_flops = 2 * tokens * s * ad / tp;                   // QK^T (and PV)
+  double score_bytes = 4 * tokens * s * double(m.num_heads) / tp;  // fp32 scores
+  double worst = std::max({gemm_flops, attn_flops, score_bytes});
+  if (worst <= limits::kMaxOpWork) return ok_status();
+  return make_error(ErrorCode::kInvalidArgument,
+                    jsonf::cap_message("the largest op of one micro-batch on one rank (FLOPs or bytes)",
+                                       worst, limits::kMaxOpWork) +
+                    " (per-node counts must fit int64); lower training.seq_len or "
+                    "training.micro_batch_size, or raise parallel.tp", "training");
+}
+
+}  // namespace
+
+Status validate_job(const Job& job) {
+  const ParallelConfig& p = job.parallel;
+  const TrainingConfig& t = job.training;
+  const ModelConfig& m = job.model;
+  SC_RETURN_IF_ERROR(validate_model(m, "model"));
+  SC_RETURN_IF_ERROR(in_range(p.dp, 1, limits::kMaxDegree, "parallel.dp"));
+  SC_RETURN_IF_ERROR(in_range(p.tp, 1, limits::kMaxDegree, "parallel.tp"));
+  if (p.dp * p.tp > limits::kMaxDegree) {  // each <= 2^20: no overflow
+    return make_error(ErrorCode::kInvalidArgument,
+                      "world size dp (" + to_string(p.dp) + ") x tp (" + to_string(p.tp) + ") = " +
+                      to_string(p.dp * p.tp) + " exceeds the cap of " + to_string(limits::kMaxDegree) +
+                      " ranks", "parallel");
+  }
+  SC_RETURN_IF_ERROR(in_range(t.seq_len, 1, limits::kMaxSeqLen, "training.seq_len"));
+  SC_RETURN_IF_ERROR(in_range(t.micro_batch_size, 1, limits::kMaxMicroBatch, "training.micro_batch_size"));
+  SC_RETURN_IF_ERROR(in_range(t.global_batch_size, 1, limits::kMaxGlobalBatch, "training.global_batch_size"));
+  SC_RETURN_IF_ERROR(in_range(t.optimizer_bytes_per_param, 0, limits::kMaxOptimizerBytes,
+                              "training.optimizer_bytes_per_param"));
+  if (!(t.dp_bucket_mb > 0 && t.dp_bucket_mb <= limits::kMaxBucketMb)) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "must be > 0 and <= " + to_string(int64_t(limits::kMaxBucketMb)) + " MiB (got " +
+                      jsonf::Json(t.dp_bucket_mb).dump() + ")", "training.dp_bucket_mb");
+  }
+  if (t.dtype == DType::kInt64 || t.dtype == DType::kInt32 || t.dtype == DType::kUInt8) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      std::string("must be a floating-point dtype (got ") + dtype_name(t.dtype) + ")",
+                      "training.dtype");
+  }
+  if (t.grad_reduce_dtype != DType::kFP32 && t.grad_reduce_dtype != DType::kBF16 &&
+      t.grad_reduce_dtype != DType::kFP16) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      std::string("must be fp32, bf16 or fp16 (got ") + dtype_name(t.grad_reduce_dtype) + ")",
+                      "training.grad_reduce_dtype");
+  }
+  SC_RETURN_IF_ERROR(validate_hardware(job.hardware, "hardware"));
+
+  // Megatron shards heads, kv heads, the MLP width and the vocabulary over tp.
+  SC_RETURN_IF_ERROR(divisible(m.num_heads, "num_heads", p.tp, ""));
+  SC_RETURN_IF_ERROR(divisible(m.num_kv_heads, "num_kv_heads", p.tp,
+                               "; kv-head replication is not modelled: use tp <= num_kv_heads"));
+  SC_RETURN_IF_ERROR(divisible(m.ffn_hidden, "ffn_hidden", p.tp, ""));
+  if (m.vocab % p.tp != 0) {
+    int64_t unit = 128 * p.tp;  // Megatron's --make-vocab-size-divisible-by 128, times tp
+    int64_t padded = (m.vocab + unit - 1) / unit * unit;
+    SC_RETURN_IF_ERROR(divisible(m.vocab, "vocab", p.tp,
+                                 "; pad it as Megatron does (a multiple of 128 x tp): set model.vocab to " +
+                                 to_string(padded)));
+  }
+  int64_t per_step = p.dp * t.micro_batch_size;  // <= 2^40
+  if (t.global_batch_size % per_step != 0) {
+    return make_error(ErrorCode::kNotDivisible,
+                      "global_batch_size (" + to_string(t.global_batch_size) +
+                      ") is not divisible by dp (" + to_string(p.dp) + ") x micro_batch_size (" +
+                      to_string(t.micro_batch_size) + ") = " + to_string(per_step),
+                      "training.global_batch_size");
+  }
+  if (p.sequence_parallel && t.seq_len % p.tp != 0) {
+    return make_error(ErrorCode::kNotDivisible,
+                      "seq_len (" + to_string(t.seq_len) + ") is not divisible by tp (" + to_string(p.tp) +
+                      "), which sequence parallelism requires", "training.seq_len");
+  }
+  if (m.position == PositionKind::kLearned && t.seq_len > m.max_positions) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "seq_len (" + to_string(t.seq_len) + ") exceeds the model's learned position table (" +
+                      "max_positions = " + to_string(m.max_positions) + "); raise model.max_positions",
+                      "training.seq_len");
+  }
+  return check_work(job);
+}
+
+}  // namespace sc

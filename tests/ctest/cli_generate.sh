@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# generate on a tiny job: 4 .et files + comm_groups.json + summary.json,
+# byte-identical on a second run (determinism); --force replaces; inspect
+# --json prints summary.json's bytes; dump reads what generate wrote.
+set -u
+CLI="${STAGECRAFT_CLI:?set STAGECRAFT_CLI to the stagecraft binary}"
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"
+failures=0
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+JOB=(--model gpt3-1.7b --layers 2 --tp 2 --dp 2 --seq-len 256 --global-batch-size 4)
+
+"$CLI" generate "${JOB[@]}" -o run1 > out1.txt 2> err1.txt || { fail "generate run1"; cat err1.txt; }
+grep -q "wrote 4 ranks" out1.txt || fail "result line: $(cat out1.txt)"
+expected="comm_groups.json summary.json trace.0.et trace.1.et trace.2.et trace.3.et"
+[[ "$(ls run1 | sort | tr '\n' ' ' | sed 's/ $//')" == "$expected" ]] || fail "run1 contents: $(ls run1)"
+for f in run1/*.et; do [[ -s "$f" ]] || fail "$f is empty"; done
+compgen -G "run1.tmp-*" >/dev/null && fail "temp dir left behind"
+
+"$CLI" generate "${JOB[@]}" -o run2 > /dev/null 2>&1 || fail "generate run2"
+diff -r run1 run2 > /dev/null || fail "two runs differ (non-deterministic output)"
+
+# --force replaces a non-empty directory, only after success.
+mkdir -p run3 && echo stale > run3/stale.txt
+"$CLI" generate "${JOB[@]}" -o run3 --force > /dev/null 2>&1 || fail "generate --force"
+[[ -e run3/stale.txt ]] && fail "--force kept the old contents"
+diff -r run1 run3 > /dev/null || fail "--force output differs"
+echo stale > run3/stale.txt
+"$CLI" generate --model gpt3-175b --tp 7 -o run3 --force > /dev/null 2>&1 && fail "bad job succeeded"
+[[ -e run3/stale.txt ]] || fail "failed --force generate destroyed the old directory"
+
+# --prefix names the files.
+"$CLI" generate "${JOB[@]}" --prefix llm -o run4 > /dev/null 2>&1 || fail "generate --prefix"
+[[ -s run4/llm.3.et ]] || fail "--prefix: no run4/llm.3.et"
+
+# inspect --json prints exactly summary.json.
+"$CLI" inspect "${JOB[@]}" --json > summary.txt 2>/dev/null || fail "inspect --json"
+cmp -s summary.txt run1/summary.json || fail "inspect --json differs from summary.json"
+"$CLI" inspect "${JOB[@]}" > inspect.txt 2>/dev/null || fail "inspect"
+grep -q "dp 2 x tp 2 = 4 ranks" inspect.txt || fail "inspect text: $(head -5 inspect.txt)"
+
+# dump and graph read what generate wrote / describe the same job.
+"$CLI" dump run1/trace.0.et > dump.txt 2>/dev/null || fail "dump"
+[[ -s dump.txt ]] || fail "dump printed nothing"
+"$CLI" graph "${JOB[@]}" > graph.txt 2>/dev/null || fail "graph"
+[[ -s graph.txt ]] || fail "graph printed nothing"
+
+# A job file plus flag overrides.
+echo '{"model": {"preset": "gpt3-1.7b", "num_layers": 2}, "parallel": {"dp": 1, "tp": 1},
+       "training": {"seq_len": 256}}' > job.json
+"$CLI" generate --config job.json --dp 2 --tp 2 --global-batch-size 4 -o run5 > /dev/null 2>&1 || fail "config + flags"
+diff -r run1 run5 > /dev/null || fail "config + flags differ from flags only"
+
+echo "$failures failure(s)"
+[[ $failures -eq 0 ]]
