@@ -22,6 +22,7 @@ std::string main_usage() {
          "  inspect    print a summary of a job (--json: summary.json) without writing files\n"
          "  graph      print the sharded symbolic graph of a job as text\n"
          "  dump       print a .et file as text\n"
+         "  replay     replay a generated directory's ranks together; check they run to completion\n"
          "  help       show this help, or 'stagecraft help <command>'\n"
          "\n"
          "Options:\n"
@@ -58,7 +59,8 @@ int run(int argc, char** argv) {
     }
     command = rest[0];
     rest = {"--help"};
-    if (command != "generate" && command != "inspect" && command != "graph" && command != "dump") {
+    if (command != "generate" && command != "inspect" && command != "graph" && command != "dump" &&
+        command != "replay") {
       return usage_error("help", "unknown command '" + command + "'");
     }
   }
@@ -66,6 +68,7 @@ int run(int argc, char** argv) {
   if (command == "inspect") return cmd_inspect(rest);
   if (command == "graph") return cmd_graph(rest);
   if (command == "dump") return cmd_dump(rest);
+  if (command == "replay") return cmd_replay(rest);
   std::cerr << "stagecraft: unknown command '" << command << "'\n"
             << "(see 'stagecraft help')\n";
   return kExitUsage;
