@@ -1,0 +1,31 @@
+// Browser side of the shared suite, usable on the page and in a module
+// Worker: loads the wasm module as the web app does and runs every case.
+import { runSuites } from './harness.mjs';
+import { suites } from './suite/index.mjs';
+
+// The runner (run-browser.mjs) serves the native CLI's output for the
+// identity job under /fixtures/ with a manifest; absent fixtures mean skip.
+function fixtureNativeProvider(manifest) {
+  if (!manifest.available) return { available: false, reason: manifest.reason };
+  return {
+    available: true,
+    reason: '',
+    async files() {
+      const files = new Map();
+      for (const name of manifest.files) {
+        const res = await fetch(`/fixtures/${name}`);
+        if (!res.ok) throw new Error(`fixture ${name}: HTTP ${res.status}`);
+        files.set(name, new Uint8Array(await res.arrayBuffer()));
+      }
+      return files;
+    },
+  };
+}
+
+export async function runInThisRealm(log) {
+  const { default: createStagecraft } = await import('/build/wasm/stagecraft_wasm.js');
+  // In the browser the loader fetches stagecraft_wasm.wasm next to the .js.
+  const engine = await createStagecraft();
+  const manifest = await (await fetch('/fixtures/manifest.json')).json();
+  return runSuites(suites, { engine, native: fixtureNativeProvider(manifest), log });
+}

@@ -1,0 +1,158 @@
+// Runs the shared JS suite in real headless Chromium (Debian's
+// /usr/bin/chromium driven by playwright-core; `npx playwright install`
+// cannot download browsers here). Serves the repo's build/wasm and tests/js
+// plus the native CLI's identity-job output (/fixtures/) from a local static
+// server on 127.0.0.1. Runs the suite on a page and in a module Worker, then
+// smoke-tests the built web app (build/web, served at /). Prints one line per
+// case and "N passed, N failed"; exits non-zero on any failure.
+//   node tests/js/run-browser.mjs    (env: STAGECRAFT_CLI, STAGECRAFT_WASM_DIR,
+//                                     CHROMIUM=/path/to/chromium)
+import fs from 'node:fs';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import { REPO_ROOT, cliPath, runNativeIdentityJob } from './native.mjs';
+
+const WASM_DIR = process.env.STAGECRAFT_WASM_DIR || path.join(REPO_ROOT, 'build/wasm');
+const WEB_DIR = path.join(REPO_ROOT, 'build/web');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const TIMEOUT_MS = 120_000;
+
+const TYPES = {
+  '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript',
+  '.wasm': 'application/wasm', '.json': 'application/json', '.et': 'application/octet-stream',
+};
+
+// URL prefix -> directory. Nothing else of the machine is served.
+function makeServer(fixturesDir) {
+  const roots = [
+    ['/build/wasm/', WASM_DIR],
+    ['/tests/js/', path.join(REPO_ROOT, 'tests/js')],
+    ['/fixtures/', fixturesDir],
+    ['/', WEB_DIR],  // the built web app (its wasm/ holds a copy of build/wasm)
+  ];
+  return http.createServer((req, res) => {
+    let url = decodeURIComponent(new URL(req.url, 'http://x').pathname);
+    if (url.endsWith('/')) url += 'index.html';
+    for (const [prefix, dir] of roots) {
+      if (!url.startsWith(prefix)) continue;
+      const file = path.join(dir, url.slice(prefix.length));
+      if (!file.startsWith(dir + path.sep) || !fs.existsSync(file) || !fs.statSync(file).isFile()) break;
+      res.writeHead(200, { 'content-type': TYPES[path.extname(file)] || 'application/octet-stream', 'cache-control': 'no-store' });
+      fs.createReadStream(file).pipe(res);
+      return;
+    }
+    res.writeHead(url === '/favicon.ico' ? 204 : 404).end();
+  });
+}
+
+function prepareFixtures() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stagecraft-fixtures-'));
+  let manifest;
+  if (!fs.existsSync(cliPath())) {
+    manifest = { available: false, reason: `native CLI not found at ${cliPath()} (set STAGECRAFT_CLI)` };
+  } else {
+    const native = runNativeIdentityJob();
+    for (const [name, bytes] of native.files) fs.writeFileSync(path.join(dir, name), bytes);
+    fs.rmSync(native.dir, { recursive: true, force: true });
+    manifest = { available: true, files: [...native.files.keys()] };
+  }
+  fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(manifest));
+  return dir;
+}
+
+// The web app end to end: the worker loads the engine, the form's default
+// job shows a summary, and a bad tp shows its error next to the tp field.
+async function appCases(context, base) {
+  const results = [];
+  const run = async (name, fn) => {
+    const t0 = performance.now();
+    const page = await context.newPage();
+    try {
+      await fn(page);
+      results.push({ suite: 'app', name, status: 'pass', message: '', ms: performance.now() - t0 });
+    } catch (e) {
+      results.push({ suite: 'app', name, status: 'fail', message: String(e && e.stack ? e.stack : e), ms: performance.now() - t0 });
+    } finally {
+      await page.close();
+    }
+  };
+  if (!fs.existsSync(path.join(WEB_DIR, 'index.html'))) {
+    return [{ suite: 'app', name: 'web app', status: 'skip', message: 'build/web not built', ms: 0 }];
+  }
+  await run('loads the engine in a worker and shows the summary', async (page) => {
+    await page.goto(`${base}/`);
+    await page.waitForFunction(() => document.querySelector('#summary')?.textContent.includes('world_size'), null, { timeout: 30_000 });
+    const status = await page.textContent('#engine-status');
+    if (!/^engine \d+\.\d+\.\d+/.test(status)) throw new Error(`engine status: ${status}`);
+  });
+  await run('shows an error next to the field it names', async (page) => {
+    await page.goto(`${base}/`);
+    await page.waitForFunction(() => document.querySelector('#summary')?.textContent.includes('world_size'), null, { timeout: 30_000 });
+    await page.fill('input[name=tp]', '7');
+    await page.waitForSelector('label[data-path="parallel.tp"].invalid', { timeout: 10_000 });
+    const text = await page.textContent('label[data-path="parallel.tp"] .error');
+    if (!text.includes('not_divisible')) throw new Error(`tp error text: ${text}`);
+    await page.fill('input[name=tp]', '2');
+    await page.waitForFunction(() => !document.querySelector('label.invalid') && document.querySelector('#summary').textContent.includes('world_size'), null, { timeout: 10_000 });
+  });
+  return results;
+}
+
+async function main() {
+  for (const f of ['stagecraft_wasm.js', 'stagecraft_wasm.wasm']) {
+    if (!fs.existsSync(path.join(WASM_DIR, f))) throw new Error(`${path.join(WASM_DIR, f)} missing: build the wasm tree first`);
+  }
+  const fixtures = prepareFixtures();
+  const server = makeServer(fixtures);
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${server.address().port}`;
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'stagecraft-chromium-'));
+  let context;
+  try {
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+             '--disable-component-update', '--disable-sync'],
+    });
+    const page = await context.newPage();
+    const pageErrors = [];
+    page.on('pageerror', (e) => pageErrors.push(String(e)));
+    page.on('console', (m) => { if (m.type() === 'error') pageErrors.push(`console: ${m.text()}`); });
+    console.log(`[browser] ${await context.browser()?.version() ?? 'chromium'} at ${base}/tests/js/browser.html`);
+    await page.goto(`${base}/tests/js/browser.html`);
+    await page.waitForFunction(() => window.__stagecraft && window.__stagecraft.done, null, { timeout: TIMEOUT_MS });
+    const out = await page.evaluate(() => window.__stagecraft);
+    if (out.fatal) {
+      console.log(`[browser] fatal: ${out.fatal}`);
+      for (const e of pageErrors) console.log(`[browser] ${e}`);
+      console.log('0 passed, 1 failed');
+      return 1;
+    }
+    await page.close();
+    const results = [...out.results, ...await appCases(context, base)];
+    let passed = 0, failed = 0, skipped = 0;
+    for (const r of results) {
+      const label = `${r.suite} > ${r.name}`;
+      if (r.status === 'pass') { passed++; console.log(`  ok    ${label} (${r.ms.toFixed(0)} ms)`); }
+      else if (r.status === 'skip') { skipped++; console.log(`  skip  ${label}: ${r.message}`); }
+      else { failed++; console.log(`  FAIL  ${label}\n${r.message.replace(/^/gm, '        ')}`); }
+    }
+    if (failed) for (const e of pageErrors) console.log(`[browser] ${e}`);
+    console.log(`[browser] ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+    return failed === 0 && passed > 0 ? 0 : 1;
+  } finally {
+    if (context) await context.close();
+    server.close();
+    fs.rmSync(profile, { recursive: true, force: true });
+    fs.rmSync(fixtures, { recursive: true, force: true });
+  }
+}
+
+main().then((code) => process.exit(code), (e) => {
+  console.error(`[browser] ${e && e.stack ? e.stack : e}`);
+  console.log('[browser] 0 passed, 1 failed');
+  process.exit(1);
+});

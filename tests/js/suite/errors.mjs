@@ -1,0 +1,62 @@
+// Bad input comes back as {ok:false,error:{code,message,path}} and never
+// aborts the module: every bad request is followed by a good one.
+import { SMALL_JOB, json, withPatch } from './jobs.mjs';
+
+export const name = 'errors';
+
+function stillAlive(engine, assert) {
+  const r = JSON.parse(engine.inspect(json(SMALL_JOB)));
+  assert.equal(r.ok, true, 'a good request after a bad one still works');
+}
+
+export const cases = [
+  {
+    name: 'malformed JSON -> parse_error',
+    run({ engine, assert }) {
+      for (const text of ['{"model": ', '', 'not json', '[1,2', '{"model":{"preset":"gpt3-1.7b"}} trailing']) {
+        const r = JSON.parse(engine.inspect(text));
+        assert.error(r, 'parse_error', undefined, `inspect(${JSON.stringify(text)})`);
+        stillAlive(engine, assert);
+      }
+    },
+  },
+  {
+    name: 'tp not dividing the heads -> not_divisible at parallel.tp',
+    run({ engine, assert }) {
+      const r = JSON.parse(engine.inspect(json(withPatch(SMALL_JOB, { parallel: { tp: 7 } }))));
+      assert.error(r, 'not_divisible', 'parallel.tp');
+      stillAlive(engine, assert);
+    },
+  },
+  {
+    name: 'unknown key -> unknown_field naming the full path',
+    run({ engine, assert }) {
+      const r = JSON.parse(engine.inspect(json(withPatch(SMALL_JOB, { parallel: { bogus: 3 } }))));
+      assert.error(r, 'unknown_field', 'parallel.bogus');
+      const r2 = JSON.parse(engine.inspect(json({ ...SMALL_JOB, extra: true })));
+      assert.error(r2, 'unknown_field', 'extra');
+      stillAlive(engine, assert);
+    },
+  },
+  {
+    name: 'every bridge function reports errors as values',
+    run({ engine, assert }) {
+      const bad = '{"model": ';
+      assert.error(JSON.parse(engine.graph(bad)), 'parse_error', undefined, 'graph');
+      assert.error(JSON.parse(engine.groups(bad)), 'parse_error', undefined, 'groups');
+      assert.error(engine.rankTrace(bad, 0), 'parse_error', undefined, 'rankTrace');
+      const bad_tp = json(withPatch(SMALL_JOB, { parallel: { tp: 7 } }));
+      assert.error(engine.rankTrace(bad_tp, 0), 'not_divisible', 'parallel.tp', 'rankTrace');
+      stillAlive(engine, assert);
+    },
+  },
+  {
+    name: 'rankTrace() rejects ranks outside the world',
+    run({ engine, assert }) {
+      for (const rank of [-1, 4, 1.5, 1e12, NaN]) {
+        assert.error(engine.rankTrace(json(SMALL_JOB), rank), 'invalid_argument', 'rank', `rank ${rank}`);
+      }
+      assert.equal(engine.rankTrace(json(SMALL_JOB), 3).ok, true, 'rank 3 after bad ranks');
+    },
+  },
+];

@@ -1,0 +1,7 @@
+// Every suite, in run order. Add a suite here to run it in Node and Chromium.
+import * as basics from './basics.mjs';
+import * as errors from './errors.mjs';
+import * as traces from './traces.mjs';
+import * as identity from './identity.mjs';
+
+export const suites = [basics, errors, traces, identity];

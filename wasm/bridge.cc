@@ -1,0 +1,170 @@
+// The thin Embind bridge: job JSON string in, JSON string (or a JS object
+// holding a Uint8Array) out. No core classes cross the boundary, so JS never
+// has to free anything. Every function returns {"ok":false,"error":{code,
+// message,path}} for bad input instead of aborting: the core never throws,
+// and nothing here can either. Protocol: docs/wasm-bridge.md.
+#include <emscripten/bind.h>
+#include <emscripten/val.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "api/api.h"
+#include "job/job.h"
+#include "model/model_config.h"
+
+namespace {
+
+using emscripten::val;
+
+// The UI previews many ranks of one job in a row; the Generator for the last
+// job text is kept so that rankTrace(job, 0..N) builds the program once.
+struct Cache {
+  std::string job_json;
+  std::optional<sc::Generator> generator;
+};
+Cache& cache() {
+  static Cache c;
+  return c;
+}
+
+std::string error_envelope(const sc::Error& e) {
+  return std::string(R"({"ok":false,"error":)") + sc::error_to_json(e) + "}";
+}
+
+// Returns the cached generator for job_json, building it if needed; on
+// failure returns nullptr and sets *error. A failed job clears the cache.
+const sc::Generator* generator_for(const std::string& job_json, sc::Error* error) {
+  Cache& c = cache();
+  if (c.generator && c.job_json == job_json) return &*c.generator;
+  c.generator.reset();
+  c.job_json.clear();
+  sc::Result<sc::Job> job = sc::parse_job(job_json);
+  if (!job.ok()) {
+    *error = job.error();
+    return nullptr;
+  }
+  sc::Result<sc::Generator> gen = sc::Generator::create(job.value());
+  if (!gen.ok()) {
+    *error = gen.error();
+    return nullptr;
+  }
+  c.generator.emplace(std::move(gen).value());
+  c.job_json = job_json;
+  return &*c.generator;
+}
+
+// {"ok":true,"<key>":<raw_json>} where raw_json is already valid JSON.
+std::string ok_raw(const char* key, const std::string& raw_json) {
+  return std::string(R"({"ok":true,")") + key + "\":" + raw_json + "}";
+}
+
+// JSON string literal for arbitrary text (graph text has quotes, newlines).
+std::string json_quote(const std::string& s) {
+  static const char* kHex = "0123456789abcdef";
+  std::string out = "\"";
+  for (unsigned char ch : s) {
+    switch (ch) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (ch < 0x20) {
+          out += "\\u00";
+          out += kHex[ch >> 4];
+          out += kHex[ch & 15];
+        } else {
+          out += static_cast<char>(ch);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string version() { return sc::stagecraft_version(); }
+
+// {"ok":true,"presets":["gpt3-1.7b",...]}: the model presets, sorted, so
+// the UI never carries its own copy of the list.
+std::string presets() {
+  std::string out = R"({"ok":true,"presets":[)";
+  bool first = true;
+  for (const std::string& name : sc::preset_names()) {
+    out += (first ? "" : ",") + json_quote(name);
+    first = false;
+  }
+  return out + "]}";
+}
+
+std::string inspect(const std::string& job_json) {
+  sc::Error err;
+  const sc::Generator* g = generator_for(job_json, &err);
+  if (!g) return error_envelope(err);
+  return ok_raw("summary", g->summary_json());
+}
+
+std::string graph(const std::string& job_json) {
+  sc::Error err;
+  const sc::Generator* g = generator_for(job_json, &err);
+  if (!g) return error_envelope(err);
+  return ok_raw("text", json_quote(g->graph_text()));
+}
+
+std::string groups(const std::string& job_json) {
+  sc::Error err;
+  const sc::Generator* g = generator_for(job_json, &err);
+  if (!g) return error_envelope(err);
+  // "text" is the exact comm_groups.json file; "worldSize" saves a re-parse.
+  return std::string(R"({"ok":true,"worldSize":)") + std::to_string(g->world_size()) +
+         R"(,"text":)" + json_quote(g->groups_json()) + "}";
+}
+
+val error_object(const sc::Error& e) {
+  val out = val::object();
+  out.set("ok", false);
+  val error = val::object();
+  error.set("code", std::string(sc::error_code_name(e.code)));
+  error.set("message", e.message);
+  error.set("path", e.path);
+  out.set("error", error);
+  return out;
+}
+
+// rank is a double so a fractional or huge JS number is rejected here
+// rather than silently truncated by Embind's integer conversion.
+val rank_trace(const std::string& job_json, double rank) {
+  sc::Error err;
+  const sc::Generator* g = generator_for(job_json, &err);
+  if (!g) return error_object(err);
+  if (!(rank >= 0) || rank != static_cast<double>(static_cast<int64_t>(rank)) ||
+      rank >= static_cast<double>(g->world_size())) {
+    return error_object(sc::make_error(
+        sc::ErrorCode::kInvalidArgument,
+        "rank must be an integer in [0, " + std::to_string(g->world_size()) + ")",
+        "rank"));
+  }
+  sc::Result<std::string> bytes = g->rank_trace_bytes(static_cast<int64_t>(rank));
+  if (!bytes.ok()) return error_object(bytes.error());
+  // new Uint8Array(view) copies out of the wasm heap, so the JS array stays
+  // valid after `bytes` is freed or the heap grows.
+  const std::string& b = bytes.value();
+  val view(emscripten::typed_memory_view(
+      b.size(), reinterpret_cast<const uint8_t*>(b.data())));
+  val out = val::object();
+  out.set("ok", true);
+  out.set("bytes", val::global("Uint8Array").new_(view));
+  return out;
+}
+
+}  // namespace
+
+EMSCRIPTEN_BINDINGS(stagecraft) {
+  emscripten::function("version", &version);
+  emscripten::function("presets", &presets);
+  emscripten::function("inspect", &inspect);
+  emscripten::function("graph", &graph);
+  emscripten::function("groups", &groups);
+  emscripten::function("rankTrace", &rank_trace);
+}

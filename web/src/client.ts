@@ -1,0 +1,61 @@
+// Page-side client of the engine worker: one promise per request, matched by
+// id. If the worker dies, every pending request fails with engine_crashed
+// and onCrash fires; restart() starts a fresh worker.
+import { PROTOCOL_VERSION, type EngineError, type MethodName, type Methods, type Response } from './protocol';
+
+export class EngineRequestError extends Error {
+  constructor(readonly error: EngineError) {
+    super(error.path ? `${error.path}: ${error.message}` : error.message);
+  }
+}
+
+type Pending = { resolve: (r: unknown) => void; reject: (e: EngineRequestError) => void };
+
+export class EngineClient {
+  private worker!: Worker;
+  private nextId = 1;
+  private pending = new Map<number, Pending>();
+  onCrash: (message: string) => void = () => {};
+
+  constructor() {
+    this.start();
+  }
+
+  restart(): void {
+    this.worker.terminate();
+    this.failAll('engine restarted');
+    this.start();
+  }
+
+  request<T extends MethodName>(type: T, payload: Methods[T][0]): Promise<Methods[T][1]> {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (r: unknown) => void, reject });
+      this.worker.postMessage({ v: PROTOCOL_VERSION, id, type, payload });
+    });
+  }
+
+  private start(): void {
+    this.worker = new Worker(new URL('./engine.worker.ts', import.meta.url), { type: 'module' });
+    this.worker.onmessage = (e: MessageEvent<Response>) => {
+      const msg = e.data;
+      const p = this.pending.get(msg.id);
+      if (!p) return;
+      this.pending.delete(msg.id);
+      if (msg.ok) p.resolve(msg.result);
+      else p.reject(new EngineRequestError(msg.error));
+    };
+    this.worker.onerror = (e: ErrorEvent) => {
+      const message = e.message || 'the engine worker failed';
+      this.failAll(message);
+      this.onCrash(message);
+    };
+  }
+
+  private failAll(message: string): void {
+    for (const p of this.pending.values()) {
+      p.reject(new EngineRequestError({ code: 'engine_crashed', message, path: '' }));
+    }
+    this.pending.clear();
+  }
+}
