@@ -36,6 +36,18 @@ class Generator {
   // with inserted collectives). Stable: used by golden tests.
   std::string graph_text() const;
 
+  // The sharded graph as JSON for drawing and teaching (core/api/explain.cc):
+  // tensors with symbolic local shapes and shardings, ops with phase/layer,
+  // and for each inserted collective why it is there (which sharding the
+  // producer has and which the consumer needs). See docs/wasm-bridge.md.
+  std::string graph_json() const;
+
+  // A rank's coordinates on every parallel axis and the groups it belongs
+  // to (axis -> group key and members), as JSON (core/api/explain.cc).
+  Result<std::string> rank_info_json(int64_t rank) const;
+  // The rank at the given coordinates ({"tp":1,"dp":3}); missing axes are 0.
+  Result<int64_t> rank_at(const std::string& coords_json) const;
+
   Result<RankTrace> rank_trace(int64_t rank) const;
   // Complete bytes of prefix.<rank>.et.
   Result<std::string> rank_trace_bytes(int64_t rank) const;
@@ -46,6 +58,7 @@ class Generator {
 
  private:
   explicit Generator(std::unique_ptr<GeneratorState> state);
+  friend struct GeneratorAccess;  // internal views (explain.cc)
   std::unique_ptr<GeneratorState> state_;
 };
 

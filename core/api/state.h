@@ -7,6 +7,7 @@
 #include "job/job.h"
 #include "parallel/mesh.h"
 #include "trace/lower.h"
+#include "api/api.h"
 
 namespace sc {
 
@@ -24,4 +25,11 @@ struct GeneratorState {
 // summary.json for a fully built state (api/summary.cc).
 Result<std::string> build_summary(const GeneratorState& s);
 
+}  // namespace sc
+
+namespace sc {
+// Read access to a Generator's state for the façade's own translation units.
+struct GeneratorAccess {
+  static const GeneratorState& state(const Generator& g) { return *g.state_; }
+};
 }  // namespace sc
