@@ -26,10 +26,21 @@ struct IntFlag { const char* flag; const char* section; const char* key; };
 constexpr IntFlag kIntFlags[] = {
     {"--dp", "parallel", "dp"},
     {"--tp", "parallel", "tp"},
+    {"--pp", "parallel", "pp"},
+    {"--virtual-stages", "parallel", "virtual_stages"},
     {"--seq-len", "training", "seq_len"},
     {"--micro-batch-size", "training", "micro_batch_size"},
     {"--global-batch-size", "training", "global_batch_size"},
     {"--layers", "model", "num_layers"},
+};
+
+// String flags copied verbatim into the job JSON (parse_job checks them).
+struct StringFlag { const char* flag; const char* section; const char* key; };
+constexpr StringFlag kStringFlags[] = {
+    {"--dtype", "training", "dtype"},
+    {"--schedule", "training", "schedule"},
+    {"--recompute", "training", "recompute"},
+    {"--order", "parallel", "order"},
 };
 
 std::optional<int64_t> parse_int(const std::string& s) {
@@ -60,7 +71,9 @@ std::string flag_for_path(const Args& args, const std::string& path) {
     if (args.has(f.flag) && path == std::string(f.section) + "." + f.key) return f.flag;
   }
   if (args.has("--model") && path.rfind("model.preset", 0) == 0) return "--model";
-  if (args.has("--dtype") && path == "training.dtype") return "--dtype";
+  for (const StringFlag& f : kStringFlags) {
+    if (args.has(f.flag) && path.rfind(std::string(f.section) + "." + f.key, 0) == 0) return f.flag;
+  }
   if (args.has("--hardware") && path.rfind("hardware", 0) == 0) return "--hardware";
   if (args.has("--sequence-parallel") && path == "training.seq_len") return "--sequence-parallel";
   return "";
@@ -127,6 +140,11 @@ const std::vector<FlagSpec>& job_flags() {
       {"--layers", nullptr, true, "N", "override model.num_layers"},
       {"--dp", nullptr, true, "N", "data-parallel degree"},
       {"--tp", nullptr, true, "N", "tensor-parallel degree"},
+      {"--pp", nullptr, true, "N", "pipeline stages"},
+      {"--virtual-stages", nullptr, true, "V", "model chunks per pipeline rank (interleaved-1f1b)"},
+      {"--schedule", nullptr, true, "S", "pipeline schedule: 1f1b, gpipe, interleaved-1f1b, zero-bubble"},
+      {"--recompute", nullptr, true, "R", "activation recomputation: none, selective, full"},
+      {"--order", nullptr, true, "O", "rank layout, innermost first: megatron, llama3 or e.g. tp,pp,dp"},
       {"--sequence-parallel", nullptr, false, "", "Megatron sequence parallelism"},
       {"--seq-len", nullptr, true, "N", "sequence length in tokens"},
       {"--micro-batch-size", nullptr, true, "N", "sequences per micro-batch"},
@@ -193,8 +211,10 @@ int load_job(const std::string& command, const Args& args, Job* job) {
     if (args.has("--sequence-parallel")) {
       if (nlohmann::json* s = section(j, "parallel")) (*s)["sequence_parallel"] = true;
     }
-    if (const std::string* d = args.get("--dtype")) {
-      if (nlohmann::json* s = section(j, "training")) (*s)["dtype"] = *d;
+    for (const StringFlag& f : kStringFlags) {
+      const std::string* v = args.get(f.flag);
+      if (!v) continue;
+      if (nlohmann::json* s = section(j, f.section)) (*s)[f.key] = *v;
     }
     if (const std::string* h = args.get("--hardware")) {
       auto it = j.find("hardware");

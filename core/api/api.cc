@@ -43,34 +43,56 @@ Result<Generator> Generator::create(const Job& job) {
   const auto& p = job.parallel;
   const auto& t = job.training;
 
-  BuildOptions bo;
-  bo.has_tp = p.tp > 1;
-  bo.has_dp = p.dp > 1;
-  bo.dtype = t.dtype;
-  s->graph = build_transformer_forward(job.model, bo);
-  AutodiffOptions ao;
-  ao.grad_dtype = t.grad_reduce_dtype;
-  append_backward_and_optimizer(s->graph, ao);
-  PropagationOptions po;
-  po.sequence_parallel = p.sequence_parallel && bo.has_tp;
-  if (bo.has_dp) po.axes_outer_first.push_back("dp");
-  if (bo.has_tp) po.axes_outer_first.push_back("tp");
-  propagate_shardings(s->graph, po);
-
   s->bind = model_bindings(job.model, t.micro_batch_size, t.seq_len);
   s->bind["tp"] = p.tp;
   s->bind["dp"] = p.dp;
-  SC_RETURN_IF_ERROR(bucket_dp_gradients(s->graph, s->bind, t.dp_bucket_mb * 1024.0 * 1024.0));
-
-  // Megatron-LM's order, innermost first: tp, then dp.
-  s->layout = RankLayout({{"tp", p.tp}, {"dp", p.dp}});
+  std::vector<MeshAxis> axes;
+  for (const auto& name : p.order)
+    axes.push_back({name, name == "tp" ? p.tp : name == "dp" ? p.dp : p.pp});
+  s->layout = RankLayout(std::move(axes));
+  if (job.model.tied_embeddings) s->layout.enable_embedding_groups();
   s->groups = s->layout.all_groups();
 
-  LowerOptions lo;
-  lo.micro_batches = t.num_micro_batches(p);
-  lo.compute_dtype = t.dtype;
-  lo.optimizer_bytes_per_param = t.optimizer_bytes_per_param;
-  SC_ASSIGN_OR_RETURN(s->program, lower_program(s->graph, s->bind, job.hardware, lo));
+  for (int64_t stage = 0; stage < p.pp; ++stage) {
+    BuildOptions bo;
+    bo.has_tp = p.tp > 1;
+    bo.has_dp = p.dp > 1;
+    bo.sequence_parallel = p.sequence_parallel && bo.has_tp;
+    bo.dtype = t.dtype;
+    bo.num_virtual = p.pp * p.virtual_stages;
+    bo.chunks = stage_chunks(job.model.num_layers, p.pp, p.virtual_stages, p.pipeline_layout, stage);
+    Graph g = build_transformer_forward(job.model, bo);
+    AutodiffOptions ao;
+    ao.grad_dtype = t.grad_reduce_dtype;
+    ao.recompute = t.recompute == Recompute::kFull        ? RecomputeMode::kFull
+                   : t.recompute == Recompute::kSelective ? RecomputeMode::kSelective
+                                                          : RecomputeMode::kNone;
+    append_backward_and_optimizer(g, ao);
+    PropagationOptions po;
+    po.sequence_parallel = bo.sequence_parallel;
+    if (bo.has_dp) po.axes_outer_first.push_back("dp");
+    if (bo.has_tp) po.axes_outer_first.push_back("tp");
+    propagate_shardings(g, po);
+    SC_RETURN_IF_ERROR(bucket_dp_gradients(g, s->bind, t.dp_bucket_mb * 1024.0 * 1024.0));
+    insert_weight_syncs(g);
+
+    LowerOptions lo;
+    lo.micro_batches = t.num_micro_batches(p);
+    lo.pp = p.pp;
+    lo.virtual_stages = p.virtual_stages;
+    lo.stage = stage;
+    lo.schedule = t.schedule;
+    lo.compute_dtype = t.dtype;
+    lo.optimizer_bytes_per_param = t.optimizer_bytes_per_param;
+    SC_ASSIGN_OR_RETURN(RoleProgram prog, lower_program(g, s->bind, job.hardware, lo));
+    if (stage == 0) {
+      s->graph = std::move(g);
+      s->program = std::move(prog);
+    } else {
+      s->later_graphs.push_back(std::move(g));
+      s->later_programs.push_back(std::move(prog));
+    }
+  }
   s->config_hash = fnv1a_hex(job_to_canonical_json(job));
   SC_ASSIGN_OR_RETURN(s->summary, build_summary(*s));
   return Generator(std::move(s));
@@ -84,16 +106,23 @@ std::string Generator::graph_text() const {
   const Job& j = state_->job;
   std::string header = "# stagecraft graph: model=" + j.model.name + " layers=" + std::to_string(j.model.num_layers) +
                        " tp=" + std::to_string(j.parallel.tp) + " dp=" + std::to_string(j.parallel.dp) +
+                       (j.parallel.pp > 1 ? " pp=" + std::to_string(j.parallel.pp) + " schedule=" +
+                                                schedule_name(j.training.schedule)
+                                          : std::string()) +
                        " sequence_parallel=" + (j.parallel.sequence_parallel ? "on" : "off") +
                        "\n# one micro-batch: forward, backward, then the optimizer phase; shapes are per rank";
-  return graph_to_text(state_->graph, header);
+  if (state_->num_stages() == 1) return graph_to_text(state_->graph, header);
+  std::string out = header + "\n";
+  for (int64_t st = 0; st < state_->num_stages(); ++st)
+    out += graph_to_text(state_->graph_of(st), "## pipeline stage " + std::to_string(st));
+  return out;
 }
 
 Result<RankTrace> Generator::rank_trace(int64_t rank) const {
   if (rank < 0 || rank >= world_size())
     return make_error(ErrorCode::kInvalidArgument,
                       "rank " + std::to_string(rank) + " is outside 0.." + std::to_string(world_size() - 1), "rank");
-  return instantiate_rank(state_->program, state_->layout, rank);
+  return instantiate_rank(state_->program_of(state_->layout.coord(rank, "pp")), state_->layout, rank);
 }
 
 Result<std::string> Generator::rank_trace_bytes(int64_t rank) const {

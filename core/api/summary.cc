@@ -1,6 +1,6 @@
-// summary.json: every number is derived from the sharded graph and the
-// lowered program (nothing is a separate formula), so tests can hold it
-// against the published formulas.
+// summary.json: every number is derived from the sharded graphs and the
+// lowered programs of the rank roles (one per pipeline stage), so tests can
+// hold it against the published formulas. Fields: docs/summary.md.
 #include <map>
 #include <set>
 
@@ -8,107 +8,190 @@
 
 #include "api/api.h"
 #include "api/state.h"
+#include "check/replay.h"
 
 namespace sc {
 namespace {
 
 using json = nlohmann::json;
+using u128 = unsigned __int128;
 
 // Sums of FLOPs can exceed 2^63 for large jobs: accumulate in 128 bits and
 // emit an integer while it fits in uint64, else a double.
-json big(unsigned __int128 v) {
+json big(u128 v) {
   if (v <= UINT64_MAX) return static_cast<uint64_t>(v);
   return static_cast<double>(v);
 }
 
 bool is_weight(const Tensor& t) { return t.kind == TensorKind::kWeight && t.producer < 0; }
 
-}  // namespace
+struct StageFigures {
+  int64_t params_local = 0;
+  u128 rank_flops = 0;
+  uint64_t compute_us = 0;
+  std::map<std::string, int64_t> bytes_by_type, count_by_type, bytes_by_axis;
+  int64_t p2p_bytes = 0, n_compute = 0, n_coll = 0, n_p2p = 0;
+  json stage;
+};
 
-Result<std::string> build_summary(const GeneratorState& s) {
-  const Graph& g = s.graph;
-  const Job& job = s.job;
-  const auto& tr = job.training;
-  int64_t m = tr.num_micro_batches(job.parallel);
-
-  int64_t params_total = 0, params_local = 0;
+Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
+  const Graph& g = s.graph_of(st);
+  const RoleProgram& prog = s.program_of(st);
+  const auto& tr = s.job.training;
+  StageFigures f;
+  int first_layer = INT32_MAX, last_layer = -1;
   for (const auto& t : g.tensors) {
     if (!is_weight(t)) continue;
-    SC_ASSIGN_OR_RETURN(int64_t n, t.global_numel().eval(s.bind, t.name));
     SC_ASSIGN_OR_RETURN(int64_t l, t.local_numel().eval(s.bind, t.name));
-    params_total += n;
-    params_local += l;
+    f.params_local += l;
   }
-
-  // Activations saved for backward: forward tensors read by backward ops,
-  // attributed to the layer of their first backward reader.
-  std::map<int, int> saved_layer;  // tensor -> layer
+  // Activations saved for backward per transformer layer (Korthikanti et
+  // al.'s per-layer figure), attributed to the layer of the first reader.
+  std::map<int, int> saved_layer;
   for (int id : g.order) {
     const Op& o = g.ops[id];
+    if (o.layer >= 0) first_layer = std::min(first_layer, o.layer), last_layer = std::max(last_layer, o.layer);
     if (o.phase != Phase::kBackward) continue;
     for (int t : o.inputs) {
       const Tensor& x = g.tensors[t];
       bool fwd = x.producer >= 0 && g.ops[x.producer].phase == Phase::kForward;
-      if (fwd && (x.kind == TensorKind::kActivation || x.kind == TensorKind::kMask))
-        saved_layer.emplace(t, o.layer);
+      if (fwd && (x.kind == TensorKind::kActivation || x.kind == TensorKind::kMask)) saved_layer.emplace(t, o.layer);
     }
   }
-  int64_t act_total = 0;
   std::map<int, int64_t> act_by_layer;
+  int64_t act_per_mb = 0;
   for (auto [t, layer] : saved_layer) {
     SC_ASSIGN_OR_RETURN(int64_t b, g.tensors[t].local_bytes().eval(s.bind, g.tensors[t].name));
-    act_total += b;
     act_by_layer[layer] += b;
+    act_per_mb += b;
   }
-
-  unsigned __int128 model_flops = 0;
-  for (int id : g.order) {
-    const Op& o = g.ops[id];
-    if (o.phase == Phase::kOptimizer || o.model_flops.is_zero()) continue;
-    SC_ASSIGN_OR_RETURN(int64_t f, o.model_flops.eval(s.bind, o.name + " flops"));
-    model_flops += static_cast<unsigned __int128>(f) * static_cast<uint64_t>(m);
-  }
-
-  unsigned __int128 rank_flops = 0;
-  uint64_t compute_us = 0;
-  std::map<std::string, int64_t> bytes_by_type, count_by_type, bytes_by_axis;
-  int64_t n_compute = 0, n_coll = 0;
-  for (size_t i = 0; i < s.program.nodes.size(); ++i) {
-    const TraceNode& n = s.program.nodes[i];
+  for (size_t i = 0; i < prog.nodes.size(); ++i) {
+    const TraceNode& n = prog.nodes[i];
     if (n.kind == TraceNodeKind::kCompute) {
-      rank_flops += static_cast<unsigned __int128>(n.num_ops);
-      compute_us += n.duration_micros;
-      ++n_compute;
+      f.rank_flops += static_cast<u128>(n.num_ops);
+      f.compute_us += n.duration_micros;
+      ++f.n_compute;
+    } else if (n.kind == TraceNodeKind::kCollective) {
+      f.bytes_by_type[collective_name(n.coll)] += n.comm_size;
+      f.count_by_type[collective_name(n.coll)] += 1;
+      f.bytes_by_axis[prog.node_axis[i]] += n.comm_size;
+      ++f.n_coll;
     } else {
-      bytes_by_type[collective_name(n.coll)] += n.comm_size;
-      count_by_type[collective_name(n.coll)] += 1;
-      bytes_by_axis[s.program.node_axis[i]] += n.comm_size;
-      ++n_coll;
+      if (n.kind == TraceNodeKind::kSend) f.p2p_bytes += n.comm_size;
+      ++f.n_p2p;
     }
   }
-  int64_t world = s.layout.world_size();
-
-  const int64_t weights = params_local * dtype_bytes(tr.dtype);
-  const int64_t grads = params_local * dtype_bytes(tr.grad_reduce_dtype);
-  const int64_t optim = params_local * tr.optimizer_bytes_per_param;
-  json mem = {{"weights", weights},
-              {"gradients", grads},
-              {"optimizer", optim},
-              {"activations_peak", act_total},
-              {"peak", weights + grads + optim + act_total},
-              {"capacity", static_cast<int64_t>(job.hardware.memory_bytes)}};
+  const int64_t weights = f.params_local * dtype_bytes(tr.dtype);
+  const int64_t grads = f.params_local * dtype_bytes(tr.grad_reduce_dtype);
+  const int64_t optim = f.params_local * tr.optimizer_bytes_per_param;
   json per_layer = json::object();
   for (auto [layer, b] : act_by_layer)
     if (layer >= 0) per_layer[std::to_string(layer)] = b;
-  json stage = {{"index", 0},
-                {"layers", job.model.num_layers},
-                {"ranks", world},
-                {"memory_bytes", mem},
-                {"activation_bytes_per_micro_batch", act_total},
-                {"activation_bytes_by_layer", per_layer}};
+  f.stage = {
+      {"index", st},
+      {"layers", last_layer >= first_layer ? last_layer - first_layer + 1 : 0},
+      {"first_layer", last_layer >= 0 ? first_layer : -1},
+      {"ranks", s.layout.world_size() / s.num_stages()},
+      {"parameters_per_rank", f.params_local},
+      {"memory_bytes",
+       {{"weights", weights},
+        {"gradients", grads},
+        {"optimizer", optim},
+        {"activations_peak", prog.activation_peak},
+        {"peak", weights + grads + optim + prog.activation_peak},
+        {"capacity", static_cast<int64_t>(s.job.hardware.memory_bytes)}}},
+      {"activation_bytes_per_micro_batch", act_per_mb},
+      {"activation_bytes_by_layer", per_layer},
+      {"activation_timeline_bytes", prog.activation_timeline},
+      {"communication",
+       {{"per_rank_bytes", f.bytes_by_type},
+        {"per_rank_collectives", f.count_by_type},
+        {"per_rank_bytes_by_axis", f.bytes_by_axis},
+        {"per_rank_p2p_send_bytes", f.p2p_bytes}}},
+      {"flops_executed_per_rank", big(f.rank_flops)},
+      {"trace",
+       {{"nodes_per_rank", static_cast<int64_t>(prog.nodes.size())},
+        {"compute_nodes", f.n_compute},
+        {"collective_nodes", f.n_coll},
+        {"p2p_nodes", f.n_p2p},
+        {"compute_micros_per_rank", f.compute_us}}}};
+  return f;
+}
 
-  json comm_total = json::object();
-  for (auto& [k, v] : bytes_by_type) comm_total[k] = big(static_cast<unsigned __int128>(v) * world);
+// The bubble of rank 0's pipeline, measured on the traces' structure: each
+// stage's compute replayed with free communication.
+json pipeline_figures(const GeneratorState& s) {
+  const auto& p = s.job.parallel;
+  const int64_t m = s.job.training.num_micro_batches(p);
+  json out = {{"stages", p.pp},
+              {"virtual_stages", p.virtual_stages},
+              {"schedule", schedule_name(s.job.training.schedule)},
+              {"micro_batches", m},
+              {"bubble_fraction_formula", p.pp == 1 ? 0.0
+                                          : static_cast<double>(p.pp - 1) /
+                                                static_cast<double>(p.virtual_stages * m)}};
+  std::vector<RankTrace> stages;
+  for (int64_t st = 0; st < p.pp; ++st) {
+    RankTrace t = instantiate_rank(s.program_of(st), s.layout, s.layout.with_coord(0, "pp", st));
+    for (auto& n : t.nodes)
+      if (n.kind == TraceNodeKind::kSend || n.kind == TraceNodeKind::kRecv)
+        n.peer = static_cast<int32_t>(s.layout.coord(n.peer, "pp"));
+    stages.push_back(std::move(t));
+  }
+  PipelineTiming timing = replay_pipeline(stages);
+  double makespan = 0, busiest = 0;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    makespan = std::max(makespan, timing.end_micros[i]);
+    busiest = std::max(busiest, timing.busy_micros[i]);
+  }
+  // Bubble relative to the busiest stage's work, the papers' (p-1)/m form.
+  out["bubble_fraction"] = busiest > 0 && timing.completed ? (makespan - busiest) / busiest : 0.0;
+  out["makespan_micros_without_communication"] = makespan;
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> build_summary(const GeneratorState& s) {
+  const Job& job = s.job;
+  const int64_t m = job.training.num_micro_batches(job.parallel);
+  const int64_t world = s.layout.world_size(), per_stage = world / s.num_stages();
+
+  int64_t params_total = 0;
+  u128 model_flops = 0, hardware_flops = 0, executed = 0;
+  std::vector<StageFigures> figs;
+  json stages = json::array();
+  std::map<std::string, u128> total_by_type, total_by_axis;
+  for (int64_t st = 0; st < s.num_stages(); ++st) {
+    const Graph& g = s.graph_of(st);
+    for (const auto& t : g.tensors) {
+      if (!is_weight(t) || t.tied_copy) continue;
+      SC_ASSIGN_OR_RETURN(int64_t n, t.global_numel().eval(s.bind, t.name));
+      params_total += n;
+    }
+    for (int id : g.order) {
+      const Op& o = g.ops[id];
+      if (o.phase == Phase::kOptimizer) continue;
+      if (!o.model_flops.is_zero()) {
+        SC_ASSIGN_OR_RETURN(int64_t f, o.model_flops.eval(s.bind, o.name + " flops"));
+        model_flops += static_cast<u128>(f) * static_cast<uint64_t>(m);
+      }
+      if (o.kind == OpKind::kMatmul || o.kind == OpKind::kAttention) {
+        SC_ASSIGN_OR_RETURN(int64_t f, o.flops.eval(s.bind, o.name + " flops"));
+        hardware_flops += static_cast<u128>(f) * static_cast<uint64_t>(m);
+      }
+    }
+    SC_ASSIGN_OR_RETURN(StageFigures f, stage_figures(s, st));
+    executed += f.rank_flops * static_cast<uint64_t>(per_stage);
+    for (auto& [k, v] : f.bytes_by_type) total_by_type[k] += static_cast<u128>(v) * per_stage;
+    for (auto& [k, v] : f.bytes_by_axis) total_by_axis[k] += static_cast<u128>(v) * per_stage;
+    stages.push_back(f.stage);
+    figs.push_back(std::move(f));
+  }
+  json comm_total = json::object(), comm_axis = json::object();
+  for (auto& [k, v] : total_by_type) comm_total[k] = big(v);
+  for (auto& [k, v] : total_by_axis) comm_axis[k] = big(v);
+  const StageFigures& f0 = figs.front();
 
   json out = {
       {"stagecraft_version", stagecraft_version()},
@@ -116,23 +199,27 @@ Result<std::string> build_summary(const GeneratorState& s) {
       {"job", json::parse(job_to_canonical_json(job), nullptr, false)},
       {"world_size", world},
       {"micro_batches_per_iteration", m},
-      {"layout", {{"order_inner_first", {"tp", "dp"}}, {"tp", job.parallel.tp}, {"dp", job.parallel.dp}}},
-      {"parameters", {{"total", params_total}, {"active", params_total}, {"per_rank", params_local}}},
+      {"layout",
+       {{"order_inner_first", job.parallel.order},
+        {"tp", job.parallel.tp},
+        {"dp", job.parallel.dp},
+        {"pp", job.parallel.pp}}},
+      {"parameters", {{"total", params_total}, {"active", params_total}, {"per_rank", f0.params_local}}},
       {"flops",
        {{"model_per_iteration", big(model_flops)},
-        {"executed_per_rank", big(rank_flops)},
-        {"executed_per_iteration", big(rank_flops * static_cast<uint64_t>(world))}}},
-      {"stages", json::array({stage})},
+        {"hardware_per_iteration", big(hardware_flops)},
+        {"executed_per_rank", big(f0.rank_flops)},
+        {"executed_per_iteration", big(executed)}}},
+      {"stages", stages},
+      {"pipeline", pipeline_figures(s)},
+      // Rank 0's figures (stage 0); every stage's are under stages[i].
       {"communication",
-       {{"per_rank_bytes", bytes_by_type},
-        {"per_rank_collectives", count_by_type},
-        {"per_rank_bytes_by_axis", bytes_by_axis},
-        {"total_bytes", comm_total}}},
-      {"trace",
-       {{"nodes_per_rank", static_cast<int64_t>(s.program.nodes.size())},
-        {"compute_nodes", n_compute},
-        {"collective_nodes", n_coll},
-        {"compute_micros_per_rank", compute_us}}},
+       {{"per_rank_bytes", f0.bytes_by_type},
+        {"per_rank_collectives", f0.count_by_type},
+        {"per_rank_bytes_by_axis", f0.bytes_by_axis},
+        {"total_bytes", comm_total},
+        {"total_bytes_by_axis", comm_axis}}},
+      {"trace", f0.stage["trace"]},
   };
   return out.dump(2) + "\n";
 }

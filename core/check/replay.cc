@@ -1,5 +1,6 @@
 #include "check/replay.h"
 
+#include <functional>
 #include <map>
 #include <queue>
 #include <set>
@@ -14,6 +15,7 @@ struct RankState {
   std::set<uint32_t> ready;        // ascending id = issue order
   bool compute_busy = false, comm_busy = false;
   std::map<int64_t, int64_t> issued_on_group;  // group -> count
+  std::set<uint32_t> in_flight;
   int64_t finished = 0;
 };
 
@@ -26,7 +28,8 @@ struct Event {
 
 class Replayer {
  public:
-  Replayer(const std::vector<RankTrace>& r, const GroupTable& g, double bw) : ranks_(r), groups_(g), bw_(bw) {}
+  Replayer(const std::vector<RankTrace>& r, const GroupTable& g, double bw, bool instant = false)
+      : ranks_(r), groups_(g), bw_(bw), instant_(instant) {}
 
   ReplayResult run() {
     st_.resize(ranks_.size());
@@ -68,12 +71,21 @@ class Replayer {
 
   std::string stuck(int64_t r) const {
     const auto& s = st_[r];
+    std::string out = "rank " + std::to_string(r) + " hangs";
     for (size_t i = 0; i < s.waiting.size(); ++i)
       if (s.waiting[i] >= 0) {
         const auto& n = ranks_[r].nodes[i];
-        return "rank " + std::to_string(r) + " hangs at node " + std::to_string(n.id) + " '" + n.name + "'";
+        out += " at node " + std::to_string(n.id) + " '" + n.name + "'";
+        break;
       }
-    return "rank " + std::to_string(r) + " hangs";
+    for (uint32_t id : s.in_flight) {
+      const auto& n = ranks_[r].nodes[id];
+      out += "; in flight: " + std::to_string(id) + " '" + n.name + "'";
+      if (n.kind == TraceNodeKind::kCollective) out += " on group " + std::to_string(n.group);
+      if (n.kind == TraceNodeKind::kSend || n.kind == TraceNodeKind::kRecv)
+        out += " peer " + std::to_string(n.peer) + " tag " + std::to_string(n.tag);
+    }
+    return out;
   }
 
   void issue(int64_t r, double now) {
@@ -86,9 +98,13 @@ class Replayer {
       if ((comp && s.compute_busy) || (!comp && !recv && s.comm_busy)) { ++it; continue; }
       uint32_t id = *it;
       it = s.ready.erase(it);
+      s.in_flight.insert(id);
       if (comp) {
         s.compute_busy = true;
         events_.push({now + static_cast<double>(n.duration_micros), r, id});
+      } else if (n.kind == TraceNodeKind::kCollective && instant_) {
+        s.comm_busy = true;
+        events_.push({now, r, id});
       } else if (n.kind == TraceNodeKind::kCollective) {
         s.comm_busy = true;
         join_collective(r, id, now);
@@ -139,7 +155,7 @@ class Replayer {
     }
     if (si == q.size() || vi == q.size()) return;
     start = std::max(q[si].time, q[vi].time);
-    double t = start + static_cast<double>(n.comm_size) / bw_;
+    double t = instant_ ? start : start + static_cast<double>(n.comm_size) / bw_;
     events_.push({t, q[si].rank, q[si].node});
     events_.push({t, q[vi].rank, q[vi].node});
     q.erase(q.begin() + static_cast<long>(std::max(si, vi)));
@@ -149,9 +165,11 @@ class Replayer {
   void finish(const Event& e) {
     auto& s = st_[e.rank];
     const TraceNode& n = ranks_[e.rank].nodes[e.node];
+    if (on_finish_) on_finish_(e.rank, n, e.time);
     if (n.kind == TraceNodeKind::kCompute) s.compute_busy = false;
     else if (n.kind != TraceNodeKind::kRecv) s.comm_busy = false;
     s.waiting[e.node] = -1;
+    s.in_flight.erase(e.node);
     s.finished++;
     res_.nodes_finished++;
     res_.makespan_micros = std::max(res_.makespan_micros, e.time);
@@ -176,6 +194,12 @@ class Replayer {
   const std::vector<RankTrace>& ranks_;
   const GroupTable& groups_;
   double bw_;
+  bool instant_;
+
+ public:
+  std::function<void(int64_t, const TraceNode&, double)> on_finish_;
+
+ private:
   std::vector<RankState> st_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::map<std::pair<int64_t, int64_t>, CollInstance> coll_;
@@ -184,6 +208,21 @@ class Replayer {
 };
 
 }  // namespace
+
+PipelineTiming replay_pipeline(const std::vector<RankTrace>& stages) {
+  PipelineTiming t;
+  t.busy_micros.assign(stages.size(), 0);
+  t.end_micros.assign(stages.size(), 0);
+  GroupTable none;
+  Replayer r(stages, none, 1.0, true);
+  r.on_finish_ = [&](int64_t rank, const TraceNode& n, double time) {
+    if (n.kind != TraceNodeKind::kCompute || n.name.rfind("opt.", 0) == 0) return;
+    t.busy_micros[rank] += static_cast<double>(n.duration_micros);
+    t.end_micros[rank] = std::max(t.end_micros[rank], time);
+  };
+  t.completed = r.run().completed;
+  return t;
+}
 
 ReplayResult replay_traces(const std::vector<RankTrace>& ranks, const GroupTable& groups, double bytes_per_micro) {
   return Replayer(ranks, groups, bytes_per_micro).run();

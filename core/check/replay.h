@@ -32,4 +32,15 @@ struct ReplayResult {
 ReplayResult replay_traces(const std::vector<RankTrace>& ranks, const GroupTable& groups,
                            double bytes_per_micro = 100e3);
 
+// Replays one pipeline (one rank per stage) with collectives completing at
+// once and sends/receives costing nothing: what remains is the schedule's
+// structure under the compute durations. stages[i] is stage i's trace with
+// its send/recv peers given as stage indices. Returns, per stage, the time its
+// forward/backward compute is busy and the time the last of it ends.
+struct PipelineTiming {
+  std::vector<double> busy_micros, end_micros;
+  bool completed = false;
+};
+PipelineTiming replay_pipeline(const std::vector<RankTrace>& stages);
+
 }  // namespace sc

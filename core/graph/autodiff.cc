@@ -11,23 +11,78 @@ class Autodiff {
 
   void run() {
     std::vector<int> fwd = g_.order;
-    // Seed: d(loss) arrives as an input to the backward pass.
-    const Op& last = g_.ops[fwd.back()];
-    int loss = last.outputs[0];
-    int seed = new_grad_like(loss, "loss.grad");
+    bool has_seed = false;
+    for (int id : fwd) {
+      for (int t : g_.ops[id].inputs) fwd_readers_[t].push_back(id);
+      has_seed |= g_.ops[id].kind == OpKind::kLoss || g_.ops[id].kind == OpKind::kSend;
+    }
+    // A graph with neither a loss nor a pipeline send is differentiated
+    // from its last op's output.
+    if (!has_seed && !fwd.empty()) seed_output(g_.ops[fwd.back()].outputs[0], "output.grad");
+    for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
+      const Op& f = g_.ops[*it];
+      chunk_ = f.chunk;
+      if (f.kind == OpKind::kLoss) seed_loss(f);
+      vjp(g_.ops[*it]);
+    }
+    optimizer();
+  }
+
+ private:
+  // d(loss) arrives as an input of the backward pass, laid out like the
+  // job's inputs ([b, s], batch on dp).
+  void seed_loss(const Op& loss_op) { seed_output(loss_op.outputs[0], "loss.grad"); }
+
+  void seed_output(int loss, const std::string& name) {
+    int seed = new_grad_like(loss, name);
     g_.tensors[seed].kind = TensorKind::kInput;
-    // The seed is laid out like the job's inputs ([b, s], batch on dp).
     for (const auto& t : g_.tensors)
       if (t.kind == TensorKind::kInput && t.producer < 0 && t.id != seed && t.dims.size() == g_.tensors[seed].dims.size()) {
         g_.tensors[seed].sharding = t.sharding;
         break;
       }
     contrib_[loss].push_back(seed);
-    for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) vjp(g_.ops[*it]);
-    optimizer();
   }
 
- private:
+  bool in_region(const Op& o) const {
+    if (o.phase != Phase::kForward || o.kind == OpKind::kSend || o.kind == OpKind::kRecv) return false;
+    if (o_.recompute == RecomputeMode::kSelective) return o.attn_core;
+    if (o_.recompute == RecomputeMode::kFull) return o.layer >= 0;
+    return false;
+  }
+
+  // What a backward op reads in place of forward tensor t: t itself if it
+  // is saved, else its recomputed copy (cloning its producer, recursively).
+  int saved_or_recomputed(int t) {
+    const Tensor& x = g_.tensors[t];
+    if (x.producer < 0 || (x.kind != TensorKind::kActivation && x.kind != TensorKind::kMask)) return t;
+    const Op& p = g_.ops[x.producer];
+    if (!in_region(p)) return t;
+    for (int reader : fwd_readers_[t]) {
+      const Op& r = g_.ops[reader];
+      if (!in_region(r) || r.layer != p.layer) return t;  // a region output: saved
+    }
+    if (auto it = recomputed_.find(t); it != recomputed_.end()) return it->second;
+    Op clone = p;
+    clone.id = -1;
+    clone.name = p.name + ".recompute";
+    clone.phase = Phase::kBackward;
+    clone.model_flops = Expr(0);
+    clone.recomputed = true;
+    clone.chunk = chunk_;
+    for (int& in : clone.inputs) in = saved_or_recomputed(in);
+    for (int& out : clone.outputs) {
+      Tensor c = g_.tensors[out];
+      c.name += ".recomputed";
+      c.producer = -1;
+      int orig = out;
+      out = g_.add_tensor(std::move(c));
+      recomputed_[orig] = out;
+    }
+    g_.add_op(std::move(clone));
+    return recomputed_.at(t);
+  }
+
   bool requires_grad(int t) const {
     const Tensor& x = g_.tensors[t];
     if (x.kind == TensorKind::kWeight) return true;
@@ -75,6 +130,7 @@ class Autodiff {
     o.fn = fn;
     o.phase = Phase::kBackward;
     o.layer = layer;
+    o.chunk = chunk_;
     o.inputs = std::move(in);
     o.outputs = std::move(out);
     return o;
@@ -85,6 +141,7 @@ class Autodiff {
   Op& emit(const Op& f, const std::string& suffix, OpKind k, const std::string& fn, std::vector<int> in,
            std::vector<std::vector<std::string>> in_labels, const std::vector<std::pair<int, size_t>>& wrt,
            Expr flops) {
+    for (int& t : in) t = saved_or_recomputed(t);
     std::vector<int> outs;
     std::vector<std::vector<std::string>> out_labels;
     bool weight = false;
@@ -110,6 +167,26 @@ class Autodiff {
   void vjp(const Op& fwd) {
     const Op f = fwd;  // g_.ops may reallocate below
     if (f.kind == OpKind::kReduce) return;  // handled by the loss rule
+    if (f.kind == OpKind::kSend) {
+      // The gradient of what this stage sent comes back from the next one.
+      int x = f.inputs[0];
+      int seed = new_grad_like(x, g_.tensors[x].name + ".grad");
+      Op r = base(f.name + ".grad", OpKind::kRecv, "recv", {}, {seed}, f.layer);
+      r.boundary = f.boundary;
+      g_.tensors[seed].sharding = f.send_sharding;
+      contrib_[x].push_back(seed);
+      g_.add_op(std::move(r));
+      return;
+    }
+    if (f.kind == OpKind::kRecv) {
+      int gx = grad(f.outputs[0]);
+      if (gx < 0) return;
+      Op snd = base(f.name + ".grad", OpKind::kSend, "send", {gx}, {}, f.layer);
+      snd.boundary = f.boundary;
+      snd.send_sharding = g_.tensors[f.outputs[0]].sharding;
+      g_.add_op(std::move(snd));
+      return;
+    }
     std::vector<int> dys;
     for (int out : f.outputs) dys.push_back(grad(out));
     int dy = dys[0];
@@ -234,6 +311,9 @@ class Autodiff {
   Graph& g_;
   AutodiffOptions o_;
   std::map<int, std::vector<int>> contrib_;
+  std::map<int, std::vector<int>> fwd_readers_;  // tensor -> forward ops reading it
+  std::map<int, int> recomputed_;                // forward tensor -> recomputed copy
+  int chunk_ = 0;
 };
 
 }  // namespace

@@ -30,6 +30,8 @@ const char* op_kind_name(OpKind k) {
     case OpKind::kView: return "view";
     case OpKind::kCollective: return "collective";
     case OpKind::kOptimizer: return "optimizer";
+    case OpKind::kSend: return "send";
+    case OpKind::kRecv: return "recv";
   }
   return "?";
 }
@@ -141,6 +143,8 @@ std::string graph_to_text(const Graph& g, const std::string& header) {
     out << phase_name(op.phase) << " " << op.name << " " << op_kind_name(op.kind);
     if (op.kind == OpKind::kCollective)
       out << "(" << collective_name(op.coll) << " over " << op.axis << ")";
+    if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv)
+      out << "(boundary " << op.boundary << ")";
     out << " (";
     for (size_t i = 0; i < op.inputs.size(); ++i) out << (i ? ", " : "") << "%" << op.inputs[i];
     out << ") -> (";

@@ -51,6 +51,8 @@ struct Tensor {
   int producer = -1;           // op id, -1 for inputs/weights
   int grad_of = -1;            // kWeightGrad / kGradient: primal tensor id
   int layer = -1;
+  bool tied_copy = false;      // a second copy of a tied weight (not counted twice)
+  std::string sync_axis;       // weight whose gradient is also summed over this axis ("embd")
 
   Expr global_numel() const;
   Expr local_numel() const;    // divided by the degrees of sharded dims
@@ -70,6 +72,8 @@ enum class OpKind {
   kView,         // reshape/split/concat/slice: no work, no node
   kCollective,   // inserted by sharding propagation
   kOptimizer,
+  kSend,         // pipeline boundary: the input goes to another stage
+  kRecv,         // pipeline boundary: the output comes from another stage
 };
 const char* op_kind_name(OpKind k);
 
@@ -82,6 +86,7 @@ struct Op {
   OpKind kind = OpKind::kElementwise;
   Phase phase = Phase::kForward;
   int layer = -1;  // transformer layer, -1 for embedding/head/optimizer
+  int chunk = 0;   // model chunk (virtual pipeline stage) of this rank's program
   std::vector<int> inputs, outputs;
   // Factor labels per operand dim; empty = the tensor's own dim labels.
   std::vector<std::vector<std::string>> in_labels, out_labels;
@@ -93,6 +98,8 @@ struct Op {
   bool sp_region = false;  // Megatron sequence-parallel region (norms, dropout, residual)
   int fwd_op = -1;         // backward ops: the forward op they differentiate
   bool wgrad = false;      // weight-gradient GEMM (accumulates into main grad)
+  bool attn_core = false;  // QK^T, softmax, attention dropout, AV: what selective recompute redoes
+  bool recomputed = false; // a forward op re-run in the backward pass
 
   // Filled by sharding propagation.
   std::map<std::string, std::string> factor_axis;  // factor -> mesh axis
@@ -101,6 +108,12 @@ struct Op {
   // kCollective
   CollectiveType coll = CollectiveType::kAllReduce;
   std::string axis;  // mesh axis the collective runs over
+
+  // kSend / kRecv: the boundary between virtual stages `boundary` and
+  // `boundary + 1` (in pipeline order); kSend also fixes the sharding the
+  // peer expects.
+  int64_t boundary = -1;
+  Sharding send_sharding;
 };
 
 Tensor make_tensor(std::string name, std::vector<Dim> dims, DType dt, TensorKind kind);

@@ -7,19 +7,24 @@
 //   "model": {"preset": "gpt3-175b"}            // or {"hf_config": {...}}
 //            // or explicit fields: {"num_layers":..,"hidden":..,...}
 //            // preset/hf plus overrides: {"preset":"llama3-8b","num_layers":2}
-//   "parallel": {"dp": 1, "tp": 1, "sequence_parallel": false,
-//                "world_size": <optional, must equal dp*tp*...>},
+//   "parallel": {"dp": 1, "tp": 1, "pp": 1, "virtual_stages": 1,
+//                "sequence_parallel": false, "pipeline_layout": [layers...],
+//                "order": "megatron" | "llama3" | ["tp","dp","pp"],
+//                "world_size": <optional, must equal dp*tp*pp>},
 //   "training": {"seq_len": 2048, "micro_batch_size": 1,
 //                "global_batch_size": <default dp*micro_batch_size>,
 //                "dtype": "bf16", "grad_reduce_dtype": "fp32",
 //                "dp_bucket_mb": 25, "optimizer": "adamw",
-//                "optimizer_bytes_per_param": 12},
+//                "optimizer_bytes_per_param": 12,
+//                "schedule": "1f1b" | "gpipe" | "interleaved-1f1b" | "zero-bubble",
+//                "recompute": "none" | "selective" | "full"},
 //   "hardware": "h100"                  // or {"preset":"h100", overrides}
 // }
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "graph/dtype.h"
@@ -31,9 +36,23 @@ namespace sc {
 struct ParallelConfig {
   int64_t dp = 1;  // data-parallel degree
   int64_t tp = 1;  // tensor-parallel degree
+  int64_t pp = 1;  // pipeline stages
+  int64_t virtual_stages = 1;  // model chunks per pipeline rank (interleaved 1F1B)
   bool sequence_parallel = false;  // Megatron SP (needs tp > 1 to matter)
-  int64_t world_size() const { return dp * tp; }
+  // Layers per virtual stage (pp * virtual_stages entries, in pipeline
+  // order); empty = even split.
+  std::vector<int64_t> pipeline_layout;
+  // Rank layout, innermost (fastest-varying) axis first; a permutation of
+  // {tp, dp, pp}. Megatron-LM's order is the default; Llama 3's is
+  // [tp, pp, dp] (theirs is [tp, cp, pp, dp]; cp is not modelled yet).
+  std::vector<std::string> order = {"tp", "dp", "pp"};
+  int64_t world_size() const { return dp * tp * pp; }
 };
+
+enum class Schedule { kGPipe, kOneFOneB, kInterleaved, kZeroBubble };
+enum class Recompute { kNone, kSelective, kFull };
+const char* schedule_name(Schedule s);   // "gpipe", "1f1b", "interleaved-1f1b", "zero-bubble"
+const char* recompute_name(Recompute r);  // "none", "selective", "full"
 
 enum class OptimizerKind { kAdam, kAdamW, kSGD };
 
@@ -46,6 +65,8 @@ struct TrainingConfig {
   double dp_bucket_mb = 25.0;     // DDP gradient bucket size, MiB
   OptimizerKind optimizer = OptimizerKind::kAdamW;
   int64_t optimizer_bytes_per_param = 12;  // fp32 master + 2 moments
+  Schedule schedule = Schedule::kOneFOneB;  // pipeline schedule (pp > 1)
+  Recompute recompute = Recompute::kNone;   // activation recomputation
 
   // Micro-batches per iteration per dp rank = B / (dp * b).
   int64_t num_micro_batches(const ParallelConfig& p) const {

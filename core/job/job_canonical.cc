@@ -33,6 +33,10 @@ std::string job_to_canonical_json(const Job& job) {
   Json parallel = {
       {"dp", job.parallel.dp},
       {"tp", job.parallel.tp},
+      {"pp", job.parallel.pp},
+      {"virtual_stages", job.parallel.virtual_stages},
+      {"pipeline_layout", job.parallel.pipeline_layout},
+      {"order", job.parallel.order},
       {"sequence_parallel", job.parallel.sequence_parallel},
       {"world_size", job.parallel.world_size()},
   };
@@ -45,6 +49,8 @@ std::string job_to_canonical_json(const Job& job) {
       {"dp_bucket_mb", t.dp_bucket_mb},
       {"optimizer", optimizer_name(t.optimizer)},
       {"optimizer_bytes_per_param", t.optimizer_bytes_per_param},
+      {"schedule", schedule_name(t.schedule)},
+      {"recompute", recompute_name(t.recompute)},
   };
   Json hardware = {
       {"name", hw.name},
@@ -62,6 +68,25 @@ std::string job_to_canonical_json(const Job& job) {
   };
   Json root = {{"model", model}, {"parallel", parallel}, {"training", training}, {"hardware", hardware}};
   return root.dump(2, ' ', /*ensure_ascii=*/true);
+}
+
+const char* schedule_name(Schedule s) {
+  switch (s) {
+    case Schedule::kGPipe: return "gpipe";
+    case Schedule::kOneFOneB: return "1f1b";
+    case Schedule::kInterleaved: return "interleaved-1f1b";
+    case Schedule::kZeroBubble: return "zero-bubble";
+  }
+  return "1f1b";
+}
+
+const char* recompute_name(Recompute r) {
+  switch (r) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "none";
 }
 
 }  // namespace sc

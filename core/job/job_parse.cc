@@ -2,6 +2,8 @@
 // Model and hardware sections are in job_model.cc / job_hardware.cc.
 #include "job/job_internal.h"
 
+#include <algorithm>
+
 namespace sc {
 namespace {
 
@@ -9,10 +11,65 @@ using jsonf::Json;
 using jsonf::join;
 using namespace job_internal;
 
+// "megatron" | "llama3" | a list (or "tp,pp,dp" string) of the axes
+// tp, dp, pp, innermost first.
+Result<std::vector<std::string>> parse_order(const Json& v, const std::string& path) {
+  std::vector<std::string> axes;
+  if (v.is_string()) {
+    std::string s = v.get<std::string>();
+    if (s == "megatron") return std::vector<std::string>{"tp", "dp", "pp"};
+    if (s == "llama3") return std::vector<std::string>{"tp", "pp", "dp"};
+    size_t start = 0;
+    while (start <= s.size()) {
+      size_t comma = s.find(',', start);
+      if (comma == std::string::npos) comma = s.size();
+      axes.push_back(s.substr(start, comma - start));
+      start = comma + 1;
+    }
+  } else if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      SC_ASSIGN_OR_RETURN(std::string a, jsonf::get_string(v[i], path + "[" + std::to_string(i) + "]"));
+      axes.push_back(a);
+    }
+  } else {
+    return make_error(ErrorCode::kInvalidArgument,
+                      std::string("must be \"megatron\", \"llama3\" or a list of axes (got ") + jsonf::type_name(v) + ")",
+                      path);
+  }
+  std::vector<std::string> sorted = axes;
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted != std::vector<std::string>{"dp", "pp", "tp"})
+    return make_error(ErrorCode::kInvalidArgument,
+                      "must name each of tp, dp, pp exactly once, innermost first (got " + Json(axes).dump() + ")", path);
+  return axes;
+}
+
 Status parse_parallel(const Json& v, ParallelConfig* p, int64_t* world_size) {
   const std::string path = "parallel";
   SC_RETURN_IF_ERROR(jsonf::expect_object(v, path));
-  SC_RETURN_IF_ERROR(jsonf::check_keys(v, {"dp", "tp", "sequence_parallel", "world_size"}, path));
+  SC_RETURN_IF_ERROR(jsonf::check_keys(
+      v, {"dp", "tp", "pp", "virtual_stages", "sequence_parallel", "pipeline_layout", "order", "world_size"}, path));
+  if (const Json* x = jsonf::find(v, "pp")) {
+    SC_ASSIGN_OR_RETURN(p->pp, jsonf::get_int(*x, "parallel.pp", 1, limits::kMaxDegree));
+  }
+  if (const Json* x = jsonf::find(v, "virtual_stages")) {
+    SC_ASSIGN_OR_RETURN(p->virtual_stages, jsonf::get_int(*x, "parallel.virtual_stages", 1, limits::kMaxDegree));
+  }
+  if (const Json* x = jsonf::find(v, "pipeline_layout")) {
+    if (!x->is_array())
+      return make_error(ErrorCode::kInvalidArgument,
+                        std::string("must be a list of layer counts, one per (virtual) stage (got ") +
+                            jsonf::type_name(*x) + ")", "parallel.pipeline_layout");
+    p->pipeline_layout.clear();
+    for (size_t i = 0; i < x->size(); ++i) {
+      SC_ASSIGN_OR_RETURN(int64_t n, jsonf::get_int((*x)[i], "parallel.pipeline_layout[" + std::to_string(i) + "]",
+                                                    1, limits::kMaxLayers));
+      p->pipeline_layout.push_back(n);
+    }
+  }
+  if (const Json* x = jsonf::find(v, "order")) {
+    SC_ASSIGN_OR_RETURN(p->order, parse_order(*x, "parallel.order"));
+  }
   if (const Json* x = jsonf::find(v, "dp")) {
     SC_ASSIGN_OR_RETURN(p->dp, jsonf::get_int(*x, "parallel.dp", 1, limits::kMaxDegree));
   }
@@ -46,7 +103,26 @@ Result<bool> parse_training(const Json& v, TrainingConfig* t) {
   SC_RETURN_IF_ERROR(jsonf::expect_object(v, path));
   SC_RETURN_IF_ERROR(jsonf::check_keys(
       v, {"seq_len", "micro_batch_size", "global_batch_size", "dtype", "grad_reduce_dtype",
-          "dp_bucket_mb", "optimizer", "optimizer_bytes_per_param"}, path));
+          "dp_bucket_mb", "optimizer", "optimizer_bytes_per_param", "schedule", "recompute"}, path));
+  if (const Json* x = jsonf::find(v, "schedule")) {
+    SC_ASSIGN_OR_RETURN(std::string s, jsonf::get_string(*x, "training.schedule"));
+    bool found = false;
+    for (Schedule k : {Schedule::kGPipe, Schedule::kOneFOneB, Schedule::kInterleaved, Schedule::kZeroBubble})
+      if (s == schedule_name(k)) { t->schedule = k; found = true; }
+    if (!found)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "unknown schedule \"" + s + "\" (known: gpipe, 1f1b, interleaved-1f1b, zero-bubble)",
+                        "training.schedule");
+  }
+  if (const Json* x = jsonf::find(v, "recompute")) {
+    SC_ASSIGN_OR_RETURN(std::string s, jsonf::get_string(*x, "training.recompute"));
+    bool found = false;
+    for (Recompute k : {Recompute::kNone, Recompute::kSelective, Recompute::kFull})
+      if (s == recompute_name(k)) { t->recompute = k; found = true; }
+    if (!found)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "unknown recompute \"" + s + "\" (known: none, selective, full)", "training.recompute");
+  }
   if (const Json* x = jsonf::find(v, "seq_len")) {
     SC_ASSIGN_OR_RETURN(t->seq_len, jsonf::get_int(*x, "training.seq_len", 1, limits::kMaxSeqLen));
   }
@@ -121,12 +197,14 @@ Result<Job> parse_job(const std::string& json_text) {
   // Both factors are capped at 2^20, so these products fit int64.
   if (!batch_given) job.training.global_batch_size = job.parallel.dp * job.training.micro_batch_size;
   if (job.model.max_positions == 0) job.model.max_positions = job.training.seq_len;
-  int64_t product = job.parallel.dp * job.parallel.tp;
+  // Each degree was capped at 2^20 when parsed: the product is < 2^63.
+  int64_t product = job.parallel.world_size();
   if (world_size != 0 && world_size != product) {
     return make_error(ErrorCode::kWorldSizeMismatch,
                       "world_size (" + std::to_string(world_size) + ") != dp (" +
                       std::to_string(job.parallel.dp) + ") x tp (" + std::to_string(job.parallel.tp) +
-                      ") = " + std::to_string(product), "parallel.world_size");
+                      ") x pp (" + std::to_string(job.parallel.pp) + ") = " + std::to_string(product),
+                      "parallel.world_size");
   }
   SC_RETURN_IF_ERROR(validate_job(job));
   return job;

@@ -51,6 +51,55 @@ Status check_work(const Job& job) {
 
 }  // namespace
 
+// Pipeline stages, virtual stages, the layer layout and the schedule.
+static Status validate_pipeline(const Job& job) {
+  const auto& p = job.parallel;
+  const auto& t = job.training;
+  const int64_t L = job.model.num_layers, chunks = p.pp * p.virtual_stages;
+  if (chunks > L)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "pp (" + to_string(p.pp) + ") x virtual_stages (" + to_string(p.virtual_stages) + ") = " +
+                      to_string(chunks) + " stages for " + to_string(L) + " layers: every stage needs a layer",
+                      "parallel.pp");
+  if (!p.pipeline_layout.empty()) {
+    if (static_cast<int64_t>(p.pipeline_layout.size()) != chunks)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "has " + to_string(int64_t(p.pipeline_layout.size())) + " entries; needs pp x virtual_stages = " +
+                            to_string(chunks), "parallel.pipeline_layout");
+    int64_t sum = 0;
+    for (int64_t n : p.pipeline_layout) sum += n;
+    if (sum != L)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "sums to " + to_string(sum) + " layers; the model has " + to_string(L),
+                        "parallel.pipeline_layout");
+  } else if (L % chunks != 0) {
+    return make_error(ErrorCode::kNotDivisible,
+                      "num_layers (" + to_string(L) + ") is not divisible by pp x virtual_stages (" + to_string(chunks) +
+                          "); give parallel.pipeline_layout for an uneven split", "parallel.pp");
+  }
+  const int64_t m = t.num_micro_batches(p);
+  if (p.virtual_stages > 1 && t.schedule != Schedule::kInterleaved)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "virtual_stages > 1 needs the interleaved-1f1b schedule (got " +
+                          std::string(schedule_name(t.schedule)) + ")", "training.schedule");
+  if (t.schedule == Schedule::kInterleaved) {
+    if (p.virtual_stages < 2)
+      return make_error(ErrorCode::kInvalidArgument, "interleaved-1f1b needs virtual_stages >= 2",
+                        "parallel.virtual_stages");
+    if (m % p.pp != 0)
+      return make_error(ErrorCode::kNotDivisible,
+                        "interleaved-1f1b needs the micro-batch count (" + to_string(m) +
+                            " = global_batch_size / (dp x micro_batch_size)) to be a multiple of pp (" +
+                            to_string(p.pp) + ")", "training.global_batch_size");
+  }
+  // Pipeline tags encode (micro-batch, direction, chunk) in an int32.
+  if (m * 2 * p.virtual_stages > INT32_MAX)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "too many micro-batches (" + to_string(m) + ") for int32 message tags",
+                      "training.global_batch_size");
+  return ok_status();
+}
+
 Status validate_job(const Job& job) {
   const ParallelConfig& p = job.parallel;
   const TrainingConfig& t = job.training;
@@ -58,11 +107,13 @@ Status validate_job(const Job& job) {
   SC_RETURN_IF_ERROR(validate_model(m, "model"));
   SC_RETURN_IF_ERROR(in_range(p.dp, 1, limits::kMaxDegree, "parallel.dp"));
   SC_RETURN_IF_ERROR(in_range(p.tp, 1, limits::kMaxDegree, "parallel.tp"));
-  if (p.dp * p.tp > limits::kMaxDegree) {  // each <= 2^20: no overflow
+  SC_RETURN_IF_ERROR(in_range(p.pp, 1, limits::kMaxDegree, "parallel.pp"));
+  SC_RETURN_IF_ERROR(in_range(p.virtual_stages, 1, limits::kMaxDegree, "parallel.virtual_stages"));
+  if (p.world_size() > limits::kMaxDegree) {  // each <= 2^20: no overflow
     return make_error(ErrorCode::kInvalidArgument,
-                      "world size dp (" + to_string(p.dp) + ") x tp (" + to_string(p.tp) + ") = " +
-                      to_string(p.dp * p.tp) + " exceeds the cap of " + to_string(limits::kMaxDegree) +
-                      " ranks", "parallel");
+                      "world size dp (" + to_string(p.dp) + ") x tp (" + to_string(p.tp) + ") x pp (" +
+                      to_string(p.pp) + ") = " + to_string(p.world_size()) + " exceeds the cap of " +
+                      to_string(limits::kMaxDegree) + " ranks", "parallel");
   }
   SC_RETURN_IF_ERROR(in_range(t.seq_len, 1, limits::kMaxSeqLen, "training.seq_len"));
   SC_RETURN_IF_ERROR(in_range(t.micro_batch_size, 1, limits::kMaxMicroBatch, "training.micro_batch_size"));
@@ -118,6 +169,7 @@ Status validate_job(const Job& job) {
                       "max_positions = " + to_string(m.max_positions) + "); raise model.max_positions",
                       "training.seq_len");
   }
+  SC_RETURN_IF_ERROR(validate_pipeline(job));
   return check_work(job);
 }
 

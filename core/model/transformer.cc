@@ -40,6 +40,7 @@ class Builder {
     o.kind = kind;
     o.fn = fn;
     o.layer = layer_;
+    o.chunk = chunk_;
     o.inputs = std::move(in);
     o.outputs = std::move(out);
     return o;
@@ -65,7 +66,7 @@ class Builder {
     return y;
   }
 
-  int dropout(const std::string& name, int x, bool sp_region) {
+  int dropout(const std::string& name, int x, bool sp_region, bool attn_core = false) {
     if (!m_.dropout) return x;
     const std::vector<Dim> dims = g_.tensors[x].dims;  // act() grows g_.tensors
     int y = act(name, dims, g_.tensors[x].dtype);
@@ -73,6 +74,7 @@ class Builder {
     Op o = op(name, OpKind::kDropout, "dropout", {x}, {y, mask});
     o.flops = numel(y) * Expr(2);
     o.sp_region = sp_region;
+    o.attn_core = attn_core;
     add(std::move(o));
     return y;
   }
@@ -143,17 +145,20 @@ class Builder {
       qk.in_labels = {q_lab, kv_lab};
       qk.flops = bmm;
       qk.model_flops = bmm;
+      qk.attn_core = true;
       add(std::move(qk));
       int probs = act("attn.softmax", {B(), a, Sq(), t}, o_.dtype);
       Op sm = op("attn.softmax", OpKind::kSoftmax, "softmax", {scores}, {probs});
       sm.flops = numel(probs) * Expr(5);
       sm.unshardable = {"t"};
+      sm.attn_core = true;
       add(std::move(sm));
-      probs = dropout("attn.softmax_dropout", probs, false);
+      probs = dropout("attn.softmax_dropout", probs, false, true);
       Op av = op("attn.av", OpKind::kMatmul, "matmul", {probs, v}, {ctx});
       av.in_labels = {{}, kv_lab};
       av.flops = bmm;
       av.model_flops = bmm;
+      av.attn_core = true;
       add(std::move(av));
     }
     Dim ad{"ad", S("a") * S("d")};
@@ -183,12 +188,31 @@ class Builder {
     return dropout("mlp.dropout", out, true);
   }
 
-  Graph build() {
-    DType idx = DType::kInt64;
-    int tokens = input("tokens", {B(), Sq()}, idx);
-    int labels = input("labels", {B(), Sq()}, idx);
-    Dim V{"V", S("V")};
-    int wte = weight("embedding.word.weight", {V, H()}, "V", -1);
+  // The residual stream between layers: [b, s, h], batch on dp, and with
+  // sequence parallelism the sequence on tp (what a stage sends).
+  Sharding stream_sharding() const {
+    Sharding sh;
+    sh.dim_axis = {o_.has_dp ? "dp" : "", o_.sequence_parallel && o_.has_tp ? "tp" : "", ""};
+    return sh;
+  }
+
+  int recv(int64_t boundary) {
+    int x = act("pipeline.recv" + std::to_string(boundary), {B(), Sq(), H()}, o_.dtype);
+    g_.tensors[x].sharding = stream_sharding();
+    Op o = op("pipeline.recv" + std::to_string(boundary), OpKind::kRecv, "recv", {}, {x});
+    o.boundary = boundary;
+    add(std::move(o));
+    return x;
+  }
+
+  void send(int x, int64_t boundary) {
+    Op o = op("pipeline.send" + std::to_string(boundary), OpKind::kSend, "send", {x}, {});
+    o.boundary = boundary;
+    o.send_sharding = stream_sharding();
+    add(std::move(o));
+  }
+
+  int embedding(int tokens, int wte) {
     int x = act("embedding.word", {B(), Sq(), H()}, o_.dtype);
     Op e = op("embedding.word", OpKind::kEmbedding, "embedding", {tokens, wte}, {x});
     e.sp_region = true;
@@ -200,20 +224,12 @@ class Builder {
       add(std::move(pe));
       x = pointwise("embedding.add", "add", {x, p}, 1, true);
     }
-    x = dropout("embedding.dropout", x, true);
-    for (int64_t l = 0; l < m_.num_layers; ++l) {
-      layer_ = static_cast<int>(l);
-      prefix_ = "L" + std::to_string(l) + ".";
-      int h1 = norm("ln1", x);
-      x = pointwise("attn.residual", "add", {x, attention(h1)}, 1, true);
-      int h2 = norm("ln2", x);
-      x = pointwise("mlp.residual", "add", {x, mlp(h2)}, 1, true);
-    }
-    layer_ = -1;
-    prefix_.clear();
-    x = norm("final_norm", x);
-    int wout = m_.tied_embeddings ? wte : weight("output.weight", {V, H()}, "V", -1);
-    int logits = act("output.logits", {B(), Sq(), V}, o_.dtype);
+    return dropout("embedding.dropout", x, true);
+  }
+
+  // x: the final norm's output.
+  void head(int x, int wout, int labels) {
+    int logits = act("output.logits", {B(), Sq(), Dim{"V", S("V")}}, o_.dtype);
     Op lo = op("output.logits", OpKind::kMatmul, "matmul", {x, wout}, {logits});
     lo.in_labels = {{}, {"V", "h"}};
     lo.flops = Expr(2) * numel(x) * S("V");
@@ -235,6 +251,59 @@ class Builder {
     Op lz = op("loss", OpKind::kLoss, "cross_entropy", {mx, se, tg}, {loss});
     lz.flops = numel(loss) * Expr(3);
     add(std::move(lz));
+  }
+
+  Graph build() {
+    std::vector<Chunk> chunks = o_.chunks;
+    int64_t num_virtual = o_.num_virtual;
+    if (chunks.empty()) {
+      chunks.push_back({0, m_.num_layers, 0});
+      num_virtual = 1;
+    }
+    const int64_t last_virtual = num_virtual - 1;
+    const bool first = chunks.front().virtual_stage == 0;
+    const bool last = chunks.back().virtual_stage == last_virtual;
+    const bool pipelined = num_virtual > 1;
+    int tokens = first ? input("tokens", {B(), Sq()}, DType::kInt64) : -1;
+    int labels = last ? input("labels", {B(), Sq()}, DType::kInt64) : -1;
+    Dim V{"V", S("V")};
+    int wte = first ? weight("embedding.word.weight", {V, H()}, "V", -1) : -1;
+    for (size_t c = 0; c < chunks.size(); ++c) {
+      chunk_ = static_cast<int>(c);
+      layer_ = -1;
+      prefix_.clear();
+      const Chunk& ch = chunks[c];
+      int x = ch.virtual_stage == 0 ? embedding(tokens, wte) : recv(ch.virtual_stage - 1);
+      for (int64_t l = ch.first_layer; l < ch.end_layer; ++l) {
+        layer_ = static_cast<int>(l);
+        prefix_ = "L" + std::to_string(l) + ".";
+        int h1 = norm("ln1", x);
+        x = pointwise("attn.residual", "add", {x, attention(h1)}, 1, true);
+        int h2 = norm("ln2", x);
+        x = pointwise("mlp.residual", "add", {x, mlp(h2)}, 1, true);
+      }
+      layer_ = -1;
+      prefix_.clear();
+      if (ch.virtual_stage != last_virtual) {
+        send(x, ch.virtual_stage);
+        continue;
+      }
+      x = norm("final_norm", x);
+      int wout = wte;
+      if (!m_.tied_embeddings) {
+        wout = weight("output.weight", {V, H()}, "V", -1);
+      } else if (wte < 0) {
+        // Megatron keeps a copy of a tied embedding on the last stage and
+        // sums the two copies' gradients over the embedding group.
+        wout = weight("embedding.word.weight", {V, H()}, "V", -1);
+        g_.tensors[wout].tied_copy = true;
+      }
+      head(x, wout, labels);
+    }
+    if (pipelined && m_.tied_embeddings) {
+      for (auto& t : g_.tensors)
+        if (t.kind == TensorKind::kWeight && t.name == "embedding.word.weight") t.sync_axis = "embd";
+    }
     return std::move(g_);
   }
 
@@ -250,12 +319,27 @@ class Builder {
   BuildOptions o_;
   Graph g_;
   int layer_ = -1;
+  int chunk_ = 0;
   std::string prefix_;
 };
 
 }  // namespace
 
 Graph build_transformer_forward(const ModelConfig& m, const BuildOptions& o) { return Builder(m, o).build(); }
+
+std::vector<Chunk> stage_chunks(int64_t layers, int64_t pp, int64_t v, const std::vector<int64_t>& layout,
+                                int64_t stage) {
+  const int64_t n = pp * v;
+  std::vector<int64_t> first(static_cast<size_t>(n + 1), 0);
+  for (int64_t k = 0; k < n; ++k)
+    first[k + 1] = first[k] + (layout.empty() ? layers / n : layout[static_cast<size_t>(k)]);
+  std::vector<Chunk> out;
+  for (int64_t c = 0; c < v; ++c) {
+    int64_t k = c * pp + stage;
+    out.push_back({first[k], first[k + 1], k});
+  }
+  return out;
+}
 
 Bindings model_bindings(const ModelConfig& m, int64_t micro_batch, int64_t seq_len) {
   return {{"b", micro_batch}, {"s", seq_len}, {"h", m.hidden}, {"a", m.num_heads},

@@ -16,11 +16,28 @@
 
 namespace sc {
 
+// One model chunk of a rank's program: layers [first_layer, end_layer) of
+// virtual pipeline stage `virtual_stage` (of `num_virtual` in all).
+struct Chunk {
+  int64_t first_layer = 0, end_layer = 0;
+  int64_t virtual_stage = 0;
+};
+
 struct BuildOptions {
   bool has_tp = false;  // tp degree > 1: shard weights over "tp"
   bool has_dp = false;  // dp degree > 1: shard the batch over "dp"
+  bool sequence_parallel = false;  // boundary activations are s-sharded on tp
   DType dtype = DType::kBF16;
+  // The chunks this rank role runs, in order; empty = the whole model.
+  std::vector<Chunk> chunks;
+  int64_t num_virtual = 1;  // virtual stages of the whole pipeline (pp * v)
 };
+
+// Splits the layers over pp * v virtual stages (even, or `layout`), and
+// returns the chunks of pipeline rank `stage`: virtual stages
+// stage, stage + pp, ... (Megatron's interleaved assignment).
+std::vector<Chunk> stage_chunks(int64_t layers, int64_t pp, int64_t v, const std::vector<int64_t>& layout,
+                                int64_t stage);
 
 Graph build_transformer_forward(const ModelConfig& m, const BuildOptions& o);
 

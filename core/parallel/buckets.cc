@@ -70,4 +70,35 @@ Status bucket_dp_gradients(Graph& g, const Bindings& bind, double bucket_bytes) 
   return ok_status();
 }
 
+void insert_weight_syncs(Graph& g) {
+  std::vector<int> order;
+  for (int id : g.order) {
+    const Op op = g.ops[id];  // a copy: ops grows below
+    if (op.kind == OpKind::kOptimizer && !g.tensors[op.inputs[0]].sync_axis.empty()) {
+      const std::string axis = g.tensors[op.inputs[0]].sync_axis;
+      int grad = op.inputs[1];
+      Tensor t = g.tensors[grad];
+      t.name = g.tensors[op.inputs[0]].name + ".grad.all_reduce(" + axis + ")";
+      int out = g.add_tensor(std::move(t));
+      Op ar;
+      ar.name = g.tensors[out].name;
+      ar.kind = OpKind::kCollective;
+      ar.fn = "all_reduce";
+      ar.phase = Phase::kOptimizer;
+      ar.coll = CollectiveType::kAllReduce;
+      ar.axis = axis;
+      ar.linear = true;
+      ar.inputs = {grad};
+      ar.outputs = {out};
+      ar.id = static_cast<int>(g.ops.size());
+      g.tensors[out].producer = ar.id;
+      g.ops.push_back(ar);
+      order.push_back(ar.id);
+      g.ops[id].inputs[1] = out;
+    }
+    order.push_back(id);
+  }
+  g.order = std::move(order);
+}
+
 }  // namespace sc

@@ -12,4 +12,10 @@ namespace sc {
 
 Status bucket_dp_gradients(Graph& g, const Bindings& bind, double bucket_bytes);
 
+// Weights whose gradient is also summed over another group (Tensor::
+// sync_axis: a tied embedding's two copies on the first and last pipeline
+// stage) get that all-reduce right before their optimizer step, after the
+// data-parallel reduction, as Megatron's finalize_model_grads does.
+void insert_weight_syncs(Graph& g);
+
 }  // namespace sc

@@ -1,5 +1,6 @@
 #include "parallel/mesh.h"
 
+#include <algorithm>
 #include <cassert>
 
 namespace sc {
@@ -27,7 +28,20 @@ int64_t RankLayout::coord(int64_t rank, const std::string& axis) const {
   return i < 0 ? 0 : (rank / stride_[i]) % axes_[i].degree;
 }
 
+int64_t RankLayout::with_coord(int64_t rank, const std::string& axis, int64_t c) const {
+  int i = axis_index(axis);
+  if (i < 0) return rank;
+  return rank + (c - coord(rank, axis)) * stride_[i];
+}
+
 int64_t RankLayout::group_id(int64_t rank, const std::string& axis) const {
+  if (axis == "embd") {
+    assert(embd_);
+    int64_t base = 1;
+    for (const auto& a : axes_)
+      if (a.degree > 1) base += world_ / a.degree;
+    return base + group_id(rank, "pp") - group_id(0, "pp");
+  }
   int k = axis_index(axis);
   assert(k >= 0 && axes_[k].degree > 1);
   int64_t base = 1;
@@ -46,6 +60,11 @@ int64_t RankLayout::group_id(int64_t rank, const std::string& axis) const {
 }
 
 std::vector<int64_t> RankLayout::group_members(int64_t rank, const std::string& axis) const {
+  if (axis == "embd") {
+    std::vector<int64_t> m{with_coord(rank, "pp", 0), with_coord(rank, "pp", degree("pp") - 1)};
+    std::sort(m.begin(), m.end());
+    return m;
+  }
   int k = axis_index(axis);
   int64_t first = rank - coord(rank, axis) * stride_[k];
   std::vector<int64_t> out;
@@ -62,6 +81,9 @@ GroupTable RankLayout::all_groups() const {
       t[group_id(r, a.name)] = group_members(r, a.name);
     }
   }
+  if (embd_)
+    for (int64_t r = 0; r < world_; ++r)
+      if (coord(r, "pp") == 0) t[group_id(r, "embd")] = group_members(r, "embd");
   return t;
 }
 

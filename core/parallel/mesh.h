@@ -27,6 +27,13 @@ class RankLayout {
   const std::vector<MeshAxis>& axes() const { return axes_; }
   int64_t degree(const std::string& axis) const;  // 1 if absent
   int64_t coord(int64_t rank, const std::string& axis) const;
+  // The rank that differs from `rank` only in `axis`, whose coordinate is c.
+  int64_t with_coord(int64_t rank, const std::string& axis, int64_t c) const;
+
+  // Megatron's embedding group: the first and last pipeline stage of each
+  // pipeline (tied input/output embeddings sum their gradients over it).
+  // Pseudo-axis "embd"; its groups are numbered after all axis groups.
+  void enable_embedding_groups() { embd_ = degree("pp") > 1; }
 
   // Group-file key (>= 1) of rank's group over `axis` (degree > 1). Keys are
   // numbered axis by axis in layout order, groups in order of their lowest rank.
@@ -36,6 +43,7 @@ class RankLayout {
 
  private:
   int axis_index(const std::string& axis) const;
+  bool embd_ = false;
   std::vector<MeshAxis> axes_;
   std::vector<int64_t> stride_;
   int64_t world_ = 1;

@@ -26,8 +26,13 @@ class Propagator {
     std::vector<int> old = g_.order;
     g_.order.clear();
     for (int id : old) {
-      if (g_.ops[id].kind == OpKind::kView) view(id);
-      else op(id);
+      chunk_ = g_.ops[id].chunk;
+      switch (g_.ops[id].kind) {
+        case OpKind::kView: view(id); break;
+        case OpKind::kRecv: g_.ops[id].local_flops = Expr(0); break;  // arrives as the sender laid it out
+        case OpKind::kSend: send(id); break;
+        default: op(id); break;
+      }
       g_.order.push_back(id);
     }
   }
@@ -57,6 +62,17 @@ class Propagator {
         t.sharding.dim_axis[d] = it == label_axis.end() ? "" : it->second;
       }
       t.sharding.partial = partial;
+    }
+    g_.ops[id].local_flops = Expr(0);
+  }
+
+  // A stage boundary: the peer expects the layout the model plan fixed.
+  void send(int id) {
+    int t = g_.ops[id].inputs[0];
+    const Sharding want = g_.ops[id].send_sharding;
+    if (!(g_.tensors[t].sharding == want)) {
+      int r = reshard(t, want, g_.ops[id].phase);
+      g_.ops[id].inputs[0] = r;
     }
     g_.ops[id].local_flops = Expr(0);
   }
@@ -185,6 +201,7 @@ class Propagator {
       op.kind = kind;
       op.fn = what;
       op.phase = phase;
+      op.chunk = chunk_;
       op.layer = g_.tensors[t].layer;
       op.inputs = {cur};
       op.outputs = {out};
@@ -204,6 +221,7 @@ class Propagator {
 
   Graph& g_;
   PropagationOptions o_;
+  int chunk_ = 0;  // chunk of the op being processed (reshards join it)
   std::map<std::pair<int, Sharding>, Memo> memo_;
 };
 

@@ -5,8 +5,16 @@
 #include <map>
 #include <set>
 
+#include "trace/schedule.h"
+
 namespace sc {
 namespace {
+
+bool is_saved_activation(const Graph& g, int t) {
+  const Tensor& x = g.tensors[t];
+  return x.producer >= 0 && g.ops[x.producer].phase == Phase::kForward &&
+         (x.kind == TensorKind::kActivation || x.kind == TensorKind::kMask);
+}
 
 class Lowerer {
  public:
@@ -14,20 +22,21 @@ class Lowerer {
       : g_(g), bind_(bind), hw_(hw), o_(o) {}
 
   Result<RoleProgram> run() {
-    std::vector<int> steps, opt;
-    for (int id : g_.order) (g_.ops[id].phase == Phase::kOptimizer ? opt : steps).push_back(id);
-    // DP gradient buckets: issued inside the last backward pass.
-    std::vector<int> pending;
-    for (int id : opt)
-      if (is_dp_bucket(g_.ops[id])) pending.push_back(id);
-    for (int64_t mb = 0; mb < o_.micro_batches; ++mb) {
-      act_.clear();
-      written_.clear();
-      for (int id : steps) {
-        SC_RETURN_IF_ERROR(emit(id, mb));
-        if (mb + 1 < o_.micro_batches) continue;
+    partition();
+    std::vector<int> pending;  // DP gradient buckets, issued when their grads are final
+    for (int id : opt_)
+      if (g_.ops[id].kind == OpKind::kCollective && g_.ops[id].axis == "dp") pending.push_back(id);
+    std::vector<int64_t> saved(static_cast<size_t>(o_.virtual_stages), 0);
+    for (int c = 0; c < o_.virtual_stages; ++c) {
+      SC_ASSIGN_OR_RETURN(saved[c], saved_activation_bytes(g_, bind_, c));
+    }
+    int64_t alive = 0;
+    const bool split_w = o_.schedule == Schedule::kZeroBubble;
+    for (const Step& st : pipeline_schedule(o_.schedule, o_.pp, o_.virtual_stages, o_.stage, o_.micro_batches)) {
+      for (int id : seg_[{st.kind, st.chunk}]) {
+        SC_RETURN_IF_ERROR(emit(id, st.mb));
         for (auto it = pending.begin(); it != pending.end();) {
-          if (ready(g_.ops[*it])) {
+          if (final_inputs(g_.ops[*it])) {
             SC_RETURN_IF_ERROR(emit(*it, -1));
             it = pending.erase(it);
           } else {
@@ -35,85 +44,151 @@ class Lowerer {
           }
         }
       }
+      // Saved activations live from a chunk's forward to its backward (to
+      // its weight-gradient step when the schedule splits it off).
+      if (st.kind == StepKind::kForward) alive += saved[st.chunk];
+      if (st.kind == (split_w ? StepKind::kWeight : StepKind::kBackward)) alive -= saved[st.chunk];
+      p_.activation_timeline.push_back(alive);
+      p_.activation_peak = std::max(p_.activation_peak, alive);
     }
-    for (int id : opt)
+    // The rest of the optimizer phase (Megatron's finalize_model_grads, then
+    // the optimizer step) starts once the schedule is done: after the last
+    // compute node and the last send. Without that barrier a reduction over
+    // another pipeline stage (the tied-embedding group) could take this
+    // rank's communication slot while a peer still waits for a send.
+    barrier_.clear();
+    if (last_compute_ >= 0) barrier_.push_back(static_cast<uint64_t>(last_compute_));
+    if (last_send_ >= 0) barrier_.push_back(static_cast<uint64_t>(last_send_));
+    for (int id : opt_)
       if (!done_.count(id)) SC_RETURN_IF_ERROR(emit(id, -1));
     return std::move(p_);
   }
 
  private:
-  static bool is_dp_bucket(const Op& o) {
-    return o.kind == OpKind::kCollective && o.axis == "dp" && !o.inputs.empty();
+  // Ops by step kind and chunk, in program order; zero-bubble moves the
+  // weight-gradient ops (and what only they read) into W steps.
+  void partition() {
+    std::set<int> w;
+    if (o_.schedule == Schedule::kZeroBubble) {
+      std::map<int, std::vector<int>> readers;
+      for (int id : g_.order)
+        for (int t : g_.ops[id].inputs) readers[t].push_back(id);
+      for (auto it = g_.order.rbegin(); it != g_.order.rend(); ++it) {
+        const Op& o = g_.ops[*it];
+        if (o.phase != Phase::kBackward) continue;
+        bool only_w = !o.outputs.empty();
+        for (int t : o.outputs)
+          for (int r : readers[t]) only_w &= w.count(r) > 0;
+        if (o.wgrad || (only_w && o.kind != OpKind::kSend)) w.insert(o.id);
+      }
+    }
+    for (int id : g_.order) {
+      const Op& o = g_.ops[id];
+      if (o.phase == Phase::kOptimizer) {
+        opt_.push_back(id);
+        continue;
+      }
+      StepKind k = o.phase == Phase::kForward ? StepKind::kForward
+                   : w.count(id)              ? StepKind::kWeight
+                                              : StepKind::kBackward;
+      seg_[{k, o.chunk}].push_back(id);
+      for (int t : o.outputs)
+        if (persistent(t)) expected_[t] += o_.micro_batches;
+    }
   }
 
-  bool ready(const Op& o) const {
-    for (int t : o.inputs)
-      if (!written_.count(t)) return false;
+  bool final_inputs(const Op& o) const {
+    for (int t : o.inputs) {
+      auto e = expected_.find(t);
+      auto d = writes_.find(t);
+      if (e == expected_.end() || d == writes_.end() || d->second != e->second) return false;
+    }
     return true;
   }
 
   bool persistent(int t) const { return g_.tensors[t].kind == TensorKind::kWeightGrad; }
 
-  const std::vector<uint64_t>* nodes_of(int t) const {
-    const auto& m = persistent(t) ? grad_ : act_;
-    auto it = m.find(t);
-    return it == m.end() ? nullptr : &it->second;
+  const std::vector<uint64_t>* nodes_of(int t, int64_t mb) const {
+    if (persistent(t)) {
+      auto it = grad_.find(t);
+      return it == grad_.end() ? nullptr : &it->second;
+    }
+    auto it = act_.find({mb, t});
+    return it == act_.end() ? nullptr : &it->second;
   }
 
-  Result<int64_t> eval(const Expr& e, const std::string& what) const { return e.eval(bind_, what); }
+  void produced(int t, int64_t mb, std::vector<uint64_t> nodes) {
+    if (persistent(t)) {
+      grad_[t] = std::move(nodes);
+      writes_[t]++;
+    } else {
+      act_[{mb, t}] = std::move(nodes);
+    }
+  }
+
+  Result<int64_t> bytes_of(int t) const {
+    return g_.tensors[t].local_bytes().eval(bind_, g_.tensors[t].name + " bytes");
+  }
 
   Status emit(int id, int64_t mb) {
     const Op& op = g_.ops[id];
     done_.insert(id);
     std::set<uint64_t> deps;
     for (int t : op.inputs)
-      if (auto* n = nodes_of(t)) deps.insert(n->begin(), n->end());
+      if (auto* n = nodes_of(t, mb)) deps.insert(n->begin(), n->end());
     if (op.kind == OpKind::kView) {
-      std::vector<uint64_t> v(deps.begin(), deps.end());
-      for (int t : op.outputs) {
-        (persistent(t) ? grad_ : act_)[t] = v;
-        written_.insert(t);
-      }
+      for (int t : op.outputs) produced(t, mb, std::vector<uint64_t>(deps.begin(), deps.end()));
       return ok_status();
     }
-    // Accumulation into the persistent main grad of the previous micro-batch.
+    deps.insert(barrier_.begin(), barrier_.end());
+    // Accumulation into the persistent main grad written before.
     for (int t : op.outputs)
       if (persistent(t) && op.phase != Phase::kOptimizer)
-        if (auto* n = nodes_of(t)) deps.insert(n->begin(), n->end());
+        if (auto* n = nodes_of(t, mb)) deps.insert(n->begin(), n->end());
 
     TraceNode node;
     node.id = p_.nodes.size();
     node.name = (mb >= 0 ? "mb" + std::to_string(mb) + "." : std::string()) + phase_name(op.phase) + "." + op.name;
     std::string axis;
+    int64_t peer = -1;
     if (op.kind == OpKind::kCollective) {
       node.kind = TraceNodeKind::kCollective;
       node.coll = op.coll;
       axis = op.axis;
-      int64_t bytes = 0;
       for (int t : op.inputs) {
-        SC_ASSIGN_OR_RETURN(int64_t b, eval(g_.tensors[t].local_bytes(), g_.tensors[t].name + " bytes"));
-        bytes += b;
+        SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
+        node.comm_size += b;
       }
-      node.comm_size = bytes;
       if (auto it = last_coll_.find(axis); it != last_coll_.end()) deps.insert(it->second);
       last_coll_[axis] = node.id;
+    } else if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
+      const bool send = op.kind == OpKind::kSend, bwd = op.phase == Phase::kBackward;
+      node.kind = send ? TraceNodeKind::kSend : TraceNodeKind::kRecv;
+      SC_ASSIGN_OR_RETURN(node.comm_size, bytes_of(send ? op.inputs[0] : op.outputs[0]));
+      // Boundary b joins virtual stages b and b + 1. Forward goes up,
+      // backward comes down; both ends compute the same tag.
+      const int64_t b = op.boundary, pv = o_.pp * o_.virtual_stages;
+      peer = (send != bwd ? b + 1 : b) % o_.pp;
+      node.tag = static_cast<int32_t>((mb * 2 + (bwd ? 1 : 0)) * pv + b);
+      if (!send) deps.clear();  // receives are posted up front
+      else last_send_ = static_cast<int64_t>(node.id);
     } else {
       node.kind = TraceNodeKind::kCompute;
-      SC_ASSIGN_OR_RETURN(node.num_ops, eval(op.local_flops, op.name + " flops"));
-      int64_t bytes = 0;
+      SC_ASSIGN_OR_RETURN(node.num_ops, op.local_flops.eval(bind_, op.name + " flops"));
       // A lookup (or its scatter-add backward) touches the rows it gathers,
       // not the whole table: count the activation side twice instead.
       const bool lookup = op.kind == OpKind::kEmbedding;
+      int64_t bytes = 0;
       for (const auto* list : {&op.inputs, &op.outputs})
         for (int t : *list) {
           TensorKind k = g_.tensors[t].kind;
           if (lookup && (k == TensorKind::kWeight || k == TensorKind::kWeightGrad)) continue;
-          SC_ASSIGN_OR_RETURN(int64_t b, eval(g_.tensors[t].local_bytes(), g_.tensors[t].name + " bytes"));
+          SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
           bytes += lookup ? 2 * b : b;
         }
       if (op.kind == OpKind::kOptimizer) {
         // Adam state (master weight + moments): read and written once.
-        SC_ASSIGN_OR_RETURN(int64_t n, eval(g_.tensors[op.inputs[0]].local_numel(), op.name + " params"));
+        SC_ASSIGN_OR_RETURN(int64_t n, g_.tensors[op.inputs[0]].local_numel().eval(bind_, op.name + " params"));
         bytes += 2 * n * o_.optimizer_bytes_per_param;
       }
       node.tensor_size = static_cast<uint64_t>(std::max<int64_t>(bytes, 1));
@@ -124,12 +199,10 @@ class Lowerer {
       last_compute_ = static_cast<int64_t>(node.id);
     }
     node.deps.assign(deps.begin(), deps.end());
-    for (int t : op.outputs) {
-      (persistent(t) ? grad_ : act_)[t] = {node.id};
-      written_.insert(t);
-    }
+    for (int t : op.outputs) produced(t, mb, {node.id});
     p_.nodes.push_back(std::move(node));
     p_.node_axis.push_back(axis);
+    p_.peer_stage.push_back(peer);
     return ok_status();
   }
 
@@ -138,13 +211,34 @@ class Lowerer {
   const HardwareProfile& hw_;
   LowerOptions o_;
   RoleProgram p_;
-  std::map<int, std::vector<uint64_t>> act_, grad_;
-  std::set<int> written_, done_;
+  std::map<std::pair<StepKind, int>, std::vector<int>> seg_;
+  std::vector<int> opt_;
+  std::map<std::pair<int64_t, int>, std::vector<uint64_t>> act_;  // (micro-batch, tensor) -> nodes
+  std::map<int, std::vector<uint64_t>> grad_;                     // main grad -> last writer
+  std::map<int, int64_t> expected_, writes_;                      // main grad writes per iteration
+  std::set<int> done_;
   std::map<std::string, uint64_t> last_coll_;
-  int64_t last_compute_ = -1;
+  int64_t last_compute_ = -1, last_send_ = -1;
+  std::vector<uint64_t> barrier_;  // deps of every op after the schedule
 };
 
 }  // namespace
+
+Result<int64_t> saved_activation_bytes(const Graph& g, const Bindings& bind, int chunk) {
+  std::set<int> saved;
+  for (int id : g.order) {
+    const Op& o = g.ops[id];
+    if (o.phase != Phase::kBackward || o.chunk != chunk) continue;
+    for (int t : o.inputs)
+      if (is_saved_activation(g, t)) saved.insert(t);
+  }
+  int64_t total = 0;
+  for (int t : saved) {
+    SC_ASSIGN_OR_RETURN(int64_t b, g.tensors[t].local_bytes().eval(bind, g.tensors[t].name + " bytes"));
+    total += b;
+  }
+  return total;
+}
 
 Result<RoleProgram> lower_program(const Graph& g, const Bindings& bind, const HardwareProfile& hw,
                                   const LowerOptions& o) {
@@ -155,8 +249,12 @@ RankTrace instantiate_rank(const RoleProgram& p, const RankLayout& layout, int64
   RankTrace t;
   t.rank = rank;
   t.nodes = p.nodes;
-  for (size_t i = 0; i < t.nodes.size(); ++i)
-    if (t.nodes[i].kind == TraceNodeKind::kCollective) t.nodes[i].group = layout.group_id(rank, p.node_axis[i]);
+  for (size_t i = 0; i < t.nodes.size(); ++i) {
+    TraceNode& n = t.nodes[i];
+    if (n.kind == TraceNodeKind::kCollective) n.group = layout.group_id(rank, p.node_axis[i]);
+    else if (n.kind != TraceNodeKind::kCompute)
+      n.peer = static_cast<int32_t>(layout.with_coord(rank, "pp", p.peer_stage[i]));
+  }
   return t;
 }
 

@@ -1,18 +1,22 @@
-// Lowering: the sharded graph of one rank role becomes that role's program
-// (a list of trace nodes whose collectives name a mesh axis, not a group),
-// and a program becomes one rank's trace by substituting the rank's groups.
+// Lowering: the sharded graph of one rank role (a pipeline stage) becomes
+// that role's program — trace nodes whose collectives name a mesh axis and
+// whose sends/receives name a pipeline stage — and a program becomes one
+// rank's trace by substituting the rank's groups and peers.
 //
-// Schedule (what a single-GPU framework process issues):
-//  - micro-batches run one after another: forward then backward of each;
+// Schedule (what one training process issues; docs/schedule.md):
+//  - the pipeline schedule (trace/schedule.h) orders forward, backward and
+//    (zero-bubble) weight-gradient steps of each chunk and micro-batch;
 //  - compute nodes form one chain (one CUDA compute stream);
 //  - collectives on one axis form one chain (one communicator stream),
 //    issued in program order, identical on every member of a group;
-//  - data-parallel gradient buckets are issued during the last backward
-//    pass as soon as their gradients are final (DDP hooks), everything
-//    else of the optimizer phase (grad syncs over other axes, the
-//    optimizer steps) after the last backward;
-//  - weight-gradient ops of micro-batch k > 0 depend on the same op of
-//    micro-batch k - 1 (they accumulate into one fp32 main grad).
+//  - receives have no dependencies (posted up front, as the simulator lets
+//    receives overlap); their consumers depend on them; sends depend on
+//    the producer of what they send;
+//  - data-parallel gradient buckets are issued as soon as their gradients
+//    are final (DDP hooks); the rest of the optimizer phase after the last
+//    step;
+//  - weight-gradient ops depend on the previous write of the same main
+//    grad (accumulation across micro-batches).
 // Node ids are issue order; every edge is a data dependency.
 #pragma once
 
@@ -23,18 +27,26 @@
 #include "base/status.h"
 #include "graph/graph.h"
 #include "hw/hardware.h"
+#include "job/job.h"
 #include "parallel/mesh.h"
 #include "trace/rank_trace.h"
 
 namespace sc {
 
 struct RoleProgram {
-  std::vector<TraceNode> nodes;        // group field unset for collectives
+  std::vector<TraceNode> nodes;        // group / peer unset
   std::vector<std::string> node_axis;  // per node: mesh axis of a collective, "" otherwise
+  std::vector<int64_t> peer_stage;     // per node: pipeline stage of a send/recv peer, -1 otherwise
+  // Activation bytes alive after each step of the schedule (saved for
+  // backward), for the memory timeline; and its peak.
+  std::vector<int64_t> activation_timeline;
+  int64_t activation_peak = 0;
 };
 
 struct LowerOptions {
   int64_t micro_batches = 1;
+  int64_t pp = 1, virtual_stages = 1, stage = 0;
+  Schedule schedule = Schedule::kOneFOneB;
   DType compute_dtype = DType::kBF16;
   int64_t optimizer_bytes_per_param = 12;
 };
@@ -43,5 +55,9 @@ Result<RoleProgram> lower_program(const Graph& g, const Bindings& bind, const Ha
                                   const LowerOptions& o);
 
 RankTrace instantiate_rank(const RoleProgram& p, const RankLayout& layout, int64_t rank);
+
+// Bytes of forward activations of chunk `chunk` that its backward reads
+// (saved for backward), per micro-batch.
+Result<int64_t> saved_activation_bytes(const Graph& g, const Bindings& bind, int chunk);
 
 }  // namespace sc

@@ -45,8 +45,10 @@ TEST_CASE("unknown keys name the path and the known keys") {
   Error e = must_fail(R"({"model": "gpt3-1.7b", "parallel": {"tpp": 2}})");
   CHECK(e.code == ErrorCode::kUnknownField);
   CHECK(e.path == "parallel.tpp");
-  CHECK(e.message == "unknown key (known: dp, tp, sequence_parallel, world_size)");
-  CHECK(e.to_string() == "parallel.tpp: unknown key (known: dp, tp, sequence_parallel, world_size)");
+  const std::string known =
+      "unknown key (known: dp, tp, pp, virtual_stages, sequence_parallel, pipeline_layout, order, world_size)";
+  CHECK(e.message == known);
+  CHECK(e.to_string() == "parallel.tpp: " + known);
   CHECK(must_fail(R"({"model": "gpt3-1.7b", "pipeline": {}})").path == "pipeline");
   CHECK(must_fail(R"({"model": {"preset": "gpt3-1.7b", "layers": 2}})").path == "model.layers");
   CHECK(must_fail(R"({"model": "gpt3-1.7b", "training": {"seqlen": 2}})").path == "training.seqlen");
@@ -146,7 +148,7 @@ TEST_CASE("world size mismatch shows the product") {
   Error e = must_fail(R"({"model": "gpt3-1.7b", "parallel": {"dp": 2, "tp": 4, "world_size": 16}})");
   CHECK(e.code == ErrorCode::kWorldSizeMismatch);
   CHECK(e.path == "parallel.world_size");
-  CHECK(e.message == "world_size (16) != dp (2) x tp (4) = 8");
+  CHECK(e.message == "world_size (16) != dp (2) x tp (4) x pp (1) = 8");
 }
 
 TEST_CASE("model section errors") {

@@ -42,3 +42,12 @@ TEST_CASE("mesh: axes of degree 1 get no groups") {
   CHECK(all.begin()->first == 1);
   CHECK(all.begin()->second == std::vector<int64_t>{0, 1, 2, 3});
 }
+
+TEST_CASE("mesh: Llama 3's order [tp, pp, dp] (their [tp, cp, pp, dp] without cp)") {
+  sc::RankLayout l({{"tp", 2}, {"pp", 2}, {"dp", 2}});
+  CHECK(l.group_members(0, "tp") == std::vector<int64_t>{0, 1});
+  CHECK(l.group_members(0, "pp") == std::vector<int64_t>{0, 2});
+  CHECK(l.group_members(0, "dp") == std::vector<int64_t>{0, 4});
+  CHECK(l.coord(6, "pp") == 1);
+  CHECK(l.with_coord(6, "pp", 0) == 4);
+}

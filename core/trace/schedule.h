@@ -1,0 +1,37 @@
+// Pipeline schedules as the ordered steps one pipeline rank executes.
+// A step runs one model chunk's forward (F), backward (B: input gradients,
+// and weight gradients too unless the schedule splits them off) or
+// weight-gradient (W, zero-bubble only) part for one micro-batch.
+//
+//  gpipe             all forwards, then all backwards
+//  1f1b              (pp - stage - 1) warm-up forwards, then one forward /
+//                    one backward alternately, then the remaining backwards
+//  interleaved-1f1b  Megatron-LM's schedule over v chunks per rank: virtual
+//                    micro-batch k runs chunk (k / pp) % v of micro-batch
+//                    (k / (pp v)) pp + k % pp; warm-up of
+//                    (pp - stage - 1) * 2 + (v - 1) * pp forwards
+//  zero-bubble       1f1b order with backward split into B and W (ZB-H1):
+//                    W of micro-batch j runs after the B of micro-batch
+//                    j + (pp - stage - 1), filling the cool-down bubble
+// With pp = 1 every schedule is plain gradient accumulation: F, B per
+// micro-batch (and W right after B for zero-bubble).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "job/job.h"
+
+namespace sc {
+
+enum class StepKind { kForward, kBackward, kWeight };
+
+struct Step {
+  StepKind kind;
+  int chunk;
+  int64_t mb;
+};
+
+std::vector<Step> pipeline_schedule(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m);
+
+}  // namespace sc

@@ -1,0 +1,152 @@
+// Pipeline parallelism: schedules, stage roles, send/recv, run to
+// completion, bubbles and in-flight activations against the papers.
+#include <map>
+#include <set>
+
+#include "../test_jobs.h"
+#include "check/replay.h"
+#include "trace/schedule.h"
+
+using namespace sc;
+using namespace sc::testing;
+
+namespace {
+
+Job pp_job(int64_t L, int64_t pp, int64_t v, Schedule sch, int64_t m, int64_t tp = 1, int64_t dp = 1) {
+  Job j = gpt_job(L, 1024, 16, tp, dp, tp > 1, 1, 512, m * dp);
+  j.parallel.pp = pp;
+  j.parallel.virtual_stages = v;
+  j.training.schedule = sch;
+  return j;
+}
+
+void check_completes(const Generator& g) {
+  std::vector<RankTrace> ranks;
+  for (int64_t r = 0; r < g.world_size(); ++r) ranks.push_back(g.rank_trace(r).value());
+  auto res = replay_traces(ranks, g.groups());
+  for (const auto& p : res.problems) MESSAGE(p);
+  CHECK(res.completed);
+}
+
+}  // namespace
+
+TEST_CASE("schedule: every forward precedes its backward, each exactly once") {
+  for (Schedule s : {Schedule::kGPipe, Schedule::kOneFOneB, Schedule::kInterleaved, Schedule::kZeroBubble}) {
+    const int64_t pp = 4, v = s == Schedule::kInterleaved ? 2 : 1, m = 8;
+    for (int64_t stage = 0; stage < pp; ++stage) {
+      std::map<std::tuple<int, int, int64_t>, int> seen;
+      for (const Step& st : pipeline_schedule(s, pp, v, stage, m)) {
+        if (st.kind != StepKind::kForward) CHECK(seen.count({int(StepKind::kForward), st.chunk, st.mb}));
+        if (st.kind == StepKind::kWeight) CHECK(seen.count({int(StepKind::kBackward), st.chunk, st.mb}));
+        CHECK(++seen[{int(st.kind), st.chunk, st.mb}] == 1);
+      }
+      size_t kinds = s == Schedule::kZeroBubble ? 3 : 2;
+      CHECK(seen.size() == kinds * size_t(m * v));
+    }
+  }
+}
+
+TEST_CASE("schedule: 1F1B keeps pp - stage micro-batches in flight, GPipe all of them") {
+  const int64_t pp = 4, m = 8;
+  for (int64_t stage = 0; stage < pp; ++stage) {
+    for (Schedule s : {Schedule::kOneFOneB, Schedule::kGPipe}) {
+      int64_t alive = 0, peak = 0;
+      for (const Step& st : pipeline_schedule(s, pp, 1, stage, m)) {
+        alive += st.kind == StepKind::kForward ? 1 : -1;
+        peak = std::max(peak, alive);
+      }
+      CHECK(peak == (s == Schedule::kGPipe ? m : pp - stage));
+    }
+  }
+}
+
+TEST_CASE("pipeline: every schedule runs to completion on every rank") {
+  check_completes(make(pp_job(4, 2, 1, Schedule::kOneFOneB, 4, 2, 2)));
+  check_completes(make(pp_job(4, 4, 1, Schedule::kGPipe, 4)));
+  check_completes(make(pp_job(8, 2, 2, Schedule::kInterleaved, 4, 2)));
+  check_completes(make(pp_job(4, 4, 1, Schedule::kZeroBubble, 8, 1, 2)));
+  Job uneven = pp_job(5, 2, 1, Schedule::kOneFOneB, 4);
+  uneven.parallel.pipeline_layout = {3, 2};
+  auto g = make(uneven);
+  check_completes(g);
+  auto s = summary(g);
+  CHECK(s["stages"][0]["layers"].get<int64_t>() == 3);
+  CHECK(s["stages"][1]["layers"].get<int64_t>() == 2);
+}
+
+TEST_CASE("pipeline: one b*s*h activation per micro-batch, boundary and direction, matched pairs") {
+  const int64_t m = 4;
+  auto g = make(pp_job(4, 4, 1, Schedule::kOneFOneB, m));
+  const int64_t bsh = 1 * 512 * 1024 * 2;
+  std::map<std::tuple<int64_t, int64_t, int32_t, int64_t>, int> balance;  // (src, dst, tag, size)
+  for (int64_t r = 0; r < g.world_size(); ++r) {
+    int sends = 0;
+    for (const auto& n : g.rank_trace(r).value().nodes) {
+      if (n.kind == TraceNodeKind::kSend) {
+        CHECK(n.comm_size == bsh);
+        ++sends;
+        balance[{r, n.peer, n.tag, n.comm_size}]++;
+      } else if (n.kind == TraceNodeKind::kRecv) {
+        balance[{n.peer, r, n.tag, n.comm_size}]--;
+      }
+    }
+    // Inner stages send forward and backward once per micro-batch.
+    CHECK(sends == (r == 0 || r == 3 ? 1 : 2) * m);
+  }
+  for (const auto& [k, v] : balance) CHECK(v == 0);
+}
+
+TEST_CASE("pipeline: tied embeddings are summed over the first and last stage") {
+  auto g = make(pp_job(4, 2, 1, Schedule::kOneFOneB, 2, 1, 2));
+  // Groups: dp pairs, pp pairs, then the embedding groups (first, last stage).
+  int embd = 0;
+  for (int64_t r = 0; r < g.world_size(); ++r)
+    for (const auto& n : g.rank_trace(r).value().nodes)
+      if (n.name.find("all_reduce(embd)") != std::string::npos) {
+        ++embd;
+        const auto& members = g.groups().at(n.group);
+        CHECK(members.size() == 2);
+        CHECK(n.comm_size == 51200 * 1024 * 4);  // fp32 main grad of [V, h]
+      }
+  CHECK(embd == 4);
+  auto s = summary(g);
+  // The copy on the last stage is not a second set of parameters.
+  CHECK(s["parameters"]["total"].get<int64_t>() == s["stages"][0]["parameters_per_rank"].get<int64_t>() +
+                                                        s["stages"][1]["parameters_per_rank"].get<int64_t>() -
+                                                        51200 * 1024);
+}
+
+TEST_CASE("pipeline: measured bubble matches (p-1)/m and (p-1)/(v m) on uniform stages") {
+  // A tiny vocabulary and no dropout keep the first and last stage as busy
+  // as the others, the papers' assumption.
+  auto uniform = [](int64_t L, int64_t pp, int64_t v, Schedule s, int64_t m) {
+    Job j = pp_job(L, pp, v, s, m);
+    j.model.hidden = 4096;
+    j.model.num_heads = 32;
+    j.model.head_dim = 128;
+    j.model.ffn_hidden = 16384;
+    j.model.vocab = 128;
+    j.model.dropout = false;
+    return j;
+  };
+  for (Schedule s : {Schedule::kOneFOneB, Schedule::kGPipe}) {
+    auto sum = summary(make(uniform(8, 4, 1, s, 8)));
+    CHECK(sum["pipeline"]["bubble_fraction"].get<double>() == doctest::Approx(3.0 / 8).epsilon(0.05));
+  }
+  auto inter = summary(make(uniform(16, 4, 2, Schedule::kInterleaved, 8)));
+  CHECK(inter["pipeline"]["bubble_fraction"].get<double>() == doctest::Approx(3.0 / 16).epsilon(0.08));
+  auto zb = summary(make(uniform(8, 4, 1, Schedule::kZeroBubble, 8)));
+  CHECK(zb["pipeline"]["bubble_fraction"].get<double>() < 3.0 / 8 * 0.8);
+}
+
+TEST_CASE("pipeline: interleaving keeps (1 + (p-1)/(p v)) of the model's layers in flight on stage 0") {
+  const int64_t p = 4, v = 2;
+  Job j = pp_job(16, p, v, Schedule::kInterleaved, 8);
+  j.model.dropout = false;
+  j.model.position = PositionKind::kRope;  // no embedding-side activations
+  auto s = summary(make(j));
+  auto st0 = s["stages"][0];
+  const double per_layer = st0["activation_bytes_by_layer"]["0"].get<double>();
+  const double layers_in_flight = st0["memory_bytes"]["activations_peak"].get<double>() / per_layer;
+  CHECK(layers_in_flight == doctest::Approx(16.0 * (1 + double(p - 1) / (p * v))));
+}
