@@ -10,6 +10,7 @@
 #include "model/transformer.h"
 #include "parallel/buckets.h"
 #include "parallel/propagate.h"
+#include "parallel/zero.h"
 
 namespace sc {
 namespace {
@@ -74,6 +75,7 @@ Result<Generator> Generator::create(const Job& job) {
     if (bo.has_tp) po.axes_outer_first.push_back("tp");
     propagate_shardings(g, po);
     SC_RETURN_IF_ERROR(bucket_dp_gradients(g, s->bind, t.dp_bucket_mb * 1024.0 * 1024.0));
+    if (bo.has_dp) apply_zero(g, static_cast<int>(p.zero));
     insert_weight_syncs(g);
 
     LowerOptions lo;

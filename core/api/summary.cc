@@ -81,9 +81,12 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
       ++f.n_p2p;
     }
   }
-  const int64_t weights = f.params_local * dtype_bytes(tr.dtype);
-  const int64_t grads = f.params_local * dtype_bytes(tr.grad_reduce_dtype);
-  const int64_t optim = f.params_local * tr.optimizer_bytes_per_param;
+  // ZeRO shards optimizer state (1), gradients (2) and parameters (3) over dp.
+  const int64_t zero = s.job.parallel.zero, dp = s.job.parallel.dp;
+  auto over_dp = [&](int64_t bytes, int64_t stage) { return zero >= stage ? (bytes + dp - 1) / dp : bytes; };
+  const int64_t weights = over_dp(f.params_local * dtype_bytes(tr.dtype), 3);
+  const int64_t grads = over_dp(f.params_local * dtype_bytes(tr.grad_reduce_dtype), 2);
+  const int64_t optim = over_dp(f.params_local * tr.optimizer_bytes_per_param, 1);
   json per_layer = json::object();
   for (auto [layer, b] : act_by_layer)
     if (layer >= 0) per_layer[std::to_string(layer)] = b;

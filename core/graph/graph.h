@@ -109,6 +109,14 @@ struct Op {
   CollectiveType coll = CollectiveType::kAllReduce;
   std::string axis;  // mesh axis the collective runs over
 
+  // ZeRO: the op works on this rank's 1/degree shard of the flat buffer of
+  // its tensors (rounded up), e.g. "dp" for a sharded optimizer step or a
+  // parameter all-gather whose comm_size is the per-rank shard.
+  std::string flat_shard_axis;
+  // Issue no earlier than the node of this op in the same micro-batch
+  // (FSDP prefetches one layer ahead, not all layers at once).
+  int after_op = -1;
+
   // kSend / kRecv: the boundary between virtual stages `boundary` and
   // `boundary + 1` (in pipeline order); kSend also fixes the sharding the
   // peer expects.

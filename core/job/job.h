@@ -7,7 +7,7 @@
 //   "model": {"preset": "gpt3-175b"}            // or {"hf_config": {...}}
 //            // or explicit fields: {"num_layers":..,"hidden":..,...}
 //            // preset/hf plus overrides: {"preset":"llama3-8b","num_layers":2}
-//   "parallel": {"dp": 1, "tp": 1, "pp": 1, "virtual_stages": 1,
+//   "parallel": {"dp": 1, "tp": 1, "pp": 1, "virtual_stages": 1, "zero": 0,
 //                "sequence_parallel": false, "pipeline_layout": [layers...],
 //                "order": "megatron" | "llama3" | ["tp","dp","pp"],
 //                "world_size": <optional, must equal dp*tp*pp>},
@@ -38,6 +38,9 @@ struct ParallelConfig {
   int64_t tp = 1;  // tensor-parallel degree
   int64_t pp = 1;  // pipeline stages
   int64_t virtual_stages = 1;  // model chunks per pipeline rank (interleaved 1F1B)
+  // ZeRO over the data-parallel group: 1 shards the optimizer state, 2 also
+  // the gradients, 3 also the parameters (FSDP full sharding).
+  int64_t zero = 0;
   bool sequence_parallel = false;  // Megatron SP (needs tp > 1 to matter)
   // Layers per virtual stage (pp * virtual_stages entries, in pipeline
   // order); empty = even split.

@@ -35,6 +35,7 @@ std::string job_to_canonical_json(const Job& job) {
       {"tp", job.parallel.tp},
       {"pp", job.parallel.pp},
       {"virtual_stages", job.parallel.virtual_stages},
+      {"zero", job.parallel.zero},
       {"pipeline_layout", job.parallel.pipeline_layout},
       {"order", job.parallel.order},
       {"sequence_parallel", job.parallel.sequence_parallel},

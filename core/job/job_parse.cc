@@ -48,7 +48,11 @@ Status parse_parallel(const Json& v, ParallelConfig* p, int64_t* world_size) {
   const std::string path = "parallel";
   SC_RETURN_IF_ERROR(jsonf::expect_object(v, path));
   SC_RETURN_IF_ERROR(jsonf::check_keys(
-      v, {"dp", "tp", "pp", "virtual_stages", "sequence_parallel", "pipeline_layout", "order", "world_size"}, path));
+      v, {"dp", "tp", "pp", "virtual_stages", "zero", "sequence_parallel", "pipeline_layout", "order", "world_size"},
+      path));
+  if (const Json* x = jsonf::find(v, "zero")) {
+    SC_ASSIGN_OR_RETURN(p->zero, jsonf::get_int(*x, "parallel.zero", 0, 3));
+  }
   if (const Json* x = jsonf::find(v, "pp")) {
     SC_ASSIGN_OR_RETURN(p->pp, jsonf::get_int(*x, "parallel.pp", 1, limits::kMaxDegree));
   }

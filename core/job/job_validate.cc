@@ -109,6 +109,7 @@ Status validate_job(const Job& job) {
   SC_RETURN_IF_ERROR(in_range(p.tp, 1, limits::kMaxDegree, "parallel.tp"));
   SC_RETURN_IF_ERROR(in_range(p.pp, 1, limits::kMaxDegree, "parallel.pp"));
   SC_RETURN_IF_ERROR(in_range(p.virtual_stages, 1, limits::kMaxDegree, "parallel.virtual_stages"));
+  SC_RETURN_IF_ERROR(in_range(p.zero, 0, 3, "parallel.zero"));
   if (p.world_size() > limits::kMaxDegree) {  // each <= 2^20: no overflow
     return make_error(ErrorCode::kInvalidArgument,
                       "world size dp (" + to_string(p.dp) + ") x tp (" + to_string(p.tp) + ") x pp (" +

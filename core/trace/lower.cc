@@ -126,6 +126,13 @@ class Lowerer {
     }
   }
 
+  // ZeRO flat shards: 1/degree of a buffer, rounded up.
+  int64_t shard(const Op& op, int64_t v) const {
+    if (op.flat_shard_axis.empty()) return v;
+    int64_t d = bind_.at(op.flat_shard_axis);
+    return (v + d - 1) / d;
+  }
+
   Result<int64_t> bytes_of(int t) const {
     return g_.tensors[t].local_bytes().eval(bind_, g_.tensors[t].name + " bytes");
   }
@@ -141,6 +148,8 @@ class Lowerer {
       return ok_status();
     }
     deps.insert(barrier_.begin(), barrier_.end());
+    if (op.after_op >= 0)
+      if (auto it = op_node_.find({mb, op.after_op}); it != op_node_.end()) deps.insert(it->second);
     // Accumulation into the persistent main grad written before.
     for (int t : op.outputs)
       if (persistent(t) && op.phase != Phase::kOptimizer)
@@ -159,6 +168,7 @@ class Lowerer {
         SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
         node.comm_size += b;
       }
+      node.comm_size = shard(op, node.comm_size);
       if (auto it = last_coll_.find(axis); it != last_coll_.end()) deps.insert(it->second);
       last_coll_[axis] = node.id;
     } else if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
@@ -191,6 +201,8 @@ class Lowerer {
         SC_ASSIGN_OR_RETURN(int64_t n, g_.tensors[op.inputs[0]].local_numel().eval(bind_, op.name + " params"));
         bytes += 2 * n * o_.optimizer_bytes_per_param;
       }
+      node.num_ops = shard(op, node.num_ops);
+      bytes = shard(op, bytes);
       node.tensor_size = static_cast<uint64_t>(std::max<int64_t>(bytes, 1));
       DType dt = op.kind == OpKind::kMatmul ? o_.compute_dtype : g_.tensors[op.outputs[0]].dtype;
       double us = roofline_micros(hw_, dt, static_cast<double>(node.num_ops), static_cast<double>(bytes));
@@ -200,6 +212,7 @@ class Lowerer {
     }
     node.deps.assign(deps.begin(), deps.end());
     for (int t : op.outputs) produced(t, mb, {node.id});
+    op_node_[{mb, id}] = node.id;
     p_.nodes.push_back(std::move(node));
     p_.node_axis.push_back(axis);
     p_.peer_stage.push_back(peer);
@@ -220,6 +233,7 @@ class Lowerer {
   std::map<std::string, uint64_t> last_coll_;
   int64_t last_compute_ = -1, last_send_ = -1;
   std::vector<uint64_t> barrier_;  // deps of every op after the schedule
+  std::map<std::pair<int64_t, int>, uint64_t> op_node_;  // (micro-batch, op) -> node
 };
 
 }  // namespace

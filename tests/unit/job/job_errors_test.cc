@@ -46,7 +46,7 @@ TEST_CASE("unknown keys name the path and the known keys") {
   CHECK(e.code == ErrorCode::kUnknownField);
   CHECK(e.path == "parallel.tpp");
   const std::string known =
-      "unknown key (known: dp, tp, pp, virtual_stages, sequence_parallel, pipeline_layout, order, world_size)";
+      "unknown key (known: dp, tp, pp, virtual_stages, zero, sequence_parallel, pipeline_layout, order, world_size)";
   CHECK(e.message == known);
   CHECK(e.to_string() == "parallel.tpp: " + known);
   CHECK(must_fail(R"({"model": "gpt3-1.7b", "pipeline": {}})").path == "pipeline");
