@@ -26,12 +26,22 @@ class Lowerer {
     std::vector<int> pending;  // DP gradient buckets, issued when their grads are final
     for (int id : opt_)
       if (g_.ops[id].kind == OpKind::kCollective && g_.ops[id].axis == "dp") pending.push_back(id);
-    std::vector<int64_t> saved(static_cast<size_t>(o_.virtual_stages), 0);
+    // Saved activations per chunk: all of them arrive with the forward step;
+    // the backward step frees what only it reads, the weight-gradient step
+    // (zero-bubble) what the weight-gradient ops read.
+    std::vector<int64_t> saved(static_cast<size_t>(o_.virtual_stages), 0), for_w(saved);
     for (int c = 0; c < o_.virtual_stages; ++c) {
       SC_ASSIGN_OR_RETURN(saved[c], saved_activation_bytes(g_, bind_, c));
+      std::set<int> read_by_w;
+      for (int id : seg_[{StepKind::kWeight, c}])
+        for (int t : g_.ops[id].inputs)
+          if (is_saved_activation(g_, t)) read_by_w.insert(t);
+      for (int t : read_by_w) {
+        SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
+        for_w[c] += b;
+      }
     }
     int64_t alive = 0;
-    const bool split_w = o_.schedule == Schedule::kZeroBubble;
     for (const Step& st : pipeline_schedule(o_.schedule, o_.pp, o_.virtual_stages, o_.stage, o_.micro_batches)) {
       for (int id : seg_[{st.kind, st.chunk}]) {
         SC_RETURN_IF_ERROR(emit(id, st.mb));
@@ -47,7 +57,8 @@ class Lowerer {
       // Saved activations live from a chunk's forward to its backward (to
       // its weight-gradient step when the schedule splits it off).
       if (st.kind == StepKind::kForward) alive += saved[st.chunk];
-      if (st.kind == (split_w ? StepKind::kWeight : StepKind::kBackward)) alive -= saved[st.chunk];
+      if (st.kind == StepKind::kBackward) alive -= saved[st.chunk] - for_w[st.chunk];
+      if (st.kind == StepKind::kWeight) alive -= for_w[st.chunk];
       p_.activation_timeline.push_back(alive);
       p_.activation_peak = std::max(p_.activation_peak, alive);
     }
@@ -79,7 +90,11 @@ class Lowerer {
         bool only_w = !o.outputs.empty();
         for (int t : o.outputs)
           for (int r : readers[t]) only_w &= w.count(r) > 0;
-        if (o.wgrad || (only_w && o.kind != OpKind::kSend)) w.insert(o.id);
+        // Input-gradient compute stays in B even where only a weight gradient
+        // reads it (stage 0's chain down to the embedding); W takes the
+        // weight-gradient ops and the gathers/views that exist only for them.
+        bool feeder = o.kind == OpKind::kCollective || o.kind == OpKind::kView;
+        if (o.wgrad || (only_w && feeder)) w.insert(o.id);
       }
     }
     for (int id : g_.order) {

@@ -33,16 +33,12 @@ std::vector<Step> pipeline_schedule(Schedule s, int64_t pp, int64_t v, int64_t s
   const int64_t total = m * v;
   int64_t warmup = s == Schedule::kInterleaved ? (pp - stage - 1) * 2 + (v - 1) * pp : pp - stage - 1;
   warmup = std::min(warmup, total);
-  // Zero-bubble: W(j) follows B(j + delay); the rest trail at the end.
-  const int64_t delay = split_w ? pp - stage - 1 : 0;
-  int64_t next_w = 0, done_b = 0;
+  // Zero-bubble: each B is followed by its W, so the input gradient leaves
+  // for the previous stage before the weight gradient is computed.
   auto backward = [&](int64_t k) {
-    out.push_back(virtual_step(StepKind::kBackward, k, pp, v));
-    ++done_b;
-    if (split_w && done_b - 1 - delay >= next_w) {
-      out.push_back({StepKind::kWeight, 0, next_w});
-      ++next_w;
-    }
+    Step b = virtual_step(StepKind::kBackward, k, pp, v);
+    out.push_back(b);
+    if (split_w) out.push_back({StepKind::kWeight, b.chunk, b.mb});
   };
   for (int64_t k = 0; k < warmup; ++k) out.push_back(virtual_step(StepKind::kForward, k, pp, v));
   for (int64_t i = 0; i < total - warmup; ++i) {
@@ -50,7 +46,6 @@ std::vector<Step> pipeline_schedule(Schedule s, int64_t pp, int64_t v, int64_t s
     backward(i);
   }
   for (int64_t i = total - warmup; i < total; ++i) backward(i);
-  while (split_w && next_w < m) out.push_back({StepKind::kWeight, 0, next_w++});
   return out;
 }
 
