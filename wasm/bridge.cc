@@ -121,6 +121,48 @@ std::string groups(const std::string& job_json) {
          R"(,"text":)" + json_quote(g->groups_json()) + "}";
 }
 
+// The sharded graph for drawing (core/api/explain.cc): tensors with local
+// symbolic shapes and shardings, ops in program order, and a "why" for
+// every inserted collective.
+std::string graph_json(const std::string& job_json) {
+  sc::Error err;
+  const sc::Generator* g = generator_for(job_json, &err);
+  if (!g) return error_envelope(err);
+  return ok_raw("graph", g->graph_json());
+}
+
+// Same rank check as rankTrace: a double so fractions are rejected.
+bool bad_rank(double rank, int64_t world) {
+  return !(rank >= 0) || rank != static_cast<double>(static_cast<int64_t>(rank)) ||
+         rank >= static_cast<double>(world);
+}
+
+sc::Error rank_error(int64_t world) {
+  return sc::make_error(sc::ErrorCode::kInvalidArgument,
+                        "rank must be an integer in [0, " + std::to_string(world) + ")", "rank");
+}
+
+// {"ok":true,"info":{rank, world_size, coords, axes, groups}}
+std::string rank_info(const std::string& job_json, double rank) {
+  sc::Error err;
+  const sc::Generator* g = generator_for(job_json, &err);
+  if (!g) return error_envelope(err);
+  if (bad_rank(rank, g->world_size())) return error_envelope(rank_error(g->world_size()));
+  sc::Result<std::string> info = g->rank_info_json(static_cast<int64_t>(rank));
+  if (!info.ok()) return error_envelope(info.error());
+  return ok_raw("info", info.value());
+}
+
+// coords_json: {"tp":1,"dp":3} -> {"ok":true,"rank":7}
+std::string rank_at(const std::string& job_json, const std::string& coords_json) {
+  sc::Error err;
+  const sc::Generator* g = generator_for(job_json, &err);
+  if (!g) return error_envelope(err);
+  sc::Result<int64_t> r = g->rank_at(coords_json);
+  if (!r.ok()) return error_envelope(r.error());
+  return ok_raw("rank", std::to_string(r.value()));
+}
+
 val error_object(const sc::Error& e) {
   val out = val::object();
   out.set("ok", false);
@@ -138,13 +180,7 @@ val rank_trace(const std::string& job_json, double rank) {
   sc::Error err;
   const sc::Generator* g = generator_for(job_json, &err);
   if (!g) return error_object(err);
-  if (!(rank >= 0) || rank != static_cast<double>(static_cast<int64_t>(rank)) ||
-      rank >= static_cast<double>(g->world_size())) {
-    return error_object(sc::make_error(
-        sc::ErrorCode::kInvalidArgument,
-        "rank must be an integer in [0, " + std::to_string(g->world_size()) + ")",
-        "rank"));
-  }
+  if (bad_rank(rank, g->world_size())) return error_object(rank_error(g->world_size()));
   sc::Result<std::string> bytes = g->rank_trace_bytes(static_cast<int64_t>(rank));
   if (!bytes.ok()) return error_object(bytes.error());
   // new Uint8Array(view) copies out of the wasm heap, so the JS array stays
@@ -167,4 +203,7 @@ EMSCRIPTEN_BINDINGS(stagecraft) {
   emscripten::function("graph", &graph);
   emscripten::function("groups", &groups);
   emscripten::function("rankTrace", &rank_trace);
+  emscripten::function("graphJson", &graph_json);
+  emscripten::function("rankInfo", &rank_info);
+  emscripten::function("rankAt", &rank_at);
 }

@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { REPO_ROOT, cliPath, runNativeIdentityJob } from './native.mjs';
+import { appCases as fullAppCases } from './app-cases.mjs';
 
 const WASM_DIR = process.env.STAGECRAFT_WASM_DIR || path.join(REPO_ROOT, 'build/wasm');
 const WEB_DIR = path.join(REPO_ROOT, 'build/web');
@@ -30,6 +31,7 @@ function makeServer(fixturesDir) {
     ['/build/wasm/', WASM_DIR],
     ['/tests/js/', path.join(REPO_ROOT, 'tests/js')],
     ['/fixtures/', fixturesDir],
+    ['/web/src/lib/', path.join(REPO_ROOT, 'web/src/lib')],  // the shared decoder
     ['/', WEB_DIR],  // the built web app (its wasm/ holds a copy of build/wasm)
   ];
   return http.createServer((req, res) => {
@@ -62,42 +64,13 @@ function prepareFixtures() {
   return dir;
 }
 
-// The web app end to end: the worker loads the engine, the form's default
-// job shows a summary, and a bad tp shows its error next to the tp field.
-async function appCases(context, base) {
-  const results = [];
-  const run = async (name, fn) => {
-    const t0 = performance.now();
-    const page = await context.newPage();
-    try {
-      await fn(page);
-      results.push({ suite: 'app', name, status: 'pass', message: '', ms: performance.now() - t0 });
-    } catch (e) {
-      results.push({ suite: 'app', name, status: 'fail', message: String(e && e.stack ? e.stack : e), ms: performance.now() - t0 });
-    } finally {
-      await page.close();
-    }
-  };
+// The web app end to end: ./app-cases.mjs.
+
+async function appCasesIfBuilt(context, base, fixtures) {
   if (!fs.existsSync(path.join(WEB_DIR, 'index.html'))) {
     return [{ suite: 'app', name: 'web app', status: 'skip', message: 'build/web not built', ms: 0 }];
   }
-  await run('loads the engine in a worker and shows the summary', async (page) => {
-    await page.goto(`${base}/`);
-    await page.waitForFunction(() => document.querySelector('#summary')?.textContent.includes('world_size'), null, { timeout: 30_000 });
-    const status = await page.textContent('#engine-status');
-    if (!/^engine \d+\.\d+\.\d+/.test(status)) throw new Error(`engine status: ${status}`);
-  });
-  await run('shows an error next to the field it names', async (page) => {
-    await page.goto(`${base}/`);
-    await page.waitForFunction(() => document.querySelector('#summary')?.textContent.includes('world_size'), null, { timeout: 30_000 });
-    await page.fill('input[name=tp]', '7');
-    await page.waitForSelector('label[data-path="parallel.tp"].invalid', { timeout: 10_000 });
-    const text = await page.textContent('label[data-path="parallel.tp"] .error');
-    if (!text.includes('not_divisible')) throw new Error(`tp error text: ${text}`);
-    await page.fill('input[name=tp]', '2');
-    await page.waitForFunction(() => !document.querySelector('label.invalid') && document.querySelector('#summary').textContent.includes('world_size'), null, { timeout: 10_000 });
-  });
-  return results;
+  return fullAppCases(context, base, fixtures);
 }
 
 async function main() {
@@ -132,7 +105,7 @@ async function main() {
       return 1;
     }
     await page.close();
-    const results = [...out.results, ...await appCases(context, base)];
+    const results = [...out.results, ...await appCasesIfBuilt(context, base, fixtures)];
     let passed = 0, failed = 0, skipped = 0;
     for (const r of results) {
       const label = `${r.suite} > ${r.name}`;

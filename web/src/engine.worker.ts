@@ -1,7 +1,10 @@
 /// <reference lib="webworker" />
-// The engine worker: owns the wasm module and answers protocol requests.
-// Engine calls are synchronous and can take a while on large jobs, which is
-// why they run here and not on the page.
+// The engine worker: owns the wasm module and answers protocol requests
+// (protocol.ts). Engine calls are synchronous and can take a while on large
+// jobs, which is why they run here and not on the page. The archive request
+// is the one long loop: it yields between ranks so that a cancel message can
+// arrive, and posts progress.
+import { Zip, ZipPassThrough } from 'fflate';
 import { PROTOCOL_VERSION, type EngineError, type Request, type Response } from './protocol';
 
 // The Embind functions of wasm/bridge.cc.
@@ -10,7 +13,10 @@ interface WasmEngine {
   presets(): string;
   inspect(job: string): string;
   graph(job: string): string;
+  graphJson(job: string): string;
   groups(job: string): string;
+  rankInfo(job: string, rank: number): string;
+  rankAt(job: string, coords: string): string;
   rankTrace(job: string, rank: number): { ok: true; bytes: Uint8Array } | { ok: false; error: EngineError };
 }
 
@@ -40,25 +46,88 @@ function fromJson(text: string): Reply {
   return { ok: true, result };
 }
 
+const cancelled = new Set<number>();
+const post = (msg: Response, transfer: Transferable[] = []) => self.postMessage(msg, transfer);
+// Lets queued messages (cancel) run between ranks.
+const yieldToEvents = () => new Promise<void>((r) => setTimeout(r, 0));
+
+async function archive(wasm: WasmEngine, id: number, job: string, prefix: string): Promise<Reply> {
+  const g = fromJson(wasm.groups(job));
+  if (!g.ok) return g;
+  const { worldSize, text } = g.result as { worldSize: number; text: string };
+  const s = fromJson(wasm.inspect(job));
+  if (!s.ok) return s;
+  const chunks: Uint8Array[] = [];
+  let bytes = 0, zipError: Error | null = null, finished = false;
+  const zip = new Zip((err, chunk, final) => {
+    if (err) { zipError = err; return; }
+    chunks.push(chunk);
+    bytes += chunk.length;
+    if (final) finished = true;
+  });
+  const add = (name: string, data: Uint8Array) => {
+    // Stored, not deflated: protobuf traces compress poorly and storing keeps
+    // the archive fast; the files are byte-identical to the CLI's.
+    const f = new ZipPassThrough(name);
+    zip.add(f);
+    f.push(data, true);
+  };
+  const enc = new TextEncoder();
+  let last = 0;
+  for (let rank = 0; rank < worldSize; rank++) {
+    if (cancelled.delete(id)) { zip.terminate(); return fail('cancelled', 'archive cancelled'); }
+    const r = wasm.rankTrace(job, rank);
+    if (!r.ok) return { ok: false, error: r.error };
+    add(`${prefix}.${rank}.et`, r.bytes);
+    if (zipError) return fail('engine_unavailable', String(zipError));
+    const now = performance.now();
+    if (now - last > 50 || rank === worldSize - 1) {
+      last = now;
+      post({ v: PROTOCOL_VERSION, id, progress: { done: rank + 1, total: worldSize, phase: 'traces' } });
+      await yieldToEvents();
+    }
+  }
+  add('comm_groups.json', enc.encode(text));
+  add('summary.json', enc.encode(JSON.stringify((s.result as { summary: unknown }).summary, null, 2) + '\n'));
+  zip.end();
+  if (zipError || !finished) return fail('engine_unavailable', `zip failed: ${String(zipError)}`);
+  const blob = new Blob(chunks as BlobPart[], { type: 'application/zip' });
+  return { ok: true, result: { blob, bytes, files: worldSize + 2 } };
+}
+
 async function handle(req: Request): Promise<{ reply: Reply; transfer: Transferable[] }> {
+  const payload = (req.payload ?? {}) as { job?: unknown; rank?: unknown; coords?: unknown; target?: unknown; prefix?: unknown };
+  if (req.type === 'cancel') {
+    if (typeof payload.target === 'number') cancelled.add(payload.target);
+    return { reply: { ok: true, result: { cancelled: true } }, transfer: [] };
+  }
   const wasm = await loadEngine();
-  const payload = (req.payload ?? {}) as { job?: unknown; rank?: unknown };
   const job = typeof payload.job === 'string' ? payload.job : JSON.stringify(payload.job ?? null);
+  const none: Transferable[] = [];
   switch (req.type) {
-    case 'version': return { reply: { ok: true, result: { version: wasm.version() } }, transfer: [] };
-    case 'presets': return { reply: fromJson(wasm.presets()), transfer: [] };
-    case 'inspect': return { reply: fromJson(wasm.inspect(job)), transfer: [] };
-    case 'graph': return { reply: fromJson(wasm.graph(job)), transfer: [] };
-    case 'groups': return { reply: fromJson(wasm.groups(job)), transfer: [] };
+    case 'version': return { reply: { ok: true, result: { version: wasm.version() } }, transfer: none };
+    case 'presets': return { reply: fromJson(wasm.presets()), transfer: none };
+    case 'inspect': return { reply: fromJson(wasm.inspect(job)), transfer: none };
+    case 'graph': return { reply: fromJson(wasm.graph(job)), transfer: none };
+    case 'graphJson': return { reply: fromJson(wasm.graphJson(job)), transfer: none };
+    case 'groups': return { reply: fromJson(wasm.groups(job)), transfer: none };
+    case 'rankInfo':
+      if (typeof payload.rank !== 'number') return { reply: fail('bad_request', 'rank must be a number', 'rank'), transfer: none };
+      return { reply: fromJson(wasm.rankInfo(job, payload.rank)), transfer: none };
+    case 'rankAt':
+      if (typeof payload.coords !== 'object' || payload.coords === null) return { reply: fail('bad_request', 'coords must be an object', 'coords'), transfer: none };
+      return { reply: fromJson(wasm.rankAt(job, JSON.stringify(payload.coords))), transfer: none };
     case 'rankTrace': {
-      if (typeof payload.rank !== 'number') return { reply: fail('bad_request', 'rank must be a number', 'rank'), transfer: [] };
+      if (typeof payload.rank !== 'number') return { reply: fail('bad_request', 'rank must be a number', 'rank'), transfer: none };
       const r = wasm.rankTrace(job, payload.rank);
-      if (!r.ok) return { reply: r, transfer: [] };
+      if (!r.ok) return { reply: r, transfer: none };
       const bytes = r.bytes.buffer as ArrayBuffer;  // a fresh copy: safe to transfer
       return { reply: { ok: true, result: { bytes } }, transfer: [bytes] };
     }
+    case 'archive':
+      return { reply: await archive(wasm, req.id, job, typeof payload.prefix === 'string' ? payload.prefix : 'trace'), transfer: none };
     default:
-      return { reply: fail('bad_request', `unknown request type ${JSON.stringify((req as { type: unknown }).type)}`), transfer: [] };
+      return { reply: fail('bad_request', `unknown request type ${JSON.stringify((req as { type: unknown }).type)}`), transfer: none };
   }
 }
 
@@ -78,5 +147,5 @@ self.onmessage = async (event: MessageEvent<Request>) => {
       out = { reply: fail('engine_unavailable', e instanceof Error ? e.message : String(e)), transfer: [] };
     }
   }
-  self.postMessage({ v: PROTOCOL_VERSION, id, ...out.reply } as Response, out.transfer);
+  post({ v: PROTOCOL_VERSION, id, ...out.reply } as Response, out.transfer);
 };

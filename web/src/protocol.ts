@@ -1,31 +1,70 @@
 // The page <-> engine-worker message protocol (docs/wasm-bridge.md).
 // Versioned so that a stale cached worker and a new page fail loudly:
-//   request  {v: 1, id, type, payload}
-//   response {v: 1, id, ok: true, result} | {v: 1, id, ok: false, error}
+//   request  {v: 2, id, type, payload}
+//   progress {v: 2, id, progress: {done, total, phase}}   (long requests only)
+//   response {v: 2, id, ok: true, result} | {v: 2, id, ok: false, error}
+//   cancel   {v: 2, id: <new>, type: 'cancel', payload: {target: <id>}}
 // Errors travel as data; the UI branches on error.code, never on message.
 
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
-// A job JSON object (schema: core/job/job.h).
+// A job JSON object (schema: core/job/job.h; the editor's table: job-schema.ts).
 export type JobJson = Record<string, unknown>;
 
 export interface EngineError {
   code: string;     // core codes (invalid_argument, not_divisible, ...) or
                     // protocol codes: protocol_version, bad_request,
-                    // engine_unavailable, engine_crashed
+                    // engine_unavailable, engine_crashed, cancelled
   message: string;
   path: string;     // job path of the field at fault ("parallel.tp"), or ""
+}
+
+export interface Progress { done: number; total: number; phase: string }
+
+export interface GraphTensor {
+  id: number; name: string; kind: string; dtype: string; shape: string;
+  dims: { label: string; size: string }[]; sharding: string; partial: string[];
+  layer: number; producer: number; bytes: number;
+}
+export interface CollectiveWhy {
+  axis: string; collective: string; tensor: string; from: string; to: string; required: string;
+  producer: string; producer_id: number; consumers: string[]; reason: string; text: string;
+}
+export interface GraphOp {
+  id: number; name: string; kind: string; fn: string; phase: string; layer: number;
+  inputs: number[]; outputs: number[]; flops: string; factor_axis: Record<string, string>;
+  sp_region?: boolean; wgrad?: boolean; collective?: string; axis?: string; why?: CollectiveWhy;
+}
+export interface GraphJson {
+  axes: { name: string; degree: number }[];
+  bindings: Record<string, number>;
+  num_layers: number;
+  tensors: GraphTensor[];
+  ops: GraphOp[];
+}
+export interface RankInfo {
+  rank: number; world_size: number; coords: Record<string, number>;
+  axes: { name: string; degree: number; coord: number }[];
+  groups: { axis: string; key: number; members: number[] }[];
 }
 
 // type -> [payload, result]
 export interface Methods {
   version: [Record<string, never>, { version: string }];
   presets: [Record<string, never>, { presets: string[] }];
-  inspect: [{ job: JobJson }, { summary: Record<string, unknown> }];
-  graph: [{ job: JobJson }, { text: string }];
-  groups: [{ job: JobJson }, { worldSize: number; text: string }];
+  inspect: [{ job: JobJson | string }, { summary: Record<string, unknown> }];
+  graph: [{ job: JobJson | string }, { text: string }];
+  graphJson: [{ job: JobJson | string }, { graph: GraphJson }];
+  groups: [{ job: JobJson | string }, { worldSize: number; text: string }];
+  rankInfo: [{ job: JobJson | string; rank: number }, { info: RankInfo }];
+  rankAt: [{ job: JobJson | string; coords: Record<string, number> }, { rank: number }];
   // bytes: the complete .et file, transferred (not copied) to the page.
-  rankTrace: [{ job: JobJson; rank: number }, { bytes: ArrayBuffer }];
+  rankTrace: [{ job: JobJson | string; rank: number }, { bytes: ArrayBuffer }];
+  // The Chakra archive (zip: trace.<r>.et for every rank, comm_groups.json,
+  // summary.json), built in the worker with fflate; reports progress and
+  // can be cancelled. The Blob is assembled from streamed zip chunks.
+  archive: [{ job: JobJson | string; prefix?: string }, { blob: Blob; bytes: number; files: number }];
+  cancel: [{ target: number }, { cancelled: boolean }];
 }
 export type MethodName = keyof Methods;
 
@@ -38,4 +77,5 @@ export interface Request<T extends MethodName = MethodName> {
 
 export type Response<T extends MethodName = MethodName> =
   | { v: typeof PROTOCOL_VERSION; id: number; ok: true; result: Methods[T][1] }
-  | { v: typeof PROTOCOL_VERSION; id: number; ok: false; error: EngineError };
+  | { v: typeof PROTOCOL_VERSION; id: number; ok: false; error: EngineError }
+  | { v: typeof PROTOCOL_VERSION; id: number; progress: Progress };

@@ -3,5 +3,6 @@ import * as basics from './basics.mjs';
 import * as errors from './errors.mjs';
 import * as traces from './traces.mjs';
 import * as identity from './identity.mjs';
+import * as explain from './explain.mjs';
 
-export const suites = [basics, errors, traces, identity];
+export const suites = [basics, errors, traces, identity, explain];

@@ -1,0 +1,316 @@
+// The sharded graph and the rank layout as JSON for the browser app's
+// teaching views (docs/wasm-bridge.md, docs/web-app.md): graph_json(),
+// rank_info_json(), rank_at(). Read-only over GeneratorState; coded against
+// the graph's structures (op kinds, phases, shardings, factor labels), not
+// against op names, so new ops, layers and parallel axes show up unchanged.
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/api.h"
+#include "api/state.h"
+
+namespace sc {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+bool contains(const std::vector<std::string>& v, const std::string& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
+  return out;
+}
+
+// Index of the dim sharded on `axis`, -1 if none.
+int dim_on(const Sharding& s, const std::string& axis) {
+  for (size_t d = 0; d < s.dim_axis.size(); ++d)
+    if (s.dim_axis[d] == axis) return static_cast<int>(d);
+  return -1;
+}
+
+std::string dim_label(const Tensor& t, int d) {
+  return d >= 0 && d < static_cast<int>(t.dims.size()) ? t.dims[d].label : std::string("?");
+}
+
+// Consumers of tensor t in program order (ops whose inputs name it).
+using Readers = std::map<int, std::vector<int>>;
+
+Readers readers_of(const Graph& g) {
+  Readers r;
+  for (int id : g.order)
+    for (int t : g.ops[id].inputs) r[t].push_back(id);
+  return r;
+}
+
+// The op that first made this value, skipping the collectives/slices of a
+// reshard chain (dp then tp): the op the sharding mismatch comes from.
+int origin_op(const Graph& g, int tensor) {
+  int p = g.tensors[tensor].producer;
+  int guard = 0;
+  while (p >= 0 && guard++ < 16 && g.ops[p].inputs.size() == 1 &&
+         (g.ops[p].kind == OpKind::kCollective || (g.ops[p].kind == OpKind::kView && g.ops[p].fn == "slice"))) {
+    tensor = g.ops[p].inputs[0];
+    p = g.tensors[tensor].producer;
+  }
+  return p;
+}
+
+// Follows a reshard chain forward from tensor t (the collective's output)
+// to the tensor the real consumers read; returns it and those consumers.
+std::pair<int, std::vector<int>> final_readers(const Graph& g, const Readers& rd, int t) {
+  int guard = 0;
+  while (guard++ < 16) {
+    auto it = rd.find(t);
+    if (it == rd.end()) return {t, {}};
+    const auto& ops = it->second;
+    if (ops.size() == 1 &&
+        (g.ops[ops[0]].kind == OpKind::kCollective || (g.ops[ops[0]].kind == OpKind::kView && g.ops[ops[0]].fn == "slice")) &&
+        g.ops[ops[0]].outputs.size() == 1 && g.ops[ops[0]].inputs.size() == 1) {
+      t = g.ops[ops[0]].outputs[0];
+      continue;
+    }
+    return {t, ops};
+  }
+  return {t, {}};
+}
+
+// Factors the op contracts (on inputs, on no output) that run on `axis`.
+std::vector<std::string> contracted_on(const Graph& g, const Op& op, const std::string& axis) {
+  std::set<std::string> out;
+  for (size_t j = 0; j < op.outputs.size(); ++j)
+    for (const auto& l : g.labels_out(op, j)) out.insert(l);
+  std::vector<std::string> res;
+  for (size_t i = 0; i < op.inputs.size(); ++i)
+    for (const auto& l : g.labels_in(op, i)) {
+      auto it = op.factor_axis.find(l);
+      if (!out.count(l) && it != op.factor_axis.end() && it->second == axis && !contains(res, l)) res.push_back(l);
+    }
+  return res;
+}
+
+std::string pretty_factor(const std::string& l) {
+  if (l == "qkv") return "q·k·v";
+  if (l == "ad") return "a·d";
+  return l;
+}
+
+std::string factors_text(const std::vector<std::string>& fs) {
+  std::vector<std::string> p;
+  for (const auto& f : fs) p.push_back(pretty_factor(f));
+  return join(p, ", ");
+}
+
+// Why the consumer cannot take the dim `label` sharded on `axis`.
+std::string gather_reason(const Op& c, const std::string& label, const std::string& axis) {
+  if (c.unshardable.count(label))
+    return "its factor " + label + " must stay whole (" + c.fn + " reduces or mixes along it)";
+  for (const auto& [f, a] : c.factor_axis)
+    if (a == axis && f != label)
+      return axis + " already splits its factor " + pretty_factor(f) + " (an axis can split only one factor of an op)";
+  if (c.wgrad) return "the weight-gradient GEMM needs the full " + label + " it contracts (Megatron re-gathers it rather than keeping the gathered copy from the forward pass)";
+  return "it needs " + label + " whole";
+}
+
+ojson why_json(const GeneratorState& s, const Readers& rd, const Op& op) {
+  const Graph& g = s.graph;
+  const std::string& X = op.axis;
+  const Tensor& in = g.tensors[op.inputs.at(0)];
+  const Tensor& out = g.tensors[op.outputs.at(0)];
+  int producer = origin_op(g, op.inputs[0]);
+  auto [final_t, consumers] = final_readers(g, rd, op.outputs[0]);
+  const Tensor& target = g.tensors[final_t];
+  const std::string coll = collective_name(op.coll);
+
+  ojson w;
+  w["axis"] = X;
+  w["collective"] = coll;
+  w["tensor"] = in.name;
+  w["from"] = sharding_to_string(in);
+  w["to"] = sharding_to_string(out);
+  w["required"] = sharding_to_string(target);
+  w["producer"] = producer >= 0 ? g.ops[producer].name : std::string();
+  w["producer_id"] = producer;
+  ojson cons = ojson::array();
+  for (int c : consumers) cons.push_back(g.ops[c].name);
+  w["consumers"] = cons;
+  const Op* first = consumers.empty() ? nullptr : &g.ops[consumers[0]];
+  const std::string pname = producer >= 0 ? g.ops[producer].name : in.name;
+  const std::string cname = first ? first->name : std::string("its reader");
+
+  std::string reason, text;
+  const bool was_partial = contains(in.sharding.partial, X);
+  const int in_dim = dim_on(in.sharding, X), out_dim = dim_on(out.sharding, X);
+
+  if (op.inputs.size() > 1) {  // a coalesced bucket of gradient reductions
+    reason = "partial_sum";
+    text = std::to_string(op.inputs.size()) + " weight gradients are partial sums over " + X +
+           ": each weight-gradient GEMM contracts the batch (b), which is sharded on " + X +
+           ", so every " + X + " rank holds the gradient of its own slice of the batch. "
+           "The optimizer step needs the full gradient on every rank, so they are all-reduced over " + X +
+           ", coalesced into one bucket (DDP) that starts as soon as its last gradient is final.";
+  } else if (was_partial) {
+    reason = "partial_sum";
+    std::string how;
+    if (producer >= 0) {
+      auto fs = contracted_on(g, g.ops[producer], X);
+      if (!fs.empty())
+        how = " (it contracts " + factors_text(fs) + ", which is sharded on " + X + ")";
+      else if (g.ops[producer].linear)
+        how = " (it adds values that are still partial over " + X + " and keeps them partial)";
+    }
+    std::string need;
+    if (op.coll == CollectiveType::kReduceScatter) {
+      std::string label = dim_label(out, out_dim);
+      bool sp = first && first->sp_region && label == "s";
+      need = cname + " needs it " + (label == "s" ? std::string("sequence") : label) + "-sharded on " + X +
+             (sp ? " (sequence parallelism)" : "") + ", so the sum is reduce-scattered: each rank receives the summed slice it owns";
+    } else {
+      need = cname + " needs the full sum on every rank, so it is all-reduced";
+    }
+    text = pname + " leaves a partial sum over " + X + how + "; " + need + ".";
+  } else if (in_dim >= 0 && out_dim < 0) {
+    reason = "gather";
+    std::string label = dim_label(in, in_dim);
+    std::string why = first ? gather_reason(*first, label, X) : "it needs " + label + " whole";
+    text = in.name + " is sharded on " + X + " along " + label + " (local " + local_shape_string(in) + "); " + cname +
+           " needs " + label + " whole because " + why + ", so the shards are all-gathered (local " +
+           local_shape_string(out) + ").";
+  } else if (in_dim >= 0 && out_dim >= 0 && in_dim != out_dim) {
+    reason = "redistribute";
+    text = in.name + " is sharded on " + X + " along " + dim_label(in, in_dim) + "; " + cname + " needs it sharded along " +
+           dim_label(out, out_dim) + " instead, so an all-to-all swaps the split dimension.";
+  } else {
+    reason = "reshard";
+    text = in.name + " changes sharding from " + sharding_to_string(in) + " to " + sharding_to_string(out) + " over " + X + ".";
+  }
+  w["reason"] = reason;
+  w["text"] = text;
+  return w;
+}
+
+}  // namespace
+
+std::string Generator::graph_json() const {
+  const GeneratorState& s = GeneratorAccess::state(*this);
+  const Graph& g = s.graph;
+  Readers rd = readers_of(g);
+  ojson root;
+  ojson axes = ojson::array();
+  for (const auto& a : s.layout.axes()) axes.push_back({{"name", a.name}, {"degree", a.degree}});
+  root["axes"] = axes;
+  ojson bind = ojson::object();
+  for (const auto& [k, v] : s.bind) bind[k] = v;
+  root["bindings"] = bind;
+  root["num_layers"] = s.job.model.num_layers;
+
+  ojson tensors = ojson::array();
+  for (const Tensor& t : g.tensors) {
+    ojson dims = ojson::array();
+    for (const Dim& d : t.dims) dims.push_back({{"label", d.label}, {"size", d.size.to_string()}});
+    ojson jt;
+    jt["id"] = t.id;
+    jt["name"] = t.name;
+    jt["kind"] = tensor_kind_name(t.kind);
+    jt["dtype"] = dtype_name(t.dtype);
+    jt["shape"] = local_shape_string(t);
+    jt["dims"] = dims;
+    jt["sharding"] = sharding_to_string(t);
+    jt["partial"] = t.sharding.partial;
+    jt["layer"] = t.layer;
+    jt["producer"] = t.producer;
+    auto bytes = t.local_bytes().eval(s.bind, t.name);
+    jt["bytes"] = bytes.ok() ? bytes.value() : -1;
+    tensors.push_back(std::move(jt));
+  }
+  root["tensors"] = std::move(tensors);
+
+  ojson ops = ojson::array();
+  for (int id : g.order) {
+    const Op& o = g.ops[id];
+    ojson jo;
+    jo["id"] = o.id;
+    jo["name"] = o.name;
+    jo["kind"] = op_kind_name(o.kind);
+    jo["fn"] = o.fn;
+    jo["phase"] = phase_name(o.phase);
+    jo["layer"] = o.layer;
+    jo["inputs"] = o.inputs;
+    jo["outputs"] = o.outputs;
+    jo["flops"] = o.local_flops.to_string();
+    ojson fa = ojson::object();
+    for (const auto& [f, a] : o.factor_axis) fa[f] = a;
+    jo["factor_axis"] = fa;
+    if (o.sp_region) jo["sp_region"] = true;
+    if (o.wgrad) jo["wgrad"] = true;
+    if (o.kind == OpKind::kCollective) {
+      jo["collective"] = collective_name(o.coll);
+      jo["axis"] = o.axis;
+      if (!o.inputs.empty() && !o.outputs.empty()) jo["why"] = why_json(s, rd, o);
+    }
+    ops.push_back(std::move(jo));
+  }
+  root["ops"] = std::move(ops);
+  return root.dump();
+}
+
+Result<std::string> Generator::rank_info_json(int64_t rank) const {
+  const GeneratorState& s = GeneratorAccess::state(*this);
+  const RankLayout& L = s.layout;
+  if (rank < 0 || rank >= L.world_size())
+    return make_error(ErrorCode::kInvalidArgument,
+                      "rank must be an integer in [0, " + std::to_string(L.world_size()) + ")", "rank");
+  ojson root;
+  root["rank"] = rank;
+  root["world_size"] = L.world_size();
+  ojson coords = ojson::object(), axes = ojson::array(), groups = ojson::array();
+  for (const auto& a : L.axes()) {
+    int64_t c = L.coord(rank, a.name);
+    coords[a.name] = c;
+    axes.push_back({{"name", a.name}, {"degree", a.degree}, {"coord", c}});
+    if (a.degree > 1)
+      groups.push_back({{"axis", a.name}, {"key", L.group_id(rank, a.name)}, {"members", L.group_members(rank, a.name)}});
+  }
+  root["coords"] = coords;
+  root["axes"] = axes;
+  root["groups"] = groups;
+  return root.dump();
+}
+
+Result<int64_t> Generator::rank_at(const std::string& coords_json) const {
+  const RankLayout& L = GeneratorAccess::state(*this).layout;
+  auto j = nlohmann::json::parse(coords_json, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return make_error(ErrorCode::kParseError, "coordinates must be a JSON object such as {\"tp\": 1, \"dp\": 3}", "coords");
+  std::vector<std::string> names;
+  for (const auto& a : L.axes()) names.push_back(a.name);
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (!contains(names, it.key()))
+      return make_error(ErrorCode::kUnknownField, "unknown axis (known: " + join(names, ", ") + ")", "coords." + it.key());
+  int64_t rank = 0, stride = 1;
+  for (const auto& a : L.axes()) {
+    int64_t c = 0;
+    auto it = j.find(a.name);
+    if (it != j.end()) {
+      if (!it->is_number_integer())
+        return make_error(ErrorCode::kInvalidArgument, "must be an integer", "coords." + a.name);
+      c = it->get<int64_t>();
+      if (c < 0 || c >= a.degree)
+        return make_error(ErrorCode::kInvalidArgument,
+                          "must be in [0, " + std::to_string(a.degree) + ") (got " + std::to_string(c) + ")",
+                          "coords." + a.name);
+    }
+    rank += c * stride;
+    stride *= a.degree;
+  }
+  return rank;
+}
+
+}  // namespace sc

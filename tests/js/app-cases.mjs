@@ -1,0 +1,112 @@
+// End-to-end cases of the web app (build/web) in headless Chromium, run by
+// run-browser.mjs: presets, parallelism edits, inline errors, rank by
+// coordinates, the graph's why, the Chakra archive (unzipped and compared
+// byte for byte with the native CLI's output for the same job) and the
+// Perfetto export.
+import fs from 'node:fs';
+import path from 'node:path';
+import { unzipSync } from 'fflate';
+import { decodeTrace } from '../../web/src/lib/chakra.js';
+import { IDENTITY_JOB } from './suite/jobs.mjs';
+
+const ready = (page) => page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+const jobUrl = (base, job) => `${base}/#job=${encodeURIComponent(JSON.stringify(job))}`;
+function check(cond, what) { if (!cond) throw new Error(what); }
+
+export async function appCases(context, base, fixturesDir) {
+  const results = [];
+  const run = async (name, fn) => {
+    const t0 = performance.now();
+    const page = await context.newPage();
+    try {
+      await fn(page);
+      results.push({ suite: 'app', name, status: 'pass', message: '', ms: performance.now() - t0 });
+    } catch (e) {
+      results.push({ suite: 'app', name, status: 'fail', message: String(e && e.stack ? e.stack : e), ms: performance.now() - t0 });
+    } finally {
+      await page.close();
+    }
+  };
+
+  await run('preset, parallelism change, inline error, URL sharing', async (page) => {
+    await page.goto(`${base}/`);
+    await ready(page);
+    await page.selectOption('#job-preset', 'llama3-8b');
+    await page.waitForFunction(() => document.querySelector('#summary')?.dataset.worldSize === '16' && document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+    await page.fill('input[name="parallel.dp"]', '4');
+    await page.waitForFunction(() => document.querySelector('#summary')?.dataset.worldSize === '8' && document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+    check(decodeURIComponent(page.url()).includes('"dp":4'), `URL carries the job: ${page.url()}`);
+    await page.fill('input[name="parallel.tp"]', '3');
+    await page.waitForSelector('label[data-path="parallel.tp"].invalid', { timeout: 20_000 });
+    const text = await page.textContent('label[data-path="parallel.tp"] .error');
+    check(text.includes('not_divisible'), `tp error text: ${text}`);
+    // The shared URL reproduces the job (tp 3 included) in a fresh page.
+    const page2 = await context.newPage();
+    await page2.goto(page.url());
+    await page2.waitForSelector('label[data-path="parallel.tp"].invalid', { timeout: 30_000 });
+    await page2.close();
+  });
+
+  await run('graph view explains a collective', async (page) => {
+    await page.goto(jobUrl(base, { ...IDENTITY_JOB, parallel: { dp: 2, tp: 2, sequence_parallel: true } }));
+    await ready(page);
+    await page.click('#tab-graph');
+    await page.waitForSelector('#graph svg [data-op]', { timeout: 30_000 });
+    const why = await page.textContent('#why-list');
+    check(/reduce_scatter/.test(why) && /partial sum over tp/.test(why), `why list: ${why.slice(0, 300)}`);
+    await page.click('#why-list button');
+    const details = await page.textContent('#op-details');
+    check(/Why a/.test(details), `details: ${details.slice(0, 200)}`);
+  });
+
+  await run('rank by coordinates, groups, timeline, Perfetto export', async (page) => {
+    await page.goto(jobUrl(base, IDENTITY_JOB));
+    await ready(page);
+    await page.click('#tab-rank');
+    await page.fill('input[name="coord-tp"]', '1');
+    await page.fill('input[name="coord-dp"]', '1');
+    await page.dispatchEvent('input[name="coord-dp"]', 'change');
+    await page.waitForFunction(() => document.querySelector('#rank-stats')?.dataset.rank === '3', null, { timeout: 20_000 });
+    check(await page.inputValue('#rank') === '3', 'rank index follows the coordinates');
+    const groups = await page.textContent('#groups');
+    check(/\[2, 3\]/.test(groups) && /\[1, 3\]/.test(groups), `groups: ${groups}`);
+    await page.fill('input[name="coord-tp"]', '5');
+    await page.dispatchEvent('input[name="coord-tp"]', 'change');
+    await page.waitForSelector('#rank-picker [data-path="coords.tp"].invalid', { timeout: 10_000 });
+    await page.fill('#node-search', 'all_gather');
+    await page.click('#tab-downloads');
+    const [dl] = await Promise.all([page.waitForEvent('download'), page.click('#dl-perfetto')]);
+    const json = JSON.parse(fs.readFileSync(await dl.path(), 'utf8'));
+    const xs = json.traceEvents.filter((e) => e.ph === 'X');
+    check(xs.length > 0 && xs.every((e) => e.pid === 3 && typeof e.ts === 'number' && typeof e.dur === 'number' && [1, 2].includes(e.tid)), 'Perfetto X events');
+    check(json.traceEvents.some((e) => e.ph === 'M' && e.args?.name === 'communication stream'), 'thread names');
+  });
+
+  await run('Chakra archive equals the native CLI output', async (page) => {
+    await page.goto(jobUrl(base, IDENTITY_JOB));
+    await ready(page);
+    await page.click('#tab-downloads');
+    const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 60_000 }), page.click('#dl-archive')]);
+    const files = unzipSync(new Uint8Array(fs.readFileSync(await dl.path())));
+    const names = Object.keys(files).sort();
+    check(names.includes('comm_groups.json') && names.includes('summary.json') && names.filter((n) => n.endsWith('.et')).length === 4, `archive: ${names}`);
+    for (let r = 0; r < 4; r++) {
+      const t = decodeTrace(files[`trace.${r}.et`]);
+      check(t.metadata.rank === r && t.nodes.length > 0, `trace.${r}.et decodes`);
+    }
+    const manifest = JSON.parse(fs.readFileSync(path.join(fixturesDir, 'manifest.json'), 'utf8'));
+    if (!manifest.available) return;
+    for (const name of manifest.files) {
+      if (name === 'summary.json') continue;  // compared as JSON below
+      const want = new Uint8Array(fs.readFileSync(path.join(fixturesDir, name)));
+      const got = files[name];
+      check(got && got.length === want.length && got.every((b, i) => b === want[i]), `${name} differs from the CLI's`);
+    }
+    if (manifest.files.includes('summary.json')) {
+      const a = JSON.parse(new TextDecoder().decode(files['summary.json']));
+      const b = JSON.parse(fs.readFileSync(path.join(fixturesDir, 'summary.json'), 'utf8'));
+      check(JSON.stringify(a) === JSON.stringify(b), 'summary.json equals the CLI\'s');
+    }
+  });
+  return results;
+}

@@ -1,0 +1,67 @@
+// The job editor's field table: one entry per job JSON field (schema:
+// core/job/job.h, docs/job-format.md), written in JSON-Schema vocabulary
+// (type, enum, minimum, default, description). The editor renders every
+// entry, reads the form back into a job JSON and places engine errors by
+// `path`. Adding a core option to the app is one entry here.
+export interface FieldSchema {
+  path: string;                 // job JSON path: "parallel.tp"
+  title: string;                // label
+  type: 'integer' | 'number' | 'boolean' | 'string';
+  enum?: string[];              // a <select>
+  minimum?: number;
+  maximum?: number;
+  step?: number;
+  default?: number | string | boolean;  // shown as placeholder; left out of the job when empty
+  description: string;          // tooltip / help text (what it teaches)
+  group: 'model' | 'parallel' | 'training' | 'hardware';
+  advanced?: boolean;           // folded under "more options"
+}
+
+export const JOB_SCHEMA: FieldSchema[] = [
+  // model: overrides on the preset (or HF config); empty = the base's value
+  { path: 'model.num_layers', title: 'Layers (L)', type: 'integer', minimum: 1, group: 'model', description: 'Transformer layers; override the preset to make a job smaller' },
+  { path: 'model.hidden', title: 'Hidden (h)', type: 'integer', minimum: 1, group: 'model', advanced: true, description: 'Model width' },
+  { path: 'model.num_heads', title: 'Heads (a)', type: 'integer', minimum: 1, group: 'model', advanced: true, description: 'Attention heads; must divide by tp' },
+  { path: 'model.num_kv_heads', title: 'KV heads (kv)', type: 'integer', minimum: 1, group: 'model', advanced: true, description: 'a: MHA, 1: MQA, else GQA' },
+  { path: 'model.head_dim', title: 'Head dim (d)', type: 'integer', minimum: 1, group: 'model', advanced: true, description: 'Default h / a' },
+  { path: 'model.ffn_hidden', title: 'MLP width (f)', type: 'integer', minimum: 1, group: 'model', advanced: true, description: 'Default 4h' },
+  { path: 'model.vocab', title: 'Vocabulary (V)', type: 'integer', minimum: 1, group: 'model', advanced: true, description: 'Must divide by tp (vocab-parallel embedding)' },
+  { path: 'model.max_positions', title: 'Max positions', type: 'integer', minimum: 1, group: 'model', advanced: true, description: 'Rows of the learned position table' },
+  { path: 'model.norm', title: 'Norm', type: 'string', enum: ['layernorm', 'rmsnorm'], group: 'model', advanced: true, description: 'LayerNorm or RMSNorm' },
+  { path: 'model.mlp', title: 'MLP', type: 'string', enum: ['gelu', 'swiglu'], group: 'model', advanced: true, description: '2-matrix GeLU or 3-matrix gated SwiGLU' },
+  { path: 'model.position', title: 'Positions', type: 'string', enum: ['learned', 'rope'], group: 'model', advanced: true, description: 'Learned table or rotary' },
+  { path: 'model.tied_embeddings', title: 'Tied embeddings', type: 'boolean', group: 'model', advanced: true, description: 'Output layer reuses the token embedding' },
+  { path: 'model.linear_bias', title: 'Linear biases', type: 'boolean', group: 'model', advanced: true, description: 'Biases on all linear layers' },
+  { path: 'model.dropout', title: 'Dropout', type: 'boolean', group: 'model', advanced: true, description: 'Hidden + attention dropout' },
+  { path: 'model.flash_attention', title: 'Flash attention', type: 'boolean', group: 'model', advanced: true, description: 'Fused attention: no s² activations saved' },
+  // parallel
+  { path: 'parallel.dp', title: 'Data parallel (dp)', type: 'integer', minimum: 1, default: 1, group: 'parallel', description: 'Replicas that each process a slice of the batch; gradients are all-reduced over dp' },
+  { path: 'parallel.tp', title: 'Tensor parallel (tp)', type: 'integer', minimum: 1, default: 1, group: 'parallel', description: 'Megatron tensor parallelism: weights split across tp ranks; activations reduced over tp' },
+  { path: 'parallel.sequence_parallel', title: 'Sequence parallel', type: 'boolean', default: false, group: 'parallel', description: 'Megatron SP: norms/dropout run sequence-sharded; all-reduces become reduce-scatter + all-gather' },
+  // training
+  { path: 'training.seq_len', title: 'Sequence length (s)', type: 'integer', minimum: 1, default: 2048, group: 'training', description: 'Tokens per sequence' },
+  { path: 'training.micro_batch_size', title: 'Micro-batch (b)', type: 'integer', minimum: 1, default: 1, group: 'training', description: 'Sequences per micro-batch per dp rank' },
+  { path: 'training.global_batch_size', title: 'Global batch', type: 'integer', minimum: 1, group: 'training', description: 'Sequences per iteration; must divide by dp × micro-batch (gradient accumulation)' },
+  { path: 'training.dtype', title: 'Dtype', type: 'string', enum: ['bf16', 'fp16', 'fp8', 'tf32', 'fp32'], default: 'bf16', group: 'training', description: 'GEMM dtype' },
+  { path: 'training.grad_reduce_dtype', title: 'Grad reduce dtype', type: 'string', enum: ['fp32', 'bf16', 'fp16'], default: 'fp32', group: 'training', advanced: true, description: 'Main gradients and their dp reduction' },
+  { path: 'training.dp_bucket_mb', title: 'DP bucket (MiB)', type: 'number', minimum: 0, default: 25, group: 'training', advanced: true, description: 'DDP gradient bucket size' },
+  { path: 'training.optimizer', title: 'Optimizer', type: 'string', enum: ['adamw', 'adam', 'sgd'], default: 'adamw', group: 'training', advanced: true, description: 'Optimizer kind' },
+  { path: 'training.optimizer_bytes_per_param', title: 'Optimizer bytes/param', type: 'integer', minimum: 0, group: 'training', advanced: true, description: '12 for Adam (fp32 master + 2 moments)' },
+  // hardware
+  { path: 'hardware.preset', title: 'GPU', type: 'string', enum: ['h100', 'a100', 'h200', 'b200'], default: 'h100', group: 'hardware', description: 'Hardware profile: peak FLOP/s, memory, NVLink and network bandwidth' },
+  { path: 'hardware.compute_efficiency', title: 'Compute efficiency', type: 'number', minimum: 0, maximum: 1, step: 0.05, group: 'hardware', advanced: true, description: 'Fraction of peak FLOP/s a GEMM reaches' },
+  { path: 'hardware.gpus_per_node', title: 'GPUs per node', type: 'integer', minimum: 1, group: 'hardware', advanced: true, description: 'Groups within one node use NVLink' },
+  { path: 'hardware.intra_node_bw', title: 'NVLink bw (B/s)', type: 'number', minimum: 1, group: 'hardware', advanced: true, description: 'Per-GPU intra-node bandwidth' },
+  { path: 'hardware.inter_node_bw', title: 'Network bw (B/s)', type: 'number', minimum: 1, group: 'hardware', advanced: true, description: 'Per-GPU inter-node bandwidth' },
+];
+
+// Job presets: what a lecture would start from.
+export interface JobPreset { id: string; title: string; job: Record<string, unknown> }
+export const JOB_PRESETS: JobPreset[] = [
+  { id: 'teach', title: 'Teaching: GPT 2 layers, tp 2 × dp 2', job: { model: { preset: 'gpt3-1.7b', num_layers: 2 }, parallel: { dp: 2, tp: 2 }, training: { seq_len: 256, micro_batch_size: 1, global_batch_size: 4 } } },
+  { id: 'teach-sp', title: 'Teaching: same with sequence parallelism', job: { model: { preset: 'gpt3-1.7b', num_layers: 2 }, parallel: { dp: 2, tp: 2, sequence_parallel: true }, training: { seq_len: 256, micro_batch_size: 1, global_batch_size: 4 } } },
+  { id: 'gpt3-175b', title: 'GPT-3 175B, tp 8 × dp 4, SP (32 H100)', job: { model: { preset: 'gpt3-175b' }, parallel: { dp: 4, tp: 8, sequence_parallel: true }, training: { seq_len: 2048, micro_batch_size: 1, global_batch_size: 8 } } },
+  { id: 'llama3-8b', title: 'Llama 3 8B, tp 2 × dp 8', job: { model: { preset: 'llama3-8b' }, parallel: { dp: 8, tp: 2, sequence_parallel: true }, training: { seq_len: 8192, micro_batch_size: 1, global_batch_size: 32 } } },
+  { id: 'llama2-70b', title: 'Llama 2 70B, tp 8 × dp 16 (128 GPUs)', job: { model: { preset: 'llama2-70b' }, parallel: { dp: 16, tp: 8, sequence_parallel: true }, training: { seq_len: 4096, micro_batch_size: 1, global_batch_size: 128 } } },
+  { id: 'huge', title: 'GPT-3 175B on 32,768 GPUs (tp 8 × dp 4096)', job: { model: { preset: 'gpt3-175b' }, parallel: { dp: 4096, tp: 8, sequence_parallel: true }, training: { seq_len: 2048, micro_batch_size: 1, global_batch_size: 4096 } } },
+];

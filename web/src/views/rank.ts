@@ -1,0 +1,181 @@
+// Rank preview: the rank's coordinates and groups, its decoded trace as a
+// searchable node table, a timeline of the compute and communication
+// streams (lib/schedule.js: a simple in-order two-stream schedule under the
+// hardware profile; overlap is where both lanes are busy), and its
+// approximate memory over time. Canvas for the timeline: one rank can have
+// tens of thousands of nodes, too many for SVG elements.
+import type { ChakraNode } from '../lib/chakra';
+import { COMM_TYPE_NAMES } from '../lib/chakra';
+import type { Schedule } from '../lib/schedule';
+import type { RankInfo } from '../protocol';
+import { h, fmtBytes, fmtCount, fmtUs, COLL_COLOR, axisColor } from '../util';
+
+export interface Preview {
+  rank: number;
+  info: RankInfo;
+  nodes: ChakraNode[];
+  sched: Schedule;
+  memory: { points: [number, number][]; peak: number };
+  capacity: number;
+  bytes: number;  // size of the .et file
+}
+
+export function renderGroups(el: HTMLElement, info: RankInfo): void {
+  const items = info.groups.map((g) => {
+    const shown = g.members.slice(0, 24).join(', ') + (g.members.length > 24 ? `, … (${g.members.length} ranks)` : '');
+    return h('li', {}, h('span', { class: 'chip', style: `background:${axisColor(g.axis)};color:#fff` }, g.axis),
+      ` group ${g.key} (pg_name "${g.key}"): ranks that differ from ${info.rank} only in their ${g.axis} coordinate — `, h('span', { class: 'mono' }, `[${shown}]`));
+  });
+  el.replaceChildren(
+    h('p', {}, `Rank ${info.rank} of ${info.world_size} sits at `, h('strong', { class: 'mono' },
+      info.axes.map((a) => `${a.name}=${a.coord}`).join(', ')),
+      ` (axes innermost first: rank = ${info.axes.map((a, i) => i === 0 ? a.name : `${a.name}·${info.axes.slice(0, i).map((b) => b.degree).reduce((x, y) => x * y, 1)}`).join(' + ')}).`),
+    items.length ? h('ul', { class: 'groups' }, ...items) : h('p', { class: 'hint' }, 'No communicator groups: every axis has degree 1.'),
+  );
+}
+
+export function renderStats(el: HTMLElement, p: Preview): void {
+  const comp = p.sched.busy[0], comm = p.sched.busy[1];
+  let overlap = 0;
+  // Overlap = compute busy + comm busy - union; union by sweeping intervals.
+  const iv: [number, number][] = [];
+  for (let i = 0; i < p.nodes.length; i++) if (p.sched.end[i] > p.sched.start[i]) iv.push([p.sched.start[i], p.sched.end[i]]);
+  iv.sort((a, b) => a[0] - b[0]);
+  let union = 0, cs = -1, ce = -1;
+  for (const [a, b] of iv) { if (a > ce) { union += ce - cs; cs = a; ce = b; } else if (b > ce) ce = b; }
+  union += ce - cs;
+  overlap = Math.max(0, comp + comm - union);
+  el.replaceChildren(h('p', {},
+    `${fmtCount(p.nodes.length)} nodes (${fmtBytes(p.bytes)} .et). Iteration ≈ ${fmtUs(p.sched.makespan)} on this schedule; compute busy ${fmtUs(comp)}, communication busy ${fmtUs(comm)}, of which ${fmtUs(overlap)} overlaps compute (hidden). Peak memory ≈ ${fmtBytes(p.memory.peak)}.`));
+}
+
+export class Timeline {
+  private view0 = 0;
+  private view1 = 1;
+  private p: Preview | null = null;
+  constructor(private canvas: HTMLCanvasElement, private tip: HTMLElement) {
+    canvas.addEventListener('wheel', (e) => {
+      if (!this.p) return;
+      e.preventDefault();
+      const r = canvas.getBoundingClientRect();
+      const f = (e.clientX - r.left) / r.width;
+      const t = this.view0 + f * (this.view1 - this.view0);
+      const k = e.deltaY > 0 ? 1.25 : 0.8;
+      this.view0 = Math.max(0, t - (t - this.view0) * k);
+      this.view1 = Math.min(this.p.sched.makespan, t + (this.view1 - t) * k);
+      this.draw();
+    }, { passive: false });
+    canvas.addEventListener('mousemove', (e) => this.hover(e));
+    canvas.addEventListener('mouseleave', () => { this.tip.hidden = true; });
+  }
+  set(p: Preview): void {
+    this.p = p;
+    this.view0 = 0;
+    this.view1 = p.sched.makespan || 1;
+    this.canvas.setAttribute('aria-label', `Timeline of rank ${p.rank}: compute lane and communication lane over ${fmtUs(p.sched.makespan)}; the node table below lists the same nodes`);
+    this.draw();
+  }
+  zoom(k: number): void {
+    if (!this.p) return;
+    const c = (this.view0 + this.view1) / 2, half = (this.view1 - this.view0) / 2 * k;
+    this.view0 = Math.max(0, c - half);
+    this.view1 = Math.min(this.p.sched.makespan, c + half);
+    this.draw();
+  }
+  fit(): void { if (this.p) { this.view0 = 0; this.view1 = this.p.sched.makespan; this.draw(); } }
+  private x(t: number, w: number): number { return ((t - this.view0) / (this.view1 - this.view0)) * w; }
+  draw(): void {
+    const p = this.p;
+    const c = this.canvas;
+    const dpr = window.devicePixelRatio || 1;
+    const W = c.clientWidth || 800, H = 120;
+    c.width = W * dpr; c.height = H * dpr;
+    const ctx = c.getContext('2d')!;
+    ctx.scale(dpr, dpr);
+    ctx.clearRect(0, 0, W, H);
+    ctx.font = '12px system-ui, sans-serif';
+    ctx.fillStyle = '#495057';
+    ctx.fillText('compute', 4, 26);
+    ctx.fillText('communication', 4, 70);
+    if (!p) return;
+    const L = 100, PW = W - L - 8;
+    const lanes = [[12, 30], [56, 30]];
+    ctx.fillStyle = '#f1f3f5';
+    for (const [y, hh] of lanes) ctx.fillRect(L, y, PW, hh);
+    for (let i = 0; i < p.nodes.length; i++) {
+      const a = p.sched.start[i], b = p.sched.end[i];
+      if (b < this.view0 || a > this.view1) continue;
+      const x0 = L + this.x(a, PW), x1 = L + this.x(b, PW);
+      const n = p.nodes[i];
+      const lane = lanes[p.sched.stream[i]];
+      ctx.fillStyle = n.type === 4 ? (/\.bwd\./.test(n.name) ? '#f59f00' : /^opt\./.test(n.name) ? '#868e96' : '#1c7ed6') : COLL_COLOR[COMM_TYPE_NAMES[Number(n.attrs.comm_type)]] ?? '#d9480f';
+      ctx.fillRect(x0, lane[0], Math.max(1, x1 - x0), lane[1]);
+    }
+    ctx.fillStyle = '#495057';
+    ctx.fillText(fmtUs(this.view0), L, 104);
+    const end = fmtUs(this.view1);
+    ctx.fillText(end, W - 8 - ctx.measureText(end).width, 104);
+    ctx.fillText('forward = blue, backward = amber, optimizer = grey; collectives by type; wheel to zoom', L + 80, 104);
+  }
+  private hover(e: MouseEvent): void {
+    const p = this.p;
+    if (!p) return;
+    const r = this.canvas.getBoundingClientRect();
+    const W = r.width, L = 100, PW = W - L - 8;
+    const x = e.clientX - r.left - L, y = e.clientY - r.top;
+    const stream = y >= 12 && y < 42 ? 0 : y >= 56 && y < 86 ? 1 : -1;
+    if (stream < 0 || x < 0) { this.tip.hidden = true; return; }
+    const t = this.view0 + (x / PW) * (this.view1 - this.view0);
+    const slack = (2 / PW) * (this.view1 - this.view0);
+    for (let i = 0; i < p.nodes.length; i++) {
+      if (p.sched.stream[i] !== stream || p.sched.start[i] > t + slack || p.sched.end[i] < t - slack) continue;
+      const n = p.nodes[i];
+      this.tip.textContent = `#${n.id} ${n.name} · ${fmtUs(p.sched.start[i])} → ${fmtUs(p.sched.end[i])}` +
+        (n.type === 4 ? ` · ${fmtCount(Number(n.attrs.num_ops))}FLOP` : ` · ${COMM_TYPE_NAMES[Number(n.attrs.comm_type)]} ${fmtBytes(Number(n.attrs.comm_size))} group ${n.attrs.pg_name}`);
+      this.tip.hidden = false;
+      this.tip.style.left = `${e.clientX - r.left + 12}px`;
+      return;
+    }
+    this.tip.hidden = true;
+  }
+}
+
+export function renderMemory(el: HTMLElement, p: Preview): void {
+  const c = h('canvas', { role: 'img', class: 'memchart', 'aria-label': `Approximate memory of rank ${p.rank} over the iteration: peak ${fmtBytes(p.memory.peak)} of ${fmtBytes(p.capacity)}` }) as HTMLCanvasElement;
+  el.replaceChildren(c, h('p', { class: 'hint' }, 'Approximate, from the graph: weights + gradients + optimizer state are resident all the time; each micro-batch’s saved activations grow evenly over its forward compute nodes and are freed over its backward ones. Dashed: GPU capacity.'));
+  const dpr = window.devicePixelRatio || 1, W = c.clientWidth || 800, H = 110;
+  c.width = W * dpr; c.height = H * dpr;
+  const ctx = c.getContext('2d')!;
+  ctx.scale(dpr, dpr);
+  const T = p.sched.makespan || 1, top = Math.max(p.memory.peak, p.capacity) * 1.05 || 1;
+  const L = 100, PW = W - L - 8, y = (v: number) => 8 + (1 - v / top) * 80;
+  ctx.strokeStyle = '#c2255c'; ctx.lineWidth = 2; ctx.beginPath();
+  p.memory.points.forEach(([t, v], i) => { const x = L + (t / T) * PW; if (i) ctx.lineTo(x, y(v)); else ctx.moveTo(x, y(v)); });
+  ctx.stroke();
+  if (p.capacity) { ctx.setLineDash([5, 3]); ctx.strokeStyle = '#000'; ctx.lineWidth = 1; ctx.beginPath(); ctx.moveTo(L, y(p.capacity)); ctx.lineTo(L + PW, y(p.capacity)); ctx.stroke(); ctx.setLineDash([]); }
+  ctx.fillStyle = '#495057'; ctx.font = '12px system-ui, sans-serif';
+  ctx.fillText(`peak ${fmtBytes(p.memory.peak)}`, 4, y(p.memory.peak) + 4);
+  ctx.fillText('memory', 4, 100);
+}
+
+export function renderTable(el: HTMLElement, p: Preview, query: string): void {
+  const q = query.trim().toLowerCase();
+  const LIMIT = 300;
+  const rows: HTMLElement[] = [];
+  let matched = 0;
+  for (let i = 0; i < p.nodes.length; i++) {
+    const n = p.nodes[i];
+    const kind = n.type === 4 ? 'compute' : COMM_TYPE_NAMES[Number(n.attrs.comm_type)] ?? n.typeName;
+    if (q && !n.name.toLowerCase().includes(q) && !kind.toLowerCase().includes(q) && String(n.id) !== q) continue;
+    if (++matched > LIMIT) continue;
+    rows.push(h('tr', {}, h('td', { class: 'num' }, String(n.id)), h('td', { class: 'mono' }, n.name), h('td', {}, kind),
+      h('td', { class: 'num' }, n.type === 4 ? `${fmtCount(Number(n.attrs.num_ops))}FLOP` : fmtBytes(Number(n.attrs.comm_size))),
+      h('td', { class: 'num' }, n.type === 4 ? `${n.duration} µs` : `group ${n.attrs.pg_name}`),
+      h('td', { class: 'num' }, fmtUs(p.sched.start[i])), h('td', { class: 'num' }, fmtUs(p.sched.end[i] - p.sched.start[i])),
+      h('td', { class: 'mono small' }, n.deps.length > 4 ? `${n.deps.slice(0, 4).join(',')},…` : n.deps.join(','))));
+  }
+  el.replaceChildren(
+    h('table', { class: 'nodes' }, h('caption', {}, `${matched} of ${p.nodes.length} nodes match${matched > LIMIT ? ` (first ${LIMIT} shown)` : ''}`),
+      h('thead', {}, h('tr', {}, ...['id', 'name', 'kind', 'work', 'duration / group', 'start', 'length', 'deps'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', {}, ...rows)));
+}

@@ -1,0 +1,88 @@
+// Summary view: parameters, FLOPs, per-rank memory against the GPU's
+// capacity (one stacked bar per pipeline stage), communication volume by
+// collective type and by parallel dimension. Plain SVG bars: a handful of
+// rectangles with <title>s and text labels, which no chart library would
+// make simpler, and which stay crisp on a projector.
+import { h, s, fmtBytes, fmtCount, COLL_COLOR, axisColor } from '../util';
+
+type Summary = Record<string, any>;  // docs/summary.md
+
+const MEM_PARTS: [string, string, string][] = [
+  ['weights', 'Weights', '#1971c2'],
+  ['gradients', 'Gradients', '#2f9e44'],
+  ['optimizer', 'Optimizer state', '#f08c00'],
+  ['activations_peak', 'Activations (peak)', '#c2255c'],
+];
+
+function card(title: string, value: string, note: string): HTMLElement {
+  return h('div', { class: 'card' }, h('div', { class: 'card-title' }, title), h('div', { class: 'card-value' }, value), h('div', { class: 'card-note' }, note));
+}
+
+function memoryBar(mem: Record<string, number>, label: string): HTMLElement {
+  const W = 640, H = 56;
+  const cap = mem.capacity || 0;
+  const total = mem.peak || MEM_PARTS.reduce((a, [k]) => a + (mem[k] || 0), 0);
+  const scale = Math.max(cap, total) || 1;
+  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, width: '100%', role: 'img', 'aria-label': `${label}: ${fmtBytes(total)} of ${fmtBytes(cap)} GPU memory` });
+  let x = 0;
+  for (const [k, name, color] of MEM_PARTS) {
+    const w = ((mem[k] || 0) / scale) * W;
+    const r = s('rect', { x, y: 8, width: Math.max(w, 0), height: 28, fill: color });
+    r.append(s('title', {}, `${name}: ${fmtBytes(mem[k] || 0)}`));
+    svg.append(r);
+    x += w;
+  }
+  if (cap) {
+    const cx = (cap / scale) * W;
+    svg.append(s('line', { x1: cx - 1, x2: cx - 1, y1: 2, y2: 42, stroke: '#000', 'stroke-width': 2, 'stroke-dasharray': '4 2' }));
+    svg.append(s('text', { x: Math.min(cx - 4, W - 4), y: 54, 'text-anchor': 'end', 'font-size': 11 }, `GPU capacity ${fmtBytes(cap)}`));
+  }
+  const over = cap && total > cap;
+  const legend = h('ul', { class: 'legend' }, ...MEM_PARTS.map(([k, name, color]) =>
+    h('li', {}, h('span', { class: 'swatch', style: `background:${color}` }), `${name} ${fmtBytes(mem[k] || 0)}`)));
+  return h('figure', { class: 'mem' },
+    h('figcaption', {}, `${label}: `, h('strong', { class: over ? 'bad' : 'good' }, `${fmtBytes(total)} of ${fmtBytes(cap)}`), over ? ' — does not fit: raise tp, or (later) use ZeRO / recompute' : ` (${((total / (cap || 1)) * 100).toFixed(0)}%)`),
+    svg, legend);
+}
+
+function barTable(title: string, rows: [string, number, string][], unit: (n: number) => string, caption: string): HTMLElement {
+  const max = Math.max(1, ...rows.map((r) => r[1]));
+  const table = h('table', { class: 'bars' }, h('caption', {}, caption),
+    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, title), h('th', { scope: 'col' }, 'per rank per iteration'), h('th', { scope: 'col', class: 'barcol' }, ''))));
+  const body = h('tbody');
+  for (const [name, v, color] of rows) {
+    body.append(h('tr', {}, h('th', { scope: 'row' }, name), h('td', { class: 'num' }, unit(v)),
+      h('td', { class: 'barcol' }, h('span', { class: 'bar', style: `width:${(v / max) * 100}%;background:${color}` }))));
+  }
+  table.append(body);
+  return table;
+}
+
+export function renderSummary(el: HTMLElement, summary: Summary): void {
+  const p = summary.parameters ?? {};
+  const f = summary.flops ?? {};
+  const comm = summary.communication ?? {};
+  const layout = summary.layout ?? {};
+  const axes: string[] = layout.order_inner_first ?? [];
+  const cards = h('div', { class: 'cards' },
+    card('Ranks', fmtCount(summary.world_size), axes.map((a) => `${a} ${layout[a]}`).join(' × ') + ' (innermost first)'),
+    card('Parameters', fmtCount(p.total), `${fmtCount(p.per_rank)} held per rank`),
+    card('Model FLOPs / iteration', fmtCount(f.model_per_iteration), 'GEMMs fwd + bwd, Megatron-LM definition'),
+    card('Executed FLOPs / rank', fmtCount(f.executed_per_rank), 'everything one trace runs'),
+    card('Micro-batches', String(summary.micro_batches_per_iteration), 'per iteration (gradient accumulation)'),
+    card('Trace', `${fmtCount(summary.trace?.nodes_per_rank)} nodes`, `${fmtCount(summary.trace?.compute_nodes)} compute, ${fmtCount(summary.trace?.collective_nodes)} collectives per rank`),
+  );
+  const stages: Summary[] = summary.stages ?? [];
+  const mems = stages.map((st, i) => memoryBar(st.memory_bytes ?? {}, stages.length > 1 ? `Stage ${i} memory per rank` : 'Memory per rank'));
+  const byType = Object.entries(comm.per_rank_bytes ?? {}).map(([k, v]) =>
+    [`${k} (×${comm.per_rank_collectives?.[k] ?? '?'})`, Number(v), COLL_COLOR[k] ?? '#495057'] as [string, number, string]);
+  const byAxis = Object.entries(comm.per_rank_bytes_by_axis ?? {}).map(([k, v]) => [k, Number(v), axisColor(k)] as [string, number, string]);
+  el.replaceChildren(
+    cards,
+    h('h3', {}, 'Memory per rank (weights, gradients, optimizer, activations) vs the GPU'),
+    ...mems,
+    h('div', { class: 'two' },
+      barTable('Collective', byType, fmtBytes, 'Communication by collective type (Chakra comm_size)'),
+      barTable('Parallel dimension', byAxis, fmtBytes, 'Communication by parallel dimension: tp traffic is per layer, dp traffic is the gradient all-reduce')),
+  );
+}
