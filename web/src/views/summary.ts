@@ -72,6 +72,12 @@ export function renderSummary(el: HTMLElement, summary: Summary): void {
     card('Micro-batches', String(summary.micro_batches_per_iteration), 'per iteration (gradient accumulation)'),
     card('Trace', `${fmtCount(summary.trace?.nodes_per_rank)} nodes`, `${fmtCount(summary.trace?.compute_nodes)} compute, ${fmtCount(summary.trace?.collective_nodes)} collectives per rank`),
   );
+  const pipe = summary.pipeline ?? {};
+  if ((pipe.stages ?? 1) > 1) {
+    cards.append(card('Pipeline bubble', `${(100 * Number(pipe.bubble_fraction ?? 0)).toFixed(1)} %`,
+      `measured on the traces (${pipe.schedule}, ${pipe.stages} stages, ${pipe.micro_batches} micro-batches); ` +
+      `formula (p−1)/(v·m) = ${(100 * Number(pipe.bubble_fraction_formula ?? 0)).toFixed(1)} %`));
+  }
   const stages: Summary[] = summary.stages ?? [];
   const mems = stages.map((st, i) => memoryBar(st.memory_bytes ?? {}, stages.length > 1 ? `Stage ${i} memory per rank` : 'Memory per rank'));
   const byType = Object.entries(comm.per_rank_bytes ?? {}).map(([k, v]) =>
