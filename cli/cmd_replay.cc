@@ -5,36 +5,13 @@
 #include <filesystem>
 #include <iostream>
 
-#include <nlohmann/json.hpp>
-
 #include "args.h"
+#include "check/group_file.h"
 #include "check/replay.h"
 #include "commands.h"
 #include "emit/chakra_writer.h"
 
 namespace sc::cli {
-namespace {
-
-Result<GroupTable> parse_groups(const std::string& path, const std::string& text) {
-  auto j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return make_error(ErrorCode::kParseError, path + ": not a JSON object");
-  GroupTable t;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    int64_t key = 0;
-    for (char c : it.key()) {
-      if (c < '0' || c > '9') return make_error(ErrorCode::kParseError, path + ": group key '" + it.key() + "' is not a number");
-      key = key * 10 + (c - '0');
-    }
-    if (!it.value().is_array()) return make_error(ErrorCode::kParseError, path + ": group " + it.key() + " is not a list");
-    for (const auto& r : it.value()) {
-      if (!r.is_number_integer()) return make_error(ErrorCode::kParseError, path + ": group " + it.key() + " holds a non-integer");
-      t[key].push_back(r.get<int64_t>());
-    }
-  }
-  return t;
-}
-
-}  // namespace
 
 int cmd_replay(const std::vector<std::string>& argv) {
   const char* cmd = "replay";
@@ -55,7 +32,7 @@ int cmd_replay(const std::vector<std::string>& argv) {
   const std::string prefix = args.has("--prefix") ? *args.get("--prefix") : "trace";
   Result<std::string> gtext = read_file((dir / "comm_groups.json").string());
   if (!gtext.ok()) return report_error(cmd, gtext.error());
-  Result<GroupTable> groups = parse_groups((dir / "comm_groups.json").string(), *gtext);
+  Result<GroupTable> groups = parse_group_file((dir / "comm_groups.json").string(), *gtext);
   if (!groups.ok()) return report_error(cmd, groups.error());
   std::vector<RankTrace> ranks;
   int64_t world = -1;

@@ -11,6 +11,7 @@ int cmd_inspect(const std::vector<std::string>& argv);
 int cmd_graph(const std::vector<std::string>& argv);
 int cmd_dump(const std::vector<std::string>& argv);
 int cmd_replay(const std::vector<std::string>& argv);
+int cmd_validate(const std::vector<std::string>& argv);
 
 // Top-level usage text (stagecraft help).
 std::string main_usage();

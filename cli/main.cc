@@ -23,6 +23,7 @@ std::string main_usage() {
          "  graph      print the sharded symbolic graph of a job as text\n"
          "  dump       print a .et file as text\n"
          "  replay     replay a generated directory's ranks together; check they run to completion\n"
+         "  validate   check a directory's traces across ranks for what makes the simulator abort or hang\n"
          "  help       show this help, or 'stagecraft help <command>'\n"
          "\n"
          "Options:\n"
@@ -60,7 +61,7 @@ int run(int argc, char** argv) {
     command = rest[0];
     rest = {"--help"};
     if (command != "generate" && command != "inspect" && command != "graph" && command != "dump" &&
-        command != "replay") {
+        command != "replay" && command != "validate") {
       return usage_error("help", "unknown command '" + command + "'");
     }
   }
@@ -69,6 +70,7 @@ int run(int argc, char** argv) {
   if (command == "graph") return cmd_graph(rest);
   if (command == "dump") return cmd_dump(rest);
   if (command == "replay") return cmd_replay(rest);
+  if (command == "validate") return cmd_validate(rest);
   std::cerr << "stagecraft: unknown command '" << command << "'\n"
             << "(see 'stagecraft help')\n";
   return kExitUsage;

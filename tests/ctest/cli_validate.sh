@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# stagecraft validate on a generated 4-rank job: valid as generated; then
+# broken on disk (a missing file, extra files, a file under the wrong rank,
+# corrupt or hand-encoded bytes, a bad group file). Every break must give
+# exit 1 and name the rule, rank and file; no input may crash it.
+set -u
+CLI="${STAGECRAFT_CLI:?set STAGECRAFT_CLI to the stagecraft binary}"
+[[ "$CLI" == */* ]] && CLI="$(cd "$(dirname "$CLI")" && pwd)/$(basename "$CLI")"  # we cd below
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"
+failures=0
+fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+
+# validate DIR [flags] -> $rc, output in out.txt (stdout + stderr)
+check() { "$CLI" validate "$@" > out.txt 2>&1; rc=$?; }
+expect() {  # expect RC PATTERN WHAT
+  [[ $rc == "$1" ]] || fail "$3: exit $rc, expected $1: $(head -c 600 out.txt)"
+  grep -q -- "$2" out.txt || fail "$3: no '$2' in: $(head -c 600 out.txt)"
+}
+fresh() { rm -rf "$1"; cp -r gen "$1"; }
+
+"$CLI" generate --model gpt3-1.7b --layers 2 --tp 2 --dp 2 --seq-len 256 --global-batch-size 4 -o gen \
+  > /dev/null 2>&1 || { echo "FAIL generate"; exit 1; }
+
+check gen; expect 0 "^valid$" "generated job"
+grep -q "0 errors, 0 warnings" out.txt || fail "generated job has findings: $(cat out.txt)"
+check gen --json; expect 0 '"ok":true' "--json"
+"$CLI" help validate > /dev/null 2>&1 || fail "help validate"
+
+# A missing rank file.
+fresh d1; rm d1/trace.3.et
+check d1; expect 1 "error R9 rank 3: rank 3 is missing" "missing trace.3.et"
+check d1 --json; expect 1 '"R9":1' "missing file, --json"
+
+# Corrupt bytes: a zero metadata length is always detected, precisely.
+fresh d2; printf '\x00' | dd of=d2/trace.1.et bs=1 seek=0 conv=notrunc 2> /dev/null
+check d2; expect 1 "error R0 rank 1: trace.1.et does not decode: global metadata: missing version" "corrupt byte 0"
+# Any other byte: a finding or (if the change is benign) valid, never a crash.
+size=$(stat -c %s gen/trace.2.et)
+for off in 1 2 3 5 8 13 40 77 150 333 1000 $((size / 2)) $((size - 40)) $((size - 2)) $((size - 1)); do
+  for byte in '\xff' '\x80' '\x00'; do
+    fresh d3; printf "$byte" | dd of=d3/trace.2.et bs=1 seek=$off conv=notrunc 2> /dev/null
+    check d3
+    if [[ $rc != 0 && $rc != 1 ]]; then fail "byte $off=$byte: exit $rc: $(head -c 300 out.txt)"; fi
+    if [[ $rc == 1 ]] && ! grep -q "^error R[0-9]" out.txt; then fail "byte $off=$byte: no finding: $(head -c 300 out.txt)"; fi
+  done
+done
+fresh d3; head -c $((size - 3)) gen/trace.2.et > d3/trace.2.et
+check d3; expect 1 "error R0 rank 2: trace.2.et does not decode: truncated frame" "truncated file"
+
+# Hand-encoded nodes appended to rank 0: the reader's errors map to rules.
+# Node{id 99, name "meta", type METADATA_NODE}
+fresh d4; printf '\x0a\x08\x63\x12\x04meta\x18\x01' >> d4/trace.0.et
+check d4; expect 1 "error R4 rank 0 node 99 (meta): trace.0.et does not decode: unknown node type 1" "METADATA node"
+# Node{id 99, name "x", type COMP_NODE, data_deps [123456]}
+fresh d5; printf '\x0c\x08\x63\x12\x01x\x18\x04\x2a\x03\xc0\xc4\x07' >> d5/trace.0.et
+check d5; expect 1 "error R2 rank 0 node 99 (x): .*dependency on id 123456" "dangling dependency"
+
+# Files: extra ranks, odd names, a file under another rank's name.
+fresh d6; cp gen/trace.0.et d6/trace.4.et; cp gen/trace.0.et d6/trace.01.et
+check d6; expect 1 "error R9 rank 4: extra file trace.4.et" "extra rank file"
+grep -q "extra file trace.01.et" out.txt || fail "trace.01.et not reported: $(cat out.txt)"
+fresh d7; mv d7/trace.0.et tmp.et; mv d7/trace.1.et d7/trace.0.et; mv tmp.et d7/trace.1.et
+check d7; expect 1 "error R9 rank 0: trace.0.et says rank 1 in its metadata" "swapped files"
+
+# The group file: missing, malformed, a group left out.
+fresh d8; rm d8/comm_groups.json
+check d8; expect 1 "error R6: group file: .*comm_groups.json" "missing group file"
+fresh d9; printf '{"1": [0, 1], "01": [2]}' > d9/comm_groups.json
+check d9; expect 1 "error R6: group file: .*\"01\"" "non-canonical group key"
+fresh d10; printf '{"1": [0, 1]}' > d10/comm_groups.json
+check d10; expect 1 "error R6 rank [0-3] node [0-9]* (.*): pg_name \"[0-9]*\" is not a key of the group file" "group left out"
+
+# --prefix; usage and I/O errors.
+"$CLI" generate --model gpt3-1.7b --layers 1 --tp 2 --seq-len 256 --prefix llm -o p > /dev/null 2>&1 || fail "generate --prefix"
+check p --prefix llm; expect 0 "^valid$" "--prefix llm"
+check p; expect 1 "error R9: no trace.<rank>.et files" "wrong prefix"
+check; [[ $rc == 2 ]] || fail "no DIR: exit $rc"
+check nope; expect 1 "not a directory" "missing DIR"
+
+if [[ $failures -gt 0 ]]; then echo "$failures failure(s)"; exit 1; fi
+echo "cli_validate: all passed"
