@@ -29,6 +29,7 @@ constexpr IntFlag kIntFlags[] = {
     {"--pp", "parallel", "pp"},
     {"--virtual-stages", "parallel", "virtual_stages"},
     {"--zero", "parallel", "zero"},
+    {"--cp", "parallel", "cp"},
     {"--seq-len", "training", "seq_len"},
     {"--micro-batch-size", "training", "micro_batch_size"},
     {"--global-batch-size", "training", "global_batch_size"},
@@ -42,6 +43,7 @@ constexpr StringFlag kStringFlags[] = {
     {"--schedule", "training", "schedule"},
     {"--recompute", "training", "recompute"},
     {"--order", "parallel", "order"},
+    {"--cp-algorithm", "parallel", "cp_algorithm"},
 };
 
 std::optional<int64_t> parse_int(const std::string& s) {
@@ -143,10 +145,12 @@ const std::vector<FlagSpec>& job_flags() {
       {"--tp", nullptr, true, "N", "tensor-parallel degree"},
       {"--pp", nullptr, true, "N", "pipeline stages"},
       {"--virtual-stages", nullptr, true, "V", "model chunks per pipeline rank (interleaved-1f1b)"},
+      {"--cp", nullptr, true, "N", "context-parallel degree (sequence split over N ranks)"},
+      {"--cp-algorithm", nullptr, true, "A", "context parallelism: allgather (K/V all-gathered, Llama 3)"},
       {"--zero", nullptr, true, "Z", "ZeRO stage over dp: 0, 1 (optimizer), 2 (+gradients), 3 (+parameters, FSDP)"},
       {"--schedule", nullptr, true, "S", "pipeline schedule: 1f1b, gpipe, interleaved-1f1b, zero-bubble"},
       {"--recompute", nullptr, true, "R", "activation recomputation: none, selective, full"},
-      {"--order", nullptr, true, "O", "rank layout, innermost first: megatron, llama3 or e.g. tp,pp,dp"},
+      {"--order", nullptr, true, "O", "rank layout, innermost first: megatron, llama3 or e.g. tp,cp,pp,dp"},
       {"--sequence-parallel", nullptr, false, "", "Megatron sequence parallelism"},
       {"--seq-len", nullptr, true, "N", "sequence length in tokens"},
       {"--micro-batch-size", nullptr, true, "N", "sequences per micro-batch"},

@@ -47,17 +47,24 @@ Result<Generator> Generator::create(const Job& job) {
   s->bind = model_bindings(job.model, t.micro_batch_size, t.seq_len);
   s->bind["tp"] = p.tp;
   s->bind["dp"] = p.dp;
+  s->bind["cp"] = p.cp;
+  s->bind["dp+cp"] = p.dp * p.cp;
   std::vector<MeshAxis> axes;
   for (const auto& name : p.order)
-    axes.push_back({name, name == "tp" ? p.tp : name == "dp" ? p.dp : p.pp});
+    axes.push_back({name, name == "tp" ? p.tp : name == "dp" ? p.dp : name == "cp" ? p.cp : p.pp});
   s->layout = RankLayout(std::move(axes));
   if (job.model.tied_embeddings) s->layout.enable_embedding_groups();
+  s->layout.enable_combined("dp+cp");
   s->groups = s->layout.all_groups();
+  // Gradients are summed over the data-parallel ranks, with context
+  // parallelism over dp x cp (Megatron's data-parallel-with-cp group).
+  const std::string grad_axis = p.dp > 1 && p.cp > 1 ? "dp+cp" : p.cp > 1 ? "cp" : "dp";
 
   for (int64_t stage = 0; stage < p.pp; ++stage) {
     BuildOptions bo;
     bo.has_tp = p.tp > 1;
     bo.has_dp = p.dp > 1;
+    bo.has_cp = p.cp > 1;
     bo.sequence_parallel = p.sequence_parallel && bo.has_tp;
     bo.dtype = t.dtype;
     bo.num_virtual = p.pp * p.virtual_stages;
@@ -72,10 +79,11 @@ Result<Generator> Generator::create(const Job& job) {
     PropagationOptions po;
     po.sequence_parallel = bo.sequence_parallel;
     if (bo.has_dp) po.axes_outer_first.push_back("dp");
+    if (bo.has_cp) po.axes_outer_first.push_back("cp");
     if (bo.has_tp) po.axes_outer_first.push_back("tp");
     propagate_shardings(g, po);
-    SC_RETURN_IF_ERROR(bucket_dp_gradients(g, s->bind, t.dp_bucket_mb * 1024.0 * 1024.0));
-    if (bo.has_dp) apply_zero(g, static_cast<int>(p.zero));
+    SC_RETURN_IF_ERROR(bucket_dp_gradients(g, s->bind, t.dp_bucket_mb * 1024.0 * 1024.0, grad_axis));
+    if (bo.has_dp || bo.has_cp) apply_zero(g, static_cast<int>(p.zero), grad_axis);
     insert_weight_syncs(g);
 
     LowerOptions lo;

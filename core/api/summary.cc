@@ -82,7 +82,7 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
     }
   }
   // ZeRO shards optimizer state (1), gradients (2) and parameters (3) over dp.
-  const int64_t zero = s.job.parallel.zero, dp = s.job.parallel.dp;
+  const int64_t zero = s.job.parallel.zero, dp = s.job.parallel.dp * s.job.parallel.cp;
   auto over_dp = [&](int64_t bytes, int64_t stage) { return zero >= stage ? (bytes + dp - 1) / dp : bytes; };
   const int64_t weights = over_dp(f.params_local * dtype_bytes(tr.dtype), 3);
   const int64_t grads = over_dp(f.params_local * dtype_bytes(tr.grad_reduce_dtype), 2);
@@ -206,6 +206,7 @@ Result<std::string> build_summary(const GeneratorState& s) {
        {{"order_inner_first", job.parallel.order},
         {"tp", job.parallel.tp},
         {"dp", job.parallel.dp},
+        {"cp", job.parallel.cp},
         {"pp", job.parallel.pp}}},
       {"parameters", {{"total", params_total}, {"active", params_total}, {"per_rank", f0.params_local}}},
       {"flops",

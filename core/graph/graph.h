@@ -116,6 +116,7 @@ struct Op {
   // Issue no earlier than the node of this op in the same micro-batch
   // (FSDP prefetches one layer ahead, not all layers at once).
   int after_op = -1;
+  bool grad_bucket = false;  // a data-parallel gradient bucket (issued as soon as its grads are final)
 
   // kSend / kRecv: the boundary between virtual stages `boundary` and
   // `boundary + 1` (in pipeline order); kSend also fixes the sharding the

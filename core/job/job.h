@@ -7,10 +7,11 @@
 //   "model": {"preset": "gpt3-175b"}            // or {"hf_config": {...}}
 //            // or explicit fields: {"num_layers":..,"hidden":..,...}
 //            // preset/hf plus overrides: {"preset":"llama3-8b","num_layers":2}
-//   "parallel": {"dp": 1, "tp": 1, "pp": 1, "virtual_stages": 1, "zero": 0,
+//   "parallel": {"dp": 1, "tp": 1, "pp": 1, "cp": 1, "virtual_stages": 1, "zero": 0,
 //                "sequence_parallel": false, "pipeline_layout": [layers...],
-//                "order": "megatron" | "llama3" | ["tp","dp","pp"],
-//                "world_size": <optional, must equal dp*tp*pp>},
+//                "order": "megatron" | "llama3" | ["tp","cp","dp","pp"],
+//                "cp_algorithm": "allgather",
+//                "world_size": <optional, must equal dp*tp*pp*cp>},
 //   "training": {"seq_len": 2048, "micro_batch_size": 1,
 //                "global_batch_size": <default dp*micro_batch_size>,
 //                "dtype": "bf16", "grad_reduce_dtype": "fp32",
@@ -37,6 +38,8 @@ struct ParallelConfig {
   int64_t dp = 1;  // data-parallel degree
   int64_t tp = 1;  // tensor-parallel degree
   int64_t pp = 1;  // pipeline stages
+  int64_t cp = 1;  // context parallelism: the sequence split over cp ranks
+  std::string cp_algorithm = "allgather";  // K/V all-gathered (Llama 3); "ring" is not modelled yet
   int64_t virtual_stages = 1;  // model chunks per pipeline rank (interleaved 1F1B)
   // ZeRO over the data-parallel group: 1 shards the optimizer state, 2 also
   // the gradients, 3 also the parameters (FSDP full sharding).
@@ -46,10 +49,10 @@ struct ParallelConfig {
   // order); empty = even split.
   std::vector<int64_t> pipeline_layout;
   // Rank layout, innermost (fastest-varying) axis first; a permutation of
-  // {tp, dp, pp}. Megatron-LM's order is the default; Llama 3's is
-  // [tp, pp, dp] (theirs is [tp, cp, pp, dp]; cp is not modelled yet).
-  std::vector<std::string> order = {"tp", "dp", "pp"};
-  int64_t world_size() const { return dp * tp * pp; }
+  // {tp, cp, dp, pp}. Megatron-LM's order [tp, cp, (ep,) dp, pp] is the
+  // default; Llama 3's is [tp, cp, pp, dp].
+  std::vector<std::string> order = {"tp", "cp", "dp", "pp"};
+  int64_t world_size() const { return dp * tp * pp * cp; }
 };
 
 enum class Schedule { kGPipe, kOneFOneB, kInterleaved, kZeroBubble };

@@ -34,6 +34,8 @@ std::string job_to_canonical_json(const Job& job) {
       {"dp", job.parallel.dp},
       {"tp", job.parallel.tp},
       {"pp", job.parallel.pp},
+      {"cp", job.parallel.cp},
+      {"cp_algorithm", job.parallel.cp_algorithm},
       {"virtual_stages", job.parallel.virtual_stages},
       {"zero", job.parallel.zero},
       {"pipeline_layout", job.parallel.pipeline_layout},

@@ -17,8 +17,8 @@ Result<std::vector<std::string>> parse_order(const Json& v, const std::string& p
   std::vector<std::string> axes;
   if (v.is_string()) {
     std::string s = v.get<std::string>();
-    if (s == "megatron") return std::vector<std::string>{"tp", "dp", "pp"};
-    if (s == "llama3") return std::vector<std::string>{"tp", "pp", "dp"};
+    if (s == "megatron") return std::vector<std::string>{"tp", "cp", "dp", "pp"};
+    if (s == "llama3") return std::vector<std::string>{"tp", "cp", "pp", "dp"};
     size_t start = 0;
     while (start <= s.size()) {
       size_t comma = s.find(',', start);
@@ -36,11 +36,17 @@ Result<std::vector<std::string>> parse_order(const Json& v, const std::string& p
                       std::string("must be \"megatron\", \"llama3\" or a list of axes (got ") + jsonf::type_name(v) + ")",
                       path);
   }
+  // cp may be left out (it then follows tp, as in both published orders).
+  if (std::find(axes.begin(), axes.end(), "cp") == axes.end()) {
+    auto tp = std::find(axes.begin(), axes.end(), "tp");
+    axes.insert(tp == axes.end() ? axes.begin() : tp + 1, "cp");
+  }
   std::vector<std::string> sorted = axes;
   std::sort(sorted.begin(), sorted.end());
-  if (sorted != std::vector<std::string>{"dp", "pp", "tp"})
+  if (sorted != std::vector<std::string>{"cp", "dp", "pp", "tp"})
     return make_error(ErrorCode::kInvalidArgument,
-                      "must name each of tp, dp, pp exactly once, innermost first (got " + Json(axes).dump() + ")", path);
+                      "must name each of tp, cp, dp, pp exactly once, innermost first (got " + Json(axes).dump() + ")",
+                      path);
   return axes;
 }
 
@@ -48,8 +54,19 @@ Status parse_parallel(const Json& v, ParallelConfig* p, int64_t* world_size) {
   const std::string path = "parallel";
   SC_RETURN_IF_ERROR(jsonf::expect_object(v, path));
   SC_RETURN_IF_ERROR(jsonf::check_keys(
-      v, {"dp", "tp", "pp", "virtual_stages", "zero", "sequence_parallel", "pipeline_layout", "order", "world_size"},
+      v, {"dp", "tp", "pp", "cp", "cp_algorithm", "virtual_stages", "zero", "sequence_parallel", "pipeline_layout",
+          "order", "world_size"},
       path));
+  if (const Json* x = jsonf::find(v, "cp")) {
+    SC_ASSIGN_OR_RETURN(p->cp, jsonf::get_int(*x, "parallel.cp", 1, limits::kMaxDegree));
+  }
+  if (const Json* x = jsonf::find(v, "cp_algorithm")) {
+    SC_ASSIGN_OR_RETURN(p->cp_algorithm, jsonf::get_string(*x, "parallel.cp_algorithm"));
+    if (p->cp_algorithm != "allgather" && p->cp_algorithm != "ring")
+      return make_error(ErrorCode::kInvalidArgument,
+                        "unknown cp_algorithm \"" + p->cp_algorithm + "\" (known: allgather, ring)",
+                        "parallel.cp_algorithm");
+  }
   if (const Json* x = jsonf::find(v, "zero")) {
     SC_ASSIGN_OR_RETURN(p->zero, jsonf::get_int(*x, "parallel.zero", 0, 3));
   }
@@ -201,13 +218,16 @@ Result<Job> parse_job(const std::string& json_text) {
   // Both factors are capped at 2^20, so these products fit int64.
   if (!batch_given) job.training.global_batch_size = job.parallel.dp * job.training.micro_batch_size;
   if (job.model.max_positions == 0) job.model.max_positions = job.training.seq_len;
-  // Each degree was capped at 2^20 when parsed: the product is < 2^63.
-  int64_t product = job.parallel.world_size();
+  // Each degree was capped at 2^20 when parsed: the product of four fits
+  // in 128 bits; a mismatch is reported before validate_job's cap.
+  const __int128 wide = static_cast<__int128>(job.parallel.dp) * job.parallel.tp * job.parallel.pp * job.parallel.cp;
+  const int64_t product = wide > INT64_MAX ? INT64_MAX : static_cast<int64_t>(wide);
   if (world_size != 0 && world_size != product) {
     return make_error(ErrorCode::kWorldSizeMismatch,
                       "world_size (" + std::to_string(world_size) + ") != dp (" +
                       std::to_string(job.parallel.dp) + ") x tp (" + std::to_string(job.parallel.tp) +
-                      ") x pp (" + std::to_string(job.parallel.pp) + ") = " + std::to_string(product),
+                      ") x pp (" + std::to_string(job.parallel.pp) + ") x cp (" + std::to_string(job.parallel.cp) +
+                      ") = " + std::to_string(product),
                       "parallel.world_size");
   }
   SC_RETURN_IF_ERROR(validate_job(job));

@@ -93,7 +93,7 @@ static Status validate_pipeline(const Job& job) {
                             to_string(p.pp) + ")", "training.global_batch_size");
   }
   // Pipeline tags encode (micro-batch, direction, chunk) in an int32.
-  if (m * 2 * p.virtual_stages > INT32_MAX)
+  if (static_cast<__int128>(m) * 2 * p.pp * p.virtual_stages > INT32_MAX)
     return make_error(ErrorCode::kInvalidArgument,
                       "too many micro-batches (" + to_string(m) + ") for int32 message tags",
                       "training.global_batch_size");
@@ -110,10 +110,14 @@ Status validate_job(const Job& job) {
   SC_RETURN_IF_ERROR(in_range(p.pp, 1, limits::kMaxDegree, "parallel.pp"));
   SC_RETURN_IF_ERROR(in_range(p.virtual_stages, 1, limits::kMaxDegree, "parallel.virtual_stages"));
   SC_RETURN_IF_ERROR(in_range(p.zero, 0, 3, "parallel.zero"));
-  if (p.world_size() > limits::kMaxDegree) {  // each <= 2^20: no overflow
+  SC_RETURN_IF_ERROR(in_range(p.cp, 1, limits::kMaxDegree, "parallel.cp"));
+  const __int128 world = static_cast<__int128>(p.dp) * p.tp * p.pp * p.cp;  // each <= 2^20: fits 128 bits
+  if (world > limits::kMaxDegree) {
     return make_error(ErrorCode::kInvalidArgument,
                       "world size dp (" + to_string(p.dp) + ") x tp (" + to_string(p.tp) + ") x pp (" +
-                      to_string(p.pp) + ") = " + to_string(p.world_size()) + " exceeds the cap of " +
+                      to_string(p.pp) + ") x cp (" + to_string(p.cp) + ") = " +
+                      (world <= INT64_MAX ? to_string(static_cast<int64_t>(world)) : std::string("more than 2^63")) +
+                      " exceeds the cap of " +
                       to_string(limits::kMaxDegree) + " ranks", "parallel");
   }
   SC_RETURN_IF_ERROR(in_range(t.seq_len, 1, limits::kMaxSeqLen, "training.seq_len"));
@@ -163,6 +167,21 @@ Status validate_job(const Job& job) {
     return make_error(ErrorCode::kNotDivisible,
                       "seq_len (" + to_string(t.seq_len) + ") is not divisible by tp (" + to_string(p.tp) +
                       "), which sequence parallelism requires", "training.seq_len");
+  }
+  if (p.cp > 1) {
+    // Load-balanced causal chunks: 2 cp pieces, rank i holding i and 2cp-1-i.
+    if (t.seq_len % (2 * p.cp) != 0)
+      return make_error(ErrorCode::kNotDivisible,
+                        "seq_len (" + to_string(t.seq_len) + ") is not divisible by 2 x cp (" + to_string(2 * p.cp) +
+                            "), which load-balanced context parallelism requires", "training.seq_len");
+    if (p.sequence_parallel && p.tp > 1)
+      return make_error(ErrorCode::kUnsupported,
+                        "sequence parallelism together with cp > 1 is not modelled yet (the sequence would be "
+                        "split over tp and cp at once)", "parallel.sequence_parallel");
+    if (p.cp_algorithm == "ring")
+      return make_error(ErrorCode::kUnsupported,
+                        "the ring algorithm is not modelled yet; use \"allgather\" (Llama 3's K/V all-gather)",
+                        "parallel.cp_algorithm");
   }
   if (m.position == PositionKind::kLearned && t.seq_len > m.max_positions) {
     return make_error(ErrorCode::kInvalidArgument,

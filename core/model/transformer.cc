@@ -192,7 +192,8 @@ class Builder {
   // sequence parallelism the sequence on tp (what a stage sends).
   Sharding stream_sharding() const {
     Sharding sh;
-    sh.dim_axis = {o_.has_dp ? "dp" : "", o_.sequence_parallel && o_.has_tp ? "tp" : "", ""};
+    sh.dim_axis = {o_.has_dp ? "dp" : "",
+                   o_.has_cp ? "cp" : o_.sequence_parallel && o_.has_tp ? "tp" : "", ""};
     return sh;
   }
 
@@ -308,11 +309,13 @@ class Builder {
   }
 
  private:
+  // Inputs: the batch on dp, the sequence on cp (context parallelism).
   void shard_batch(int id) {
-    if (!o_.has_dp) return;
     auto& t = g_.tensors[id];
-    for (size_t i = 0; i < t.dims.size(); ++i)
-      if (t.dims[i].label == "b") t.sharding.dim_axis[i] = "dp";
+    for (size_t i = 0; i < t.dims.size(); ++i) {
+      if (o_.has_dp && t.dims[i].label == "b") t.sharding.dim_axis[i] = "dp";
+      if (o_.has_cp && t.dims[i].label == "s") t.sharding.dim_axis[i] = "cp";
+    }
   }
 
   const ModelConfig& m_;

@@ -6,7 +6,7 @@
 
 namespace sc {
 
-Status bucket_dp_gradients(Graph& g, const Bindings& bind, double bucket_bytes) {
+Status bucket_dp_gradients(Graph& g, const Bindings& bind, double bucket_bytes, const std::string& axis) {
   // Position in program order of the op that last writes each tensor.
   std::map<int, size_t> pos;
   for (size_t i = 0; i < g.order.size(); ++i) pos[g.order[i]] = i;
@@ -14,7 +14,7 @@ Status bucket_dp_gradients(Graph& g, const Bindings& bind, double bucket_bytes) 
   std::vector<Item> items;
   for (int id : g.order) {
     const Op& o = g.ops[id];
-    if (o.kind != OpKind::kCollective || o.phase != Phase::kOptimizer || o.axis != "dp" ||
+    if (o.kind != OpKind::kCollective || o.phase != Phase::kOptimizer || o.axis != axis ||
         o.coll != CollectiveType::kAllReduce)
       continue;
     const Tensor& in = g.tensors[o.inputs[0]];
@@ -38,13 +38,14 @@ Status bucket_dp_gradients(Graph& g, const Bindings& bind, double bucket_bytes) 
   std::vector<int> bucket_ops;
   for (size_t b = 0; b < buckets.size(); ++b) {
     Op bucket;
-    bucket.name = "dp_grad_bucket" + std::to_string(b) + ".all_reduce(dp)";
+    bucket.name = "dp_grad_bucket" + std::to_string(b) + ".all_reduce(" + axis + ")";
     bucket.kind = OpKind::kCollective;
     bucket.fn = "all_reduce";
     bucket.phase = Phase::kOptimizer;
     bucket.coll = CollectiveType::kAllReduce;
-    bucket.axis = "dp";
+    bucket.axis = axis;
     bucket.linear = true;
+    bucket.grad_bucket = true;
     for (int m : buckets[b]) {
       bucket.inputs.push_back(g.ops[m].inputs[0]);
       bucket.outputs.push_back(g.ops[m].outputs[0]);

@@ -10,7 +10,8 @@
 
 namespace sc {
 
-Status bucket_dp_gradients(Graph& g, const Bindings& bind, double bucket_bytes);
+// `axis`: the data-parallel reduction group ("dp", "cp" or "dp+cp").
+Status bucket_dp_gradients(Graph& g, const Bindings& bind, double bucket_bytes, const std::string& axis);
 
 // Weights whose gradient is also summed over another group (Tensor::
 // sync_axis: a tied embedding's two copies on the first and last pipeline

@@ -35,6 +35,10 @@ class RankLayout {
   // Pseudo-axis "embd"; its groups are numbered after all axis groups.
   void enable_embedding_groups() { embd_ = degree("pp") > 1; }
 
+  // Groups over several axes at once ("dp+cp": every rank differing only in
+  // its dp and cp coordinates), numbered after the embedding groups.
+  void enable_combined(const std::string& axes);
+
   // Group-file key (>= 1) of rank's group over `axis` (degree > 1). Keys are
   // numbered axis by axis in layout order, groups in order of their lowest rank.
   int64_t group_id(int64_t rank, const std::string& axis) const;
@@ -43,6 +47,9 @@ class RankLayout {
 
  private:
   int axis_index(const std::string& axis) const;
+  std::vector<int> axis_set(const std::string& axes) const;  // "dp+cp" -> indices
+  int64_t groups_before_combined() const;
+  std::vector<std::string> combined_;
   bool embd_ = false;
   std::vector<MeshAxis> axes_;
   std::vector<int64_t> stride_;

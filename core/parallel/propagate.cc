@@ -28,7 +28,7 @@ class Propagator {
     for (int id : old) {
       chunk_ = g_.ops[id].chunk;
       switch (g_.ops[id].kind) {
-        case OpKind::kView: view(id); break;
+        case OpKind::kView: g_.ops[id].linear = true; op(id); break;
         case OpKind::kRecv: g_.ops[id].local_flops = Expr(0); break;  // arrives as the sender laid it out
         case OpKind::kSend: send(id); break;
         default: op(id); break;
@@ -43,28 +43,6 @@ class Propagator {
     bool gathered;
     Phase phase;
   };
-
-  void view(int id) {
-    std::map<std::string, std::string> label_axis;
-    std::vector<std::string> partial;
-    for (size_t i = 0; i < g_.ops[id].inputs.size(); ++i) {
-      const Tensor& t = g_.tensors[g_.ops[id].inputs[i]];
-      auto labels = g_.labels_in(g_.ops[id], i);
-      for (size_t d = 0; d < labels.size(); ++d)
-        if (!t.sharding.dim_axis[d].empty()) label_axis[labels[d]] = t.sharding.dim_axis[d];
-      if (i == 0) partial = t.sharding.partial;
-    }
-    for (size_t j = 0; j < g_.ops[id].outputs.size(); ++j) {
-      auto labels = g_.labels_out(g_.ops[id], j);
-      Tensor& t = g_.tensors[g_.ops[id].outputs[j]];
-      for (size_t d = 0; d < labels.size(); ++d) {
-        auto it = label_axis.find(labels[d]);
-        t.sharding.dim_axis[d] = it == label_axis.end() ? "" : it->second;
-      }
-      t.sharding.partial = partial;
-    }
-    g_.ops[id].local_flops = Expr(0);
-  }
 
   // A stage boundary: the peer expects the layout the model plan fixed.
   void send(int id) {
@@ -111,7 +89,20 @@ class Propagator {
       }
       if (tp_partial && has_s) claim("s", "tp");
     }
-    // 1c. Activation inputs offer their axes.
+    // 1c. A gradient that must resolve a partial sum takes the layout of the
+    // tensor it is the gradient of (dK back to K's sequence shard under
+    // context parallelism, an input gradient back to the SP shard).
+    for (size_t i = 0; i < o0.inputs.size(); ++i) {
+      const Tensor& x = g_.tensors[o0.inputs[i]];
+      if (x.grad_of < 0 || x.sharding.partial.empty()) continue;
+      const Tensor& primal = g_.tensors[x.grad_of];
+      auto labels = g_.labels_in(o0, i);
+      for (size_t d = 0; d < labels.size() && d < primal.sharding.dim_axis.size(); ++d) {
+        const std::string& axis = primal.sharding.dim_axis[d];
+        if (!axis.empty() && has(x.sharding.partial, axis) && !has(keep, axis)) claim(labels[d], axis);
+      }
+    }
+    // 1d. Activation inputs offer their axes.
     for (size_t i = 0; i < o0.inputs.size(); ++i) {
       const Tensor& x = g_.tensors[o0.inputs[i]];
       auto labels = g_.labels_in(o0, i);
@@ -164,13 +155,20 @@ class Propagator {
       if (!it->second.gathered || it->second.phase == phase) return it->second.tensor;
     int cur = t;
     bool gathered = false;
+    {
+      const Sharding& a = g_.tensors[cur].sharding;
+      auto reduce_whole = [&](const std::string& x) {
+        return has(a.partial, x) && !has(req.partial, x) && find_axis(req.dim_axis, x) < 0;
+      };
+      if (reduce_whole("dp") && reduce_whole("cp"))
+        cur = add_reshard(t, cur, "dp+cp", CollectiveType::kAllReduce, OpKind::kCollective, -1, -1, phase);
+    }
     for (const auto& axis : o_.axes_outer_first) {
       const Sharding a = g_.tensors[cur].sharding;
       int a_dim = find_axis(a.dim_axis, axis), r_dim = find_axis(req.dim_axis, axis);
       bool a_part = has(a.partial, axis), r_part = has(req.partial, axis);
       OpKind kind = OpKind::kCollective;
-      CollectiveType coll;
-      std::string what;
+      CollectiveType coll = CollectiveType::kAllReduce;
       if (a_part && !r_part) {
         coll = r_dim >= 0 ? CollectiveType::kReduceScatter : CollectiveType::kAllReduce;
       } else if (a_dim >= 0 && r_dim < 0) {
@@ -178,45 +176,57 @@ class Propagator {
         gathered = true;
       } else if (a_dim < 0 && r_dim >= 0) {
         kind = OpKind::kView;
-        coll = CollectiveType::kAllReduce;  // unused
-        what = "slice";
       } else if (a_dim >= 0 && r_dim >= 0 && a_dim != r_dim) {
         coll = CollectiveType::kAllToAll;
         gathered = true;
       } else {
         continue;
       }
-      if (what.empty()) what = collective_name(coll);
-      Sharding s = a;
-      if (a_dim >= 0) s.dim_axis[a_dim] = "";
-      if (r_dim >= 0) s.dim_axis[r_dim] = axis;
-      s.partial.erase(std::remove(s.partial.begin(), s.partial.end(), axis), s.partial.end());
-      Tensor nt = g_.tensors[cur];
-      nt.name = g_.tensors[t].name + "." + what + "(" + axis + ")";
-      nt.sharding = s;
-      nt.producer = -1;
-      int out = g_.add_tensor(std::move(nt));
-      Op op;
-      op.name = g_.tensors[out].name;
-      op.kind = kind;
-      op.fn = what;
-      op.phase = phase;
-      op.chunk = chunk_;
-      op.layer = g_.tensors[t].layer;
-      op.inputs = {cur};
-      op.outputs = {out};
-      op.coll = coll;
-      op.axis = axis;
-      op.linear = true;
-      int id = static_cast<int>(g_.ops.size());
-      op.id = id;
-      g_.tensors[out].producer = id;
-      g_.ops.push_back(std::move(op));
-      g_.order.push_back(id);
-      cur = out;
+      cur = add_reshard(t, cur, axis, coll, kind, a_dim, r_dim, phase);
     }
     memo_[key] = Memo{cur, gathered, phase};
     return cur;
+  }
+
+  // One reshard step on `axis` ("dp+cp": both at once): a collective (or a
+  // slice view) from cur to a new tensor with the axis moved/removed.
+  int add_reshard(int t, int cur, const std::string& axis, CollectiveType coll, OpKind kind, int a_dim, int r_dim,
+                  Phase phase) {
+    std::string what = kind == OpKind::kView ? "slice" : collective_name(coll);
+    Sharding s = g_.tensors[cur].sharding;
+    if (a_dim >= 0) s.dim_axis[a_dim] = "";
+    if (r_dim >= 0) s.dim_axis[r_dim] = axis;
+    size_t start = 0;
+    while (start <= axis.size()) {  // "dp+cp" clears both partials
+      size_t plus = axis.find('+', start);
+      if (plus == std::string::npos) plus = axis.size();
+      const std::string one = axis.substr(start, plus - start);
+      s.partial.erase(std::remove(s.partial.begin(), s.partial.end(), one), s.partial.end());
+      start = plus + 1;
+    }
+    Tensor nt = g_.tensors[cur];
+    nt.name = g_.tensors[t].name + "." + what + "(" + axis + ")";
+    nt.sharding = s;
+    nt.producer = -1;
+    int out = g_.add_tensor(std::move(nt));
+    Op op;
+    op.name = g_.tensors[out].name;
+    op.kind = kind;
+    op.fn = what;
+    op.phase = phase;
+    op.chunk = chunk_;
+    op.layer = g_.tensors[t].layer;
+    op.inputs = {cur};
+    op.outputs = {out};
+    op.coll = coll;
+    op.axis = axis;
+    op.linear = true;
+    int id = static_cast<int>(g_.ops.size());
+    op.id = id;
+    g_.tensors[out].producer = id;
+    g_.ops.push_back(std::move(op));
+    g_.order.push_back(id);
+    return out;
   }
 
   Graph& g_;

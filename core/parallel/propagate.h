@@ -19,6 +19,12 @@
 //       dim on X  -> replicated       : all_gather(X)
 //       dim d on X -> dim e on X      : all_to_all(X)
 //       replicated -> dim on X        : local slice (a view, no traffic)
+//     A sum pending over both dp and cp (weight gradients under context
+//     parallelism) is all-reduced once over the combined "dp+cp" group, as
+//     Megatron reduces over its data-parallel-with-cp group.
+//     Views (split, merge, concat) follow the same rule: a concat of partial
+//     and non-partial pieces resolves the partial ones (with cp: the K/V
+//     gradients are reduce-scattered back to the sequence shards).
 //     Reshards are memoised per (tensor, target): a reduced value is reused
 //     in every phase; a gathered copy only within its phase (Megatron does
 //     not keep gathered activations for the backward pass, it re-gathers).
@@ -43,7 +49,7 @@ namespace sc {
 
 struct PropagationOptions {
   bool sequence_parallel = false;
-  std::vector<std::string> axes_outer_first;  // e.g. {"dp", "tp"}: reshard order
+  std::vector<std::string> axes_outer_first;  // e.g. {"dp", "cp", "tp"}: reshard order
 };
 
 void propagate_shardings(Graph& g, const PropagationOptions& o);

@@ -8,8 +8,8 @@
 namespace sc {
 namespace {
 
-int add_collective(Graph& g, const std::string& name, CollectiveType coll, Phase phase, int chunk,
-                   std::vector<int> inputs, std::vector<int> outputs) {
+int add_collective(Graph& g, const std::string& name, CollectiveType coll, const std::string& axis, Phase phase,
+                   int chunk, std::vector<int> inputs, std::vector<int> outputs) {
   Op o;
   o.name = name;
   o.kind = OpKind::kCollective;
@@ -17,9 +17,9 @@ int add_collective(Graph& g, const std::string& name, CollectiveType coll, Phase
   o.phase = phase;
   o.chunk = chunk;
   o.coll = coll;
-  o.axis = "dp";
+  o.axis = axis;
   o.linear = true;
-  o.flat_shard_axis = coll == CollectiveType::kAllGather ? "dp" : "";
+  o.flat_shard_axis = coll == CollectiveType::kAllGather ? axis : "";
   o.inputs = std::move(inputs);
   o.outputs = std::move(outputs);
   o.id = static_cast<int>(g.ops.size());
@@ -38,24 +38,23 @@ int copy_tensor(Graph& g, int t, const std::string& suffix, TensorKind kind) {
 }
 
 // Stage 1/2: reduce-scatter buckets, sharded step, parameter all-gathers.
-void shard_optimizer(Graph& g, bool gather_params) {
+void shard_optimizer(Graph& g, bool gather_params, const std::string& axis) {
   std::map<int, int> updated_of_grad;  // bucket output (a grad) -> updated weight
   for (int id : g.order) {
     Op& o = g.ops[id];
-    if (o.kind == OpKind::kCollective && o.phase == Phase::kOptimizer && o.axis == "dp" &&
-        o.coll == CollectiveType::kAllReduce && g.tensors[o.inputs[0]].kind == TensorKind::kWeightGrad) {
+    if (o.grad_bucket && o.coll == CollectiveType::kAllReduce) {
       o.coll = CollectiveType::kReduceScatter;
       o.fn = collective_name(o.coll);
       o.name.replace(o.name.find("all_reduce"), 10, "reduce_scatter");
     }
-    if (o.kind == OpKind::kOptimizer) o.flat_shard_axis = "dp";
+    if (o.kind == OpKind::kOptimizer) o.flat_shard_axis = axis;
   }
   if (!gather_params) return;
   // One all-gather per gradient bucket, of the parameters it updated.
   std::vector<int> order = g.order;
   for (int id : g.order) {
     const Op b = g.ops[id];
-    if (b.kind != OpKind::kCollective || b.coll != CollectiveType::kReduceScatter || b.axis != "dp") continue;
+    if (!b.grad_bucket) continue;
     std::set<int> weights;
     for (int t : b.outputs) weights.insert(g.tensors[t].grad_of);
     std::vector<int> in, out;
@@ -63,19 +62,19 @@ void shard_optimizer(Graph& g, bool gather_params) {
       const Op& o = g.ops[oid];
       if (o.kind == OpKind::kOptimizer && weights.count(o.inputs[0])) {
         in.push_back(o.outputs[0]);
-        out.push_back(copy_tensor(g, o.outputs[0], ".all_gather(dp)", TensorKind::kWeight));
+        out.push_back(copy_tensor(g, o.outputs[0], ".all_gather(" + axis + ")", TensorKind::kWeight));
       }
     }
     if (in.empty()) continue;
     std::string name = b.name;
     name.replace(name.find("reduce_scatter"), 14, "param_all_gather");
-    order.push_back(add_collective(g, name, CollectiveType::kAllGather, Phase::kOptimizer, 0, in, out));
+    order.push_back(add_collective(g, name, CollectiveType::kAllGather, axis, Phase::kOptimizer, 0, in, out));
   }
   g.order = std::move(order);
 }
 
 // Stage 3: a parameter all-gather per (unit, phase, chunk) before first use.
-void gather_per_unit(Graph& g) {
+void gather_per_unit(Graph& g, const std::string& axis) {
   using Key = std::tuple<int, int, int>;  // layer, phase, chunk
   // A unit's parameters are what its forward reads; backward gathers the
   // whole unit again (FSDP gathers the flat parameter, not what a kernel reads).
@@ -103,8 +102,8 @@ void gather_per_unit(Graph& g) {
         auto& map = gathered[k];
         for (int w : in) map[w] = out.emplace_back(copy_tensor(g, w, ".gathered", TensorKind::kActivation));
         std::string unit = o.layer >= 0 ? "L" + std::to_string(o.layer) : "chunk" + std::to_string(o.chunk);
-        int ag = add_collective(g, unit + ".params.all_gather(dp)", CollectiveType::kAllGather, o.phase, o.chunk,
-                                in, out);
+        int ag = add_collective(g, unit + ".params.all_gather(" + axis + ")", CollectiveType::kAllGather, axis,
+                                o.phase, o.chunk, in, out);
         int p = o.phase == Phase::kForward ? 0 : 1;
         g.ops[ag].after_op = prev_first_user[p];
         g.ops[ag].layer = o.layer;
@@ -122,10 +121,10 @@ void gather_per_unit(Graph& g) {
 
 }  // namespace
 
-void apply_zero(Graph& g, int zero_stage) {
+void apply_zero(Graph& g, int zero_stage, const std::string& axis) {
   if (zero_stage <= 0) return;
-  shard_optimizer(g, /*gather_params=*/zero_stage < 3);
-  if (zero_stage == 3) gather_per_unit(g);
+  shard_optimizer(g, /*gather_params=*/zero_stage < 3, axis);
+  if (zero_stage == 3) gather_per_unit(g, axis);
 }
 
 }  // namespace sc

@@ -19,6 +19,7 @@
 
 namespace sc {
 
-void apply_zero(Graph& g, int zero_stage);
+// `axis`: the data-parallel group the state is sharded over ("dp", "dp+cp").
+void apply_zero(Graph& g, int zero_stage, const std::string& axis);
 
 }  // namespace sc

@@ -25,7 +25,7 @@ class Lowerer {
     partition();
     std::vector<int> pending;  // DP gradient buckets, issued when their grads are final
     for (int id : opt_)
-      if (g_.ops[id].kind == OpKind::kCollective && g_.ops[id].axis == "dp") pending.push_back(id);
+      if (g_.ops[id].grad_bucket) pending.push_back(id);
     // Saved activations per chunk: all of them arrive with the forward step;
     // the backward step frees what only it reads, the weight-gradient step
     // (zero-bubble) what the weight-gradient ops read.

@@ -27,7 +27,7 @@ printf '{\n  "model": {"preset": "gpt3-1.7b"},\n  "parallel": {"dp": 2,, "tp": 1
 expect malformed-json 1 "malformed.json: line 3, column 24" -- "$CLI" inspect --config malformed.json
 
 echo '{"model": "gpt3-1.7b", "parallel": {"tpp": 2}}' > unknown.json
-expect unknown-key 1 "parallel.tpp: unknown key (known: dp, tp, sequence_parallel, world_size)" -- \
+expect unknown-key 1 "parallel.tpp: unknown key (known: dp, tp, pp, cp, cp_algorithm, virtual_stages, zero, sequence_parallel, pipeline_layout, order, world_size)" -- \
   "$CLI" inspect --config unknown.json
 
 expect tp-heads 1 "num_heads (96) is not divisible by tp (7)" -- \
@@ -35,7 +35,7 @@ expect tp-heads 1 "num_heads (96) is not divisible by tp (7)" -- \
 expect tp-heads-code 1 "[not_divisible]" -- "$CLI" inspect --model gpt3-175b --tp 7
 
 echo '{"model": "gpt3-1.7b", "parallel": {"dp": 2, "tp": 4, "world_size": 16}}' > world.json
-expect world-size 1 "world_size (16) != dp (2) x tp (4) = 8" -- "$CLI" inspect --config world.json
+expect world-size 1 "world_size (16) != dp (2) x tp (4) x pp (1) x cp (1) = 8" -- "$CLI" inspect --config world.json
 
 expect negative-flag 1 "parallel.dp: must be >= 1 (got -3)" -- "$CLI" inspect --model gpt3-1.7b --dp -3
 echo '{"model": "gpt3-1.7b", "training": {"seq_len": -5}}' > negative.json

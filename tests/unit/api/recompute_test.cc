@@ -41,7 +41,8 @@ TEST_CASE("recompute: recomputed forward ops appear in the trace, with their com
   j.training.recompute = Recompute::kFull;
   auto g = make(j);
   int recomputed = 0, recomputed_comm = 0;
-  for (const auto& n : g.rank_trace(0).value().nodes) {
+  const RankTrace trace_0 = g.rank_trace(0).value();
+  for (const auto& n : trace_0.nodes) {
     if (n.name.find(".recompute") == std::string::npos) continue;
     ++recomputed;
     recomputed_comm += n.kind == TraceNodeKind::kCollective;

@@ -46,7 +46,8 @@ TEST_CASE("unknown keys name the path and the known keys") {
   CHECK(e.code == ErrorCode::kUnknownField);
   CHECK(e.path == "parallel.tpp");
   const std::string known =
-      "unknown key (known: dp, tp, pp, virtual_stages, zero, sequence_parallel, pipeline_layout, order, world_size)";
+      "unknown key (known: dp, tp, pp, cp, cp_algorithm, virtual_stages, zero, sequence_parallel, pipeline_layout, "
+      "order, world_size)";
   CHECK(e.message == known);
   CHECK(e.to_string() == "parallel.tpp: " + known);
   CHECK(must_fail(R"({"model": "gpt3-1.7b", "pipeline": {}})").path == "pipeline");
@@ -148,7 +149,7 @@ TEST_CASE("world size mismatch shows the product") {
   Error e = must_fail(R"({"model": "gpt3-1.7b", "parallel": {"dp": 2, "tp": 4, "world_size": 16}})");
   CHECK(e.code == ErrorCode::kWorldSizeMismatch);
   CHECK(e.path == "parallel.world_size");
-  CHECK(e.message == "world_size (16) != dp (2) x tp (4) x pp (1) = 8");
+  CHECK(e.message == "world_size (16) != dp (2) x tp (4) x pp (1) x cp (1) = 8");
 }
 
 TEST_CASE("model section errors") {

@@ -81,7 +81,8 @@ TEST_CASE("pipeline: one b*s*h activation per micro-batch, boundary and directio
   std::map<std::tuple<int64_t, int64_t, int32_t, int64_t>, int> balance;  // (src, dst, tag, size)
   for (int64_t r = 0; r < g.world_size(); ++r) {
     int sends = 0;
-    for (const auto& n : g.rank_trace(r).value().nodes) {
+    const RankTrace trace_r = g.rank_trace(r).value();
+    for (const auto& n : trace_r.nodes) {
       if (n.kind == TraceNodeKind::kSend) {
         CHECK(n.comm_size == bsh);
         ++sends;
@@ -100,14 +101,16 @@ TEST_CASE("pipeline: tied embeddings are summed over the first and last stage") 
   auto g = make(pp_job(4, 2, 1, Schedule::kOneFOneB, 2, 1, 2));
   // Groups: dp pairs, pp pairs, then the embedding groups (first, last stage).
   int embd = 0;
-  for (int64_t r = 0; r < g.world_size(); ++r)
-    for (const auto& n : g.rank_trace(r).value().nodes)
+  for (int64_t r = 0; r < g.world_size(); ++r) {
+    const RankTrace trace_r = g.rank_trace(r).value();
+    for (const auto& n : trace_r.nodes)
       if (n.name.find("all_reduce(embd)") != std::string::npos) {
         ++embd;
         const auto& members = g.groups().at(n.group);
         CHECK(members.size() == 2);
         CHECK(n.comm_size == 51200 * 1024 * 4);  // fp32 main grad of [V, h]
       }
+  }
   CHECK(embd == 4);
   auto s = summary(g);
   // The copy on the last stage is not a second set of parameters.

@@ -1,0 +1,78 @@
+// Context parallelism (Llama 3's all-gather of K/V) and the Llama 3 rank
+// layout worked example of ../shared/docs/reference-numbers.md.
+#include <set>
+
+#include "../test_jobs.h"
+#include "check/replay.h"
+
+using namespace sc;
+using namespace sc::testing;
+
+namespace {
+Job cp_job(int64_t tp, int64_t cp, int64_t pp, int64_t dp) {
+  Job j = gpt_job(4, 1024, 16, tp, dp, false, 1, 1024, 2 * pp * dp);
+  j.model.num_kv_heads = 4;  // GQA: K/V are smaller than Q
+  j.parallel.cp = cp;
+  j.parallel.pp = pp;
+  return j;
+}
+}  // namespace
+
+TEST_CASE("cp: Llama 3 worked example, 16 GPUs, TP = CP = PP = DP = 2 in the order [TP, CP, PP, DP]") {
+  Job j = cp_job(2, 2, 2, 2);
+  j.parallel.order = {"tp", "cp", "pp", "dp"};
+  auto g = make(j);
+  REQUIRE(g.world_size() == 16);
+  std::map<std::string, std::set<int64_t>> group_of_rank0;  // axis name in node -> members
+  const RankTrace t0 = g.rank_trace(0).value();
+  for (const auto& n : t0.nodes) {
+    if (n.kind == TraceNodeKind::kCollective) {
+      const auto& m = g.groups().at(n.group);
+      std::string axis = n.name.substr(n.name.rfind('(') + 1);
+      axis.pop_back();
+      group_of_rank0[axis] = std::set<int64_t>(m.begin(), m.end());
+    }
+    if (n.kind == TraceNodeKind::kSend) CHECK(n.peer == 4);  // GPU0 and GPU4 share a pipeline
+  }
+  CHECK(group_of_rank0["tp"] == std::set<int64_t>{0, 1});
+  CHECK(group_of_rank0["cp"] == std::set<int64_t>{0, 2});
+  // GPU0 and GPU8 share a DP group; gradients are reduced over dp x cp.
+  CHECK(group_of_rank0["dp+cp"] == std::set<int64_t>{0, 2, 8, 10});
+}
+
+TEST_CASE("cp: K and V are all-gathered forward, re-gathered and their gradients reduce-scattered backward") {
+  const int64_t cp = 4, s = 1024, kv = 4, d = 64;
+  auto g = make(cp_job(1, cp, 1, 1));
+  const int64_t kv_shard = 1 * (s / cp) * kv * d * 2;  // bf16 bytes of K (or V) on one rank
+  int fwd_ag = 0, bwd_ag = 0, bwd_rs = 0;
+  const RankTrace t1 = g.rank_trace(1).value();
+  for (const auto& n : t1.nodes) {
+    if (n.kind != TraceNodeKind::kCollective || n.name.find(".L1.") == std::string::npos) continue;
+    bool fwd = n.name.find(".fwd.") != std::string::npos;
+    if (n.coll == CollectiveType::kAllGather && n.comm_size == kv_shard) (fwd ? fwd_ag : bwd_ag)++;
+    if (n.coll == CollectiveType::kReduceScatter && !fwd && n.comm_size == kv_shard * cp) bwd_rs++;
+  }
+  const int micro_batches = 2;
+  CHECK(fwd_ag == 2 * micro_batches);
+  CHECK(bwd_ag == 2 * micro_batches);
+  CHECK(bwd_rs == 2 * micro_batches);
+}
+
+TEST_CASE("cp: attention and GEMM work split over cp ranks; every mix completes") {
+  auto one = summary(make(cp_job(1, 1, 1, 1)));
+  auto four = summary(make(cp_job(1, 4, 1, 1)));
+  // Same job, sequence split 4 ways: the same model FLOPs, a quarter per rank.
+  CHECK(four["flops"]["model_per_iteration"] == one["flops"]["model_per_iteration"]);
+  CHECK(four["flops"]["executed_per_rank"].get<double>() ==
+        doctest::Approx(one["flops"]["executed_per_rank"].get<double>() / 4).epsilon(0.01));
+  for (auto [tp, cp, pp, dp] : {std::tuple{2, 2, 1, 2}, {1, 2, 2, 2}, {2, 4, 2, 1}}) {
+    Job j = cp_job(tp, cp, pp, dp);
+    j.parallel.zero = dp > 1 ? 1 : 0;
+    auto g = make(j);
+    std::vector<RankTrace> ranks;
+    for (int64_t r = 0; r < g.world_size(); ++r) ranks.push_back(g.rank_trace(r).value());
+    auto res = replay_traces(ranks, g.groups());
+    for (const auto& p : res.problems) MESSAGE(p);
+    CHECK(res.completed);
+  }
+}
