@@ -39,9 +39,10 @@ export const JOB_SCHEMA: FieldSchema[] = [
   { path: 'parallel.tp', title: 'Tensor parallel (tp)', type: 'integer', minimum: 1, default: 1, group: 'parallel', description: 'Megatron tensor parallelism: weights split across tp ranks; activations reduced over tp' },
   { path: 'parallel.sequence_parallel', title: 'Sequence parallel', type: 'boolean', default: false, group: 'parallel', description: 'Megatron SP: norms/dropout run sequence-sharded; all-reduces become reduce-scatter + all-gather' },
   { path: 'parallel.pp', title: 'Pipeline stages (pp)', type: 'integer', minimum: 1, default: 1, group: 'parallel', description: 'Layers split over pp stages; activations and their gradients cross stage boundaries as send/recv per micro-batch' },
+  { path: 'parallel.cp', title: 'Context parallel (cp)', type: 'integer', minimum: 1, default: 1, group: 'parallel', description: 'The sequence split over cp ranks; attention all-gathers K and V (Llama 3) and reduce-scatters their gradients' },
   { path: 'parallel.virtual_stages', title: 'Virtual stages (v)', type: 'integer', minimum: 1, default: 1, group: 'parallel', advanced: true, description: 'Model chunks per pipeline rank (interleaved 1F1B): bubble (p-1)/(v m) instead of (p-1)/m' },
   { path: 'parallel.zero', title: 'ZeRO stage', type: 'integer', minimum: 0, maximum: 3, default: 0, group: 'parallel', description: '1: optimizer state sharded over dp; 2: + gradients; 3: + parameters (FSDP), gathered per layer' },
-  { path: 'parallel.order', title: 'Rank order', type: 'string', enum: ['megatron', 'llama3'], default: 'megatron', group: 'parallel', advanced: true, description: 'Which axis varies fastest across ranks: Megatron [tp, dp, pp] or Llama 3 [tp, pp, dp]' },
+  { path: 'parallel.order', title: 'Rank order', type: 'string', enum: ['megatron', 'llama3'], default: 'megatron', group: 'parallel', advanced: true, description: 'Which axis varies fastest across ranks: Megatron [tp, cp, dp, pp] or Llama 3 [tp, cp, pp, dp]' },
   // training
   { path: 'training.seq_len', title: 'Sequence length (s)', type: 'integer', minimum: 1, default: 2048, group: 'training', description: 'Tokens per sequence' },
   { path: 'training.micro_batch_size', title: 'Micro-batch (b)', type: 'integer', minimum: 1, default: 1, group: 'training', description: 'Sequences per micro-batch per dp rank' },
