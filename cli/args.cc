@@ -146,7 +146,7 @@ const std::vector<FlagSpec>& job_flags() {
       {"--pp", nullptr, true, "N", "pipeline stages"},
       {"--virtual-stages", nullptr, true, "V", "model chunks per pipeline rank (interleaved-1f1b)"},
       {"--cp", nullptr, true, "N", "context-parallel degree (sequence split over N ranks)"},
-      {"--cp-algorithm", nullptr, true, "A", "context parallelism: allgather (K/V all-gathered, Llama 3)"},
+      {"--cp-algorithm", nullptr, true, "A", "context parallelism: allgather (K/V all-gathered, Llama 3) or ring"},
       {"--zero", nullptr, true, "Z", "ZeRO stage over dp: 0, 1 (optimizer), 2 (+gradients), 3 (+parameters, FSDP)"},
       {"--schedule", nullptr, true, "S", "pipeline schedule: 1f1b, gpipe, interleaved-1f1b, zero-bubble"},
       {"--recompute", nullptr, true, "R", "activation recomputation: none, selective, full"},

@@ -65,6 +65,7 @@ Result<Generator> Generator::create(const Job& job) {
     bo.has_tp = p.tp > 1;
     bo.has_dp = p.dp > 1;
     bo.has_cp = p.cp > 1;
+    bo.cp_ring = bo.has_cp && p.cp_algorithm == "ring";
     bo.sequence_parallel = p.sequence_parallel && bo.has_tp;
     bo.dtype = t.dtype;
     bo.num_virtual = p.pp * p.virtual_stages;

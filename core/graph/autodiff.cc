@@ -261,6 +261,7 @@ class Autodiff {
                      {lab_in(0), lab_in(1), lab_in(2), lab_in(0), lab_out(1), lab_in(0)},
                      {{in(0), 0}, {in(1), 1}, {in(2), 2}}, bmm * Expr(5));
         o.model_flops = bmm * Expr(4);
+        o.ring_axis = f.ring_axis;
         return;
       }
       case OpKind::kLoss: {

@@ -117,6 +117,10 @@ struct Op {
   // (FSDP prefetches one layer ahead, not all layers at once).
   int after_op = -1;
   bool grad_bucket = false;  // a data-parallel gradient bucket (issued as soon as its grads are final)
+  // Ring attention over this axis (context parallelism): K/V stay sharded;
+  // lowering runs the op in `degree` steps, passing K/V blocks (and, in
+  // backward, dK/dV) around the ring with send/recv while computing.
+  std::string ring_axis;
 
   // kSend / kRecv: the boundary between virtual stages `boundary` and
   // `boundary + 1` (in pipeline order); kSend also fixes the sharding the

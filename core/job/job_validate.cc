@@ -178,10 +178,6 @@ Status validate_job(const Job& job) {
       return make_error(ErrorCode::kUnsupported,
                         "sequence parallelism together with cp > 1 is not modelled yet (the sequence would be "
                         "split over tp and cp at once)", "parallel.sequence_parallel");
-    if (p.cp_algorithm == "ring")
-      return make_error(ErrorCode::kUnsupported,
-                        "the ring algorithm is not modelled yet; use \"allgather\" (Llama 3's K/V all-gather)",
-                        "parallel.cp_algorithm");
   }
   if (m.position == PositionKind::kLearned && t.seq_len > m.max_positions) {
     return make_error(ErrorCode::kInvalidArgument,

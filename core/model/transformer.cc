@@ -130,7 +130,18 @@ class Builder {
     const std::vector<std::string> q_lab{"b", "s", "a", "d"}, kv_lab{"b", "t", "a", "d"};
     Expr bmm = Expr(2) * B().size * S("a") * S("s") * S("s") * S("d");
     int ctx = act("attn.ctx", {B(), Sq(), a, d}, o_.dtype);
-    if (m_.flash_attention) {
+    if (o_.cp_ring) {
+      // Ring attention (flash-style blocks): K/V keep their sequence shard;
+      // the key axis is the query's "s", so nothing is gathered.
+      int lse = act("attn.lse", {B(), a, Sq()}, DType::kFP32);
+      Op o = op("attn.ring", OpKind::kAttention, "ring_attention", {q, k, v}, {ctx, lse});
+      const std::vector<std::string> ring_kv{"b", "s", "a", "d"};
+      o.in_labels = {q_lab, ring_kv, ring_kv};
+      o.flops = bmm * Expr(2);
+      o.model_flops = o.flops;
+      o.ring_axis = "cp";
+      add(std::move(o));
+    } else if (m_.flash_attention) {
       int lse = act("attn.lse", {B(), a, Sq()}, DType::kFP32);
       Op o = op("attn.flash", OpKind::kAttention, "flash_attention", {q, k, v}, {ctx, lse});
       o.in_labels = {q_lab, kv_lab, kv_lab};

@@ -27,6 +27,7 @@ struct BuildOptions {
   bool has_tp = false;  // tp degree > 1: shard weights over "tp"
   bool has_dp = false;  // dp degree > 1: shard the batch over "dp"
   bool has_cp = false;  // cp degree > 1: shard the sequence over "cp"
+  bool cp_ring = false; // ring attention instead of all-gathering K/V
   bool sequence_parallel = false;  // boundary activations are s-sharded on tp
   DType dtype = DType::kBF16;
   // The chunks this rank role runs, in order; empty = the whole model.

@@ -107,6 +107,7 @@ class Lowerer {
                    : w.count(id)              ? StepKind::kWeight
                                               : StepKind::kBackward;
       seg_[{k, o.chunk}].push_back(id);
+      if (!o.ring_axis.empty()) ring_index_[id] = static_cast<int64_t>(ring_index_.size());
       for (int t : o.outputs)
         if (persistent(t)) expected_[t] += o_.micro_batches;
     }
@@ -170,6 +171,7 @@ class Lowerer {
       if (persistent(t) && op.phase != Phase::kOptimizer)
         if (auto* n = nodes_of(t, mb)) deps.insert(n->begin(), n->end());
 
+    if (!op.ring_axis.empty()) return emit_ring(op, id, mb, std::move(deps));
     TraceNode node;
     node.id = p_.nodes.size();
     node.name = (mb >= 0 ? "mb" + std::to_string(mb) + "." : std::string()) + phase_name(op.phase) + "." + op.name;
@@ -228,9 +230,87 @@ class Lowerer {
     node.deps.assign(deps.begin(), deps.end());
     for (int t : op.outputs) produced(t, mb, {node.id});
     op_node_[{mb, id}] = node.id;
+    push(std::move(node), axis, peer, 0);
+    return ok_status();
+  }
+
+  void push(TraceNode node, const std::string& axis, int64_t peer_stage, int64_t ring_offset) {
     p_.nodes.push_back(std::move(node));
     p_.node_axis.push_back(axis);
-    p_.peer_stage.push_back(peer);
+    p_.peer_stage.push_back(peer_stage);
+    p_.ring_offset.push_back(ring_offset);
+  }
+
+  // Ring attention in `degree` steps: step j computes on the K/V block it
+  // holds while sending that block to the next rank of the ring and
+  // receiving the following one from the previous rank (backward also
+  // circulates dK/dV, twice the bytes). Compute is split evenly.
+  Status emit_ring(const Op& op, int id, int64_t mb, std::set<uint64_t> deps) {
+    const int64_t n = bind_.at(op.ring_axis);
+    SC_ASSIGN_OR_RETURN(int64_t flops, op.local_flops.eval(bind_, op.name + " flops"));
+    int64_t bytes = 0, block = 0;
+    for (const auto* list : {&op.inputs, &op.outputs})
+      for (int t : *list) {
+        SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
+        bytes += b;
+      }
+    for (int i : {1, 2}) {
+      SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(op.inputs[i]));
+      block += b;
+    }
+    if (op.phase == Phase::kBackward) block *= 2;
+    const int64_t rings = static_cast<int64_t>(ring_index_.size());
+    const std::string prefix = (mb >= 0 ? "mb" + std::to_string(mb) + "." : std::string()) + phase_name(op.phase) +
+                               "." + op.name;
+    std::set<uint64_t> inputs = deps;
+    int64_t prev_recv = -1;
+    uint64_t last = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t tag = ((mb * rings + ring_index_.at(id)) * n + j) * 2 + (op.phase == Phase::kBackward ? 1 : 0);
+      if (tag > INT32_MAX)
+        return make_error(ErrorCode::kInvalidArgument, "too many ring-attention steps for int32 message tags",
+                          "parallel.cp");
+      int64_t recv = -1;
+      if (j + 1 < n) {
+        TraceNode send;
+        send.id = p_.nodes.size();
+        send.name = prefix + ".kv_send" + std::to_string(j);
+        send.kind = TraceNodeKind::kSend;
+        send.comm_size = block;
+        send.tag = static_cast<int32_t>(tag);
+        std::set<uint64_t> sd = prev_recv >= 0 ? std::set<uint64_t>{static_cast<uint64_t>(prev_recv)} : inputs;
+        send.deps.assign(sd.begin(), sd.end());
+        last_send_ = static_cast<int64_t>(send.id);
+        push(std::move(send), op.ring_axis, -1, +1);
+        TraceNode rv;
+        rv.id = p_.nodes.size();
+        rv.name = prefix + ".kv_recv" + std::to_string(j);
+        rv.kind = TraceNodeKind::kRecv;
+        rv.comm_size = block;
+        rv.tag = static_cast<int32_t>(tag);
+        recv = static_cast<int64_t>(rv.id);
+        push(std::move(rv), op.ring_axis, -1, -1);
+      }
+      TraceNode c;
+      c.id = p_.nodes.size();
+      c.name = prefix + ".step" + std::to_string(j);
+      c.kind = TraceNodeKind::kCompute;
+      c.num_ops = flops / n + (j + 1 == n ? flops % n : 0);
+      int64_t b = bytes / n + (j + 1 == n ? bytes % n : 0);
+      c.tensor_size = static_cast<uint64_t>(std::max<int64_t>(b, 1));
+      double us = roofline_micros(hw_, o_.compute_dtype, static_cast<double>(c.num_ops), static_cast<double>(b));
+      c.duration_micros = static_cast<uint64_t>(std::max<double>(1.0, std::llround(us)));
+      std::set<uint64_t> cd = inputs;
+      if (prev_recv >= 0) cd.insert(static_cast<uint64_t>(prev_recv));
+      if (last_compute_ >= 0) cd.insert(static_cast<uint64_t>(last_compute_));
+      c.deps.assign(cd.begin(), cd.end());
+      last_compute_ = static_cast<int64_t>(c.id);
+      last = c.id;
+      push(std::move(c), "", -1, 0);
+      prev_recv = recv;
+    }
+    for (int t : op.outputs) produced(t, mb, {last});
+    op_node_[{mb, id}] = last;
     return ok_status();
   }
 
@@ -249,6 +329,7 @@ class Lowerer {
   int64_t last_compute_ = -1, last_send_ = -1;
   std::vector<uint64_t> barrier_;  // deps of every op after the schedule
   std::map<std::pair<int64_t, int>, uint64_t> op_node_;  // (micro-batch, op) -> node
+  std::map<int, int64_t> ring_index_;                     // ring-attention op -> index (tags)
 };
 
 }  // namespace
@@ -281,8 +362,13 @@ RankTrace instantiate_rank(const RoleProgram& p, const RankLayout& layout, int64
   for (size_t i = 0; i < t.nodes.size(); ++i) {
     TraceNode& n = t.nodes[i];
     if (n.kind == TraceNodeKind::kCollective) n.group = layout.group_id(rank, p.node_axis[i]);
-    else if (n.kind != TraceNodeKind::kCompute)
+    else if (n.kind != TraceNodeKind::kCompute && i < p.ring_offset.size() && p.ring_offset[i] != 0) {
+      const int64_t deg = layout.degree(p.node_axis[i]);
+      const int64_t c = (layout.coord(rank, p.node_axis[i]) + p.ring_offset[i] + deg) % deg;
+      n.peer = static_cast<int32_t>(layout.with_coord(rank, p.node_axis[i], c));
+    } else if (n.kind != TraceNodeKind::kCompute) {
       n.peer = static_cast<int32_t>(layout.with_coord(rank, "pp", p.peer_stage[i]));
+    }
   }
   return t;
 }

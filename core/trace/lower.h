@@ -37,6 +37,9 @@ struct RoleProgram {
   std::vector<TraceNode> nodes;        // group / peer unset
   std::vector<std::string> node_axis;  // per node: mesh axis of a collective, "" otherwise
   std::vector<int64_t> peer_stage;     // per node: pipeline stage of a send/recv peer, -1 otherwise
+  // per node: for ring-attention sends/receives, the peer's offset along
+  // node_axis (+1 next, -1 previous in the ring); 0 otherwise
+  std::vector<int64_t> ring_offset;
   // Activation bytes alive after each step of the schedule (saved for
   // backward), for the memory timeline; and its peak.
   std::vector<int64_t> activation_timeline;

@@ -76,3 +76,39 @@ TEST_CASE("cp: attention and GEMM work split over cp ranks; every mix completes"
     CHECK(res.completed);
   }
 }
+
+TEST_CASE("cp: ring attention passes K/V blocks around the ring and runs to completion") {
+  const int64_t cp = 4, s = 1024, kv = 4, d = 64;
+  for (auto [tp, pp, dp] : {std::tuple{1, 1, 1}, {2, 2, 2}}) {
+    Job j = cp_job(tp, cp, pp, dp);
+    j.parallel.cp_algorithm = "ring";
+    auto g = make(j);
+    std::vector<RankTrace> ranks;
+    for (int64_t r = 0; r < g.world_size(); ++r) ranks.push_back(g.rank_trace(r).value());
+    auto res = replay_traces(ranks, g.groups());
+    for (const auto& p : res.problems) MESSAGE(p);
+    CHECK(res.completed);
+    // No K/V gathers: only ring steps, cp - 1 sends of one K+V block forward
+    // and of K/V + dK/dV backward per layer and micro-batch.
+    const int64_t block = 1 * (s / cp) * (kv / tp) * d * 2 * 2;
+    int fwd_sends = 0, bwd_sends = 0;
+    for (const auto& n : ranks[0].nodes) {
+      CHECK(!(n.kind == TraceNodeKind::kCollective && n.name.find("attn.k.all_gather") != std::string::npos));
+      if (n.kind == TraceNodeKind::kSend && n.name.find("mb0.fwd.L") == 0 && n.name.find(".kv_send") != std::string::npos) {
+        CHECK(n.comm_size == block);
+        ++fwd_sends;
+      }
+      if (n.kind == TraceNodeKind::kSend && n.name.find("mb0.bwd.L") == 0 && n.name.find(".kv_send") != std::string::npos) {
+        CHECK(n.comm_size == 2 * block);
+        ++bwd_sends;
+      }
+    }
+    const int layers_on_rank0 = static_cast<int>(4 / pp);
+    CHECK(fwd_sends == layers_on_rank0 * (cp - 1));
+    CHECK(bwd_sends == layers_on_rank0 * (cp - 1));
+    // The same FLOPs as the all-gather scheme.
+    Job a = j;
+    a.parallel.cp_algorithm = "allgather";
+    CHECK(summary(g)["flops"]["model_per_iteration"] == summary(make(a))["flops"]["model_per_iteration"]);
+  }
+}
