@@ -1,6 +1,9 @@
-// stagecraft generate: writes the archive for ASTRA-sim. Never leaves a
-// half-written DIR: everything goes to the sibling DIR.tmp-<pid>, which is
-// renamed to DIR only after every file is written (and removed on error).
+// stagecraft generate: writes every rank's trace (or the --ranks subset),
+// comm_groups.json and summary.json to a directory, or one archive (.zip,
+// .tar.gz) that also holds a manifest and ASTRA-sim inputs. The writing is
+// cli/export.cc (streaming, one worker per core); nothing is ever
+// half-written (temporary name, renamed when complete; removed on error,
+// SIGINT or SIGTERM). See docs/export.md.
 #include <unistd.h>
 
 #include <cerrno>
@@ -8,10 +11,12 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <cstdlib>
 #include <iostream>
 
 #include "api/api.h"
+#include "api/export.h"
+#include "export.h"
 #include "args.h"
 #include "commands.h"
 
@@ -23,31 +28,28 @@ const char* kCmd = "generate";
 
 std::vector<FlagSpec> specs() {
   std::vector<FlagSpec> s = job_flags();
-  s.push_back({"-o", "--output", true, "DIR", "output directory (required)"});
+  s.push_back({"-o", "--output", true, "OUT", "output directory, or archive: OUT.zip / OUT.tar.gz (required)"});
   s.push_back({"--prefix", nullptr, true, "NAME", "trace file prefix (default: trace)"});
-  s.push_back({"--force", nullptr, false, "", "replace DIR if it exists and is not empty"});
+  s.push_back({"--force", nullptr, false, "", "replace OUT if it exists (and is not empty)"});
+  s.push_back({"--ranks", nullptr, true, "LIST", "write only these ranks, e.g. 0-127,4096 (groups file stays complete)"});
+  s.push_back({"--threads", nullptr, true, "N", "worker threads (default: one per core)"});
+  s.push_back({"--compression-level", nullptr, true, "N", "archives: deflate/gzip level 0..9 (default 1)"});
+  s.push_back({"--quiet", "-q", false, "", "no progress and no result line"});
+  s.push_back({"--progress", nullptr, true, "MODE", "bar | lines | none (default: bar on a terminal, else lines)"});
   return s;
 }
 
 const char* kUsage =
-    "usage: stagecraft generate (--model PRESET | --config job.json) [overrides] -o DIR\n"
-    "                           [--prefix NAME] [--force]\n"
+    "usage: stagecraft generate (--model PRESET | --config job.json) [overrides] -o OUT\n"
+    "                           [--prefix NAME] [--force] [--ranks LIST] [--threads N]\n"
+    "                           [--compression-level N] [--quiet] [--progress bar|lines|none]\n"
     "\n"
-    "Writes DIR/<prefix>.<rank>.et for every rank, DIR/comm_groups.json and\n"
-    "DIR/summary.json. Give ASTRA-sim DIR/<prefix> as the workload. The files\n"
-    "are written to DIR.tmp-<pid> first and appear in DIR only when all are\n"
-    "complete.";
-
-Status write_file(const fs::path& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (out) out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (out) out.close();
-  if (!out) {
-    return make_error(ErrorCode::kIoError,
-                      "cannot write " + path.string() + ": " + std::strerror(errno));
-  }
-  return ok_status();
-}
+    "Writes OUT/<prefix>.<rank>.et for every rank (or the --ranks subset),\n"
+    "OUT/comm_groups.json and OUT/summary.json. Give ASTRA-sim OUT/<prefix> as\n"
+    "the workload. With OUT ending in .zip or .tar.gz, writes one archive with\n"
+    "the same files plus manifest.json (sizes, sha256) and astra-sim/ (network,\n"
+    "system and remote-memory configurations, run.sh). Output goes to\n"
+    "OUT.tmp-<pid> first and appears as OUT only when complete (see docs/export.md).";
 
 bool valid_prefix(const std::string& p) {
   if (p.empty() || p == "." || p == "..") return false;
@@ -57,50 +59,6 @@ bool valid_prefix(const std::string& p) {
     if (!ok) return false;
   }
   return true;
-}
-
-// Removes the temp dir unless released (every early return cleans up).
-struct TempDir {
-  fs::path path;
-  bool keep = false;
-  ~TempDir() {
-    std::error_code ec;
-    if (!keep && !path.empty()) fs::remove_all(path, ec);
-  }
-};
-
-Status write_all(const Generator& gen, const fs::path& dir, const std::string& prefix,
-                 uint64_t* trace_bytes) {
-  for (int64_t rank = 0; rank < gen.world_size(); ++rank) {
-    Result<std::string> bytes = gen.rank_trace_bytes(rank);
-    if (!bytes.ok()) return bytes.error();
-    *trace_bytes += bytes->size();
-    SC_RETURN_IF_ERROR(write_file(dir / (prefix + "." + std::to_string(rank) + ".et"), *bytes));
-  }
-  SC_RETURN_IF_ERROR(write_file(dir / "comm_groups.json", gen.groups_json()));
-  return write_file(dir / "summary.json", gen.summary_json());
-}
-
-// Moves tmp to dir; an existing (empty, or --force) dir is moved aside
-// first and restored if the final rename fails.
-Status commit(const fs::path& tmp, const fs::path& dir, bool dir_exists) {
-  std::error_code ec;
-  fs::path old;
-  if (dir_exists) {
-    old = dir;
-    old += ".old-" + std::to_string(::getpid());
-    fs::rename(dir, old, ec);
-    if (ec) return make_error(ErrorCode::kIoError, "cannot move " + dir.string() + " aside: " + ec.message());
-  }
-  fs::rename(tmp, dir, ec);
-  if (ec) {
-    std::error_code ignored;
-    if (!old.empty()) fs::rename(old, dir, ignored);
-    return make_error(ErrorCode::kIoError,
-                      "cannot rename " + tmp.string() + " to " + dir.string() + ": " + ec.message());
-  }
-  if (!old.empty()) fs::remove_all(old, ec);
-  return ok_status();
 }
 
 }  // namespace
@@ -117,55 +75,87 @@ int cmd_generate(const std::vector<std::string>& argv) {
     return usage_error(kCmd, "--prefix must be a file name of letters, digits, '.', '_' or '-' (got '" +
                                  prefix + "')");
   }
-  bool force = args.has("--force");
+  ExportOptions opt;
+  opt.prefix = prefix;
+  opt.force = args.has("--force");
+  opt.format = format_for(*out);
+  if (args.has("--threads")) {
+    const std::string& t = *args.get("--threads");
+    char* end = nullptr;
+    long v = std::strtol(t.c_str(), &end, 10);
+    if (t.empty() || *end || v < 1 || v > 64) return usage_error(kCmd, "--threads must be an integer 1..64 (got '" + t + "')");
+    opt.threads = static_cast<int>(v);
+  }
+  if (args.has("--compression-level")) {
+    const std::string& t = *args.get("--compression-level");
+    if (t.size() != 1 || t[0] < '0' || t[0] > '9')
+      return usage_error(kCmd, "--compression-level must be 0..9 (got '" + t + "')");
+    opt.compression_level = t[0] - '0';
+  }
+  if (args.has("--progress")) {
+    const std::string& m = *args.get("--progress");
+    if (m == "bar") opt.progress = ProgressMode::kBar;
+    else if (m == "lines") opt.progress = ProgressMode::kLines;
+    else if (m == "none") opt.progress = ProgressMode::kQuiet;
+    else return usage_error(kCmd, "--progress must be bar, lines or none (got '" + m + "')");
+  }
+  const bool quiet = args.has("--quiet");
+  if (quiet) opt.progress = ProgressMode::kQuiet;
 
   fs::path dir = fs::path(*out).lexically_normal();
   if (dir.filename().empty()) dir = dir.parent_path();  // "out/" -> "out"
   if (dir.empty() || dir == "." || dir == ".." || dir == "/") {
-    return usage_error(kCmd, "-o must name a directory to create or replace (got '" + *out + "')");
+    return usage_error(kCmd, "-o must name a directory or archive to create or replace (got '" + *out + "')");
   }
+  if (opt.format != OutputFormat::kDirectory && fs::path(*out).filename().empty())
+    return usage_error(kCmd, "-o must name an archive file (got '" + *out + "')");
+  opt.out = dir;
+  // Refuse an existing output before the (possibly long) generator build.
   std::error_code ec;
   fs::file_status st = fs::symlink_status(dir, ec);
-  bool dir_exists = fs::exists(st);
-  if (dir_exists && !fs::is_directory(st)) {
-    return report_error(kCmd, make_error(ErrorCode::kIoError,
-                                         dir.string() + " exists and is not a directory"));
-  }
-  if (dir_exists && !fs::is_empty(dir, ec) && !force) {
-    return report_error(kCmd, make_error(ErrorCode::kIoError,
-                                         dir.string() + " exists and is not empty (use --force to replace it)"));
+  if (fs::exists(st)) {
+    const bool want_dir = opt.format == OutputFormat::kDirectory;
+    if (want_dir && !fs::is_directory(st))
+      return report_error(kCmd, make_error(ErrorCode::kIoError, dir.string() + " exists and is not a directory"));
+    if (!want_dir && fs::is_directory(st))
+      return report_error(kCmd, make_error(ErrorCode::kIoError, dir.string() + " exists and is a directory"));
+    if (!opt.force && (!want_dir || !fs::is_empty(dir, ec)))
+      return report_error(kCmd, make_error(ErrorCode::kIoError, dir.string() + " exists" +
+                                                                    (want_dir ? " and is not empty" : "") +
+                                                                    " (use --force to replace it)"));
   }
 
   Job job;
   if (int rc = load_job(kCmd, args, &job); rc != kExitOk) return rc;
+  install_signal_cleanup();
   auto start = std::chrono::steady_clock::now();
   Result<Generator> gen = Generator::create(job);
   if (!gen.ok()) return report_error(kCmd, gen.error());
+  if (args.has("--ranks")) {
+    Result<RankSelection> sel = parse_rank_list(*args.get("--ranks"), gen->world_size());
+    if (!sel.ok()) return report_error(kCmd, sel.error());
+    opt.ranks = *sel;
+  } else {
+    opt.ranks = all_ranks(gen->world_size());
+  }
+  Result<RankEncoder> enc = RankEncoder::create(*gen);
+  if (!enc.ok()) return report_error(kCmd, enc.error());
 
-  fs::path parent = dir.parent_path();
-  if (!parent.empty()) {
-    fs::create_directories(parent, ec);
-    if (ec) return report_error(kCmd, make_error(ErrorCode::kIoError, "cannot create " + parent.string() + ": " + ec.message()));
-  }
-  TempDir tmp;
-  tmp.path = dir;
-  tmp.path += ".tmp-" + std::to_string(::getpid());
-  fs::remove_all(tmp.path, ec);
-  if (!fs::create_directory(tmp.path, ec)) {
-    return report_error(kCmd, make_error(ErrorCode::kIoError,
-                                         "cannot create " + tmp.path.string() + ": " + ec.message()));
-  }
-  uint64_t trace_bytes = 0;
-  if (Status s = write_all(*gen, tmp.path, prefix, &trace_bytes); !s.ok()) return report_error(kCmd, s.error());
-  if (Status s = commit(tmp.path, dir, dir_exists); !s.ok()) return report_error(kCmd, s.error());
-  tmp.keep = true;
+  ExportStats stats;
+  Status s = run_export(*gen, *enc, opt, &stats);
+  reraise_if_signalled();
+  if (!s.ok()) return report_error(kCmd, s.error());
 
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (quiet) return kExitOk;
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.2f", seconds);
-  std::cout << "wrote " << gen->world_size() << " ranks (" << trace_bytes
-            << " bytes of traces) + comm_groups.json + summary.json to " << dir.string() << " in "
-            << secs << " s\n";
+  const bool partial = !opt.ranks.all(gen->world_size());
+  std::cout << "wrote " << stats.ranks << (partial ? " of " + std::to_string(gen->world_size()) : std::string())
+            << " ranks (" << stats.trace_bytes << " bytes of traces) + comm_groups.json + summary.json";
+  if (opt.format != OutputFormat::kDirectory)
+    std::cout << " + manifest.json + astra-sim/ (" << stats.output_bytes << " bytes)";
+  std::cout << " to " << dir.string() << " in " << secs << " s\n";
   return kExitOk;
 }
 

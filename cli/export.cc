@@ -1,0 +1,532 @@
+// stagecraft generate's writer: see export.h and docs/export.md.
+#include "export.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <array>
+#include <thread>
+
+#include "export_archive.h"
+#include "astrasim.h"
+#include "progress.h"
+
+namespace sc::cli {
+
+namespace fs = std::filesystem;
+
+// ---------------------------------------------------------------- selection
+
+int64_t RankSelection::count() const {
+  int64_t n = 0;
+  for (const auto& [lo, hi] : ranges) n += hi - lo + 1;
+  return n;
+}
+
+RankSelection all_ranks(int64_t world) {
+  RankSelection s;
+  if (world > 0) s.ranges.push_back({0, world - 1});
+  return s;
+}
+
+namespace {
+
+Error ranks_error(const std::string& what) { return make_error(ErrorCode::kInvalidArgument, what, "--ranks"); }
+
+bool parse_int(const std::string& s, int64_t* v) {
+  if (s.empty() || s.size() > 18) return false;
+  int64_t x = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+    x = x * 10 + (c - '0');
+  }
+  *v = x;
+  return true;
+}
+
+}  // namespace
+
+Result<RankSelection> parse_rank_list(const std::string& spec, int64_t world) {
+  RankSelection s;
+  if (spec.empty()) return ranks_error("empty rank list (expected e.g. 0-127,4096)");
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t comma = spec.find(',', start);
+    std::string item = spec.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    int64_t lo = 0, hi = 0;
+    size_t dash = item.find('-');
+    bool ok = dash == std::string::npos ? parse_int(item, &lo) && (hi = lo, true)
+                                        : parse_int(item.substr(0, dash), &lo) && parse_int(item.substr(dash + 1), &hi);
+    if (!ok) return ranks_error("'" + item + "' is not a rank or a range like 0-127 (in '" + spec + "')");
+    if (hi < lo) return ranks_error("empty range '" + item + "'");
+    if (hi >= world)
+      return ranks_error("rank " + std::to_string(hi) + " is outside 0.." + std::to_string(world - 1) + " (world size " +
+                         std::to_string(world) + ")");
+    s.ranges.push_back({lo, hi});
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  std::sort(s.ranges.begin(), s.ranges.end());
+  std::vector<std::pair<int64_t, int64_t>> merged;
+  for (const auto& r : s.ranges) {
+    if (!merged.empty() && r.first <= merged.back().second + 1) {
+      merged.back().second = std::max(merged.back().second, r.second);
+    } else {
+      merged.push_back(r);
+    }
+  }
+  s.ranges = std::move(merged);
+  return s;
+}
+
+OutputFormat format_for(const std::string& path) {
+  auto ends = [&](const char* suf) {
+    size_t n = std::strlen(suf);
+    return path.size() > n && path.compare(path.size() - n, n, suf) == 0;
+  };
+  if (ends(".zip")) return OutputFormat::kZip;
+  if (ends(".tar.gz") || ends(".tgz")) return OutputFormat::kTarGz;
+  return OutputFormat::kDirectory;
+}
+
+std::string trace_name(const std::string& prefix, int64_t rank) { return prefix + "." + std::to_string(rank) + ".et"; }
+
+void inject_write_failure(int64_t nth_write, int err) { set_injected_write_failure(nth_write, err); }
+
+// ------------------------------------------------------------------ signals
+
+namespace {
+volatile std::sig_atomic_t g_signal = 0;
+extern "C" void on_signal(int sig) { g_signal = sig; }
+}  // namespace
+
+void install_signal_cleanup() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int pending_signal() { return g_signal; }
+
+void reraise_if_signalled() {
+  int sig = g_signal;
+  if (!sig) return;
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+// ------------------------------------------------------------------ helpers
+
+namespace {
+
+// Maps a position in the selection (0..count-1) to a rank.
+class Positions {
+ public:
+  explicit Positions(const RankSelection& s) : sel_(s) {
+    int64_t n = 0;
+    for (const auto& r : s.ranges) {
+      starts_.push_back(n);
+      n += r.second - r.first + 1;
+    }
+    count_ = n;
+  }
+  int64_t count() const { return count_; }
+  int64_t rank(int64_t pos) const {
+    size_t i = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), pos) - starts_.begin()) - 1;
+    return sel_.ranges[i].first + (pos - starts_[i]);
+  }
+
+ private:
+  const RankSelection& sel_;
+  std::vector<int64_t> starts_;
+  int64_t count_ = 0;
+};
+
+std::string os_error(const std::string& what, const fs::path& p, int err) {
+  return "cannot " + what + " " + p.string() + ": " + std::strerror(err);
+}
+
+Status write_whole_file(const fs::path& path, std::string_view bytes) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return make_error(ErrorCode::kIoError, os_error("create", path, errno));
+  bool ok = write_fully(fd, bytes.data(), bytes.size());
+  int err = errno;
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    err = errno;
+  }
+  if (!ok) return make_error(ErrorCode::kIoError, os_error("write", path, err));
+  return ok_status();
+}
+
+using Digest = std::array<unsigned char, 32>;
+
+Digest sha256(std::string_view b) {
+  Digest d{};
+  unsigned int n = 0;
+  EVP_Digest(b.data(), b.size(), d.data(), &n, EVP_sha256(), nullptr);
+  return d;
+}
+
+std::string hex(const Digest& d) {
+  static const char* k = "0123456789abcdef";
+  std::string s(64, '0');
+  for (size_t i = 0; i < 32; ++i) {
+    s[2 * i] = k[d[i] >> 4];
+    s[2 * i + 1] = k[d[i] & 15];
+  }
+  return s;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      o += buf;
+    } else {
+      o += c;
+    }
+  }
+  return o;
+}
+
+std::string selection_text(const RankSelection& s) {
+  std::string t;
+  for (const auto& [lo, hi] : s.ranges) {
+    if (!t.empty()) t += ',';
+    t += std::to_string(lo);
+    if (hi != lo) {
+      t += '-';
+      t += std::to_string(hi);
+    }
+  }
+  return t;
+}
+
+// First error wins; everyone stops.
+struct Failure {
+  std::mutex mu;
+  std::atomic<bool> stop{false};
+  std::optional<Error> error;
+  void set(Error e) {
+    std::lock_guard<std::mutex> l(mu);
+    if (!error) error = std::move(e);
+    stop = true;
+  }
+};
+
+Error cancelled() {
+  return make_error(ErrorCode::kIoError,
+                    std::string("interrupted by ") + (g_signal == SIGINT ? "SIGINT" : "SIGTERM") +
+                        "; the partial output was removed");
+}
+
+int thread_count(int requested, int64_t work) {
+  int t = requested > 0 ? requested : static_cast<int>(std::thread::hardware_concurrency());
+  t = std::clamp(t, 1, 64);
+  return static_cast<int>(std::min<int64_t>(t, std::max<int64_t>(work, 1)));
+}
+
+// --------------------------------------------------------------- directory
+
+Status export_directory(const RankEncoder& enc, const ExportOptions& opt, const fs::path& tmp, Progress* progress,
+                        ExportStats* stats) {
+  Positions pos(opt.ranks);
+  const int nthreads = thread_count(opt.threads, pos.count());
+  stats->threads = nthreads;
+  Failure fail;
+  std::atomic<int64_t> next{0}, done{0};
+  std::atomic<uint64_t> bytes{0};
+  constexpr int64_t kChunk = 16;
+  auto worker = [&] {
+    RankEncoder::Scratch scratch;
+    std::string name;
+    while (!fail.stop.load(std::memory_order_relaxed)) {
+      int64_t first = next.fetch_add(kChunk);
+      if (first >= pos.count()) return;
+      int64_t last = std::min(first + kChunk, pos.count());
+      for (int64_t p = first; p < last && !fail.stop.load(std::memory_order_relaxed); ++p) {
+        const int64_t rank = pos.rank(p);
+        Result<std::string_view> b = enc.encode(rank, &scratch);
+        if (!b.ok()) return fail.set(b.error());
+        if (Status s = write_whole_file(tmp / trace_name(opt.prefix, rank), *b); !s.ok()) return fail.set(s.error());
+        bytes.fetch_add(b->size(), std::memory_order_relaxed);
+        done.fetch_add(1, std::memory_order_relaxed);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < nthreads; ++i) threads.emplace_back(worker);
+  while (done.load() < pos.count() && !fail.stop.load()) {
+    if (g_signal) fail.set(cancelled());
+    progress->update(done.load(), bytes.load());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  for (auto& t : threads) t.join();
+  if (g_signal && !fail.error) fail.set(cancelled());
+  if (fail.error) return *fail.error;
+  progress->update(done.load(), bytes.load());
+  stats->trace_bytes = bytes.load();
+  stats->ranks = done.load();
+  return ok_status();
+}
+
+// ------------------------------------------------------------------ archive
+
+struct Item {
+  std::string bytes;
+  Digest digest;
+};
+
+// One bounded queue per worker; worker w produces positions w, w+W, ... in
+// order, so the consumer takes position p from queue p % W.
+struct Lane {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Item> items;
+  std::vector<std::string> free_bufs;  // recycled buffers
+};
+
+Status export_archive(const Generator& gen, const RankEncoder& enc, const ExportOptions& opt, int fd,
+                      const std::string& display, Progress* progress, ExportStats* stats) {
+  const auto kind = opt.format == OutputFormat::kZip ? ArchiveWriter::Kind::kZip : ArchiveWriter::Kind::kTarGz;
+  SC_ASSIGN_OR_RETURN(std::unique_ptr<ArchiveWriter> ar, ArchiveWriter::open(fd, kind, opt.compression_level, display));
+
+  struct Entry {
+    std::string name;
+    uint64_t size;
+    Digest digest;
+  };
+  std::vector<Entry> small;  // every member except the traces
+  auto add = [&](const std::string& name, const std::string& text, int mode) -> Status {
+    SC_RETURN_IF_ERROR(ar->add(name, text, mode));
+    small.push_back({name, text.size(), sha256(text)});
+    return ok_status();
+  };
+  SC_RETURN_IF_ERROR(add("comm_groups.json", gen.groups_json(), 0644));
+  SC_RETURN_IF_ERROR(add("summary.json", gen.summary_json(), 0644));
+  const bool partial = !opt.ranks.all(gen.world_size());
+  for (const AstraSimFile& f : astra_sim_inputs(gen.job().hardware, gen.world_size(), opt.prefix, partial))
+    SC_RETURN_IF_ERROR(add(f.name, f.text, f.mode));
+
+  Positions pos(opt.ranks);
+  const int nthreads = thread_count(opt.threads, pos.count());
+  stats->threads = nthreads;
+  constexpr size_t kDepth = 4;  // items in flight per worker
+  std::vector<Lane> lanes(static_cast<size_t>(nthreads));
+  std::vector<uint64_t> sizes(static_cast<size_t>(pos.count()));
+  std::vector<Digest> digests(static_cast<size_t>(pos.count()));
+  Failure fail;
+  auto worker = [&](int w) {
+    RankEncoder::Scratch scratch;
+    Lane& lane = lanes[static_cast<size_t>(w)];
+    for (int64_t p = w; p < pos.count(); p += nthreads) {
+      Result<std::string_view> b = enc.encode(pos.rank(p), &scratch);
+      if (!b.ok()) {
+        fail.set(b.error());
+        lane.cv.notify_all();
+        return;
+      }
+      Item item;
+      {
+        std::unique_lock<std::mutex> l(lane.mu);
+        lane.cv.wait(l, [&] { return lane.items.size() < kDepth || fail.stop.load(); });
+        if (fail.stop.load()) return;
+        if (!lane.free_bufs.empty()) {
+          item.bytes = std::move(lane.free_bufs.back());
+          lane.free_bufs.pop_back();
+        }
+      }
+      item.bytes.assign(b->data(), b->size());
+      item.digest = sha256(*b);
+      {
+        std::lock_guard<std::mutex> l(lane.mu);
+        lane.items.push_back(std::move(item));
+      }
+      lane.cv.notify_all();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < nthreads; ++i) threads.emplace_back(worker, i);
+  uint64_t bytes = 0;
+  for (int64_t p = 0; p < pos.count() && !fail.stop.load(); ++p) {
+    Lane& lane = lanes[static_cast<size_t>(p % nthreads)];
+    Item item;
+    {
+      std::unique_lock<std::mutex> l(lane.mu);
+      lane.cv.wait_for(l, std::chrono::milliseconds(50), [&] { return !lane.items.empty() || fail.stop.load(); });
+      while (lane.items.empty() && !fail.stop.load()) {
+        if (g_signal) break;
+        lane.cv.wait_for(l, std::chrono::milliseconds(50), [&] { return !lane.items.empty() || fail.stop.load(); });
+      }
+      if (g_signal) {
+        l.unlock();
+        fail.set(cancelled());
+        break;
+      }
+      if (lane.items.empty()) break;
+      item = std::move(lane.items.front());
+      lane.items.pop_front();
+    }
+    lane.cv.notify_all();
+    if (Status s = ar->add(trace_name(opt.prefix, pos.rank(p)), item.bytes); !s.ok()) {
+      fail.set(s.error());
+      break;
+    }
+    sizes[static_cast<size_t>(p)] = item.bytes.size();
+    digests[static_cast<size_t>(p)] = item.digest;
+    bytes += item.bytes.size();
+    {
+      std::lock_guard<std::mutex> l(lane.mu);
+      lane.free_bufs.push_back(std::move(item.bytes));
+    }
+    progress->update(p + 1, bytes);
+    if (g_signal) fail.set(cancelled());
+  }
+  fail.stop = true;
+  for (auto& lane : lanes) lane.cv.notify_all();
+  for (auto& t : threads) t.join();
+  if (fail.error) return *fail.error;
+
+  // manifest.json: job, tool, every other member with size and sha256.
+  std::string m = "{\n  \"generator\": \"stagecraft\",\n  \"generator_version\": \"" +
+                  std::string(stagecraft_version()) + "\",\n  \"config_hash\": \"" + gen.metadata().config_hash +
+                  "\",\n  \"world_size\": " + std::to_string(gen.world_size()) + ",\n  \"ranks\": \"" +
+                  (partial ? selection_text(opt.ranks) : "all") + "\",\n  \"trace_prefix\": \"" +
+                  json_escape(opt.prefix) + "\",\n  \"job\": " + job_to_canonical_json(gen.job()) +
+                  ",\n  \"files\": [\n";
+  auto entry = [&](const std::string& name, uint64_t size, const Digest& d, bool last) {
+    m += "    {\"name\": \"" + json_escape(name) + "\", \"bytes\": " + std::to_string(size) + ", \"sha256\": \"" +
+         hex(d) + "\"}" + (last ? "\n" : ",\n");
+  };
+  for (size_t i = 0; i < small.size(); ++i) entry(small[i].name, small[i].size, small[i].digest, false);
+  for (int64_t p = 0; p < pos.count(); ++p)
+    entry(trace_name(opt.prefix, pos.rank(p)), sizes[static_cast<size_t>(p)], digests[static_cast<size_t>(p)],
+          p + 1 == pos.count());
+  if (pos.count() == 0 && !small.empty()) m.erase(m.size() - 2, 1);  // no trailing comma
+  m += "  ]\n}\n";
+  SC_RETURN_IF_ERROR(ar->add("manifest.json", m));
+  SC_RETURN_IF_ERROR(ar->close());
+  stats->trace_bytes = bytes;
+  stats->ranks = pos.count();
+  stats->output_bytes = ar->bytes_written();
+  return ok_status();
+}
+
+// Moves tmp to dir; an existing dir is moved aside first and restored if
+// the final rename fails.
+Status commit_dir(const fs::path& tmp, const fs::path& dir, bool dir_exists) {
+  std::error_code ec;
+  fs::path old;
+  if (dir_exists) {
+    old = dir;
+    old += ".old-" + std::to_string(::getpid());
+    fs::rename(dir, old, ec);
+    if (ec) return make_error(ErrorCode::kIoError, "cannot move " + dir.string() + " aside: " + ec.message());
+  }
+  fs::rename(tmp, dir, ec);
+  if (ec) {
+    std::error_code ignored;
+    if (!old.empty()) fs::rename(old, dir, ignored);
+    return make_error(ErrorCode::kIoError, "cannot rename " + tmp.string() + " to " + dir.string() + ": " + ec.message());
+  }
+  if (!old.empty()) fs::remove_all(old, ec);
+  return ok_status();
+}
+
+// Removes the temporary unless released.
+struct TempPath {
+  fs::path path;
+  int fd = -1;
+  bool keep = false;
+  ~TempPath() {
+    if (fd >= 0) ::close(fd);
+    std::error_code ec;
+    if (!keep && !path.empty()) fs::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
+Status run_export(const Generator& gen, const RankEncoder& enc, const ExportOptions& opt, ExportStats* stats) {
+  auto start = std::chrono::steady_clock::now();
+  const fs::path& out = opt.out;
+  std::error_code ec;
+  fs::file_status st = fs::symlink_status(out, ec);
+  const bool exists = fs::exists(st);
+  const bool is_dir = opt.format == OutputFormat::kDirectory;
+  if (exists) {
+    if (is_dir && !fs::is_directory(st))
+      return make_error(ErrorCode::kIoError, out.string() + " exists and is not a directory");
+    if (!is_dir && fs::is_directory(st))
+      return make_error(ErrorCode::kIoError, out.string() + " exists and is a directory");
+    if (!opt.force && (!is_dir || !fs::is_empty(out, ec)))
+      return make_error(ErrorCode::kIoError, out.string() + " exists" + (is_dir ? " and is not empty" : "") +
+                                                 " (use --force to replace it)");
+  }
+  fs::path parent = out.parent_path();
+  if (!parent.empty()) {
+    fs::create_directories(parent, ec);
+    if (ec) return make_error(ErrorCode::kIoError, "cannot create " + parent.string() + ": " + ec.message());
+  }
+  TempPath tmp;
+  tmp.path = out;
+  tmp.path += ".tmp-" + std::to_string(::getpid());
+  fs::remove_all(tmp.path, ec);
+
+  Progress progress(opt.progress == ProgressMode::kQuiet  ? Progress::Mode::kQuiet
+                    : opt.progress == ProgressMode::kBar   ? Progress::Mode::kBar
+                    : opt.progress == ProgressMode::kLines ? Progress::Mode::kLines
+                                                           : Progress::auto_mode(),
+                    opt.ranks.count());
+  Status result = ok_status();
+  if (is_dir) {
+    if (!fs::create_directory(tmp.path, ec))
+      return make_error(ErrorCode::kIoError, "cannot create " + tmp.path.string() + ": " + ec.message());
+    result = export_directory(enc, opt, tmp.path, &progress, stats);
+    if (result.ok()) result = write_whole_file(tmp.path / "comm_groups.json", gen.groups_json());
+    if (result.ok()) result = write_whole_file(tmp.path / "summary.json", gen.summary_json());
+    stats->output_bytes = stats->trace_bytes + gen.groups_json().size() + gen.summary_json().size();
+  } else {
+    tmp.fd = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC, 0644);
+    if (tmp.fd < 0) return make_error(ErrorCode::kIoError, os_error("create", tmp.path, errno));
+    result = export_archive(gen, enc, opt, tmp.fd, tmp.path.string(), &progress, stats);
+    if (result.ok()) {
+      int fd = tmp.fd;
+      tmp.fd = -1;
+      if (::close(fd) != 0) result = make_error(ErrorCode::kIoError, os_error("write", tmp.path, errno));
+    }
+  }
+  progress.finish();
+  if (!result.ok()) return result;
+  if (g_signal) return cancelled();
+  if (is_dir) {
+    SC_RETURN_IF_ERROR(commit_dir(tmp.path, out, exists));
+  } else {
+    fs::rename(tmp.path, out, ec);  // atomic, replaces an old file (--force)
+    if (ec) return make_error(ErrorCode::kIoError, "cannot rename " + tmp.path.string() + " to " + out.string() + ": " + ec.message());
+  }
+  tmp.keep = true;
+  stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return ok_status();
+}
+
+}  // namespace sc::cli

@@ -1,0 +1,80 @@
+// Streaming export of a generated job (stagecraft generate): every selected
+// rank's trace, the group file and summary.json, to a directory or to one
+// archive (.zip, .tar.gz). The cost grows with the ranks written only by
+// the bytes written: each rank is encoded from its role's pre-serialised
+// template (core/api/export.h) by worker threads, one per core, with
+// bounded buffers; peak memory is a few ranks' traces per thread.
+// Nothing is half-written: the output appears under its final name only
+// when complete; on error, SIGINT or SIGTERM the temporary is removed.
+// See docs/export.md.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "api/api.h"
+#include "api/export.h"
+#include "base/status.h"
+
+namespace sc::cli {
+
+// A set of ranks as sorted, disjoint, inclusive ranges.
+struct RankSelection {
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  int64_t count() const;
+  bool all(int64_t world) const { return ranges.size() == 1 && ranges[0].first == 0 && ranges[0].second == world - 1; }
+};
+RankSelection all_ranks(int64_t world);
+// "0-127,4096,200-203": ranks and inclusive ranges, comma-separated, any
+// order, overlaps merged. Errors (kInvalidArgument, path "--ranks") on
+// syntax, an empty range (5-3) or a rank outside 0..world-1.
+Result<RankSelection> parse_rank_list(const std::string& spec, int64_t world);
+
+enum class OutputFormat { kDirectory, kZip, kTarGz };
+// By the output name: *.zip, *.tar.gz / *.tgz, anything else a directory.
+OutputFormat format_for(const std::string& path);
+
+enum class ProgressMode { kAuto, kBar, kLines, kQuiet };
+
+struct ExportOptions {
+  std::filesystem::path out;  // directory or archive path (normalised)
+  OutputFormat format = OutputFormat::kDirectory;
+  std::string prefix = "trace";
+  bool force = false;
+  RankSelection ranks;
+  int threads = 0;  // 0: one per core
+  ProgressMode progress = ProgressMode::kAuto;
+  int compression_level = 1;  // archives: deflate/gzip level 0..9
+};
+
+struct ExportStats {
+  int64_t ranks = 0;
+  uint64_t trace_bytes = 0;   // bytes of .et data
+  uint64_t output_bytes = 0;  // bytes on disk (archive size, or all files)
+  double seconds = 0;         // export only (after the generator was built)
+  int threads = 0;
+};
+
+// Writes the export. Never throws; kIoError names the path and the OS
+// reason (e.g. "No space left on device"); kCancelled-like kIoError after
+// SIGINT/SIGTERM (see install_signal_cleanup).
+Status run_export(const Generator& gen, const RankEncoder& enc, const ExportOptions& opt, ExportStats* stats);
+
+// The file name of rank's trace: "<prefix>.<rank>.et".
+std::string trace_name(const std::string& prefix, int64_t rank);
+
+// SIGINT/SIGTERM set a flag that run_export polls; it then removes its
+// temporary output and returns an error, and the caller re-raises with
+// reraise_if_signalled() so the exit status says "killed by signal".
+void install_signal_cleanup();
+int pending_signal();
+void reraise_if_signalled();
+
+// Tests only: make the n-th write to the output fail with errno e (0: off).
+void inject_write_failure(int64_t nth_write, int err);
+
+}  // namespace sc::cli

@@ -1,0 +1,215 @@
+// RankEncoder: see export.h.
+//
+// Per role: a TraceTemplate (the role's bytes with holes) and a way to get
+// a rank's per-rank values of those holes:
+//  - a collective's group key is RankLayout::group_id(rank, axis) of its
+//    mesh axis, a send/recv's peer is RankLayout::with_coord(rank, "pp",
+//    peer stage) — instantiate_rank's substitution — computed once per
+//    distinct axis / stage per rank, without copying the nodes;
+//  - a role whose program lacks those tables: instantiate_rank on a
+//    skeleton of the role that keeps only the hole nodes (names and deps
+//    dropped).
+// create() compares a few ranks with the reference path (instantiate_rank +
+// write_chakra_trace); on a mismatch it disables the fast path rather than
+// write different bytes.
+#include "api/export.h"
+
+#include <algorithm>
+#include <string>
+
+#include "api/state.h"
+#include "emit/chakra_writer.h"
+#include "emit/trace_template.h"
+#include "trace/lower.h"
+
+namespace sc {
+
+namespace {
+
+// The rank roles of a generator state: one per pipeline stage (every rank
+// of stage k runs program_of(k)); the role of a rank is its pp coordinate.
+std::vector<const RoleProgram*> role_programs(const GeneratorState& s) {
+  std::vector<const RoleProgram*> out;
+  for (int64_t stage = 0; stage < s.num_stages(); ++stage) out.push_back(&s.program_of(stage));
+  return out;
+}
+size_t role_of(const GeneratorState& s, int64_t rank) { return static_cast<size_t>(s.layout.coord(rank, "pp")); }
+
+// First rank of each role (a sample for its template).
+int64_t first_rank_of_role(const GeneratorState& s, size_t role, int64_t world) {
+  for (int64_t r = 0; r < world; ++r)
+    if (role_of(s, r) == role) return r;
+  return -1;
+}
+
+}  // namespace
+
+// A per-rank value a hole takes: the group key of a mesh axis, the rank of
+// a pipeline stage (a send/recv peer) or of a ring neighbour.
+// Ring-attention peers are an offset along a mesh axis (axis, ring).
+struct Key {
+  bool peer = false;
+  std::string axis;   // !peer: the collective's axis; peer with ring != 0: the ring's axis
+  int64_t stage = 0;  // peer: pipeline stage
+  int64_t ring = 0;   // peer: offset in the ring, 0 = a pipeline peer
+  bool operator==(const Key& o) const {
+    return peer == o.peer && axis == o.axis && stage == o.stage && ring == o.ring;
+  }
+};
+
+int64_t key_value(const RankLayout& layout, const Key& key, int64_t rank) {
+  if (!key.peer) return layout.group_id(rank, key.axis);
+  if (key.ring == 0) return layout.with_coord(rank, "pp", key.stage);
+  const int64_t deg = layout.degree(key.axis);
+  return layout.with_coord(rank, key.axis, (layout.coord(rank, key.axis) + key.ring + deg) % deg);
+}
+
+struct RoleEncoding {
+  TraceTemplate tmpl;
+  RoleProgram skeleton;           // hole nodes only: names and deps dropped
+  bool direct = false;            // every hole's value is one of `keys`
+  std::vector<Key> keys;          // distinct per-rank values (direct)
+  std::vector<uint32_t> hole_key; // per hole: index into keys (direct)
+};
+
+struct RankEncoderImpl {
+  const GeneratorState* state = nullptr;  // owned by the Generator (stable across moves)
+  std::vector<RoleEncoding> roles;
+  TraceMetadata meta;
+  int64_t world = 0;
+  bool fast = true;
+
+  Status fill_holes(size_t role, int64_t rank, RankEncoder::Scratch* s) const {
+    const RoleEncoding& re = roles[role];
+    if (!re.direct) {
+      RankTrace t = instantiate_rank(re.skeleton, state->layout, rank);
+      if (t.nodes.size() != re.tmpl.hole_nodes().size())
+        return make_error(ErrorCode::kInternal, "skeleton instantiation changed the node count");
+      s->holes = std::move(t.nodes);
+      s->role = -1;
+      return ok_status();
+    }
+    if (s->role != static_cast<int64_t>(role) || s->owner != this) {
+      s->holes = re.skeleton.nodes;  // kinds, tags, sizes; group/peer set below
+      s->role = static_cast<int64_t>(role);
+      s->owner = this;
+    }
+    s->values.resize(re.keys.size());
+    for (size_t k = 0; k < re.keys.size(); ++k) {
+      const Key& key = re.keys[k];
+      s->values[k] = key_value(state->layout, key, rank);
+    }
+    for (size_t i = 0; i < s->holes.size(); ++i) {
+      TraceNode& n = s->holes[i];
+      const int64_t v = s->values[re.hole_key[i]];
+      if (n.kind == TraceNodeKind::kCollective) {
+        n.group = v;
+      } else {
+        n.peer = static_cast<int32_t>(v);
+      }
+    }
+    return ok_status();
+  }
+
+  Result<std::string_view> encode_fast(int64_t rank, RankEncoder::Scratch* s) const {
+    const size_t role = role_of(*state, rank);
+    const RoleEncoding& re = roles[role];
+    SC_RETURN_IF_ERROR(fill_holes(role, rank, s));
+    if (s->buf.size() < re.tmpl.max_size()) s->buf.resize(re.tmpl.max_size());
+    SC_ASSIGN_OR_RETURN(size_t n, re.tmpl.encode(rank, s->holes.data(), s->holes.size(), s->buf.data()));
+    return std::string_view(s->buf.data(), n);
+  }
+
+  Result<std::string_view> encode_reference(int64_t rank, RankEncoder::Scratch* s) const {
+    RankTrace t = instantiate_rank(*role_programs(*state)[role_of(*state, rank)], state->layout, rank);
+    std::string bytes;
+    SC_RETURN_IF_ERROR(write_chakra_trace(t, meta, &bytes));
+    s->buf.assign(bytes.begin(), bytes.end());
+    return std::string_view(s->buf.data(), s->buf.size());
+  }
+};
+
+RankEncoder::RankEncoder(std::unique_ptr<RankEncoderImpl> impl) : impl_(std::move(impl)) {}
+RankEncoder::RankEncoder(RankEncoder&&) noexcept = default;
+RankEncoder& RankEncoder::operator=(RankEncoder&&) noexcept = default;
+RankEncoder::~RankEncoder() = default;
+
+Result<RankEncoder> RankEncoder::create(const Generator& g) {
+  auto impl = std::make_unique<RankEncoderImpl>();
+  const GeneratorState& s = GeneratorAccess::state(g);
+  impl->state = &s;
+  impl->meta = g.metadata();
+  impl->world = g.world_size();
+  std::vector<const RoleProgram*> programs = role_programs(s);
+  for (size_t role = 0; role < programs.size(); ++role) {
+    const RoleProgram& p = *programs[role];
+    const int64_t sample_rank = first_rank_of_role(s, role, impl->world);
+    if (sample_rank < 0) return make_error(ErrorCode::kInternal, "role " + std::to_string(role) + " has no rank");
+    RankTrace sample = instantiate_rank(p, s.layout, sample_rank);
+    RoleEncoding re;
+    SC_ASSIGN_OR_RETURN(re.tmpl, TraceTemplate::create(sample, impl->meta));
+    const std::vector<uint32_t>& hn = re.tmpl.hole_nodes();
+    // Collectives take the group of their mesh axis, sends/receives the rank
+    // of their peer stage: exactly instantiate_rank's substitution, computed
+    // once per distinct key per rank. A role whose program lacks these
+    // tables falls back to instantiate_rank on the skeleton.
+    re.direct = true;
+    for (uint32_t i : hn) {
+      TraceNode n = p.nodes[i];
+      n.name.clear();
+      n.deps.clear();
+      re.skeleton.nodes.push_back(std::move(n));
+      if (i < p.node_axis.size()) re.skeleton.node_axis.push_back(p.node_axis[i]);
+      if (i < p.peer_stage.size()) re.skeleton.peer_stage.push_back(p.peer_stage[i]);
+      const int64_t ring = i < p.ring_offset.size() ? p.ring_offset[i] : 0;
+      re.skeleton.ring_offset.push_back(ring);
+      Key key;
+      if (p.nodes[i].kind == TraceNodeKind::kCollective && i < p.node_axis.size() && !p.node_axis[i].empty()) {
+        key.axis = p.node_axis[i];
+      } else if (p.nodes[i].kind != TraceNodeKind::kCollective && ring != 0) {
+        key.peer = true;
+        key.axis = p.node_axis[i];
+        key.ring = ring;
+      } else if (p.nodes[i].kind != TraceNodeKind::kCollective && i < p.peer_stage.size() && p.peer_stage[i] >= 0) {
+        key.peer = true;
+        key.stage = p.peer_stage[i];
+      } else {
+        re.direct = false;
+        continue;
+      }
+      auto it = std::find(re.keys.begin(), re.keys.end(), key);
+      if (it == re.keys.end()) it = re.keys.insert(re.keys.end(), key);
+      re.hole_key.push_back(static_cast<uint32_t>(it - re.keys.begin()));
+    }
+    impl->roles.push_back(std::move(re));
+  }
+
+  // Self-check: the first, last and a middle rank of every role against the
+  // reference writer.
+  std::vector<int64_t> check = {0, impl->world - 1, impl->world / 2};
+  for (size_t role = 0; role < programs.size(); ++role) check.push_back(first_rank_of_role(s, role, impl->world));
+  Scratch scratch;
+  for (int64_t r : check) {
+    Result<std::string> ref = g.rank_trace_bytes(r);
+    if (!ref.ok()) return ref.error();
+    Result<std::string_view> fast = impl->encode_fast(r, &scratch);
+    if (!fast.ok() || *fast != std::string_view(*ref)) {
+      impl->fast = false;
+      break;
+    }
+  }
+  return RankEncoder(std::move(impl));
+}
+
+Result<std::string_view> RankEncoder::encode(int64_t rank, Scratch* scratch) const {
+  if (rank < 0 || rank >= impl_->world)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "rank " + std::to_string(rank) + " is outside 0.." + std::to_string(impl_->world - 1), "rank");
+  return impl_->fast ? impl_->encode_fast(rank, scratch) : impl_->encode_reference(rank, scratch);
+}
+
+int64_t RankEncoder::world_size() const { return impl_->world; }
+size_t RankEncoder::num_roles() const { return impl_->roles.size(); }
+bool RankEncoder::fast() const { return impl_->fast; }
+
+}  // namespace sc

@@ -1,0 +1,193 @@
+// stagecraft_bench: export throughput at scale (issue 4). Not a test: it
+// prints figures; docs/performance.md records them and the command.
+//
+//   build/native/stagecraft_bench [--dp 512,4096,16384] [--dir /work/bench-out]
+//                                 [--threads N] [--layers 10] [--pp N] [--format dir|zip|tar.gz]
+//
+// Per size (each in a forked child, so peak RSS is that size's own):
+// Llama-3-70B-class job, tp 8 x dp (x pp), micro-batch 1, global batch
+// 8 * dp (8 micro-batches per rank); times the graph build (Generator +
+// RankEncoder) separately from the export (cli/export.cc: every rank to a
+// directory, like `stagecraft generate -o DIR`), then deletes the export and
+// times a plain copy of the same bytes in the same number of files (one
+// buffer written to each file with write(2), one thread, like cp with free
+// reads) and deletes it too. Sizes that do not fit on the disk are skipped.
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "api/api.h"
+#include "api/export.h"
+#include "export_archive.h"
+#include "export.h"
+
+namespace fs = std::filesystem;
+using clk = std::chrono::steady_clock;
+
+namespace {
+
+double since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
+
+struct Opts {
+  std::vector<int64_t> dps = {512, 4096, 16384};
+  std::string dir = "/work/bench-out";
+  int threads = 0;
+  int64_t layers = 10;
+  int64_t pp = 0;
+  std::string format = "dir";
+};
+
+int run_one(const Opts& o, int64_t dp) {
+  std::string json = "{\"model\": {\"preset\": \"llama3-70b\", \"num_layers\": " + std::to_string(o.layers) +
+                     "}, \"parallel\": {\"tp\": 8, \"dp\": " + std::to_string(dp) +
+                     (o.pp ? ", \"pp\": " + std::to_string(o.pp) : std::string()) +
+                     "}, \"training\": {\"micro_batch_size\": 1, \"global_batch_size\": " + std::to_string(8 * dp) +
+                     "}}";
+  auto job = sc::parse_job(json);
+  if (!job.ok()) {
+    std::fprintf(stderr, "job: %s\n", job.error().to_string().c_str());
+    return 1;
+  }
+  auto t0 = clk::now();
+  auto gen = sc::Generator::create(*job);
+  if (!gen.ok()) {
+    std::fprintf(stderr, "generator: %s\n", gen.error().to_string().c_str());
+    return 1;
+  }
+  double t_graph = since(t0);
+  auto t1 = clk::now();
+  auto enc = sc::RankEncoder::create(*gen);
+  if (!enc.ok()) return 1;
+  double t_enc = since(t1);
+  const int64_t world = gen->world_size();
+  sc::RankEncoder::Scratch scratch;
+  std::string rank0(*enc->encode(0, &scratch));
+  const double expect = static_cast<double>(rank0.size()) * world;
+
+  struct statvfs vfs {};
+  fs::create_directories(o.dir);
+  statvfs(o.dir.c_str(), &vfs);
+  const double free_bytes = static_cast<double>(vfs.f_bavail) * vfs.f_frsize;
+  if (expect * 1.05 + 2e9 > free_bytes) {
+    std::printf("dp %6lld  %7lld ranks  SKIPPED: needs %.1f GB, %.1f GB free on %s\n", (long long)dp,
+                (long long)world, expect / 1e9, free_bytes / 1e9, o.dir.c_str());
+    return 0;
+  }
+
+  sc::cli::ExportOptions eo;
+  eo.format = o.format == "zip" ? sc::cli::OutputFormat::kZip
+              : o.format == "tar.gz" ? sc::cli::OutputFormat::kTarGz
+                                     : sc::cli::OutputFormat::kDirectory;
+  eo.out = fs::path(o.dir) / (o.format == "dir" ? "export" : "export." + o.format);
+  eo.force = true;
+  eo.ranks = sc::cli::all_ranks(world);
+  eo.threads = o.threads;
+  eo.progress = sc::cli::ProgressMode::kQuiet;
+  sc::cli::ExportStats st;
+  std::error_code ec;
+  fs::remove_all(eo.out, ec);
+  sync();
+  auto t2 = clk::now();
+  sc::Status s = sc::cli::run_export(*gen, *enc, eo, &st);
+  double t_export = since(t2);
+  if (!s.ok()) {
+    std::fprintf(stderr, "export: %s\n", s.error().to_string().c_str());
+    fs::remove_all(eo.out, ec);
+    return 1;
+  }
+  auto t3 = clk::now();
+  fs::remove_all(eo.out, ec);
+  sync();
+  double t_rm = since(t3);
+
+  // Plain copy: the same bytes in the same number of files, one thread.
+  fs::path copy = fs::path(o.dir) / "plain-copy";
+  fs::remove_all(copy, ec);
+  fs::create_directories(copy);
+  uint64_t copy_bytes = 0;
+  auto t4 = clk::now();
+  const bool one_file = eo.format != sc::cli::OutputFormat::kDirectory;
+  int fd = -1;
+  if (one_file) fd = ::open((copy / "copy.bin").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  for (int64_t r = 0; r < world; ++r) {
+    if (!one_file) fd = ::open((copy / ("trace." + std::to_string(r) + ".et")).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || !sc::cli::write_fully(fd, rank0.data(), rank0.size())) {
+      std::fprintf(stderr, "plain copy: %s\n", std::strerror(errno));
+      fs::remove_all(copy, ec);
+      return 1;
+    }
+    copy_bytes += rank0.size();
+    if (!one_file) ::close(fd);
+  }
+  if (one_file) ::close(fd);
+  double t_copy = since(t4);
+  fs::remove_all(copy, ec);
+  sync();
+
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  const double out_bytes = static_cast<double>(st.output_bytes);
+  const double ratio = (t_export / out_bytes) / (t_copy / static_cast<double>(copy_bytes));
+  std::printf(
+      "dp %6lld  %7lld ranks  graph %.2f s  encoder %.3f s  export %.2f s  %.0f ranks/s  %.2f GB traces  %.2f GB out  "
+      "%.0f MB/s  copy %.2f s (%.0f MB/s)  export/copy %.2f  peak RSS %.0f MiB  threads %d  (rm %.1f s)\n",
+      (long long)dp, (long long)world, t_graph, t_enc, t_export, world / t_export, st.trace_bytes / 1e9,
+      out_bytes / 1e9, out_bytes / t_export / 1e6, t_copy, copy_bytes / t_copy / 1e6, ratio, ru.ru_maxrss / 1024.0,
+      st.threads, t_rm);
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Opts o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--dp") {
+      o.dps.clear();
+      for (size_t p = 0; p < v.size();) {
+        size_t c = v.find(',', p);
+        o.dps.push_back(std::atoll(v.substr(p, c - p).c_str()));
+        p = c == std::string::npos ? v.size() : c + 1;
+      }
+    } else if (k == "--dir") {
+      o.dir = v;
+    } else if (k == "--threads") {
+      o.threads = std::atoi(v.c_str());
+    } else if (k == "--layers") {
+      o.layers = std::atoll(v.c_str());
+    } else if (k == "--pp") {
+      o.pp = std::atoll(v.c_str());
+    } else if (k == "--format") {
+      o.format = v;
+    } else {
+      std::fprintf(stderr, "unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  std::printf("stagecraft_bench: llama3-70b, %lld layers, tp 8%s, micro-batch 1, global batch 8*dp (8 micro-batches), "
+              "%d cores, output %s (%s)\n",
+              (long long)o.layers, o.pp ? (" x pp " + std::to_string(o.pp)).c_str() : "",
+              (int)sysconf(_SC_NPROCESSORS_ONLN), o.dir.c_str(), o.format.c_str());
+  int rc = 0;
+  for (int64_t dp : o.dps) {
+    std::fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) _exit(run_one(o, dp));
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) rc = 1;
+  }
+  return rc;
+}
