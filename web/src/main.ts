@@ -232,14 +232,18 @@ function renderCoords(info: RankInfo): void {
   for (const a of info.axes) (box.querySelector(`input[name="coord-${a.name}"]`) as HTMLInputElement).value = String(a.coord);
 }
 
-// Decode + schedule + draw one rank. Returns the elapsed ms.
+// Decode + schedule + draw one rank. Returns the elapsed ms. Only the
+// latest request draws: quick edits (tp, then dp) send several, and their
+// answers may arrive out of order.
+let rankSeq = 0;
 async function showRank(rank: number, mine = generation): Promise<number> {
   const t0 = performance.now();
+  const seq = ++rankSeq;
   const [{ info }, { bytes }] = await Promise.all([
     client.request('rankInfo', { job: jobText, rank }),
     client.request('rankTrace', { job: jobText, rank }),
   ]);
-  if (mine !== generation) return performance.now() - t0;
+  if (mine !== generation || seq !== rankSeq) return performance.now() - t0;
   const u8 = new Uint8Array(bytes);
   const trace = decodeTrace(u8);
   const hw = (summary?.job?.hardware ?? {}) as { intra_node_bw?: number; inter_node_bw?: number; gpus_per_node?: number };
