@@ -96,13 +96,7 @@ Result<Generator> Generator::create(const Job& job) {
     lo.compute_dtype = t.dtype;
     lo.optimizer_bytes_per_param = t.optimizer_bytes_per_param;
     SC_ASSIGN_OR_RETURN(RoleProgram prog, lower_program(g, s->bind, job.hardware, lo));
-    if (stage == 0) {
-      s->graph = std::move(g);
-      s->program = std::move(prog);
-    } else {
-      s->later_graphs.push_back(std::move(g));
-      s->later_programs.push_back(std::move(prog));
-    }
+    s->stages.push_back({std::move(g), std::move(prog)});
   }
   s->config_hash = fnv1a_hex(job_to_canonical_json(job));
   SC_ASSIGN_OR_RETURN(s->summary, build_summary(*s));
@@ -122,7 +116,7 @@ std::string Generator::graph_text() const {
                                           : std::string()) +
                        " sequence_parallel=" + (j.parallel.sequence_parallel ? "on" : "off") +
                        "\n# one micro-batch: forward, backward, then the optimizer phase; shapes are per rank";
-  if (state_->num_stages() == 1) return graph_to_text(state_->graph, header);
+  if (state_->num_stages() == 1) return graph_to_text(state_->graph_of(0), header);
   std::string out = header + "\n";
   for (int64_t st = 0; st < state_->num_stages(); ++st)
     out += graph_to_text(state_->graph_of(st), "## pipeline stage " + std::to_string(st));

@@ -120,7 +120,7 @@ std::string gather_reason(const Op& c, const std::string& label, const std::stri
 }
 
 ojson why_json(const GeneratorState& s, const Readers& rd, const Op& op) {
-  const Graph& g = s.graph;
+  const Graph& g = s.graph_of(0);  // the graph view teaches one stage: the first
   const std::string& X = op.axis;
   const Tensor& in = g.tensors[op.inputs.at(0)];
   const Tensor& out = g.tensors[op.outputs.at(0)];
@@ -200,7 +200,7 @@ ojson why_json(const GeneratorState& s, const Readers& rd, const Op& op) {
 
 std::string Generator::graph_json() const {
   const GeneratorState& s = GeneratorAccess::state(*this);
-  const Graph& g = s.graph;
+  const Graph& g = s.graph_of(0);  // the graph view teaches one stage: the first
   Readers rd = readers_of(g);
   ojson root;
   ojson axes = ojson::array();

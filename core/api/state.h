@@ -12,23 +12,23 @@
 namespace sc {
 
 // One rank role per pipeline stage: its sharded graph and lowered program.
+struct StageState {
+  Graph graph;
+  RoleProgram program;
+};
+
 struct GeneratorState {
   Job job;
-  Graph graph;          // stage 0
-  RoleProgram program;  // stage 0
-  std::vector<Graph> later_graphs;          // stages 1 .. pp-1
-  std::vector<RoleProgram> later_programs;  // stages 1 .. pp-1
+  std::vector<StageState> stages;  // index = pipeline stage
   Bindings bind;
   RankLayout layout{{}};
   GroupTable groups;
   std::string config_hash;
   std::string summary;  // summary.json text
 
-  int64_t num_stages() const { return 1 + static_cast<int64_t>(later_graphs.size()); }
-  const Graph& graph_of(int64_t stage) const { return stage == 0 ? graph : later_graphs[stage - 1]; }
-  const RoleProgram& program_of(int64_t stage) const {
-    return stage == 0 ? program : later_programs[stage - 1];
-  }
+  int64_t num_stages() const { return static_cast<int64_t>(stages.size()); }
+  const Graph& graph_of(int64_t stage) const { return stages[static_cast<size_t>(stage)].graph; }
+  const RoleProgram& program_of(int64_t stage) const { return stages[static_cast<size_t>(stage)].program; }
 };
 
 // summary.json for a fully built state (api/summary.cc).
