@@ -100,6 +100,24 @@ std::vector<std::string> Graph::labels_out(const Op& op, size_t i) const {
   return labels;
 }
 
+int add_collective_op(Graph& g, std::string name, CollectiveType coll, std::string axis, Phase phase,
+                      std::vector<int> inputs, std::vector<int> outputs) {
+  Op o;
+  o.name = std::move(name);
+  o.kind = OpKind::kCollective;
+  o.fn = collective_name(coll);
+  o.phase = phase;
+  o.coll = coll;
+  o.axis = std::move(axis);
+  o.linear = true;
+  o.inputs = std::move(inputs);
+  o.outputs = std::move(outputs);
+  o.id = static_cast<int>(g.ops.size());
+  for (int t : o.outputs) g.tensors[t].producer = o.id;
+  g.ops.push_back(std::move(o));
+  return g.ops.back().id;
+}
+
 std::string local_shape_string(const Tensor& t) {
   std::string s = "[";
   for (size_t i = 0; i < t.dims.size(); ++i) {

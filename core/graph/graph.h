@@ -144,6 +144,11 @@ struct Graph {
   std::vector<std::string> labels_out(const Op& op, size_t i) const;
 };
 
+// Appends a collective op over `axis` (sum-linear, producer of its outputs)
+// to g.ops without placing it in program order; returns its id.
+int add_collective_op(Graph& g, std::string name, CollectiveType coll, std::string axis, Phase phase,
+                      std::vector<int> inputs, std::vector<int> outputs);
+
 // Canonical text: one line per tensor definition and per op, program order,
 // symbolic local shapes ("[b, s/tp, h]") and shardings. Stable.
 std::string graph_to_text(const Graph& g, const std::string& header);

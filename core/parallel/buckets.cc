@@ -37,24 +37,15 @@ Status bucket_dp_gradients(Graph& g, const Bindings& bind, double bucket_bytes, 
   std::set<int> members;
   std::vector<int> bucket_ops;
   for (size_t b = 0; b < buckets.size(); ++b) {
-    Op bucket;
-    bucket.name = "dp_grad_bucket" + std::to_string(b) + ".all_reduce(" + axis + ")";
-    bucket.kind = OpKind::kCollective;
-    bucket.fn = "all_reduce";
-    bucket.phase = Phase::kOptimizer;
-    bucket.coll = CollectiveType::kAllReduce;
-    bucket.axis = axis;
-    bucket.linear = true;
-    bucket.grad_bucket = true;
+    std::vector<int> in, out;
     for (int m : buckets[b]) {
-      bucket.inputs.push_back(g.ops[m].inputs[0]);
-      bucket.outputs.push_back(g.ops[m].outputs[0]);
+      in.push_back(g.ops[m].inputs[0]);
+      out.push_back(g.ops[m].outputs[0]);
       members.insert(m);
     }
-    int id = static_cast<int>(g.ops.size());
-    bucket.id = id;
-    for (int t : bucket.outputs) g.tensors[t].producer = id;
-    g.ops.push_back(std::move(bucket));
+    int id = add_collective_op(g, "dp_grad_bucket" + std::to_string(b) + ".all_reduce(" + axis + ")",
+                               CollectiveType::kAllReduce, axis, Phase::kOptimizer, in, out);
+    g.ops[id].grad_bucket = true;
     bucket_ops.push_back(id);
   }
   // The buckets, in the order they fill, replace their members where the
@@ -81,20 +72,9 @@ void insert_weight_syncs(Graph& g) {
       Tensor t = g.tensors[grad];
       t.name = g.tensors[op.inputs[0]].name + ".grad.all_reduce(" + axis + ")";
       int out = g.add_tensor(std::move(t));
-      Op ar;
-      ar.name = g.tensors[out].name;
-      ar.kind = OpKind::kCollective;
-      ar.fn = "all_reduce";
-      ar.phase = Phase::kOptimizer;
-      ar.coll = CollectiveType::kAllReduce;
-      ar.axis = axis;
-      ar.linear = true;
-      ar.inputs = {grad};
-      ar.outputs = {out};
-      ar.id = static_cast<int>(g.ops.size());
-      g.tensors[out].producer = ar.id;
-      g.ops.push_back(ar);
-      order.push_back(ar.id);
+      const int ar = add_collective_op(g, g.tensors[out].name, CollectiveType::kAllReduce, axis, Phase::kOptimizer,
+                                       {grad}, {out});
+      order.push_back(ar);
       g.ops[id].inputs[1] = out;
     }
     order.push_back(id);

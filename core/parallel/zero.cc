@@ -10,22 +10,10 @@ namespace {
 
 int add_collective(Graph& g, const std::string& name, CollectiveType coll, const std::string& axis, Phase phase,
                    int chunk, std::vector<int> inputs, std::vector<int> outputs) {
-  Op o;
-  o.name = name;
-  o.kind = OpKind::kCollective;
-  o.fn = collective_name(coll);
-  o.phase = phase;
-  o.chunk = chunk;
-  o.coll = coll;
-  o.axis = axis;
-  o.linear = true;
-  o.flat_shard_axis = coll == CollectiveType::kAllGather ? axis : "";
-  o.inputs = std::move(inputs);
-  o.outputs = std::move(outputs);
-  o.id = static_cast<int>(g.ops.size());
-  for (int t : o.outputs) g.tensors[t].producer = o.id;
-  g.ops.push_back(std::move(o));
-  return g.ops.back().id;
+  int id = add_collective_op(g, name, coll, axis, phase, std::move(inputs), std::move(outputs));
+  g.ops[id].chunk = chunk;
+  g.ops[id].flat_shard_axis = coll == CollectiveType::kAllGather ? axis : "";
+  return id;
 }
 
 int copy_tensor(Graph& g, int t, const std::string& suffix, TensorKind kind) {

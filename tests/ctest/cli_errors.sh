@@ -1,12 +1,7 @@
 #!/usr/bin/env bash
 # CLI error handling: exit codes (2 usage, 1 job/input), messages on
 # stderr, and no output directory (nor DIR.tmp-*) after a failed generate.
-set -u
-CLI="${STAGECRAFT_CLI:?set STAGECRAFT_CLI to the stagecraft binary}"
-WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK"
-failures=0
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash"
 
 # expect NAME EXIT_CODE STDERR_SUBSTRING -- command...
 expect() {

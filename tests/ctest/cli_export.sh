@@ -3,13 +3,7 @@
 # export byte for byte; archives are deterministic, hold the same files plus
 # a manifest whose checksums hold, and ASTRA-sim inputs; progress / --quiet;
 # a write failure mid-archive (file size limit) and SIGTERM leave nothing.
-set -u
-CLI="${STAGECRAFT_CLI:?set STAGECRAFT_CLI to the stagecraft binary}"
-WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK"
-failures=0
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash"
 
 JOB=(--model gpt3-1.7b --layers 2 --tp 2 --dp 4 --seq-len 256 --global-batch-size 8)
 

@@ -2,13 +2,7 @@
 # generate on a tiny job: 4 .et files + comm_groups.json + summary.json,
 # byte-identical on a second run (determinism); --force replaces; inspect
 # --json prints summary.json's bytes; dump reads what generate wrote.
-set -u
-CLI="${STAGECRAFT_CLI:?set STAGECRAFT_CLI to the stagecraft binary}"
-WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
-cd "$WORK"
-failures=0
-fail() { echo "FAIL $*"; failures=$((failures + 1)); }
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash"
 
 JOB=(--model gpt3-1.7b --layers 2 --tp 2 --dp 2 --seq-len 256 --global-batch-size 4)
 
