@@ -41,6 +41,7 @@ for fmt in zip tar.gz; do
     tar xzf "a.$fmt" -C "x.$fmt" || fail "tar xzf"
   fi
   for f in full/*; do cmp -s "$f" "x.$fmt/$(basename "$f")" || fail "$fmt: $(basename "$f") differs"; done
+  "$CLI" validate "x.$fmt" > "v.$fmt.txt" 2>&1 || { fail "$fmt: extracted traces do not validate"; cat "v.$fmt.txt"; }
   for f in manifest.json astra-sim/network.yml astra-sim/system.json astra-sim/remote_memory.json astra-sim/run.sh; do
     [[ -s "x.$fmt/$f" ]] || fail "$fmt: no $f"
   done
@@ -67,6 +68,11 @@ unzip -l p.zip | grep -q "trace.0.et" && fail "partial archive has trace.0.et"
 # Progress: lines when not a terminal (interval 0: every update), --quiet: nothing.
 STAGECRAFT_PROGRESS_INTERVAL=0 "$CLI" generate "${JOB[@]}" --progress lines -o prog > /dev/null 2> prog.err || fail "progress run"
 grep -q "^progress: 8/8 ranks (100%)" prog.err || fail "no progress lines: $(cat prog.err)"
+# On a terminal (a pty from util-linux's script): the bar with ranks/s and ETA.
+if command -v script > /dev/null; then
+  STAGECRAFT_PROGRESS_INTERVAL=0 script -qec "'$CLI' generate ${JOB[*]} -o tty" tty.log > /dev/null 2>&1 || fail "tty run"
+  grep -q "ranks/s" tty.log && grep -q "ETA" tty.log && grep -q "\[#" tty.log || fail "no progress bar on a terminal: $(cat -v tty.log)"
+fi
 "$CLI" generate "${JOB[@]}" --quiet -o quiet > quiet.out 2> quiet.err || fail "--quiet run"
 [[ -s quiet.out || -s quiet.err ]] && fail "--quiet printed something"
 
