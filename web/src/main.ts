@@ -229,7 +229,12 @@ function renderCoords(info: RankInfo): void {
       h('input', { type: 'number', name: `coord-${a.name}`, min: 0, max: a.degree - 1, 'aria-label': `${a.name} coordinate (0 to ${a.degree - 1})` }),
       h('small', {}, ` / ${a.degree}`), h('span', { class: 'error', role: 'alert' }))));
   }
-  for (const a of info.axes) (box.querySelector(`input[name="coord-${a.name}"]`) as HTMLInputElement).value = String(a.coord);
+  // Never overwrite the field being edited: a draw for an earlier edit
+  // would otherwise reset what the user is typing.
+  for (const a of info.axes) {
+    const inp = box.querySelector(`input[name="coord-${a.name}"]`) as HTMLInputElement;
+    if (inp !== document.activeElement) inp.value = String(a.coord);
+  }
 }
 
 // Decode + schedule + draw one rank. Returns the elapsed ms. Only the
@@ -256,7 +261,7 @@ async function showRank(rank: number, mine = generation): Promise<number> {
   const act = summary?.stages?.[0]?.activation_bytes_per_micro_batch ?? st.activations_peak ?? 0;
   preview = { rank, info, nodes: trace.nodes, sched, memory: memoryOverTime(trace.nodes, sched, staticBytes, act), capacity: st.capacity ?? 0, bytes: u8.length };
   (preview as Preview & { raw?: Uint8Array }).raw = u8;
-  rankInput().value = String(rank);
+  if (rankInput() !== document.activeElement) rankInput().value = String(rank);
   renderCoords(info);
   renderGroups($('#groups'), info);
   renderStats($('#rank-stats'), preview);
