@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/api.h"
+#include "check/replay.h"
 
 namespace sc::testing {
 
@@ -41,6 +42,16 @@ inline nlohmann::json summary(const Generator& g) {
   auto j = nlohmann::json::parse(g.summary_json(), nullptr, false);
   REQUIRE(!j.is_discarded());
   return j;
+}
+
+// Replays every rank together (core/check/replay.h) and expects every node
+// to finish; prints the hangs otherwise.
+inline void check_runs_to_completion(const Generator& g) {
+  std::vector<RankTrace> ranks;
+  for (int64_t r = 0; r < g.world_size(); ++r) ranks.push_back(g.rank_trace(r).value());
+  auto res = replay_traces(ranks, g.groups());
+  for (const auto& p : res.problems) MESSAGE(p);
+  CHECK(res.completed);
 }
 
 }  // namespace sc::testing

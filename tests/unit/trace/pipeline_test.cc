@@ -20,13 +20,6 @@ Job pp_job(int64_t L, int64_t pp, int64_t v, Schedule sch, int64_t m, int64_t tp
   return j;
 }
 
-void check_completes(const Generator& g) {
-  std::vector<RankTrace> ranks;
-  for (int64_t r = 0; r < g.world_size(); ++r) ranks.push_back(g.rank_trace(r).value());
-  auto res = replay_traces(ranks, g.groups());
-  for (const auto& p : res.problems) MESSAGE(p);
-  CHECK(res.completed);
-}
 
 }  // namespace
 
@@ -61,14 +54,14 @@ TEST_CASE("schedule: 1F1B keeps pp - stage micro-batches in flight, GPipe all of
 }
 
 TEST_CASE("pipeline: every schedule runs to completion on every rank") {
-  check_completes(make(pp_job(4, 2, 1, Schedule::kOneFOneB, 4, 2, 2)));
-  check_completes(make(pp_job(4, 4, 1, Schedule::kGPipe, 4)));
-  check_completes(make(pp_job(8, 2, 2, Schedule::kInterleaved, 4, 2)));
-  check_completes(make(pp_job(4, 4, 1, Schedule::kZeroBubble, 8, 1, 2)));
+  check_runs_to_completion(make(pp_job(4, 2, 1, Schedule::kOneFOneB, 4, 2, 2)));
+  check_runs_to_completion(make(pp_job(4, 4, 1, Schedule::kGPipe, 4)));
+  check_runs_to_completion(make(pp_job(8, 2, 2, Schedule::kInterleaved, 4, 2)));
+  check_runs_to_completion(make(pp_job(4, 4, 1, Schedule::kZeroBubble, 8, 1, 2)));
   Job uneven = pp_job(5, 2, 1, Schedule::kOneFOneB, 4);
   uneven.parallel.pipeline_layout = {3, 2};
   auto g = make(uneven);
-  check_completes(g);
+  check_runs_to_completion(g);
   auto s = summary(g);
   CHECK(s["stages"][0]["layers"].get<int64_t>() == 3);
   CHECK(s["stages"][1]["layers"].get<int64_t>() == 2);
