@@ -52,11 +52,8 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
     const Op& o = g.ops[id];
     if (o.layer >= 0) first_layer = std::min(first_layer, o.layer), last_layer = std::max(last_layer, o.layer);
     if (o.phase != Phase::kBackward) continue;
-    for (int t : o.inputs) {
-      const Tensor& x = g.tensors[t];
-      bool fwd = x.producer >= 0 && g.ops[x.producer].phase == Phase::kForward;
-      if (fwd && (x.kind == TensorKind::kActivation || x.kind == TensorKind::kMask)) saved_layer.emplace(t, o.layer);
-    }
+    for (int t : o.inputs)
+      if (is_saved_activation(g, t)) saved_layer.emplace(t, o.layer);
   }
   std::map<int, int64_t> act_by_layer;
   int64_t act_per_mb = 0;

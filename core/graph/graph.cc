@@ -100,6 +100,12 @@ std::vector<std::string> Graph::labels_out(const Op& op, size_t i) const {
   return labels;
 }
 
+bool is_saved_activation(const Graph& g, int tensor) {
+  const Tensor& x = g.tensors[tensor];
+  return x.producer >= 0 && g.ops[x.producer].phase == Phase::kForward &&
+         (x.kind == TensorKind::kActivation || x.kind == TensorKind::kMask);
+}
+
 int add_collective_op(Graph& g, std::string name, CollectiveType coll, std::string axis, Phase phase,
                       std::vector<int> inputs, std::vector<int> outputs) {
   Op o;

@@ -144,6 +144,10 @@ struct Graph {
   std::vector<std::string> labels_out(const Op& op, size_t i) const;
 };
 
+// A forward activation or mask: what a backward op reading it keeps alive
+// from forward to backward (saved for backward).
+bool is_saved_activation(const Graph& g, int tensor);
+
 // Appends a collective op over `axis` (sum-linear, producer of its outputs)
 // to g.ops without placing it in program order; returns its id.
 int add_collective_op(Graph& g, std::string name, CollectiveType coll, std::string axis, Phase phase,

@@ -10,12 +10,6 @@
 namespace sc {
 namespace {
 
-bool is_saved_activation(const Graph& g, int t) {
-  const Tensor& x = g.tensors[t];
-  return x.producer >= 0 && g.ops[x.producer].phase == Phase::kForward &&
-         (x.kind == TensorKind::kActivation || x.kind == TensorKind::kMask);
-}
-
 class Lowerer {
  public:
   Lowerer(const Graph& g, const Bindings& bind, const HardwareProfile& hw, const LowerOptions& o)
@@ -218,12 +212,8 @@ class Lowerer {
         SC_ASSIGN_OR_RETURN(int64_t n, g_.tensors[op.inputs[0]].local_numel().eval(bind_, op.name + " params"));
         bytes += 2 * n * o_.optimizer_bytes_per_param;
       }
-      node.num_ops = shard(op, node.num_ops);
-      bytes = shard(op, bytes);
-      node.tensor_size = static_cast<uint64_t>(std::max<int64_t>(bytes, 1));
       DType dt = op.kind == OpKind::kMatmul ? o_.compute_dtype : g_.tensors[op.outputs[0]].dtype;
-      double us = roofline_micros(hw_, dt, static_cast<double>(node.num_ops), static_cast<double>(bytes));
-      node.duration_micros = static_cast<uint64_t>(std::max<double>(1.0, std::llround(us)));
+      set_cost(node, dt, shard(op, node.num_ops), shard(op, bytes));
       if (last_compute_ >= 0) deps.insert(static_cast<uint64_t>(last_compute_));
       last_compute_ = static_cast<int64_t>(node.id);
     }
@@ -232,6 +222,15 @@ class Lowerer {
     op_node_[{mb, id}] = node.id;
     push(std::move(node), axis, peer, 0);
     return ok_status();
+  }
+
+  // FLOPs, bytes touched (>= 1: 0 stalls the simulator) and the roofline
+  // time rounded to the nearest µs, at least 1.
+  void set_cost(TraceNode& n, DType dt, int64_t flops, int64_t bytes) const {
+    n.num_ops = flops;
+    n.tensor_size = static_cast<uint64_t>(std::max<int64_t>(bytes, 1));
+    double us = roofline_micros(hw_, dt, static_cast<double>(flops), static_cast<double>(bytes));
+    n.duration_micros = static_cast<uint64_t>(std::max<double>(1.0, std::llround(us)));
   }
 
   void push(TraceNode node, const std::string& axis, int64_t peer_stage, int64_t ring_offset) {
@@ -272,34 +271,28 @@ class Lowerer {
                           "parallel.cp");
       int64_t recv = -1;
       if (j + 1 < n) {
-        TraceNode send;
-        send.id = p_.nodes.size();
-        send.name = prefix + ".kv_send" + std::to_string(j);
-        send.kind = TraceNodeKind::kSend;
-        send.comm_size = block;
-        send.tag = static_cast<int32_t>(tag);
-        std::set<uint64_t> sd = prev_recv >= 0 ? std::set<uint64_t>{static_cast<uint64_t>(prev_recv)} : inputs;
-        send.deps.assign(sd.begin(), sd.end());
-        last_send_ = static_cast<int64_t>(send.id);
-        push(std::move(send), op.ring_axis, -1, +1);
-        TraceNode rv;
-        rv.id = p_.nodes.size();
-        rv.name = prefix + ".kv_recv" + std::to_string(j);
-        rv.kind = TraceNodeKind::kRecv;
-        rv.comm_size = block;
-        rv.tag = static_cast<int32_t>(tag);
-        recv = static_cast<int64_t>(rv.id);
-        push(std::move(rv), op.ring_axis, -1, -1);
+        auto p2p = [&](const char* what, TraceNodeKind kind, const std::set<uint64_t>& d, int64_t offset) {
+          TraceNode x;
+          x.id = p_.nodes.size();
+          x.name = prefix + what + std::to_string(j);
+          x.kind = kind;
+          x.comm_size = block;
+          x.tag = static_cast<int32_t>(tag);
+          x.deps.assign(d.begin(), d.end());
+          const int64_t node_id = static_cast<int64_t>(x.id);
+          push(std::move(x), op.ring_axis, -1, offset);
+          return node_id;
+        };
+        last_send_ = p2p(".kv_send", TraceNodeKind::kSend,
+                         prev_recv >= 0 ? std::set<uint64_t>{static_cast<uint64_t>(prev_recv)} : inputs, +1);
+        recv = p2p(".kv_recv", TraceNodeKind::kRecv, {}, -1);
       }
       TraceNode c;
       c.id = p_.nodes.size();
       c.name = prefix + ".step" + std::to_string(j);
       c.kind = TraceNodeKind::kCompute;
-      c.num_ops = flops / n + (j + 1 == n ? flops % n : 0);
-      int64_t b = bytes / n + (j + 1 == n ? bytes % n : 0);
-      c.tensor_size = static_cast<uint64_t>(std::max<int64_t>(b, 1));
-      double us = roofline_micros(hw_, o_.compute_dtype, static_cast<double>(c.num_ops), static_cast<double>(b));
-      c.duration_micros = static_cast<uint64_t>(std::max<double>(1.0, std::llround(us)));
+      set_cost(c, o_.compute_dtype, flops / n + (j + 1 == n ? flops % n : 0),
+               bytes / n + (j + 1 == n ? bytes % n : 0));
       std::set<uint64_t> cd = inputs;
       if (prev_recv >= 0) cd.insert(static_cast<uint64_t>(prev_recv));
       if (last_compute_ >= 0) cd.insert(static_cast<uint64_t>(last_compute_));

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "test_jobs.h"
 #include "api/api.h"
 #include "emit/chakra_writer.h"
 
@@ -19,12 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using sc::testing::slurp;
 
 void check_golden(const fs::path& expected, const std::string& actual) {
   if (std::getenv("STAGECRAFT_UPDATE_GOLDEN")) {

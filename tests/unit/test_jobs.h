@@ -3,12 +3,24 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "api/api.h"
 #include "check/replay.h"
 
 namespace sc::testing {
+
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 inline Job gpt_job(int64_t L, int64_t h, int64_t a, int64_t tp, int64_t dp, bool sp, int64_t b, int64_t s,
                    int64_t B = 0) {

@@ -20,12 +20,7 @@ namespace fs = std::filesystem;
 namespace sc {
 namespace {
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testing::slurp;
 
 void check_all_ranks(const Generator& g) {
   auto enc = RankEncoder::create(g);
