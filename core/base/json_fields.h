@@ -62,6 +62,7 @@ inline constexpr int64_t kMaxGlobalBatch = 100000000; // sequences
 inline constexpr int64_t kMaxLayers = 10000;
 inline constexpr int64_t kMaxHidden = 1048576;
 inline constexpr int64_t kMaxHeads = 65536;
+inline constexpr int64_t kMaxExperts = 65536;  // routed / shared experts, experts per token (DeepSeek-V3: 256)
 inline constexpr int64_t kMaxHeadDim = 65536;
 inline constexpr int64_t kMaxFfn = 16777216;          // 2^24
 inline constexpr int64_t kMaxVocab = 16777216;        // 2^24

@@ -16,6 +16,7 @@ Result<E> parse_enum(const Json& v, const std::string& path, const char* a, E ea
                     "unknown value \"" + s + "\" (known: " + a + ", " + b + ")", path);
 }
 
+
 // Which derived fields an override must carry along (see docs/job-format.md).
 struct Given {
   bool hidden = false, heads = false, kv = false, head_dim = false, ffn = false;
@@ -23,10 +24,10 @@ struct Given {
 
 Status apply_fields(const Json& obj, const std::string& path, ModelConfig* m, Given* given) {
   using namespace limits;
-  auto get = [&](const char* key, int64_t hi, int64_t* out, bool* seen) -> Status {
+  auto get = [&](const char* key, int64_t hi, int64_t* out, bool* seen, int64_t lo = 1) -> Status {
     const Json* v = jsonf::find(obj, key);
     if (!v) return ok_status();
-    SC_ASSIGN_OR_RETURN(*out, jsonf::get_int(*v, join(path, key), 1, hi));
+    SC_ASSIGN_OR_RETURN(*out, jsonf::get_int(*v, join(path, key), lo, hi));
     if (seen) *seen = true;
     return ok_status();
   };
@@ -63,6 +64,21 @@ Status apply_fields(const Json& obj, const std::string& path, ModelConfig* m, Gi
   SC_RETURN_IF_ERROR(flag("linear_bias", &m->linear_bias));
   SC_RETURN_IF_ERROR(flag("dropout", &m->dropout));
   SC_RETURN_IF_ERROR(flag("flash_attention", &m->flash_attention));
+  // Mixture of experts and latent attention: 0 = off; relations between
+  // the fields (k <= E, MLA head sizes, ...) are checked by validate_model.
+  SC_RETURN_IF_ERROR(get("num_experts", kMaxExperts, &m->num_experts, nullptr, 0));
+  SC_RETURN_IF_ERROR(get("experts_per_token", kMaxExperts, &m->experts_per_token, nullptr, 0));
+  SC_RETURN_IF_ERROR(get("moe_ffn_hidden", kMaxFfn, &m->moe_ffn_hidden, nullptr, 0));
+  SC_RETURN_IF_ERROR(get("shared_experts", kMaxExperts, &m->shared_experts, nullptr, 0));
+  SC_RETURN_IF_ERROR(get("first_dense_layers", kMaxLayers, &m->first_dense_layers, nullptr, 0));
+  if (const Json* v = jsonf::find(obj, "capacity_factor")) {
+    SC_ASSIGN_OR_RETURN(m->capacity_factor, jsonf::get_number(*v, join(path, "capacity_factor")));
+  }
+  SC_RETURN_IF_ERROR(flag("router_bias", &m->router_bias));
+  SC_RETURN_IF_ERROR(get("q_lora_rank", kMaxHidden, &m->q_lora_rank, nullptr, 0));
+  SC_RETURN_IF_ERROR(get("kv_lora_rank", kMaxHidden, &m->kv_lora_rank, nullptr, 0));
+  SC_RETURN_IF_ERROR(get("qk_rope_head_dim", kMaxHeadDim, &m->qk_rope_head_dim, nullptr, 0));
+  SC_RETURN_IF_ERROR(get("v_head_dim", kMaxHeadDim, &m->v_head_dim, nullptr, 0));
   return ok_status();
 }
 
@@ -85,7 +101,10 @@ Result<ModelConfig> parse_model_section(const Json& v, const std::string& path) 
   SC_RETURN_IF_ERROR(jsonf::check_keys(
       v, {"preset", "hf_config", "name", "num_layers", "hidden", "num_heads", "num_kv_heads",
           "head_dim", "ffn_hidden", "vocab", "max_positions", "norm", "mlp", "position",
-          "tied_embeddings", "linear_bias", "dropout", "flash_attention"},
+          "tied_embeddings", "linear_bias", "dropout", "flash_attention", "num_experts",
+          "experts_per_token", "moe_ffn_hidden", "shared_experts", "first_dense_layers",
+          "capacity_factor", "router_bias", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
+          "v_head_dim"},
       path));
   const Json* preset = jsonf::find(v, "preset");
   const Json* hf = jsonf::find(v, "hf_config");
@@ -127,8 +146,9 @@ Result<ModelConfig> parse_model_section(const Json& v, const std::string& path) 
     if (!jsonf::find(v, "max_positions")) m.max_positions = 0;  // -> seq_len
     return m;
   }
-  // Overrides on a preset/HF base: derived sizes follow unless given.
-  if ((given.hidden || given.heads) && !given.head_dim) {
+  // Overrides on a preset/HF base: derived sizes follow unless given. With
+  // latent attention head_dim is its own size (qk_nope_head_dim), not h / a.
+  if ((given.hidden || given.heads) && !given.head_dim && !m.is_mla()) {
     SC_RETURN_IF_ERROR(head_dim_from_hidden(&m, path));
   }
   if (given.heads && !given.kv && base.num_kv_heads == base.num_heads) m.num_kv_heads = m.num_heads;

@@ -31,6 +31,36 @@ struct ModelConfig {
   bool linear_bias = true;      // biases on the linear layers (GPT: yes)
   bool dropout = true;          // hidden + attention dropout (GPT: 0.1)
   bool flash_attention = false; // fused attention: no s^2 activations saved
+
+  // Mixture of experts (num_experts == 0: every MLP is dense). An MoE
+  // layer's MLP is a router over num_experts routed experts, each token
+  // going to experts_per_token of them, plus shared_experts always-active
+  // experts; every expert is an MLP (kind `mlp`) of width moe_ffn_hidden.
+  // The first first_dense_layers layers keep a dense MLP of width ffn_hidden
+  // (DeepSeek's first_k_dense_replace).
+  int64_t num_experts = 0;         // E
+  int64_t experts_per_token = 0;   // k (top-k)
+  int64_t moe_ffn_hidden = 0;      // fe
+  int64_t shared_experts = 0;      // always-active experts (DeepSeek: 1)
+  int64_t first_dense_layers = 0;
+  // Tokens one expert takes from one source rank: ceil(capacity_factor *
+  // T * k / E) for T local tokens (routing is uniform; > 1 pads buffers).
+  double capacity_factor = 1.0;
+  bool router_bias = false;        // per-expert routing bias (DeepSeek-V3's e_score_correction_bias)
+
+  // Multi-head latent attention (DeepSeek; on when kv_lora_rank > 0).
+  // head_dim is then the no-RoPE part of a query/key head
+  // (qk_nope_head_dim); num_kv_heads equals num_heads.
+  int64_t q_lora_rank = 0;         // 0: queries projected directly from h
+  int64_t kv_lora_rank = 0;        // compressed K/V latent width
+  int64_t qk_rope_head_dim = 0;    // RoPE part of a query/key head (key part shared by all heads)
+  int64_t v_head_dim = 0;          // value head width
+
+  bool is_moe() const { return num_experts > 0; }
+  bool is_mla() const { return kv_lora_rank > 0; }
+  bool moe_layer(int64_t layer) const { return is_moe() && layer >= first_dense_layers; }
+  int64_t qk_head_dim() const { return head_dim + (is_mla() ? qk_rope_head_dim : 0); }
+  int64_t value_head_dim() const { return is_mla() ? v_head_dim : head_dim; }
 };
 
 // Names of all presets, sorted.
@@ -55,5 +85,10 @@ Status validate_model(const ModelConfig& m, const std::string& path = "model");
 // output layer when untied). Independent of the graph so tests can compare
 // the graph's count against it.
 int64_t closed_form_parameters(const ModelConfig& m);
+
+// Parameters one token uses: the total less the routed experts it is not
+// sent to ((E - k) experts of every MoE layer). Equals the total for a
+// dense model.
+int64_t closed_form_active_parameters(const ModelConfig& m);
 
 }  // namespace sc

@@ -1,8 +1,9 @@
 // Published architectures. GPT rows: Megatron-LM (Narayanan et al. 2021,
 // arXiv 2104.04473) Table 1, plus GPT-3 175B (Brown et al. 2020); all use
 // V = 51200, s = 2048, GeLU MLP with f = 4h, LayerNorm, learned positions,
-// tied embeddings, biases and dropout. Llama rows: the models' HF
-// config.json files (RMSNorm, SwiGLU, RoPE, untied, no bias, no dropout).
+// tied embeddings, biases and dropout. Llama, Mixtral and DeepSeek rows:
+// the models' HF config.json files (RMSNorm, SwiGLU, RoPE, untied, no bias,
+// no dropout).
 #include <algorithm>
 
 #include "model/model_config.h"
@@ -29,6 +30,28 @@ constexpr LlamaRow kLlama[] = {
     {"llama3-70b", 8192, 80, 64, 8, 28672, 128256, 8192},
     // Only released as Llama 3.1 (131072-token RoPE context).
     {"llama3-405b", 16384, 126, 128, 8, 53248, 128256, 131072},
+};
+
+// Mixtral: Llama-style attention; every layer's MLP is a top-k mixture of
+// E SwiGLU experts of width f (no dense layers, so ffn_hidden = f too).
+struct MixtralRow { const char* name; int64_t h, L, a, kv, f, V, positions, E, k; };
+constexpr MixtralRow kMixtral[] = {
+    {"mixtral-8x7b", 4096, 32, 32, 8, 14336, 32000, 32768, 8, 2},
+    {"mixtral-8x22b", 6144, 56, 48, 8, 16384, 32768, 65536, 8, 2},
+};
+
+// DeepSeek: multi-head latent attention (q_lora_rank qr, kv_lora_rank kvr,
+// per-head no-RoPE dn = head_dim, RoPE dr, value dv); the first
+// `dense` layers have a dense MLP of width f, the rest E routed experts
+// (top-k) plus `shared` shared experts of width fe and a per-expert
+// routing bias. The multi-token-prediction module is not part of it.
+struct DeepSeekRow {
+  const char* name;
+  int64_t h, L, a, qr, kvr, dn, dr, dv, f, dense, fe, E, k, shared, V, positions;
+};
+constexpr DeepSeekRow kDeepSeek[] = {
+    {"deepseek-v3", 7168, 61, 128, 1536, 512, 128, 64, 128, 18432, 3, 2048, 256, 8, 1, 129280,
+     163840},
 };
 
 ModelConfig gpt(const GptRow& r) {
@@ -71,12 +94,38 @@ ModelConfig llama(const LlamaRow& r) {
   return m;
 }
 
+ModelConfig mixtral(const MixtralRow& r) {
+  ModelConfig m = llama({r.name, r.h, r.L, r.a, r.kv, r.f, r.V, r.positions});
+  m.num_experts = r.E;
+  m.experts_per_token = r.k;
+  m.moe_ffn_hidden = r.f;
+  return m;
+}
+
+ModelConfig deepseek(const DeepSeekRow& r) {
+  ModelConfig m = llama({r.name, r.h, r.L, r.a, r.a, r.f, r.V, r.positions});
+  m.head_dim = r.dn;
+  m.q_lora_rank = r.qr;
+  m.kv_lora_rank = r.kvr;
+  m.qk_rope_head_dim = r.dr;
+  m.v_head_dim = r.dv;
+  m.num_experts = r.E;
+  m.experts_per_token = r.k;
+  m.moe_ffn_hidden = r.fe;
+  m.shared_experts = r.shared;
+  m.first_dense_layers = r.dense;
+  m.router_bias = true;  // V3's noaux_tc routing: e_score_correction_bias
+  return m;
+}
+
 }  // namespace
 
 std::vector<std::string> preset_names() {
   std::vector<std::string> names;
   for (const GptRow& r : kGpt) names.emplace_back(r.name);
   for (const LlamaRow& r : kLlama) names.emplace_back(r.name);
+  for (const MixtralRow& r : kMixtral) names.emplace_back(r.name);
+  for (const DeepSeekRow& r : kDeepSeek) names.emplace_back(r.name);
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -87,6 +136,12 @@ Result<ModelConfig> model_preset(const std::string& name, const std::string& pat
   }
   for (const LlamaRow& r : kLlama) {
     if (name == r.name) return llama(r);
+  }
+  for (const MixtralRow& r : kMixtral) {
+    if (name == r.name) return mixtral(r);
+  }
+  for (const DeepSeekRow& r : kDeepSeek) {
+    if (name == r.name) return deepseek(r);
   }
   std::string list;
   for (const std::string& n : preset_names()) list += (list.empty() ? "" : ", ") + n;
