@@ -55,10 +55,39 @@ Result<Generator> Generator::create(const Job& job) {
   s->layout = RankLayout(std::move(axes));
   if (job.model.tied_embeddings) s->layout.enable_embedding_groups();
   s->layout.enable_combined("dp+cp");
-  s->groups = s->layout.all_groups();
   // Gradients are summed over the data-parallel ranks, with context
   // parallelism over dp x cp (Megatron's data-parallel-with-cp group).
   const std::string grad_axis = p.dp > 1 && p.cp > 1 ? "dp+cp" : p.cp > 1 ? "cp" : "dp";
+  const bool moe = job.model.is_moe();
+  const int64_t etp = p.expert_tp_degree(), edp = p.expert_dp();
+  if (moe) {
+    // Megatron's expert-parallel folding: a stage's tp x cp x dp ranks,
+    // read as one index, split again as expert_tp x ep x expert-dp.
+    s->layout.add_derived({"tp", "cp", "dp"}, {{"etp", etp}, {"ep", p.ep}, {"edp", edp}});
+    s->bind["ep"] = p.ep;
+    s->bind["etp"] = etp;
+    s->bind["edp"] = edp;
+    const int64_t local_tokens =
+        t.micro_batch_size * t.seq_len / (p.cp * (p.sequence_parallel ? p.tp : 1));
+    s->bind["cap"] = moe_capacity(job.model, local_tokens);
+  }
+  // HSDP: ZeRO's sharding group is the inner part of the data-parallel ranks.
+  ZeroAxes zaxes;
+  zaxes.grad = grad_axis;
+  zaxes.dense = p.dp * p.cp > 1 ? grad_axis : "";
+  zaxes.expert = moe && edp > 1 ? "edp" : "";
+  const int64_t shard = p.shard_degree();
+  if (p.zero > 0 && shard < p.dp * p.cp) {
+    zaxes.dense = "";  // a group of 1 shards nothing: plain data parallelism
+    if (shard > 1) {
+      s->layout.add_derived({"cp", "dp"}, {{"dp_shard", shard}, {"dp_replicate", p.dp * p.cp / shard}});
+      s->bind["dp_shard"] = shard;
+      s->bind["dp_replicate"] = p.dp * p.cp / shard;
+      zaxes.dense = "dp_shard";
+      zaxes.replica = "dp_replicate";
+    }
+  }
+  s->groups = s->layout.all_groups();
 
   for (int64_t stage = 0; stage < p.pp; ++stage) {
     BuildOptions bo;
@@ -67,6 +96,9 @@ Result<Generator> Generator::create(const Job& job) {
     bo.has_cp = p.cp > 1;
     bo.cp_ring = bo.has_cp && p.cp_algorithm == "ring";
     bo.sequence_parallel = p.sequence_parallel && bo.has_tp;
+    bo.has_ep = moe && p.ep > 1;
+    bo.has_etp = moe && etp > 1;
+    bo.has_edp = moe && edp > 1;
     bo.dtype = t.dtype;
     bo.num_virtual = p.pp * p.virtual_stages;
     bo.chunks = stage_chunks(job.model.num_layers, p.pp, p.virtual_stages, p.pipeline_layout, stage);
@@ -79,12 +111,17 @@ Result<Generator> Generator::create(const Job& job) {
     append_backward_and_optimizer(g, ao);
     PropagationOptions po;
     po.sequence_parallel = bo.sequence_parallel;
+    if (bo.has_edp) po.axes_outer_first.push_back("edp");
     if (bo.has_dp) po.axes_outer_first.push_back("dp");
     if (bo.has_cp) po.axes_outer_first.push_back("cp");
     if (bo.has_tp) po.axes_outer_first.push_back("tp");
+    if (bo.has_ep) po.axes_outer_first.push_back("ep");
+    if (bo.has_etp) po.axes_outer_first.push_back("etp");
     propagate_shardings(g, po);
-    SC_RETURN_IF_ERROR(bucket_dp_gradients(g, s->bind, t.dp_bucket_mb * 1024.0 * 1024.0, grad_axis));
-    if (bo.has_dp || bo.has_cp) apply_zero(g, static_cast<int>(p.zero), grad_axis);
+    const double bucket_bytes = t.dp_bucket_mb * 1024.0 * 1024.0;
+    SC_RETURN_IF_ERROR(bucket_dp_gradients(g, s->bind, bucket_bytes, grad_axis));
+    if (bo.has_edp) SC_RETURN_IF_ERROR(bucket_dp_gradients(g, s->bind, bucket_bytes, "edp", "expert_grad_bucket"));
+    apply_zero(g, static_cast<int>(p.zero), zaxes);
     insert_weight_syncs(g);
 
     LowerOptions lo;

@@ -27,6 +27,7 @@ bool is_weight(const Tensor& t) { return t.kind == TensorKind::kWeight && t.prod
 
 struct StageFigures {
   int64_t params_local = 0;
+  int64_t params_local_expert = 0;  // of which routed experts' (ZeRO shards them over edp)
   u128 rank_flops = 0;
   uint64_t compute_us = 0;
   std::map<std::string, int64_t> bytes_by_type, count_by_type, bytes_by_axis;
@@ -44,6 +45,7 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
     if (!is_weight(t)) continue;
     SC_ASSIGN_OR_RETURN(int64_t l, t.local_numel().eval(s.bind, t.name));
     f.params_local += l;
+    if (t.expert) f.params_local_expert += l;
   }
   // Activations saved for backward per transformer layer (Korthikanti et
   // al.'s per-layer figure), attributed to the layer of the first reader.
@@ -78,12 +80,21 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
       ++f.n_p2p;
     }
   }
-  // ZeRO shards optimizer state (1), gradients (2) and parameters (3) over dp.
-  const int64_t zero = s.job.parallel.zero, dp = s.job.parallel.dp * s.job.parallel.cp;
-  auto over_dp = [&](int64_t bytes, int64_t stage) { return zero >= stage ? (bytes + dp - 1) / dp : bytes; };
-  const int64_t weights = over_dp(f.params_local * dtype_bytes(tr.dtype), 3);
-  const int64_t grads = over_dp(f.params_local * dtype_bytes(tr.grad_reduce_dtype), 2);
-  const int64_t optim = over_dp(f.params_local * tr.optimizer_bytes_per_param, 1);
+  // ZeRO shards optimizer state (1), gradients (2) and parameters (3) over
+  // the sharding group (dp x cp, or HSDP's shard group); routed experts'
+  // state over the expert data-parallel group.
+  const auto& par = s.job.parallel;
+  const int64_t zero = par.zero, group = par.shard_degree();
+  const int64_t expert_group = s.job.model.is_moe() ? par.expert_dp() : 1;
+  const int64_t dense = f.params_local - f.params_local_expert;
+  auto sharded = [&](int64_t bytes_per_param, int64_t stage) {
+    if (zero < stage) return f.params_local * bytes_per_param;
+    return (dense * bytes_per_param + group - 1) / group +
+           (f.params_local_expert * bytes_per_param + expert_group - 1) / expert_group;
+  };
+  const int64_t weights = sharded(dtype_bytes(tr.dtype), 3);
+  const int64_t grads = sharded(dtype_bytes(tr.grad_reduce_dtype), 2);
+  const int64_t optim = sharded(tr.optimizer_bytes_per_param, 1);
   json per_layer = json::object();
   for (auto [layer, b] : act_by_layer)
     if (layer >= 0) per_layer[std::to_string(layer)] = b;
@@ -157,7 +168,7 @@ Result<std::string> build_summary(const GeneratorState& s) {
   const int64_t m = job.training.num_micro_batches(job.parallel);
   const int64_t world = s.layout.world_size(), per_stage = world / s.num_stages();
 
-  int64_t params_total = 0;
+  int64_t params_total = 0, params_inactive = 0;
   u128 model_flops = 0, hardware_flops = 0, executed = 0;
   std::vector<StageFigures> figs;
   json stages = json::array();
@@ -168,6 +179,8 @@ Result<std::string> build_summary(const GeneratorState& s) {
       if (!is_weight(t) || t.tied_copy) continue;
       SC_ASSIGN_OR_RETURN(int64_t n, t.global_numel().eval(s.bind, t.name));
       params_total += n;
+      // A token uses k of a layer's E routed experts.
+      if (t.expert) params_inactive += n / job.model.num_experts * (job.model.num_experts - job.model.experts_per_token);
     }
     for (int id : g.order) {
       const Op& o = g.ops[id];
@@ -204,8 +217,12 @@ Result<std::string> build_summary(const GeneratorState& s) {
         {"tp", job.parallel.tp},
         {"dp", job.parallel.dp},
         {"cp", job.parallel.cp},
-        {"pp", job.parallel.pp}}},
-      {"parameters", {{"total", params_total}, {"active", params_total}, {"per_rank", f0.params_local}}},
+        {"pp", job.parallel.pp},
+        {"ep", job.parallel.ep},
+        {"expert_tp", job.parallel.expert_tp_degree()},
+        {"expert_dp", job.model.is_moe() ? job.parallel.expert_dp() : 0},
+        {"shard_group", job.parallel.shard_degree()}}},
+      {"parameters", {{"total", params_total}, {"active", params_total - params_inactive}, {"per_rank", f0.params_local}}},
       {"flops",
        {{"model_per_iteration", big(model_flops)},
         {"hardware_per_iteration", big(hardware_flops)},

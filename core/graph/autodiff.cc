@@ -215,6 +215,19 @@ class Autodiff {
         if (f.fn == "add") {
           for (int x : f.inputs)
             if (requires_grad(x)) contrib_[x].push_back(dy);
+        } else if (f.fn == "concat") {
+          // MLA's key: [k_nope | k_rope broadcast over heads]. The nope part
+          // is a slice of dy; the shared RoPE part sums dy over the heads.
+          if (requires_grad(in(0)))
+            emit(f, ".bwd_slice", OpKind::kView, "slice", {dy}, {lab_out(0)}, {{in(0), 0}}, Expr(0));
+          if (requires_grad(in(1)))
+            emit(f, ".bwd_sum", OpKind::kReduce, "sum_heads", {dy}, {lab_out(0)}, {{in(1), 1}},
+                 g_.tensors[in(1)].global_numel() * Expr::sym("a"));
+        } else if (f.fn == "topk") {
+          // Gradient of the kept probabilities back to the router logits
+          // (the routing bias selects only: it gets no gradient).
+          emit(f, ".bwd", OpKind::kElementwise, "topk_bwd", {in(0), f.outputs[0], dy},
+               {lab_in(0), lab_out(0), lab_out(0)}, {{in(0), 0}}, g_.tensors[in(0)].global_numel() * Expr(4));
         } else if (f.fn == "bias_add") {
           contrib_[in(0)].push_back(dy);
           emit(f, ".bias_grad", OpKind::kReduce, "bias_grad", {dy}, {lab_out(0)}, {{in(1), 1}}, n_out);
@@ -275,6 +288,28 @@ class Autodiff {
         Expr n = g_.tensors[logits].global_numel();
         emit(pseudo, ".bwd", OpKind::kElementwise, "cross_entropy_bwd", {logits, in(0), in(1), labels, dy}, {},
              {{logits, 0}}, n * Expr(4));
+        return;
+      }
+      case OpKind::kRemesh: {
+        // The way back between the layouts, by the same routing (indices).
+        auto back = [&](const std::string& suffix, const std::string& fn, std::vector<int> ins,
+                        std::vector<Sharding> layouts, size_t primal, const Sharding& grad_layout) {
+          std::vector<std::vector<std::string>> labs(ins.size());
+          Op& o = emit(f, suffix, OpKind::kRemesh, fn, std::move(ins), labs, {{in(primal), primal}}, f.flops);
+          o.remesh_in = std::move(layouts);
+          o.flops_axes = f.flops_axes;
+          o.sp_region = false;
+          g_.tensors[o.outputs[0]].sharding = grad_layout;
+        };
+        const Sharding y_layout = g_.tensors[f.outputs[0]].sharding;  // a copy: emit grows tensors
+        if (f.fn == "moe_permute") {
+          back(".bwd", "moe_unpermute", {dy, in(1)}, {y_layout, f.remesh_in[1]}, 0, f.remesh_in[0]);
+        } else {  // moe_combine: inputs {expert outputs, probs, indices}
+          back(".bwd", "moe_combine_bwd", {dy, in(1), in(2)}, {y_layout, f.remesh_in[1], f.remesh_in[2]}, 0,
+               f.remesh_in[0]);
+          back(".bwd_probs", "moe_combine_probs_bwd", {dy, in(0), in(2)},
+               {y_layout, f.remesh_in[0], f.remesh_in[2]}, 1, f.remesh_in[1]);
+        }
         return;
       }
       case OpKind::kView: {

@@ -32,6 +32,7 @@ const char* op_kind_name(OpKind k) {
     case OpKind::kOptimizer: return "optimizer";
     case OpKind::kSend: return "send";
     case OpKind::kRecv: return "recv";
+    case OpKind::kRemesh: return "remesh";
   }
   return "?";
 }

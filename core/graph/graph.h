@@ -53,6 +53,7 @@ struct Tensor {
   int layer = -1;
   bool tied_copy = false;      // a second copy of a tied weight (not counted twice)
   std::string sync_axis;       // weight whose gradient is also summed over this axis ("embd")
+  bool expert = false;         // a routed expert's weight: data-parallel over "edp", not dp
 
   Expr global_numel() const;
   Expr local_numel() const;    // divided by the degrees of sharded dims
@@ -74,6 +75,9 @@ enum class OpKind {
   kOptimizer,
   kSend,         // pipeline boundary: the input goes to another stage
   kRecv,         // pipeline boundary: the output comes from another stage
+  kRemesh,       // MoE token permutation between the attention layout (tokens
+                 // on dp/cp/tp) and the expert layout (sources on edp/etp/ep):
+                 // local work, inputs laid out as remesh_in, outputs as built
 };
 const char* op_kind_name(OpKind k);
 
@@ -127,6 +131,12 @@ struct Op {
   // peer expects.
   int64_t boundary = -1;
   Sharding send_sharding;
+
+  // kRemesh: the layout each input must have (propagation reshards to it);
+  // the outputs keep the sharding they were built with. flops are global;
+  // a rank does flops / (product of flops_axes).
+  std::vector<Sharding> remesh_in;
+  std::vector<std::string> flops_axes;
 };
 
 Tensor make_tensor(std::string name, std::vector<Dim> dims, DType dt, TensorKind kind);

@@ -10,7 +10,8 @@
 //   "parallel": {"dp": 1, "tp": 1, "pp": 1, "cp": 1, "virtual_stages": 1, "zero": 0,
 //                "sequence_parallel": false, "pipeline_layout": [layers...],
 //                "order": "megatron" | "llama3" | ["tp","cp","dp","pp"],
-//                "cp_algorithm": "allgather",
+//                "cp_algorithm": "allgather", "ep": 1, "expert_tp": <tp>,
+//                "shard_group": <dp*cp>,
 //                "world_size": <optional, must equal dp*tp*pp*cp>},
 //   "training": {"seq_len": 2048, "micro_batch_size": 1,
 //                "global_batch_size": <default dp*micro_batch_size>,
@@ -45,6 +46,15 @@ struct ParallelConfig {
   // the gradients, 3 also the parameters (FSDP full sharding).
   int64_t zero = 0;
   bool sequence_parallel = false;  // Megatron SP (needs tp > 1 to matter)
+  // Expert parallelism, folded into the other axes as Megatron-LM does: the
+  // tp x cp x dp ranks of a pipeline stage run the MoE layers as
+  // expert_tp x ep x expert-dp (inner first). Attention keeps tp, cp, dp.
+  int64_t ep = 1;
+  int64_t expert_tp = 0;  // expert tensor parallelism; 0 = tp (Megatron's default)
+  // ZeRO/FSDP sharding group (HSDP): parameters, gradients and optimizer
+  // state are sharded over this many data-parallel ranks (the inner part of
+  // dp x cp) and replicated across the rest; 0 = all of them.
+  int64_t shard_group = 0;
   // Layers per virtual stage (pp * virtual_stages entries, in pipeline
   // order); empty = even split.
   std::vector<int64_t> pipeline_layout;
@@ -53,6 +63,10 @@ struct ParallelConfig {
   // default; Llama 3's is [tp, cp, pp, dp].
   std::vector<std::string> order = {"tp", "cp", "dp", "pp"};
   int64_t world_size() const { return dp * tp * pp * cp; }
+  int64_t expert_tp_degree() const { return expert_tp > 0 ? expert_tp : tp; }
+  // Expert data parallelism: the rest of a stage's ranks in the MoE layers.
+  int64_t expert_dp() const { return tp * cp * dp / (expert_tp_degree() * ep); }
+  int64_t shard_degree() const { return shard_group > 0 ? shard_group : dp * cp; }
 };
 
 enum class Schedule { kGPipe, kOneFOneB, kInterleaved, kZeroBubble };

@@ -29,6 +29,17 @@ std::string job_to_canonical_json(const Job& job) {
       {"linear_bias", m.linear_bias},
       {"dropout", m.dropout},
       {"flash_attention", m.flash_attention},
+      {"num_experts", m.num_experts},
+      {"experts_per_token", m.experts_per_token},
+      {"moe_ffn_hidden", m.moe_ffn_hidden},
+      {"shared_experts", m.shared_experts},
+      {"first_dense_layers", m.first_dense_layers},
+      {"capacity_factor", m.capacity_factor},
+      {"router_bias", m.router_bias},
+      {"q_lora_rank", m.q_lora_rank},
+      {"kv_lora_rank", m.kv_lora_rank},
+      {"qk_rope_head_dim", m.qk_rope_head_dim},
+      {"v_head_dim", m.v_head_dim},
   };
   Json parallel = {
       {"dp", job.parallel.dp},
@@ -41,6 +52,9 @@ std::string job_to_canonical_json(const Job& job) {
       {"pipeline_layout", job.parallel.pipeline_layout},
       {"order", job.parallel.order},
       {"sequence_parallel", job.parallel.sequence_parallel},
+      {"ep", job.parallel.ep},
+      {"expert_tp", job.parallel.expert_tp_degree()},
+      {"shard_group", job.parallel.shard_degree()},
       {"world_size", job.parallel.world_size()},
   };
   Json training = {

@@ -55,8 +55,17 @@ Status parse_parallel(const Json& v, ParallelConfig* p, int64_t* world_size) {
   SC_RETURN_IF_ERROR(jsonf::expect_object(v, path));
   SC_RETURN_IF_ERROR(jsonf::check_keys(
       v, {"dp", "tp", "pp", "cp", "cp_algorithm", "virtual_stages", "zero", "sequence_parallel", "pipeline_layout",
-          "order", "world_size"},
+          "order", "world_size", "ep", "expert_tp", "shard_group"},
       path));
+  if (const Json* x = jsonf::find(v, "ep")) {
+    SC_ASSIGN_OR_RETURN(p->ep, jsonf::get_int(*x, "parallel.ep", 1, limits::kMaxDegree));
+  }
+  if (const Json* x = jsonf::find(v, "expert_tp")) {
+    SC_ASSIGN_OR_RETURN(p->expert_tp, jsonf::get_int(*x, "parallel.expert_tp", 1, limits::kMaxDegree));
+  }
+  if (const Json* x = jsonf::find(v, "shard_group")) {
+    SC_ASSIGN_OR_RETURN(p->shard_group, jsonf::get_int(*x, "parallel.shard_group", 1, limits::kMaxDegree));
+  }
   if (const Json* x = jsonf::find(v, "cp")) {
     SC_ASSIGN_OR_RETURN(p->cp, jsonf::get_int(*x, "parallel.cp", 1, limits::kMaxDegree));
   }
@@ -216,6 +225,9 @@ Result<Job> parse_job(const std::string& json_text) {
   }
 
   // Both factors are capped at 2^20, so these products fit int64.
+  // Resolved defaults: expert TP follows tp, the sharding group is all of dp x cp.
+  if (job.parallel.expert_tp == 0) job.parallel.expert_tp = job.parallel.tp;
+  if (job.parallel.shard_group == 0) job.parallel.shard_group = job.parallel.dp * job.parallel.cp;
   if (!batch_given) job.training.global_batch_size = job.parallel.dp * job.training.micro_batch_size;
   if (job.model.max_positions == 0) job.model.max_positions = job.training.seq_len;
   // Each degree was capped at 2^20 when parsed: the product of four fits

@@ -35,6 +35,18 @@ Status check_work(const Job& job) {
   double tokens = double(job.training.micro_batch_size) * double(job.training.seq_len);
   double s = double(job.training.seq_len);
   double h = double(m.hidden), ad = double(m.num_heads) * double(m.head_dim);
+  if (m.is_moe()) {
+    // One rank's expert GEMM: all tokens routed to its experts, capacity-padded.
+    const double etp = double(job.parallel.expert_tp_degree());
+    const double expert_tokens = tokens * double(m.experts_per_token) * std::max(1.0, m.capacity_factor) * etp;
+    const double w = double(m.moe_ffn_hidden) * (m.mlp == MlpKind::kSwiGLU ? 2 : 1) / etp;
+    const double f = 2 * expert_tokens * h * w;
+    if (f > limits::kMaxOpWork)
+      return make_error(ErrorCode::kInvalidArgument,
+                        jsonf::cap_message("one rank's expert GEMM of one micro-batch (FLOPs)", f, limits::kMaxOpWork) +
+                            " (per-node counts must fit int64); lower training.seq_len or training.micro_batch_size",
+                        "training");
+  }
   double widest = std::max({double(m.ffn_hidden) * (m.mlp == MlpKind::kSwiGLU ? 2 : 1),
                             double(m.vocab), ad + 2.0 * double(m.num_kv_heads) * double(m.head_dim), h});
   double gemm_flops = 2 * tokens * h * widest / tp;
@@ -97,6 +109,61 @@ static Status validate_pipeline(const Job& job) {
     return make_error(ErrorCode::kInvalidArgument,
                       "too many micro-batches (" + to_string(m) + ") for int32 message tags",
                       "training.global_batch_size");
+  return ok_status();
+}
+
+// Expert parallelism (MoE models) and the ZeRO sharding group (HSDP).
+static Status validate_experts_and_sharding(const Job& job) {
+  const auto& p = job.parallel;
+  const ModelConfig& m = job.model;
+  SC_RETURN_IF_ERROR(in_range(p.ep, 1, limits::kMaxDegree, "parallel.ep"));
+  SC_RETURN_IF_ERROR(in_range(p.expert_tp_degree(), 1, limits::kMaxDegree, "parallel.expert_tp"));
+  const int64_t etp = p.expert_tp_degree(), stage_ranks = p.tp * p.cp * p.dp;
+  if (!m.is_moe()) {
+    if (p.ep > 1)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "ep (" + to_string(p.ep) + ") needs a mixture-of-experts model (model.num_experts is 0)",
+                        "parallel.ep");
+    if (etp != p.tp)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "expert_tp (" + to_string(etp) + ") differs from tp (" + to_string(p.tp) +
+                            ") but the model has no experts (model.num_experts is 0)", "parallel.expert_tp");
+  } else {
+    if (stage_ranks % (etp * p.ep) != 0)
+      return make_error(ErrorCode::kNotDivisible,
+                        "expert_tp (" + to_string(etp) + ") x ep (" + to_string(p.ep) + ") = " +
+                            to_string(etp * p.ep) + " does not divide the ranks of a pipeline stage, tp (" +
+                            to_string(p.tp) + ") x cp (" + to_string(p.cp) + ") x dp (" + to_string(p.dp) +
+                            ") = " + to_string(stage_ranks) + "; the MoE layers re-divide exactly those ranks",
+                        "parallel.ep");
+    if (m.num_experts % p.ep != 0)
+      return make_error(ErrorCode::kNotDivisible,
+                        "num_experts (" + to_string(m.num_experts) + ") is not divisible by ep (" +
+                            to_string(p.ep) + ")", "parallel.ep");
+    if (m.moe_ffn_hidden % etp != 0)
+      return make_error(ErrorCode::kNotDivisible,
+                        "moe_ffn_hidden (" + to_string(m.moe_ffn_hidden) + ") is not divisible by expert_tp (" +
+                            to_string(etp) + ")", "parallel.expert_tp");
+    if ((m.shared_experts * m.moe_ffn_hidden) % p.tp != 0)
+      return make_error(ErrorCode::kNotDivisible,
+                        "the shared experts' width (" + to_string(m.shared_experts * m.moe_ffn_hidden) +
+                            ") is not divisible by tp (" + to_string(p.tp) + ")", "parallel.tp");
+    if (p.tp > 1 && !p.sequence_parallel)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "a mixture-of-experts model with tp > 1 (" + to_string(p.tp) +
+                            ") needs sequence_parallel, as Megatron-LM requires (each tp rank routes its own "
+                            "sequence shard)", "parallel.sequence_parallel");
+  }
+  const int64_t dpcp = p.dp * p.cp, shard = p.shard_degree();
+  if (shard < 1 || shard > dpcp || dpcp % shard != 0)
+    return make_error(ErrorCode::kNotDivisible,
+                      "shard_group (" + to_string(shard) + ") must divide the data-parallel ranks dp (" +
+                          to_string(p.dp) + ") x cp (" + to_string(p.cp) + ") = " + to_string(dpcp),
+                      "parallel.shard_group");
+  if (shard != dpcp && p.zero == 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "shard_group (" + to_string(shard) + ") needs ZeRO/FSDP sharding (parallel.zero >= 1)",
+                      "parallel.shard_group");
   return ok_status();
 }
 
@@ -174,10 +241,13 @@ Status validate_job(const Job& job) {
       return make_error(ErrorCode::kNotDivisible,
                         "seq_len (" + to_string(t.seq_len) + ") is not divisible by 2 x cp (" + to_string(2 * p.cp) +
                             "), which load-balanced context parallelism requires", "training.seq_len");
-    if (p.sequence_parallel && p.tp > 1)
-      return make_error(ErrorCode::kUnsupported,
-                        "sequence parallelism together with cp > 1 is not modelled yet (the sequence would be "
-                        "split over tp and cp at once)", "parallel.sequence_parallel");
+    // With sequence parallelism each cp chunk is split again over tp.
+    if (p.sequence_parallel && (t.seq_len / p.cp) % p.tp != 0)
+      return make_error(ErrorCode::kNotDivisible,
+                        "seq_len (" + to_string(t.seq_len) + ") / cp (" + to_string(p.cp) + ") = " +
+                            to_string(t.seq_len / p.cp) + " is not divisible by tp (" + to_string(p.tp) +
+                            "), which sequence parallelism within a context-parallel chunk requires",
+                        "training.seq_len");
   }
   if (m.position == PositionKind::kLearned && t.seq_len > m.max_positions) {
     return make_error(ErrorCode::kInvalidArgument,
@@ -186,6 +256,7 @@ Status validate_job(const Job& job) {
                       "training.seq_len");
   }
   SC_RETURN_IF_ERROR(validate_pipeline(job));
+  SC_RETURN_IF_ERROR(validate_experts_and_sharding(job));
   return check_work(job);
 }
 

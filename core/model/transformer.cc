@@ -1,9 +1,11 @@
 #include "model/transformer.h"
 
+#include <cmath>
+
 namespace sc {
 namespace {
 
-Expr S(const char* n) { return Expr::sym(n); }
+Expr S(const std::string& n) { return Expr::sym(n); }
 
 class Builder {
  public:
@@ -49,7 +51,27 @@ class Builder {
 
   // Common dims. Batch is global (b*dp) so the dp shard reads "b".
   Dim B() const { return {"b", o_.has_dp ? S("b") * S("dp") : S("b")}; }
-  Dim Sq() const { return {"s", S("s")}; }
+  // The sequence: one dim, or under context parallelism two, [c, s/cp]: the
+  // cp chunk and the position in it, so that cp and sequence parallelism's
+  // tp can shard the sequence at once (c on cp, s on tp). Keys use t/tc.
+  std::vector<Dim> seq(const char* s_label = "s", const char* c_label = "c") const {
+    if (!o_.has_cp) return {{s_label, S("s")}};
+    return {{c_label, S("cp")}, {s_label, S("s") / S("cp")}};
+  }
+  static std::vector<Dim> cat(std::vector<Dim> a, const std::vector<Dim>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    return a;
+  }
+  // [b, sequence..., rest...]
+  std::vector<Dim> BS(const std::vector<Dim>& rest) const { return cat(cat({B()}, seq()), rest); }
+  // Factor labels of such a tensor; key = the key sequence (t, tc).
+  std::vector<std::string> lab(const std::vector<std::string>& rest, bool key = false) const {
+    std::vector<std::string> l{"b"};
+    if (o_.has_cp) l.push_back(key ? "tc" : "c");
+    l.push_back(key ? "t" : "s");
+    l.insert(l.end(), rest.begin(), rest.end());
+    return l;
+  }
   Dim H() const { return {"h", S("h")}; }
 
   Expr numel(int t) const { return g_.tensors[t].global_numel(); }
@@ -79,137 +101,319 @@ class Builder {
     return y;
   }
 
+  // Normalizes over the last dim (h for the residual stream; MLA's latents).
   int norm(const std::string& name, int x) {
+    const Dim d = g_.tensors[x].dims.back();
     bool ln = m_.norm == NormKind::kLayerNorm;
-    std::vector<int> in{x, weight(prefix_ + name + ".weight", {H()}, "", layer_)};
-    if (ln) in.push_back(weight(prefix_ + name + ".bias", {H()}, "", layer_));
+    std::vector<int> in{x, weight(prefix_ + name + ".weight", {d}, "", layer_)};
+    if (ln) in.push_back(weight(prefix_ + name + ".bias", {d}, "", layer_));
     int y = act(name, g_.tensors[x].dims, o_.dtype);
     Op o = op(name, OpKind::kNorm, ln ? "layernorm" : "rmsnorm", std::move(in), {y});
     o.flops = numel(y) * Expr(ln ? 8 : 5);
-    o.unshardable = {"h"};
-    o.sp_region = true;
+    o.unshardable = {d.label};
+    o.sp_region = d.label == "h";
     add(std::move(o));
     return y;
   }
 
   // y[b,s,out] = x[b,s,in] . W[in,out] (+ bias), W sharded on tp along tp_label.
   int linear(const std::string& name, int x, Dim in_dim, std::vector<Dim> out_dims, const std::string& tp_label,
-             bool bias_in_sp_region) {
+             bool bias_in_sp_region, bool with_bias = true) {
     std::vector<Dim> wdims{in_dim};
     wdims.insert(wdims.end(), out_dims.begin(), out_dims.end());
     int w = weight(prefix_ + name + ".weight", wdims, tp_label, layer_);
-    std::vector<Dim> ydims{B(), Sq()};
+    std::vector<Dim> ydims = BS({});
     ydims.insert(ydims.end(), out_dims.begin(), out_dims.end());
     int y = act(name, ydims, o_.dtype);
     Op o = op(name, OpKind::kMatmul, "matmul", {x, w}, {y});
     o.flops = Expr(2) * numel(x) * numel(w) / in_dim.size;
     o.model_flops = o.flops;
     add(std::move(o));
-    if (!m_.linear_bias) return y;
+    if (!m_.linear_bias || !with_bias) return y;
     std::vector<Dim> bdims(out_dims);
     int bias = weight(prefix_ + name + ".bias", bdims, tp_label, layer_);
     return pointwise(name + ".bias_add", "bias_add", {y, bias}, 1, bias_in_sp_region);
   }
 
+  // Standard (MHA/GQA/MQA) projections: q [b,s,a,d], k/v [b,s,kv,d].
   int attention(int x) {
+    if (m_.is_mla()) return mla_attention(x);
     Dim qkv{"qkv", S("qkv")};
     int q_k_v = linear("attn.qkv", x, H(), {qkv}, "qkv", false);
     Dim a{"a", S("a")}, kvh{"kv", S("kv")}, d{"d", S("d")};
-    int q = act("attn.q", {B(), Sq(), a, d}, o_.dtype);
-    int k = act("attn.k", {B(), Sq(), kvh, d}, o_.dtype);
-    int v = act("attn.v", {B(), Sq(), kvh, d}, o_.dtype);
+    int q = act("attn.q", BS({a, d}), o_.dtype);
+    int k = act("attn.k", BS({kvh, d}), o_.dtype);
+    int v = act("attn.v", BS({kvh, d}), o_.dtype);
     Op split = op("attn.split", OpKind::kView, "split", {q_k_v}, {q, k, v});
-    split.out_labels = {{"b", "s", "qkv", "d"}, {"b", "s", "qkv", "d"}, {"b", "s", "qkv", "d"}};
+    split.out_labels = {lab({"qkv", "d"}), lab({"qkv", "d"}), lab({"qkv", "d"})};
     add(std::move(split));
     if (m_.position == PositionKind::kRope) {
       q = pointwise("attn.rope_q", "rope", {q}, 3, false);
       k = pointwise("attn.rope_k", "rope", {k}, 3, false);
     }
-    // K and V heads are labelled "a" inside attention: a kv head serves
-    // a/kv query heads, and both split over tp together.
-    const std::vector<std::string> q_lab{"b", "s", "a", "d"}, kv_lab{"b", "t", "a", "d"};
-    Expr bmm = Expr(2) * B().size * S("a") * S("s") * S("s") * S("d");
-    int ctx = act("attn.ctx", {B(), Sq(), a, d}, o_.dtype);
+    return attention_out(attention_core(q, k, v, d, d));
+  }
+
+  // Multi-head latent attention (DeepSeek-V2/V3): queries (optionally) and
+  // keys/values pass through low-rank latents; the down projections are
+  // replicated over tp, the up projections column-parallel over heads.
+  // Keys' RoPE part (dr) is one head shared by all heads.
+  int mla_attention(int x) {
+    Dim a{"a", S("a")}, dq{"dq", S("dq")}, dn{"d", S("d")}, dv{"dv", S("dv")}, dr{"dr", S("dr")};
+    int q;
+    if (m_.q_lora_rank > 0) {
+      Dim qr{"qr", S("qr")};
+      int cq = linear("attn.q_down", x, H(), {qr}, "", false);
+      cq = norm("attn.q_norm", cq);
+      q = linear("attn.q_up", cq, qr, {a, dq}, "a", false);
+    } else {
+      q = linear("attn.q", x, H(), {a, dq}, "a", false);
+    }
+    Dim kvr{"kvr", S("kvr")};
+    int ckv = linear("attn.kv_down", x, H(), {kvr}, "", false);
+    int kr = linear("attn.k_rope", x, H(), {dr}, "", false);
+    ckv = norm("attn.kv_norm", ckv);
+    Dim dkv{"dkv", S("d") + S("dv")};
+    int kv = linear("attn.kv_up", ckv, kvr, {a, dkv}, "a", false);
+    int kn = act("attn.k_nope", BS({a, dn}), o_.dtype);
+    int v = act("attn.v", BS({a, dv}), o_.dtype);
+    Op split = op("attn.split", OpKind::kView, "split", {kv}, {kn, v});
+    split.out_labels = {lab({"a", "dkv"}), lab({"a", "dkv"})};
+    add(std::move(split));
+    // RoPE on the query's dr part and on the shared key part.
+    Expr tokens = B().size * S("s");
+    int qr_ = act("attn.rope_q", g_.tensors[q].dims, o_.dtype);
+    Op rq = op("attn.rope_q", OpKind::kElementwise, "rope", {q}, {qr_});
+    rq.flops = tokens * S("a") * S("dr") * Expr(3);
+    add(std::move(rq));
+    kr = pointwise("attn.rope_k", "rope", {kr}, 3, false);
+    // k = [k_nope | k_rope broadcast over heads].
+    int k = act("attn.k", BS({a, dq}), o_.dtype);
+    Op cat = op("attn.k_concat", OpKind::kElementwise, "concat", {kn, kr}, {k});
+    cat.out_labels = {lab({"a", "dq"})};
+    add(std::move(cat));
+    return attention_out(attention_core(qr_, k, v, dq, dv));
+  }
+
+  // Scores, softmax, (dropout) and the weighted sum, or one fused op
+  // (flash / ring): q [b,s,a,qk], k [b,s,h',qk], v [b,s,h',vd] -> [b,s,a,vd].
+  // K and V heads are labelled "a" inside attention: a kv head serves a/kv
+  // query heads, and both split over tp together.
+  int attention_core(int q, int k, int v, const Dim& qk, const Dim& vd) {
+    Dim a{"a", S("a")};
+    const std::vector<std::string> q_lab = lab({"a", qk.label}), k_lab = lab({"a", qk.label}, true),
+                                   v_lab = lab({"a", vd.label}, true);
+    Expr scores_flops = Expr(2) * B().size * S("a") * S("s") * S("s") * qk.size;
+    Expr values_flops = Expr(2) * B().size * S("a") * S("s") * S("s") * vd.size;
+    int ctx = act("attn.ctx", BS({a, vd}), o_.dtype);
     if (o_.cp_ring) {
       // Ring attention (flash-style blocks): K/V keep their sequence shard;
       // the key axis is the query's "s", so nothing is gathered.
-      int lse = act("attn.lse", {B(), a, Sq()}, DType::kFP32);
+      int lse = act("attn.lse", cat({B(), a}, seq()), DType::kFP32);
       Op o = op("attn.ring", OpKind::kAttention, "ring_attention", {q, k, v}, {ctx, lse});
-      const std::vector<std::string> ring_kv{"b", "s", "a", "d"};
-      o.in_labels = {q_lab, ring_kv, ring_kv};
-      o.flops = bmm * Expr(2);
+      o.in_labels = {q_lab, lab({"a", qk.label}), lab({"a", vd.label})};
+      o.flops = scores_flops + values_flops;
       o.model_flops = o.flops;
       o.ring_axis = "cp";
       add(std::move(o));
     } else if (m_.flash_attention) {
-      int lse = act("attn.lse", {B(), a, Sq()}, DType::kFP32);
+      int lse = act("attn.lse", cat({B(), a}, seq()), DType::kFP32);
       Op o = op("attn.flash", OpKind::kAttention, "flash_attention", {q, k, v}, {ctx, lse});
-      o.in_labels = {q_lab, kv_lab, kv_lab};
-      o.unshardable = {"t"};
-      o.flops = bmm * Expr(2);
+      o.in_labels = {q_lab, k_lab, v_lab};
+      o.unshardable = {"t", "tc"};
+      o.flops = scores_flops + values_flops;
       o.model_flops = o.flops;
       add(std::move(o));
     } else {
-      Dim t{"t", S("s")};
-      int scores = act("attn.scores", {B(), a, Sq(), t}, o_.dtype);
-      Op qk = op("attn.qk", OpKind::kMatmul, "matmul", {q, k}, {scores});
-      qk.in_labels = {q_lab, kv_lab};
-      qk.flops = bmm;
-      qk.model_flops = bmm;
-      qk.attn_core = true;
-      add(std::move(qk));
-      int probs = act("attn.softmax", {B(), a, Sq(), t}, o_.dtype);
+      int scores = act("attn.scores", cat(cat({B(), a}, seq()), seq("t", "tc")), o_.dtype);
+      Op qk_op = op("attn.qk", OpKind::kMatmul, "matmul", {q, k}, {scores});
+      qk_op.in_labels = {q_lab, k_lab};
+      qk_op.flops = scores_flops;
+      qk_op.model_flops = scores_flops;
+      qk_op.attn_core = true;
+      add(std::move(qk_op));
+      int probs = act("attn.softmax", cat(cat({B(), a}, seq()), seq("t", "tc")), o_.dtype);
       Op sm = op("attn.softmax", OpKind::kSoftmax, "softmax", {scores}, {probs});
       sm.flops = numel(probs) * Expr(5);
-      sm.unshardable = {"t"};
+      sm.unshardable = {"t", "tc"};
       sm.attn_core = true;
       add(std::move(sm));
       probs = dropout("attn.softmax_dropout", probs, false, true);
       Op av = op("attn.av", OpKind::kMatmul, "matmul", {probs, v}, {ctx});
-      av.in_labels = {{}, kv_lab};
-      av.flops = bmm;
-      av.model_flops = bmm;
+      av.in_labels = {{}, v_lab};
+      av.flops = values_flops;
+      av.model_flops = values_flops;
       av.attn_core = true;
       add(std::move(av));
     }
-    Dim ad{"ad", S("a") * S("d")};
-    int merged = act("attn.ctx_merged", {B(), Sq(), ad}, o_.dtype);
+    return ctx;
+  }
+
+  // Heads merged, then the row-parallel output projection.
+  int attention_out(int ctx) {
+    const Dim vd = g_.tensors[ctx].dims.back();
+    Dim ad{"ad", S("a") * vd.size};
+    int merged = act("attn.ctx_merged", BS({ad}), o_.dtype);
     Op view = op("attn.merge_heads", OpKind::kView, "merge", {ctx}, {merged});
-    view.out_labels = {{"b", "s", "a"}};
+    view.out_labels = {lab({"a"})};
     add(std::move(view));
     int out = linear("attn.proj", merged, ad, {H()}, "ad", true);
     return dropout("attn.dropout", out, true);
   }
 
-  int mlp(int x) {
-    Dim f{"f", S("f")};
+  // The dense MLP: width f, or a named width (the shared experts' fs).
+  int mlp(int x, const std::string& width = "f", const std::string& prefix = "mlp") {
+    Dim f{width, S(width)};
     int y;
     if (m_.mlp == MlpKind::kSwiGLU) {
-      int gu = linear("mlp.fc1", x, H(), {Dim{"g2", Expr(2)}, f}, "f", false);
-      y = act("mlp.swiglu", {B(), Sq(), f}, o_.dtype);
-      Op o = op("mlp.swiglu", OpKind::kElementwise, "swiglu", {gu}, {y});
-      o.flops = numel(y) * Expr(5);
-      o.unshardable = {"g2"};
-      add(std::move(o));
+      int gu = linear(prefix + ".fc1", x, H(), {Dim{"g2", Expr(2)}, f}, width, false);
+      y = swiglu(prefix + ".swiglu", gu);
     } else {
-      int h1 = linear("mlp.fc1", x, H(), {f}, "f", false);
-      y = pointwise("mlp.gelu", "gelu", {h1}, 8, false);
+      int h1 = linear(prefix + ".fc1", x, H(), {f}, width, false);
+      y = pointwise(prefix + ".gelu", "gelu", {h1}, 8, false);
     }
-    int out = linear("mlp.fc2", y, f, {H()}, "f", true);
-    return dropout("mlp.dropout", out, true);
+    int out = linear(prefix + ".fc2", y, f, {H()}, width, true);
+    return dropout(prefix + ".dropout", out, true);
+  }
+
+  // [..., 2, f] -> [..., f]: silu(gate) * up.
+  int swiglu(const std::string& name, int gu) {
+    std::vector<Dim> dims = g_.tensors[gu].dims;
+    dims.erase(dims.end() - 2);
+    int y = act(name, dims, o_.dtype);
+    Op o = op(name, OpKind::kElementwise, "swiglu", {gu}, {y});
+    o.flops = numel(y) * Expr(5);
+    o.unshardable = {"g2"};
+    add(std::move(o));
+    return y;
+  }
+
+  // A routed expert's weight: experts on ep, the width on etp.
+  int expert_weight(const std::string& name, std::vector<Dim> dims) {
+    int w = weight(prefix_ + name, std::move(dims), "", layer_);
+    Tensor& t = g_.tensors[w];
+    t.expert = true;
+    for (size_t i = 0; i < t.dims.size(); ++i) {
+      if (o_.has_ep && t.dims[i].label == "E") t.sharding.dim_axis[i] = "ep";
+      if (o_.has_etp && t.dims[i].label == "fe") t.sharding.dim_axis[i] = "etp";
+    }
+    return w;
+  }
+
+  // Batched expert GEMM: x [..., E, c, in] . W [E, in, out...] -> [..., E, c, out...].
+  int expert_linear(const std::string& name, int x, const std::vector<Dim>& out_dims) {
+    const std::vector<Dim> xd = g_.tensors[x].dims;
+    const Dim in = xd.back();
+    std::vector<Dim> wd{Dim{"E", S("E")}, in};
+    wd.insert(wd.end(), out_dims.begin(), out_dims.end());
+    int w = expert_weight(name + ".weight", wd);
+    std::vector<Dim> yd(xd.begin(), xd.end() - 1);
+    yd.insert(yd.end(), out_dims.begin(), out_dims.end());
+    int y = act(name, yd, o_.dtype);
+    Op o = op(name, OpKind::kMatmul, "matmul", {x, w}, {y});
+    o.flops = Expr(2) * numel(y) * in.size;
+    o.model_flops = o.flops;
+    add(std::move(o));
+    if (!m_.linear_bias) return y;
+    std::vector<Dim> bd{Dim{"E", S("E")}};
+    bd.insert(bd.end(), out_dims.begin(), out_dims.end());
+    int bias = expert_weight(name + ".bias", bd);
+    return pointwise(name + ".bias_add", "bias_add", {y, bias}, 1, false);
+  }
+
+  // The expert layout's source dims: which (edp, etp, ep) rank the tokens
+  // came from; each is its own shard.
+  std::vector<Dim> expert_sources() const {
+    std::vector<Dim> d;
+    if (o_.has_edp) d.push_back({"re", S("edp")});
+    if (o_.has_etp) d.push_back({"rt", S("etp")});
+    if (o_.has_ep) d.push_back({"rp", S("ep")});
+    return d;
+  }
+  // A tensor laid out per source rank: [sources..., E, cap, last].
+  Sharding source_sharding(size_t rank) const {
+    Sharding sh;
+    if (o_.has_edp) sh.dim_axis.push_back("edp");
+    if (o_.has_etp) sh.dim_axis.push_back("etp");
+    if (o_.has_ep) sh.dim_axis.push_back("ep");
+    sh.dim_axis.resize(rank, "");
+    return sh;
+  }
+  std::vector<std::string> expert_axes() const {
+    std::vector<std::string> a;
+    if (o_.has_edp) a.push_back("edp");
+    if (o_.has_etp) a.push_back("etp");
+    if (o_.has_ep) a.push_back("ep");
+    return a;
+  }
+
+  // Mixture of experts (Megatron-Core's all-to-all dispatcher): route,
+  // permute the local tokens into per-expert buffers, all-to-all over ep
+  // (then all-gather over etp), the experts, the way back, and the
+  // probability-weighted combine; shared experts run beside on tp.
+  int moe(int x) {
+    Dim Ed{"E", S("E")}, kd{"k", S("k")}, cap{"c", S("cap")}, fe{"fe", S("fe")};
+    int logits = linear("moe.router", x, H(), {Ed}, "", false, /*with_bias=*/false);
+    std::vector<int> route_in{logits};
+    if (m_.router_bias) route_in.push_back(weight(prefix_ + "moe.router.bias", {Ed}, "", layer_));
+    int probs = act("moe.router.probs", BS({kd}), DType::kFP32);
+    int idx = act("moe.router.indices", BS({kd}), DType::kInt32, TensorKind::kMask);
+    Op topk = op("moe.router.topk", OpKind::kElementwise, "topk", route_in, {probs, idx});
+    topk.flops = numel(logits) * Expr(6);  // scores, top-k selection, normalization
+    add(std::move(topk));
+
+    const Sharding tokens = stream_sharding();
+    Sharding per_token = tokens;  // [b, s, k]: like the stream, k whole
+    std::vector<Dim> disp_dims = expert_sources();
+    disp_dims.insert(disp_dims.end(), {Ed, cap, H()});
+    const Sharding src = source_sharding(disp_dims.size());
+    int disp = act("moe.dispatch", disp_dims, o_.dtype);
+    g_.tensors[disp].sharding = src;
+    Op perm = op("moe.permute", OpKind::kRemesh, "moe_permute", {x, idx}, {disp});
+    perm.remesh_in = {tokens, per_token};
+    perm.flops = Expr(0);
+    perm.flops_axes = expert_axes();
+    add(std::move(perm));
+
+    int y;
+    if (m_.mlp == MlpKind::kSwiGLU) {
+      int gu = expert_linear("moe.experts.fc1", disp, {Dim{"g2", Expr(2)}, fe});
+      y = swiglu("moe.experts.swiglu", gu);
+    } else {
+      int h1 = expert_linear("moe.experts.fc1", disp, {fe});
+      y = pointwise("moe.experts.gelu", "gelu", {h1}, 8, false);
+    }
+    int out = expert_linear("moe.experts.fc2", y, {H()});
+
+    int combined = act("moe.combine", BS({H()}), o_.dtype);
+    g_.tensors[combined].sharding = tokens;
+    Op comb = op("moe.combine", OpKind::kRemesh, "moe_combine", {out, probs, idx}, {combined});
+    comb.remesh_in = {src, per_token, per_token};
+    comb.flops = Expr(2) * g_.tensors[out].global_numel();  // scale by the probability, sum the k copies
+    comb.flops_axes = expert_axes();
+    comb.sp_region = true;
+    add(std::move(comb));
+    int result = combined;
+    if (m_.shared_experts > 0) {
+      int shared = mlp(x, "fs", "moe.shared");
+      result = pointwise("moe.add_shared", "add", {combined, shared}, 1, true);
+    }
+    return result;
   }
 
   // The residual stream between layers: [b, s, h], batch on dp, and with
   // sequence parallelism the sequence on tp (what a stage sends).
   Sharding stream_sharding() const {
     Sharding sh;
-    sh.dim_axis = {o_.has_dp ? "dp" : "",
-                   o_.has_cp ? "cp" : o_.sequence_parallel && o_.has_tp ? "tp" : "", ""};
+    sh.dim_axis.push_back(o_.has_dp ? "dp" : "");
+    if (o_.has_cp) sh.dim_axis.push_back("cp");
+    sh.dim_axis.push_back(o_.sequence_parallel && o_.has_tp ? "tp" : "");
+    sh.dim_axis.push_back("");
     return sh;
   }
 
   int recv(int64_t boundary) {
-    int x = act("pipeline.recv" + std::to_string(boundary), {B(), Sq(), H()}, o_.dtype);
+    int x = act("pipeline.recv" + std::to_string(boundary), BS({H()}), o_.dtype);
     g_.tensors[x].sharding = stream_sharding();
     Op o = op("pipeline.recv" + std::to_string(boundary), OpKind::kRecv, "recv", {}, {x});
     o.boundary = boundary;
@@ -225,13 +429,13 @@ class Builder {
   }
 
   int embedding(int tokens, int wte) {
-    int x = act("embedding.word", {B(), Sq(), H()}, o_.dtype);
+    int x = act("embedding.word", BS({H()}), o_.dtype);
     Op e = op("embedding.word", OpKind::kEmbedding, "embedding", {tokens, wte}, {x});
     e.sp_region = true;
     add(std::move(e));
     if (m_.position == PositionKind::kLearned) {
       int wpe = weight("embedding.position.weight", {{"P", S("P")}, H()}, "", -1);
-      int p = act("embedding.position", {B(), Sq(), H()}, o_.dtype);
+      int p = act("embedding.position", BS({H()}), o_.dtype);
       Op pe = op("embedding.position", OpKind::kEmbedding, "embedding", {tokens, wpe}, {p});
       add(std::move(pe));
       x = pointwise("embedding.add", "add", {x, p}, 1, true);
@@ -241,7 +445,7 @@ class Builder {
 
   // x: the final norm's output.
   void head(int x, int wout, int labels) {
-    int logits = act("output.logits", {B(), Sq(), Dim{"V", S("V")}}, o_.dtype);
+    int logits = act("output.logits", BS({Dim{"V", S("V")}}), o_.dtype);
     Op lo = op("output.logits", OpKind::kMatmul, "matmul", {x, wout}, {logits});
     lo.in_labels = {{}, {"V", "h"}};
     lo.flops = Expr(2) * numel(x) * S("V");
@@ -250,7 +454,7 @@ class Builder {
     // Vocab-parallel cross entropy (Megatron): three [b,s] statistics are
     // reductions over V; with V sharded each is a partial sum over tp.
     auto stat = [&](const std::string& name, std::vector<int> in) {
-      int t = act(name, {B(), Sq()}, DType::kFP32);
+      int t = act(name, BS({}), DType::kFP32);
       Op o = op(name, OpKind::kReduce, name == "loss.max" ? "max" : "sum", std::move(in), {t});
       o.flops = numel(logits) * Expr(name == "loss.sum_exp" ? 3 : 1);
       add(std::move(o));
@@ -259,7 +463,7 @@ class Builder {
     int mx = stat("loss.max", {logits});
     int se = stat("loss.sum_exp", {logits, mx});
     int tg = stat("loss.target_logit", {logits, labels});
-    int loss = act("loss", {B(), Sq()}, DType::kFP32);
+    int loss = act("loss", BS({}), DType::kFP32);
     Op lz = op("loss", OpKind::kLoss, "cross_entropy", {mx, se, tg}, {loss});
     lz.flops = numel(loss) * Expr(3);
     add(std::move(lz));
@@ -276,8 +480,8 @@ class Builder {
     const bool first = chunks.front().virtual_stage == 0;
     const bool last = chunks.back().virtual_stage == last_virtual;
     const bool pipelined = num_virtual > 1;
-    int tokens = first ? input("tokens", {B(), Sq()}, DType::kInt64) : -1;
-    int labels = last ? input("labels", {B(), Sq()}, DType::kInt64) : -1;
+    int tokens = first ? input("tokens", BS({}), DType::kInt64) : -1;
+    int labels = last ? input("labels", BS({}), DType::kInt64) : -1;
     Dim V{"V", S("V")};
     int wte = first ? weight("embedding.word.weight", {V, H()}, "V", -1) : -1;
     for (size_t c = 0; c < chunks.size(); ++c) {
@@ -292,7 +496,8 @@ class Builder {
         int h1 = norm("ln1", x);
         x = pointwise("attn.residual", "add", {x, attention(h1)}, 1, true);
         int h2 = norm("ln2", x);
-        x = pointwise("mlp.residual", "add", {x, mlp(h2)}, 1, true);
+        int ffn = m_.moe_layer(l) ? moe(h2) : mlp(h2);
+        x = pointwise("mlp.residual", "add", {x, ffn}, 1, true);
       }
       layer_ = -1;
       prefix_.clear();
@@ -325,7 +530,7 @@ class Builder {
     auto& t = g_.tensors[id];
     for (size_t i = 0; i < t.dims.size(); ++i) {
       if (o_.has_dp && t.dims[i].label == "b") t.sharding.dim_axis[i] = "dp";
-      if (o_.has_cp && t.dims[i].label == "s") t.sharding.dim_axis[i] = "cp";
+      if (o_.has_cp && t.dims[i].label == "c") t.sharding.dim_axis[i] = "cp";
     }
   }
 
@@ -356,10 +561,34 @@ std::vector<Chunk> stage_chunks(int64_t layers, int64_t pp, int64_t v, const std
 }
 
 Bindings model_bindings(const ModelConfig& m, int64_t micro_batch, int64_t seq_len) {
-  return {{"b", micro_batch}, {"s", seq_len}, {"h", m.hidden}, {"a", m.num_heads},
-          {"kv", m.num_kv_heads}, {"d", m.head_dim}, {"f", m.ffn_hidden}, {"V", m.vocab},
-          {"P", m.max_positions > 0 ? m.max_positions : 1},
-          {"qkv", (m.num_heads + 2 * m.num_kv_heads) * m.head_dim}};
+  Bindings b{{"b", micro_batch}, {"s", seq_len}, {"h", m.hidden}, {"a", m.num_heads},
+             {"kv", m.num_kv_heads}, {"d", m.head_dim}, {"f", m.ffn_hidden}, {"V", m.vocab},
+             {"P", m.max_positions > 0 ? m.max_positions : 1},
+             {"qkv", (m.num_heads + 2 * m.num_kv_heads) * m.head_dim}};
+  if (m.is_moe()) {
+    b["E"] = m.num_experts;
+    b["k"] = m.experts_per_token;
+    b["fe"] = m.moe_ffn_hidden;
+    b["fs"] = m.shared_experts * m.moe_ffn_hidden;
+  }
+  if (m.is_mla()) {
+    b["dq"] = m.qk_head_dim();
+    b["dv"] = m.v_head_dim;
+    b["dr"] = m.qk_rope_head_dim;
+    b["qr"] = m.q_lora_rank;
+    b["kvr"] = m.kv_lora_rank;
+  }
+  return b;
+}
+
+int64_t moe_capacity(const ModelConfig& m, int64_t local_tokens) {
+  if (!m.is_moe()) return 0;
+  // Exact for the uniform case (cf = 1); rounded up otherwise.
+  const __int128 units = static_cast<__int128>(local_tokens) * m.experts_per_token;
+  const double scaled = m.capacity_factor * static_cast<double>(units) / static_cast<double>(m.num_experts);
+  const __int128 exact = (units + m.num_experts - 1) / m.num_experts;
+  if (m.capacity_factor == 1.0) return static_cast<int64_t>(exact);
+  return static_cast<int64_t>(std::ceil(scaled - 1e-9));
 }
 
 }  // namespace sc

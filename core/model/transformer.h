@@ -29,6 +29,9 @@ struct BuildOptions {
   bool has_cp = false;  // cp degree > 1: shard the sequence over "cp"
   bool cp_ring = false; // ring attention instead of all-gathering K/V
   bool sequence_parallel = false;  // boundary activations are s-sharded on tp
+  // Expert layout of the MoE layers (degree > 1 each): expert parallelism,
+  // expert tensor parallelism, expert data parallelism.
+  bool has_ep = false, has_etp = false, has_edp = false;
   DType dtype = DType::kBF16;
   // The chunks this rank role runs, in order; empty = the whole model.
   std::vector<Chunk> chunks;
@@ -43,7 +46,14 @@ std::vector<Chunk> stage_chunks(int64_t layers, int64_t pp, int64_t v, const std
 
 Graph build_transformer_forward(const ModelConfig& m, const BuildOptions& o);
 
-// Bindings for the model symbols above (not the mesh axes).
+// Bindings for the model symbols above (not the mesh axes). MoE models
+// also use E (experts), k (experts per token), fe (expert width), fs
+// (shared experts' width) and cap, the tokens an expert takes from one
+// source rank, which depends on the parallelism (moe_capacity). MLA uses
+// dq (query/key head), dv (value head), dr (RoPE part), qr and kvr (latents).
 Bindings model_bindings(const ModelConfig& m, int64_t micro_batch, int64_t seq_len);
+
+// ceil(capacity_factor * T * k / E) for T tokens on one rank.
+int64_t moe_capacity(const ModelConfig& m, int64_t local_tokens);
 
 }  // namespace sc

@@ -6,7 +6,8 @@
 
 namespace sc {
 
-Status bucket_dp_gradients(Graph& g, const Bindings& bind, double bucket_bytes, const std::string& axis) {
+Status bucket_dp_gradients(Graph& g, const Bindings& bind, double bucket_bytes, const std::string& axis,
+                           const std::string& name) {
   // Position in program order of the op that last writes each tensor.
   std::map<int, size_t> pos;
   for (size_t i = 0; i < g.order.size(); ++i) pos[g.order[i]] = i;
@@ -43,7 +44,7 @@ Status bucket_dp_gradients(Graph& g, const Bindings& bind, double bucket_bytes, 
       out.push_back(g.ops[m].outputs[0]);
       members.insert(m);
     }
-    int id = add_collective_op(g, "dp_grad_bucket" + std::to_string(b) + ".all_reduce(" + axis + ")",
+    int id = add_collective_op(g, name + std::to_string(b) + ".all_reduce(" + axis + ")",
                                CollectiveType::kAllReduce, axis, Phase::kOptimizer, in, out);
     g.ops[id].grad_bucket = true;
     bucket_ops.push_back(id);

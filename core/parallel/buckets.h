@@ -10,8 +10,10 @@
 
 namespace sc {
 
-// `axis`: the data-parallel reduction group ("dp", "cp" or "dp+cp").
-Status bucket_dp_gradients(Graph& g, const Bindings& bind, double bucket_bytes, const std::string& axis);
+// `axis`: the data-parallel reduction group ("dp", "cp", "dp+cp", or "edp"
+// for the routed experts' gradients); `name` prefixes the bucket ops.
+Status bucket_dp_gradients(Graph& g, const Bindings& bind, double bucket_bytes, const std::string& axis,
+                           const std::string& name = "dp_grad_bucket");
 
 // Weights whose gradient is also summed over another group (Tensor::
 // sync_axis: a tied embedding's two copies on the first and last pipeline

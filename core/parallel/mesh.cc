@@ -20,18 +20,89 @@ int RankLayout::axis_index(const std::string& axis) const {
 
 int64_t RankLayout::degree(const std::string& axis) const {
   int i = axis_index(axis);
-  return i < 0 ? 1 : axes_[i].degree;
+  if (i < 0) {
+    DerivedRef d = find_derived(axis);
+    return d.derived < 0 ? 1 : derived_[d.derived].parts[d.part].degree;
+  }
+  return axes_[i].degree;
 }
 
 int64_t RankLayout::coord(int64_t rank, const std::string& axis) const {
   int i = axis_index(axis);
-  return i < 0 ? 0 : (rank / stride_[i]) % axes_[i].degree;
+  if (i < 0) {
+    DerivedRef r = find_derived(axis);
+    if (r.derived < 0) return 0;
+    const Derived& d = derived_[r.derived];
+    return (base_index(d, rank) / d.part_stride[r.part]) % d.parts[r.part].degree;
+  }
+  return (rank / stride_[i]) % axes_[i].degree;
 }
 
 int64_t RankLayout::with_coord(int64_t rank, const std::string& axis, int64_t c) const {
   int i = axis_index(axis);
-  if (i < 0) return rank;
+  if (i < 0) {
+    DerivedRef r = find_derived(axis);
+    if (r.derived < 0) return rank;
+    const Derived& d = derived_[r.derived];
+    int64_t index = base_index(d, rank);
+    int64_t old = (index / d.part_stride[r.part]) % d.parts[r.part].degree;
+    return with_base_index(d, rank, index + (c - old) * d.part_stride[r.part]);
+  }
   return rank + (c - coord(rank, axis)) * stride_[i];
+}
+
+void RankLayout::add_derived(const std::vector<std::string>& base, const std::vector<MeshAxis>& parts) {
+  Derived d;
+  for (size_t j = 0; j < axes_.size(); ++j)
+    if (std::find(base.begin(), base.end(), axes_[j].name) != base.end()) d.base.push_back(static_cast<int>(j));
+  int64_t stride = 1;
+  for (const auto& p : parts) {
+    d.parts.push_back(p);
+    d.part_stride.push_back(stride);
+    stride *= p.degree;
+  }
+  derived_.push_back(std::move(d));
+}
+
+std::vector<MeshAxis> RankLayout::derived_axes() const {
+  std::vector<MeshAxis> out;
+  for (const auto& d : derived_) out.insert(out.end(), d.parts.begin(), d.parts.end());
+  return out;
+}
+
+RankLayout::DerivedRef RankLayout::find_derived(const std::string& axis) const {
+  for (size_t i = 0; i < derived_.size(); ++i)
+    for (size_t p = 0; p < derived_[i].parts.size(); ++p)
+      if (derived_[i].parts[p].name == axis) return {static_cast<int>(i), static_cast<int>(p)};
+  return {};
+}
+
+int64_t RankLayout::base_index(const Derived& d, int64_t rank) const {
+  int64_t index = 0, radix = 1;
+  for (int j : d.base) {
+    index += ((rank / stride_[j]) % axes_[j].degree) * radix;
+    radix *= axes_[j].degree;
+  }
+  return index;
+}
+
+int64_t RankLayout::with_base_index(const Derived& d, int64_t rank, int64_t index) const {
+  for (int j : d.base) {
+    const int64_t want = index % axes_[j].degree;
+    index /= axes_[j].degree;
+    rank += (want - (rank / stride_[j]) % axes_[j].degree) * stride_[j];
+  }
+  return rank;
+}
+
+int64_t RankLayout::groups_before_derived() const {
+  int64_t n = groups_before_combined();
+  for (const auto& c : combined_) {
+    int64_t span = 1;
+    for (int i : axis_set(c)) span *= axes_[i].degree;
+    n += world_ / span;
+  }
+  return n;
 }
 
 std::vector<int> RankLayout::axis_set(const std::string& axes) const {
@@ -61,6 +132,33 @@ int64_t RankLayout::groups_before_combined() const {
 }
 
 int64_t RankLayout::group_id(int64_t rank, const std::string& axis) const {
+  if (DerivedRef r = find_derived(axis); r.derived >= 0) {
+    int64_t base = 1 + groups_before_derived();
+    for (int i = 0; i <= r.derived; ++i) {
+      const Derived& d = derived_[i];
+      for (size_t p = 0; p < d.parts.size(); ++p) {
+        if (d.parts[p].degree <= 1) continue;
+        if (i == r.derived && static_cast<int>(p) == r.part) {
+          // Index among this part's groups: the other parts' coordinates,
+          // then the layout axes outside the base, as one mixed-radix number.
+          const int64_t index = base_index(d, rank);
+          int64_t key = 0, radix = 1;
+          for (size_t q = 0; q < d.parts.size(); ++q) {
+            if (q == p) continue;
+            key += ((index / d.part_stride[q]) % d.parts[q].degree) * radix;
+            radix *= d.parts[q].degree;
+          }
+          for (size_t j = 0; j < axes_.size(); ++j) {
+            if (std::find(d.base.begin(), d.base.end(), static_cast<int>(j)) != d.base.end()) continue;
+            key += ((rank / stride_[j]) % axes_[j].degree) * radix;
+            radix *= axes_[j].degree;
+          }
+          return base + key;
+        }
+        base += world_ / d.parts[p].degree;
+      }
+    }
+  }
   if (axis == "embd") {
     assert(embd_);
     int64_t base = 1;
@@ -106,6 +204,12 @@ int64_t RankLayout::group_id(int64_t rank, const std::string& axis) const {
 }
 
 std::vector<int64_t> RankLayout::group_members(int64_t rank, const std::string& axis) const {
+  if (find_derived(axis).derived >= 0) {
+    std::vector<int64_t> m;
+    for (int64_t c = 0; c < degree(axis); ++c) m.push_back(with_coord(rank, axis, c));
+    std::sort(m.begin(), m.end());
+    return m;
+  }
   if (axis.find('+') != std::string::npos) {
     std::vector<int64_t> m{rank};
     for (int i : axis_set(axis)) {
@@ -146,6 +250,12 @@ GroupTable RankLayout::all_groups() const {
       bool first = true;
       for (int i : axis_set(c)) first &= (r / stride_[i]) % axes_[i].degree == 0;
       if (first) t[group_id(r, c)] = group_members(r, c);
+    }
+  for (const auto& d : derived_)
+    for (const auto& p : d.parts) {
+      if (p.degree <= 1) continue;
+      for (int64_t r = 0; r < world_; ++r)
+        if (coord(r, p.name) == 0) t[group_id(r, p.name)] = group_members(r, p.name);
     }
   return t;
 }

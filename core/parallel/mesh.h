@@ -39,6 +39,16 @@ class RankLayout {
   // its dp and cp coordinates), numbered after the embedding groups.
   void enable_combined(const std::string& axes);
 
+  // Axes that re-divide the ranks of some base axes: each rank's base
+  // coordinates, read as one mixed-radix index (layout order, inner first),
+  // are split into `parts`, inner first. Expert parallelism splits
+  // (tp, cp, dp) into (etp, ep, edp); HSDP splits the data-parallel axes
+  // into (shard, replica). Their groups are numbered after all others, part
+  // by part in the order added. A part's name must be new.
+  void add_derived(const std::vector<std::string>& base, const std::vector<MeshAxis>& parts_inner_first);
+  // Every derived part, in the order added (degree 1 included).
+  std::vector<MeshAxis> derived_axes() const;
+
   // Group-file key (>= 1) of rank's group over `axis` (degree > 1). Keys are
   // numbered axis by axis in layout order, groups in order of their lowest rank.
   int64_t group_id(int64_t rank, const std::string& axis) const;
@@ -46,6 +56,18 @@ class RankLayout {
   GroupTable all_groups() const;  // every axis of degree > 1
 
  private:
+  struct Derived {
+    std::vector<int> base;          // layout axis indices, layout order
+    std::vector<MeshAxis> parts;    // inner first
+    std::vector<int64_t> part_stride;
+  };
+  struct DerivedRef { int derived = -1, part = -1; };
+  DerivedRef find_derived(const std::string& axis) const;
+  int64_t base_index(const Derived& d, int64_t rank) const;
+  int64_t with_base_index(const Derived& d, int64_t rank, int64_t index) const;
+  int64_t groups_before_derived() const;
+  std::vector<Derived> derived_;
+
   int axis_index(const std::string& axis) const;
   std::vector<int> axis_set(const std::string& axes) const;  // "dp+cp" -> indices
   int64_t groups_before_combined() const;

@@ -31,6 +31,7 @@ class Propagator {
         case OpKind::kView: g_.ops[id].linear = true; op(id); break;
         case OpKind::kRecv: g_.ops[id].local_flops = Expr(0); break;  // arrives as the sender laid it out
         case OpKind::kSend: send(id); break;
+        case OpKind::kRemesh: remesh(id); break;
         default: op(id); break;
       }
       g_.order.push_back(id);
@@ -53,6 +54,23 @@ class Propagator {
       g_.ops[id].inputs[0] = r;
     }
     g_.ops[id].local_flops = Expr(0);
+  }
+
+  // MoE token permutation: inputs brought to the layouts the op names; its
+  // outputs keep the layout they were built with.
+  void remesh(int id) {
+    for (size_t i = 0; i < g_.ops[id].inputs.size(); ++i) {
+      const int t = g_.ops[id].inputs[i];
+      const Sharding want = g_.ops[id].remesh_in[i];
+      if (!(g_.tensors[t].sharding == want)) {
+        const int r = reshard(t, want, g_.ops[id].phase);
+        g_.ops[id].inputs[i] = r;
+      }
+    }
+    Op& o = g_.ops[id];
+    Expr div = 1;
+    for (const auto& axis : o.flops_axes) div *= Expr::sym(axis);
+    o.local_flops = o.flops / div;
   }
 
   void op(int id) {
@@ -163,22 +181,27 @@ class Propagator {
       if (reduce_whole("dp") && reduce_whole("cp"))
         cur = add_reshard(t, cur, "dp+cp", CollectiveType::kAllReduce, OpKind::kCollective, -1, -1, phase);
     }
+    // Reduce-scatters first (they shrink the data), then the rest, each
+    // pass outer axis first.
+    for (int pass = 0; pass < 2; ++pass)
     for (const auto& axis : o_.axes_outer_first) {
       const Sharding a = g_.tensors[cur].sharding;
       int a_dim = find_axis(a.dim_axis, axis), r_dim = find_axis(req.dim_axis, axis);
       bool a_part = has(a.partial, axis), r_part = has(req.partial, axis);
+      if ((pass == 0) != (a_part && !r_part && r_dim >= 0)) continue;
       OpKind kind = OpKind::kCollective;
       CollectiveType coll = CollectiveType::kAllReduce;
       if (a_part && !r_part) {
         coll = r_dim >= 0 ? CollectiveType::kReduceScatter : CollectiveType::kAllReduce;
       } else if (a_dim >= 0 && r_dim < 0) {
         coll = CollectiveType::kAllGather;
-        gathered = true;
+        // Megatron re-gathers SP/CP inputs in backward rather than keeping
+        // them; the MoE dispatcher's gathered tokens are kept by the experts.
+        gathered |= axis != "etp";
       } else if (a_dim < 0 && r_dim >= 0) {
         kind = OpKind::kView;
       } else if (a_dim >= 0 && r_dim >= 0 && a_dim != r_dim) {
-        coll = CollectiveType::kAllToAll;
-        gathered = true;
+        coll = CollectiveType::kAllToAll;  // same size: its output is kept
       } else {
         continue;
       }

@@ -13,13 +13,24 @@
 //              no earlier than the previous unit starts computing (one unit
 //              of prefetch); no parameter all-gather after the step.
 // Shards are of flat buffers, rounded up, as DeepSpeed and FSDP pad them.
+//
+// HSDP (a sharding group smaller than the data-parallel group): state is
+// sharded over `dense` (the inner dp_shard ranks) and replicated over
+// `replica`; each reduce-scattered gradient shard is then all-reduced over
+// the replicas. Routed experts' weights shard over their own data-parallel
+// group (`expert`, "edp"), whole.
 #pragma once
 
 #include "graph/graph.h"
 
 namespace sc {
 
-// `axis`: the data-parallel group the state is sharded over ("dp", "dp+cp").
-void apply_zero(Graph& g, int zero_stage, const std::string& axis);
+struct ZeroAxes {
+  std::string grad;     // the axis the dense gradient buckets reduce over ("dp", "cp", "dp+cp")
+  std::string dense;    // the axis dense state is sharded over (grad, or "dp_shard" for HSDP)
+  std::string replica;  // HSDP: "dp_replicate"; "" otherwise
+  std::string expert;   // "edp" when the experts have data parallelism; "" otherwise
+};
+void apply_zero(Graph& g, int zero_stage, const ZeroAxes& axes);
 
 }  // namespace sc
