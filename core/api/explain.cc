@@ -278,8 +278,19 @@ Result<std::string> Generator::rank_info_json(int64_t rank) const {
     if (a.degree > 1)
       groups.push_back({{"axis", a.name}, {"key", L.group_id(rank, a.name)}, {"members", L.group_members(rank, a.name)}});
   }
+  // Axes that re-divide the same ranks (MoE's etp/ep/edp, HSDP's
+  // dp_shard/dp_replicate): coordinates and groups, marked derived.
+  ojson derived = ojson::array();
+  for (const auto& a : L.derived_axes()) {
+    int64_t c = L.coord(rank, a.name);
+    derived.push_back({{"name", a.name}, {"degree", a.degree}, {"coord", c}});
+    if (a.degree > 1)
+      groups.push_back({{"axis", a.name}, {"key", L.group_id(rank, a.name)}, {"members", L.group_members(rank, a.name)},
+                        {"derived", true}});
+  }
   root["coords"] = coords;
   root["axes"] = axes;
+  root["derived_axes"] = derived;
   root["groups"] = groups;
   return root.dump();
 }
