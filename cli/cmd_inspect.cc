@@ -52,10 +52,25 @@ void print_job(const Job& job) {
             << (m.position == PositionKind::kRope ? "RoPE" : "learned positions") << ", "
             << (m.tied_embeddings ? "tied" : "untied") << " embeddings, bias " << on_off(m.linear_bias)
             << ", dropout " << on_off(m.dropout) << "\n"
-            << "parameters  " << grouped(closed_form_parameters(m)) << " (closed form)\n"
-            << "parallel    dp " << job.parallel.dp << " x tp " << job.parallel.tp << " = "
-            << job.parallel.world_size() << " ranks, sequence parallel "
-            << on_off(job.parallel.sequence_parallel) << "\n"
+            << "parameters  " << grouped(closed_form_parameters(m)) << " (closed form)";
+  if (m.is_moe()) std::cout << ", " << grouped(closed_form_active_parameters(m)) << " active per token";
+  std::cout << "\n";
+  if (m.is_moe())
+    std::cout << "experts     " << m.num_experts << " routed (top-" << m.experts_per_token << ", width "
+              << m.moe_ffn_hidden << ")" << (m.shared_experts ? " + " + std::to_string(m.shared_experts) + " shared" : "")
+              << ", MoE from layer " << m.first_dense_layers << ", capacity factor " << m.capacity_factor << "\n";
+  if (m.is_mla())
+    std::cout << "attention   MLA: q latent " << m.q_lora_rank << ", kv latent " << m.kv_lora_rank << ", rope "
+              << m.qk_rope_head_dim << ", v head " << m.v_head_dim << "\n";
+  const ParallelConfig& p = job.parallel;
+  std::cout << "parallel    dp " << p.dp << " x tp " << p.tp << " x pp " << p.pp << " x cp " << p.cp << " = "
+            << p.world_size() << " ranks, sequence parallel " << on_off(p.sequence_parallel)
+            << ", ZeRO " << p.zero << (p.zero > 0 ? " over " + std::to_string(p.shard_degree()) + " ranks" : "")
+            << "\n";
+  if (m.is_moe())
+    std::cout << "            experts: ep " << p.ep << " x expert tp " << p.expert_tp_degree() << " x expert dp "
+              << p.expert_dp() << " (the same ranks, re-divided)\n";
+  std::cout
             << "training    seq " << t.seq_len << ", micro-batch " << t.micro_batch_size
             << ", global batch " << t.global_batch_size << " (" << t.num_micro_batches(job.parallel)
             << " micro-batches per rank), " << dtype_name(t.dtype) << ", grads "
