@@ -149,7 +149,13 @@ ojson why_json(const GeneratorState& s, const Readers& rd, const Op& op) {
   const bool was_partial = contains(in.sharding.partial, X);
   const int in_dim = dim_on(in.sharding, X), out_dim = dim_on(out.sharding, X);
 
-  if (op.inputs.size() > 1) {  // a coalesced bucket of gradient reductions
+  if (X == "edp" && in.kind == TensorKind::kWeightGrad) {  // routed experts' gradient bucket
+    reason = "partial_sum";
+    text = std::to_string(op.inputs.size()) + " expert weight gradient(s) are partial sums over edp: the ranks of an "
+           "expert-data-parallel group hold the same experts but were sent different tokens, so each has the "
+           "gradient of its own tokens. They are summed over edp only (not over dp: the other dp ranks hold "
+           "other experts), coalesced into one bucket.";
+  } else if (op.inputs.size() > 1) {  // a coalesced bucket of gradient reductions
     reason = "partial_sum";
     text = std::to_string(op.inputs.size()) + " weight gradients are partial sums over " + X +
            ": each weight-gradient GEMM contracts the batch (b), which is sharded on " + X +
@@ -185,7 +191,18 @@ ojson why_json(const GeneratorState& s, const Readers& rd, const Op& op) {
            local_shape_string(out) + ").";
   } else if (in_dim >= 0 && out_dim >= 0 && in_dim != out_dim) {
     reason = "redistribute";
-    text = in.name + " is sharded on " + X + " along " + dim_label(in, in_dim) + "; " + cname + " needs it sharded along " +
+    const std::string from = dim_label(in, in_dim), to = dim_label(out, out_dim);
+    if (from == "rp" && to == "E")
+      text = "MoE token dispatch: " + in.name + " holds this rank's tokens in one buffer per expert (one slot per "
+             "source rank, rp, on " + X + "); " + cname + " runs the experts, which are split over " + X +
+             " (E), so an all-to-all sends each buffer to the rank holding its expert and receives, from every " + X +
+             " rank, the tokens routed to its own experts.";
+    else if (from == "E" && to == "rp")
+      text = "MoE token combine: the experts' outputs sit on the ranks holding the experts (E on " + X + "); " + cname +
+             " needs them back on the ranks the tokens came from (rp), so an all-to-all returns every token to its "
+             "source rank.";
+    else
+      text = in.name + " is sharded on " + X + " along " + dim_label(in, in_dim) + "; " + cname + " needs it sharded along " +
            dim_label(out, out_dim) + " instead, so an all-to-all swaps the split dimension.";
   } else {
     reason = "reshard";
@@ -205,6 +222,8 @@ std::string Generator::graph_json() const {
   ojson root;
   ojson axes = ojson::array();
   for (const auto& a : s.layout.axes()) axes.push_back({{"name", a.name}, {"degree", a.degree}});
+  for (const auto& a : s.layout.derived_axes())
+    axes.push_back({{"name", a.name}, {"degree", a.degree}, {"derived", true}});
   root["axes"] = axes;
   ojson bind = ojson::object();
   for (const auto& [k, v] : s.bind) bind[k] = v;

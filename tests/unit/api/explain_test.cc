@@ -114,3 +114,41 @@ TEST_CASE("explain: bad ranks and coordinates are errors with paths") {
   CHECK(g.rank_at("{}").value() == 0);
   CHECK(g.rank_at(R"({"tp": 1.5})").error().code == ErrorCode::kInvalidArgument);
 }
+
+TEST_CASE("explain: MoE all-to-alls say dispatch and combine; rank_info lists the expert groups") {
+  // tp 2 (SP) x dp 4, ep 4, expert tp 1: edp = 8 / 4 = 2.
+  auto job = parse_job(R"({"model": {"preset": "mixtral-8x7b", "num_layers": 1},
+    "parallel": {"dp": 4, "tp": 2, "ep": 4, "expert_tp": 1, "sequence_parallel": true},
+    "training": {"seq_len": 64, "global_batch_size": 4}})");
+  REQUIRE_MESSAGE(job.ok(), job.error().to_string());
+  auto g = make(job.value());
+  auto j = parse(g.graph_json());
+  int dispatch = 0, combine = 0, expert_bucket = 0;
+  for (const auto& op : j["ops"]) {
+    if (op["kind"] != "collective") continue;
+    const std::string text = op["why"]["text"];
+    if (op["collective"] == "all_to_all") {
+      CHECK(op["axis"] == "ep");
+      dispatch += text.find("MoE token dispatch") != std::string::npos;
+      combine += text.find("MoE token combine") != std::string::npos;
+    }
+    if (op["axis"] == "edp") expert_bucket += text.find("expert weight gradient(s)") != std::string::npos;
+  }
+  // Forward and backward each move tokens out and back once per MoE layer.
+  CHECK(dispatch == 2);
+  CHECK(combine == 2);
+  CHECK(expert_bucket >= 1);
+  std::set<std::string> derived;
+  for (const auto& a : j["axes"])
+    if (a.value("derived", false)) derived.insert(a["name"].get<std::string>());
+  CHECK(derived == std::set<std::string>{"edp", "ep", "etp"});
+
+  // Rank 5 = tp 1, dp 2: stage-local index 5 read as etp(1) x ep(4) x edp(2)
+  // gives ep coordinate 5 % 4 = 1 and edp coordinate 5 / 4 = 1.
+  auto info = parse(g.rank_info_json(5).value());
+  std::map<std::string, std::vector<int64_t>> members;
+  for (const auto& grp : info["groups"]) members[grp["axis"]] = grp["members"].get<std::vector<int64_t>>();
+  CHECK(members["ep"] == std::vector<int64_t>{4, 5, 6, 7});
+  CHECK(members["edp"] == std::vector<int64_t>{1, 5});
+  CHECK(members.count("etp") == 0);  // degree 1: no group
+}
