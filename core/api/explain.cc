@@ -149,7 +149,29 @@ ojson why_json(const GeneratorState& s, const Readers& rd, const Op& op) {
   const bool was_partial = contains(in.sharding.partial, X);
   const int in_dim = dim_on(in.sharding, X), out_dim = dim_on(out.sharding, X);
 
-  if (X == "edp" && in.kind == TensorKind::kWeightGrad) {  // routed experts' gradient bucket
+  const auto named = [&](const char* part) { return op.name.find(part) != std::string::npos; };
+  if (named("param_all_gather")) {  // ZeRO 1/2: after the sharded step
+    reason = "zero";
+    text = "ZeRO: each " + X + " rank updated only its 1/" + X + " shard of these parameters (its shard of the "
+           "optimizer state), so the updated parameters are all-gathered over " + X +
+           " for the next forward pass (comm size: the per-rank shard).";
+  } else if (named("params.all_gather")) {  // ZeRO 3 / FSDP, per unit
+    reason = "zero";
+    text = "ZeRO-3 / FSDP: this unit's parameters are sharded over " + X + " (each rank stores 1/" + X +
+           "); they are all-gathered right before the unit runs, in forward and again in backward, and freed "
+           "after; the gather is issued one unit ahead (prefetch).";
+  } else if (named("replica_all_reduce")) {  // HSDP
+    reason = "zero";
+    text = "HSDP: the gradient shard this rank owns was reduce-scattered inside its sharding group; the other " +
+           X + " replicas of that group hold the same shard of other data, so the shard is all-reduced over " + X +
+           ".";
+  } else if (op.coll == CollectiveType::kReduceScatter && in.kind == TensorKind::kWeightGrad) {
+    reason = "zero";
+    text = std::to_string(op.inputs.size()) + " weight gradient(s) are partial sums over " + X +
+           " (each rank saw its own slice of the batch). ZeRO: every rank updates only its 1/" + X +
+           " shard of the parameters, so it needs only that shard of the summed gradient: the bucket is "
+           "reduce-scattered instead of all-reduced (half the traffic of an all-reduce).";
+  } else if (X == "edp" && in.kind == TensorKind::kWeightGrad) {  // routed experts' gradient bucket
     reason = "partial_sum";
     text = std::to_string(op.inputs.size()) + " expert weight gradient(s) are partial sums over edp: the ranks of an "
            "expert-data-parallel group hold the same experts but were sent different tokens, so each has the "

@@ -50,7 +50,9 @@ class RankLayout {
   std::vector<MeshAxis> derived_axes() const;
 
   // Group-file key (>= 1) of rank's group over `axis` (degree > 1). Keys are
-  // numbered axis by axis in layout order, groups in order of their lowest rank.
+  // numbered axis by axis in layout order, groups in order of their lowest
+  // rank; a derived axis's groups by the other parts' coordinates, then the
+  // coordinates outside its base (unique and dense, not by lowest rank).
   int64_t group_id(int64_t rank, const std::string& axis) const;
   std::vector<int64_t> group_members(int64_t rank, const std::string& axis) const;
   GroupTable all_groups() const;  // every axis of degree > 1

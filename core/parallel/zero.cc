@@ -73,7 +73,7 @@ void shard_optimizer(Graph& g, bool gather_params, const ZeroAxes& axes) {
   order = g.order;
   for (int id : g.order) {
     const Op b = g.ops[id];
-    if (!b.grad_bucket) continue;
+    if (!b.grad_bucket || b.coll != CollectiveType::kReduceScatter) continue;  // unsharded: nothing to gather
     std::set<int> weights;
     for (int t : b.outputs) weights.insert(g.tensors[t].grad_of);
     std::vector<int> in, out;

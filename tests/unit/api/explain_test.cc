@@ -152,3 +152,25 @@ TEST_CASE("explain: MoE all-to-alls say dispatch and combine; rank_info lists th
   CHECK(members["edp"] == std::vector<int64_t>{1, 5});
   CHECK(members.count("etp") == 0);  // degree 1: no group
 }
+
+TEST_CASE("explain: ZeRO, FSDP and HSDP collectives say what is sharded") {
+  struct Case { int64_t zero, shard; std::vector<std::string> want; };
+  const Case cases[] = {
+      {1, 4, {"is reduce-scattered instead of all-reduced", "updated parameters are all-gathered"}},
+      {3, 4, {"is reduce-scattered instead of all-reduced", "ZeRO-3 / FSDP"}},
+      {2, 2, {"HSDP", "is reduce-scattered instead of all-reduced"}},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.zero);
+    CAPTURE(c.shard);
+    Job j = gpt_job(1, 256, 4, 1, 4, false, 1, 64);
+    j.parallel.zero = c.zero;
+    j.parallel.shard_group = c.shard;
+    auto g = make(j);
+    std::string all;
+    const auto graph = parse(g.graph_json());  // kept: a range-for over a temporary's member dangles
+    for (const auto& op : graph["ops"])
+      if (op["kind"] == "collective" && op["why"]["reason"] == "zero") all += op["why"]["text"].get<std::string>() + "\n";
+    for (const auto& w : c.want) CHECK_MESSAGE(all.find(w) != std::string::npos, w);
+  }
+}
