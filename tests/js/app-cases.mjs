@@ -108,5 +108,69 @@ export async function appCases(context, base, fixturesDir) {
       check(JSON.stringify(a) === JSON.stringify(b), 'summary.json equals the CLI\'s');
     }
   });
+  await run('MoE and HSDP: new fields in the form, examples run and explain ep / remesh / dp_shard', async (page) => {
+    await page.goto(`${base}/`);
+    await ready(page);
+    // The fields come from job-schema.ts: parallelism and the model's MoE / MLA settings.
+    for (const name of ['parallel.ep', 'parallel.expert_tp', 'parallel.shard_group', 'model.num_experts', 'model.experts_per_token',
+      'model.moe_ffn_hidden', 'model.shared_experts', 'model.first_dense_layers', 'model.capacity_factor', 'model.router_bias',
+      'model.kv_lora_rank', 'model.q_lora_rank', 'model.qk_rope_head_dim', 'model.v_head_dim']) {
+      check(await page.$(`#job-form [name="${name}"]`), `form field ${name}`);
+      const help = await page.getAttribute(`#job-form label[data-path="${name}"]`, 'title');
+      check(help && help.length > 20, `${name} has an explanation: ${help}`);
+    }
+    check(/all-to-all/.test(await page.getAttribute('label[data-path="parallel.ep"]', 'title')), 'ep help names the all-to-all');
+
+    // DeepSeek-V3 cut to 4 layers: MLA + 256 experts, ep 8 over tp 2 x dp 8.
+    let t0 = performance.now();
+    await page.selectOption('#job-preset', 'deepseek-v3-small');
+    await page.waitForFunction(() => document.querySelector('#summary')?.dataset.worldSize === '16' && document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+    const dsMs = performance.now() - t0;
+    check(await page.inputValue('input[name="parallel.ep"]') === '8', 'ep written into the form');
+    check(await page.inputValue('input[name="model.first_dense_layers"]') === '1', 'first_dense_layers written into the form');
+    check(decodeURIComponent(page.url()).includes('"ep":8'), `URL carries ep: ${page.url()}`);
+    let summary = await page.textContent('#summary');
+    check(/Active parameters/.test(summary) && /etp 1 × ep 8 × edp 2/.test(summary), `summary: ${summary.slice(0, 400)}`);
+    check(await page.$('#summary .axis-glossary [data-axis="ep"]'), 'summary explains the ep axis');
+    await page.click('#tab-graph');
+    await page.waitForSelector('#graph svg [data-op]', { timeout: 30_000 });
+    await page.selectOption('#layer', '1');  // layer 0 is dense, 1 is MoE
+    await page.waitForSelector('#graph svg [data-kind="remesh"]', { timeout: 30_000 });
+    const why = await page.textContent('#why-list');
+    check(/all_to_all · ep/.test(why) && /remesh/.test(why), `why list: ${why.slice(0, 400)}`);
+    const legend = await page.textContent('#graph-legend-axes');
+    check(/ep = 8/.test(legend) && /edp = 2/.test(legend) && /remesh/.test(legend), `axis legend: ${legend}`);
+    await page.click('#graph svg [data-kind="remesh"]');
+    check(/What is a remesh\?/.test(await page.textContent('#op-details')), 'remesh details');
+    await page.click('#tab-rank');
+    await page.waitForSelector('#groups li[data-axis="ep"]', { timeout: 30_000 });
+    // etp 1 x ep 8 x edp 2 re-divide the 16 ranks, inner first: ep groups are 8 consecutive ranks.
+    const ep = await page.textContent('#groups li[data-axis="ep"]');
+    check(/all-to-all/.test(ep) && /\[0, 1, 2, 3, 4, 5, 6, 7\]/.test(ep), `rank 0's ep group: ${ep}`);
+
+    // Mixtral 8x7B, the full model on 32 GPUs.
+    await page.click('#tab-summary');
+    t0 = performance.now();
+    await page.selectOption('#job-preset', 'mixtral-8x7b');
+    await page.waitForFunction(() => document.querySelector('#summary')?.dataset.worldSize === '32' && document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+    const mixMs = performance.now() - t0;
+    summary = await page.textContent('#summary');
+    check(/etp 2 × ep 4 × edp 1/.test(summary) && /top-2 of 8/.test(summary), `Mixtral summary: ${summary.slice(0, 400)}`);
+
+    // The same parallelism on a dense model: the engine's error lands on ep.
+    await page.selectOption('select[name="model.preset"]', 'llama3-8b');
+    await page.waitForSelector('label[data-path="parallel.ep"].invalid', { timeout: 30_000 });
+    const err = await page.textContent('label[data-path="parallel.ep"] .error');
+    check(/num_experts/.test(err) && /invalid_argument/.test(err), `ep error: ${err}`);
+
+    // HSDP: ZeRO-3 over a shard group of 4 of dp 8.
+    await page.selectOption('#job-preset', 'teach-hsdp');
+    await page.waitForFunction(() => document.querySelector('#summary')?.dataset.worldSize === '8' && document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+    check(/shard 4 × replicate 2/.test(await page.textContent('#summary')), 'HSDP card');
+    await page.click('#tab-rank');
+    await page.waitForSelector('#groups li[data-axis="dp_replicate"]', { timeout: 30_000 });
+    check(/\[0, 1, 2, 3\]/.test(await page.textContent('#groups li[data-axis="dp_shard"]')), 'rank 0 shard group');
+    console.log(`[app] example jobs ready in the worker: deepseek-v3-small ${dsMs.toFixed(0)} ms, mixtral-8x7b ${mixMs.toFixed(0)} ms`);
+  });
   return results;
 }

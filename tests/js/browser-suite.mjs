@@ -10,10 +10,14 @@ function fixtureNativeProvider(manifest) {
   return {
     available: true,
     reason: '',
-    async files() {
+    // name: a key of NATIVE_JOBS; the identity job's files are at the top.
+    async files(job = 'identity') {
+      const entry = job === 'identity' ? { files: manifest.files } : manifest.jobs?.[job];
+      if (!entry || entry.error) throw new Error(entry ? entry.error : `no native fixtures for ${job}`);
+      const dir = job === 'identity' ? '/fixtures/' : `/fixtures/${job}/`;
       const files = new Map();
-      for (const name of manifest.files) {
-        const res = await fetch(`/fixtures/${name}`);
+      for (const name of entry.files) {
+        const res = await fetch(`${dir}${name}`);
         if (!res.ok) throw new Error(`fixture ${name}: HTTP ${res.status}`);
         files.set(name, new Uint8Array(await res.arrayBuffer()));
       }

@@ -5,8 +5,9 @@
 // ctx = { engine, assert, native, log }:
 //   engine  the instantiated wasm module (version, inspect, graph, groups,
 //           rankTrace: see docs/wasm-bridge.md)
-//   native  { available, reason, files(): Promise<Map<name, Uint8Array>> }:
-//           the native CLI's output for IDENTITY_JOB (suite/identity.mjs)
+//   native  { available, reason, files(job?): Promise<Map<name, Uint8Array>> }:
+//           the native CLI's output for NATIVE_JOBS[job] (suite/jobs.mjs;
+//           default 'identity', i.e. IDENTITY_JOB), see suite/identity.mjs
 //   log     prints a line (e.g. why a case was skipped)
 // A case skips itself by returning the string "skip: <reason>".
 

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { IDENTITY_CLI_ARGS } from './suite/jobs.mjs';
+import { IDENTITY_CLI_ARGS, NATIVE_JOBS } from './suite/jobs.mjs';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -15,9 +15,9 @@ export function cliPath() {
 }
 
 // Runs the CLI once into a fresh temp dir; returns { dir, files: Map }.
-export function runNativeIdentityJob() {
+export function runNativeIdentityJob(args = IDENTITY_CLI_ARGS) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stagecraft-native-'));
-  execFileSync(cliPath(), [...IDENTITY_CLI_ARGS, '-o', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync(cliPath(), [...args, '-o', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
   const files = new Map();
   for (const name of fs.readdirSync(dir).sort()) {
     const p = path.join(dir, name);
@@ -32,17 +32,18 @@ export function nodeNativeProvider() {
   if (!fs.existsSync(cli)) {
     return { available: false, reason: `native CLI not found at ${cli} (set STAGECRAFT_CLI)` };
   }
-  let cached;
+  const cached = new Map();
   return {
     available: true,
     reason: '',
-    async files() {
-      if (!cached) {
-        const { dir, files } = runNativeIdentityJob();
+    // name: a key of NATIVE_JOBS (default: the identity job).
+    async files(name = 'identity') {
+      if (!cached.has(name)) {
+        const { dir, files } = runNativeIdentityJob(NATIVE_JOBS[name].args);
         fs.rmSync(dir, { recursive: true, force: true });
-        cached = files;
+        cached.set(name, files);
       }
-      return cached;
+      return cached.get(name);
     },
   };
 }

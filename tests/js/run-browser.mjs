@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { REPO_ROOT, cliPath, runNativeIdentityJob } from './native.mjs';
+import { NATIVE_JOBS } from './suite/jobs.mjs';
 import { appCases as fullAppCases } from './app-cases.mjs';
 
 const WASM_DIR = process.env.STAGECRAFT_WASM_DIR || path.join(REPO_ROOT, 'build/wasm');
@@ -55,10 +56,24 @@ function prepareFixtures() {
   if (!fs.existsSync(cliPath())) {
     manifest = { available: false, reason: `native CLI not found at ${cliPath()} (set STAGECRAFT_CLI)` };
   } else {
+    // The identity job's files at the top (the app's archive case reads
+    // them too), every other NATIVE_JOBS entry under <name>/.
     const native = runNativeIdentityJob();
     for (const [name, bytes] of native.files) fs.writeFileSync(path.join(dir, name), bytes);
     fs.rmSync(native.dir, { recursive: true, force: true });
-    manifest = { available: true, files: [...native.files.keys()] };
+    manifest = { available: true, files: [...native.files.keys()], jobs: {} };
+    for (const [job, { args }] of Object.entries(NATIVE_JOBS)) {
+      if (job === 'identity') continue;
+      try {
+        const out = runNativeIdentityJob(args);
+        fs.mkdirSync(path.join(dir, job));
+        for (const [name, bytes] of out.files) fs.writeFileSync(path.join(dir, job, name), bytes);
+        fs.rmSync(out.dir, { recursive: true, force: true });
+        manifest.jobs[job] = { files: [...out.files.keys()] };
+      } catch (e) {
+        manifest.jobs[job] = { error: `native CLI failed on ${job}: ${e.message}` };
+      }
+    }
   }
   fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(manifest));
   return dir;

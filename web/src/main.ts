@@ -6,12 +6,12 @@ import './style.css';
 import { EngineClient, EngineRequestError, type Call } from './client';
 import { JOB_PRESETS, JOB_SCHEMA, type FieldSchema } from './job-schema';
 import type { GraphJson, JobJson, RankInfo } from './protocol';
-import { decodeTrace } from './lib/chakra';
+import { decodeTrace, type ChakraNode } from './lib/chakra';
 import { schedule, memoryOverTime, toPerfetto } from './lib/schedule';
 import { renderSummary } from './views/summary';
 import { renderGraph, renderDetails, renderWhyList, type GraphViewState } from './views/graph';
-import { renderGroups, renderStats, renderTable, renderMemory, Timeline, type Preview } from './views/rank';
-import { $, h, download, fmtBytes } from './util';
+import { renderGroups, renderStats, renderTable, renderMemory, Timeline, type Preview, type GroupOfRank } from './views/rank';
+import { $, h, download, fmtBytes, axisColor, axisExplain, REMESH_EXPLAIN } from './util';
 
 const ARCHIVE_LIMIT = 1.5e9;  // bytes the browser is asked to hold at most
 
@@ -213,9 +213,33 @@ function drawGraph(): void {
   const axes = graph.axes.map((a) => `${a.name} = ${a.degree}`).join(', ');
   const b = graph.bindings;
   $('#graph-legend-symbols').textContent = `Symbols in this job: ${Object.entries(b).map(([k, v]) => `${k} = ${v}`).join(', ')} (${axes}). Shapes are per rank: s/tp means this rank holds 1/tp of the sequence.`;
+  renderAxisLegend(graph);
   renderGraph($('#graph'), graph, gstate, drawGraph);
   renderDetails($('#op-details'), graph, gstate.selected);
   renderWhyList($('#why-list'), graph, gstate, (id) => { gstate.selected = id; drawGraph(); document.querySelector(`[data-op="${id}"]`)?.scrollIntoView({ block: 'center', inline: 'center' }); });
+}
+
+// The axes that re-divide the base ones (MoE: etp, ep, edp; HSDP: dp_shard,
+// dp_replicate) are not rank coordinates, so the legend explains those this
+// job binds (or graph_json marks derived), and the remesh op kind when the
+// graph has one.
+const DERIVED_AXES = ['etp', 'ep', 'edp', 'dp_shard', 'dp_replicate'];
+function renderAxisLegend(g: GraphJson): void {
+  let el = document.getElementById('graph-legend-axes');
+  if (!el) {
+    el = h('ul', { id: 'graph-legend-axes', class: 'axis-glossary hint' });
+    $('#graph-legend-symbols').after(el);
+  }
+  const degree = new Map<string, number>();
+  for (const a of DERIVED_AXES) if (a in g.bindings) degree.set(a, g.bindings[a]);
+  for (const a of g.axes) if (a.derived) degree.set(a.name, a.degree);
+  const items = [...degree].map(([a, d]) =>
+    h('li', { 'data-axis': a }, h('span', { class: 'chip', style: `border-color:${axisColor(a)}` }, `${a} = ${d}`), axisExplain(a)));
+  if (g.ops.some((o) => o.kind === 'remesh')) {
+    items.push(h('li', { 'data-kind': 'remesh' }, h('span', { class: 'chip', style: 'border-color:#f08c00;border-style:dashed;background:#fff3bf' }, 'remesh'), REMESH_EXPLAIN));
+  }
+  el.replaceChildren(...items);
+  el.hidden = items.length === 0;
 }
 
 // ---------------------------------------------------------------- rank
@@ -237,6 +261,31 @@ function renderCoords(info: RankInfo): void {
   }
 }
 
+// Groups the rank's trace uses that rankInfo does not list: it gives the
+// coordinate axes and the derived ones (MoE etp/ep/edp, HSDP dp_shard/
+// dp_replicate), not combined ones such as dp+cp or the embedding group.
+// Their members come from the group file (fetched once per job, only when
+// needed), their axis from the collective's name, which ends in "(axis)".
+let groupFile: { job: string; table: Record<string, number[]> } | null = null;
+async function extraGroups(nodes: ChakraNode[], info: RankInfo): Promise<GroupOfRank[]> {
+  const known = new Set(info.groups.map((g) => String(g.key)));
+  const axisOf = new Map<string, string>();
+  for (const n of nodes) {
+    const pg = n.attrs.pg_name;
+    if (pg === undefined || known.has(String(pg)) || axisOf.has(String(pg))) continue;
+    axisOf.set(String(pg), /\(([^()]+)\)$/.exec(n.name)?.[1] ?? '?');
+  }
+  if (!axisOf.size) return [];
+  if (groupFile?.job !== jobText) {
+    const job = jobText;
+    const { text } = await client.request('groups', { job });
+    groupFile = { job, table: JSON.parse(text) as Record<string, number[]> };
+  }
+  const table = groupFile.table;
+  return [...axisOf].filter(([key]) => table[key]).map(([key, axis]) => ({ axis, key: Number(key), members: table[key] }))
+    .sort((a, b) => a.key - b.key);
+}
+
 // Decode + schedule + draw one rank. Returns the elapsed ms. Only the
 // latest request draws: quick edits (tp, then dp) send several, and their
 // answers may arrive out of order.
@@ -251,9 +300,11 @@ async function showRank(rank: number, mine = generation): Promise<number> {
   if (mine !== generation || seq !== rankSeq) return performance.now() - t0;
   const u8 = new Uint8Array(bytes);
   const trace = decodeTrace(u8);
+  const extra = await extraGroups(trace.nodes, info);
+  if (mine !== generation || seq !== rankSeq) return performance.now() - t0;
   const hw = (summary?.job?.hardware ?? {}) as { intra_node_bw?: number; inter_node_bw?: number; gpus_per_node?: number };
   const perNode = Number(hw.gpus_per_node) || 8;
-  const links = new Map(info.groups.map((g) => [String(g.key), { size: g.members.length,
+  const links = new Map([...info.groups, ...extra].map((g) => [String(g.key), { size: g.members.length,
     intraNode: Math.floor(g.members[0] / perNode) === Math.floor(g.members[g.members.length - 1] / perNode) }]));
   const sched = schedule(trace.nodes, hw, links);
   const st = summary?.stages?.[0]?.memory_bytes ?? {};
@@ -263,7 +314,7 @@ async function showRank(rank: number, mine = generation): Promise<number> {
   (preview as Preview & { raw?: Uint8Array }).raw = u8;
   if (rankInput() !== document.activeElement) rankInput().value = String(rank);
   renderCoords(info);
-  renderGroups($('#groups'), info);
+  renderGroups($('#groups'), info, extra);
   renderStats($('#rank-stats'), preview);
   timeline.set(preview);
   renderMemory($('#memory'), preview);

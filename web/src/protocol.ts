@@ -36,7 +36,7 @@ export interface GraphOp {
   sp_region?: boolean; wgrad?: boolean; collective?: string; axis?: string; why?: CollectiveWhy;
 }
 export interface GraphJson {
-  axes: { name: string; degree: number }[];
+  axes: { name: string; degree: number; derived?: boolean }[];  // derived: MoE etp/ep/edp, HSDP dp_shard/dp_replicate
   bindings: Record<string, number>;
   num_layers: number;
   tensors: GraphTensor[];
@@ -45,7 +45,10 @@ export interface GraphJson {
 export interface RankInfo {
   rank: number; world_size: number; coords: Record<string, number>;
   axes: { name: string; degree: number; coord: number }[];
-  groups: { axis: string; key: number; members: number[] }[];
+  // Axes that re-divide the same ranks (MoE's etp/ep/edp, HSDP's
+  // dp_shard/dp_replicate): not coordinates one picks a rank by.
+  derived_axes?: { name: string; degree: number; coord: number }[];
+  groups: { axis: string; key: number; members: number[]; derived?: boolean }[];
 }
 
 // type -> [payload, result]

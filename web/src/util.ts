@@ -57,5 +57,30 @@ export const COLL_COLOR: Record<string, string> = {
   all_reduce: '#d9480f', reduce_scatter: '#7048e8', all_gather: '#0c8599', all_to_all: '#c2255c',
   ALL_REDUCE: '#d9480f', REDUCE_SCATTER: '#7048e8', ALL_GATHER: '#0c8599', ALL_TO_ALL: '#c2255c',
 };
-export const AXIS_COLOR: Record<string, string> = { tp: '#1971c2', dp: '#2f9e44', pp: '#e8590c', cp: '#9c36b5', ep: '#f08c00' };
+export const AXIS_COLOR: Record<string, string> = {
+  tp: '#1971c2', dp: '#2f9e44', pp: '#e8590c', cp: '#9c36b5', 'dp+cp': '#5c940d', embd: '#862e9c',
+  ep: '#f08c00', etp: '#1098ad', edp: '#66a80f', dp_shard: '#087f5b', dp_replicate: '#74b816',
+};
 export const axisColor = (a: string) => AXIS_COLOR[a] ?? '#495057';
+
+// What each communication axis is, in one teaching sentence. The MoE axes
+// (etp, ep, edp) re-divide a pipeline stage's tp × cp × dp ranks for the
+// expert layers (Megatron-LM); the HSDP axes (dp_shard, dp_replicate)
+// re-divide its dp × cp ranks. Shown in legends, tooltips and group lists.
+export const AXIS_EXPLAIN: Record<string, string> = {
+  tp: 'tensor parallel: weights split inside each layer; activations all-reduced (or reduce-scattered + all-gathered with SP) every layer',
+  cp: 'context parallel: the sequence split; attention all-gathers K and V',
+  dp: 'data parallel: replicas on different batch slices; gradients all-reduced (or sharded by ZeRO) once per iteration',
+  'dp+cp': 'data and context parallel together: the ranks that hold the same weights, over which dense gradients are reduced',
+  pp: 'pipeline parallel: layers split into stages; activations sent stage to stage',
+  embd: 'embedding group: the first and last pipeline stages, which both hold the tied word embedding; its gradient is all-reduced between them',
+  ep: 'expert parallel: each rank holds E/ep of a layer’s experts; tokens go to their experts by all-to-all (dispatch) and come back by all-to-all (combine)',
+  etp: 'expert tensor parallel: each expert’s weights split over etp ranks; dispatched tokens all-gathered, expert outputs reduce-scattered',
+  edp: 'expert data parallel: ranks holding the same experts (the stage’s ranks left after etp × ep); expert gradients reduced over edp',
+  dp_shard: 'HSDP shard group: ZeRO/FSDP state sharded over these ranks (gradient reduce-scatter, parameter all-gather)',
+  dp_replicate: 'HSDP replicas: the sharded state is replicated across these ranks; gradient shards all-reduced over them',
+};
+export const axisExplain = (a: string) => AXIS_EXPLAIN[a] ?? '';
+
+// Op kinds that need a word beyond their name.
+export const REMESH_EXPLAIN = 'The MoE token permutation between the attention layout (tokens split over dp/cp/tp) and the expert layout (per-expert buffers on etp × ep × edp). It is local work — sorting tokens into per-expert buffers (dispatch side) or weighting and summing the k expert outputs per token (combine side); the all-to-all over ep next to it moves the data.';

@@ -1,6 +1,6 @@
 // Bad input comes back as {ok:false,error:{code,message,path}} and never
 // aborts the module: every bad request is followed by a good one.
-import { SMALL_JOB, json, withPatch } from './jobs.mjs';
+import { SMALL_JOB, MOE_JOB, json, withPatch } from './jobs.mjs';
 
 export const name = 'errors';
 
@@ -35,6 +35,30 @@ export const cases = [
       assert.error(r, 'unknown_field', 'parallel.bogus');
       const r2 = JSON.parse(engine.inspect(json({ ...SMALL_JOB, extra: true })));
       assert.error(r2, 'unknown_field', 'extra');
+      stillAlive(engine, assert);
+    },
+  },
+  {
+    name: 'expert parallelism on a dense model -> invalid_argument at parallel.ep',
+    run({ engine, assert }) {
+      const r = JSON.parse(engine.inspect(json(withPatch(SMALL_JOB, { parallel: { ep: 2 } }))));
+      assert.error(r, 'invalid_argument', 'parallel.ep');
+      assert.match(r.error.message, /num_experts/, 'the message says why (no experts)');
+      assert.error(engine.rankTrace(json(withPatch(SMALL_JOB, { parallel: { ep: 2 } })), 0), 'invalid_argument', 'parallel.ep', 'rankTrace');
+      stillAlive(engine, assert);
+    },
+  },
+  {
+    name: 'MoE and HSDP misfits name their field',
+    run({ engine, assert }) {
+      // expert_tp x ep must divide the tp x cp x dp ranks of a stage (8).
+      assert.error(JSON.parse(engine.inspect(json(withPatch(MOE_JOB, { parallel: { ep: 8, expert_tp: 2 } })))), 'not_divisible', 'parallel.ep', 'etp x ep > stage ranks');
+      // Experts split evenly over ep: 8 experts, ep 3 (stage of 6 ranks).
+      assert.error(JSON.parse(engine.inspect(json(withPatch(MOE_JOB, { parallel: { dp: 3, ep: 3 }, training: { global_batch_size: 3 } })))), 'not_divisible', 'parallel.ep', 'E % ep');
+      // A MoE setting on a dense model.
+      assert.error(JSON.parse(engine.inspect(json(withPatch(SMALL_JOB, { model: { preset: 'gpt3-1.7b', num_layers: 2, experts_per_token: 2 } })))), 'invalid_argument', 'model.experts_per_token', 'k without E');
+      // A sharding group needs ZeRO.
+      assert.error(JSON.parse(engine.inspect(json(withPatch(SMALL_JOB, { parallel: { shard_group: 1 } })))), 'invalid_argument', 'parallel.shard_group', 'shard_group without zero');
       stillAlive(engine, assert);
     },
   },

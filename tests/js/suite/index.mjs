@@ -4,5 +4,6 @@ import * as errors from './errors.mjs';
 import * as traces from './traces.mjs';
 import * as identity from './identity.mjs';
 import * as explain from './explain.mjs';
+import * as moe from './moe.mjs';
 
-export const suites = [basics, errors, traces, identity, explain];
+export const suites = [basics, errors, traces, identity, explain, moe];

@@ -38,3 +38,33 @@ export function findKey(obj, pred) {
   }
   return undefined;
 }
+
+// Mixture of experts: 2 layers of Mixtral 8x7B (E = 8, top-2, SwiGLU experts
+// of width 14336) on tp 2 x dp 4 = 8 ranks, whose MoE layers re-divide those
+// 8 ranks as expert_tp 1 x ep 4 x expert_dp 2 (Megatron's folding, inner
+// first): rank r's ep group is the 4 ranks with the same r div 4, its edp
+// group {r mod 4, r mod 4 + 4}. MoE with tp > 1 needs sequence parallelism.
+export const MOE_JOB = {
+  model: { preset: 'mixtral-8x7b', num_layers: 2 },
+  parallel: { dp: 4, tp: 2, ep: 4, expert_tp: 1, sequence_parallel: true },
+  training: { seq_len: 256, micro_batch_size: 1, global_batch_size: 4 },
+};
+
+export const MOE_CLI_ARGS = [
+  'generate', '--model', 'mixtral-8x7b', '--layers', '2', '--tp', '2', '--dp', '4', '--ep', '4', '--expert-tp', '1',
+  '--sequence-parallel', '--seq-len', '256', '--micro-batch-size', '1', '--global-batch-size', '4',
+];
+
+// HSDP: ZeRO-3 sharded over 2 of dp 4 ranks, replicated across 2.
+export const HSDP_JOB = {
+  model: { preset: 'gpt3-1.7b', num_layers: 2 },
+  parallel: { dp: 4, zero: 3, shard_group: 2 },
+  training: { seq_len: 256, micro_batch_size: 1, global_batch_size: 4 },
+};
+
+// The jobs the identity suite runs through the native CLI and the wasm
+// module: name -> { job, args } (the CLI flags equivalent to the job JSON).
+export const NATIVE_JOBS = {
+  identity: { job: IDENTITY_JOB, args: IDENTITY_CLI_ARGS },
+  moe: { job: MOE_JOB, args: MOE_CLI_ARGS },
+};

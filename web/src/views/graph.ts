@@ -7,7 +7,7 @@
 // from graph_json's structures (phase, layer, kind, inputs/outputs), so new
 // ops and parallel axes draw without changes here.
 import type { GraphJson, GraphOp, GraphTensor } from '../protocol';
-import { h, s, COLL_COLOR, axisColor } from '../util';
+import { h, s, COLL_COLOR, axisColor, axisExplain, REMESH_EXPLAIN } from '../util';
 
 const BOX_W = 210, BOX_H = 46, PILL_H = 30, GAP_X = 18, GAP_Y = 34, PAD = 16;
 
@@ -96,20 +96,25 @@ export function renderGraph(root: HTMLElement, g: GraphJson, st: GraphViewState,
       const o = p.op;
       const out = g.tensors[o.outputs[0]];
       const coll = o.kind === 'collective';
+      const remesh = o.kind === 'remesh';  // MoE token permutation: local, dashed
       const sel = st.selected === o.id;
-      const color = coll ? COLL_COLOR[o.collective ?? ''] ?? '#d9480f' : o.phase === 'bwd' ? '#fff4e6' : '#fff';
+      const color = coll ? COLL_COLOR[o.collective ?? ''] ?? '#d9480f' : remesh ? '#fff3bf' : o.phase === 'bwd' ? '#fff4e6' : '#fff';
       gEl.setAttribute('role', 'button');
-      gEl.setAttribute('aria-label', `${o.name}${coll ? ` — ${o.collective} over ${o.axis}: ${o.why?.text ?? ''}` : ''}`);
+      gEl.setAttribute('aria-label', `${o.name}${coll ? ` — ${o.collective} over ${o.axis}: ${o.why?.text ?? ''}` : remesh ? ` — remesh: ${REMESH_EXPLAIN}` : ''}`);
       gEl.setAttribute('data-op', String(o.id));
-      gEl.append(s('rect', { width: p.w, height: p.hgt, rx: 6, fill: coll ? color : color, 'fill-opacity': coll ? 0.16 : 1,
-        stroke: sel ? '#000' : coll ? color : '#868e96', 'stroke-width': sel ? 3 : coll ? 2.5 : 1 }));
+      if (remesh) gEl.setAttribute('data-kind', 'remesh');
+      gEl.append(s('rect', { width: p.w, height: p.hgt, rx: 6, fill: color, 'fill-opacity': coll ? 0.16 : 1,
+        stroke: sel ? '#000' : coll ? color : remesh ? '#f08c00' : '#868e96', 'stroke-width': sel ? 3 : coll ? 2.5 : remesh ? 1.5 : 1,
+        ...(remesh && !sel ? { 'stroke-dasharray': '5 3' } : {}) }));
       if (coll) {
-        gEl.append(s('rect', { x: p.w - 34, y: -9, width: 40, height: 18, rx: 9, fill: axisColor(o.axis ?? '') }));
-        gEl.append(s('text', { x: p.w - 14, y: 4, 'font-size': 11, fill: '#fff', 'text-anchor': 'middle', 'font-weight': 700 }, `${o.axis} ?`));
+        // Badge sized to the axis name ("tp", "dp_replicate").
+        const label = `${o.axis} ?`, bw = Math.max(40, 7 * label.length + 12);
+        gEl.append(s('rect', { x: p.w + 6 - bw, y: -9, width: bw, height: 18, rx: 9, fill: axisColor(o.axis ?? '') }));
+        gEl.append(s('text', { x: p.w + 6 - bw / 2, y: 4, 'font-size': 11, fill: '#fff', 'text-anchor': 'middle', 'font-weight': 700 }, label));
       }
       gEl.append(s('text', { x: 8, y: 17, 'font-size': 11.5, 'font-weight': 600 }, truncate(shortName(o.name, st.layer), 30)));
       gEl.append(s('text', { x: 8, y: 34, 'font-size': 10.5, class: 'mono', fill: '#343a40' }, truncate(out ? `${out.shape} ${out.sharding}` : o.fn, 34)));
-      gEl.append(s('title', {}, coll && o.why ? `${o.name}\n${o.why.text}` : `${o.name} (${o.kind}${o.fn ? ': ' + o.fn : ''}) flops/rank = ${o.flops}`));
+      gEl.append(s('title', {}, coll && o.why ? `${o.name}\n${o.why.text}${axisExplain(o.axis ?? '') ? `\n${o.axis}: ${axisExplain(o.axis ?? '')}` : ''}` : `${o.name} (${o.kind}${o.fn ? ': ' + o.fn : ''}) flops/rank = ${o.flops}${remesh ? `\n${REMESH_EXPLAIN}` : ''}`));
       const select = () => { st.selected = o.id; onChange(); };
       gEl.addEventListener('click', select);
       gEl.addEventListener('keydown', (e) => { if ((e as KeyboardEvent).key === 'Enter') select(); });
@@ -140,7 +145,14 @@ export function renderDetails(el: HTMLElement, g: GraphJson, id: number | null):
   if (o.why) {
     parts.push(h('div', { class: 'why', style: `border-color:${COLL_COLOR[o.collective ?? ''] ?? '#d9480f'}` },
       h('strong', {}, `Why a ${o.collective} over ${o.axis}? `), o.why.text,
-      h('div', { class: 'mono sharding-change' }, `${o.why.from || 'replicated'}  →  ${o.why.to || 'replicated'}`)));
+      h('div', { class: 'mono sharding-change' }, `${o.why.from || 'replicated'}  →  ${o.why.to || 'replicated'}`),
+      axisExplain(o.axis ?? '') ? h('div', { class: 'axis-note' }, h('strong', {}, `${o.axis}: `), axisExplain(o.axis ?? '')) : null));
+  }
+  if (o.kind === 'remesh') {
+    // A remesh's input and output shardings differ on purpose: tokens leave
+    // the attention layout for the expert layout (or come back).
+    parts.push(h('div', { class: 'why remesh-why', style: 'border-color:#f08c00' }, h('strong', {}, 'What is a remesh? '), REMESH_EXPLAIN,
+      h('div', { class: 'mono sharding-change' }, `${o.inputs.map((t) => g.tensors[t].sharding || 'replicated').join(', ')}  →  ${o.outputs.map((t) => g.tensors[t].sharding || 'replicated').join(', ')}`)));
   }
   parts.push(h('p', { class: 'mono' }, `FLOPs per rank = ${o.flops}`));
   if (fa.length) parts.push(h('p', {}, 'Factor → axis: ', ...fa.map(([f, a]) => h('span', { class: 'chip', style: `border-color:${axisColor(a)}` }, `${f}:${a}`))));
@@ -149,16 +161,19 @@ export function renderDetails(el: HTMLElement, g: GraphJson, id: number | null):
 }
 
 export function renderWhyList(el: HTMLElement, g: GraphJson, st: GraphViewState, onSelect: (id: number) => void): void {
-  const colls = selectOps(g, st).filter((o) => o.kind === 'collective');
+  const sel = selectOps(g, st);
+  const colls = sel.filter((o) => o.kind === 'collective');
+  const remeshes = sel.filter((o) => o.kind === 'remesh').length;
+  const remeshNote = remeshes ? [h('p', { class: 'hint remesh-note' }, `Also ${remeshes} remesh op${remeshes > 1 ? 's' : ''} (dashed yellow): local token permutations between the attention layout and the expert layout, which communicate nothing themselves — the all-to-all over ep beside them moves the tokens.`)] : [];
   if (!colls.length) {
-    el.replaceChildren(h('p', { class: 'hint' }, 'No communication in this selection: with tp = 1 and dp = 1 every tensor already has the sharding its consumer needs. Raise tp (or dp, and look at the optimizer phase of “outside layers”) to see collectives appear.'));
+    el.replaceChildren(h('p', { class: 'hint' }, 'No communication in this selection: with tp = 1 and dp = 1 every tensor already has the sharding its consumer needs. Raise tp (or dp, and look at the optimizer phase of “outside layers”; or ep for a mixture-of-experts model) to see collectives appear.'), ...remeshNote);
     return;
   }
   const list = h('ol', { class: 'why-list' });
   for (const o of colls) {
     const b = h('button', { type: 'button', class: 'linklike' }, o.name);
     b.addEventListener('click', () => onSelect(o.id));
-    list.append(h('li', {}, h('span', { class: 'chip', style: `background:${COLL_COLOR[o.collective ?? '']};color:#fff` }, `${o.collective} · ${o.axis}`), ' ', b, h('div', {}, o.why?.text ?? '')));
+    list.append(h('li', {}, h('span', { class: 'chip', style: `background:${COLL_COLOR[o.collective ?? '']};color:#fff`, title: axisExplain(o.axis ?? '') || undefined }, `${o.collective} · ${o.axis}`), ' ', b, h('div', {}, o.why?.text ?? '')));
   }
-  el.replaceChildren(h('p', {}, `${colls.length} collectives were inserted here by the sharding rules — none is listed by hand:`), list);
+  el.replaceChildren(h('p', {}, `${colls.length} collectives were inserted here by the sharding rules — none is listed by hand:`), list, ...remeshNote);
 }

@@ -8,7 +8,7 @@ import type { ChakraNode } from '../lib/chakra';
 import { COMM_TYPE_NAMES } from '../lib/chakra';
 import type { Schedule } from '../lib/schedule';
 import type { RankInfo } from '../protocol';
-import { h, fmtBytes, fmtCount, fmtUs, COLL_COLOR, axisColor } from '../util';
+import { h, fmtBytes, fmtCount, fmtUs, COLL_COLOR, axisColor, axisExplain } from '../util';
 
 export interface Preview {
   rank: number;
@@ -20,18 +20,41 @@ export interface Preview {
   bytes: number;  // size of the .et file
 }
 
-export function renderGroups(el: HTMLElement, info: RankInfo): void {
-  const items = info.groups.map((g) => {
-    const shown = g.members.slice(0, 24).join(', ') + (g.members.length > 24 ? `, … (${g.members.length} ranks)` : '');
-    return h('li', {}, h('span', { class: 'chip', style: `background:${axisColor(g.axis)};color:#fff` }, g.axis),
-      ` group ${g.key} (pg_name "${g.key}"): ranks that differ from ${info.rank} only in their ${g.axis} coordinate — `, h('span', { class: 'mono' }, `[${shown}]`));
-  });
+export type GroupOfRank = RankInfo['groups'][number];
+
+// extra: groups the rank's trace uses that rankInfo does not list (e.g.
+// dp+cp, embd), from the group file. Groups over axes that are not rank
+// coordinates (those and the derived MoE / HSDP axes) say what the axis is.
+export function renderGroups(el: HTMLElement, info: RankInfo, extra: GroupOfRank[] = []): void {
+  const members = (g: GroupOfRank) => g.members.slice(0, 24).join(', ') + (g.members.length > 24 ? `, … (${g.members.length} ranks)` : '');
+  const chip = (axis: string) => h('span', { class: 'chip', style: `background:${axisColor(axis)};color:#fff`, title: axisExplain(axis) || undefined }, axis);
+  const coordinate = new Set(info.axes.map((a) => a.name));
+  const all = [...info.groups, ...extra];
+  const items = all.map((g) => h('li', { 'data-axis': g.axis }, chip(g.axis), ` group ${g.key} (pg_name "${g.key}"): `,
+    coordinate.has(g.axis) && !g.derived
+      ? `ranks that differ from ${info.rank} only in their ${g.axis} coordinate — `
+      : `${axisExplain(g.axis) || `the ${g.axis} group this rank’s collectives use`} — `,
+    h('span', { class: 'mono' }, `[${members(g)}]`)));
+  const other = all.filter((g) => g.derived || !coordinate.has(g.axis));
   el.replaceChildren(
     h('p', {}, `Rank ${info.rank} of ${info.world_size} sits at `, h('strong', { class: 'mono' },
       info.axes.map((a) => `${a.name}=${a.coord}`).join(', ')),
       ` (axes innermost first: rank = ${info.axes.map((a, i) => i === 0 ? a.name : `${a.name}·${info.axes.slice(0, i).map((b) => b.degree).reduce((x, y) => x * y, 1)}`).join(' + ')}).`),
     items.length ? h('ul', { class: 'groups' }, ...items) : h('p', { class: 'hint' }, 'No communicator groups: every axis has degree 1.'),
+    ...(other.length ? [h('p', { class: 'hint' }, otherNote(other, info))] : []),
   );
+}
+
+function otherNote(other: GroupOfRank[], info: RankInfo): string {
+  const axes = [...new Set(other.map((g) => g.axis))];
+  const moe = axes.filter((a) => ['etp', 'ep', 'edp'].includes(a)), hsdp = axes.filter((a) => a.startsWith('dp_'));
+  const why = [
+    moe.length ? `${moe.join(', ')} re-divide the tp × cp × dp ranks of a stage for the expert layers` : '',
+    hsdp.length ? `${hsdp.join(', ')} re-divide the dp × cp ranks for ZeRO’s sharding` : '',
+  ].filter(Boolean).join('; ');
+  const derived = (info.derived_axes ?? []).filter((a) => a.degree > 1 || (moe.length > 0 && ['etp', 'ep', 'edp'].includes(a.name)));
+  return `${axes.join(', ')}: not coordinates one picks a rank by${why ? ` (${why})` : ''}` +
+    (derived.length ? `; this rank’s place on them: ${derived.map((a) => `${a.name} ${a.coord} of ${a.degree}`).join(', ')}` : '') + '.';
 }
 
 export function renderStats(el: HTMLElement, p: Preview): void {

@@ -3,7 +3,7 @@
 // collective type and by parallel dimension. Plain SVG bars: a handful of
 // rectangles with <title>s and text labels, which no chart library would
 // make simpler, and which stay crisp on a projector.
-import { h, s, fmtBytes, fmtCount, COLL_COLOR, axisColor } from '../util';
+import { h, s, fmtBytes, fmtCount, COLL_COLOR, axisColor, axisExplain } from '../util';
 
 type Summary = Record<string, any>;  // docs/summary.md
 
@@ -41,17 +41,17 @@ function memoryBar(mem: Record<string, number>, label: string): HTMLElement {
   const legend = h('ul', { class: 'legend' }, ...MEM_PARTS.map(([k, name, color]) =>
     h('li', {}, h('span', { class: 'swatch', style: `background:${color}` }), `${name} ${fmtBytes(mem[k] || 0)}`)));
   return h('figure', { class: 'mem' },
-    h('figcaption', {}, `${label}: `, h('strong', { class: over ? 'bad' : 'good' }, `${fmtBytes(total)} of ${fmtBytes(cap)}`), over ? ' — does not fit: raise tp, or (later) use ZeRO / recompute' : ` (${((total / (cap || 1)) * 100).toFixed(0)}%)`),
+    h('figcaption', {}, `${label}: `, h('strong', { class: over ? 'bad' : 'good' }, `${fmtBytes(total)} of ${fmtBytes(cap)}`), over ? ' — does not fit: raise tp or pp (ep for experts), use ZeRO or recompute' : ` (${((total / (cap || 1)) * 100).toFixed(0)}%)`),
     svg, legend);
 }
 
-function barTable(title: string, rows: [string, number, string][], unit: (n: number) => string, caption: string): HTMLElement {
+function barTable(title: string, rows: [string, number, string][], unit: (n: number) => string, caption: string, explain: (name: string) => string = () => ''): HTMLElement {
   const max = Math.max(1, ...rows.map((r) => r[1]));
   const table = h('table', { class: 'bars' }, h('caption', {}, caption),
     h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, title), h('th', { scope: 'col' }, 'per rank per iteration'), h('th', { scope: 'col', class: 'barcol' }, ''))));
   const body = h('tbody');
   for (const [name, v, color] of rows) {
-    body.append(h('tr', {}, h('th', { scope: 'row' }, name), h('td', { class: 'num' }, unit(v)),
+    body.append(h('tr', {}, h('th', { scope: 'row', title: explain(name) || undefined }, name), h('td', { class: 'num' }, unit(v)),
       h('td', { class: 'barcol' }, h('span', { class: 'bar', style: `width:${(v / max) * 100}%;background:${color}` }))));
   }
   table.append(body);
@@ -64,9 +64,34 @@ export function renderSummary(el: HTMLElement, summary: Summary): void {
   const comm = summary.communication ?? {};
   const layout = summary.layout ?? {};
   const axes: string[] = layout.order_inner_first ?? [];
+  const job = summary.job ?? {};
+  const model = job.model ?? {};
+  const par = job.parallel ?? {};
+  const moe = Number(layout.expert_dp) > 0;  // 0 for dense models
   const cards = h('div', { class: 'cards' },
     card('Ranks', fmtCount(summary.world_size), axes.map((a) => `${a} ${layout[a]}`).join(' × ') + ' (innermost first)'),
     card('Parameters', fmtCount(p.total), `${fmtCount(p.per_rank)} held per rank`),
+  );
+  if (moe || (p.active !== undefined && p.active !== p.total)) {
+    // Mixture of experts: a token is routed to k of the E experts, so it
+    // uses (and costs FLOPs for) only the active parameters.
+    cards.append(card('Active parameters', fmtCount(p.active),
+      `per token: top-${model.experts_per_token} of ${model.num_experts} routed experts${model.shared_experts ? ` + ${model.shared_experts} shared` : ''} per MoE layer; ${(100 * Number(p.active) / Number(p.total || 1)).toFixed(0)} % of the total`));
+  }
+  if (moe) {
+    const stageRanks = Number(layout.tp) * Number(layout.cp) * Number(layout.dp);
+    cards.append(h('div', { class: 'card', 'data-card': 'expert-layout' }, h('div', { class: 'card-title' }, 'Expert layout (MoE layers)'),
+      h('div', { class: 'card-value', style: 'font-size:1.2rem' }, `etp ${layout.expert_tp} × ep ${layout.ep} × edp ${layout.expert_dp}`),
+      h('div', { class: 'card-note' }, `the stage’s tp·cp·dp = ${stageRanks} ranks re-divided: ${Number(model.num_experts) / Number(layout.ep)} experts per rank` +
+        `${Number(layout.expert_tp) > 1 ? `, each split ${layout.expert_tp} ways` : ''}, reached by all-to-all over ep` +
+        (Number(layout.expert_dp) > 1 ? `; ${layout.expert_dp} replicas (edp)` : ''))));
+  }
+  const dpcp = Number(layout.dp) * Number(layout.cp);
+  if (Number(par.zero) > 0 && Number(layout.shard_group) > 0 && Number(layout.shard_group) < dpcp) {
+    cards.append(card('ZeRO sharding (HSDP)', `shard ${layout.shard_group} × replicate ${dpcp / Number(layout.shard_group)}`,
+      `ZeRO-${par.zero} state sharded over ${layout.shard_group} of the ${dpcp} data-parallel ranks (dp_shard) and replicated across ${dpcp / Number(layout.shard_group)} (dp_replicate): smaller groups for the frequent collectives, more memory per rank`));
+  }
+  cards.append(
     card('Model FLOPs / iteration', fmtCount(f.model_per_iteration), 'GEMMs fwd + bwd, Megatron-LM definition'),
     card('Executed FLOPs / rank', fmtCount(f.executed_per_rank), 'everything one trace runs'),
     card('Micro-batches', String(summary.micro_batches_per_iteration), 'per iteration (gradient accumulation)'),
@@ -83,12 +108,15 @@ export function renderSummary(el: HTMLElement, summary: Summary): void {
   const byType = Object.entries(comm.per_rank_bytes ?? {}).map(([k, v]) =>
     [`${k} (×${comm.per_rank_collectives?.[k] ?? '?'})`, Number(v), COLL_COLOR[k] ?? '#495057'] as [string, number, string]);
   const byAxis = Object.entries(comm.per_rank_bytes_by_axis ?? {}).map(([k, v]) => [k, Number(v), axisColor(k)] as [string, number, string]);
+  // One line per axis with traffic: what it is and why it communicates.
+  const glossary = h('ul', { class: 'axis-glossary hint' }, ...byAxis.filter(([k]) => axisExplain(k)).map(([k, , color]) =>
+    h('li', { 'data-axis': k }, h('span', { class: 'chip', style: `border-color:${color}` }, k), axisExplain(k))));
   el.replaceChildren(
     cards,
     h('h3', {}, 'Memory per rank (weights, gradients, optimizer, activations) vs the GPU'),
     ...mems,
     h('div', { class: 'two' },
       barTable('Collective', byType, fmtBytes, 'Communication by collective type (Chakra comm_size)'),
-      barTable('Parallel dimension', byAxis, fmtBytes, 'Communication by parallel dimension: tp traffic is per layer, dp traffic is the gradient all-reduce')),
+      h('div', {}, barTable('Parallel dimension', byAxis, fmtBytes, 'Communication by parallel dimension: tp traffic is per layer, dp traffic is the gradient all-reduce', axisExplain), glossary)),
   );
 }
