@@ -3,6 +3,7 @@
 //
 //   build/native/stagecraft_bench [--dp 512,4096,16384] [--dir /work/bench-out]
 //                                 [--threads N] [--layers 10] [--pp N] [--format dir|zip|tar.gz]
+//                                 [--moe 1]
 //
 // Per size (each in a forked child, so peak RSS is that size's own):
 // Llama-3-70B-class job, tp 8 x dp (x pp), micro-batch 1, global batch
@@ -12,12 +13,15 @@
 // times a plain copy of the same bytes in the same number of files (one
 // buffer written to each file with write(2), one thread, like cp with free
 // reads) and deletes it too. Sizes that do not fit on the disk are skipped.
+// --moe 1: a DeepSeek-V3-class job instead (MLA, 256 experts top-8, the
+// first min(3, layers - 1) layers dense), tp 1, ep 64, expert tp 1, ZeRO 1.
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -45,14 +49,20 @@ struct Opts {
   int64_t layers = 10;
   int64_t pp = 0;
   std::string format = "dir";
+  bool moe = false;
 };
 
 int run_one(const Opts& o, int64_t dp) {
+  const std::string pp = o.pp ? ", \"pp\": " + std::to_string(o.pp) : std::string();
+  const std::string training = "}, \"training\": {\"micro_batch_size\": 1, \"global_batch_size\": " +
+                               std::to_string(8 * dp) + "}}";
   std::string json = "{\"model\": {\"preset\": \"llama3-70b\", \"num_layers\": " + std::to_string(o.layers) +
-                     "}, \"parallel\": {\"tp\": 8, \"dp\": " + std::to_string(dp) +
-                     (o.pp ? ", \"pp\": " + std::to_string(o.pp) : std::string()) +
-                     "}, \"training\": {\"micro_batch_size\": 1, \"global_batch_size\": " + std::to_string(8 * dp) +
-                     "}}";
+                     "}, \"parallel\": {\"tp\": 8, \"dp\": " + std::to_string(dp) + pp + training;
+  if (o.moe)
+    json = "{\"model\": {\"preset\": \"deepseek-v3\", \"num_layers\": " + std::to_string(o.layers) +
+           ", \"first_dense_layers\": " + std::to_string(std::min<int64_t>(3, o.layers - 1)) +
+           "}, \"parallel\": {\"tp\": 1, \"ep\": 64, \"expert_tp\": 1, \"zero\": 1, \"dp\": " + std::to_string(dp) +
+           pp + training;
   auto job = sc::parse_job(json);
   if (!job.ok()) {
     std::fprintf(stderr, "job: %s\n", job.error().to_string().c_str());
@@ -171,14 +181,17 @@ int main(int argc, char** argv) {
       o.pp = std::atoll(v.c_str());
     } else if (k == "--format") {
       o.format = v;
+    } else if (k == "--moe") {
+      o.moe = v != "0";
     } else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
     }
   }
-  std::printf("stagecraft_bench: llama3-70b, %lld layers, tp 8%s, micro-batch 1, global batch 8*dp (8 micro-batches), "
+  std::printf("stagecraft_bench: %s, %lld layers, %s%s, micro-batch 1, global batch 8*dp (8 micro-batches), "
               "%d cores, output %s (%s)\n",
-              (long long)o.layers, o.pp ? (" x pp " + std::to_string(o.pp)).c_str() : "",
+              o.moe ? "deepseek-v3 (MoE + MLA)" : "llama3-70b", (long long)o.layers,
+              o.moe ? "tp 1, ep 64, expert tp 1, ZeRO 1" : "tp 8", o.pp ? (" x pp " + std::to_string(o.pp)).c_str() : "",
               (int)sysconf(_SC_NPROCESSORS_ONLN), o.dir.c_str(), o.format.c_str());
   int rc = 0;
   for (int64_t dp : o.dps) {

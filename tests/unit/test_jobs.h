@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <tuple>
 #include <sstream>
 #include <string>
 
@@ -64,6 +66,29 @@ inline void check_runs_to_completion(const Generator& g) {
   auto res = replay_traces(ranks, g.groups());
   for (const auto& p : res.problems) MESSAGE(p);
   CHECK(res.completed);
+}
+
+// The sweeps' properties, on every rank together: the traces run to
+// completion, every send has exactly one receive of the same size and tag,
+// and the FLOPs executed summed over all ranks equal summary s's
+// flops.executed_per_iteration.
+inline void check_complete_balanced_and_summed(const Generator& g, const nlohmann::json& s) {
+  std::vector<RankTrace> ranks;
+  std::map<std::tuple<int64_t, int64_t, int32_t, int64_t>, int> p2p;
+  unsigned __int128 flops = 0;
+  for (int64_t r = 0; r < g.world_size(); ++r) {
+    ranks.push_back(g.rank_trace(r).value());
+    for (const auto& n : ranks.back().nodes) {
+      flops += static_cast<unsigned __int128>(n.num_ops);
+      if (n.kind == TraceNodeKind::kSend) p2p[{r, n.peer, n.tag, n.comm_size}]++;
+      if (n.kind == TraceNodeKind::kRecv) p2p[{n.peer, r, n.tag, n.comm_size}]--;
+    }
+  }
+  auto res = replay_traces(ranks, g.groups());
+  for (const auto& p : res.problems) MESSAGE(p);
+  CHECK(res.completed);
+  for (const auto& [k, v] : p2p) CHECK(v == 0);
+  CHECK(static_cast<uint64_t>(flops) == s["flops"]["executed_per_iteration"].get<uint64_t>());
 }
 
 }  // namespace sc::testing
