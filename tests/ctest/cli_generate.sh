@@ -33,7 +33,7 @@ echo stale > run3/stale.txt
 "$CLI" inspect "${JOB[@]}" --json > summary.txt 2>/dev/null || fail "inspect --json"
 cmp -s summary.txt run1/summary.json || fail "inspect --json differs from summary.json"
 "$CLI" inspect "${JOB[@]}" > inspect.txt 2>/dev/null || fail "inspect"
-grep -q "dp 2 x tp 2 = 4 ranks" inspect.txt || fail "inspect text: $(head -5 inspect.txt)"
+grep -q "dp 2 x tp 2 x pp 1 x cp 1 = 4 ranks" inspect.txt || fail "inspect text: $(head -5 inspect.txt)"
 
 # dump and graph read what generate wrote / describe the same job.
 "$CLI" dump run1/trace.0.et > dump.txt 2>/dev/null || fail "dump"
