@@ -33,12 +33,24 @@ std::vector<Step> pipeline_schedule(Schedule s, int64_t pp, int64_t v, int64_t s
   const int64_t total = m * v;
   int64_t warmup = s == Schedule::kInterleaved ? (pp - stage - 1) * 2 + (v - 1) * pp : pp - stage - 1;
   warmup = std::min(warmup, total);
-  // Zero-bubble: each B is followed by its W, so the input gradient leaves
-  // for the previous stage before the weight gradient is computed.
+  // Zero-bubble (ZB-H1, Qi et al. 2024): the backward is split into B (input
+  // gradient, sent on at once) and W (weight gradient). Stage s runs each W
+  // `stage` backward steps after its B: later stages, which hold fewer
+  // micro-batches under 1F1B, defer more, so the B wave reaches the first
+  // stage sooner and the deferred Ws fill the tail. Every stage then holds
+  // at most pp micro-batches (1F1B's peak), and with equal F, B, W times the
+  // bubble is a third of 1F1B's.
+  const int64_t w_delay = split_w ? stage : 0;
+  std::vector<Step> deferred;  // Bs whose W has not run yet, oldest first
   auto backward = [&](int64_t k) {
     Step b = virtual_step(StepKind::kBackward, k, pp, v);
     out.push_back(b);
-    if (split_w) out.push_back({StepKind::kWeight, b.chunk, b.mb});
+    if (!split_w) return;
+    deferred.push_back(b);
+    while (static_cast<int64_t>(deferred.size()) > w_delay) {
+      out.push_back({StepKind::kWeight, deferred.front().chunk, deferred.front().mb});
+      deferred.erase(deferred.begin());
+    }
   };
   for (int64_t k = 0; k < warmup; ++k) out.push_back(virtual_step(StepKind::kForward, k, pp, v));
   for (int64_t i = 0; i < total - warmup; ++i) {
@@ -46,6 +58,7 @@ std::vector<Step> pipeline_schedule(Schedule s, int64_t pp, int64_t v, int64_t s
     backward(i);
   }
   for (int64_t i = total - warmup; i < total; ++i) backward(i);
+  for (const Step& b : deferred) out.push_back({StepKind::kWeight, b.chunk, b.mb});
   return out;
 }
 
