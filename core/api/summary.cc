@@ -1,6 +1,7 @@
 // summary.json: every number is derived from the sharded graphs and the
 // lowered programs of the rank roles (one per pipeline stage), so tests can
 // hold it against the published formulas. Fields: docs/summary.md.
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -24,6 +25,20 @@ json big(u128 v) {
 }
 
 bool is_weight(const Tensor& t) { return t.kind == TensorKind::kWeight && t.producer < 0; }
+
+// The per-node live-activation curve, at most kPoints points: the maximum
+// over each run of `nodes_per_point` consecutive nodes (peaks survive).
+json live_timeline(const std::vector<int64_t>& per_node) {
+  constexpr size_t kPoints = 512;
+  const size_t per = std::max<size_t>(1, (per_node.size() + kPoints - 1) / kPoints);
+  json bytes = json::array();
+  for (size_t i = 0; i < per_node.size(); i += per) {
+    int64_t m = 0;
+    for (size_t j = i; j < std::min(per_node.size(), i + per); ++j) m = std::max(m, per_node[j]);
+    bytes.push_back(m);
+  }
+  return {{"nodes_per_point", per}, {"bytes", bytes}};
+}
 
 struct StageFigures {
   int64_t params_local = 0;
@@ -110,10 +125,13 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
         {"optimizer", optim},
         {"activations_peak", prog.activation_peak},
         {"peak", weights + grads + optim + prog.activation_peak},
+        {"activations_live_peak", prog.live_activation_peak},
+        {"peak_live", weights + grads + optim + prog.live_activation_peak},
         {"capacity", static_cast<int64_t>(s.job.hardware.memory_bytes)}}},
       {"activation_bytes_per_micro_batch", act_per_mb},
       {"activation_bytes_by_layer", per_layer},
       {"activation_timeline_bytes", prog.activation_timeline},
+      {"live_activation_timeline", live_timeline(prog.live_activation)},
       {"communication",
        {{"per_rank_bytes", f.bytes_by_type},
         {"per_rank_collectives", f.count_by_type},

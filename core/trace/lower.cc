@@ -66,6 +66,7 @@ class Lowerer {
     if (last_send_ >= 0) barrier_.push_back(static_cast<uint64_t>(last_send_));
     for (int id : opt_)
       if (!done_.count(id)) SC_RETURN_IF_ERROR(emit(id, -1));
+    finish_memory();
     return std::move(p_);
   }
 
@@ -155,6 +156,9 @@ class Lowerer {
       if (auto* n = nodes_of(t, mb)) deps.insert(n->begin(), n->end());
     if (op.kind == OpKind::kView) {
       for (int t : op.outputs) produced(t, mb, std::vector<uint64_t>(deps.begin(), deps.end()));
+      // A view shares its input's memory.
+      if (auto it = buf_of_.find({mb, op.inputs.empty() ? -1 : op.inputs[0]}); it != buf_of_.end())
+        for (int t : op.outputs) buf_of_[{mb, t}] = it->second;
       return ok_status();
     }
     deps.insert(barrier_.begin(), barrier_.end());
@@ -220,8 +224,48 @@ class Lowerer {
     node.deps.assign(deps.begin(), deps.end());
     for (int t : op.outputs) produced(t, mb, {node.id});
     op_node_[{mb, id}] = node.id;
+    const int64_t at = static_cast<int64_t>(node.id);
     push(std::move(node), axis, peer, 0);
+    return track_buffers(op, mb, at, at);
+  }
+
+  // Activation memory, buffer by buffer: an activation (mask, activation
+  // gradient, gathered parameter, received or collective output) of one
+  // micro-batch lives from the node that writes it to the last node that
+  // reads it (through views). Weights and main gradients are resident and
+  // counted apart.
+  bool transient_kind(int t) const {
+    const TensorKind k = g_.tensors[t].kind;
+    return k == TensorKind::kActivation || k == TensorKind::kMask || k == TensorKind::kGradient ||
+           k == TensorKind::kInput;
+  }
+  Status track_buffers(const Op& op, int64_t mb, int64_t first, int64_t last) {
+    if (mb < 0) return ok_status();
+    for (int t : op.inputs)
+      if (auto it = buf_of_.find({mb, t}); it != buf_of_.end()) bufs_[it->second].last = std::max(bufs_[it->second].last, last);
+    for (int t : op.outputs) {
+      if (!transient_kind(t)) continue;
+      SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
+      buf_of_[{mb, t}] = static_cast<int>(bufs_.size());
+      bufs_.push_back({b, first, last});
+    }
     return ok_status();
+  }
+
+  // Bytes alive at each node (written at or before it, read at or after it).
+  void finish_memory() {
+    std::vector<int64_t> delta(p_.nodes.size() + 1, 0);
+    for (const Buf& b : bufs_) {
+      delta[static_cast<size_t>(b.first)] += b.bytes;
+      delta[static_cast<size_t>(b.last) + 1] -= b.bytes;
+    }
+    int64_t alive = 0;
+    p_.live_activation.resize(p_.nodes.size());
+    for (size_t i = 0; i < p_.nodes.size(); ++i) {
+      alive += delta[i];
+      p_.live_activation[i] = alive;
+      p_.live_activation_peak = std::max(p_.live_activation_peak, alive);
+    }
   }
 
   // FLOPs, bytes touched (>= 1: 0 stalls the simulator) and the roofline
@@ -304,7 +348,7 @@ class Lowerer {
     }
     for (int t : op.outputs) produced(t, mb, {last});
     op_node_[{mb, id}] = last;
-    return ok_status();
+    return track_buffers(op, mb, static_cast<int64_t>(last), static_cast<int64_t>(last));
   }
 
   const Graph& g_;
@@ -323,6 +367,9 @@ class Lowerer {
   std::vector<uint64_t> barrier_;  // deps of every op after the schedule
   std::map<std::pair<int64_t, int>, uint64_t> op_node_;  // (micro-batch, op) -> node
   std::map<int, int64_t> ring_index_;                     // ring-attention op -> index (tags)
+  struct Buf { int64_t bytes, first, last; };
+  std::vector<Buf> bufs_;                                 // activation buffers of this program
+  std::map<std::pair<int64_t, int>, int> buf_of_;         // (micro-batch, tensor) -> buffer
 };
 
 }  // namespace

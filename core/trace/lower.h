@@ -44,6 +44,12 @@ struct RoleProgram {
   // backward), for the memory timeline; and its peak.
   std::vector<int64_t> activation_timeline;
   int64_t activation_peak = 0;
+  // Every activation buffer alive at each node (saved ones, and the
+  // transient ones: gradients, scores, gathered inputs, received or
+  // collective outputs), from a liveness analysis over this program's
+  // nodes; and its peak.
+  std::vector<int64_t> live_activation;
+  int64_t live_activation_peak = 0;
 };
 
 struct LowerOptions {
