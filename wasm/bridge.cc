@@ -121,15 +121,26 @@ std::string groups(const std::string& job_json) {
          R"(,"text":)" + json_quote(g->groups_json()) + "}";
 }
 
-// The sharded graph for drawing (core/api/explain.cc): tensors with local
-// symbolic shapes and shardings, ops in program order, and a "why" for
-// every inserted collective.
-std::string graph_json(const std::string& job_json) {
+// The sharded graph of one pipeline stage for drawing (core/api/explain.cc):
+// the stage and its layers, tensors with local symbolic shapes and
+// shardings, ops in program order, and a "why" for every inserted
+// collective. graphJson(job) is stage 0; graphJson(job, stage) takes the
+// stage as a double so a fraction is rejected rather than truncated; the
+// core rejects a stage outside [0, pp) (path "stage").
+std::string graph_json_stage(const std::string& job_json, double stage) {
   sc::Error err;
   const sc::Generator* g = generator_for(job_json, &err);
   if (!g) return error_envelope(err);
-  return ok_raw("graph", g->graph_json());
+  if (!(stage > -9.0e15 && stage < 9.0e15) || stage != static_cast<double>(static_cast<int64_t>(stage)))
+    return error_envelope(sc::make_error(sc::ErrorCode::kInvalidArgument,
+                                         "stage must be an integer in [0, " + std::to_string(g->job().parallel.pp) + ")",
+                                         "stage"));
+  sc::Result<std::string> graph = g->graph_json(static_cast<int64_t>(stage));
+  if (!graph.ok()) return error_envelope(graph.error());
+  return ok_raw("graph", graph.value());
 }
+
+std::string graph_json(const std::string& job_json) { return graph_json_stage(job_json, 0); }
 
 // Same rank check as rankTrace: a double so fractions are rejected.
 bool bad_rank(double rank, int64_t world) {
@@ -203,7 +214,9 @@ EMSCRIPTEN_BINDINGS(stagecraft) {
   emscripten::function("graph", &graph);
   emscripten::function("groups", &groups);
   emscripten::function("rankTrace", &rank_trace);
+  // Overloaded by argument count: graphJson(job) and graphJson(job, stage).
   emscripten::function("graphJson", &graph_json);
+  emscripten::function("graphJson", &graph_json_stage);
   emscripten::function("rankInfo", &rank_info);
   emscripten::function("rankAt", &rank_at);
 }

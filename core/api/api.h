@@ -36,11 +36,14 @@ class Generator {
   // with inserted collectives). Stable: used by golden tests.
   std::string graph_text() const;
 
-  // The sharded graph as JSON for drawing and teaching (core/api/explain.cc):
-  // tensors with symbolic local shapes and shardings, ops with phase/layer,
-  // and for each inserted collective why it is there (which sharding the
-  // producer has and which the consumer needs). See docs/wasm-bridge.md.
-  std::string graph_json() const;
+  // The sharded graph of pipeline stage `stage` (the program its ranks run)
+  // as JSON for drawing and teaching (core/api/explain.cc): the stage, its
+  // layers and chunks, tensors with symbolic local shapes and shardings, ops
+  // with phase/layer, and for each inserted collective why it is there
+  // (which sharding the producer has and which the consumer needs). A stage
+  // outside [0, pp) is an invalid_argument error with path "stage". See
+  // docs/wasm-bridge.md.
+  Result<std::string> graph_json(int64_t stage = 0) const;
 
   // A rank's coordinates on every parallel axis and the groups it belongs
   // to (axis -> group key and members), as JSON (core/api/explain.cc).

@@ -1,5 +1,5 @@
 // The sharded graph and the rank layout as JSON for the browser app's
-// teaching views (docs/wasm-bridge.md, docs/web-app.md): graph_json(),
+// teaching views (docs/wasm-bridge.md, docs/web-app.md): graph_json(stage),
 // rank_info_json(), rank_at(). Read-only over GeneratorState; coded against
 // the graph's structures (op kinds, phases, shardings, factor labels), not
 // against op names, so new ops, layers and parallel axes show up unchanged.
@@ -13,6 +13,7 @@
 
 #include "api/api.h"
 #include "api/state.h"
+#include "model/transformer.h"
 
 namespace sc {
 namespace {
@@ -119,8 +120,8 @@ std::string gather_reason(const Op& c, const std::string& label, const std::stri
   return "it needs " + label + " whole";
 }
 
-ojson why_json(const GeneratorState& s, const Readers& rd, const Op& op) {
-  const Graph& g = s.graph_of(0);  // the graph view teaches one stage: the first
+// g: the graph of the stage being explained (op, rd belong to it).
+ojson why_json(const Graph& g, const Readers& rd, const Op& op) {
   const std::string& X = op.axis;
   const Tensor& in = g.tensors[op.inputs.at(0)];
   const Tensor& out = g.tensors[op.outputs.at(0)];
@@ -235,13 +236,63 @@ ojson why_json(const GeneratorState& s, const Readers& rd, const Op& op) {
   return w;
 }
 
+// Which part of the model pipeline stage `stage` holds: its layers (and
+// which of them are MoE layers), its chunks (one per virtual stage: layers [first_layer, last_layer], -1 when
+// none) and whether it runs the embedding (virtual stage 0) and the output
+// layer + loss (the last virtual stage). Same split as Generator::create.
+ojson stage_part(const GeneratorState& s, int64_t stage) {
+  const ParallelConfig& p = s.job.parallel;
+  const int64_t num_virtual = p.pp * p.virtual_stages;
+  const std::vector<Chunk> chunks =
+      stage_chunks(s.job.model.num_layers, p.pp, p.virtual_stages, p.pipeline_layout, stage);
+  ojson jc = ojson::array();
+  std::vector<int64_t> layers, moe_layers;
+  bool embedding = false, loss = false;
+  for (const Chunk& c : chunks) {
+    const bool first = c.virtual_stage == 0, last = c.virtual_stage == num_virtual - 1;
+    embedding |= first;
+    loss |= last;
+    const bool any = c.end_layer > c.first_layer;
+    jc.push_back({{"virtual_stage", c.virtual_stage},
+                  {"first_layer", any ? c.first_layer : -1},
+                  {"last_layer", any ? c.end_layer - 1 : -1},
+                  {"has_embedding", first},
+                  {"has_loss", last}});
+    for (int64_t l = c.first_layer; l < c.end_layer; ++l) {
+      layers.push_back(l);
+      if (s.job.model.moe_layer(l)) moe_layers.push_back(l);
+    }
+  }
+  ojson out;
+  out["stage"] = stage;
+  out["first_layer"] = layers.empty() ? -1 : layers.front();
+  out["last_layer"] = layers.empty() ? -1 : layers.back();
+  out["layers"] = layers;
+  out["moe_layers"] = moe_layers;  // those with experts (router, all-to-alls)
+  out["has_embedding"] = embedding;
+  out["has_loss"] = loss;
+  out["chunks"] = std::move(jc);
+  return out;
+}
+
 }  // namespace
 
-std::string Generator::graph_json() const {
+Result<std::string> Generator::graph_json(int64_t stage) const {
   const GeneratorState& s = GeneratorAccess::state(*this);
-  const Graph& g = s.graph_of(0);  // the graph view teaches one stage: the first
+  if (stage < 0 || stage >= s.num_stages())
+    return make_error(ErrorCode::kInvalidArgument,
+                      "stage must be an integer in [0, " + std::to_string(s.num_stages()) +
+                          ") (the job's pipeline stages, pp = " + std::to_string(s.num_stages()) + ")",
+                      "stage");
+  const Graph& g = s.graph_of(stage);
   Readers rd = readers_of(g);
-  ojson root;
+  ojson root = stage_part(s, stage);
+  root["num_stages"] = s.num_stages();
+  root["virtual_stages"] = s.job.parallel.virtual_stages;
+  root["ranks_per_stage"] = s.layout.world_size() / s.num_stages();
+  ojson all = ojson::array();  // every stage's part, to label a stage picker
+  for (int64_t st = 0; st < s.num_stages(); ++st) all.push_back(stage_part(s, st));
+  root["stages"] = std::move(all);
   ojson axes = ojson::array();
   for (const auto& a : s.layout.axes()) axes.push_back({{"name", a.name}, {"degree", a.degree}});
   for (const auto& a : s.layout.derived_axes())
@@ -294,7 +345,7 @@ std::string Generator::graph_json() const {
     if (o.kind == OpKind::kCollective) {
       jo["collective"] = collective_name(o.coll);
       jo["axis"] = o.axis;
-      if (!o.inputs.empty() && !o.outputs.empty()) jo["why"] = why_json(s, rd, o);
+      if (!o.inputs.empty() && !o.outputs.empty()) jo["why"] = why_json(g, rd, o);
     }
     ops.push_back(std::move(jo));
   }

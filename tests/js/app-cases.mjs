@@ -57,6 +57,57 @@ export async function appCases(context, base, fixturesDir) {
     await page.click('#why-list button');
     const details = await page.textContent('#op-details');
     check(/Why a/.test(details), `details: ${details.slice(0, 200)}`);
+    check(await page.$eval('#stage-picker', (el) => el.hidden), 'no stage picker without pipeline parallelism');
+  });
+
+  await run('graph view: pick a pipeline stage (loss, DeepSeek-V3 MoE layer on stage 1), from the rank view too', async (page) => {
+    // DeepSeek-V3 cut to 4 layers (the first 3 dense) over pp 2 x dp 4, ep 4:
+    // stage 0 holds dense layers 0-1, stage 1 dense layer 2, MoE layer 3, the loss.
+    const job = { model: { preset: 'deepseek-v3', num_layers: 4 }, parallel: { dp: 4, pp: 2, ep: 4, expert_tp: 1 },
+      training: { seq_len: 64, micro_batch_size: 1, global_batch_size: 8 } };
+    await page.goto(jobUrl(base, job));
+    await ready(page);
+    await page.click('#tab-graph');
+    await page.waitForSelector('#graph svg [data-op]', { timeout: 30_000 });
+    check(!(await page.$eval('#stage-picker', (el) => el.hidden)), 'stage picker shown with pp 2');
+    const options = await page.$$eval('#stage option', (os) => os.map((o) => o.textContent));
+    check(options.length === 2 && /^stage 0 of 2: embedding, layers 0–1$/.test(options[0]) &&
+      /^stage 1 of 2: layers 2–3 \(MoE: 3\), output layer \+ loss$/.test(options[1]), `stage options: ${options}`);
+    const note = await page.textContent('#stage-note');
+    check(/rank role/.test(note) && /4 ranks with pp coordinate 0 run this graph/.test(note), `stage note: ${note}`);
+    const layers0 = await page.$$eval('#layer option', (os) => os.map((o) => o.value));
+    check(layers0.join() === '0,1,-1', `stage 0 layers: ${layers0}`);
+
+    // The rank view links a stage-1 rank to its stage.
+    await page.click('#tab-rank');
+    await page.fill('#rank', '4');
+    await page.dispatchEvent('#rank', 'change');
+    await page.waitForFunction(() => document.querySelector('#rank-stats')?.dataset.rank === '4', null, { timeout: 20_000 });
+    check(await page.getAttribute('#rank-stage', 'data-stage') === '1', 'rank 4 is on stage 1');
+    check(/output layer \+ loss/.test(await page.textContent('#rank-stage')), 'rank stage label');
+    await page.click('#show-rank-stage');
+    await page.waitForFunction(() => [...document.querySelectorAll('#layer option')].some((o) => o.value === '3'), null, { timeout: 30_000 });
+    check(await page.getAttribute('#tab-graph', 'aria-selected') === 'true', 'the link opens the graph view');
+    check(await page.inputValue('#stage') === '1', 'stage 1 selected');
+    const layers1 = await page.$$eval('#layer option', (os) => os.map((o) => o.textContent));
+    check(layers1.length === 3 && layers1[1] === 'layer 3 (MoE)' && /output layer \+ loss/.test(layers1[2]), `stage 1 layers: ${layers1}`);
+
+    await page.selectOption('#layer', '3');
+    await page.waitForSelector('#graph svg [data-kind="remesh"]', { timeout: 30_000 });
+    const why = await page.textContent('#why-list');
+    check(/all_to_all · ep/.test(why) && /MoE token dispatch/.test(why), `stage 1 why list: ${why.slice(0, 400)}`);
+    await page.click('#graph svg [data-kind="remesh"]');
+    check(/What is a remesh\?/.test(await page.textContent('#op-details')), 'remesh details');
+    check(/remesh/.test(await page.textContent('#graph-legend-axes')), 'legend explains remesh');
+
+    await page.selectOption('#layer', '-1');
+    await page.waitForFunction(() => [...document.querySelectorAll('#graph [data-op]')].some((el) => /^loss\b/.test(el.getAttribute('aria-label') ?? '')), null, { timeout: 10_000 });
+
+    // Back to stage 0: no MoE layer there, the embedding instead of the loss.
+    await page.selectOption('#stage', '0');
+    await page.waitForFunction(() => [...document.querySelectorAll('#layer option')].map((o) => o.value).join() === '0,1,-1', null, { timeout: 30_000 });
+    const labels = await page.$$eval('#graph [data-op]', (els) => els.map((el) => el.getAttribute('aria-label') ?? ''));
+    check(labels.some((l) => /^embedding/.test(l)) && !labels.some((l) => /^loss\b/.test(l)), `stage 0 outside layers: ${labels.slice(0, 10)}`);
   });
 
   await run('rank by coordinates, groups, timeline, Perfetto export', async (page) => {

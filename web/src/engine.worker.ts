@@ -13,7 +13,7 @@ interface WasmEngine {
   presets(): string;
   inspect(job: string): string;
   graph(job: string): string;
-  graphJson(job: string): string;
+  graphJson(job: string, stage?: number): string;  // overloaded: (job) is stage 0
   groups(job: string): string;
   rankInfo(job: string, rank: number): string;
   rankAt(job: string, coords: string): string;
@@ -96,7 +96,7 @@ async function archive(wasm: WasmEngine, id: number, job: string, prefix: string
 }
 
 async function handle(req: Request): Promise<{ reply: Reply; transfer: Transferable[] }> {
-  const payload = (req.payload ?? {}) as { job?: unknown; rank?: unknown; coords?: unknown; target?: unknown; prefix?: unknown };
+  const payload = (req.payload ?? {}) as { job?: unknown; rank?: unknown; stage?: unknown; coords?: unknown; target?: unknown; prefix?: unknown };
   if (req.type === 'cancel') {
     if (typeof payload.target === 'number') cancelled.add(payload.target);
     return { reply: { ok: true, result: { cancelled: true } }, transfer: [] };
@@ -109,7 +109,10 @@ async function handle(req: Request): Promise<{ reply: Reply; transfer: Transfera
     case 'presets': return { reply: fromJson(wasm.presets()), transfer: none };
     case 'inspect': return { reply: fromJson(wasm.inspect(job)), transfer: none };
     case 'graph': return { reply: fromJson(wasm.graph(job)), transfer: none };
-    case 'graphJson': return { reply: fromJson(wasm.graphJson(job)), transfer: none };
+    case 'graphJson':
+      if (payload.stage === undefined) return { reply: fromJson(wasm.graphJson(job)), transfer: none };
+      if (typeof payload.stage !== 'number') return { reply: fail('bad_request', 'stage must be a number', 'stage'), transfer: none };
+      return { reply: fromJson(wasm.graphJson(job, payload.stage)), transfer: none };
     case 'groups': return { reply: fromJson(wasm.groups(job)), transfer: none };
     case 'rankInfo':
       if (typeof payload.rank !== 'number') return { reply: fail('bad_request', 'rank must be a number', 'rank'), transfer: none };

@@ -9,7 +9,7 @@ import type { GraphJson, JobJson, RankInfo } from './protocol';
 import { decodeTrace, type ChakraNode } from './lib/chakra';
 import { schedule, memoryOverTime, toPerfetto } from './lib/schedule';
 import { renderSummary } from './views/summary';
-import { renderGraph, renderDetails, renderWhyList, type GraphViewState } from './views/graph';
+import { renderGraph, renderDetails, renderWhyList, stageLabel, outsideLabel, type GraphViewState } from './views/graph';
 import { renderGroups, renderStats, renderTable, renderMemory, Timeline, type Preview, type GroupOfRank } from './views/rank';
 import { $, h, download, fmtBytes, axisColor, axisExplain, REMESH_EXPLAIN } from './util';
 
@@ -155,7 +155,8 @@ let jobText = '';
 let summary: Record<string, any> | null = null;
 let graph: GraphJson | null = null;
 let preview: Preview | null = null;
-const gstate: GraphViewState = { layer: 0, phases: new Set(['fwd']), selected: null };
+const gstate: GraphViewState = { stage: 0, layer: 0, phases: new Set(['fwd']), selected: null };
+let graphJob = '';  // the job text `graph` belongs to
 const timeline = new Timeline($<HTMLCanvasElement>('#timeline'), $('#timeline-tip'));
 
 function setBusy(what: string): void { document.body.dataset.state = what; }
@@ -191,21 +192,69 @@ async function update(): Promise<void> {
   }
 }
 
+// Requests the graph of gstate.stage (a stage beyond this job's pp falls
+// back to stage 0) and rebuilds the stage and layer pickers.
+let graphSeq = 0;
 async function loadGraph(mine: number): Promise<void> {
+  const seq = ++graphSeq;
+  const pp = Number(summary?.layout?.pp) || 1;
+  if (gstate.stage >= pp) gstate.stage = 0;
+  const job = jobText;
   try {
-    const r = await client.request('graphJson', { job: jobText });
-    if (mine !== generation) return;
+    const r = await client.request('graphJson', { job, stage: gstate.stage });
+    if (mine !== generation || seq !== graphSeq) return;
     graph = r.graph;
+    graphJob = job;
+    renderStagePicker(graph);
     const sel = $<HTMLSelectElement>('#layer');
     const prev = sel.value;
-    sel.replaceChildren(...Array.from({ length: graph.num_layers }, (_, i) => h('option', { value: String(i) }, `layer ${i}`)),
-      h('option', { value: '-1' }, 'outside layers (embedding, head, optimizer)'));
-    sel.value = [...sel.options].some((o) => o.value === prev) ? prev : '0';
+    const moe = new Set(graph.moe_layers);
+    sel.replaceChildren(...graph.layers.map((i) => h('option', { value: String(i) }, `layer ${i}${moe.has(i) ? ' (MoE)' : ''}`)),
+      h('option', { value: '-1' }, outsideLabel(graph)));
+    sel.value = [...sel.options].some((o) => o.value === prev) ? prev : sel.options[0].value;
     gstate.layer = Number(sel.value);
     drawGraph();
+    if (preview) renderRankStage(preview.info);
   } catch (e) {
-    if (mine === generation) $('#graph').replaceChildren(h('p', { class: 'error' }, String(e)));
+    if (mine === generation && seq === graphSeq) $('#graph').replaceChildren(h('p', { class: 'error' }, String(e)));
   }
+}
+
+// The pipeline-stage picker (only with pp > 1), before the layer picker,
+// and a note on what a stage is. Options come from graph.stages, so every
+// stage is labelled with its layers without fetching its graph.
+function renderStagePicker(g: GraphJson): void {
+  let label = document.getElementById('stage-picker');
+  if (!label) {
+    const sel = h('select', { id: 'stage', 'aria-label': 'Pipeline stage' });
+    sel.addEventListener('change', () => showStage(Number((sel as HTMLSelectElement).value)));
+    label = h('label', { id: 'stage-picker', title: 'Each pipeline stage is a different rank role: its ranks run this graph' }, 'Pipeline ', sel);
+    $('#layer').closest('label')!.before(label);
+    $('#panel-graph .toolbar').after(h('p', { id: 'stage-note', class: 'hint' }));
+  }
+  const note = $('#stage-note');
+  const multi = g.num_stages > 1;
+  label.hidden = !multi;
+  note.hidden = !multi;
+  if (!multi) return;
+  const sel = $<HTMLSelectElement>('#stage');
+  sel.replaceChildren(...g.stages.map((p) => h('option', { value: String(p.stage) }, stageLabel(p, g.num_stages))));
+  sel.value = String(g.stage);
+  const chunks = g.virtual_stages > 1
+    ? ` With interleaving (${g.virtual_stages} virtual stages per rank) a stage holds ${g.virtual_stages} separate chunks of layers: stage k runs virtual stages k, k + ${g.num_stages}, …, so this one holds ${g.chunks.map((c) => c.first_layer < 0 ? 'an empty chunk' : `${c.first_layer}–${c.last_layer}`).join(' and ')}.`
+    : '';
+  note.replaceChildren(
+    h('strong', {}, `Pipeline stage ${g.stage} of ${g.num_stages}. `),
+    `Pipeline parallelism (pp = ${g.num_stages}) splits the model's layers over ${g.num_stages} stages; activations go to the next stage and their gradients come back by send/recv, once per micro-batch. `,
+    `Each stage is a different rank role: the ${g.ranks_per_stage} rank${g.ranks_per_stage === 1 ? '' : 's'} with pp coordinate ${g.stage} run this graph — only this stage's layers` +
+      `${g.has_embedding ? ', plus the embedding' : ''}${g.has_loss ? ', plus the output layer and the loss' : ''} — and the other stages' ranks run theirs. Pick a stage to see its graph.${chunks}`);
+}
+
+function showStage(stage: number): void {
+  if (stage === gstate.stage && graph?.stage === stage && graphJob === jobText) return;
+  gstate.stage = stage;
+  gstate.selected = null;
+  void loadGraph(generation);
 }
 
 function drawGraph(): void {
@@ -261,6 +310,24 @@ function renderCoords(info: RankInfo): void {
   }
 }
 
+// With pp > 1: which pipeline stage the rank runs, and a link that shows
+// that stage's graph in the graph view.
+function renderRankStage(info: RankInfo): void {
+  let el = document.getElementById('rank-stage');
+  if (!el) {
+    el = h('p', { id: 'rank-stage', class: 'hint' });
+    $('#rank-picker').after(el);
+  }
+  const pp = info.axes.find((a) => a.name === 'pp');
+  if (!pp || pp.degree <= 1) { el.hidden = true; return; }
+  el.hidden = false;
+  const part = graph && graphJob === jobText ? graph.stages[pp.coord] : undefined;
+  const link = h('button', { type: 'button', class: 'linklike', id: 'show-rank-stage' }, 'show this rank’s stage in the graph');
+  link.addEventListener('click', () => { selectTab('graph'); showStage(pp.coord); });
+  el.replaceChildren(`Rank ${info.rank} has pp coordinate ${pp.coord}, so it runs pipeline ${part ? stageLabel(part, pp.degree) : `stage ${pp.coord} of ${pp.degree}`}. `, link);
+  el.dataset.stage = String(pp.coord);
+}
+
 // Groups the rank's trace uses that rankInfo does not list: it gives the
 // coordinate axes and the derived ones (MoE etp/ep/edp, HSDP dp_shard/
 // dp_replicate), not combined ones such as dp+cp or the embedding group.
@@ -314,6 +381,7 @@ async function showRank(rank: number, mine = generation): Promise<number> {
   (preview as Preview & { raw?: Uint8Array }).raw = u8;
   if (rankInput() !== document.activeElement) rankInput().value = String(rank);
   renderCoords(info);
+  renderRankStage(info);
   renderGroups($('#groups'), info, extra);
   renderStats($('#rank-stats'), preview);
   timeline.set(preview);

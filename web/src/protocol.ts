@@ -35,10 +35,27 @@ export interface GraphOp {
   inputs: number[]; outputs: number[]; flops: string; factor_axis: Record<string, string>;
   sp_region?: boolean; wgrad?: boolean; collective?: string; axis?: string; why?: CollectiveWhy;
 }
-export interface GraphJson {
+// The part of the model one pipeline stage holds (graph_json's stage fields,
+// and each entry of its `stages`): layers in program order (not contiguous
+// with interleaving), one chunk per virtual stage, and whether the stage
+// runs the embedding (first virtual stage) and the output layer + loss (last).
+export interface StagePart {
+  stage: number;
+  first_layer: number; last_layer: number;   // -1 when the stage has no layers
+  layers: number[];
+  moe_layers: number[];                      // those of `layers` with experts
+  has_embedding: boolean; has_loss: boolean;
+  chunks: { virtual_stage: number; first_layer: number; last_layer: number; has_embedding: boolean; has_loss: boolean }[];
+}
+// The graph of one pipeline stage (the program every rank of that stage runs).
+export interface GraphJson extends StagePart {
+  num_stages: number;        // pp
+  virtual_stages: number;    // chunks per stage (interleaved 1F1B)
+  ranks_per_stage: number;
+  stages: StagePart[];       // every stage's part, to label a stage picker
   axes: { name: string; degree: number; derived?: boolean }[];  // derived: MoE etp/ep/edp, HSDP dp_shard/dp_replicate
   bindings: Record<string, number>;
-  num_layers: number;
+  num_layers: number;        // the model's layers (all stages)
   tensors: GraphTensor[];
   ops: GraphOp[];
 }
@@ -57,7 +74,8 @@ export interface Methods {
   presets: [Record<string, never>, { presets: string[] }];
   inspect: [{ job: JobJson | string }, { summary: Record<string, unknown> }];
   graph: [{ job: JobJson | string }, { text: string }];
-  graphJson: [{ job: JobJson | string }, { graph: GraphJson }];
+  // stage: the pipeline stage, 0 when left out; outside [0, pp): invalid_argument, path "stage".
+  graphJson: [{ job: JobJson | string; stage?: number }, { graph: GraphJson }];
   groups: [{ job: JobJson | string }, { worldSize: number; text: string }];
   rankInfo: [{ job: JobJson | string; rank: number }, { info: RankInfo }];
   rankAt: [{ job: JobJson | string; coords: Record<string, number> }, { rank: number }];

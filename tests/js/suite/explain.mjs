@@ -1,5 +1,5 @@
-// The teaching functions of the bridge: graphJson (sharded graph with a
-// "why" per collective), rankInfo / rankAt (coordinates and groups), and the
+// The teaching functions of the bridge: graphJson (sharded graph of one
+// pipeline stage with a "why" per collective), rankInfo / rankAt (coordinates and groups), and the
 // shared JS decoder + schedule + Perfetto export on a real trace.
 import { SMALL_JOB, json, withPatch } from './jobs.mjs';
 import { decodeTrace } from '../../../web/src/lib/chakra.js';
@@ -8,6 +8,17 @@ import { schedule, toPerfetto } from '../../../web/src/lib/schedule.js';
 export const name = 'explain';
 
 const SP_JOB = withPatch(SMALL_JOB, { parallel: { sequence_parallel: true } });
+// 4 layers over tp 2 (SP) x pp 2: stage 0 holds the embedding and layers
+// 0-1, stage 1 layers 2-3, the output layer and the loss.
+const PP_JOB = withPatch(SMALL_JOB, { model: { num_layers: 4 }, parallel: { dp: 1, pp: 2, sequence_parallel: true } });
+// DeepSeek-V3 cut to 4 layers (the first 3 dense) over pp 2 x dp 4, ep 4:
+// the only MoE layer, 3, is on stage 1.
+const DSV3_PP_JOB = {
+  model: { preset: 'deepseek-v3', num_layers: 4 },
+  parallel: { dp: 4, pp: 2, ep: 4, expert_tp: 1 },
+  training: { seq_len: 64, micro_batch_size: 1, global_batch_size: 8 },
+};
+const layersOf = (g) => [...new Set(g.ops.map((o) => o.layer).filter((l) => l >= 0))].sort((a, b) => a - b);
 
 export const cases = [
   {
@@ -27,6 +38,60 @@ export const cases = [
       assert.ok(rs, 'a forward reduce-scatter with SP');
       assert.match(rs.why.text, /partial sum over tp/, 'reduce-scatter why');
       for (const t of g.tensors) assert.match(t.shape, /^\[.*\]$/, `${t.name} shape`);
+    },
+  },
+  {
+    name: 'graphJson(job, stage): each pipeline stage\'s own graph, layers and whys; bad stages are errors',
+    run({ engine, assert }) {
+      const job = json(PP_JOB);
+      const g0 = JSON.parse(engine.graphJson(job, 0)).graph;
+      const g1 = JSON.parse(engine.graphJson(job, 1)).graph;
+      assert.equal(JSON.stringify(JSON.parse(engine.graphJson(job)).graph), JSON.stringify(g0), 'graphJson(job) is stage 0');
+      assert.equal(g0.stage, 0, 'stage 0');
+      assert.equal(g1.stage, 1, 'stage 1');
+      assert.equal(g1.num_stages, 2, 'num_stages');
+      assert.equal(g1.ranks_per_stage, 2, 'ranks_per_stage');
+      assert.equal(JSON.stringify(g0.layers), '[0,1]', 'stage 0 layers');
+      assert.equal(JSON.stringify(g1.layers), '[2,3]', 'stage 1 layers');
+      assert.equal(JSON.stringify(layersOf(g1)), '[2,3]', 'stage 1 ops are in layers 2-3');
+      assert.equal(g1.first_layer, 2, 'first_layer');
+      assert.equal(g1.last_layer, 3, 'last_layer');
+      assert.ok(g0.has_embedding && !g0.has_loss, 'stage 0: embedding, no loss');
+      assert.ok(!g1.has_embedding && g1.has_loss, 'stage 1: loss, no embedding');
+      assert.ok(g1.ops.some((o) => o.kind === 'loss') && !g0.ops.some((o) => o.kind === 'loss'), 'the loss op is on stage 1');
+      assert.equal(JSON.stringify(g0.stages), JSON.stringify(g1.stages), 'every stage\'s part, from any stage');
+      const names = new Set(g1.ops.map((o) => o.name));
+      const colls = g1.ops.filter((o) => o.kind === 'collective');
+      assert.ok(colls.length > 0, 'stage 1 has collectives');
+      for (const o of colls) {
+        assert.ok(!/\bL[01]\./.test(o.why.text), `${o.name}: why speaks of stage 1, not stage 0: ${o.why.text}`);
+        if (o.why.producer_id >= 0) assert.equal(g1.ops.find((x) => x.id === o.why.producer_id)?.name, o.why.producer, `${o.name}: producer`);
+        for (const c of o.why.consumers) assert.ok(names.has(c), `${o.name}: consumer ${c} is a stage-1 op`);
+      }
+      for (const bad of [2, -1, 0.5, NaN, 1e300]) {
+        const r = JSON.parse(engine.graphJson(job, bad));
+        assert.error(r, 'invalid_argument', 'stage', `graphJson(job, ${bad})`);
+        assert.match(r.error.message, /\[0, 2\)/, `graphJson(job, ${bad}) names the range`);
+      }
+      // A job error still wins over the stage.
+      assert.error(JSON.parse(engine.graphJson(json(withPatch(PP_JOB, { parallel: { tp: 3 } })), 0)), 'not_divisible');
+    },
+  },
+  {
+    name: 'graphJson(job, stage): DeepSeek-V3 with pp 2 has its MoE layer (remesh, all-to-all over ep) on stage 1',
+    run({ engine, assert }) {
+      const job = json(DSV3_PP_JOB);
+      const r0 = JSON.parse(engine.graphJson(job, 0)), r1 = JSON.parse(engine.graphJson(job, 1));
+      assert.equal(r0.ok, true, `stage 0: ${r0.error?.message}`);
+      assert.equal(r1.ok, true, `stage 1: ${r1.error?.message}`);
+      const g0 = r0.graph, g1 = r1.graph;
+      assert.equal(JSON.stringify(g1.moe_layers), '[3]', 'stage 1 holds MoE layer 3');
+      assert.equal(JSON.stringify(g0.moe_layers), '[]', 'stage 0 is dense');
+      assert.ok(!g0.ops.some((o) => o.kind === 'remesh' || o.collective === 'all_to_all'), 'no expert dispatch on stage 0');
+      assert.ok(g1.ops.some((o) => o.kind === 'remesh' && o.layer === 3), 'remesh in layer 3 on stage 1');
+      const a2a = g1.ops.filter((o) => o.collective === 'all_to_all');
+      assert.ok(a2a.length > 0 && a2a.every((o) => o.axis === 'ep' && o.layer === 3), 'all-to-alls over ep in layer 3');
+      assert.ok(a2a.some((o) => /MoE token dispatch/.test(o.why.text)), 'a dispatch why');
     },
   },
   {

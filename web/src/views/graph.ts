@@ -6,14 +6,40 @@
 // (the producer's sharding vs the sharding the consumer needs). Built only
 // from graph_json's structures (phase, layer, kind, inputs/outputs), so new
 // ops and parallel axes draw without changes here.
-import type { GraphJson, GraphOp, GraphTensor } from '../protocol';
+import type { GraphJson, GraphOp, GraphTensor, StagePart } from '../protocol';
 import { h, s, COLL_COLOR, axisColor, axisExplain, REMESH_EXPLAIN } from '../util';
 
 const BOX_W = 210, BOX_H = 46, PILL_H = 30, GAP_X = 18, GAP_Y = 34, PAD = 16;
 
 interface Placed { key: string; x: number; y: number; w: number; hgt: number; op?: GraphOp; tensor?: GraphTensor }
 
-export interface GraphViewState { layer: number; phases: Set<string>; selected: number | null }
+// stage: the pipeline stage whose graph is shown (graph_json is per stage).
+export interface GraphViewState { stage: number; layer: number; phases: Set<string>; selected: number | null }
+
+// "layers 12–17", "layers 2–3 and 6–7" (interleaved chunks), "layer 4", "no layers".
+export function layersText(p: StagePart): string {
+  if (!p.layers.length) return 'no layers';
+  const ranges = p.chunks.filter((c) => c.first_layer >= 0)
+    .map((c) => (c.first_layer === c.last_layer ? `${c.first_layer}` : `${c.first_layer}–${c.last_layer}`));
+  return `${p.layers.length === 1 ? 'layer' : 'layers'} ${ranges.join(' and ')}`;
+}
+
+// "stage 1 of 2: layers 2–3 (MoE: 3), output layer + loss" — the stage
+// picker's option; stages count from 0 like the rank's pp coordinate.
+export function stageLabel(p: StagePart, numStages: number): string {
+  const moe = p.moe_layers.length ? ` (MoE: ${p.moe_layers.length === p.layers.length ? 'all' : p.moe_layers.join(', ')})` : '';
+  const parts = [p.has_embedding ? 'embedding' : '', layersText(p) + moe, p.has_loss ? 'output layer + loss' : ''].filter(Boolean);
+  return `stage ${p.stage} of ${numStages}: ${parts.join(', ')}`;
+}
+
+// What "outside layers" holds on this stage: the embedding on the first
+// stage, the output layer + loss on the last, send/recv between stages,
+// the optimizer everywhere.
+export function outsideLabel(g: GraphJson): string {
+  const parts = [g.has_embedding ? 'embedding' : '', g.has_loss ? 'output layer + loss' : '',
+    g.num_stages > 1 ? 'send/recv to the other stages' : '', 'optimizer'].filter(Boolean);
+  return `outside layers (${parts.join(', ')})`;
+}
 
 function shortName(name: string, layer: number): string {
   return layer >= 0 ? name.replace(new RegExp(`^L${layer}\\.`), '') : name;
@@ -66,7 +92,7 @@ export function renderGraph(root: HTMLElement, g: GraphJson, st: GraphViewState,
   }
   const height = y + PAD;
   const svg = s('svg', { width, height, viewBox: `0 0 ${width} ${height}`, class: 'graph-svg', role: 'group',
-    'aria-label': `Graph of layer ${st.layer}: ${ops.length} ops, ${ops.filter((o) => o.kind === 'collective').length} inserted collectives` });
+    'aria-label': `Graph of ${st.layer >= 0 ? `layer ${st.layer}` : 'the ops outside layers'}${g.num_stages > 1 ? ` on pipeline stage ${g.stage}` : ''}: ${ops.length} ops, ${ops.filter((o) => o.kind === 'collective').length} inserted collectives` });
   svg.append(s('defs', {}, s('marker', { id: 'arrow', viewBox: '0 0 8 8', refX: 8, refY: 4, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' }, s('path', { d: 'M0,0 L8,4 L0,8 z', fill: '#868e96' }))));
   const edges = s('g', { class: 'edges' });
   svg.append(edges);
