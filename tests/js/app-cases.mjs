@@ -133,6 +133,24 @@ export async function appCases(context, base, fixturesDir) {
     check(json.traceEvents.some((e) => e.ph === 'M' && e.args?.name === 'communication stream'), 'thread names');
   });
 
+  await run('memory view: each rank shows its own pipeline stage\'s live-buffer curve', async (page) => {
+    // pp 2: stage 1 holds the output layer and the loss, stage 0 the
+    // embedding, so their resident state and activation curves differ.
+    await page.goto(jobUrl(base, { model: { preset: 'gpt3-1.7b', num_layers: 4 }, parallel: { pp: 2 },
+      training: { seq_len: 256, micro_batch_size: 1, global_batch_size: 4 } }));
+    await ready(page);
+    await page.click('#tab-rank');
+    const peakOf = async (rank) => {
+      await page.fill('#rank', String(rank));
+      await page.dispatchEvent('#rank', 'change');
+      await page.waitForFunction((r) => document.querySelector('#memory')?.dataset.rank === String(r), rank, { timeout: 20_000 });
+      return Number(await page.$eval('#memory', (el) => el.dataset.peak));
+    };
+    const p0 = await peakOf(0), p1 = await peakOf(1);
+    check(p0 > 0 && p1 > 0, `peaks ${p0} ${p1}`);
+    check(p0 !== p1, `stage 0 and stage 1 peaks differ: ${p0} vs ${p1}`);
+  });
+
   await run('Chakra archive equals the native CLI output', async (page) => {
     await page.goto(jobUrl(base, IDENTITY_JOB));
     await ready(page);

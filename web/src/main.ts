@@ -374,10 +374,11 @@ async function showRank(rank: number, mine = generation): Promise<number> {
   const links = new Map([...info.groups, ...extra].map((g) => [String(g.key), { size: g.members.length,
     intraNode: Math.floor(g.members[0] / perNode) === Math.floor(g.members[g.members.length - 1] / perNode) }]));
   const sched = schedule(trace.nodes, hw, links);
-  const st = summary?.stages?.[0]?.memory_bytes ?? {};
+  // The rank runs its pipeline stage's program: that stage's memory figures.
+  const stage = summary?.stages?.[Number(info.coords?.pp ?? 0)] ?? summary?.stages?.[0];
+  const st = stage?.memory_bytes ?? {};
   const staticBytes = (st.weights ?? 0) + (st.gradients ?? 0) + (st.optimizer ?? 0);
-  const act = summary?.stages?.[0]?.activation_bytes_per_micro_batch ?? st.activations_peak ?? 0;
-  preview = { rank, info, nodes: trace.nodes, sched, memory: memoryOverTime(trace.nodes, sched, staticBytes, act), capacity: st.capacity ?? 0, bytes: u8.length };
+  preview = { rank, info, nodes: trace.nodes, sched, memory: memoryOverTime(trace.nodes, sched, staticBytes, stage?.live_activation_timeline), capacity: st.capacity ?? 0, bytes: u8.length };
   (preview as Preview & { raw?: Uint8Array }).raw = u8;
   if (rankInput() !== document.activeElement) rankInput().value = String(rank);
   renderCoords(info);

@@ -49,36 +49,24 @@ export function schedule(nodes, hw, groups = new Map()) {
   return { start, end, stream, makespan, busy };
 }
 
-// Approximate memory over time (bytes): the static part (weights, gradients,
-// optimizer state) plus activations that grow evenly over each
-// micro-batch's forward compute nodes and shrink over its backward ones
-// (names mb<k>.fwd.* / mb<k>.bwd.*). Points at compute-node ends.
-export function memoryOverTime(nodes, sched, staticBytes, activationPerMicroBatch) {
-  const re = /^mb(\d+)\.(fwd|bwd)\./;
-  const counts = new Map();
-  for (const node of nodes) {
-    if (node.type !== 4) continue;
-    const m = re.exec(node.name);
-    if (!m) continue;
-    const key = `${m[1]}.${m[2]}`;
-    counts.set(key, (counts.get(key) ?? 0) + 1);
-  }
-  const order = [];
-  for (let i = 0; i < nodes.length; i++) if (nodes[i].type === 4) order.push(i);
-  order.sort((a, b) => sched.end[a] - sched.end[b]);
-  const points = [[0, staticBytes]];
-  let act = 0, peak = staticBytes;
-  for (const i of order) {
-    const m = re.exec(nodes[i].name);
-    if (m) {
-      const c = counts.get(`${m[1]}.${m[2]}`);
-      act += (m[2] === 'fwd' ? 1 : -1) * activationPerMicroBatch / c;
-      if (act < 0) act = 0;
-    }
-    const v = staticBytes + act;
+// Memory over time (bytes): the static part (weights, gradients, optimizer
+// state) plus the engine's live-activation curve of this rank's pipeline
+// stage (summary.json stages[k].live_activation_timeline: every activation
+// buffer alive at each node, in issue order, each point the maximum over
+// `nodes_per_point` nodes). A point is placed at the start time of its
+// first node on this schedule; points come back in time order.
+export function memoryOverTime(nodes, sched, staticBytes, live) {
+  const per = Math.max(1, Number(live?.nodes_per_point) || 1);
+  const bytes = Array.isArray(live?.bytes) ? live.bytes : [];
+  const points = [];
+  let peak = staticBytes;
+  for (let k = 0; k < bytes.length && k * per < nodes.length; k++) {
+    const v = staticBytes + (Number(bytes[k]) || 0);
     if (v > peak) peak = v;
-    points.push([sched.end[i], v]);
+    points.push([sched.start[k * per], v]);
   }
+  points.sort((a, b) => a[0] - b[0]);
+  points.unshift([0, staticBytes]);
   return { points, peak };
 }
 

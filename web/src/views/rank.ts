@@ -2,7 +2,7 @@
 // searchable node table, a timeline of the compute and communication
 // streams (lib/schedule.js: a simple in-order two-stream schedule under the
 // hardware profile; overlap is where both lanes are busy), and its
-// approximate memory over time. Canvas for the timeline: one rank can have
+// memory over time (the engine's live-buffer curve). Canvas for the timeline: one rank can have
 // tens of thousands of nodes, too many for SVG elements.
 import type { ChakraNode } from '../lib/chakra';
 import { COMM_TYPE_NAMES } from '../lib/chakra';
@@ -164,8 +164,10 @@ export class Timeline {
 }
 
 export function renderMemory(el: HTMLElement, p: Preview): void {
-  const c = h('canvas', { role: 'img', class: 'memchart', 'aria-label': `Approximate memory of rank ${p.rank} over the iteration: peak ${fmtBytes(p.memory.peak)} of ${fmtBytes(p.capacity)}` }) as HTMLCanvasElement;
-  el.replaceChildren(c, h('p', { class: 'hint' }, 'Approximate, from the graph: weights + gradients + optimizer state are resident all the time; each micro-batch’s saved activations grow evenly over its forward compute nodes and are freed over its backward ones. Dashed: GPU capacity.'));
+  el.dataset.peak = String(p.memory.peak);
+  el.dataset.rank = String(p.rank);
+  const c = h('canvas', { role: 'img', class: 'memchart', 'aria-label': `Memory of rank ${p.rank} over the iteration: peak ${fmtBytes(p.memory.peak)} of ${fmtBytes(p.capacity)}` }) as HTMLCanvasElement;
+  el.replaceChildren(c, h('p', { class: 'hint' }, 'Weights + gradients + optimizer state are resident all the time; on top, every activation buffer alive at each node of this rank’s trace (the engine’s liveness analysis: a buffer lives from the node that writes it to the last node that reads it — saved activations, gradients, a recomputed layer, gathered parameters, communication buffers). Placed on this simple schedule’s time axis. Dashed: GPU capacity.'));
   const dpr = window.devicePixelRatio || 1, W = c.clientWidth || 800, H = 110;
   c.width = W * dpr; c.height = H * dpr;
   const ctx = c.getContext('2d')!;
