@@ -4,10 +4,23 @@
 // at a file's first problem; its message is mapped to the rule it breaks
 // so the report reads the same whether a fault was found by the reader or
 // by the validator. Never crashes on a corrupt file: it is a finding.
+// Streams: files are read, decoded and checked one rank at a time (on a
+// few threads, folded in rank order) and dropped, so memory does not grow
+// with the number of ranks (docs/validate.md, "Streaming").
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <system_error>
+#include <thread>
 
 #include "args.h"
 #include "check/group_file.h"
@@ -71,25 +84,61 @@ int64_t rank_of_file(const std::string& name, const std::string& prefix) {
   return r;
 }
 
+// Reads a whole file into *buf, reusing its storage: a 100K-rank archive
+// is read a file at a time, and a fresh buffer each time costs page faults.
+bool read_into(const fs::path& path, std::string* buf, std::string* error) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) { *error = "cannot read " + path.string() + ": " + std::strerror(errno); return false; }
+  buf->clear();
+  char chunk[1 << 16];
+  size_t got = 0;
+  std::error_code ec;
+  const uintmax_t size = fs::file_size(path, ec);
+  if (!ec) buf->reserve(static_cast<size_t>(size));
+  while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) buf->append(chunk, got);
+  const bool bad = std::ferror(f);
+  std::fclose(f);
+  if (bad) { *error = "error reading " + path.string(); return false; }
+  return true;
+}
+
+// One rank file as read, decoded and checked by a worker.
+struct FileResult {
+  std::optional<Violation> undecoded;   // the file does not decode
+  std::optional<Violation> misnamed;    // its metadata says another rank
+  bool extra = false;                   // rank >= world_size: not checked
+  RankCheck check;
+};
+
 }  // namespace
 
 int cmd_validate(const std::vector<std::string>& argv) {
   const char* cmd = "validate";
   const char* usage =
-      "usage: stagecraft validate DIR [--prefix trace] [--json]\n"
+      "usage: stagecraft validate DIR [--prefix trace] [--json] [--threads N]\n"
       "\n"
       "Checks a directory of Chakra traces (<prefix>.<rank>.et + comm_groups.json)\n"
       "across all ranks for what makes ASTRA-sim abort or hang: ids, dependencies,\n"
       "cycles, node and collective types, attributes, groups, the per-group\n"
       "collective sequence of every member, send/recv pairing and the rank files\n"
-      "(rules R0-R9, docs/validate.md). Prints the first 50 findings and counts per\n"
-      "rule; exits 0 when there is no error (warnings allowed), 1 otherwise.";
+      "(rules R0-R9, docs/validate.md). Reads one rank at a time per thread, so\n"
+      "memory stays small for 100K-rank jobs. Prints the first 50 findings and\n"
+      "counts per rule; exits 0 when there is no error (warnings allowed), 1 otherwise.";
   static const std::vector<FlagSpec> specs = {{"--help", "-h", false, "", "show this help"},
                                               {"--prefix", nullptr, true, "NAME", "trace file prefix (default trace)"},
-                                              {"--json", nullptr, false, "", "print the report as JSON"}};
+                                              {"--json", nullptr, false, "", "print the report as JSON"},
+                                              {"--threads", nullptr, true, "N", "worker threads (default: one per core, at most 8)"}};
   Args args;
   if (std::optional<int> rc = parse_or_exit(cmd, argv, specs, usage, &args)) return *rc;
   if (args.positional.size() != 1) return usage_error(cmd, "expects exactly one DIR");
+  int threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 8);
+  if (args.has("--threads")) {
+    const std::string& t = *args.get("--threads");
+    char* end = nullptr;
+    const long v = std::strtol(t.c_str(), &end, 10);
+    if (t.empty() || *end || v < 1 || v > 64) return usage_error(cmd, "--threads must be an integer 1..64 (got '" + t + "')");
+    threads = static_cast<int>(v);
+  }
   const fs::path dir = args.positional[0];
   const std::string prefix = args.has("--prefix") ? *args.get("--prefix") : "trace";
   std::error_code ec;
@@ -98,82 +147,205 @@ int cmd_validate(const std::vector<std::string>& argv) {
   }
 
   // Every <prefix>.*.et, by rank; error_code overloads: filesystem must not throw.
-  std::map<int64_t, std::string> files;
+  std::map<int64_t, std::string> file_map;
   std::vector<std::string> odd;  // <prefix>.<not a rank>.et
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.size() < prefix.size() + 5 || name.compare(0, prefix.size() + 1, prefix + ".") != 0 ||
         name.compare(name.size() - 3, 3, ".et") != 0) continue;
     const int64_t r = rank_of_file(name, prefix);
-    if (r < 0) odd.push_back(name); else files[r] = name;
+    if (r < 0) odd.push_back(name); else file_map[r] = name;
   }
   if (ec) return report_error(cmd, make_error(ErrorCode::kIoError, dir.string() + ": " + ec.message()));
+  std::sort(odd.begin(), odd.end());  // directory order is arbitrary
+  const std::vector<std::pair<int64_t, std::string>> files(file_map.begin(), file_map.end());
+  file_map.clear();
+  auto file_of = [&](int64_t r) -> const std::string* {  // the file of rank r, if any
+    auto it = std::lower_bound(files.begin(), files.end(), r, [](const auto& f, int64_t x) { return f.first < x; });
+    return it != files.end() && it->first == r ? &it->second : nullptr;
+  };
 
-  ValidationReport report;
-  auto finding = [&](int64_t rank, const char* rule, std::string msg) {
+  // The report is assembled in the order the findings were always listed:
+  // file names and group file (and misnamed files, as read), undecodable
+  // files, extra files (decoded, then not), then the validator's.
+  ValidationReport report, undecoded_rep, extra_rep, extra_undecoded_rep;
+  auto finding = [](ValidationReport& rep, int64_t rank, const char* rule, std::string msg) {
     Violation v;
     v.rank = rank;
     v.rule = rule;
     v.message = std::move(msg);
-    report.add(std::move(v));
+    rep.add(std::move(v));
   };
-  for (const std::string& name : odd) finding(-1, "R9", "extra file " + name + ": not <prefix>.<rank>.et for a rank");
-  if (files.empty()) finding(-1, "R9", "no " + prefix + ".<rank>.et files in " + dir.string());
+  for (const std::string& name : odd) finding(report, -1, "R9", "extra file " + name + ": not <prefix>.<rank>.et for a rank");
+  if (files.empty()) finding(report, -1, "R9", "no " + prefix + ".<rank>.et files in " + dir.string());
 
   GroupTable groups;
   ValidateOptions opt;
   const std::string gpath = (dir / "comm_groups.json").string();
-  Result<std::string> gtext = read_file(gpath);
-  Result<GroupTable> gparsed = gtext.ok() ? parse_group_file(gpath, *gtext) : Result<GroupTable>(gtext.error());
-  if (gparsed.ok()) groups = std::move(gparsed).value();
-  else { opt.groups_unavailable = true; finding(-1, "R6", "group file: " + gparsed.error().message); }
+  {
+    Result<std::string> gtext = read_file(gpath);
+    Result<GroupTable> gparsed = gtext.ok() ? parse_group_file(gpath, *gtext) : Result<GroupTable>(gtext.error());
+    if (gparsed.ok()) groups = std::move(gparsed).value();
+    else { opt.groups_unavailable = true; finding(report, -1, "R6", "group file: " + gparsed.error().message); }
+  }
 
-  std::vector<DecodedTrace> ranks;
-  std::map<int64_t, Violation> undecoded;  // held until world_size is known
-  for (const auto& [r, name] : files) {
-    Result<std::string> bytes = read_file((dir / name).string());
-    Result<DecodedTrace> t = bytes.ok() ? read_chakra_trace(*bytes) : Result<DecodedTrace>(bytes.error());
+  // Reads and decodes one file; the simulator runs a file as the rank in
+  // its name, so that wins over its metadata.
+  auto decode = [&](int64_t r, const std::string& name, DecodedTrace* out) -> std::optional<Violation> {
+    thread_local std::string bytes;  // one read buffer per thread, reused
+    std::string io_error;
+    const bool read = read_into(dir / name, &bytes, &io_error);
+    Result<DecodedTrace> t = read ? read_chakra_trace(bytes) : Result<DecodedTrace>(make_error(ErrorCode::kIoError, io_error));
+    if (bytes.capacity() > (size_t{64} << 20)) std::string().swap(bytes);  // do not keep a huge one
     if (!t.ok()) {
       Violation v;
       v.rank = r;
-      v.rule = bytes.ok() ? rule_of_reader_error(t.error().message) : "R0";
-      v.message = name + (bytes.ok() ? " does not decode: " : ": ") + take_node_label(t.error().message, &v) +
-                  (bytes.ok() ? " (the reader stops here: the rest of this file is unchecked)" : "");
-      undecoded[r] = std::move(v);
-      continue;
+      v.rule = read ? rule_of_reader_error(t.error().message) : "R0";
+      v.message = name + (read ? " does not decode: " : ": ") + take_node_label(t.error().message, &v) +
+                  (read ? " (the reader stops here: the rest of this file is unchecked)" : "");
+      return v;
     }
-    // The simulator runs a file as the rank in its name, so that wins.
+    *out = std::move(t).value();
+    return std::nullopt;
+  };
+  auto misnamed = [&](int64_t r, const std::string& name, DecodedTrace* t) -> std::optional<Violation> {
+    std::optional<Violation> v;
     if (t->rank != r) {
-      finding(r, "R9", name + (t->rank < 0 ? " has no rank in its metadata" : " says rank " + std::to_string(t->rank) +
-              " in its metadata") + "; the simulator runs it as rank " + std::to_string(r));
+      v.emplace();
+      v->rank = r;
+      v->rule = "R9";
+      v->message = name + (t->rank < 0 ? " has no rank in its metadata" : " says rank " + std::to_string(t->rank) +
+                   " in its metadata") + "; the simulator runs it as rank " + std::to_string(r);
     }
     t->rank = r;
     t->trace.rank = r;
-    ranks.push_back(std::move(t).value());
-  }
-  opt.world_size = ranks.empty() ? 0 : ranks.front().meta.world_size;  // lowest decoded rank
-  for (auto& [r, v] : undecoded) {
-    if (opt.world_size < 1 || r < opt.world_size) opt.undecodable_ranks.insert(r);
-    report.add(std::move(v));
-  }
-  // Files beyond world_size are not part of the job: report, do not check.
-  std::vector<DecodedTrace> in_job;
-  for (DecodedTrace& t : ranks) {
-    if (opt.world_size > 0 && t.rank >= opt.world_size) {
-      finding(t.rank, "R9", "extra file " + files[t.rank] + ": world_size is " + std::to_string(opt.world_size));
-    } else {
-      in_job.push_back(std::move(t));
-    }
-  }
-  for (const auto& [r, name] : files) {
-    if (opt.world_size > 0 && r >= opt.world_size && undecoded.count(r)) {
-      finding(r, "R9", "extra file " + name + ": world_size is " + std::to_string(opt.world_size));
-    }
-  }
-  report.append(validate_traces(in_job, groups, opt));
+    return v;
+  };
 
+  // world_size is the lowest decodable rank's: read files in rank order
+  // until one decodes. Undecodable ones before it wait for world_size.
+  size_t next = 0;
+  std::optional<DecodedTrace> first;
+  std::vector<int64_t> pending_undecoded;
+  for (; next < files.size() && !first; ++next) {
+    const auto& [r, name] = files[next];
+    DecodedTrace t;
+    if (std::optional<Violation> bad = decode(r, name, &t)) {
+      undecoded_rep.add(std::move(*bad));
+      pending_undecoded.push_back(r);
+      continue;
+    }
+    if (std::optional<Violation> m = misnamed(r, name, &t)) report.add(std::move(*m));
+    first = std::move(t);
+  }
+  const int64_t world = first ? first->meta.world_size : 0;
+  opt.world_size = std::max<int64_t>(world, 0);
+  // No world_size in the metadata: the validator assumes the highest file's rank + 1.
+  if (world < 1 && !files.empty()) opt.assumed_world_size = files.back().first + 1;
+  auto in_job = [&](int64_t r) { return world < 1 || r < world; };
+  auto extra = [&](ValidationReport& rep, int64_t r, const std::string& name) {
+    finding(rep, r, "R9", "extra file " + name + ": world_size is " + std::to_string(world));
+  };
+  for (int64_t r : pending_undecoded) {
+    if (in_job(r)) opt.undecodable_ranks.insert(r);
+    else extra(extra_undecoded_rep, r, *file_of(r));
+  }
+
+  // Rank r read again, for the few nodes a kept R7 or R8 finding names.
+  auto loader = [&](int64_t r, DecodedTrace* scratch) -> const DecodedTrace* {
+    const std::string* name = file_of(r);
+    if (!name || decode(r, *name, scratch)) return nullptr;
+    misnamed(r, *name, scratch);
+    return scratch;
+  };
+  StreamingValidator validator(groups, opt, loader);
   int64_t nodes = 0;
-  for (const DecodedTrace& t : in_job) nodes += static_cast<int64_t>(t.trace.nodes.size());
+  if (first) {
+    const int64_t r = first->rank;
+    if (in_job(r)) {
+      nodes += static_cast<int64_t>(first->trace.nodes.size());
+      validator.add_rank(*first);  // fixes world_size when the metadata has none
+    } else {
+      extra(extra_rep, r, *file_of(r));
+    }
+    first.reset();
+  }
+
+  // The rest: workers read, decode and check ranks; this thread folds the
+  // results in rank order. At most `window` results wait, so memory is
+  // `threads` decoded ranks plus `window` summaries.
+  auto process = [&](size_t i) {
+    const auto& [r, name] = files[i];
+    FileResult res;
+    DecodedTrace t;
+    if ((res.undecoded = decode(r, name, &t))) return res;
+    res.misnamed = misnamed(r, name, &t);
+    if (!in_job(r)) { res.extra = true; return res; }
+    res.check = validator.check(t);
+    return res;
+  };
+  auto fold = [&](size_t i, FileResult&& res) {
+    const auto& [r, name] = files[i];
+    if (res.undecoded) {
+      undecoded_rep.add(std::move(*res.undecoded));
+      if (in_job(r)) validator.add_undecodable(r);
+      else extra(extra_undecoded_rep, r, name);
+      return;
+    }
+    if (res.misnamed) report.add(std::move(*res.misnamed));
+    if (res.extra) { extra(extra_rep, r, name); return; }
+    nodes += res.check.nodes;
+    validator.take(std::move(res.check));
+  };
+  const size_t rest = files.size() - next;
+  const int nthreads = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), rest));
+  if (nthreads <= 1) {
+    for (size_t i = next; i < files.size(); ++i) fold(i, process(i));
+  } else {
+    const size_t window = 4 * static_cast<size_t>(nthreads);
+    std::vector<std::optional<FileResult>> ring(window);
+    std::mutex mu;
+    std::condition_variable cv;
+    std::atomic<size_t> claim{next};
+    size_t folded = next;  // guarded by mu
+    auto worker = [&] {
+      for (;;) {
+        const size_t i = claim.fetch_add(1);
+        if (i >= files.size()) return;
+        {
+          std::unique_lock<std::mutex> l(mu);
+          cv.wait(l, [&] { return i < folded + window; });
+        }
+        FileResult res = process(i);
+        {
+          std::lock_guard<std::mutex> l(mu);
+          ring[i % window] = std::move(res);
+        }
+        cv.notify_all();
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int k = 0; k < nthreads; ++k) pool.emplace_back(worker);
+    for (size_t i = next; i < files.size(); ++i) {
+      FileResult res;
+      {
+        std::unique_lock<std::mutex> l(mu);
+        cv.wait(l, [&] { return ring[i % window].has_value(); });
+        res = std::move(*ring[i % window]);
+        ring[i % window].reset();
+        ++folded;
+      }
+      cv.notify_all();
+      fold(i, std::move(res));
+    }
+    for (auto& t : pool) t.join();
+  }
+
+  report.append(undecoded_rep);
+  report.append(extra_rep);
+  report.append(extra_undecoded_rep);
+  report.append(validator.finish());
+
   if (args.has("--json")) {
     std::cout << report.json() << "\n";
   } else {

@@ -72,6 +72,26 @@ check d9; expect 1 "error R6: group file: .*\"01\"" "non-canonical group key"
 fresh d10; printf '{"1": [0, 1]}' > d10/comm_groups.json
 check d10; expect 1 "error R6 rank [0-3] node [0-9]* (.*): pg_name \"[0-9]*\" is not a key of the group file" "group left out"
 
+# Streaming: ranks are dropped once checked, yet R7 and R8 name the node at
+# fault (the CLI reads those ranks again), and the report does not depend
+# on --threads. Rank 5 from a job with twice the micro-batches.
+"$CLI" generate --model gpt3-1.7b --layers 2 --tp 2 --pp 2 --dp 2 --seq-len 256 --global-batch-size 4 -o pp > /dev/null 2>&1 \
+  || fail "generate pp"
+"$CLI" generate --model gpt3-1.7b --layers 2 --tp 2 --pp 2 --dp 2 --seq-len 256 --global-batch-size 8 -o pp8 > /dev/null 2>&1 \
+  || fail "generate pp8"
+check pp; expect 0 "^valid$" "pp job"
+cp pp8/trace.5.et pp/trace.5.et
+check pp --threads 1; expect 1 "error R7 rank 5 node [0-9]* (mb2\..*): issues 32 collectives on group [0-9]*, rank 4 only 16; the first extra is #16" "R7 through the CLI"
+grep -q "error R8 rank 5 node [0-9]* (.*): send to rank 1 tag [0-9]* size [0-9]* has no matching recv on rank 1" out.txt \
+  || fail "R8 through the CLI: $(head -c 600 out.txt)"
+grep -q "6 errors, 0 warnings: R7 1, R8 4, R9 1" out.txt || fail "R7/R8 counts: $(cat out.txt)"
+cp out.txt threads1.txt
+for t in 2 3 8; do
+  check pp --threads $t; cmp -s out.txt threads1.txt || fail "--threads $t changes the report: $(diff threads1.txt out.txt | head -5)"
+done
+check pp --json; expect 1 '"R8":4' "R7/R8 --json"
+check pp --threads 0; [[ $rc == 2 ]] || fail "--threads 0: exit $rc"
+
 # --prefix; usage and I/O errors.
 "$CLI" generate --model gpt3-1.7b --layers 1 --tp 2 --seq-len 256 --prefix llm -o p > /dev/null 2>&1 || fail "generate --prefix"
 check p --prefix llm; expect 0 "^valid$" "--prefix llm"
