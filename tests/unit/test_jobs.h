@@ -46,6 +46,13 @@ inline Job gpt_job(int64_t L, int64_t h, int64_t a, int64_t tp, int64_t dp, bool
   return j;
 }
 
+// A preset's published architecture (model/presets.cc); fails the test if unknown.
+inline ModelConfig preset(const std::string& name) {
+  Result<ModelConfig> m = model_preset(name);
+  REQUIRE_MESSAGE(m.ok(), name);
+  return *m;
+}
+
 inline Generator make(const Job& j) {
   auto g = Generator::create(j);
   if (!g.ok()) FAIL(g.error().to_string());

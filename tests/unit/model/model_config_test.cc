@@ -7,16 +7,13 @@
 #include <string>
 
 #include "model/model_config.h"
+#include "../test_jobs.h"
 
 using namespace sc;
+using sc::testing::preset;
 
 namespace {
 
-ModelConfig preset(const std::string& name) {
-  Result<ModelConfig> m = model_preset(name);
-  REQUIRE_MESSAGE(m.ok(), name);
-  return *m;
-}
 
 // Megatron-LM (arXiv 2104.04473) eq.: P = 12 L h^2 (1 + 13/(12h) + (V+s)/(12Lh)),
 // i.e. 12Lh^2 + 13Lh + (V+s)h, exactly, in integers.

@@ -12,16 +12,13 @@
 
 #include "job/job.h"
 #include "model/model_config.h"
+#include "../test_jobs.h"
 
 using namespace sc;
+using sc::testing::preset;
 
 namespace {
 
-ModelConfig preset(const std::string& name) {
-  Result<ModelConfig> m = model_preset(name);
-  REQUIRE_MESSAGE(m.ok(), name);
-  return *m;
-}
 
 Job must_parse(const std::string& text) {
   Result<Job> job = parse_job(text);
