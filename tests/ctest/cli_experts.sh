@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Issue 3's expert/HSDP flags end to end through the CLI: a DeepSeek-V3-
-# shaped job (MLA, routed + shared experts, dense first layer) with tp + SP
+# shaped job (MLA, routed + shared experts, dense first layers) with tp + SP
 # + cp + pp + ep + expert tp 1 + ZeRO 1, and a Mixtral job with HSDP
-# ZeRO 3, written to disk, validated and replayed on every rank; the groups
-# file holds the expert groups; a bad --ep is refused naming the field.
+# ZeRO 3, written to disk, validated and replayed on every rank; the
+# all-to-alls sit where the MoE layer is; a bad --ep is refused naming the
+# field. Outputs go to files before grep: `cmd | grep -q` under pipefail
+# fails when grep exits early and the writer gets SIGPIPE.
 set -euo pipefail
 cli=${STAGECRAFT_CLI:?}
 out=$(mktemp -d)
@@ -12,15 +14,19 @@ trap 'rm -rf "$out"' EXIT
   --pp 2 --dp 2 --ep 4 --expert-tp 1 --zero 1 --global-batch-size 4 -o "$out/ds"
 [ "$(ls "$out/ds"/trace.*.et | wc -l)" -eq 16 ] || { echo "expected 16 traces"; exit 1; }
 "$cli" validate "$out/ds"
-"$cli" replay "$out/ds" | grep -q '^completed: 16 ranks'
+"$cli" replay "$out/ds" > "$out/replay-ds.txt"
+grep -q '^completed: 16 ranks' "$out/replay-ds.txt" || { echo "replay: $(tail -3 "$out/replay-ds.txt")"; exit 1; }
 # DeepSeek-V3's first 3 layers are dense: the one MoE layer (3) is on
 # pipeline stage 1 (ranks 8-15), whose traces carry the token all-to-alls.
-"$cli" dump "$out/ds/trace.8.et" | grep -q 'ALL_TO_ALL' || { echo "no all-to-all in rank 8"; exit 1; }
-if "$cli" dump "$out/ds/trace.0.et" | grep -q 'ALL_TO_ALL'; then echo "all-to-all on the dense stage 0"; exit 1; fi
+"$cli" dump "$out/ds/trace.8.et" > "$out/dump8.txt"
+"$cli" dump "$out/ds/trace.0.et" > "$out/dump0.txt"
+grep -q 'ALL_TO_ALL' "$out/dump8.txt" || { echo "no all-to-all in rank 8"; exit 1; }
+if grep -q 'ALL_TO_ALL' "$out/dump0.txt"; then echo "all-to-all on the dense stage 0"; exit 1; fi
 grep -q '"ep": 4' "$out/ds/summary.json" || { echo "summary lacks layout.ep"; exit 1; }
 "$cli" generate -q --model mixtral-8x7b --layers 2 --seq-len 256 --dp 8 --ep 4 --zero 3 --shard-group 2 -o "$out/mx"
 "$cli" validate "$out/mx"
-"$cli" replay "$out/mx" | grep -q '^completed: 8 ranks'
+"$cli" replay "$out/mx" > "$out/replay-mx.txt"
+grep -q '^completed: 8 ranks' "$out/replay-mx.txt" || { echo "replay: $(tail -3 "$out/replay-mx.txt")"; exit 1; }
 # Bad input names the field.
 if "$cli" inspect --model gpt3-1.7b --dp 2 --ep 2 2> "$out/err.txt"; then echo "--ep on a dense model accepted"; exit 1; fi
 grep -q 'parallel.ep' "$out/err.txt" || { echo "error does not name parallel.ep: $(cat "$out/err.txt")"; exit 1; }
