@@ -9,36 +9,13 @@
 #include <algorithm>
 #include <functional>
 
-#include "../test_jobs.h"
-#include "check/validate.h"
-#include "emit/chakra_writer.h"
 #include "validate_reference.h"
+#include "validate_test_util.h"
 
 using namespace sc;
 using namespace sc::testing;
 
 namespace {
-
-struct Archive {
-  std::vector<DecodedTrace> ranks;
-  GroupTable groups;
-};
-
-Archive through_reader(const Generator& g) {
-  Archive a;
-  a.groups = g.groups();
-  for (int64_t r = 0; r < g.world_size(); ++r) {
-    std::string bytes;
-    REQUIRE(write_chakra_trace(g.rank_trace(r).value(), g.metadata(), &bytes).ok());
-    auto t = read_chakra_trace(bytes);
-    REQUIRE(t.ok());
-    a.ranks.push_back(std::move(t).value());
-  }
-  return a;
-}
-
-// tp 2 x dp 2 with SP (validate_test.cc's job): TP and DP groups.
-Archive tp_dp() { return through_reader(make(gpt_job(2, 512, 8, 2, 2, true, 1, 256, 4))); }
 
 // pp 2 x dp 2, 4 micro-batches: sends and recvs between the stages.
 Archive pp_dp() {
@@ -109,24 +86,6 @@ void same_as_reference(const Archive& a, const ValidateOptions& o = {}) {
   CHECK(lines(got[0]) == lines(got[1]));
 }
 
-std::vector<TraceNode>& nodes(Archive& a, int64_t r) { return a.ranks[static_cast<size_t>(r)].trace.nodes; }
-
-TraceNode* nth_collective(Archive& a, int64_t r, int k) {
-  for (auto& n : nodes(a, r))
-    if (n.kind == TraceNodeKind::kCollective && k-- == 0) return &n;
-  return nullptr;
-}
-
-TraceNode p2p(TraceNodeKind kind, uint64_t id, int32_t peer, int32_t tag, int64_t size) {
-  TraceNode n;
-  n.id = id;
-  n.name = kind == TraceNodeKind::kSend ? "test.send" : "test.recv";
-  n.kind = kind;
-  n.peer = peer;
-  n.tag = tag;
-  n.comm_size = size;
-  return n;
-}
 
 // Each broken archive of validate_test.cc, and more.
 struct Case {

@@ -6,35 +6,13 @@
 #include <chrono>
 #include <optional>
 
-#include "../test_jobs.h"
 #include "check/group_file.h"
-#include "check/validate.h"
-#include "emit/chakra_writer.h"
+#include "validate_test_util.h"
 
 using namespace sc;
 using namespace sc::testing;
 
 namespace {
-
-struct Archive {
-  std::vector<DecodedTrace> ranks;
-  GroupTable groups;
-};
-
-// 4 ranks (tp 2 x dp 2, SP): TP and DP groups, every collective type.
-Archive generated() {
-  auto g = make(gpt_job(2, 512, 8, 2, 2, true, 1, 256, 4));
-  Archive a;
-  a.groups = g.groups();
-  for (int64_t r = 0; r < g.world_size(); ++r) {
-    std::string bytes;
-    REQUIRE(write_chakra_trace(g.rank_trace(r).value(), g.metadata(), &bytes).ok());
-    auto t = read_chakra_trace(bytes);
-    REQUIRE(t.ok());
-    a.ranks.push_back(std::move(t).value());
-  }
-  return a;
-}
 
 ValidationReport run(const Archive& a, const ValidateOptions& o = {}) { return validate_traces(a.ranks, a.groups, o); }
 
@@ -48,29 +26,10 @@ std::optional<Violation> find(const ValidationReport& rep, const std::string& ru
   return std::nullopt;
 }
 
-std::vector<TraceNode>& nodes(Archive& a, int64_t r) { return a.ranks[r].trace.nodes; }
-
-TraceNode* nth_collective(Archive& a, int64_t r, int k) {
-  for (auto& n : nodes(a, r))
-    if (n.kind == TraceNodeKind::kCollective && k-- == 0) return &n;
-  return nullptr;
-}
-
-TraceNode p2p(TraceNodeKind kind, uint64_t id, int32_t peer, int32_t tag, int64_t size) {
-  TraceNode n;
-  n.id = id;
-  n.name = kind == TraceNodeKind::kSend ? "test.send" : "test.recv";
-  n.kind = kind;
-  n.peer = peer;
-  n.tag = tag;
-  n.comm_size = size;
-  return n;
-}
-
 }  // namespace
 
 TEST_CASE("validate: a generated job passes, with no warnings") {
-  Archive a = generated();
+  Archive a = tp_dp();
   auto rep = run(a);
   MESSAGE(rep.text());
   CHECK(rep.ok());
@@ -82,7 +41,7 @@ TEST_CASE("validate: a generated job passes, with no warnings") {
 }
 
 TEST_CASE("validate: per-rank rules R1-R5") {
-  Archive a = generated();
+  Archive a = tp_dp();
   auto& n = nodes(a, 1);
   REQUIRE(n.size() > 10);
   SUBCASE("R1 duplicate id") {
@@ -132,7 +91,7 @@ TEST_CASE("validate: per-rank rules R1-R5") {
 }
 
 TEST_CASE("validate: groups and collective sequences (R6, R7)") {
-  Archive a = generated();
+  Archive a = tp_dp();
   SUBCASE("R6 pg_name not in the group file") {
     TraceNode* c = nth_collective(a, 2, 1);
     c->group = 999;
@@ -195,7 +154,7 @@ TEST_CASE("validate: groups and collective sequences (R6, R7)") {
 }
 
 TEST_CASE("validate: sends and recvs pair up (R8)") {
-  Archive a = generated();
+  Archive a = tp_dp();
   auto add = [&](int64_t r, TraceNode n) { nodes(a, r).push_back(std::move(n)); return nodes(a, r).back().id; };
   SUBCASE("a matched pair passes") {
     add(0, p2p(TraceNodeKind::kSend, 100000, 1, 7, 4096));
@@ -236,7 +195,7 @@ TEST_CASE("validate: sends and recvs pair up (R8)") {
 }
 
 TEST_CASE("validate: the archive (R9)") {
-  Archive a = generated();
+  Archive a = tp_dp();
   SUBCASE("a missing rank") {
     a.ranks.erase(a.ranks.begin() + 2);
     auto v = find(run(a), "R9", 2, std::nullopt);
@@ -330,7 +289,7 @@ TEST_CASE("validate: group file parser") {
 }
 
 TEST_CASE("validate: report text and JSON") {
-  Archive a = generated();
+  Archive a = tp_dp();
   for (auto& n : nodes(a, 1)) n.deps.push_back(555555);  // many R2 findings
   auto rep = run(a);
   const std::string text = rep.text(50);
