@@ -69,7 +69,9 @@ std::string members_str(const std::vector<int64_t>& m) {
   return s + (m.size() > 16 ? ", ...]" : "]");
 }
 
-Violation make_violation(int64_t rank, const NodeRef* n, const char* rule, std::string msg,
+// N: a TraceNode or a NodeRef (anything with an id and a name).
+template <typename N>
+Violation make_violation(int64_t rank, const N* n, const char* rule, std::string msg,
                          Severity sev = Severity::kError) {
   Violation v;
   v.rank = rank;
@@ -78,6 +80,12 @@ Violation make_violation(int64_t rank, const NodeRef* n, const char* rule, std::
   v.severity = sev;
   v.message = std::move(msg);
   return v;
+}
+
+// A finding about no node (the archive, a group, a missing rank).
+Violation make_violation(int64_t rank, std::nullptr_t, const char* rule, std::string msg,
+                         Severity sev = Severity::kError) {
+  return make_violation<NodeRef>(rank, nullptr, rule, std::move(msg), sev);
 }
 
 // R7's signature of a (type, size) sequence: the count plus a 64-bit hash
@@ -262,13 +270,7 @@ class RankChecker {
 
  private:
   void add(const TraceNode* n, const char* rule, std::string msg, Severity sev = Severity::kError) {
-    Violation v;
-    v.rank = r_;
-    if (n) { v.has_node = true; v.node_id = n->id; v.node_name = n->name; }
-    v.rule = rule;
-    v.severity = sev;
-    v.message = std::move(msg);
-    out_->findings.add(std::move(v));
+    out_->findings.add(make_violation(r_, n, rule, std::move(msg), sev));
   }
 
   // R1-R5 and the per-node parts of R6 and R8.
