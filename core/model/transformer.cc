@@ -322,29 +322,15 @@ class Builder {
   }
 
   // The expert layout's source dims: which (edp, etp, ep) rank the tokens
-  // came from; each is its own shard.
-  std::vector<Dim> expert_sources() const {
-    std::vector<Dim> d;
-    if (o_.has_edp) d.push_back({"re", S("edp")});
-    if (o_.has_etp) d.push_back({"rt", S("etp")});
-    if (o_.has_ep) d.push_back({"rp", S("ep")});
-    return d;
-  }
-  // A tensor laid out per source rank: [sources..., E, cap, last].
-  Sharding source_sharding(size_t rank) const {
-    Sharding sh;
-    if (o_.has_edp) sh.dim_axis.push_back("edp");
-    if (o_.has_etp) sh.dim_axis.push_back("etp");
-    if (o_.has_ep) sh.dim_axis.push_back("ep");
-    sh.dim_axis.resize(rank, "");
-    return sh;
-  }
-  std::vector<std::string> expert_axes() const {
-    std::vector<std::string> a;
-    if (o_.has_edp) a.push_back("edp");
-    if (o_.has_etp) a.push_back("etp");
-    if (o_.has_ep) a.push_back("ep");
-    return a;
+  // came from, each sharded on its own axis, in this order. A dim exists
+  // only where its axis has degree > 1.
+  struct Source { const char* label; const char* axis; };
+  std::vector<Source> expert_sources() const {
+    std::vector<Source> out;
+    if (o_.has_edp) out.push_back({"re", "edp"});
+    if (o_.has_etp) out.push_back({"rt", "etp"});
+    if (o_.has_ep) out.push_back({"rp", "ep"});
+    return out;
   }
 
   // Mixture of experts (Megatron-Core's all-to-all dispatcher): route,
@@ -364,15 +350,23 @@ class Builder {
 
     const Sharding tokens = stream_sharding();
     Sharding per_token = tokens;  // [b, s, k]: like the stream, k whole
-    std::vector<Dim> disp_dims = expert_sources();
+    // [sources..., E, cap, h]: each rank holds its own E x cap x h buffer.
+    std::vector<Dim> disp_dims;
+    Sharding src;
+    std::vector<std::string> source_axes;
+    for (const Source& x : expert_sources()) {
+      disp_dims.push_back({x.label, S(x.axis)});
+      src.dim_axis.push_back(x.axis);
+      source_axes.push_back(x.axis);
+    }
     disp_dims.insert(disp_dims.end(), {Ed, cap, H()});
-    const Sharding src = source_sharding(disp_dims.size());
+    src.dim_axis.resize(disp_dims.size(), "");
     int disp = act("moe.dispatch", disp_dims, o_.dtype);
     g_.tensors[disp].sharding = src;
     Op perm = op("moe.permute", OpKind::kRemesh, "moe_permute", {x, idx}, {disp});
     perm.remesh_in = {tokens, per_token};
     perm.flops = Expr(0);
-    perm.flops_axes = expert_axes();
+    perm.flops_axes = source_axes;
     add(std::move(perm));
 
     int y;
@@ -390,7 +384,7 @@ class Builder {
     Op comb = op("moe.combine", OpKind::kRemesh, "moe_combine", {out, probs, idx}, {combined});
     comb.remesh_in = {src, per_token, per_token};
     comb.flops = Expr(2) * g_.tensors[out].global_numel();  // scale by the probability, sum the k copies
-    comb.flops_axes = expert_axes();
+    comb.flops_axes = source_axes;
     comb.sp_region = true;
     add(std::move(comb));
     int result = combined;
