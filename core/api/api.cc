@@ -117,6 +117,9 @@ Result<Generator> Generator::create(const Job& job) {
     if (bo.has_tp) po.axes_outer_first.push_back("tp");
     if (bo.has_ep) po.axes_outer_first.push_back("ep");
     if (bo.has_etp) po.axes_outer_first.push_back("etp");
+    // Megatron re-gathers SP/CP inputs in backward; the MoE dispatcher's
+    // tokens gathered over etp are kept (the expert GEMMs save them).
+    po.kept_gather_axes = {"etp"};
     propagate_shardings(g, po);
     const double bucket_bytes = t.dp_bucket_mb * 1024.0 * 1024.0;
     SC_RETURN_IF_ERROR(bucket_dp_gradients(g, s->bind, bucket_bytes, grad_axis));

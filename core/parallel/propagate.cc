@@ -195,9 +195,7 @@ class Propagator {
         coll = r_dim >= 0 ? CollectiveType::kReduceScatter : CollectiveType::kAllReduce;
       } else if (a_dim >= 0 && r_dim < 0) {
         coll = CollectiveType::kAllGather;
-        // Megatron re-gathers SP/CP inputs in backward rather than keeping
-        // them; the MoE dispatcher's gathered tokens are kept by the experts.
-        gathered |= axis != "etp";
+        gathered |= !has(o_.kept_gather_axes, axis);
       } else if (a_dim < 0 && r_dim >= 0) {
         kind = OpKind::kView;
       } else if (a_dim >= 0 && r_dim >= 0 && a_dim != r_dim) {

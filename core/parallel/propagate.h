@@ -26,8 +26,10 @@
 //     and non-partial pieces resolves the partial ones (with cp: the K/V
 //     gradients are reduce-scattered back to the sequence shards).
 //     Reshards are memoised per (tensor, target): a reduced value is reused
-//     in every phase; a gathered copy only within its phase (Megatron does
-//     not keep gathered activations for the backward pass, it re-gathers).
+//     in every phase, and so is an all-to-all's output (same size, kept);
+//     a gathered copy only within its phase (Megatron does not keep gathered
+//     activations for the backward pass, it re-gathers) unless its axis is
+//     one of `kept_gather_axes`.
 //  3. Outputs: dims take their factor's axis; factors contracted away
 //     (in inputs, not in outputs) that are sharded make the output partial
 //     on that axis. `linear` ops pass a common input partial through.
@@ -50,6 +52,10 @@ namespace sc {
 struct PropagationOptions {
   bool sequence_parallel = false;
   std::vector<std::string> axes_outer_first;  // e.g. {"dp", "cp", "tp"}: reshard order
+  // Axes whose all-gathered activations are kept for the backward pass
+  // rather than gathered again (the MoE dispatcher's tokens over etp: the
+  // expert GEMMs save their input). Every other gather is redone in backward.
+  std::vector<std::string> kept_gather_axes;
 };
 
 void propagate_shardings(Graph& g, const PropagationOptions& o);
