@@ -150,18 +150,21 @@ ojson why_json(const Graph& g, const Readers& rd, const Op& op) {
   const bool was_partial = contains(in.sharding.partial, X);
   const int in_dim = dim_on(in.sharding, X), out_dim = dim_on(out.sharding, X);
 
-  const auto named = [&](const char* part) { return op.name.find(part) != std::string::npos; };
-  if (named("param_all_gather")) {  // ZeRO 1/2: after the sharded step
+  // ZeRO's own collectives (parallel/zero.cc) are the ones that move a flat
+  // per-rank shard: parameter all-gathers and HSDP's replica all-reduce.
+  const bool zero_shard = !op.flat_shard_axis.empty();
+  const bool zero_gather = zero_shard && op.coll == CollectiveType::kAllGather;
+  if (zero_gather && op.phase == Phase::kOptimizer) {  // ZeRO 1/2: after the sharded step
     reason = "zero";
     text = "ZeRO: each " + X + " rank updated only its 1/" + X + " shard of these parameters (its shard of the "
            "optimizer state), so the updated parameters are all-gathered over " + X +
            " for the next forward pass (comm size: the per-rank shard).";
-  } else if (named("params.all_gather")) {  // ZeRO 3 / FSDP, per unit
+  } else if (zero_gather) {  // ZeRO 3 / FSDP, per unit, before use
     reason = "zero";
     text = "ZeRO-3 / FSDP: this unit's parameters are sharded over " + X + " (each rank stores 1/" + X +
            "); they are all-gathered right before the unit runs, in forward and again in backward, and freed "
            "after; the gather is issued one unit ahead (prefetch).";
-  } else if (named("replica_all_reduce")) {  // HSDP
+  } else if (zero_shard && op.coll == CollectiveType::kAllReduce) {  // HSDP
     reason = "zero";
     text = "HSDP: the gradient shard this rank owns was reduce-scattered inside its sharding group; the other " +
            X + " replicas of that group hold the same shard of other data, so the shard is all-reduced over " + X +
