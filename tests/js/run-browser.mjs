@@ -8,46 +8,26 @@
 //   node tests/js/run-browser.mjs    (env: STAGECRAFT_CLI, STAGECRAFT_WASM_DIR,
 //                                     CHROMIUM=/path/to/chromium)
 import fs from 'node:fs';
-import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium } from 'playwright-core';
+import { serveStatic, launchChromium } from './launch.mjs';
 import { REPO_ROOT, cliPath, runNativeIdentityJob } from './native.mjs';
 import { NATIVE_JOBS } from './suite/jobs.mjs';
 import { appCases as fullAppCases } from './app-cases.mjs';
 
 const WASM_DIR = process.env.STAGECRAFT_WASM_DIR || path.join(REPO_ROOT, 'build/wasm');
 const WEB_DIR = path.join(REPO_ROOT, 'build/web');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const TIMEOUT_MS = 120_000;
 
-const TYPES = {
-  '.html': 'text/html', '.js': 'text/javascript', '.mjs': 'text/javascript',
-  '.wasm': 'application/wasm', '.json': 'application/json', '.et': 'application/octet-stream',
-};
-
 // URL prefix -> directory. Nothing else of the machine is served.
-function makeServer(fixturesDir) {
-  const roots = [
+function roots(fixturesDir) {
+  return [
     ['/build/wasm/', WASM_DIR],
     ['/tests/js/', path.join(REPO_ROOT, 'tests/js')],
     ['/fixtures/', fixturesDir],
     ['/web/src/lib/', path.join(REPO_ROOT, 'web/src/lib')],  // the shared decoder
     ['/', WEB_DIR],  // the built web app (its wasm/ holds a copy of build/wasm)
   ];
-  return http.createServer((req, res) => {
-    let url = decodeURIComponent(new URL(req.url, 'http://x').pathname);
-    if (url.endsWith('/')) url += 'index.html';
-    for (const [prefix, dir] of roots) {
-      if (!url.startsWith(prefix)) continue;
-      const file = path.join(dir, url.slice(prefix.length));
-      if (!file.startsWith(dir + path.sep) || !fs.existsSync(file) || !fs.statSync(file).isFile()) break;
-      res.writeHead(200, { 'content-type': TYPES[path.extname(file)] || 'application/octet-stream', 'cache-control': 'no-store' });
-      fs.createReadStream(file).pipe(res);
-      return;
-    }
-    res.writeHead(url === '/favicon.ico' ? 204 : 404).end();
-  });
 }
 
 function prepareFixtures() {
@@ -93,18 +73,11 @@ async function main() {
     if (!fs.existsSync(path.join(WASM_DIR, f))) throw new Error(`${path.join(WASM_DIR, f)} missing: build the wasm tree first`);
   }
   const fixtures = prepareFixtures();
-  const server = makeServer(fixtures);
-  await new Promise((r) => server.listen(0, '127.0.0.1', r));
-  const base = `http://127.0.0.1:${server.address().port}`;
-  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'stagecraft-chromium-'));
-  let context;
+  const { server, base } = await serveStatic(roots(fixtures));
+  let browser;
   try {
-    context = await chromium.launchPersistentContext(profile, {
-      executablePath: CHROMIUM,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-             '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
+    const { context } = browser;
     const page = await context.newPage();
     const pageErrors = [];
     page.on('pageerror', (e) => pageErrors.push(String(e)));
@@ -132,9 +105,8 @@ async function main() {
     console.log(`[browser] ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
     return failed === 0 && passed > 0 ? 0 : 1;
   } finally {
-    if (context) await context.close();
+    if (browser) await browser.close();
     server.close();
-    fs.rmSync(profile, { recursive: true, force: true });
     fs.rmSync(fixtures, { recursive: true, force: true });
   }
 }
