@@ -97,11 +97,7 @@ int64_t RankLayout::with_base_index(const Derived& d, int64_t rank, int64_t inde
 
 int64_t RankLayout::groups_before_derived() const {
   int64_t n = groups_before_combined();
-  for (const auto& c : combined_) {
-    int64_t span = 1;
-    for (int i : axis_set(c)) span *= axes_[i].degree;
-    n += world_ / span;
-  }
+  for (const auto& c : combined_) n += combined_groups(c);
   return n;
 }
 
@@ -117,19 +113,34 @@ std::vector<int> RankLayout::axis_set(const std::string& axes) const {
   return out;
 }
 
+void RankLayout::add_outside(int64_t rank, const std::vector<int>& excluded, int64_t* key, int64_t* radix) const {
+  for (size_t j = 0; j < axes_.size(); ++j) {
+    if (std::find(excluded.begin(), excluded.end(), static_cast<int>(j)) != excluded.end()) continue;
+    *key += ((rank / stride_[j]) % axes_[j].degree) * *radix;
+    *radix *= axes_[j].degree;
+  }
+}
+
+int64_t RankLayout::combined_groups(const std::string& axes) const {
+  int64_t span = 1;
+  for (int i : axis_set(axes)) span *= axes_[i].degree;
+  return world_ / span;
+}
+
 void RankLayout::enable_combined(const std::string& axes) {
   for (int i : axis_set(axes))
     if (i < 0 || axes_[i].degree <= 1) return;  // only when every axis is real
   combined_.push_back(axes);
 }
 
-int64_t RankLayout::groups_before_combined() const {
+int64_t RankLayout::axis_groups() const {
   int64_t n = 0;
   for (const auto& a : axes_)
     if (a.degree > 1) n += world_ / a.degree;
-  if (embd_) n += world_ / degree("pp");
   return n;
 }
+
+int64_t RankLayout::groups_before_combined() const { return axis_groups() + (embd_ ? world_ / degree("pp") : 0); }
 
 int64_t RankLayout::group_id(int64_t rank, const std::string& axis) const {
   if (DerivedRef r = find_derived(axis); r.derived >= 0) {
@@ -148,11 +159,7 @@ int64_t RankLayout::group_id(int64_t rank, const std::string& axis) const {
             key += ((index / d.part_stride[q]) % d.parts[q].degree) * radix;
             radix *= d.parts[q].degree;
           }
-          for (size_t j = 0; j < axes_.size(); ++j) {
-            if (std::find(d.base.begin(), d.base.end(), static_cast<int>(j)) != d.base.end()) continue;
-            key += ((rank / stride_[j]) % axes_[j].degree) * radix;
-            radix *= axes_[j].degree;
-          }
+          add_outside(rank, d.base, &key, &radix);
           return base + key;
         }
         base += world_ / d.parts[p].degree;
@@ -161,27 +168,18 @@ int64_t RankLayout::group_id(int64_t rank, const std::string& axis) const {
   }
   if (axis == "embd") {
     assert(embd_);
-    int64_t base = 1;
-    for (const auto& a : axes_)
-      if (a.degree > 1) base += world_ / a.degree;
+    const int64_t base = 1 + axis_groups();
     return base + group_id(rank, "pp") - group_id(0, "pp");
   }
   if (axis.find('+') != std::string::npos) {
     int64_t base = 1 + groups_before_combined();
     for (const auto& c : combined_) {
-      std::vector<int> set = axis_set(c);
-      int64_t span = 1;
-      for (int i : set) span *= axes_[i].degree;
       if (c != axis) {
-        base += world_ / span;
+        base += combined_groups(c);
         continue;
       }
       int64_t index = 0, radix = 1;
-      for (size_t j = 0; j < axes_.size(); ++j) {
-        if (std::find(set.begin(), set.end(), static_cast<int>(j)) != set.end()) continue;
-        index += ((rank / stride_[j]) % axes_[j].degree) * radix;
-        radix *= axes_[j].degree;
-      }
+      add_outside(rank, axis_set(c), &index, &radix);
       return base + index;
     }
     assert(false && "combined group not enabled");
@@ -195,11 +193,7 @@ int64_t RankLayout::group_id(int64_t rank, const std::string& axis) const {
   // mixed-radix number, inner axes fastest, which orders groups by their
   // lowest rank.
   int64_t index = 0, radix = 1;
-  for (size_t j = 0; j < axes_.size(); ++j) {
-    if (static_cast<int>(j) == k) continue;
-    index += ((rank / stride_[j]) % axes_[j].degree) * radix;
-    radix *= axes_[j].degree;
-  }
+  add_outside(rank, {k}, &index, &radix);
   return base + index;
 }
 

@@ -70,6 +70,12 @@ class RankLayout {
   int64_t groups_before_derived() const;
   std::vector<Derived> derived_;
 
+  // Adds rank's coordinates on the layout axes not in `excluded` to the
+  // mixed-radix number key/radix (inner axes fastest): a group's index
+  // among the groups of the excluded axes.
+  void add_outside(int64_t rank, const std::vector<int>& excluded, int64_t* key, int64_t* radix) const;
+  int64_t combined_groups(const std::string& axes) const;  // groups of a combined axis ("dp+cp")
+  int64_t axis_groups() const;  // groups of all layout axes of degree > 1
   int axis_index(const std::string& axis) const;
   std::vector<int> axis_set(const std::string& axes) const;  // "dp+cp" -> indices
   int64_t groups_before_combined() const;
