@@ -1,8 +1,10 @@
 // The sharded graph and the rank layout as JSON for the browser app's
 // teaching views (docs/wasm-bridge.md, docs/web-app.md): graph_json(stage),
 // rank_info_json(), rank_at(). Read-only over GeneratorState; coded against
-// the graph's structures (op kinds, phases, shardings, factor labels), not
-// against op names, so new ops, layers and parallel axes show up unchanged.
+// the graph's structures (op kinds, phases, shardings, factor labels) and
+// the cause each pass recorded where it made a collective (Op::cause), not
+// against op or axis names, so new ops, layers and parallel axes show up
+// unchanged.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -13,6 +15,7 @@
 
 #include "api/api.h"
 #include "api/state.h"
+#include "graph/ops.h"
 #include "model/transformer.h"
 
 namespace sc {
@@ -51,13 +54,15 @@ Readers readers_of(const Graph& g) {
   return r;
 }
 
+// A step of a reshard chain: a collective, or the local slice propagation inserts.
+bool reshard_step(const Op& o) { return o.kind == OpKind::kCollective || &op_def(o) == &ops::kSlice; }
+
 // The op that first made this value, skipping the collectives/slices of a
 // reshard chain (dp then tp): the op the sharding mismatch comes from.
 int origin_op(const Graph& g, int tensor) {
   int p = g.tensors[tensor].producer;
   int guard = 0;
-  while (p >= 0 && guard++ < 16 && g.ops[p].inputs.size() == 1 &&
-         (g.ops[p].kind == OpKind::kCollective || (g.ops[p].kind == OpKind::kView && g.ops[p].fn == "slice"))) {
+  while (p >= 0 && guard++ < 16 && g.ops[p].inputs.size() == 1 && reshard_step(g.ops[p])) {
     tensor = g.ops[p].inputs[0];
     p = g.tensors[tensor].producer;
   }
@@ -72,9 +77,8 @@ std::pair<int, std::vector<int>> final_readers(const Graph& g, const Readers& rd
     auto it = rd.find(t);
     if (it == rd.end()) return {t, {}};
     const auto& ops = it->second;
-    if (ops.size() == 1 &&
-        (g.ops[ops[0]].kind == OpKind::kCollective || (g.ops[ops[0]].kind == OpKind::kView && g.ops[ops[0]].fn == "slice")) &&
-        g.ops[ops[0]].outputs.size() == 1 && g.ops[ops[0]].inputs.size() == 1) {
+    if (ops.size() == 1 && reshard_step(g.ops[ops[0]]) && g.ops[ops[0]].outputs.size() == 1 &&
+        g.ops[ops[0]].inputs.size() == 1) {
       t = g.ops[ops[0]].outputs[0];
       continue;
     }
@@ -150,38 +154,36 @@ ojson why_json(const Graph& g, const Readers& rd, const Op& op) {
   const bool was_partial = contains(in.sharding.partial, X);
   const int in_dim = dim_on(in.sharding, X), out_dim = dim_on(out.sharding, X);
 
-  // ZeRO's own collectives (parallel/zero.cc) are the ones that move a flat
-  // per-rank shard: parameter all-gathers and HSDP's replica all-reduce.
-  const bool zero_shard = !op.flat_shard_axis.empty();
-  const bool zero_gather = zero_shard && op.coll == CollectiveType::kAllGather;
-  if (zero_gather && op.phase == Phase::kOptimizer) {  // ZeRO 1/2: after the sharded step
+  // The cause the pass that made this collective recorded (Op::cause).
+  const CauseKind cause = op.cause.kind;
+  if (cause == CauseKind::kZeroParamGatherAfterStep) {  // ZeRO 1/2: after the sharded step
     reason = "zero";
     text = "ZeRO: each " + X + " rank updated only its 1/" + X + " shard of these parameters (its shard of the "
            "optimizer state), so the updated parameters are all-gathered over " + X +
            " for the next forward pass (comm size: the per-rank shard).";
-  } else if (zero_gather) {  // ZeRO 3 / FSDP, per unit, before use
+  } else if (cause == CauseKind::kZeroParamGather) {  // ZeRO 3 / FSDP, per unit, before use
     reason = "zero";
     text = "ZeRO-3 / FSDP: this unit's parameters are sharded over " + X + " (each rank stores 1/" + X +
            "); they are all-gathered right before the unit runs, in forward and again in backward, and freed "
            "after; the gather is issued one unit ahead (prefetch).";
-  } else if (zero_shard && op.coll == CollectiveType::kAllReduce) {  // HSDP
+  } else if (cause == CauseKind::kHsdpReplicaReduce) {
     reason = "zero";
     text = "HSDP: the gradient shard this rank owns was reduce-scattered inside its sharding group; the other " +
            X + " replicas of that group hold the same shard of other data, so the shard is all-reduced over " + X +
            ".";
-  } else if (op.coll == CollectiveType::kReduceScatter && in.kind == TensorKind::kWeightGrad) {
+  } else if (cause == CauseKind::kZeroGradShard) {
     reason = "zero";
     text = std::to_string(op.inputs.size()) + " weight gradient(s) are partial sums over " + X +
            " (each rank saw its own slice of the batch). ZeRO: every rank updates only its 1/" + X +
            " shard of the parameters, so it needs only that shard of the summed gradient: the bucket is "
            "reduce-scattered instead of all-reduced (half the traffic of an all-reduce).";
-  } else if (X == "edp" && in.kind == TensorKind::kWeightGrad) {  // routed experts' gradient bucket
+  } else if (cause == CauseKind::kExpertGradBucket) {  // routed experts' gradient bucket
     reason = "partial_sum";
-    text = std::to_string(op.inputs.size()) + " expert weight gradient(s) are partial sums over edp: the ranks of an "
+    text = std::to_string(op.inputs.size()) + " expert weight gradient(s) are partial sums over " + X + ": the ranks of an "
            "expert-data-parallel group hold the same experts but were sent different tokens, so each has the "
-           "gradient of its own tokens. They are summed over edp only (not over dp: the other dp ranks hold "
+           "gradient of its own tokens. They are summed over " + X + " only (not over dp: the other dp ranks hold "
            "other experts), coalesced into one bucket.";
-  } else if (op.inputs.size() > 1) {  // a coalesced bucket of gradient reductions
+  } else if (cause == CauseKind::kGradBucket && op.inputs.size() > 1) {  // a coalesced bucket of gradient reductions
     reason = "partial_sum";
     text = std::to_string(op.inputs.size()) + " weight gradients are partial sums over " + X +
            ": each weight-gradient GEMM contracts the batch (b), which is sharded on " + X +
@@ -217,13 +219,12 @@ ojson why_json(const Graph& g, const Readers& rd, const Op& op) {
            local_shape_string(out) + ").";
   } else if (in_dim >= 0 && out_dim >= 0 && in_dim != out_dim) {
     reason = "redistribute";
-    const std::string from = dim_label(in, in_dim), to = dim_label(out, out_dim);
-    if (from == "rp" && to == "E")
+    if (cause == CauseKind::kMoeDispatch)
       text = "MoE token dispatch: " + in.name + " holds this rank's tokens in one buffer per expert (one slot per "
              "source rank, rp, on " + X + "); " + cname + " runs the experts, which are split over " + X +
              " (E), so an all-to-all sends each buffer to the rank holding its expert and receives, from every " + X +
              " rank, the tokens routed to its own experts.";
-    else if (from == "E" && to == "rp")
+    else if (cause == CauseKind::kMoeCombine)
       text = "MoE token combine: the experts' outputs sit on the ranks holding the experts (E on " + X + "); " + cname +
              " needs them back on the ranks the tokens came from (rp), so an all-to-all returns every token to its "
              "source rank.";

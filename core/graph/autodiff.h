@@ -1,8 +1,11 @@
 // Reverse-mode differentiation of a forward graph, op by op, in reverse
-// program order. Each forward op kind has one VJP rule here; the rules only
-// say which tensors a gradient reads (that is what decides which forward
-// activations are saved for backward) and how much work it does. Sharding
-// is not decided here: propagation runs on the whole graph afterwards.
+// program order. Each forward op's VJP rule is in its operator-table entry
+// (graph/ops.cc); this file is the mechanism the rules call through
+// VjpContext: gradient accumulation, recomputation, pipeline seeds and the
+// optimizer. The rules only say which tensors a gradient reads (that is
+// what decides which forward activations are saved for backward) and how
+// much work it does. Sharding is not decided here: propagation runs on the
+// whole graph afterwards.
 //
 // Pipeline stages: a forward send of a boundary activation gets a backward
 // recv of its gradient (the seed), a forward recv a backward send of the
@@ -13,9 +16,40 @@
 // activation-gradient GEMMs. An optimizer op per weight closes the graph.
 #pragma once
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "graph/graph.h"
+#include "graph/ops.h"
 
 namespace sc {
+
+// What a VJP rule (graph/ops.cc) may ask of the autodiff pass.
+class VjpContext {
+ public:
+  virtual Graph& graph() = 0;
+  // Total gradient of t (its contributions summed by an add op if needed);
+  // -1 when nothing downstream needs it.
+  virtual int grad(int t) = 0;
+  virtual bool requires_grad(int t) const = 0;
+  // g is (a contribution to) the gradient of primal.
+  virtual void contribute(int primal, int g) = 0;
+  // A backward op of entry `def` for forward op f reading `in` (saved or
+  // recomputed forward tensors are substituted), producing the gradient of
+  // each primal in wrt, labelled as f labels the primal (its input index).
+  virtual Op& emit(const Op& f, const std::string& suffix, const OpDef& def, std::vector<int> in,
+                   std::vector<std::vector<std::string>> in_labels, const std::vector<std::pair<int, size_t>>& wrt,
+                   Expr flops) = 0;
+  virtual int new_grad_like(int t, const std::string& name) = 0;
+  // A backward op in the current chunk, not yet added.
+  virtual Op backward_op(const std::string& name, const OpDef& def, std::vector<int> in, std::vector<int> out,
+                         int layer) = 0;
+  virtual int add(Op o) = 0;
+
+ protected:
+  ~VjpContext() = default;
+};
 
 enum class RecomputeMode { kNone, kSelective, kFull };
 

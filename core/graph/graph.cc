@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "graph/ops.h"
+
 namespace sc {
 
 const char* tensor_kind_name(TensorKind k) {
@@ -42,6 +44,26 @@ const char* phase_name(Phase p) {
     case Phase::kForward: return "fwd";
     case Phase::kBackward: return "bwd";
     case Phase::kOptimizer: return "opt";
+  }
+  return "?";
+}
+
+const char* cause_kind_name(CauseKind k) {
+  switch (k) {
+    case CauseKind::kNone: return "none";
+    case CauseKind::kPartialSum: return "partial_sum";
+    case CauseKind::kGather: return "gather";
+    case CauseKind::kRedistribute: return "redistribute";
+    case CauseKind::kSlice: return "slice";
+    case CauseKind::kMoeDispatch: return "moe_dispatch";
+    case CauseKind::kMoeCombine: return "moe_combine";
+    case CauseKind::kGradBucket: return "grad_bucket";
+    case CauseKind::kExpertGradBucket: return "expert_grad_bucket";
+    case CauseKind::kWeightSync: return "weight_sync";
+    case CauseKind::kZeroGradShard: return "zero_grad_shard";
+    case CauseKind::kZeroParamGatherAfterStep: return "zero_param_gather_after_step";
+    case CauseKind::kZeroParamGather: return "zero_param_gather";
+    case CauseKind::kHsdpReplicaReduce: return "hsdp_replica_reduce";
   }
   return "?";
 }
@@ -112,6 +134,7 @@ int add_collective_op(Graph& g, std::string name, CollectiveType coll, std::stri
   Op o;
   o.name = std::move(name);
   o.kind = OpKind::kCollective;
+  o.def = &ops::kCollective;
   o.fn = collective_name(coll);
   o.phase = phase;
   o.coll = coll;

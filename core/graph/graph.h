@@ -84,6 +84,40 @@ const char* op_kind_name(OpKind k);
 enum class Phase { kForward, kBackward, kOptimizer };
 const char* phase_name(Phase p);
 
+struct OpDef;  // the operator table's entry (graph/ops.h)
+
+// Why a collective (or a slice) exists, recorded by the pass that made it
+// (propagation, DDP buckets, ZeRO) where it made it; the explanations
+// (api/explain.cc) read this record instead of guessing from names.
+enum class CauseKind {
+  kNone,
+  kPartialSum,         // the producer left a partial sum its reader cannot take
+  kGather,             // the reader needs whole a dim that is sharded
+  kRedistribute,       // the reader needs another dim sharded on the axis
+  kSlice,              // the reader needs sharded a dim that is replicated (local)
+  kMoeDispatch,        // tokens to the ranks that hold their experts (an expert GEMM's layout)
+  kMoeCombine,         // expert outputs back to the ranks the tokens came from (a remesh's layout)
+  kGradBucket,         // DDP: weight gradients summed over the data-parallel group
+  kExpertGradBucket,   // routed experts' weight gradients summed over edp
+  kWeightSync,         // a weight's copies summed over another group (tied embeddings: embd)
+  kZeroGradShard,      // ZeRO: a gradient bucket reduce-scattered to the owner shards
+  kZeroParamGatherAfterStep,  // ZeRO-1/2: updated shards all-gathered after the step
+  kZeroParamGather,    // ZeRO-3/FSDP: a unit's parameters gathered before use
+  kHsdpReplicaReduce,  // HSDP: a gradient shard summed over the replicas
+};
+const char* cause_kind_name(CauseKind k);
+
+struct CollectiveCause {
+  CauseKind kind = CauseKind::kNone;
+  // The parallel feature that asked: the mesh axis ("tp", "dp", "cp",
+  // "ep", "etp", "edp", "dp+cp", "embd", ...), or "sp" when sequence
+  // parallelism's rule chose the layout.
+  std::string feature;
+  int tensor = -1;    // the tensor whose layout did not match (before any earlier step of the chain)
+  int consumer = -1;  // the op whose layout asked for it (-1: made by a pass for the optimizer step)
+  Sharding from, to;  // the tensor's layout and the layout required
+};
+
 struct Op {
   int id = -1;
   std::string name;
@@ -95,14 +129,14 @@ struct Op {
   // Factor labels per operand dim; empty = the tensor's own dim labels.
   std::vector<std::vector<std::string>> in_labels, out_labels;
   std::set<std::string> unshardable;  // factors that must stay whole
-  std::string fn;          // what it computes: "gelu", "bias_add", "layernorm", ...
+  const OpDef* def = nullptr;  // its operator-table entry (graph/ops.h)
+  std::string fn;          // what it computes, as printed: the entry's fn ("gelu", "layernorm", ...)
   Expr flops;              // global FLOPs executed (all shards together)
   Expr model_flops;        // the part Megatron's model-FLOP count includes (GEMMs/BMMs)
   bool linear = false;     // sum of inputs: partial inputs may stay partial
   bool sp_region = false;  // Megatron sequence-parallel region (norms, dropout, residual)
   int fwd_op = -1;         // backward ops: the forward op they differentiate
   bool wgrad = false;      // weight-gradient GEMM (accumulates into main grad)
-  bool attn_core = false;  // QK^T, softmax, attention dropout, AV: what selective recompute redoes
   bool recomputed = false; // a forward op re-run in the backward pass
 
   // Filled by sharding propagation.
@@ -112,6 +146,7 @@ struct Op {
   // kCollective
   CollectiveType coll = CollectiveType::kAllReduce;
   std::string axis;  // mesh axis the collective runs over
+  CollectiveCause cause;  // kCollective and reshard slices: why it is there
 
   // ZeRO: the op works on this rank's 1/degree shard of the flat buffer of
   // its tensors (rounded up), e.g. "dp" for a sharded optimizer step or a

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "graph/ops.h"
+
 namespace sc {
 namespace {
 
@@ -36,11 +38,13 @@ class Builder {
     return g_.add_tensor(std::move(t));
   }
 
-  Op op(const std::string& name, OpKind kind, const std::string& fn, std::vector<int> in, std::vector<int> out) {
+  // An op of table entry `def` (graph/ops.h).
+  Op op(const std::string& name, const OpDef& def, std::vector<int> in, std::vector<int> out) {
     Op o;
     o.name = prefix_ + name;
-    o.kind = kind;
-    o.fn = fn;
+    o.def = &def;
+    o.kind = def.kind;
+    o.fn = def.fn;
     o.layer = layer_;
     o.chunk = chunk_;
     o.inputs = std::move(in);
@@ -76,27 +80,25 @@ class Builder {
 
   Expr numel(int t) const { return g_.tensors[t].global_numel(); }
 
-  // Pointwise op over x (and optional extra inputs) producing a same-shape tensor.
-  int pointwise(const std::string& name, const std::string& fn, std::vector<int> in, int64_t flops_per_elem,
-                bool sp_region, bool linear = false) {
+  // Pointwise op over x (and optional extra inputs) producing a same-shape
+  // tensor (the entry's shape rule), FLOPs by the entry's rule.
+  int pointwise(const std::string& name, const OpDef& def, std::vector<int> in, bool sp_region) {
     int y = act(name, g_.tensors[in[0]].dims, g_.tensors[in[0]].dtype);
-    Op o = op(name, OpKind::kElementwise, fn, std::move(in), {y});
-    o.flops = numel(y) * Expr(flops_per_elem);
+    Op o = op(name, def, std::move(in), {y});
+    o.flops = rule_flops(g_, o);
     o.sp_region = sp_region;
-    o.linear = linear;
     add(std::move(o));
     return y;
   }
 
-  int dropout(const std::string& name, int x, bool sp_region, bool attn_core = false) {
+  int dropout(const std::string& name, int x, bool sp_region, const OpDef& def = ops::kDropout) {
     if (!m_.dropout) return x;
     const std::vector<Dim> dims = g_.tensors[x].dims;  // act() grows g_.tensors
     int y = act(name, dims, g_.tensors[x].dtype);
     int mask = act(name + ".mask", dims, DType::kUInt8, TensorKind::kMask);
-    Op o = op(name, OpKind::kDropout, "dropout", {x}, {y, mask});
-    o.flops = numel(y) * Expr(2);
+    Op o = op(name, def, {x}, {y, mask});
+    o.flops = rule_flops(g_, o);
     o.sp_region = sp_region;
-    o.attn_core = attn_core;
     add(std::move(o));
     return y;
   }
@@ -108,8 +110,8 @@ class Builder {
     std::vector<int> in{x, weight(prefix_ + name + ".weight", {d}, "", layer_)};
     if (ln) in.push_back(weight(prefix_ + name + ".bias", {d}, "", layer_));
     int y = act(name, g_.tensors[x].dims, o_.dtype);
-    Op o = op(name, OpKind::kNorm, ln ? "layernorm" : "rmsnorm", std::move(in), {y});
-    o.flops = numel(y) * Expr(ln ? 8 : 5);
+    Op o = op(name, ln ? ops::kLayerNorm : ops::kRMSNorm, std::move(in), {y});
+    o.flops = rule_flops(g_, o);
     o.unshardable = {d.label};
     o.sp_region = d.label == "h";
     add(std::move(o));
@@ -125,14 +127,14 @@ class Builder {
     std::vector<Dim> ydims = BS({});
     ydims.insert(ydims.end(), out_dims.begin(), out_dims.end());
     int y = act(name, ydims, o_.dtype);
-    Op o = op(name, OpKind::kMatmul, "matmul", {x, w}, {y});
+    Op o = op(name, ops::kMatmul, {x, w}, {y});
     o.flops = Expr(2) * numel(x) * numel(w) / in_dim.size;
     o.model_flops = o.flops;
     add(std::move(o));
     if (!m_.linear_bias || !with_bias) return y;
     std::vector<Dim> bdims(out_dims);
     int bias = weight(prefix_ + name + ".bias", bdims, tp_label, layer_);
-    return pointwise(name + ".bias_add", "bias_add", {y, bias}, 1, bias_in_sp_region);
+    return pointwise(name + ".bias_add", ops::kBiasAdd, {y, bias}, bias_in_sp_region);
   }
 
   // Standard (MHA/GQA/MQA) projections: q [b,s,a,d], k/v [b,s,kv,d].
@@ -144,12 +146,12 @@ class Builder {
     int q = act("attn.q", BS({a, d}), o_.dtype);
     int k = act("attn.k", BS({kvh, d}), o_.dtype);
     int v = act("attn.v", BS({kvh, d}), o_.dtype);
-    Op split = op("attn.split", OpKind::kView, "split", {q_k_v}, {q, k, v});
+    Op split = op("attn.split", ops::kSplit, {q_k_v}, {q, k, v});
     split.out_labels = {lab({"qkv", "d"}), lab({"qkv", "d"}), lab({"qkv", "d"})};
     add(std::move(split));
     if (m_.position == PositionKind::kRope) {
-      q = pointwise("attn.rope_q", "rope", {q}, 3, false);
-      k = pointwise("attn.rope_k", "rope", {k}, 3, false);
+      q = pointwise("attn.rope_q", ops::kRope, {q}, false);
+      k = pointwise("attn.rope_k", ops::kRope, {k}, false);
     }
     return attention_out(attention_core(q, k, v, d, d));
   }
@@ -177,19 +179,19 @@ class Builder {
     int kv = linear("attn.kv_up", ckv, kvr, {a, dkv}, "a", false);
     int kn = act("attn.k_nope", BS({a, dn}), o_.dtype);
     int v = act("attn.v", BS({a, dv}), o_.dtype);
-    Op split = op("attn.split", OpKind::kView, "split", {kv}, {kn, v});
+    Op split = op("attn.split", ops::kSplit, {kv}, {kn, v});
     split.out_labels = {lab({"a", "dkv"}), lab({"a", "dkv"})};
     add(std::move(split));
     // RoPE on the query's dr part and on the shared key part.
     Expr tokens = B().size * S("s");
     int qr_ = act("attn.rope_q", g_.tensors[q].dims, o_.dtype);
-    Op rq = op("attn.rope_q", OpKind::kElementwise, "rope", {q}, {qr_});
-    rq.flops = tokens * S("a") * S("dr") * Expr(3);
+    Op rq = op("attn.rope_q", ops::kRope, {q}, {qr_});
+    rq.flops = tokens * S("a") * S("dr") * Expr(ops::kRope.flops_per_element);  // the dr part only
     add(std::move(rq));
-    kr = pointwise("attn.rope_k", "rope", {kr}, 3, false);
+    kr = pointwise("attn.rope_k", ops::kRope, {kr}, false);
     // k = [k_nope | k_rope broadcast over heads].
     int k = act("attn.k", BS({a, dq}), o_.dtype);
-    Op cat = op("attn.k_concat", OpKind::kElementwise, "concat", {kn, kr}, {k});
+    Op cat = op("attn.k_concat", ops::kConcat, {kn, kr}, {k});
     cat.out_labels = {lab({"a", "dq"})};
     add(std::move(cat));
     return attention_out(attention_core(qr_, k, v, dq, dv));
@@ -210,7 +212,7 @@ class Builder {
       // Ring attention (flash-style blocks): K/V keep their sequence shard;
       // the key axis is the query's "s", so nothing is gathered.
       int lse = act("attn.lse", cat({B(), a}, seq()), DType::kFP32);
-      Op o = op("attn.ring", OpKind::kAttention, "ring_attention", {q, k, v}, {ctx, lse});
+      Op o = op("attn.ring", ops::kRingAttention, {q, k, v}, {ctx, lse});
       o.in_labels = {q_lab, lab({"a", qk.label}), lab({"a", vd.label})};
       o.flops = scores_flops + values_flops;
       o.model_flops = o.flops;
@@ -218,7 +220,7 @@ class Builder {
       add(std::move(o));
     } else if (m_.flash_attention) {
       int lse = act("attn.lse", cat({B(), a}, seq()), DType::kFP32);
-      Op o = op("attn.flash", OpKind::kAttention, "flash_attention", {q, k, v}, {ctx, lse});
+      Op o = op("attn.flash", ops::kFlashAttention, {q, k, v}, {ctx, lse});
       o.in_labels = {q_lab, k_lab, v_lab};
       o.unshardable = {"t", "tc"};
       o.flops = scores_flops + values_flops;
@@ -226,24 +228,21 @@ class Builder {
       add(std::move(o));
     } else {
       int scores = act("attn.scores", cat(cat({B(), a}, seq()), seq("t", "tc")), o_.dtype);
-      Op qk_op = op("attn.qk", OpKind::kMatmul, "matmul", {q, k}, {scores});
+      Op qk_op = op("attn.qk", ops::kAttentionScores, {q, k}, {scores});
       qk_op.in_labels = {q_lab, k_lab};
       qk_op.flops = scores_flops;
       qk_op.model_flops = scores_flops;
-      qk_op.attn_core = true;
       add(std::move(qk_op));
       int probs = act("attn.softmax", cat(cat({B(), a}, seq()), seq("t", "tc")), o_.dtype);
-      Op sm = op("attn.softmax", OpKind::kSoftmax, "softmax", {scores}, {probs});
-      sm.flops = numel(probs) * Expr(5);
+      Op sm = op("attn.softmax", ops::kSoftmax, {scores}, {probs});
+      sm.flops = rule_flops(g_, sm);
       sm.unshardable = {"t", "tc"};
-      sm.attn_core = true;
       add(std::move(sm));
-      probs = dropout("attn.softmax_dropout", probs, false, true);
-      Op av = op("attn.av", OpKind::kMatmul, "matmul", {probs, v}, {ctx});
+      probs = dropout("attn.softmax_dropout", probs, false, ops::kAttentionDropout);
+      Op av = op("attn.av", ops::kAttentionValues, {probs, v}, {ctx});
       av.in_labels = {{}, v_lab};
       av.flops = values_flops;
       av.model_flops = values_flops;
-      av.attn_core = true;
       add(std::move(av));
     }
     return ctx;
@@ -254,7 +253,7 @@ class Builder {
     const Dim vd = g_.tensors[ctx].dims.back();
     Dim ad{"ad", S("a") * vd.size};
     int merged = act("attn.ctx_merged", BS({ad}), o_.dtype);
-    Op view = op("attn.merge_heads", OpKind::kView, "merge", {ctx}, {merged});
+    Op view = op("attn.merge_heads", ops::kMerge, {ctx}, {merged});
     view.out_labels = {lab({"a"})};
     add(std::move(view));
     int out = linear("attn.proj", merged, ad, {H()}, "ad", true);
@@ -270,7 +269,7 @@ class Builder {
       y = swiglu(prefix + ".swiglu", gu);
     } else {
       int h1 = linear(prefix + ".fc1", x, H(), {f}, width, false);
-      y = pointwise(prefix + ".gelu", "gelu", {h1}, 8, false);
+      y = pointwise(prefix + ".gelu", ops::kGelu, {h1}, false);
     }
     int out = linear(prefix + ".fc2", y, f, {H()}, width, true);
     return dropout(prefix + ".dropout", out, true);
@@ -281,8 +280,8 @@ class Builder {
     std::vector<Dim> dims = g_.tensors[gu].dims;
     dims.erase(dims.end() - 2);
     int y = act(name, dims, o_.dtype);
-    Op o = op(name, OpKind::kElementwise, "swiglu", {gu}, {y});
-    o.flops = numel(y) * Expr(5);
+    Op o = op(name, ops::kSwiGLU, {gu}, {y});
+    o.flops = rule_flops(g_, o);
     o.unshardable = {"g2"};
     add(std::move(o));
     return y;
@@ -310,7 +309,7 @@ class Builder {
     std::vector<Dim> yd(xd.begin(), xd.end() - 1);
     yd.insert(yd.end(), out_dims.begin(), out_dims.end());
     int y = act(name, yd, o_.dtype);
-    Op o = op(name, OpKind::kMatmul, "matmul", {x, w}, {y});
+    Op o = op(name, ops::kMatmul, {x, w}, {y});
     o.flops = Expr(2) * numel(y) * in.size;
     o.model_flops = o.flops;
     add(std::move(o));
@@ -318,7 +317,7 @@ class Builder {
     std::vector<Dim> bd{Dim{"E", S("E")}};
     bd.insert(bd.end(), out_dims.begin(), out_dims.end());
     int bias = expert_weight(name + ".bias", bd);
-    return pointwise(name + ".bias_add", "bias_add", {y, bias}, 1, false);
+    return pointwise(name + ".bias_add", ops::kBiasAdd, {y, bias}, false);
   }
 
   // The expert layout's source dims: which (edp, etp, ep) rank the tokens
@@ -344,8 +343,8 @@ class Builder {
     if (m_.router_bias) route_in.push_back(weight(prefix_ + "moe.router.bias", {Ed}, "", layer_));
     int probs = act("moe.router.probs", BS({kd}), DType::kFP32);
     int idx = act("moe.router.indices", BS({kd}), DType::kInt32, TensorKind::kMask);
-    Op topk = op("moe.router.topk", OpKind::kElementwise, "topk", route_in, {probs, idx});
-    topk.flops = numel(logits) * Expr(6);  // scores, top-k selection, normalization
+    Op topk = op("moe.router.topk", ops::kTopK, route_in, {probs, idx});
+    topk.flops = rule_flops(g_, topk);  // per logit: scores, top-k selection, normalization
     add(std::move(topk));
 
     const Sharding tokens = stream_sharding();
@@ -363,7 +362,7 @@ class Builder {
     src.dim_axis.resize(disp_dims.size(), "");
     int disp = act("moe.dispatch", disp_dims, o_.dtype);
     g_.tensors[disp].sharding = src;
-    Op perm = op("moe.permute", OpKind::kRemesh, "moe_permute", {x, idx}, {disp});
+    Op perm = op("moe.permute", ops::kMoePermute, {x, idx}, {disp});
     perm.remesh_in = {tokens, per_token};
     perm.flops = Expr(0);
     perm.flops_axes = source_axes;
@@ -375,13 +374,13 @@ class Builder {
       y = swiglu("moe.experts.swiglu", gu);
     } else {
       int h1 = expert_linear("moe.experts.fc1", disp, {fe});
-      y = pointwise("moe.experts.gelu", "gelu", {h1}, 8, false);
+      y = pointwise("moe.experts.gelu", ops::kGelu, {h1}, false);
     }
     int out = expert_linear("moe.experts.fc2", y, {H()});
 
     int combined = act("moe.combine", BS({H()}), o_.dtype);
     g_.tensors[combined].sharding = tokens;
-    Op comb = op("moe.combine", OpKind::kRemesh, "moe_combine", {out, probs, idx}, {combined});
+    Op comb = op("moe.combine", ops::kMoeCombine, {out, probs, idx}, {combined});
     comb.remesh_in = {src, per_token, per_token};
     comb.flops = Expr(2) * g_.tensors[out].global_numel();  // scale by the probability, sum the k copies
     comb.flops_axes = source_axes;
@@ -390,7 +389,7 @@ class Builder {
     int result = combined;
     if (m_.shared_experts > 0) {
       int shared = mlp(x, "fs", "moe.shared");
-      result = pointwise("moe.add_shared", "add", {combined, shared}, 1, true);
+      result = pointwise("moe.add_shared", ops::kAdd, {combined, shared}, true);
     }
     return result;
   }
@@ -409,14 +408,14 @@ class Builder {
   int recv(int64_t boundary) {
     int x = act("pipeline.recv" + std::to_string(boundary), BS({H()}), o_.dtype);
     g_.tensors[x].sharding = stream_sharding();
-    Op o = op("pipeline.recv" + std::to_string(boundary), OpKind::kRecv, "recv", {}, {x});
+    Op o = op("pipeline.recv" + std::to_string(boundary), ops::kRecv, {}, {x});
     o.boundary = boundary;
     add(std::move(o));
     return x;
   }
 
   void send(int x, int64_t boundary) {
-    Op o = op("pipeline.send" + std::to_string(boundary), OpKind::kSend, "send", {x}, {});
+    Op o = op("pipeline.send" + std::to_string(boundary), ops::kSend, {x}, {});
     o.boundary = boundary;
     o.send_sharding = stream_sharding();
     add(std::move(o));
@@ -424,15 +423,15 @@ class Builder {
 
   int embedding(int tokens, int wte) {
     int x = act("embedding.word", BS({H()}), o_.dtype);
-    Op e = op("embedding.word", OpKind::kEmbedding, "embedding", {tokens, wte}, {x});
+    Op e = op("embedding.word", ops::kEmbedding, {tokens, wte}, {x});
     e.sp_region = true;
     add(std::move(e));
     if (m_.position == PositionKind::kLearned) {
       int wpe = weight("embedding.position.weight", {{"P", S("P")}, H()}, "", -1);
       int p = act("embedding.position", BS({H()}), o_.dtype);
-      Op pe = op("embedding.position", OpKind::kEmbedding, "embedding", {tokens, wpe}, {p});
+      Op pe = op("embedding.position", ops::kEmbedding, {tokens, wpe}, {p});
       add(std::move(pe));
-      x = pointwise("embedding.add", "add", {x, p}, 1, true);
+      x = pointwise("embedding.add", ops::kAdd, {x, p}, true);
     }
     return dropout("embedding.dropout", x, true);
   }
@@ -440,7 +439,7 @@ class Builder {
   // x: the final norm's output.
   void head(int x, int wout, int labels) {
     int logits = act("output.logits", BS({Dim{"V", S("V")}}), o_.dtype);
-    Op lo = op("output.logits", OpKind::kMatmul, "matmul", {x, wout}, {logits});
+    Op lo = op("output.logits", ops::kMatmul, {x, wout}, {logits});
     lo.in_labels = {{}, {"V", "h"}};
     lo.flops = Expr(2) * numel(x) * S("V");
     lo.model_flops = lo.flops;
@@ -449,7 +448,7 @@ class Builder {
     // reductions over V; with V sharded each is a partial sum over tp.
     auto stat = [&](const std::string& name, std::vector<int> in) {
       int t = act(name, BS({}), DType::kFP32);
-      Op o = op(name, OpKind::kReduce, name == "loss.max" ? "max" : "sum", std::move(in), {t});
+      Op o = op(name, name == "loss.max" ? ops::kLossMax : ops::kLossSum, std::move(in), {t});
       o.flops = numel(logits) * Expr(name == "loss.sum_exp" ? 3 : 1);
       add(std::move(o));
       return t;
@@ -458,8 +457,8 @@ class Builder {
     int se = stat("loss.sum_exp", {logits, mx});
     int tg = stat("loss.target_logit", {logits, labels});
     int loss = act("loss", BS({}), DType::kFP32);
-    Op lz = op("loss", OpKind::kLoss, "cross_entropy", {mx, se, tg}, {loss});
-    lz.flops = numel(loss) * Expr(3);
+    Op lz = op("loss", ops::kCrossEntropy, {mx, se, tg}, {loss});
+    lz.flops = rule_flops(g_, lz);
     add(std::move(lz));
   }
 
@@ -488,10 +487,10 @@ class Builder {
         layer_ = static_cast<int>(l);
         prefix_ = "L" + std::to_string(l) + ".";
         int h1 = norm("ln1", x);
-        x = pointwise("attn.residual", "add", {x, attention(h1)}, 1, true);
+        x = pointwise("attn.residual", ops::kAdd, {x, attention(h1)}, true);
         int h2 = norm("ln2", x);
         int ffn = m_.moe_layer(l) ? moe(h2) : mlp(h2);
-        x = pointwise("mlp.residual", "add", {x, ffn}, 1, true);
+        x = pointwise("mlp.residual", ops::kAdd, {x, ffn}, true);
       }
       layer_ = -1;
       prefix_.clear();

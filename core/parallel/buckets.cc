@@ -47,6 +47,12 @@ Status bucket_dp_gradients(Graph& g, const Bindings& bind, double bucket_bytes, 
     int id = add_collective_op(g, name + std::to_string(b) + ".all_reduce(" + axis + ")",
                                CollectiveType::kAllReduce, axis, Phase::kOptimizer, in, out);
     g.ops[id].grad_bucket = true;
+    // Routed experts' gradients are summed over their own group (edp).
+    const Tensor& first = g.tensors[in.front()];
+    g.ops[id].cause = g.ops[buckets[b].front()].cause;
+    g.ops[id].cause.kind = first.grad_of >= 0 && g.tensors[first.grad_of].expert ? CauseKind::kExpertGradBucket
+                                                                                   : CauseKind::kGradBucket;
+    g.ops[id].cause.feature = axis;
     bucket_ops.push_back(id);
   }
   // The buckets, in the order they fill, replace their members where the
@@ -75,6 +81,10 @@ void insert_weight_syncs(Graph& g) {
       int out = g.add_tensor(std::move(t));
       const int ar = add_collective_op(g, g.tensors[out].name, CollectiveType::kAllReduce, axis, Phase::kOptimizer,
                                        {grad}, {out});
+      g.ops[ar].cause.kind = CauseKind::kWeightSync;
+      g.ops[ar].cause.feature = axis;
+      g.ops[ar].cause.tensor = grad;
+      g.ops[ar].cause.consumer = id;
       order.push_back(ar);
       g.ops[id].inputs[1] = out;
     }

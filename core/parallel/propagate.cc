@@ -5,6 +5,8 @@
 #include <set>
 #include <tuple>
 
+#include "graph/ops.h"
+
 namespace sc {
 namespace {
 
@@ -27,12 +29,13 @@ class Propagator {
     g_.order.clear();
     for (int id : old) {
       chunk_ = g_.ops[id].chunk;
-      switch (g_.ops[id].kind) {
-        case OpKind::kView: g_.ops[id].linear = true; op(id); break;
-        case OpKind::kRecv: g_.ops[id].local_flops = Expr(0); break;  // arrives as the sender laid it out
-        case OpKind::kSend: send(id); break;
-        case OpKind::kRemesh: remesh(id); break;
-        default: op(id); break;
+      switch (op_def(g_.ops[id]).propagation) {
+        case PropagationRule::kFactorsLinear: g_.ops[id].linear = true; op(id); break;
+        case PropagationRule::kRecv: g_.ops[id].local_flops = Expr(0); break;  // arrives as the sender laid it out
+        case PropagationRule::kSend: send(id); break;
+        case PropagationRule::kRemesh: remesh(id); break;
+        case PropagationRule::kFactors: op(id); break;
+        case PropagationRule::kInserted: break;
       }
       g_.order.push_back(id);
     }
@@ -45,12 +48,23 @@ class Propagator {
     Phase phase;
   };
 
+  // The op whose layout a reshard serves, and what chose that layout.
+  struct Asker {
+    int op = -1;
+    bool remesh = false;                   // a remesh op's stated input layout (MoE combine)
+    bool sp = false;                       // sequence parallelism's rule took s on tp
+    std::set<std::string> fixed_factors;   // factors a fixed operand (weight) placed
+    std::vector<std::string> labels;       // factor labels of the input being resharded
+
+    Asker(int op_id, bool remesh_layout) : op(op_id), remesh(remesh_layout) {}
+  };
+
   // A stage boundary: the peer expects the layout the model plan fixed.
   void send(int id) {
     int t = g_.ops[id].inputs[0];
     const Sharding want = g_.ops[id].send_sharding;
     if (!(g_.tensors[t].sharding == want)) {
-      int r = reshard(t, want, g_.ops[id].phase);
+      int r = reshard(t, want, g_.ops[id].phase, Asker(id, false));
       g_.ops[id].inputs[0] = r;
     }
     g_.ops[id].local_flops = Expr(0);
@@ -63,7 +77,7 @@ class Propagator {
       const int t = g_.ops[id].inputs[i];
       const Sharding want = g_.ops[id].remesh_in[i];
       if (!(g_.tensors[t].sharding == want)) {
-        const int r = reshard(t, want, g_.ops[id].phase);
+        const int r = reshard(t, want, g_.ops[id].phase, Asker(id, true));
         g_.ops[id].inputs[i] = r;
       }
     }
@@ -76,17 +90,20 @@ class Propagator {
   void op(int id) {
     std::map<std::string, std::string> fa;  // factor -> axis
     std::set<std::string> used;
+    Asker asker(id, false);
     const Op& o0 = g_.ops[id];
     auto claim = [&](const std::string& f, const std::string& axis) {
-      if (axis.empty() || fa.count(f) || used.count(axis) || o0.unshardable.count(f)) return;
+      if (axis.empty() || fa.count(f) || used.count(axis) || o0.unshardable.count(f)) return false;
       fa[f] = axis;
       used.insert(axis);
+      return true;
     };
     // 1a. Fixed operands (weights, weight grads) first.
     auto claim_fixed = [&](int t, const std::vector<std::string>& labels) {
       const Tensor& x = g_.tensors[t];
       if (!x.sharding_fixed) return;
-      for (size_t d = 0; d < labels.size(); ++d) claim(labels[d], x.sharding.dim_axis[d]);
+      for (size_t d = 0; d < labels.size(); ++d)
+        if (claim(labels[d], x.sharding.dim_axis[d])) asker.fixed_factors.insert(labels[d]);
     };
     for (size_t i = 0; i < o0.inputs.size(); ++i) claim_fixed(o0.inputs[i], g_.labels_in(o0, i));
     for (size_t j = 0; j < o0.outputs.size(); ++j) claim_fixed(o0.outputs[j], g_.labels_out(o0, j));
@@ -105,7 +122,7 @@ class Propagator {
         tp_partial |= has(g_.tensors[o0.inputs[i]].sharding.partial, "tp") && !has(keep, "tp");
         has_s |= has(g_.labels_in(o0, i), "s");
       }
-      if (tp_partial && has_s) claim("s", "tp");
+      if (tp_partial && has_s && claim("s", "tp")) asker.sp = true;
     }
     // 1c. A gradient that must resolve a partial sum takes the layout of the
     // tensor it is the gradient of (dK back to K's sequence shard under
@@ -137,7 +154,8 @@ class Propagator {
       }
       req.partial = keep;
       if (g_.tensors[t].sharding == req) continue;
-      int r = reshard(t, req, g_.ops[id].phase);
+      asker.labels = labels;
+      int r = reshard(t, req, g_.ops[id].phase, asker);
       g_.ops[id].inputs[i] = r;
     }
     // 3. Outputs.
@@ -167,7 +185,7 @@ class Propagator {
   }
 
   // Emits the collectives (and slices) that turn t's sharding into req.
-  int reshard(int t, const Sharding& req, Phase phase) {
+  int reshard(int t, const Sharding& req, Phase phase, const Asker& asker) {
     auto key = std::make_pair(t, req);
     if (auto it = memo_.find(key); it != memo_.end())
       if (!it->second.gathered || it->second.phase == phase) return it->second.tensor;
@@ -179,7 +197,8 @@ class Propagator {
         return has(a.partial, x) && !has(req.partial, x) && find_axis(req.dim_axis, x) < 0;
       };
       if (reduce_whole("dp") && reduce_whole("cp"))
-        cur = add_reshard(t, cur, "dp+cp", CollectiveType::kAllReduce, OpKind::kCollective, -1, -1, phase);
+        cur = add_reshard(t, cur, "dp+cp", CollectiveType::kAllReduce, OpKind::kCollective, -1, -1, phase,
+                          cause(CauseKind::kPartialSum, "dp+cp", t, req, asker));
     }
     // Reduce-scatters first (they shrink the data), then the rest, each
     // pass outer axis first.
@@ -191,19 +210,29 @@ class Propagator {
       if ((pass == 0) != (a_part && !r_part && r_dim >= 0)) continue;
       OpKind kind = OpKind::kCollective;
       CollectiveType coll = CollectiveType::kAllReduce;
+      CauseKind why = CauseKind::kPartialSum;
       if (a_part && !r_part) {
         coll = r_dim >= 0 ? CollectiveType::kReduceScatter : CollectiveType::kAllReduce;
       } else if (a_dim >= 0 && r_dim < 0) {
         coll = CollectiveType::kAllGather;
+        why = CauseKind::kGather;
         gathered |= !has(o_.kept_gather_axes, axis);
       } else if (a_dim < 0 && r_dim >= 0) {
         kind = OpKind::kView;
+        why = CauseKind::kSlice;
       } else if (a_dim >= 0 && r_dim >= 0 && a_dim != r_dim) {
         coll = CollectiveType::kAllToAll;  // same size: its output is kept
+        // Tokens moved to where a weight (the experts) placed its factor,
+        // or back to the layout a remesh op (the MoE combine) states.
+        why = asker.remesh ? CauseKind::kMoeCombine
+              : asker.fixed_factors.count((r_dim < static_cast<int>(asker.labels.size()) ? asker.labels[r_dim] : std::string())) ? CauseKind::kMoeDispatch
+                                                                  : CauseKind::kRedistribute;
       } else {
         continue;
       }
-      cur = add_reshard(t, cur, axis, coll, kind, a_dim, r_dim, phase);
+      std::string feature = axis;
+      if (asker.sp && axis == "tp" && why == CauseKind::kPartialSum && r_dim >= 0) feature = "sp";
+      cur = add_reshard(t, cur, axis, coll, kind, a_dim, r_dim, phase, cause(why, feature, t, req, asker));
     }
     memo_[key] = Memo{cur, gathered, phase};
     return cur;
@@ -211,8 +240,20 @@ class Propagator {
 
   // One reshard step on `axis` ("dp+cp": both at once): a collective (or a
   // slice view) from cur to a new tensor with the axis moved/removed.
+  CollectiveCause cause(CauseKind kind, const std::string& feature, int t, const Sharding& req,
+                        const Asker& asker) const {
+    CollectiveCause c;
+    c.kind = kind;
+    c.feature = feature;
+    c.tensor = t;
+    c.consumer = asker.op;
+    c.from = g_.tensors[t].sharding;
+    c.to = req;
+    return c;
+  }
+
   int add_reshard(int t, int cur, const std::string& axis, CollectiveType coll, OpKind kind, int a_dim, int r_dim,
-                  Phase phase) {
+                  Phase phase, CollectiveCause why) {
     std::string what = kind == OpKind::kView ? "slice" : collective_name(coll);
     Sharding s = g_.tensors[cur].sharding;
     if (a_dim >= 0) s.dim_axis[a_dim] = "";
@@ -233,7 +274,9 @@ class Propagator {
     Op op;
     op.name = g_.tensors[out].name;
     op.kind = kind;
+    op.def = kind == OpKind::kView ? &ops::kSlice : &ops::kCollective;
     op.fn = what;
+    op.cause = std::move(why);
     op.phase = phase;
     op.chunk = chunk_;
     op.layer = g_.tensors[t].layer;

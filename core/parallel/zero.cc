@@ -50,6 +50,8 @@ void shard_optimizer(Graph& g, bool gather_params, const ZeroAxes& axes) {
     if (shard.empty()) continue;  // nothing sharded: the bucket stays an all-reduce
     o.coll = CollectiveType::kReduceScatter;
     o.fn = collective_name(o.coll);
+    o.cause.kind = CauseKind::kZeroGradShard;
+    o.cause.feature = shard;
     replace_all(o.name, "all_reduce(" + o.axis + ")", "reduce_scatter(" + shard + ")");
     o.axis = shard;
     if (expert || axes.replica.empty()) continue;
@@ -62,6 +64,8 @@ void shard_optimizer(Graph& g, bool gather_params, const ZeroAxes& axes) {
     replace_all(name, "reduce_scatter(" + shard + ")", "replica_all_reduce(" + axes.replica + ")");
     int ar = add_collective(g, name, CollectiveType::kAllReduce, axes.replica, Phase::kOptimizer, 0, b.outputs, out);
     g.ops[ar].flat_shard_axis = shard;
+    g.ops[ar].cause.kind = CauseKind::kHsdpReplicaReduce;
+    g.ops[ar].cause.feature = axes.replica;
     order.push_back(ar);
   }
   g.order = std::move(order);
@@ -87,7 +91,10 @@ void shard_optimizer(Graph& g, bool gather_params, const ZeroAxes& axes) {
     if (in.empty()) continue;
     std::string name = b.name;
     replace_all(name, "reduce_scatter", "param_all_gather");
-    order.push_back(add_collective(g, name, CollectiveType::kAllGather, b.axis, Phase::kOptimizer, 0, in, out));
+    const int ag = add_collective(g, name, CollectiveType::kAllGather, b.axis, Phase::kOptimizer, 0, in, out);
+    g.ops[ag].cause.kind = CauseKind::kZeroParamGatherAfterStep;
+    g.ops[ag].cause.feature = b.axis;
+    order.push_back(ag);
   }
   g.order = std::move(order);
 }
@@ -134,6 +141,9 @@ void gather_per_unit(Graph& g, const ZeroAxes& axes) {
           int ag = add_collective(g, unit + (expert ? ".experts" : "") + ".params.all_gather(" + axis + ")",
                                   CollectiveType::kAllGather, axis, o.phase, o.chunk, in, out);
           g.ops[ag].after_op = prev_first_user[p];
+          g.ops[ag].cause.kind = CauseKind::kZeroParamGather;
+          g.ops[ag].cause.feature = axis;
+          g.ops[ag].cause.consumer = id;
           g.ops[ag].layer = o.layer;
           order.push_back(ag);
         }

@@ -1,0 +1,466 @@
+// The operator table's entries and their gradient (VJP) rules. Each rule
+// reads the forward op f and asks the autodiff context for dy and for new
+// backward ops; the FLOPs of a backward op are its entry's per-element
+// count times the elements it produces or reads (written per rule).
+#include "graph/ops.h"
+
+#include <map>
+#include <set>
+
+#include "graph/autodiff.h"
+
+namespace sc {
+namespace {
+
+using Labels = std::vector<std::vector<std::string>>;
+
+// The gradients of f's outputs (accumulating contributions first); the
+// first is dy, -1 when nothing downstream needs it.
+std::vector<int> output_grads(VjpContext& c, const Op& f) {
+  std::vector<int> dys;
+  for (int out : f.outputs) dys.push_back(c.grad(out));
+  return dys;
+}
+
+Expr out_numel(VjpContext& c, const Op& f) { return c.graph().tensors[f.outputs[0]].global_numel(); }
+
+// ---- VJP rules --------------------------------------------------------------
+
+// y = x . W: dgrad (dx = dy . W^T) and wgrad (dW = x^T . dy) GEMMs, each
+// as many FLOPs as the forward; both count as model FLOPs.
+void vjp_matmul(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  Graph& g = c.graph();
+  for (size_t i = 0; i < 2; ++i) {
+    const int x = f.inputs[i];
+    if (!c.requires_grad(x)) continue;
+    const size_t other = 1 - i;
+    const bool w = g.tensors[x].kind == TensorKind::kWeight;
+    std::string suffix = w ? ".wgrad"
+                           : (g.tensors[f.inputs[other]].kind == TensorKind::kWeight
+                                  ? ".dgrad"
+                                  : ".d" + g.tensors[x].name.substr(g.tensors[x].name.rfind('.') + 1));
+    Op& o = c.emit(f, suffix, ops::kMatmul, {dy, f.inputs[other]}, {g.labels_out(f, 0), g.labels_in(f, other)},
+                   {{x, i}}, f.flops);
+    o.model_flops = f.model_flops;
+  }
+}
+
+// Sum: dy flows to every addend unchanged (no op).
+void vjp_add(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  for (int x : f.inputs)
+    if (c.requires_grad(x)) c.contribute(x, dy);
+}
+
+// MLA's key: [k_nope | k_rope broadcast over heads]. The nope part is a
+// slice of dy; the shared RoPE part sums dy over the heads.
+void vjp_concat(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  Graph& g = c.graph();
+  if (c.requires_grad(f.inputs[0]))
+    c.emit(f, ".bwd_slice", ops::kSliceBwd, {dy}, {g.labels_out(f, 0)}, {{f.inputs[0], 0}}, Expr(0));
+  if (c.requires_grad(f.inputs[1]))
+    c.emit(f, ".bwd_sum", ops::kSumHeadsBwd, {dy}, {g.labels_out(f, 0)}, {{f.inputs[1], 1}},
+           g.tensors[f.inputs[1]].global_numel() * Expr::sym("a"));
+}
+
+// Gradient of the kept probabilities back to the router logits (the
+// routing bias selects only: it gets no gradient).
+void vjp_topk(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  Graph& g = c.graph();
+  c.emit(f, ".bwd", ops::kTopKBwd, {f.inputs[0], f.outputs[0], dy},
+         {g.labels_in(f, 0), g.labels_out(f, 0), g.labels_out(f, 0)}, {{f.inputs[0], 0}},
+         g.tensors[f.inputs[0]].global_numel() * Expr(ops::kTopKBwd.flops_per_element));
+}
+
+// y = x + b: dy flows to x; db sums dy over the tokens.
+void vjp_bias_add(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  c.contribute(f.inputs[0], dy);
+  c.emit(f, ".bias_grad", ops::kBiasGrad, {dy}, {c.graph().labels_out(f, 0)}, {{f.inputs[1], 1}},
+         out_numel(c, f) * Expr(ops::kBiasGrad.flops_per_element));
+}
+
+// Pointwise y = act(x): dx = act'(x) dy, reading x.
+template <const OpDef& Bwd>
+void vjp_pointwise_reads_x(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  Graph& g = c.graph();
+  c.emit(f, ".bwd", Bwd, {f.inputs[0], dy}, {g.labels_in(f, 0), g.labels_out(f, 0)}, {{f.inputs[0], 0}},
+         out_numel(c, f) * Expr(Bwd.flops_per_element));
+}
+
+// RoPE is a rotation: dx = R^T dy, reading only dy.
+void vjp_rope(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  c.emit(f, ".bwd", ops::kRopeBwd, {dy}, {c.graph().labels_out(f, 0)}, {{f.inputs[0], 0}},
+         out_numel(c, f) * Expr(ops::kRopeBwd.flops_per_element));
+}
+
+// dx = mask * dy / (1 - p), reading the saved mask.
+void vjp_dropout(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  Graph& g = c.graph();
+  c.emit(f, ".bwd", ops::kDropoutBwd, {f.outputs[1], dy}, {g.labels_out(f, 1), g.labels_out(f, 0)},
+         {{f.inputs[0], 0}}, out_numel(c, f) * Expr(ops::kDropoutBwd.flops_per_element));
+}
+
+// Norm: dx from x, the scale and dy; the scale (and shift) gradients are a
+// reduction over the tokens.
+template <const OpDef& Bwd, const OpDef& Wgrad>
+void vjp_norm(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  Graph& g = c.graph();
+  c.emit(f, ".bwd", Bwd, {f.inputs[0], f.inputs[1], dy}, {g.labels_in(f, 0), g.labels_in(f, 1), g.labels_out(f, 0)},
+         {{f.inputs[0], 0}}, out_numel(c, f) * Expr(Bwd.flops_per_element));
+  std::vector<std::pair<int, size_t>> params;
+  for (size_t i = 1; i < f.inputs.size(); ++i) params.push_back({f.inputs[i], i});
+  Op& w = c.emit(f, ".wgrad", Wgrad, {f.inputs[0], dy}, {g.labels_in(f, 0), g.labels_out(f, 0)}, params,
+                 out_numel(c, f) * Expr(Wgrad.flops_per_element));
+  w.unshardable.clear();
+}
+
+// dx = p * (dy - sum(p * dy)), reading the saved probabilities.
+void vjp_softmax(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  Graph& g = c.graph();
+  c.emit(f, ".bwd", ops::kSoftmaxBwd, {f.outputs[0], dy}, {g.labels_out(f, 0), g.labels_out(f, 0)},
+         {{f.inputs[0], 0}}, out_numel(c, f) * Expr(ops::kSoftmaxBwd.flops_per_element));
+}
+
+// Scatter-add of dy into the table rows the tokens selected.
+void vjp_embedding(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  Graph& g = c.graph();
+  c.emit(f, ".wgrad", ops::kEmbeddingBwd, {f.inputs[0], dy}, {g.labels_in(f, 0), g.labels_out(f, 0)},
+         {{f.inputs[1], 1}}, out_numel(c, f) * Expr(ops::kEmbeddingBwd.flops_per_element));
+}
+
+// FlashAttention backward recomputes the scores: 5 BMMs of the forward's 2;
+// Megatron's model-FLOP count takes 2x forward (4). Ring attention's
+// backward runs the same blocks around the ring (dK/dV travel with K/V).
+void vjp_attention(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  Graph& g = c.graph();
+  auto li = [&](size_t i) { return g.labels_in(f, i); };
+  Expr bmm = f.flops / Expr(2);
+  Op& o = c.emit(f, ".bwd", ops::kFlashAttentionBwd,
+                 {f.inputs[0], f.inputs[1], f.inputs[2], f.outputs[0], f.outputs[1], dy},
+                 {li(0), li(1), li(2), li(0), g.labels_out(f, 1), li(0)},
+                 {{f.inputs[0], 0}, {f.inputs[1], 1}, {f.inputs[2], 2}}, bmm * Expr(5));
+  o.model_flops = bmm * Expr(4);
+  o.ring_axis = f.ring_axis;
+}
+
+// Cross entropy: d logits = softmax(logits) - onehot(labels), read from
+// the saved logits and the (already reduced) statistics.
+void vjp_cross_entropy(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  Graph& g = c.graph();
+  const Op& max_op = g.ops[g.tensors[f.inputs[0]].producer];
+  const Op& tgt_op = g.ops[g.tensors[f.inputs[2]].producer];
+  int logits = max_op.inputs[0], labels = tgt_op.inputs[1];
+  Op pseudo = max_op;  // labels of logits as seen by the statistics
+  pseudo.name = f.name;
+  Expr n = g.tensors[logits].global_numel();
+  c.emit(pseudo, ".bwd", ops::kCrossEntropyBwd, {logits, f.inputs[0], f.inputs[1], labels, dy}, {},
+         {{logits, 0}}, n * Expr(ops::kCrossEntropyBwd.flops_per_element));
+}
+
+// The way back between the MoE layouts, by the same routing (indices).
+void remesh_back(VjpContext& c, const Op& f, const std::string& suffix, const OpDef& def, std::vector<int> ins,
+                 std::vector<Sharding> layouts, size_t primal, const Sharding& grad_layout) {
+  Labels labs(ins.size());
+  Op& o = c.emit(f, suffix, def, std::move(ins), labs, {{f.inputs[primal], primal}}, f.flops);
+  o.remesh_in = std::move(layouts);
+  o.flops_axes = f.flops_axes;
+  o.sp_region = false;
+  c.graph().tensors[o.outputs[0]].sharding = grad_layout;
+}
+
+void vjp_moe_permute(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  const Sharding y_layout = c.graph().tensors[f.outputs[0]].sharding;  // a copy: emit grows tensors
+  remesh_back(c, f, ".bwd", ops::kMoeUnpermute, {dy, f.inputs[1]}, {y_layout, f.remesh_in[1]}, 0, f.remesh_in[0]);
+}
+
+// Inputs {expert outputs, probs, indices}: gradients of the expert outputs
+// and of the probabilities.
+void vjp_moe_combine(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  const Sharding y_layout = c.graph().tensors[f.outputs[0]].sharding;
+  remesh_back(c, f, ".bwd", ops::kMoeCombineBwd, {dy, f.inputs[1], f.inputs[2]},
+              {y_layout, f.remesh_in[1], f.remesh_in[2]}, 0, f.remesh_in[0]);
+  remesh_back(c, f, ".bwd_probs", ops::kMoeCombineProbsBwd, {dy, f.inputs[0], f.inputs[2]},
+              {y_layout, f.remesh_in[0], f.remesh_in[2]}, 1, f.remesh_in[1]);
+}
+
+// Views: the gradient is the inverse view of the output gradients.
+template <const OpDef& Bwd>
+void vjp_view(VjpContext& c, const Op& f) {
+  const std::vector<int> dys = output_grads(c, f);
+  bool any = false;
+  for (int d : dys) any |= d >= 0;
+  if (!any || !c.requires_grad(f.inputs[0])) return;
+  Labels labs;
+  for (size_t i = 0; i < f.outputs.size(); ++i) labs.push_back(c.graph().labels_out(f, i));
+  c.emit(f, ".bwd", Bwd, dys, labs, {{f.inputs[0], 0}}, Expr(0));
+}
+
+// The gradient of what this stage sent comes back from the next one.
+void vjp_send(VjpContext& c, const Op& f) {
+  Graph& g = c.graph();
+  int x = f.inputs[0];
+  int seed = c.new_grad_like(x, g.tensors[x].name + ".grad");
+  Op r = c.backward_op(f.name + ".grad", ops::kRecv, {}, {seed}, f.layer);
+  r.boundary = f.boundary;
+  c.graph().tensors[seed].sharding = f.send_sharding;
+  c.contribute(x, seed);
+  c.add(std::move(r));
+}
+
+// The gradient of what this stage received goes back to the previous one.
+void vjp_recv(VjpContext& c, const Op& f) {
+  int gx = c.grad(f.outputs[0]);
+  if (gx < 0) return;
+  Op snd = c.backward_op(f.name + ".grad", ops::kSend, {gx}, {}, f.layer);
+  snd.boundary = f.boundary;
+  snd.send_sharding = c.graph().tensors[f.outputs[0]].sharding;
+  c.add(std::move(snd));
+}
+
+using FC = FusionClass;
+using PR = PropagationRule;
+using SR = ShapeRule;
+using FR = FlopsRule;
+
+}  // namespace
+
+namespace ops {
+// name, fn, kind, fusion, propagation, shape, flops rule, flops/elem, saves, selective, linear, vjp, gradient
+const OpDef kMatmul{"matmul", "matmul", OpKind::kMatmul, FC::kGemm, PR::kFactors, SR::kContraction,
+                    FR::kContraction, 0, Saves::kInputs, false, false, vjp_matmul,
+                    "dgrad and wgrad GEMMs (each the forward's FLOPs)"};
+const OpDef kAttentionScores{"attention.scores", "matmul", OpKind::kMatmul, FC::kGemm, PR::kFactors,
+                             SR::kContraction, FR::kContraction, 0, Saves::kInputs, true, false, vjp_matmul,
+                             "dQ and dK BMMs"};
+const OpDef kAttentionValues{"attention.values", "matmul", OpKind::kMatmul, FC::kGemm, PR::kFactors,
+                             SR::kContraction, FR::kContraction, 0, Saves::kInputs, true, false, vjp_matmul,
+                             "dP and dV BMMs"};
+const OpDef kSoftmax{"softmax", "softmax", OpKind::kSoftmax, FC::kNormalization, PR::kFactors, SR::kSameAsInput,
+                     FR::kPerOutputElement, 5, Saves::kOutputs, true, false, vjp_softmax,
+                     "softmax_bwd from the probabilities"};
+const OpDef kAttentionDropout{"attention.dropout", "dropout", OpKind::kDropout, FC::kPointwise, PR::kFactors,
+                              SR::kSameAsInput, FR::kPerOutputElement, 2, Saves::kOutputs, true, false,
+                              vjp_dropout, "dropout_bwd from the mask"};
+const OpDef kFlashAttention{"flash_attention", "flash_attention", OpKind::kAttention, FC::kAttention,
+                            PR::kFactors, SR::kGiven, FR::kGiven, 0, Saves::kInputsAndOutputs, false, false,
+                            vjp_attention, "flash_attention_bwd (recomputes the scores: 5 BMMs)"};
+const OpDef kRingAttention{"ring_attention", "ring_attention", OpKind::kAttention, FC::kAttention, PR::kFactors,
+                           SR::kGiven, FR::kGiven, 0, Saves::kInputsAndOutputs, false, false, vjp_attention,
+                           "flash_attention_bwd run around the ring (dK/dV travel with K/V)"};
+const OpDef kSplit{"split", "split", OpKind::kView, FC::kLayout, PR::kFactorsLinear, SR::kGiven, FR::kGiven, 0,
+                   Saves::kNothing, false, true, vjp_view<ops::kSplitBwd>, "split_bwd (concatenation of the pieces)"};
+const OpDef kMerge{"merge", "merge", OpKind::kView, FC::kLayout, PR::kFactorsLinear, SR::kGiven, FR::kGiven, 0,
+                   Saves::kNothing, false, true, vjp_view<ops::kMergeBwd>, "merge_bwd (split back into heads)"};
+const OpDef kConcat{"concat", "concat", OpKind::kElementwise, FC::kLayout, PR::kFactors, SR::kGiven, FR::kGiven, 0,
+                    Saves::kNothing, false, false, vjp_concat, "a slice of dy and a sum over heads"};
+const OpDef kRope{"rope", "rope", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kSameAsInput,
+                  FR::kPerOutputElement, 3, Saves::kNothing, false, false, vjp_rope, "rope_bwd (inverse rotation)"};
+const OpDef kGelu{"gelu", "gelu", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kSameAsInput,
+                  FR::kPerOutputElement, 8, Saves::kInputs, false, false, vjp_pointwise_reads_x<ops::kGeluBwd>,
+                  "gelu_bwd from the input"};
+const OpDef kSwiGLU{"swiglu", "swiglu", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
+                    FR::kPerOutputElement, 5, Saves::kInputs, false, false, vjp_pointwise_reads_x<ops::kSwiGLUBwd>,
+                    "swiglu_bwd from the input"};
+const OpDef kBiasAdd{"bias_add", "bias_add", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kSameAsInput,
+                     FR::kPerOutputElement, 1, Saves::kNothing, false, false, vjp_bias_add,
+                     "dy to the input; bias_grad sums dy over the tokens"};
+const OpDef kAdd{"add", "add", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kSameAsInput,
+                 FR::kPerOutputElement, 1, Saves::kNothing, false, false, vjp_add, "dy to each addend (no op)"};
+const OpDef kDropout{"dropout", "dropout", OpKind::kDropout, FC::kPointwise, PR::kFactors, SR::kSameAsInput,
+                     FR::kPerOutputElement, 2, Saves::kOutputs, false, false, vjp_dropout,
+                     "dropout_bwd from the mask"};
+const OpDef kLayerNorm{"layernorm", "layernorm", OpKind::kNorm, FC::kNormalization, PR::kFactors, SR::kSameAsInput,
+                       FR::kPerOutputElement, 8, Saves::kInputs, false, false,
+                       vjp_norm<ops::kLayerNormBwd, ops::kLayerNormWgrad>, "layernorm_bwd and layernorm_wgrad"};
+const OpDef kRMSNorm{"rmsnorm", "rmsnorm", OpKind::kNorm, FC::kNormalization, PR::kFactors, SR::kSameAsInput,
+                     FR::kPerOutputElement, 5, Saves::kInputs, false, false, vjp_norm<ops::kRMSNormBwd, ops::kRMSNormWgrad>,
+                     "rmsnorm_bwd and rmsnorm_wgrad"};
+const OpDef kEmbedding{"embedding", "embedding", OpKind::kEmbedding, FC::kEmbedding, PR::kFactors, SR::kGiven,
+                       FR::kGiven, 0, Saves::kInputs, false, false, vjp_embedding,
+                       "embedding_bwd (scatter-add into the table)"};
+const OpDef kLossMax{"loss.max", "max", OpKind::kReduce, FC::kReduction, PR::kFactors, SR::kGiven,
+                     FR::kPerInputElement, 1, Saves::kNothing, false, false, nullptr, "(in cross_entropy's rule)"};
+const OpDef kLossSum{"loss.sum", "sum", OpKind::kReduce, FC::kReduction, PR::kFactors, SR::kGiven, FR::kGiven, 0,
+                     Saves::kNothing, false, false, nullptr, "(in cross_entropy's rule)"};
+const OpDef kCrossEntropy{"cross_entropy", "cross_entropy", OpKind::kLoss, FC::kReduction, PR::kFactors, SR::kGiven,
+                          FR::kPerOutputElement, 3, Saves::kInputs, false, false, vjp_cross_entropy,
+                          "cross_entropy_bwd from the logits and statistics"};
+const OpDef kTopK{"topk", "topk", OpKind::kElementwise, FC::kReduction, PR::kFactors, SR::kGiven,
+                  FR::kPerInputElement, 6, Saves::kInputsAndOutputs, false, false, vjp_topk,
+                  "topk_bwd to the router logits"};
+const OpDef kMoePermute{"moe_permute", "moe_permute", OpKind::kRemesh, FC::kLayout, PR::kRemesh, SR::kGiven,
+                        FR::kGiven, 0, Saves::kInputs, false, false, vjp_moe_permute,
+                        "moe_unpermute by the same indices"};
+const OpDef kMoeCombine{"moe_combine", "moe_combine", OpKind::kRemesh, FC::kLayout, PR::kRemesh, SR::kGiven,
+                        FR::kGiven, 0, Saves::kInputs, false, false, vjp_moe_combine,
+                        "moe_combine_bwd and moe_combine_probs_bwd"};
+const OpDef kSend{"send", "send", OpKind::kSend, FC::kCommunication, PR::kSend, SR::kGiven, FR::kGiven, 0,
+                  Saves::kNothing, false, false, vjp_send, "a recv of the gradient from the next stage"};
+const OpDef kRecv{"recv", "recv", OpKind::kRecv, FC::kCommunication, PR::kRecv, SR::kGiven, FR::kGiven, 0,
+                  Saves::kNothing, false, false, vjp_recv, "a send of the gradient to the previous stage"};
+
+// Backward ops: no gradient of their own.
+const OpDef kSliceBwd{"slice_bwd", "slice", OpKind::kView, FC::kLayout, PR::kFactorsLinear};
+const OpDef kSumHeadsBwd{"sum_heads", "sum_heads", OpKind::kReduce, FC::kReduction};
+const OpDef kTopKBwd{"topk_bwd", "topk_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
+                     FR::kPerInputElement, 4};
+const OpDef kBiasGrad{"bias_grad", "bias_grad", OpKind::kReduce, FC::kReduction, PR::kFactors, SR::kGiven,
+                      FR::kPerInputElement, 1};
+const OpDef kGeluBwd{"gelu_bwd", "gelu_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
+                     FR::kPerOutputElement, 8};
+const OpDef kSwiGLUBwd{"swiglu_bwd", "swiglu_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
+                       FR::kPerOutputElement, 8};
+const OpDef kRopeBwd{"rope_bwd", "rope_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
+                     FR::kPerOutputElement, 3};
+const OpDef kDropoutBwd{"dropout_bwd", "dropout_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors,
+                        SR::kGiven, FR::kPerOutputElement, 1};
+const OpDef kLayerNormBwd{"layernorm_bwd", "layernorm_bwd", OpKind::kNorm, FC::kNormalization, PR::kFactors,
+                          SR::kGiven, FR::kPerOutputElement, 10};
+const OpDef kRMSNormBwd{"rmsnorm_bwd", "rmsnorm_bwd", OpKind::kNorm, FC::kNormalization, PR::kFactors, SR::kGiven,
+                        FR::kPerOutputElement, 10};
+const OpDef kLayerNormWgrad{"layernorm_wgrad", "layernorm_wgrad", OpKind::kReduce, FC::kReduction, PR::kFactors,
+                            SR::kGiven, FR::kPerOutputElement, 3};
+const OpDef kRMSNormWgrad{"rmsnorm_wgrad", "rmsnorm_wgrad", OpKind::kReduce, FC::kReduction, PR::kFactors,
+                          SR::kGiven, FR::kPerOutputElement, 3};
+const OpDef kSoftmaxBwd{"softmax_bwd", "softmax_bwd", OpKind::kSoftmax, FC::kNormalization, PR::kFactors,
+                        SR::kGiven, FR::kPerOutputElement, 4};
+const OpDef kEmbeddingBwd{"embedding_bwd", "embedding_bwd", OpKind::kEmbedding, FC::kEmbedding, PR::kFactors,
+                          SR::kGiven, FR::kPerOutputElement, 1};
+const OpDef kFlashAttentionBwd{"flash_attention_bwd", "flash_attention_bwd", OpKind::kAttention, FC::kAttention};
+const OpDef kCrossEntropyBwd{"cross_entropy_bwd", "cross_entropy_bwd", OpKind::kElementwise, FC::kPointwise,
+                             PR::kFactors, SR::kGiven, FR::kPerInputElement, 4};
+const OpDef kMoeUnpermute{"moe_unpermute", "moe_unpermute", OpKind::kRemesh, FC::kLayout, PR::kRemesh};
+const OpDef kMoeCombineBwd{"moe_combine_bwd", "moe_combine_bwd", OpKind::kRemesh, FC::kLayout, PR::kRemesh};
+const OpDef kMoeCombineProbsBwd{"moe_combine_probs_bwd", "moe_combine_probs_bwd", OpKind::kRemesh, FC::kLayout,
+                                PR::kRemesh};
+const OpDef kSplitBwd{"split_bwd", "split_bwd", OpKind::kView, FC::kLayout, PR::kFactorsLinear};
+const OpDef kMergeBwd{"merge_bwd", "merge_bwd", OpKind::kView, FC::kLayout, PR::kFactorsLinear};
+const OpDef kGradAccumulate{"grad_accumulate", "add", OpKind::kElementwise, FC::kPointwise, PR::kFactors,
+                            SR::kSameAsInput, FR::kGiven, 0, Saves::kNothing, false, true};
+const OpDef kAdam{"adam", "adam", OpKind::kOptimizer, FC::kOptimizer, PR::kFactors, SR::kSameAsInput, FR::kGiven};
+
+// Inserted by the later passes.
+const OpDef kCollective{"collective", "collective", OpKind::kCollective, FC::kCommunication, PR::kInserted,
+                        SR::kSameAsInput, FR::kGiven, 0, Saves::kNothing, false, true};
+const OpDef kSlice{"slice", "slice", OpKind::kView, FC::kLayout, PR::kInserted, SR::kGiven, FR::kGiven, 0,
+                   Saves::kNothing, false, true};
+}  // namespace ops
+
+const char* fusion_class_name(FusionClass c) {
+  switch (c) {
+    case FusionClass::kGemm: return "gemm";
+    case FusionClass::kAttention: return "attention";
+    case FusionClass::kPointwise: return "pointwise";
+    case FusionClass::kNormalization: return "normalization";
+    case FusionClass::kReduction: return "reduction";
+    case FusionClass::kEmbedding: return "embedding";
+    case FusionClass::kScan: return "scan";
+    case FusionClass::kConvolution: return "convolution";
+    case FusionClass::kLayout: return "layout";
+    case FusionClass::kCommunication: return "communication";
+    case FusionClass::kOptimizer: return "optimizer";
+  }
+  return "?";
+}
+
+const std::vector<const OpDef*>& op_table() {
+  using namespace ops;
+  static const std::vector<const OpDef*> table = {
+      &kMatmul, &kAttentionScores, &kAttentionValues, &kSoftmax, &kAttentionDropout, &kFlashAttention,
+      &kRingAttention, &kSplit, &kMerge, &kConcat, &kRope, &kGelu, &kSwiGLU, &kBiasAdd, &kAdd, &kDropout,
+      &kLayerNorm, &kRMSNorm, &kEmbedding, &kLossMax, &kLossSum, &kCrossEntropy, &kTopK, &kMoePermute,
+      &kMoeCombine, &kSend, &kRecv,
+      // backward
+      &kSliceBwd, &kSumHeadsBwd, &kTopKBwd, &kBiasGrad, &kGeluBwd, &kSwiGLUBwd, &kRopeBwd, &kDropoutBwd,
+      &kLayerNormBwd, &kRMSNormBwd, &kLayerNormWgrad, &kRMSNormWgrad, &kSoftmaxBwd, &kEmbeddingBwd,
+      &kFlashAttentionBwd, &kCrossEntropyBwd, &kMoeUnpermute, &kMoeCombineBwd, &kMoeCombineProbsBwd, &kSplitBwd,
+      &kMergeBwd, &kGradAccumulate, &kAdam,
+      // inserted
+      &kCollective, &kSlice};
+  return table;
+}
+
+const OpDef* find_op_def(const std::string& name) {
+  for (const OpDef* d : op_table())
+    if (name == d->name) return d;
+  return nullptr;
+}
+
+const OpDef& op_def(const Op& op) {
+  if (op.def) return *op.def;
+  switch (op.kind) {
+    case OpKind::kMatmul: return ops::kMatmul;
+    case OpKind::kElementwise: return ops::kAdd;
+    case OpKind::kNorm: return ops::kLayerNorm;
+    case OpKind::kSoftmax: return ops::kSoftmax;
+    case OpKind::kDropout: return ops::kDropout;
+    case OpKind::kEmbedding: return ops::kEmbedding;
+    case OpKind::kReduce: return ops::kLossSum;
+    case OpKind::kLoss: return ops::kCrossEntropy;
+    case OpKind::kAttention: return ops::kFlashAttention;
+    case OpKind::kView: return ops::kSlice;
+    case OpKind::kCollective: return ops::kCollective;
+    case OpKind::kOptimizer: return ops::kAdam;
+    case OpKind::kSend: return ops::kSend;
+    case OpKind::kRecv: return ops::kRecv;
+    case OpKind::kRemesh: return ops::kMoePermute;
+  }
+  return ops::kAdd;
+}
+
+Expr rule_flops(const Graph& g, const Op& op, const Expr& given) {
+  const OpDef& d = op_def(op);
+  switch (d.flops) {
+    case FlopsRule::kPerOutputElement:
+      return g.tensors[op.outputs[0]].global_numel() * Expr(d.flops_per_element);
+    case FlopsRule::kPerInputElement:
+      return g.tensors[op.inputs[0]].global_numel() * Expr(d.flops_per_element);
+    case FlopsRule::kContraction: {
+      // 2 x output elements x the size of every contracted label.
+      std::set<std::string> out;
+      for (size_t j = 0; j < op.outputs.size(); ++j)
+        for (const auto& l : g.labels_out(op, j)) out.insert(l);
+      Expr k = 1;
+      std::set<std::string> seen;
+      for (size_t i = 0; i < op.inputs.size(); ++i) {
+        const auto labels = g.labels_in(op, i);
+        for (size_t d2 = 0; d2 < labels.size(); ++d2)
+          if (!out.count(labels[d2]) && seen.insert(labels[d2]).second) k *= g.tensors[op.inputs[i]].dims[d2].size;
+      }
+      return Expr(2) * g.tensors[op.outputs[0]].global_numel() * k;
+    }
+    case FlopsRule::kGiven: return given;
+  }
+  return given;
+}
+
+}  // namespace sc
