@@ -1,0 +1,91 @@
+// Closed-form parameter count: embedding, layers, final norm and output
+// layer when untied, by the published formulas (independent of the graph
+// so tests can hold the graph's count against it).
+#include <algorithm>
+
+#include "model/model_config.h"
+#include "model/model_internal.h"
+
+namespace sc::model_internal {
+namespace {
+
+// Everything in 128-bit so unvalidated input cannot overflow (UB in int64).
+
+__int128 linear(__int128 in, __int128 out, bool bias) { return in * out + (bias ? out : 0); }
+
+__int128 norm_params(const ModelConfig& m, __int128 width) {
+  return m.norm == NormKind::kLayerNorm ? 2 * width : width;  // scale (+ shift)
+}
+
+// One MLP of width f (a dense MLP, or one expert).
+__int128 mlp_params(const ModelConfig& m, __int128 f) {
+  const __int128 h = m.hidden;
+  const bool b = m.linear_bias;
+  __int128 in = linear(h, f, b) * (m.mlp == MlpKind::kSwiGLU ? 2 : 1);  // (gate,) up
+  return in + linear(f, h, b);                                           // down
+}
+
+__int128 attention_params(const ModelConfig& m) {
+  const __int128 h = m.hidden, a = m.num_heads;
+  const bool b = m.linear_bias;
+  if (!m.is_mla()) {
+    const __int128 ad = a * m.head_dim, kvd = __int128(m.num_kv_heads) * m.head_dim;
+    return linear(h, ad, b) + 2 * linear(h, kvd, b) + linear(ad, h, b);  // q, k, v, o
+  }
+  // DeepSeek MLA: q = W_qb norm(W_qa x) (or W_q x); [c_kv, k_rope] = W_kva x;
+  // [k_nope, v] = W_kvb norm(c_kv); o = W_o attn.
+  const __int128 dn = m.head_dim, dr = m.qk_rope_head_dim, dv = m.v_head_dim;
+  const __int128 qr = m.q_lora_rank, kvr = m.kv_lora_rank;
+  __int128 q = qr > 0 ? linear(h, qr, b) + norm_params(m, qr) + linear(qr, a * (dn + dr), b)
+                      : linear(h, a * (dn + dr), b);
+  __int128 kv = linear(h, kvr + dr, b) + norm_params(m, kvr) + linear(kvr, a * (dn + dv), b);
+  return q + kv + linear(a * dv, h, b);
+}
+
+}  // namespace
+
+WideCount parameters_wide(const ModelConfig& m) {
+  const __int128 h = m.hidden, L = m.num_layers;
+  const __int128 dense_layers =
+      m.is_moe() ? std::clamp<__int128>(m.first_dense_layers, 0, std::max<__int128>(L, 0)) : L;
+  const __int128 moe_layers = L - dense_layers;
+  const __int128 E = m.num_experts;
+  const __int128 expert = mlp_params(m, m.moe_ffn_hidden);
+  // Routed experts, the shared experts (one MLP of width shared x fe, as
+  // Megatron-Core's SharedExpertMLP: with biases, one output bias), router
+  // weight h x E (+ per-expert bias).
+  const __int128 shared = m.shared_experts > 0 ? mlp_params(m, __int128(m.shared_experts) * m.moe_ffn_hidden) : 0;
+  const __int128 moe_mlp = m.is_moe() ? E * expert + shared + h * E + (m.router_bias ? E : 0) : 0;
+  const __int128 layer = attention_params(m) + 2 * norm_params(m, h);
+  WideCount c;
+  c.total = layer * L + dense_layers * mlp_params(m, m.ffn_hidden) + moe_layers * moe_mlp +
+            __int128(m.vocab) * h + norm_params(m, h);
+  if (m.position == PositionKind::kLearned) c.total += __int128(m.max_positions) * h;
+  if (!m.tied_embeddings) c.total += __int128(m.vocab) * h;
+  if (m.is_moe()) c.inactive = moe_layers * (E - m.experts_per_token) * expert;
+  return c;
+}
+
+}  // namespace sc::model_internal
+
+namespace sc {
+namespace {
+
+int64_t clamp_to_int64(__int128 p) {
+  constexpr __int128 kMax = INT64_MAX;
+  return static_cast<int64_t>(std::clamp<__int128>(p, 0, kMax));
+}
+
+}  // namespace
+
+int64_t closed_form_parameters(const ModelConfig& m) {
+  return clamp_to_int64(model_internal::parameters_wide(m).total);
+}
+
+int64_t closed_form_active_parameters(const ModelConfig& m) {
+  model_internal::WideCount c = model_internal::parameters_wide(m);
+  return clamp_to_int64(c.total - c.inactive);
+}
+
+
+}  // namespace sc

@@ -1,0 +1,171 @@
+// Model validation: internal consistency of a ModelConfig, every error
+// naming the field.
+#include "model/model_config.h"
+
+#include <cstdio>
+#include <utility>
+
+#include "base/json_fields.h"
+#include "model/model_internal.h"
+
+namespace sc {
+namespace {
+
+Status in_range(int64_t v, int64_t lo, int64_t hi, const std::string& path) {
+  if (v < lo) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "must be >= " + std::to_string(lo) + " (got " + std::to_string(v) + ")", path);
+  }
+  if (v > hi) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "must be <= " + std::to_string(hi) + " (got " + std::to_string(v) + ")", path);
+  }
+  return ok_status();
+}
+
+// The capacity factor's cap (the other caps, limits::kMaxExperts included, are in
+// base/json_fields.h, "far above any real model").
+constexpr double kMaxCapacityFactor = 64;
+
+std::string fmt(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+
+}  // namespace
+
+Status validate_model(const ModelConfig& m, const std::string& path) {
+  using namespace limits;
+  using std::to_string;
+  auto at = [&](const char* f) { return jsonf::join(path, f); };
+  SC_RETURN_IF_ERROR(in_range(m.num_layers, 1, kMaxLayers, at("num_layers")));
+  SC_RETURN_IF_ERROR(in_range(m.hidden, 1, kMaxHidden, at("hidden")));
+  SC_RETURN_IF_ERROR(in_range(m.num_heads, 1, kMaxHeads, at("num_heads")));
+  SC_RETURN_IF_ERROR(in_range(m.num_kv_heads, 1, m.num_heads, at("num_kv_heads")));
+  SC_RETURN_IF_ERROR(in_range(m.head_dim, 1, kMaxHeadDim, at("head_dim")));
+  SC_RETURN_IF_ERROR(in_range(m.ffn_hidden, 1, kMaxFfn, at("ffn_hidden")));
+  SC_RETURN_IF_ERROR(in_range(m.vocab, 1, kMaxVocab, at("vocab")));
+  SC_RETURN_IF_ERROR(in_range(m.max_positions, 1, kMaxPositions, at("max_positions")));
+  if (m.num_heads % m.num_kv_heads != 0) {
+    return make_error(ErrorCode::kNotDivisible,
+                      "num_heads (" + to_string(m.num_heads) +
+                      ") is not divisible by num_kv_heads (" + to_string(m.num_kv_heads) + ")",
+                      at("num_kv_heads"));
+  }
+
+  // Multi-head latent attention.
+  SC_RETURN_IF_ERROR(in_range(m.kv_lora_rank, 0, kMaxHidden, at("kv_lora_rank")));
+  SC_RETURN_IF_ERROR(in_range(m.q_lora_rank, 0, kMaxHidden, at("q_lora_rank")));
+  SC_RETURN_IF_ERROR(in_range(m.qk_rope_head_dim, 0, kMaxHeadDim, at("qk_rope_head_dim")));
+  SC_RETURN_IF_ERROR(in_range(m.v_head_dim, 0, kMaxHeadDim, at("v_head_dim")));
+  if (!m.is_mla()) {
+    const std::pair<const char*, int64_t> mla_fields[] = {
+        {"q_lora_rank", m.q_lora_rank}, {"qk_rope_head_dim", m.qk_rope_head_dim},
+        {"v_head_dim", m.v_head_dim}};
+    for (const auto& [field, v] : mla_fields) {
+      if (v != 0) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          std::string(field) + " (" + to_string(v) +
+                          ") is a multi-head latent attention size and needs kv_lora_rank > 0 "
+                          "(got kv_lora_rank = 0); leave it 0 for standard attention",
+                          at(field));
+      }
+    }
+  } else {
+    if (m.qk_rope_head_dim < 1) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "must be >= 1 with multi-head latent attention (kv_lora_rank = " +
+                        to_string(m.kv_lora_rank) + ") (got " + to_string(m.qk_rope_head_dim) + ")",
+                        at("qk_rope_head_dim"));
+    }
+    if (m.v_head_dim < 1) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "must be >= 1 with multi-head latent attention (kv_lora_rank = " +
+                        to_string(m.kv_lora_rank) + ") (got " + to_string(m.v_head_dim) + ")",
+                        at("v_head_dim"));
+    }
+    if (m.num_kv_heads != m.num_heads) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "multi-head latent attention has one key/value head per query head: "
+                        "num_kv_heads (" + to_string(m.num_kv_heads) + ") must equal num_heads (" +
+                        to_string(m.num_heads) + ")", at("num_kv_heads"));
+    }
+  }
+  // Both factors are capped at 2^16..2^20 above: the products fit int64.
+  if (m.num_heads * m.qk_head_dim() > kMaxHidden) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      jsonf::cap_message(m.is_mla() ? "num_heads x (head_dim + qk_rope_head_dim)"
+                                                    : "num_heads x head_dim",
+                                         double(m.num_heads * m.qk_head_dim()), double(kMaxHidden)),
+                      at("head_dim"));
+  }
+  if (m.num_heads * m.value_head_dim() > kMaxHidden) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      jsonf::cap_message("num_heads x v_head_dim", double(m.num_heads * m.value_head_dim()),
+                                         double(kMaxHidden)), at("v_head_dim"));
+  }
+
+  // Mixture of experts.
+  SC_RETURN_IF_ERROR(in_range(m.num_experts, 0, limits::kMaxExperts, at("num_experts")));
+  if (!m.is_moe()) {
+    const std::pair<const char*, int64_t> moe_fields[] = {
+        {"experts_per_token", m.experts_per_token}, {"moe_ffn_hidden", m.moe_ffn_hidden},
+        {"shared_experts", m.shared_experts}, {"first_dense_layers", m.first_dense_layers}};
+    for (const auto& [field, v] : moe_fields) {
+      if (v != 0) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          std::string(field) + " (" + to_string(v) +
+                          ") is a mixture-of-experts setting and needs num_experts > 0 "
+                          "(got num_experts = 0)", at(field));
+      }
+    }
+    if (m.router_bias) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "router_bias is a mixture-of-experts setting and needs num_experts > 0 "
+                        "(got num_experts = 0)", at("router_bias"));
+    }
+    if (m.capacity_factor != 1.0) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "capacity_factor (" + fmt(m.capacity_factor) +
+                        ") is a mixture-of-experts setting and needs num_experts > 0 "
+                        "(got num_experts = 0); leave it 1", at("capacity_factor"));
+    }
+  } else {
+    if (m.experts_per_token < 1 || m.experts_per_token > m.num_experts) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "must be >= 1 and <= num_experts (" + to_string(m.num_experts) + ") (got " +
+                        to_string(m.experts_per_token) + ")", at("experts_per_token"));
+    }
+    if (m.moe_ffn_hidden < 1) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "must be >= 1 when num_experts > 0 (got " + to_string(m.moe_ffn_hidden) +
+                        "): it is the width of every expert's MLP", at("moe_ffn_hidden"));
+    }
+    SC_RETURN_IF_ERROR(in_range(m.moe_ffn_hidden, 1, kMaxFfn, at("moe_ffn_hidden")));
+    SC_RETURN_IF_ERROR(in_range(m.shared_experts, 0, limits::kMaxExperts, at("shared_experts")));
+    if (m.first_dense_layers < 0 || m.first_dense_layers > m.num_layers) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "must be >= 0 and <= num_layers (" + to_string(m.num_layers) + ") (got " +
+                        to_string(m.first_dense_layers) + ")", at("first_dense_layers"));
+    }
+    if (!(m.capacity_factor >= 1 && m.capacity_factor <= kMaxCapacityFactor)) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "must be finite, >= 1 and <= " + fmt(kMaxCapacityFactor) + " (got " +
+                        fmt(m.capacity_factor) + "); routing is modelled as uniform, so the "
+                        "factor only pads expert buffers and a value below 1 would drop tokens",
+                        at("capacity_factor"));
+    }
+  }
+
+  double params = static_cast<double>(model_internal::parameters_wide(m).total);
+  if (params > kMaxParameters) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      jsonf::cap_message("closed-form parameter count", params, kMaxParameters), path);
+  }
+  return ok_status();
+}
+
+
+}  // namespace sc
