@@ -246,6 +246,66 @@ void vjp_recv(VjpContext& c, const Op& f) {
   c.add(std::move(snd));
 }
 
+// Depthwise causal conv1d y = silu(conv(x, w) + b): dx by the transposed
+// conv (2K FLOPs per element, plus the SiLU's derivative), and dw, db as a
+// reduction over the tokens (a separate weight-gradient op).
+void vjp_causal_conv1d(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  Graph& g = c.graph();
+  auto li = [&](size_t i) { return g.labels_in(f, i); };
+  // f.flops is the forward's 2K+4 per element: the transposed conv costs the same.
+  if (c.requires_grad(f.inputs[0]))
+    c.emit(f, ".bwd", ops::kCausalConv1dBwd, {f.inputs[0], f.inputs[1], f.inputs[2], dy},
+           {li(0), li(1), li(2), g.labels_out(f, 0)}, {{f.inputs[0], 0}}, f.flops);
+  std::vector<std::pair<int, size_t>> params;
+  for (size_t i = 1; i < f.inputs.size(); ++i) params.push_back({f.inputs[i], i});
+  c.emit(f, ".wgrad", ops::kCausalConv1dWgrad, {f.inputs[0], f.inputs[1], f.inputs[2], dy},
+         {li(0), li(1), li(2), g.labels_out(f, 0)}, params, f.flops);
+}
+
+// The selective scan's backward (Mamba-2's chunked SSD kernels) re-runs the
+// chunk states from the saved inputs: dx, ddt, dB, dC cost twice the
+// forward (the usual 2x of a contraction, also what Megatron's 3x model-
+// FLOP factor assumes); dA, dD and d(dt_bias) are reductions over tokens.
+void vjp_ssd_scan(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  Graph& g = c.graph();
+  std::vector<int> in(f.inputs.begin(), f.inputs.end());
+  in.push_back(dy);
+  std::vector<std::vector<std::string>> labs;
+  for (size_t i = 0; i < f.inputs.size(); ++i) labs.push_back(g.labels_in(f, i));
+  labs.push_back(g.labels_out(f, 0));
+  std::vector<std::pair<int, size_t>> acts, params;
+  for (size_t i = 0; i < f.inputs.size(); ++i) {
+    if (!c.requires_grad(f.inputs[i])) continue;
+    (g.tensors[f.inputs[i]].kind == TensorKind::kWeight ? params : acts).push_back({f.inputs[i], i});
+  }
+  if (!acts.empty()) {
+    Op& o = c.emit(f, ".bwd", ops::kSsdScanBwd, in, labs, acts, f.flops * Expr(2));
+    o.model_flops = f.model_flops * Expr(2);
+  }
+  if (!params.empty())
+    c.emit(f, ".wgrad", ops::kSsdScanWgrad, in, labs, params,
+           g.tensors[f.inputs[0]].global_numel() * Expr(ops::kSsdScanWgrad.flops_per_element));
+}
+
+// out = rmsnorm(y * silu(z)) * w: dy and dz from y, z, w; dw a reduction.
+void vjp_gated_rmsnorm(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  Graph& g = c.graph();
+  auto li = [&](size_t i) { return g.labels_in(f, i); };
+  c.emit(f, ".bwd", ops::kGatedRMSNormBwd, {f.inputs[0], f.inputs[1], f.inputs[2], dy},
+         {li(0), li(1), li(2), g.labels_out(f, 0)}, {{f.inputs[0], 0}, {f.inputs[1], 1}},
+         out_numel(c, f) * Expr(ops::kGatedRMSNormBwd.flops_per_element));
+  Op& w = c.emit(f, ".wgrad", ops::kGatedRMSNormWgrad, {f.inputs[0], f.inputs[1], dy},
+                 {li(0), li(1), g.labels_out(f, 0)}, {{f.inputs[2], 2}},
+                 out_numel(c, f) * Expr(ops::kGatedRMSNormWgrad.flops_per_element));
+  w.unshardable.clear();
+}
+
 using FC = FusionClass;
 using PR = PropagationRule;
 using SR = ShapeRule;
@@ -328,6 +388,24 @@ const OpDef kSend{"send", "send", OpKind::kSend, FC::kCommunication, PR::kSend, 
 const OpDef kRecv{"recv", "recv", OpKind::kRecv, FC::kCommunication, PR::kRecv, SR::kGiven, FR::kGiven, 0,
                   Saves::kNothing, false, false, vjp_recv, "a send of the gradient to the previous stage"};
 
+// Mamba-2 (SSD) and squared ReLU. FLOPs: relu2 is max(x,0)^2 (2 per
+// element); the conv's and the scan's are formulas the builder states
+// (2K per conv output element + 4 for the SiLU; the scan 7 x tokens x
+// d_inner x d_state, Megatron-LM's hybrid FLOP count); the gated norm is
+// the SiLU gate (4) and the RMSNorm (5) per element.
+const OpDef kReLU2{"relu2", "relu2", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kSameAsInput,
+                   FR::kPerOutputElement, 2, Saves::kInputs, false, false, vjp_pointwise_reads_x<ops::kReLU2Bwd>,
+                   "relu2_bwd from the input"};
+const OpDef kCausalConv1d{"causal_conv1d", "causal_conv1d", OpKind::kElementwise, FC::kConvolution, PR::kFactors,
+                          SR::kSameAsInput, FR::kGiven, 0, Saves::kInputs, false, false, vjp_causal_conv1d,
+                          "causal_conv1d_bwd (dx) and causal_conv1d_wgrad (dw, db)"};
+const OpDef kSsdScan{"ssd_scan", "ssd_scan", OpKind::kElementwise, FC::kScan, PR::kFactors, SR::kGiven, FR::kGiven, 0,
+                     Saves::kInputs, false, false, vjp_ssd_scan,
+                     "ssd_scan_bwd (dx, ddt, dB, dC: 2x forward) and ssd_scan_wgrad (dA, dD, d dt_bias)"};
+const OpDef kGatedRMSNorm{"gated_rmsnorm", "gated_rmsnorm", OpKind::kNorm, FC::kNormalization, PR::kFactors,
+                          SR::kSameAsInput, FR::kPerOutputElement, 9, Saves::kInputs, false, false,
+                          vjp_gated_rmsnorm, "gated_rmsnorm_bwd (dy, dz) and gated_rmsnorm_wgrad"};
+
 // Backward ops: no gradient of their own.
 const OpDef kSliceBwd{"slice_bwd", "slice", OpKind::kView, FC::kLayout, PR::kFactorsLinear};
 const OpDef kSumHeadsBwd{"sum_heads", "sum_heads", OpKind::kReduce, FC::kReduction};
@@ -367,6 +445,17 @@ const OpDef kMergeBwd{"merge_bwd", "merge_bwd", OpKind::kView, FC::kLayout, PR::
 const OpDef kGradAccumulate{"grad_accumulate", "add", OpKind::kElementwise, FC::kPointwise, PR::kFactors,
                             SR::kSameAsInput, FR::kGiven, 0, Saves::kNothing, false, true};
 const OpDef kAdam{"adam", "adam", OpKind::kOptimizer, FC::kOptimizer, PR::kFactors, SR::kSameAsInput, FR::kGiven};
+const OpDef kReLU2Bwd{"relu2_bwd", "relu2_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
+                      FR::kPerOutputElement, 3};
+const OpDef kCausalConv1dBwd{"causal_conv1d_bwd", "causal_conv1d_bwd", OpKind::kElementwise, FC::kConvolution};
+const OpDef kCausalConv1dWgrad{"causal_conv1d_wgrad", "causal_conv1d_wgrad", OpKind::kReduce, FC::kConvolution};
+const OpDef kSsdScanBwd{"ssd_scan_bwd", "ssd_scan_bwd", OpKind::kElementwise, FC::kScan};
+const OpDef kSsdScanWgrad{"ssd_scan_wgrad", "ssd_scan_wgrad", OpKind::kReduce, FC::kReduction, PR::kFactors,
+                          SR::kGiven, FR::kPerInputElement, 3};
+const OpDef kGatedRMSNormBwd{"gated_rmsnorm_bwd", "gated_rmsnorm_bwd", OpKind::kNorm, FC::kNormalization,
+                             PR::kFactors, SR::kGiven, FR::kPerOutputElement, 14};
+const OpDef kGatedRMSNormWgrad{"gated_rmsnorm_wgrad", "gated_rmsnorm_wgrad", OpKind::kReduce, FC::kReduction,
+                               PR::kFactors, SR::kGiven, FR::kPerOutputElement, 3};
 
 // Inserted by the later passes.
 const OpDef kCollective{"collective", "collective", OpKind::kCollective, FC::kCommunication, PR::kInserted,
@@ -398,12 +487,13 @@ const std::vector<const OpDef*>& op_table() {
       &kMatmul, &kAttentionScores, &kAttentionValues, &kSoftmax, &kAttentionDropout, &kFlashAttention,
       &kRingAttention, &kSplit, &kMerge, &kConcat, &kRope, &kGelu, &kSwiGLU, &kBiasAdd, &kAdd, &kDropout,
       &kLayerNorm, &kRMSNorm, &kEmbedding, &kLossMax, &kLossSum, &kCrossEntropy, &kTopK, &kMoePermute,
-      &kMoeCombine, &kSend, &kRecv,
+      &kMoeCombine, &kSend, &kRecv, &kReLU2, &kCausalConv1d, &kSsdScan, &kGatedRMSNorm,
       // backward
       &kSliceBwd, &kSumHeadsBwd, &kTopKBwd, &kBiasGrad, &kGeluBwd, &kSwiGLUBwd, &kRopeBwd, &kDropoutBwd,
       &kLayerNormBwd, &kRMSNormBwd, &kLayerNormWgrad, &kRMSNormWgrad, &kSoftmaxBwd, &kEmbeddingBwd,
       &kFlashAttentionBwd, &kCrossEntropyBwd, &kMoeUnpermute, &kMoeCombineBwd, &kMoeCombineProbsBwd, &kSplitBwd,
-      &kMergeBwd, &kGradAccumulate, &kAdam,
+      &kMergeBwd, &kGradAccumulate, &kAdam, &kReLU2Bwd, &kCausalConv1dBwd, &kCausalConv1dWgrad, &kSsdScanBwd,
+      &kSsdScanWgrad, &kGatedRMSNormBwd, &kGatedRMSNormWgrad,
       // inserted
       &kCollective, &kSlice};
   return table;

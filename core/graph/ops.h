@@ -127,6 +127,11 @@ extern const OpDef kCrossEntropy;
 extern const OpDef kTopK;
 extern const OpDef kMoePermute, kMoeCombine;
 extern const OpDef kSend, kRecv;
+// Mamba-2 (SSD) mixer and the squared-ReLU MLP (Nemotron-H).
+extern const OpDef kReLU2;
+extern const OpDef kCausalConv1d;  // depthwise causal conv over [x, B, C] + SiLU
+extern const OpDef kSsdScan;       // the selective scan (state-space dual), with its state
+extern const OpDef kGatedRMSNorm;  // RMSNorm(y * silu(z)) per group
 // Backward ops (made by the VJP rules).
 extern const OpDef kSliceBwd, kSumHeadsBwd, kTopKBwd, kBiasGrad, kGeluBwd, kSwiGLUBwd, kRopeBwd;
 extern const OpDef kDropoutBwd, kLayerNormBwd, kRMSNormBwd, kLayerNormWgrad, kRMSNormWgrad;
@@ -134,6 +139,8 @@ extern const OpDef kSoftmaxBwd, kEmbeddingBwd, kFlashAttentionBwd, kCrossEntropy
 extern const OpDef kMoeUnpermute, kMoeCombineBwd, kMoeCombineProbsBwd;
 extern const OpDef kSplitBwd, kMergeBwd;
 extern const OpDef kGradAccumulate, kAdam;
+extern const OpDef kReLU2Bwd, kCausalConv1dBwd, kCausalConv1dWgrad, kSsdScanBwd, kSsdScanWgrad;
+extern const OpDef kGatedRMSNormBwd, kGatedRMSNormWgrad;
 // Inserted by the later passes.
 extern const OpDef kCollective;  // any CollectiveType (Op::coll)
 extern const OpDef kSlice;       // a local slice to a sharded layout (no traffic)

@@ -41,6 +41,14 @@ std::string job_to_canonical_json(const Job& job) {
       {"qk_rope_head_dim", m.qk_rope_head_dim},
       {"v_head_dim", m.v_head_dim},
   };
+  if (m.is_hybrid()) {  // only hybrid models carry these (older jobs' canonical JSON is unchanged)
+    model["hybrid_pattern"] = m.hybrid_pattern;
+    model["mamba_heads"] = m.mamba_heads;
+    model["mamba_head_dim"] = m.mamba_head_dim;
+    model["mamba_groups"] = m.mamba_groups;
+    model["mamba_state"] = m.mamba_state;
+    model["mamba_conv_kernel"] = m.mamba_conv_kernel;
+  }
   Json parallel = {
       {"dp", job.parallel.dp},
       {"tp", job.parallel.tp},

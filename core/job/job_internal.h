@@ -20,8 +20,8 @@ Result<HardwareProfile> parse_hardware_section(const jsonf::Json& v, const std::
 Status validate_hardware(const HardwareProfile& hw, const std::string& path);
 
 const char* norm_name(NormKind k);          // "layernorm" | "rmsnorm"
-const char* mlp_name(MlpKind k);            // "gelu" | "swiglu"
-const char* position_name(PositionKind k);  // "learned" | "rope"
+const char* mlp_name(MlpKind k);            // "gelu" | "swiglu" | "relu2"
+const char* position_name(PositionKind k);  // "learned" | "rope" | "none"
 const char* optimizer_name(OptimizerKind k);  // "adam" | "adamw" | "sgd"
 std::optional<OptimizerKind> parse_optimizer(const std::string& s);
 

@@ -16,6 +16,17 @@ Result<E> parse_enum(const Json& v, const std::string& path, const char* a, E ea
                     "unknown value \"" + s + "\" (known: " + a + ", " + b + ")", path);
 }
 
+template <typename E>
+Result<E> parse_enum(const Json& v, const std::string& path, const char* a, E ea, const char* b, E eb, const char* c,
+                     E ec) {
+  SC_ASSIGN_OR_RETURN(std::string s, jsonf::get_string(v, path));
+  if (s == a) return ea;
+  if (s == b) return eb;
+  if (s == c) return ec;
+  return make_error(ErrorCode::kInvalidArgument,
+                    "unknown value \"" + s + "\" (known: " + a + ", " + b + ", " + c + ")", path);
+}
+
 
 // Which derived fields an override must carry along (see docs/job-format.md).
 struct Given {
@@ -54,11 +65,12 @@ Status apply_fields(const Json& obj, const std::string& path, ModelConfig* m, Gi
   }
   if (const Json* v = jsonf::find(obj, "mlp")) {
     SC_ASSIGN_OR_RETURN(m->mlp, parse_enum(*v, join(path, "mlp"), "gelu", MlpKind::kGelu,
-                                           "swiglu", MlpKind::kSwiGLU));
+                                           "swiglu", MlpKind::kSwiGLU, "relu2", MlpKind::kReLU2));
   }
   if (const Json* v = jsonf::find(obj, "position")) {
     SC_ASSIGN_OR_RETURN(m->position, parse_enum(*v, join(path, "position"), "learned",
-                                                PositionKind::kLearned, "rope", PositionKind::kRope));
+                                                PositionKind::kLearned, "rope", PositionKind::kRope, "none",
+                                                PositionKind::kNone));
   }
   SC_RETURN_IF_ERROR(flag("tied_embeddings", &m->tied_embeddings));
   SC_RETURN_IF_ERROR(flag("linear_bias", &m->linear_bias));
@@ -79,6 +91,15 @@ Status apply_fields(const Json& obj, const std::string& path, ModelConfig* m, Gi
   SC_RETURN_IF_ERROR(get("kv_lora_rank", kMaxHidden, &m->kv_lora_rank, nullptr, 0));
   SC_RETURN_IF_ERROR(get("qk_rope_head_dim", kMaxHeadDim, &m->qk_rope_head_dim, nullptr, 0));
   SC_RETURN_IF_ERROR(get("v_head_dim", kMaxHeadDim, &m->v_head_dim, nullptr, 0));
+  // Hybrid (Mamba-2) models: checked by validate_model.
+  if (const Json* v = jsonf::find(obj, "hybrid_pattern")) {
+    SC_ASSIGN_OR_RETURN(m->hybrid_pattern, jsonf::get_string(*v, join(path, "hybrid_pattern")));
+  }
+  SC_RETURN_IF_ERROR(get("mamba_heads", kMaxHidden, &m->mamba_heads, nullptr, 0));
+  SC_RETURN_IF_ERROR(get("mamba_head_dim", kMaxHidden, &m->mamba_head_dim, nullptr, 0));
+  SC_RETURN_IF_ERROR(get("mamba_groups", kMaxHidden, &m->mamba_groups, nullptr, 0));
+  SC_RETURN_IF_ERROR(get("mamba_state", kMaxHidden, &m->mamba_state, nullptr, 0));
+  SC_RETURN_IF_ERROR(get("mamba_conv_kernel", kMaxHidden, &m->mamba_conv_kernel, nullptr, 0));
   return ok_status();
 }
 
@@ -104,7 +125,8 @@ Result<ModelConfig> parse_model_section(const Json& v, const std::string& path) 
           "tied_embeddings", "linear_bias", "dropout", "flash_attention", "num_experts",
           "experts_per_token", "moe_ffn_hidden", "shared_experts", "first_dense_layers",
           "capacity_factor", "router_bias", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
-          "v_head_dim"},
+          "v_head_dim", "hybrid_pattern", "mamba_heads", "mamba_head_dim", "mamba_groups", "mamba_state",
+          "mamba_conv_kernel"},
       path));
   const Json* preset = jsonf::find(v, "preset");
   const Json* hf = jsonf::find(v, "hf_config");

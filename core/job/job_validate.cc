@@ -187,6 +187,7 @@ Status validate_job(const Job& job) {
                       " exceeds the cap of " +
                       to_string(limits::kMaxDegree) + " ranks", "parallel");
   }
+  SC_RETURN_IF_ERROR(validate_model_parallel(m, p.tp, p.cp));  // Mamba-2: heads/groups over tp, no cp
   SC_RETURN_IF_ERROR(in_range(t.seq_len, 1, limits::kMaxSeqLen, "training.seq_len"));
   SC_RETURN_IF_ERROR(in_range(t.micro_batch_size, 1, limits::kMaxMicroBatch, "training.micro_batch_size"));
   SC_RETURN_IF_ERROR(in_range(t.global_batch_size, 1, limits::kMaxGlobalBatch, "training.global_batch_size"));

@@ -11,8 +11,8 @@
 namespace sc {
 
 enum class NormKind { kLayerNorm, kRMSNorm };
-enum class MlpKind { kGelu, kSwiGLU };
-enum class PositionKind { kLearned, kRope };
+enum class MlpKind { kGelu, kSwiGLU, kReLU2 };  // kReLU2: squared ReLU, not gated (Nemotron-H)
+enum class PositionKind { kLearned, kRope, kNone };  // kNone: no positional encoding (NoPE hybrids)
 
 struct ModelConfig {
   std::string name;            // preset name or "custom"/"hf:<model_type>"
@@ -56,9 +56,36 @@ struct ModelConfig {
   int64_t qk_rope_head_dim = 0;    // RoPE part of a query/key head (key part shared by all heads)
   int64_t v_head_dim = 0;          // value head width
 
+  // Hybrid models (Nemotron-H, Jamba): one character per layer (block),
+  // each a pre-norm block with a residual: 'M' a Mamba-2 mixer, '*'
+  // attention, '-' a dense MLP, 'E' an MoE MLP. Empty: every layer is
+  // attention + MLP (the transformer above). A pattern shorter than
+  // num_layers repeats; a longer one is cut (layer overrides in tests).
+  std::string hybrid_pattern;
+  // Mamba-2 (SSD) mixer (Dao & Gu 2024; Megatron-Core's MambaMixer):
+  // in_proj h -> [z, x, B, C, dt], depthwise causal conv1d over [x, B, C],
+  // the selective scan with state, gated RMSNorm, out_proj d_inner -> h.
+  int64_t mamba_heads = 0;        // nheads (split over tp)
+  int64_t mamba_head_dim = 0;     // head dim p; d_inner = nheads x p
+  int64_t mamba_groups = 0;       // n_groups of B and C (split over tp)
+  int64_t mamba_state = 0;        // d_state N
+  int64_t mamba_conv_kernel = 0;  // causal conv1d width
+
   bool is_moe() const { return num_experts > 0; }
   bool is_mla() const { return kv_lora_rank > 0; }
-  bool moe_layer(int64_t layer) const { return is_moe() && layer >= first_dense_layers; }
+  bool is_hybrid() const { return !hybrid_pattern.empty(); }
+  // The block kind of layer `layer`: 'M', '*', '-', 'E' (hybrid models).
+  char block(int64_t layer) const {
+    return hybrid_pattern[static_cast<size_t>(layer) % hybrid_pattern.size()];
+  }
+  bool has_mamba() const { return is_hybrid() && hybrid_pattern.find('M') != std::string::npos; }
+  bool moe_layer(int64_t layer) const {
+    if (is_hybrid()) return block(layer) == 'E';
+    return is_moe() && layer >= first_dense_layers;
+  }
+  int64_t mamba_inner() const { return mamba_heads * mamba_head_dim; }                 // d_inner
+  int64_t mamba_conv_dim() const { return mamba_inner() + 2 * mamba_groups * mamba_state; }  // [x, B, C]
+  int64_t mamba_in_proj_dim() const { return 2 * mamba_inner() + 2 * mamba_groups * mamba_state + mamba_heads; }
   int64_t qk_head_dim() const { return head_dim + (is_mla() ? qk_rope_head_dim : 0); }
   int64_t value_head_dim() const { return is_mla() ? v_head_dim : head_dim; }
 };
@@ -80,6 +107,13 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text,
 // Checks internal consistency (positive sizes, heads * head_dim relation,
 // kv divides heads, absurd sizes). path prefixes field names ("model").
 Status validate_model(const ModelConfig& m, const std::string& path = "model");
+
+// What the model needs of the parallel layout beyond the transformer's
+// rules: a Mamba-2 mixer splits its heads and groups over tp (as
+// Megatron-Core does), and context parallelism is refused for it (the scan
+// carries its state along the whole sequence; not modelled). Errors name
+// parallel.tp / parallel.cp.
+Status validate_model_parallel(const ModelConfig& m, int64_t tp, int64_t cp);
 
 // Exact parameter count by closed form (embedding, layers, final norm, and
 // output layer when untied). Independent of the graph so tests can compare

@@ -42,10 +42,42 @@ __int128 attention_params(const ModelConfig& m) {
   return q + kv + linear(a * dv, h, b);
 }
 
+// Mamba-2 mixer (Megatron-Core / HF NemotronH): in_proj h -> [z, x, B, C,
+// dt] without bias, depthwise conv1d over [x, B, C] with bias, A_log, D
+// and dt_bias per head, the gated norm's weight (d_inner), out_proj d_inner -> h.
+__int128 mamba_params(const ModelConfig& m) {
+  const __int128 h = m.hidden, heads = m.mamba_heads, inner = __int128(m.mamba_heads) * m.mamba_head_dim;
+  const __int128 bc = 2 * __int128(m.mamba_groups) * m.mamba_state;
+  const __int128 conv = inner + bc;
+  return h * (2 * inner + bc + heads) + conv * m.mamba_conv_kernel + conv + 3 * heads + inner + inner * h;
+}
+
 }  // namespace
 
 WideCount parameters_wide(const ModelConfig& m) {
   const __int128 h = m.hidden, L = m.num_layers;
+  if (m.is_hybrid()) {  // one pre-norm block per layer, by the pattern
+    const __int128 E = m.num_experts;
+    const __int128 expert = m.is_moe() ? mlp_params(m, m.moe_ffn_hidden) : 0;
+    const __int128 shared = m.shared_experts > 0 ? mlp_params(m, __int128(m.shared_experts) * m.moe_ffn_hidden) : 0;
+    WideCount c;
+    for (int64_t l = 0; l < m.num_layers; ++l) {
+      c.total += norm_params(m, h);
+      switch (m.block(l)) {
+        case 'M': c.total += mamba_params(m); break;
+        case '*': c.total += attention_params(m); break;
+        case 'E':
+          c.total += E * expert + shared + h * E + (m.router_bias ? E : 0);
+          c.inactive += (E - m.experts_per_token) * expert;
+          break;
+        default: c.total += mlp_params(m, m.ffn_hidden); break;
+      }
+    }
+    c.total += __int128(m.vocab) * h + norm_params(m, h);
+    if (m.position == PositionKind::kLearned) c.total += __int128(m.max_positions) * h;
+    if (!m.tied_embeddings) c.total += __int128(m.vocab) * h;
+    return c;
+  }
   const __int128 dense_layers =
       m.is_moe() ? std::clamp<__int128>(m.first_dense_layers, 0, std::max<__int128>(L, 0)) : L;
   const __int128 moe_layers = L - dense_layers;

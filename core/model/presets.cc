@@ -3,7 +3,7 @@
 // V = 51200, s = 2048, GeLU MLP with f = 4h, LayerNorm, learned positions,
 // tied embeddings, biases and dropout. Llama, Mixtral and DeepSeek rows:
 // the models' HF config.json files (RMSNorm, SwiGLU, RoPE, untied, no bias,
-// no dropout).
+// no dropout). Hybrid rows (Mamba-2 + attention): below.
 #include <algorithm>
 
 #include "model/model_config.h"
@@ -53,6 +53,80 @@ constexpr DeepSeekRow kDeepSeek[] = {
     {"deepseek-v3", 7168, 61, 128, 1536, 512, 128, 64, 128, 18432, 3, 2048, 256, 8, 1, 129280,
      163840},
 };
+
+// Hybrid Mamba-2 / attention models. One pattern character per layer
+// (block): 'M' Mamba-2 mixer, '*' attention, '-' MLP, 'E' MoE MLP.
+//  - nemotron-h-8b: nvidia/Nemotron-H-8B-Base-8K config.json: hidden_size
+//    4096, num_hidden_layers 52, hybrid_override_pattern as below,
+//    num_attention_heads 32, num_key_value_heads 8, attention_head_dim 128,
+//    intermediate_size 21504 (mlp_hidden_act relu2: squared ReLU, not
+//    gated), mamba_num_heads 128, mamba_head_dim 64, n_groups 8,
+//    ssm_state_size 128, conv_kernel 4, vocab_size 131072, untied, no
+//    biases (mamba_proj_bias, mlp_bias, attention_bias false), RMSNorm,
+//    no position embedding (NoPE), max_position_embeddings 8192.
+//  - jamba-v0.1-mamba2: ai21labs/Jamba-v0.1's layout (config.json:
+//    hidden_size 4096, num_hidden_layers 32, attn_layer_period 8 / offset 4,
+//    expert_layer_period 2 / offset 1, num_experts 16, num_experts_per_tok
+//    2, intermediate_size 14336 SwiGLU, 32 heads / 8 kv heads, vocab 65536,
+//    untied, RMSNorm, no position embedding, mamba_expand 2, mamba_d_state
+//    16, mamba_d_conv 4) with Mamba-2 mixers in place of Jamba's Mamba-1
+//    (d_inner 8192 = 128 heads x 64, 8 groups). Each Jamba layer is two
+//    blocks here (mixer, then MLP or MoE): 64 blocks. Jamba-v0.1 itself has
+//    51.57B parameters (12.11B active); this variant 51.49B (12.03B): the
+//    Mamba-1 mixer's x_proj/dt_proj/A differ (docs/architecture.md).
+struct HybridRow {
+  const char* name;
+  const char* pattern;
+  int64_t h, a, kv, d, f, V, positions;
+  MlpKind mlp;
+  int64_t mamba_heads, mamba_head_dim, groups, state, conv;
+  int64_t E, k, fe;
+};
+
+std::string jamba_pattern() {
+  std::string p;
+  for (int l = 0; l < 32; ++l) {
+    p += l % 8 == 4 ? '*' : 'M';
+    p += l % 2 == 1 ? 'E' : '-';
+  }
+  return p;
+}
+
+const HybridRow kHybrid[] = {
+    {"nemotron-h-8b", "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-", 4096, 32, 8, 128, 21504, 131072,
+     8192, MlpKind::kReLU2, 128, 64, 8, 128, 4, 0, 0, 0},
+    {"jamba-v0.1-mamba2", nullptr, 4096, 32, 8, 128, 14336, 65536, 262144, MlpKind::kSwiGLU, 128, 64, 8, 16, 4, 16, 2,
+     14336},
+};
+
+ModelConfig hybrid(const HybridRow& r) {
+  ModelConfig m;
+  m.name = r.name;
+  m.hybrid_pattern = r.pattern ? std::string(r.pattern) : jamba_pattern();
+  m.num_layers = static_cast<int64_t>(m.hybrid_pattern.size());
+  m.hidden = r.h;
+  m.num_heads = r.a;
+  m.num_kv_heads = r.kv;
+  m.head_dim = r.d;
+  m.ffn_hidden = r.f;
+  m.vocab = r.V;
+  m.max_positions = r.positions;
+  m.norm = NormKind::kRMSNorm;
+  m.mlp = r.mlp;
+  m.position = PositionKind::kNone;
+  m.tied_embeddings = false;
+  m.linear_bias = false;
+  m.dropout = false;
+  m.mamba_heads = r.mamba_heads;
+  m.mamba_head_dim = r.mamba_head_dim;
+  m.mamba_groups = r.groups;
+  m.mamba_state = r.state;
+  m.mamba_conv_kernel = r.conv;
+  m.num_experts = r.E;
+  m.experts_per_token = r.k;
+  m.moe_ffn_hidden = r.fe;
+  return m;
+}
 
 ModelConfig gpt(const GptRow& r) {
   ModelConfig m;
@@ -126,6 +200,7 @@ std::vector<std::string> preset_names() {
   for (const LlamaRow& r : kLlama) names.emplace_back(r.name);
   for (const MixtralRow& r : kMixtral) names.emplace_back(r.name);
   for (const DeepSeekRow& r : kDeepSeek) names.emplace_back(r.name);
+  for (const HybridRow& r : kHybrid) names.emplace_back(r.name);
   std::sort(names.begin(), names.end());
   return names;
 }
@@ -142,6 +217,9 @@ Result<ModelConfig> model_preset(const std::string& name, const std::string& pat
   }
   for (const DeepSeekRow& r : kDeepSeek) {
     if (name == r.name) return deepseek(r);
+  }
+  for (const HybridRow& r : kHybrid) {
+    if (name == r.name) return hybrid(r);
   }
   std::string list;
   for (const std::string& n : preset_names()) list += (list.empty() ? "" : ", ") + n;

@@ -149,7 +149,7 @@ class Builder {
     Op split = op("attn.split", ops::kSplit, {q_k_v}, {q, k, v});
     split.out_labels = {lab({"qkv", "d"}), lab({"qkv", "d"}), lab({"qkv", "d"})};
     add(std::move(split));
-    if (m_.position == PositionKind::kRope) {
+    if (m_.position == PositionKind::kRope) {  // learned: at the embedding; none (NoPE): nothing
       q = pointwise("attn.rope_q", ops::kRope, {q}, false);
       k = pointwise("attn.rope_k", ops::kRope, {k}, false);
     }
@@ -269,10 +269,75 @@ class Builder {
       y = swiglu(prefix + ".swiglu", gu);
     } else {
       int h1 = linear(prefix + ".fc1", x, H(), {f}, width, false);
-      y = pointwise(prefix + ".gelu", ops::kGelu, {h1}, false);
+      y = activation(prefix, h1);
     }
     int out = linear(prefix + ".fc2", y, f, {H()}, width, true);
     return dropout(prefix + ".dropout", out, true);
+  }
+
+  // The non-gated MLP's activation: GeLU, or squared ReLU (Nemotron-H).
+  int activation(const std::string& prefix, int h1) {
+    if (m_.mlp == MlpKind::kReLU2) return pointwise(prefix + ".relu2", ops::kReLU2, {h1}, false);
+    return pointwise(prefix + ".gelu", ops::kGelu, {h1}, false);
+  }
+
+  // Mamba-2 (SSD) mixer, as Megatron-Core's MambaMixer splits it over tp:
+  // in_proj is column-parallel and yields this rank's heads of z, x and
+  // dt and its groups of B and C; the depthwise conv, the scan and the
+  // gated norm (normalized per group, groups never straddle ranks) are
+  // local to the heads; out_proj is row-parallel (a partial sum over tp,
+  // resolved like attention's output). Symbols: mh heads, mp head dim,
+  // mg groups, mn state, mk conv width, mi = mh x mp, mc = mi + 2 mg mn
+  // (conv channels), mx = 2 mi + 2 mg mn + mh (in_proj width). Inside the
+  // scan B and C's group dim carries the heads' factor (mh): groups split
+  // over tp with the heads.
+  int mamba(int x) {
+    Dim mx{"mx", S("mx")}, mc{"mc", S("mc")}, mh{"mh", S("mh")}, mp{"mp", S("mp")}, mg{"mg", S("mg")},
+        mn{"mn", S("mn")}, mk{"mk", S("mk")}, mi{"mi", S("mi")};
+    int zxbcdt = linear("mamba.in_proj", x, H(), {mx}, "mx", false, /*with_bias=*/false);
+    int z = act("mamba.z", BS({mh, mp}), o_.dtype);
+    int xbc = act("mamba.xBC", BS({mc}), o_.dtype);
+    int dt = act("mamba.dt", BS({mh}), o_.dtype);
+    Op split = op("mamba.split", ops::kSplit, {zxbcdt}, {z, xbc, dt});
+    split.out_labels = {lab({"mx", "mp"}), lab({"mx"}), lab({"mx"})};
+    add(std::move(split));
+    // Depthwise causal conv (width mk) over [x, B, C], then SiLU.
+    int cw = weight(prefix_ + "mamba.conv1d.weight", {mc, mk}, "mc", layer_);
+    int cb = weight(prefix_ + "mamba.conv1d.bias", {mc}, "mc", layer_);
+    int xbc_c = act("mamba.conv1d", BS({mc}), o_.dtype);
+    Op conv = op("mamba.conv1d", ops::kCausalConv1d, {xbc, cw, cb}, {xbc_c});
+    conv.flops = numel(xbc_c) * (Expr(2) * S("mk") + Expr(4));
+    conv.unshardable = {"s", "c", "mk"};
+    add(std::move(conv));
+    int xs = act("mamba.x", BS({mh, mp}), o_.dtype);
+    int bt = act("mamba.B", BS({mg, mn}), o_.dtype);
+    int ct = act("mamba.C", BS({mg, mn}), o_.dtype);
+    Op split2 = op("mamba.split_xbc", ops::kSplit, {xbc_c}, {xs, bt, ct});
+    split2.out_labels = {lab({"mc", "mp"}), lab({"mc", "mn"}), lab({"mc", "mn"})};
+    add(std::move(split2));
+    // The scan: per head, A (as A_log), D and the dt bias (fp32 in Megatron; kept in the model dtype here).
+    int a_log = weight(prefix_ + "mamba.A_log", {mh}, "mh", layer_);
+    int d_skip = weight(prefix_ + "mamba.D", {mh}, "mh", layer_);
+    int dt_bias = weight(prefix_ + "mamba.dt_bias", {mh}, "mh", layer_);
+    int y = act("mamba.ssd", BS({mh, mp}), o_.dtype);
+    Op scan = op("mamba.ssd", ops::kSsdScan, {xs, dt, bt, ct, a_log, d_skip, dt_bias}, {y});
+    scan.in_labels = {lab({"mh", "mp"}), lab({"mh"}), lab({"mh", "mn"}), lab({"mh", "mn"}), {"mh"}, {"mh"}, {"mh"}};
+    scan.unshardable = {"s", "c", "mn"};
+    scan.flops = Expr(7) * B().size * S("s") * S("mi") * S("mn");
+    scan.model_flops = scan.flops;
+    add(std::move(scan));
+    // Gated RMSNorm: rmsnorm(y * silu(z)) per group of mi / mg channels.
+    int nw = weight(prefix_ + "mamba.norm.weight", {mh, mp}, "mh", layer_);
+    int yn = act("mamba.norm", BS({mh, mp}), o_.dtype);
+    Op gn = op("mamba.norm", ops::kGatedRMSNorm, {y, z, nw}, {yn});
+    gn.flops = rule_flops(g_, gn);
+    gn.unshardable = {"mp"};
+    add(std::move(gn));
+    int merged = act("mamba.merged", BS({mi}), o_.dtype);
+    Op view = op("mamba.merge_heads", ops::kMerge, {yn}, {merged});
+    view.out_labels = {lab({"mh"})};
+    add(std::move(view));
+    return linear("mamba.out_proj", merged, mi, {H()}, "mi", true, /*with_bias=*/false);
   }
 
   // [..., 2, f] -> [..., f]: silu(gate) * up.
@@ -374,7 +439,7 @@ class Builder {
       y = swiglu("moe.experts.swiglu", gu);
     } else {
       int h1 = expert_linear("moe.experts.fc1", disp, {fe});
-      y = pointwise("moe.experts.gelu", ops::kGelu, {h1}, false);
+      y = activation("moe.experts", h1);
     }
     int out = expert_linear("moe.experts.fc2", y, {H()});
 
@@ -392,6 +457,17 @@ class Builder {
       result = pointwise("moe.add_shared", ops::kAdd, {combined, shared}, true);
     }
     return result;
+  }
+
+  // A hybrid model's layer: 'M' Mamba-2, '*' attention, '-' MLP, 'E' MoE.
+  int hybrid_block(char kind, int x) {
+    int h1 = norm("ln1", x);
+    switch (kind) {
+      case 'M': return pointwise("mamba.residual", ops::kAdd, {x, mamba(h1)}, true);
+      case '*': return pointwise("attn.residual", ops::kAdd, {x, attention(h1)}, true);
+      case 'E': return pointwise("mlp.residual", ops::kAdd, {x, moe(h1)}, true);
+      default: return pointwise("mlp.residual", ops::kAdd, {x, mlp(h1)}, true);
+    }
   }
 
   // The residual stream between layers: [b, s, h], batch on dp, and with
@@ -486,6 +562,10 @@ class Builder {
       for (int64_t l = ch.first_layer; l < ch.end_layer; ++l) {
         layer_ = static_cast<int>(l);
         prefix_ = "L" + std::to_string(l) + ".";
+        if (m_.is_hybrid()) {  // one pre-norm block with a residual
+          x = hybrid_block(m_.block(l), x);
+          continue;
+        }
         int h1 = norm("ln1", x);
         x = pointwise("attn.residual", ops::kAdd, {x, attention(h1)}, true);
         int h2 = norm("ln2", x);
@@ -563,6 +643,16 @@ Bindings model_bindings(const ModelConfig& m, int64_t micro_batch, int64_t seq_l
     b["k"] = m.experts_per_token;
     b["fe"] = m.moe_ffn_hidden;
     b["fs"] = m.shared_experts * m.moe_ffn_hidden;
+  }
+  if (m.has_mamba()) {
+    b["mh"] = m.mamba_heads;
+    b["mp"] = m.mamba_head_dim;
+    b["mg"] = m.mamba_groups;
+    b["mn"] = m.mamba_state;
+    b["mk"] = m.mamba_conv_kernel;
+    b["mi"] = m.mamba_inner();
+    b["mc"] = m.mamba_conv_dim();
+    b["mx"] = m.mamba_in_proj_dim();
   }
   if (m.is_mla()) {
     b["dq"] = m.qk_head_dim();

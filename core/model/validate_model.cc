@@ -34,7 +34,78 @@ std::string fmt(double v) {
 }
 
 
+// Hybrid layer pattern and the Mamba-2 mixer's sizes.
+Status validate_hybrid(const ModelConfig& m, const std::string& path) {
+  using std::to_string;
+  auto at = [&](const char* f) { return jsonf::join(path, f); };
+  const std::pair<const char*, int64_t> mamba_fields[] = {
+      {"mamba_heads", m.mamba_heads}, {"mamba_head_dim", m.mamba_head_dim}, {"mamba_groups", m.mamba_groups},
+      {"mamba_state", m.mamba_state}, {"mamba_conv_kernel", m.mamba_conv_kernel}};
+  if (!m.has_mamba()) {
+    for (const auto& [field, v] : mamba_fields)
+      if (v != 0)
+        return make_error(ErrorCode::kInvalidArgument,
+                          std::string(field) + " (" + to_string(v) +
+                              ") is a Mamba-2 size and needs 'M' layers in hybrid_pattern (got \"" +
+                              m.hybrid_pattern + "\"); leave it 0",
+                          at(field));
+  }
+  if (!m.is_hybrid()) return ok_status();
+  if (m.hybrid_pattern.size() > static_cast<size_t>(limits::kMaxLayers))
+    return make_error(ErrorCode::kInvalidArgument,
+                      "is " + to_string(m.hybrid_pattern.size()) + " characters long (at most " +
+                          to_string(limits::kMaxLayers) + ", one per layer)", at("hybrid_pattern"));
+  for (size_t i = 0; i < m.hybrid_pattern.size(); ++i) {
+    const char c = m.hybrid_pattern[i];
+    if (c != 'M' && c != '*' && c != '-' && c != 'E')
+      return make_error(ErrorCode::kInvalidArgument,
+                        std::string("unknown layer kind '") + c + "' at position " + to_string(i) +
+                            " (known: M = Mamba-2, * = attention, - = MLP, E = MoE MLP)", at("hybrid_pattern"));
+    if (c == 'E' && !m.is_moe())
+      return make_error(ErrorCode::kInvalidArgument,
+                        "has an MoE layer 'E' at position " + to_string(i) + " but num_experts is 0",
+                        at("hybrid_pattern"));
+  }
+  if (m.first_dense_layers != 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "must be 0 with a hybrid_pattern (the pattern says which layers are MoE, 'E') (got " +
+                          to_string(m.first_dense_layers) + ")", at("first_dense_layers"));
+  if (!m.has_mamba()) return ok_status();
+  for (const auto& [field, v] : mamba_fields)
+    SC_RETURN_IF_ERROR(in_range(v, 1, limits::kMaxHidden, at(field)));
+  if (m.mamba_heads % m.mamba_groups != 0)
+    return make_error(ErrorCode::kNotDivisible,
+                      "mamba_heads (" + to_string(m.mamba_heads) + ") is not divisible by mamba_groups (" +
+                          to_string(m.mamba_groups) + ")", at("mamba_groups"));
+  if (m.mamba_in_proj_dim() > limits::kMaxFfn)
+    return make_error(ErrorCode::kInvalidArgument,
+                      jsonf::cap_message("Mamba in_proj width 2 x heads x head_dim + 2 x groups x state + heads",
+                                         double(m.mamba_in_proj_dim()), double(limits::kMaxFfn)),
+                      at("mamba_heads"));
+  return ok_status();
+}
+
 }  // namespace
+
+Status validate_model_parallel(const ModelConfig& m, int64_t tp, int64_t cp) {
+  using std::to_string;
+  if (!m.has_mamba()) return ok_status();
+  if (cp > 1)
+    return make_error(ErrorCode::kUnsupported,
+                      "context parallelism (cp = " + to_string(cp) +
+                          ") is not supported for models with Mamba-2 layers: the selective scan carries its "
+                          "state through the whole sequence, and passing it between cp ranks is not modelled; "
+                          "use cp = 1 (tp, sp, dp, pp and ep work)", "parallel.cp");
+  if (m.mamba_heads % tp != 0)
+    return make_error(ErrorCode::kNotDivisible,
+                      "mamba_heads (" + to_string(m.mamba_heads) + ") is not divisible by tp (" + to_string(tp) +
+                          "): Mamba-2 layers split their heads over tp", "parallel.tp");
+  if (m.mamba_groups % tp != 0)
+    return make_error(ErrorCode::kNotDivisible,
+                      "mamba_groups (" + to_string(m.mamba_groups) + ") is not divisible by tp (" + to_string(tp) +
+                          "): Mamba-2 layers split the B/C groups over tp with their heads", "parallel.tp");
+  return ok_status();
+}
 
 Status validate_model(const ModelConfig& m, const std::string& path) {
   using namespace limits;
@@ -158,6 +229,8 @@ Status validate_model(const ModelConfig& m, const std::string& path) {
                         at("capacity_factor"));
     }
   }
+
+  SC_RETURN_IF_ERROR(validate_hybrid(m, path));
 
   double params = static_cast<double>(model_internal::parameters_wide(m).total);
   if (params > kMaxParameters) {

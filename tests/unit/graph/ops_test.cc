@@ -29,6 +29,8 @@ const char* kJobs[] = {
         "training":{"seq_len":64,"global_batch_size":2,"recompute":"selective"}})",
     R"({"model":{"preset":"gpt3-1.7b","num_layers":2},"parallel":{"pp":2,"dp":2},
         "training":{"seq_len":64,"global_batch_size":4}})",
+    R"({"model":{"preset":"nemotron-h-8b","num_layers":4,"hybrid_pattern":"M*-M"},
+        "parallel":{"tp":2,"dp":2,"sequence_parallel":true},"training":{"seq_len":64,"global_batch_size":2}})",
 };
 
 template <typename F>
@@ -75,7 +77,7 @@ TEST_CASE("ops: every op of a built job carries its table entry, and its kind an
   CHECK(ops > 1000);
   // The jobs exercise every forward entry that has a gradient.
   for (const OpDef* d : op_table())
-    if (d->vjp && d != &ops::kLayerNorm && d != &ops::kRMSNorm) CHECK_MESSAGE(seen.count(d->name), d->name);
+    if (d->vjp && d != &ops::kLayerNorm && d != &ops::kRMSNorm) CHECK_MESSAGE(seen.count(d->name), std::string(d->name));
 }
 
 TEST_CASE("ops: an entry's `saves` is what its VJP rule reads from the forward pass") {
