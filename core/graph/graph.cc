@@ -180,6 +180,40 @@ std::string tensor_ref(const Tensor& t) {
 }
 }  // namespace
 
+std::string graph_to_named_text(const Graph& g, const std::string& header) {
+  std::vector<std::string> name(g.tensors.size());
+  std::map<std::string, int> seen;
+  for (const auto& t : g.tensors) {
+    const int n = ++seen[t.name];
+    name[t.id] = n == 1 ? t.name : t.name + "#" + std::to_string(n);
+  }
+  auto ref = [&](const Tensor& t) {
+    return name[t.id] + ":" + dtype_name(t.dtype) + local_shape_string(t) + sharding_to_string(t);
+  };
+  std::ostringstream out;
+  out << header << "\n";
+  for (const auto& t : g.tensors)
+    if (t.producer < 0 && (t.kind == TensorKind::kWeight || t.kind == TensorKind::kInput))
+      out << tensor_kind_name(t.kind) << " " << ref(t) << "\n";
+  for (int id : g.order) {
+    const Op& op = g.ops[id];
+    out << phase_name(op.phase) << " " << op.name << " " << op_def(op).name;
+    if (op.kind == OpKind::kCollective)
+      out << "(" << collective_name(op.coll) << " over " << op.axis << ")";
+    if (op.cause.kind != CauseKind::kNone)
+      out << " cause=" << cause_kind_name(op.cause.kind) << "/" << op.cause.feature;
+    out << " (";
+    for (size_t i = 0; i < op.inputs.size(); ++i) out << (i ? ", " : "") << name[op.inputs[i]];
+    out << ") -> (";
+    for (size_t i = 0; i < op.outputs.size(); ++i) out << (i ? ", " : "") << ref(g.tensors[op.outputs[i]]);
+    out << ")";
+    if (!op.local_flops.is_zero()) out << " flops=" << op.local_flops.to_string();
+    else if (!op.flops.is_zero()) out << " global_flops=" << op.flops.to_string();
+    out << "\n";
+  }
+  return out.str();
+}
+
 std::string graph_to_text(const Graph& g, const std::string& header) {
   std::ostringstream out;
   out << header << "\n";

@@ -202,6 +202,12 @@ int add_collective_op(Graph& g, std::string name, CollectiveType coll, std::stri
 // symbolic local shapes ("[b, s/tp, h]") and shardings. Stable.
 std::string graph_to_text(const Graph& g, const std::string& header);
 
+// The same content keyed by stable names instead of running ids: tensors
+// by name (a repeated name gets "#2", "#3" in order of definition), ops by
+// name with their table entry and, for collectives, their recorded cause.
+// Per-pass goldens use it so that one change shows where it acts.
+std::string graph_to_named_text(const Graph& g, const std::string& header);
+
 std::string sharding_to_string(const Tensor& t);   // "{b:dp, s:tp} partial(tp)"
 std::string local_shape_string(const Tensor& t);   // "[b, s/tp, h]"
 
