@@ -48,8 +48,11 @@ void print_job(const Job& job) {
             << ", " << m.num_heads << " heads (kv " << m.num_kv_heads << ", head_dim " << m.head_dim
             << "), ffn " << m.ffn_hidden << ", vocab " << m.vocab << "\n"
             << "            " << (m.norm == NormKind::kRMSNorm ? "RMSNorm" : "LayerNorm") << ", "
-            << (m.mlp == MlpKind::kSwiGLU ? "SwiGLU" : "GeLU") << " MLP, "
-            << (m.position == PositionKind::kRope ? "RoPE" : "learned positions") << ", "
+            << (m.mlp == MlpKind::kSwiGLU ? "SwiGLU" : m.mlp == MlpKind::kReLU2 ? "squared-ReLU" : "GeLU") << " MLP, "
+            << (m.position == PositionKind::kRope   ? "RoPE"
+                : m.position == PositionKind::kNone ? "no positions"
+                                                    : "learned positions")
+            << ", "
             << (m.tied_embeddings ? "tied" : "untied") << " embeddings, bias " << on_off(m.linear_bias)
             << ", dropout " << on_off(m.dropout) << "\n"
             << "parameters  " << grouped(closed_form_parameters(m)) << " (closed form)";
@@ -58,7 +61,14 @@ void print_job(const Job& job) {
   if (m.is_moe())
     std::cout << "experts     " << m.num_experts << " routed (top-" << m.experts_per_token << ", width "
               << m.moe_ffn_hidden << ")" << (m.shared_experts ? " + " + std::to_string(m.shared_experts) + " shared" : "")
-              << ", MoE from layer " << m.first_dense_layers << ", capacity factor " << m.capacity_factor << "\n";
+              << (m.is_hybrid() ? std::string(", MoE in the pattern's E layers")
+                                : ", MoE from layer " + std::to_string(m.first_dense_layers))
+              << ", capacity factor " << m.capacity_factor << "\n";
+  if (m.is_hybrid())
+    std::cout << "hybrid      " << m.hybrid_pattern << (m.has_mamba() ? "" : "\n");
+  if (m.has_mamba())
+    std::cout << " (M Mamba-2: " << m.mamba_heads << " heads x " << m.mamba_head_dim << ", " << m.mamba_groups
+              << " groups, state " << m.mamba_state << ", conv " << m.mamba_conv_kernel << ")\n";
   if (m.is_mla())
     std::cout << "attention   MLA: q latent " << m.q_lora_rank << ", kv latent " << m.kv_lora_rank << ", rope "
               << m.qk_rope_head_dim << ", v head " << m.v_head_dim << "\n";
