@@ -176,3 +176,22 @@ TEST_CASE("hybrid: context parallelism and a tp that does not divide the Mamba h
   REQUIRE(!bad.ok());
   CHECK(bad.error().path == "model.hybrid_pattern");
 }
+
+TEST_CASE("hybrid: every collective of a hybrid job is explained from its recorded cause") {
+  Generator g = job(R"({"model":{"preset":"jamba-v0.1-mamba2","num_layers":4},
+    "parallel":{"tp":2,"dp":2,"ep":2,"sequence_parallel":true},"training":{"seq_len":64,"global_batch_size":2}})");
+  auto gj = g.graph_json(0);
+  REQUIRE(gj.ok());
+  auto j = nlohmann::json::parse(gj.value());
+  int explained = 0, dispatch = 0;
+  for (const auto& o : j["ops"]) {
+    if (!o.contains("why")) continue;
+    CAPTURE(o["name"].get<std::string>());
+    const std::string reason = o["why"]["reason"];
+    CHECK(reason != "reshard");  // the fallback when no cause says more
+    dispatch += o["why"]["text"].get<std::string>().rfind("MoE token dispatch", 0) == 0;
+    ++explained;
+  }
+  CHECK(explained > 20);
+  CHECK(dispatch > 0);
+}
