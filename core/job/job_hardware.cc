@@ -8,29 +8,48 @@ namespace {
 using jsonf::Json;
 using jsonf::join;
 
-// Upper bounds far above any device (1 EFLOP/s, 1 PB/s, 1 PB).
-constexpr double kMaxFlops = 1e18;
-constexpr double kMaxBytesPerSecond = 1e15;
-constexpr double kMaxBytes = 1e15;
-
-struct Field { const char* key; double HardwareProfile::*member; double lo; bool lo_inclusive; double hi; };
-constexpr Field kFields[] = {
-    {"peak_flops_fp32", &HardwareProfile::peak_flops_fp32, 0, false, kMaxFlops},
-    {"peak_flops_tf32", &HardwareProfile::peak_flops_tf32, 0, false, kMaxFlops},
-    {"peak_flops_bf16", &HardwareProfile::peak_flops_bf16, 0, false, kMaxFlops},
-    {"peak_flops_fp8", &HardwareProfile::peak_flops_fp8, 0, true, kMaxFlops},  // 0: none
-    {"mem_bandwidth", &HardwareProfile::mem_bandwidth, 0, false, kMaxBytesPerSecond},
-    {"memory_bytes", &HardwareProfile::memory_bytes, 0, false, kMaxBytes},
-    {"intra_node_bw", &HardwareProfile::intra_node_bw, 0, false, kMaxBytesPerSecond},
-    {"inter_node_bw", &HardwareProfile::inter_node_bw, 0, false, kMaxBytesPerSecond},
-    {"compute_efficiency", &HardwareProfile::compute_efficiency, 0, false, 1},
-    {"memory_efficiency", &HardwareProfile::memory_efficiency, 0, false, 1},
-};
-constexpr int64_t kMaxGpusPerNode = 1024;
-
 std::string format(double d) {
   return Json(d).dump();
 }
+
+// Upper bounds far above any device (1 EFLOP/s, 1 PB/s, 1 PB); lower
+// bounds far below any (1 GFLOP/s, 1 GB/s, 1% of peak). The lower bounds
+// keep every duration representable: the largest int64 FLOP or byte count
+// at 1e9/s x 0.01 is 9.2e17 µs, below the 2^63 a duration is rounded into.
+constexpr double kMaxFlops = 1e18;
+constexpr double kMinFlops = 1e9;
+constexpr double kMaxBytesPerSecond = 1e15;
+constexpr double kMinBytesPerSecond = 1e9;
+constexpr double kMaxBytes = 1e15;
+constexpr double kMinEfficiency = 0.01;
+
+// `zero_ok`: 0 is accepted besides [lo, hi] (fp8: not supported).
+struct Field { const char* key; double HardwareProfile::*member; double lo; bool lo_inclusive; double hi; bool zero_ok = false; };
+constexpr Field kFields[] = {
+    {"peak_flops_fp32", &HardwareProfile::peak_flops_fp32, kMinFlops, true, kMaxFlops},
+    {"peak_flops_tf32", &HardwareProfile::peak_flops_tf32, kMinFlops, true, kMaxFlops},
+    {"peak_flops_bf16", &HardwareProfile::peak_flops_bf16, kMinFlops, true, kMaxFlops},
+    {"peak_flops_fp8", &HardwareProfile::peak_flops_fp8, kMinFlops, true, kMaxFlops, true},  // 0: none
+    {"mem_bandwidth", &HardwareProfile::mem_bandwidth, kMinBytesPerSecond, true, kMaxBytesPerSecond},
+    {"memory_bytes", &HardwareProfile::memory_bytes, 0, false, kMaxBytes},
+    {"intra_node_bw", &HardwareProfile::intra_node_bw, kMinBytesPerSecond, true, kMaxBytesPerSecond},
+    {"inter_node_bw", &HardwareProfile::inter_node_bw, kMinBytesPerSecond, true, kMaxBytesPerSecond},
+    {"compute_efficiency", &HardwareProfile::compute_efficiency, kMinEfficiency, true, 1},
+    {"memory_efficiency", &HardwareProfile::memory_efficiency, kMinEfficiency, true, 1},
+};
+
+Status check_field(const Field& f, double x, const std::string& path) {
+  if (f.zero_ok && x == 0) return ok_status();
+  bool low = f.lo_inclusive ? !(x >= f.lo) : !(x > f.lo);  // also rejects NaN
+  if (low || x > f.hi) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      std::string("must be ") + (f.zero_ok ? "0 or " : "") + (f.lo_inclusive ? ">= " : "> ") +
+                          format(f.lo) + " and <= " + format(f.hi) + " (got " + format(x) + ")",
+                      path);
+  }
+  return ok_status();
+}
+constexpr int64_t kMaxGpusPerNode = 1024;
 
 }  // namespace
 
@@ -50,7 +69,7 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
   } else {
     // A custom device must state every rate; fp8 may stay 0 (unsupported).
     for (const Field& f : kFields) {
-      bool optional = f.lo_inclusive || std::string(f.key).find("efficiency") != std::string::npos;
+      bool optional = f.zero_ok || std::string(f.key).find("efficiency") != std::string::npos;
       if (!optional && !jsonf::find(v, f.key)) {
         return make_error(ErrorCode::kInvalidArgument,
                           "required when hardware has no preset", join(path, f.key));
@@ -63,8 +82,9 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
   for (const Field& f : kFields) {
     const Json* x = jsonf::find(v, f.key);
     if (!x) continue;
-    SC_ASSIGN_OR_RETURN(hw.*f.member,
-                        jsonf::get_number_in(*x, join(path, f.key), f.lo, f.hi, f.lo_inclusive));
+    SC_ASSIGN_OR_RETURN(hw.*f.member, jsonf::get_number_in(*x, join(path, f.key), f.zero_ok ? 0 : f.lo, f.hi,
+                                                            f.zero_ok || f.lo_inclusive));
+    SC_RETURN_IF_ERROR(check_field(f, hw.*f.member, join(path, f.key)));
   }
   if (const Json* g = jsonf::find(v, "gpus_per_node")) {
     SC_ASSIGN_OR_RETURN(int64_t n, jsonf::get_int(*g, join(path, "gpus_per_node"), 1, kMaxGpusPerNode));
@@ -74,16 +94,7 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
 }
 
 Status validate_hardware(const HardwareProfile& hw, const std::string& path) {
-  for (const Field& f : kFields) {
-    double x = hw.*f.member;
-    bool low = f.lo_inclusive ? !(x >= f.lo) : !(x > f.lo);  // also rejects NaN
-    if (low || x > f.hi) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        std::string("must be ") + (f.lo_inclusive ? ">= " : "> ") + format(f.lo) +
-                        " and <= " + format(f.hi) + " (got " + format(x) + ")",
-                        join(path, f.key));
-    }
-  }
+  for (const Field& f : kFields) SC_RETURN_IF_ERROR(check_field(f, hw.*f.member, join(path, f.key)));
   if (hw.gpus_per_node < 1 || hw.gpus_per_node > kMaxGpusPerNode) {
     return make_error(ErrorCode::kInvalidArgument,
                       "must be in [1, " + std::to_string(kMaxGpusPerNode) + "] (got " +

@@ -267,7 +267,7 @@ class Lowerer {
       }
       DType dt = op.kind == OpKind::kMatmul ? o_.compute_dtype : g_.tensors[op.outputs[0]].dtype;
       TraceNode n;
-      set_cost(n, dt, shard(op, flops), shard(op, bytes));
+      SC_RETURN_IF_ERROR(set_cost(n, dt, shard(op, flops), shard(op, bytes), op.name));
       c.num_ops = n.num_ops;
       c.tensor_size = n.tensor_size;
       c.duration_micros = n.duration_micros;
@@ -391,11 +391,19 @@ class Lowerer {
 
   // FLOPs, bytes touched (>= 1: 0 stalls the simulator) and the roofline
   // time rounded to the nearest µs, at least 1.
-  void set_cost(TraceNode& n, DType dt, int64_t flops, int64_t bytes) const {
+  // A duration that does not fit (rates far below any device) is an error,
+  // not a wrapped conversion.
+  Status set_cost(TraceNode& n, DType dt, int64_t flops, int64_t bytes, const std::string& what) const {
     n.num_ops = flops;
     n.tensor_size = static_cast<uint64_t>(std::max<int64_t>(bytes, 1));
     double us = roofline_micros(hw_, dt, static_cast<double>(flops), static_cast<double>(bytes));
-    n.duration_micros = static_cast<uint64_t>(std::max<double>(1.0, std::llround(us)));
+    if (!(us >= 0 && us < 9.0e18))
+      return make_error(ErrorCode::kInvalidArgument,
+                        "the duration of " + what + " is not representable in µs (" + std::to_string(us) +
+                            "): check the hardware rates and efficiencies",
+                        "hardware");
+    n.duration_micros = static_cast<uint64_t>(std::max<long long>(1, std::llround(us)));
+    return ok_status();
   }
 
   void push(TraceNode node, const std::string& axis, int64_t peer_stage, int64_t ring_offset) {
@@ -455,8 +463,8 @@ class Lowerer {
       c.id = p_.nodes.size();
       c.name = prefix + ".step" + std::to_string(j);
       c.kind = TraceNodeKind::kCompute;
-      set_cost(c, o_.compute_dtype, flops / n + (j + 1 == n ? flops % n : 0),
-               bytes / n + (j + 1 == n ? bytes % n : 0));
+      SC_RETURN_IF_ERROR(set_cost(c, o_.compute_dtype, flops / n + (j + 1 == n ? flops % n : 0),
+                                  bytes / n + (j + 1 == n ? bytes % n : 0), op.name));
       std::set<uint64_t> cd = inputs;
       if (prev_recv >= 0) cd.insert(static_cast<uint64_t>(prev_recv));
       if (last_compute_ >= 0) cd.insert(static_cast<uint64_t>(last_compute_));
