@@ -22,6 +22,7 @@ constexpr double kMaxBytesPerSecond = 1e15;
 constexpr double kMinBytesPerSecond = 1e9;
 constexpr double kMaxBytes = 1e15;
 constexpr double kMinEfficiency = 0.01;
+constexpr double kMaxFloorMicros = 1000;
 
 // `zero_ok`: 0 is accepted besides [lo, hi] (fp8: not supported).
 struct Field { const char* key; double HardwareProfile::*member; double lo; bool lo_inclusive; double hi; bool zero_ok = false; };
@@ -36,7 +37,14 @@ constexpr Field kFields[] = {
     {"inter_node_bw", &HardwareProfile::inter_node_bw, kMinBytesPerSecond, true, kMaxBytesPerSecond},
     {"compute_efficiency", &HardwareProfile::compute_efficiency, kMinEfficiency, true, 1},
     {"memory_efficiency", &HardwareProfile::memory_efficiency, kMinEfficiency, true, 1},
+    // Kernel cost model (optional; a preset's values, else the defaults in
+    // hw/hardware.h).
+    {"gemm_efficiency", &HardwareProfile::gemm_efficiency, kMinEfficiency, true, 1},
+    {"attention_efficiency", &HardwareProfile::attention_efficiency, kMinEfficiency, true, 1},
+    {"hbm_efficiency", &HardwareProfile::hbm_efficiency, kMinEfficiency, true, 1},
+    {"kernel_floor_micros", &HardwareProfile::kernel_floor_micros, 0, true, kMaxFloorMicros},
 };
+constexpr int64_t kMaxSmCount = 4096;
 
 Status check_field(const Field& f, double x, const std::string& path) {
   if (f.zero_ok && x == 0) return ok_status();
@@ -59,7 +67,8 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
   SC_RETURN_IF_ERROR(jsonf::check_keys(
       v, {"preset", "name", "peak_flops_fp32", "peak_flops_tf32", "peak_flops_bf16",
           "peak_flops_fp8", "mem_bandwidth", "memory_bytes", "intra_node_bw", "inter_node_bw",
-          "gpus_per_node", "compute_efficiency", "memory_efficiency"},
+          "gpus_per_node", "compute_efficiency", "memory_efficiency", "cost_model", "sm_count",
+          "gemm_efficiency", "attention_efficiency", "hbm_efficiency", "kernel_floor_micros"},
       path));
   HardwareProfile hw;
   hw.name = "custom";
@@ -69,7 +78,8 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
   } else {
     // A custom device must state every rate; fp8 may stay 0 (unsupported).
     for (const Field& f : kFields) {
-      bool optional = f.zero_ok || std::string(f.key).find("efficiency") != std::string::npos;
+      const std::string key = f.key;
+      bool optional = f.zero_ok || key.find("efficiency") != std::string::npos || key == "kernel_floor_micros";
       if (!optional && !jsonf::find(v, f.key)) {
         return make_error(ErrorCode::kInvalidArgument,
                           "required when hardware has no preset", join(path, f.key));
@@ -90,11 +100,28 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
     SC_ASSIGN_OR_RETURN(int64_t n, jsonf::get_int(*g, join(path, "gpus_per_node"), 1, kMaxGpusPerNode));
     hw.gpus_per_node = static_cast<int>(n);
   }
+  if (const Json* g = jsonf::find(v, "sm_count")) {
+    SC_ASSIGN_OR_RETURN(int64_t n, jsonf::get_int(*g, join(path, "sm_count"), 0, kMaxSmCount));
+    hw.sm_count = static_cast<int>(n);
+  }
+  if (const Json* m = jsonf::find(v, "cost_model")) {
+    SC_ASSIGN_OR_RETURN(std::string name, jsonf::get_string(*m, join(path, "cost_model")));
+    if (name == "kernel") hw.cost_model = HardwareProfile::CostModel::kKernel;
+    else if (name == "roofline") hw.cost_model = HardwareProfile::CostModel::kRoofline;
+    else
+      return make_error(ErrorCode::kInvalidArgument,
+                        "unknown cost model \"" + name + "\" (known: kernel, roofline)", join(path, "cost_model"));
+  }
   return hw;
 }
 
 Status validate_hardware(const HardwareProfile& hw, const std::string& path) {
   for (const Field& f : kFields) SC_RETURN_IF_ERROR(check_field(f, hw.*f.member, join(path, f.key)));
+  if (hw.sm_count < 0 || hw.sm_count > kMaxSmCount) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "must be in [0, " + std::to_string(kMaxSmCount) + "] (got " + std::to_string(hw.sm_count) + ")",
+                      join(path, "sm_count"));
+  }
   if (hw.gpus_per_node < 1 || hw.gpus_per_node > kMaxGpusPerNode) {
     return make_error(ErrorCode::kInvalidArgument,
                       "must be in [1, " + std::to_string(kMaxGpusPerNode) + "] (got " +

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "cost/kernel_cost.h"
 #include "trace/schedule.h"
 
 namespace sc {
@@ -105,6 +106,8 @@ class Lowerer {
     writes_.assign(nt, 0);
     done_.assign(no, 0);
     cost_.assign(no, OpCost{});
+    kernel_us_.assign(no, -1.0);
+    if (kernel_model()) plan_ = plan_fusion(g_);
     std::set<int> w;
     if (o_.schedule == Schedule::kZeroBubble) {
       std::map<int, std::vector<int>> readers;
@@ -234,6 +237,61 @@ class Lowerer {
     std::string suffix;  // "<phase>.<op name>"
   };
 
+  bool kernel_model() const { return hw_.cost_model == HardwareProfile::CostModel::kKernel; }
+
+  // FLOPs and bytes of a compute op (this rank's ZeRO shard), and the dtype
+  // it computes in. Under the kernel model the bytes a fused kernel keeps
+  // on chip are left out.
+  struct Work {
+    int64_t flops = 0, bytes = 0;
+    DType dt = DType::kBF16;
+  };
+  Result<Work> work_of(int id) {
+    const Op& op = g_.ops[id];
+    Work w;
+    SC_ASSIGN_OR_RETURN(int64_t flops, op.local_flops.eval(bind_, op.name + " flops"));
+    // A lookup (or its scatter-add backward) touches the rows it gathers,
+    // not the whole table: count the activation side twice instead.
+    const bool lookup = op.kind == OpKind::kEmbedding;
+    const std::vector<int>* on_chip = kernel_model() ? &plan_.on_chip[static_cast<size_t>(id)] : nullptr;
+    int64_t bytes = 0;
+    for (const auto* list : {&op.inputs, &op.outputs})
+      for (int t : *list) {
+        TensorKind k = g_.tensors[t].kind;
+        if (lookup && (k == TensorKind::kWeight || k == TensorKind::kWeightGrad)) continue;
+        if (on_chip && std::find(on_chip->begin(), on_chip->end(), t) != on_chip->end()) continue;
+        SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
+        bytes += lookup ? 2 * b : b;
+      }
+    if (op.kind == OpKind::kOptimizer) {
+      // Adam state (master weight + moments): read and written once.
+      SC_ASSIGN_OR_RETURN(int64_t n, g_.tensors[op.inputs[0]].local_numel().eval(bind_, op.name + " params"));
+      bytes += 2 * n * o_.optimizer_bytes_per_param;
+    }
+    w.dt = op.kind == OpKind::kMatmul ? o_.compute_dtype : g_.tensors[op.outputs[0]].dtype;
+    w.flops = shard(op, flops);
+    w.bytes = shard(op, bytes);
+    return w;
+  }
+
+  // Kernel-model time of one op without the launch floor, evaluated once.
+  Result<double> kernel_micros(int id) {
+    double& us = kernel_us_[static_cast<size_t>(id)];
+    if (us >= 0) return us;
+    const Op& op = g_.ops[id];
+    SC_ASSIGN_OR_RETURN(Work w, work_of(id));
+    const double flops = static_cast<double>(w.flops), bytes = static_cast<double>(w.bytes);
+    if (op.kind == OpKind::kMatmul) {
+      SC_ASSIGN_OR_RETURN(GemmShape shape, gemm_shape(g_, op, bind_));
+      us = gemm_micros(hw_, w.dt, shape, flops, bytes);
+    } else if (op.kind == OpKind::kAttention) {
+      us = attention_micros(hw_, o_.compute_dtype, flops, bytes);
+    } else {
+      us = memory_micros(hw_, flops, bytes);
+    }
+    return us;
+  }
+
   Result<const OpCost*> cost_of(int id) {
     OpCost& c = cost_[static_cast<size_t>(id)];
     if (c.ready) return &c;
@@ -248,26 +306,24 @@ class Lowerer {
     } else if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
       SC_ASSIGN_OR_RETURN(c.comm_size, bytes_of(op.kind == OpKind::kSend ? op.inputs[0] : op.outputs[0]));
     } else if (op.kind != OpKind::kView && op.ring_axis.empty()) {
-      SC_ASSIGN_OR_RETURN(int64_t flops, op.local_flops.eval(bind_, op.name + " flops"));
-      // A lookup (or its scatter-add backward) touches the rows it gathers,
-      // not the whole table: count the activation side twice instead.
-      const bool lookup = op.kind == OpKind::kEmbedding;
-      int64_t bytes = 0;
-      for (const auto* list : {&op.inputs, &op.outputs})
-        for (int t : *list) {
-          TensorKind k = g_.tensors[t].kind;
-          if (lookup && (k == TensorKind::kWeight || k == TensorKind::kWeightGrad)) continue;
-          SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
-          bytes += lookup ? 2 * b : b;
-        }
-      if (op.kind == OpKind::kOptimizer) {
-        // Adam state (master weight + moments): read and written once.
-        SC_ASSIGN_OR_RETURN(int64_t n, g_.tensors[op.inputs[0]].local_numel().eval(bind_, op.name + " params"));
-        bytes += 2 * n * o_.optimizer_bytes_per_param;
-      }
-      DType dt = op.kind == OpKind::kMatmul ? o_.compute_dtype : g_.tensors[op.outputs[0]].dtype;
+      SC_ASSIGN_OR_RETURN(Work w, work_of(id));
       TraceNode n;
-      SC_RETURN_IF_ERROR(set_cost(n, dt, shard(op, flops), shard(op, bytes), op.name));
+      double us = 0;
+      if (kernel_model()) {
+        SC_ASSIGN_OR_RETURN(us, kernel_micros(id));
+        // A fused kernel's launch floor is paid once, by its first op.
+        if (plan_.head[static_cast<size_t>(id)] == id) {
+          double group = 0;
+          for (int m : plan_.members[static_cast<size_t>(id)]) {
+            SC_ASSIGN_OR_RETURN(double t, kernel_micros(m));
+            group += t;
+          }
+          us += std::max(0.0, hw_.kernel_floor_micros - group);
+        }
+      } else {
+        us = roofline_micros(hw_, w.dt, static_cast<double>(w.flops), static_cast<double>(w.bytes));
+      }
+      SC_RETURN_IF_ERROR(set_cost(n, w.flops, w.bytes, us, op.name));
       c.num_ops = n.num_ops;
       c.tensor_size = n.tensor_size;
       c.duration_micros = n.duration_micros;
@@ -393,10 +449,9 @@ class Lowerer {
   // time rounded to the nearest µs, at least 1.
   // A duration that does not fit (rates far below any device) is an error,
   // not a wrapped conversion.
-  Status set_cost(TraceNode& n, DType dt, int64_t flops, int64_t bytes, const std::string& what) const {
+  Status set_cost(TraceNode& n, int64_t flops, int64_t bytes, double us, const std::string& what) const {
     n.num_ops = flops;
     n.tensor_size = static_cast<uint64_t>(std::max<int64_t>(bytes, 1));
-    double us = roofline_micros(hw_, dt, static_cast<double>(flops), static_cast<double>(bytes));
     if (!(us >= 0 && us < 9.0e18))
       return make_error(ErrorCode::kInvalidArgument,
                         "the duration of " + what + " is not representable in µs (" + std::to_string(us) +
@@ -463,8 +518,13 @@ class Lowerer {
       c.id = p_.nodes.size();
       c.name = prefix + ".step" + std::to_string(j);
       c.kind = TraceNodeKind::kCompute;
-      SC_RETURN_IF_ERROR(set_cost(c, o_.compute_dtype, flops / n + (j + 1 == n ? flops % n : 0),
-                                  bytes / n + (j + 1 == n ? bytes % n : 0), op.name));
+      const int64_t f = flops / n + (j + 1 == n ? flops % n : 0), by = bytes / n + (j + 1 == n ? bytes % n : 0);
+      const double us =
+          kernel_model()
+              ? std::max(hw_.kernel_floor_micros,
+                         attention_micros(hw_, o_.compute_dtype, static_cast<double>(f), static_cast<double>(by)))
+              : roofline_micros(hw_, o_.compute_dtype, static_cast<double>(f), static_cast<double>(by));
+      SC_RETURN_IF_ERROR(set_cost(c, f, by, us, op.name));
       std::set<uint64_t> cd = inputs;
       if (prev_recv >= 0) cd.insert(static_cast<uint64_t>(prev_recv));
       if (last_compute_ >= 0) cd.insert(static_cast<uint64_t>(last_compute_));
@@ -494,6 +554,8 @@ class Lowerer {
   std::vector<char> done_;                      // per op
   std::vector<int64_t> tensor_bytes_;           // per tensor: local bytes, -1 until evaluated
   std::vector<OpCost> cost_;                    // per op
+  std::vector<double> kernel_us_;               // per op: kernel-model time without the floor, -1 until evaluated
+  FusionPlan plan_;                             // kernel model: fused kernels
   std::map<std::string, uint64_t> last_coll_;
   int64_t last_compute_ = -1, last_send_ = -1;
   std::vector<uint64_t> barrier_;  // deps of every op after the schedule
