@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -313,9 +314,14 @@ std::optional<Generator> build_generator(const std::string& command, const Args&
     set_engine_budget(b);
   }
   install_signal_cleanup();
+  test_pause("build");  // tests: a signal here must stop the build below
   Result<Generator> gen = Generator::create(job);
   if (!gen.ok()) {
-    if (gen.error().code == ErrorCode::kCancelled) reraise_if_signalled();  // exit by the signal
+    if (gen.error().code == ErrorCode::kCancelled) {
+      std::cerr << "stagecraft " << command << ": interrupted by " << (pending_signal() == SIGINT ? "SIGINT" : "SIGTERM")
+                << " (" << gen.error().message << ")\n";
+      reraise_if_signalled();  // exit by the signal
+    }
     *rc = report_error(command, gen.error());
     return std::nullopt;
   }

@@ -86,7 +86,8 @@ void reraise_if_signalled();
 // prints "stagecraft: test pause at <point>" on stderr at that point and
 // waits (at most 60 s) for SIGINT/SIGTERM or for the file named by
 // STAGECRAFT_TEST_RESUME to exist, so a test can interrupt it at a
-// known place. Points: "rank" (the first trace is written), "commit" (the
+// known place. Points: "build" (before Generator::create; generate,
+// inspect, graph), "rank" (the first trace is written), "commit" (the
 // output is complete, not yet renamed), "committed" (renamed into place,
 // the replaced output not yet removed).
 void test_pause(const char* point);

@@ -36,7 +36,9 @@ struct JobEstimate {
 JobEstimate estimate_job(const Job& job);
 
 struct Budget {
-  int64_t max_engine_bytes = int64_t{3} << 30;  // 3 GiB: fits the 4 GiB wasm heap
+  // 2 GiB of estimated engine memory (the estimate is 1-2x the measured
+  // peak): leaves room in the 4 GiB wasm heap for growth and the JS side.
+  int64_t max_engine_bytes = int64_t{2} << 30;
 };
 // The process-wide budget Generator::create enforces (the CLI's
 // --allow-large raises it after checking free memory).
