@@ -193,7 +193,7 @@ int report_error(const std::string& command, const Error& e) {
 Status read_regular_file(const std::string& path, size_t max_bytes, std::string* out) {
   auto fail = [&](const std::string& why) { return make_error(ErrorCode::kIoError, path + ": " + why); };
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return fail(std::string("cannot read: ") + std::strerror(errno));
+  if (fd < 0) return make_error(ErrorCode::kIoError, "cannot read " + path + ": " + std::strerror(errno));
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     int err = errno;
@@ -236,6 +236,19 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes) {
   SC_RETURN_IF_ERROR(read_regular_file(path, max_bytes, &text));
   return text;
 }
+
+namespace {
+// MemAvailable from /proc/meminfo, bytes; 0 when unknown.
+int64_t available_memory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;
+}
+}  // namespace
 
 int load_job(const std::string& command, const Args& args, Job* job) {
   nlohmann::json j = nlohmann::json::object();
@@ -288,31 +301,17 @@ int load_job(const std::string& command, const Args& args, Job* job) {
     return report_error(command, e);
   }
   *job = std::move(parsed).value();
-  return kExitOk;
-}
-
-namespace {
-// MemAvailable from /proc/meminfo, bytes; 0 when unknown.
-int64_t available_memory() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  int64_t kb = 0;
-  std::string unit;
-  while (in >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb * 1024;
-  return 0;
-}
-}  // namespace
-
-std::optional<Generator> build_generator(const std::string& command, const Args& args, const Job& job, int* rc) {
   if (args.has("--allow-large")) {
     // Up to 80% of the memory free now; a job that needs more is refused
     // with the same message (the estimate and what to change).
-    const int64_t avail = available_memory();
     Budget b = engine_budget();
-    b.max_engine_bytes = std::max(b.max_engine_bytes, avail / 10 * 8);
+    b.max_engine_bytes = std::max(b.max_engine_bytes, available_memory() / 10 * 8);
     set_engine_budget(b);
   }
+  return kExitOk;
+}
+
+std::optional<Generator> build_generator(const std::string& command, const Args& args, const Job& job, int* rc) {
   install_signal_cleanup();
   test_pause("build");  // tests: a signal here must stop the build below
   Result<Generator> gen = Generator::create(job);

@@ -63,13 +63,13 @@ Status read_regular_file(const std::string& path, size_t max_bytes, std::string*
 Result<std::string> read_file(const std::string& path, size_t max_bytes);
 
 // Generator::create with the CLI's guards: SIGINT/SIGTERM cancel the build
-// (the process then exits by the signal), and --allow-large raises the
-// work budget to what free memory allows. Prints the error and sets *rc
-// on failure.
+// (the process then exits by the signal). Prints the error and sets *rc on
+// failure.
 std::optional<Generator> build_generator(const std::string& command, const Args& args, const Job& job, int* rc);
 
 // Builds and validates the job from --config and the override flags (flags
-// win). Returns kExitOk and fills *job, or prints the error and returns
+// win). --allow-large raises the work budget (core/api/budget.h) to 80% of
+// the available memory. Returns kExitOk and fills *job, or prints the error and returns
 // the exit code.
 int load_job(const std::string& command, const Args& args, Job* job);
 

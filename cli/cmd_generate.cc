@@ -71,6 +71,7 @@ bool valid_prefix(const std::string& p) {
 constexpr int64_t kMaxOutputBytes = int64_t{8} << 30;
 
 Status check_output_budget(const Job& job, const ExportOptions& opt, bool allow_large) {
+  SC_RETURN_IF_ERROR(check_budget(job));  // the build's memory first: it is what to fix first
   const JobEstimate e = estimate_job(job);
   const int64_t n = opt.ranks.count();
   const int64_t bytes = n > 0 && e.trace_bytes_per_rank > INT64_MAX / 4 / n ? INT64_MAX / 4 : e.trace_bytes_per_rank * n;
