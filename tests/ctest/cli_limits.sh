@@ -76,5 +76,16 @@ grep -q "number 1e400 is out of range" e400.err || fail "1e400 message: $(cat e4
 "$CLI" generate --model gpt3-1.7b "--$(printf 'x%.0s' $(seq 1 5000))" -o x > /dev/null 2> flag.err
 (( $(wc -c < flag.err) < 3000 )) || fail "a 5000-char flag gives a $(wc -c < flag.err)-byte message"
 
+# Out of memory while reading input (a 37 MB group file of 2M groups under
+# a 400 MB address-space limit): a clean error, never an abort (the JSON
+# tree's destructor used to abort), and no "try a smaller job" advice
+# where there is no job.
+python3 -c "import json; open('fifo/comm_groups.json.new','w').write(json.dumps({str(i): [0, 1] for i in range(1, 2000000)}))"
+rm -f fifo/comm_groups.json && mv fifo/comm_groups.json.new fifo/comm_groups.json
+(ulimit -v 400000; exec "$CLI" validate fifo > oom.out 2> oom.err); rc=$?
+[[ $rc == 1 ]] || fail "validate under a memory limit: exit $rc: $(head -c 300 oom.err)"
+grep -q "smaller job" oom.err && fail "validate's out-of-memory message talks about a job: $(cat oom.err)"
+grep -q "out of memory" oom.err && { grep -q "^stagecraft validate: error: out of memory reading the input$" oom.err || fail "oom message: $(cat oom.err)"; }
+
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]

@@ -294,7 +294,8 @@ TEST_CASE("validate: group file parser") {
   CHECK(parse_group_file("g.json", R"({"0": []})").ok());  // R6 judges key 0, not the parser
   for (const char* bad : {"[1]", "{", R"({"01": [0]})", R"({"a": [0]})", R"({"-1": [0]})", R"({"1": 0})",
                           R"({"1": [0.5]})", R"({"1": ["0"]})", R"({"1": [18446744073709551615]})",
-                          R"({"1234567890123456789": [0]})"}) {
+                          R"({"1234567890123456789": [0]})", R"({"1": [0], "1": [1]})", R"({"1": [[0]]})",
+                          R"({"1": {"2": [0]}})", R"({"1": [0]} x)", ""}) {
     auto r = parse_group_file("g.json", bad);
     CHECK_MESSAGE(!r.ok(), bad);
     if (!r.ok()) CHECK(r.error().message.rfind("g.json: ", 0) == 0);
