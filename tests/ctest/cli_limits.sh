@@ -8,18 +8,18 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash"
 
 # --- budget (item 5): refused from the estimate, nothing built.
 # `timeout` turns a build that runs away into a failure instead of a hang.
-timeout 60 "$CLI" inspect --model llama3-70b --dp 1 --seq-len 8192 --global-batch-size 4096 > /dev/null 2> big.err; rc=$?
+timeout -k 10 60 "$CLI" inspect --model llama3-70b --dp 1 --seq-len 8192 --global-batch-size 4096 > /dev/null 2> big.err; rc=$?
 [[ $rc == 1 ]] || fail "70B x 4096 micro-batches: exit $rc"
 grep -q "training.global_batch_size: this job needs about [0-9]* trace nodes (4096 micro-batches x 80 layers) and [0-9.]* GiB of memory to build, over the budget of 2.0 GiB.*micro_batch_size.*\[too_large\]" big.err \
   || fail "budget message: $(cat big.err)"
-timeout 60 "$CLI" generate --model llama3-70b --dp 1 --seq-len 8192 --global-batch-size 100000000 -o huge > /dev/null 2> huge.err; rc=$?
+timeout -k 10 60 "$CLI" generate --model llama3-70b --dp 1 --seq-len 8192 --global-batch-size 100000000 -o huge > /dev/null 2> huge.err; rc=$?
 [[ $rc == 1 ]] && grep -q "100000000 micro-batches.*\[too_large\]" huge.err || fail "global batch 1e8: exit $rc: $(cat huge.err)"
 [[ -e huge ]] && fail "a refused job left huge/"
 # --allow-large does not make an impossible job possible: still refused.
-timeout 60 "$CLI" inspect --model llama3-70b --dp 1 --seq-len 8192 --global-batch-size 100000000 --allow-large > /dev/null 2> huge2.err; rc=$?
+timeout -k 10 60 "$CLI" inspect --model llama3-70b --dp 1 --seq-len 8192 --global-batch-size 100000000 --allow-large > /dev/null 2> huge2.err; rc=$?
 [[ $rc == 1 ]] && grep -q "too_large" huge2.err || fail "--allow-large 1e8: exit $rc: $(cat huge2.err)"
 # 2^20 ranks: the output estimate (~60 GB) is refused before the build.
-timeout 60 "$CLI" generate --model gpt3-1.7b --layers 2 --seq-len 256 --dp 1048576 --global-batch-size 1048576 -o wide > /dev/null 2> wide.err; rc=$?
+timeout -k 10 60 "$CLI" generate --model gpt3-1.7b --layers 2 --seq-len 256 --dp 1048576 --global-batch-size 1048576 -o wide > /dev/null 2> wide.err; rc=$?
 [[ $rc == 1 ]] || fail "1M ranks: exit $rc"
 grep -q "^stagecraft generate: error: -o: this export would write about [0-9.]* GiB (1048576 ranks x .*over the budget of 8.0 GiB. Write a subset with --ranks.*\[too_large\]" wide.err \
   || fail "output budget message: $(cat wide.err)"
@@ -44,23 +44,23 @@ done
 [[ -e cancelled_out ]] && fail "a cancelled generate left output"
 
 # --- inputs (item 6): regular files only, capped; never wait on a FIFO.
-timeout 20 "$CLI" inspect --config /dev/zero > /dev/null 2> zero.err; rc=$?
+timeout -k 5 20 "$CLI" inspect --config /dev/zero > /dev/null 2> zero.err; rc=$?
 [[ $rc == 1 ]] && grep -q "^stagecraft inspect: error: /dev/zero: is not a regular file" zero.err || fail "--config /dev/zero: exit $rc: $(cat zero.err)"
 head -c $((5 << 20)) /dev/zero | tr '\0' ' ' > big.json
-timeout 20 "$CLI" inspect --config big.json > /dev/null 2> bigjson.err; rc=$?
+timeout -k 5 20 "$CLI" inspect --config big.json > /dev/null 2> bigjson.err; rc=$?
 [[ $rc == 1 ]] && grep -q "big.json: is 5242880 bytes; the limit for this input is 4194304" bigjson.err || fail "5 MB job: exit $rc: $(cat bigjson.err)"
-timeout 20 "$CLI" dump /dev/urandom > /dev/null 2> urandom.err; rc=$?
+timeout -k 5 20 "$CLI" dump /dev/urandom > /dev/null 2> urandom.err; rc=$?
 [[ $rc == 1 ]] && grep -q "/dev/urandom: is not a regular file" urandom.err || fail "dump /dev/urandom: exit $rc: $(cat urandom.err)"
 "$CLI" generate --model gpt3-1.7b --layers 1 --tp 2 --seq-len 256 -q -o fifo || fail "generate fifo/"
 rm fifo/trace.1.et && mkfifo fifo/trace.1.et
-timeout 20 "$CLI" validate fifo > fifo_v.out 2>&1; rc=$?
+timeout -k 5 20 "$CLI" validate fifo > fifo_v.out 2>&1; rc=$?
 [[ $rc == 1 ]] || fail "validate with a FIFO trace: exit $rc (124 = it blocked)"
 grep -q "trace.1.et: is not a regular file" fifo_v.out || fail "validate FIFO message: $(cat fifo_v.out)"
-timeout 20 "$CLI" replay fifo > fifo_r.out 2>&1; rc=$?
+timeout -k 5 20 "$CLI" replay fifo > fifo_r.out 2>&1; rc=$?
 [[ $rc == 1 ]] || fail "replay with a FIFO trace: exit $rc (124 = it blocked)"
 grep -q "trace.1.et: is not a regular file" fifo_r.out || fail "replay FIFO message: $(cat fifo_r.out)"
 rm fifo/trace.1.et && cp fifo/trace.0.et fifo/trace.1.et && rm fifo/comm_groups.json && ln -s /dev/zero fifo/comm_groups.json
-timeout 20 "$CLI" validate fifo > zero_g.out 2>&1; rc=$?
+timeout -k 5 20 "$CLI" validate fifo > zero_g.out 2>&1; rc=$?
 [[ $rc == 1 ]] && grep -q "comm_groups.json: is not a regular file" zero_g.out || fail "validate /dev/zero groups: exit $rc: $(cat zero_g.out | head -5)"
 
 # --- messages (item 9): bounded, no library-internal text.
