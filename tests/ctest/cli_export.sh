@@ -2,7 +2,12 @@
 # generate's export (docs/export.md): --ranks shards merged equal the full
 # export byte for byte; archives are deterministic, hold the same files plus
 # a manifest whose checksums hold, and ASTRA-sim inputs; progress / --quiet;
-# a write failure mid-archive (file size limit) and SIGTERM leave nothing.
+# a write failure mid-archive (file size limit) and SIGTERM leave nothing;
+# signals at fixed points (STAGECRAFT_TEST_PAUSE, so no run depends on
+# timing): mid-export and before the commit nothing is left and the exit
+# says so, after the commit the exit is 0; --force replaces only a previous
+# export (never the working directory, a parent, home, a foreign
+# directory or file); two exports racing for one name never overwrite.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash"
 
 JOB=(--model gpt3-1.7b --layers 2 --tp 2 --dp 4 --seq-len 256 --global-batch-size 8)
