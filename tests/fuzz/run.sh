@@ -31,8 +31,8 @@ for md in sorted(pathlib.Path(sys.argv[1]).glob("*.md")):
             pathlib.Path(sys.argv[2], f"doc{n}.json").write_text(block)
 PY
 if [[ -x "$cli" ]]; then
-  "$cli" generate --model gpt3-1.7b --layers 1 --tp 2 --pp 2 --seq-len 64 --global-batch-size 2 -o "$seeds/gen" -q
-  "$cli" generate --model mixtral-8x7b --layers 1 --tp 2 --sequence-parallel --ep 2 --seq-len 64 --global-batch-size 1 -o "$seeds/moe" -q
+  "$cli" generate --model gpt3-1.7b --layers 2 --tp 2 --pp 2 --seq-len 64 --global-batch-size 2 -o "$seeds/gen" -q
+  "$cli" generate --model mixtral-8x7b --layers 1 --tp 2 --sequence-parallel --ep 2 --expert-tp 1 --seq-len 64 --global-batch-size 1 -o "$seeds/moe" -q
   cp "$seeds/gen/trace.0.et" "$seeds/gen/trace.3.et" "$seeds/moe/trace.1.et" "$seeds/trace/"
   cp "$seeds/gen/comm_groups.json" "$seeds/trace/groups.json"
   cp "$seeds/moe/comm_groups.json" "$seeds/trace/groups_moe.json"
