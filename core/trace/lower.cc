@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "base/cancel.h"
 #include "cost/kernel_cost.h"
 #include "trace/schedule.h"
 
@@ -58,6 +59,7 @@ class Lowerer {
     p_.ring_offset.reserve(expect);
     for (size_t si = 0; si < steps.size(); ++si) {
       const Step& st = steps[si];
+      SC_RETURN_IF_ERROR(check_cancelled("lowering"));
       for (int id : seg_[{st.kind, st.chunk}]) {
         SC_RETURN_IF_ERROR(emit(id, st.mb));
         // A bucket becomes ready only when a main grad is written: scan the
