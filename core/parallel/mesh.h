@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "trace/rank_trace.h"
+#include "parallel/groups.h"
 
 namespace sc {
 
