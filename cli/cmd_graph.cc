@@ -2,7 +2,7 @@
 // format golden tests compare), for teaching and debugging.
 #include <iostream>
 
-#include "api/api.h"
+#include "api/request.h"
 #include "args.h"
 #include "commands.h"
 
@@ -20,9 +20,12 @@ int cmd_graph(const std::vector<std::string>& argv) {
   if (!args.positional.empty()) return usage_error(cmd, "unexpected argument '" + args.positional[0] + "'");
   Job job;
   if (int rc = load_job(cmd, args, &job); rc != kExitOk) return rc;
-  Result<Generator> gen = Generator::create(job);
-  if (!gen.ok()) return report_error(cmd, gen.error());
-  std::cout << gen->graph_text();
+  Request req;
+  req.op = "graph";
+  req.job = job;
+  Response res = RequestHandler().handle(req);
+  if (!res.ok()) return report_error(cmd, *res.error);
+  std::cout << res.body;
   return kExitOk;
 }
 

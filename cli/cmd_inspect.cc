@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api/api.h"
+#include "api/request.h"
 #include "args.h"
 #include "commands.h"
 
@@ -111,9 +111,12 @@ int cmd_inspect(const std::vector<std::string>& argv) {
   if (!args.positional.empty()) return usage_error(kCmd, "unexpected argument '" + args.positional[0] + "'");
   Job job;
   if (int rc = load_job(kCmd, args, &job); rc != kExitOk) return rc;
-  Result<Generator> gen = Generator::create(job);
-  if (!gen.ok()) return report_error(kCmd, gen.error());
-  std::string summary = gen->summary_json();
+  Request req;
+  req.op = "summary";
+  req.job = job;
+  Response res = RequestHandler().handle(req);
+  if (!res.ok()) return report_error(kCmd, *res.error);
+  const std::string& summary = res.body;
   if (args.has("--json")) {
     std::cout << summary;
     return kExitOk;
