@@ -6,7 +6,9 @@ directly ("graph: symbolic"). A file in core/<layer>/ may include headers
 of its own layer and of every layer reachable through those edges; an
 include of any other layer's header is a violation. Also violations: a
 folder in core/ that layers.txt does not declare, and a core file that
-includes a front end (cli/, wasm/, tests/, web/), which sit above the core.
+includes a front end (cli/, wasm/, tests/, web/), which sit above the core,
+and a wasm/ source that includes a core header outside api/: the bridge
+only marshals, through the request layer (core/api/request.h).
 
 Usage: check_layers.py [--root REPO]   (default: the repository holding
 this script). Prints one line per violation, "file:line: message", and
@@ -91,6 +93,17 @@ def check(root):
                             may = ", ".join(l for l in order if l in allowed[layer] and l != layer) or "nothing"
                             violations.append(f"{rel}:{lineno}: {layer} includes {target}, but {first} is not "
                                               f"below {layer} in core/layers.txt ({layer} may use: {may})")
+    wasm = os.path.join(root, "wasm")
+    for fn in sorted(os.listdir(wasm)) if os.path.isdir(wasm) else []:
+        if not fn.endswith(SOURCE_SUFFIXES):
+            continue
+        with open(os.path.join(wasm, fn), encoding="utf-8", errors="replace") as f:
+            for lineno, line in enumerate(f, 1):
+                m = INCLUDE.match(line)
+                if m and m.group(1) == '"' and "/" in m.group(2) and m.group(2).split("/", 1)[0] in deps \
+                        and not m.group(2).startswith("api/"):
+                    violations.append(f"wasm/{fn}:{lineno}: the bridge includes {m.group(2)}; it only marshals, "
+                                      f"through core/api (request.h)")
     return violations
 
 
@@ -104,7 +117,7 @@ def main():
     if violations:
         print(f"check_layers: {len(violations)} include(s) cross a layer upward or sideways", file=sys.stderr)
         return 1
-    print("check_layers: every include in core/ goes down the layers of core/layers.txt")
+    print("check_layers: every include in core/ goes down the layers of core/layers.txt; wasm/ uses only api/")
     return 0
 
 

@@ -26,6 +26,7 @@ class CheckLayers(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="check_layers_")
         shutil.copytree(os.path.join(ROOT, "core"), os.path.join(self.tmp, "core"))
+        shutil.copytree(os.path.join(ROOT, "wasm"), os.path.join(self.tmp, "wasm"))
 
     def tearDown(self):
         shutil.rmtree(self.tmp)
@@ -73,6 +74,12 @@ class CheckLayers(unittest.TestCase):
         rc, out = run(self.tmp)
         self.assertEqual(rc, 1, out)
         self.assertIn("the core never includes a front end", out)
+
+    def test_bridge_reaching_past_the_request_layer_fails(self):
+        n = self.add_line("wasm/bridge.cc", '#include "job/job.h"')
+        rc, out = run(self.tmp)
+        self.assertEqual(rc, 1, out)
+        self.assertIn(f"wasm/bridge.cc:{n}: the bridge includes job/job.h", out)
 
     def test_undeclared_folder_fails(self):
         self.add_line("core/util/util.h", "#pragma once")
