@@ -20,9 +20,11 @@ int cmd_graph(const std::vector<std::string>& argv) {
   if (!args.positional.empty()) return usage_error(cmd, "unexpected argument '" + args.positional[0] + "'");
   Job job;
   if (int rc = load_job(cmd, args, &job); rc != kExitOk) return rc;
+  Result<Generator> gen = Generator::create(job);
+  if (!gen.ok()) return report_error(cmd, gen.error());
   Request req;
   req.op = "graph";
-  req.job = job;
+  req.generator = &gen.value();
   Response res = RequestHandler().handle(req);
   if (!res.ok()) return report_error(cmd, *res.error);
   std::cout << res.body;

@@ -111,9 +111,11 @@ int cmd_inspect(const std::vector<std::string>& argv) {
   if (!args.positional.empty()) return usage_error(kCmd, "unexpected argument '" + args.positional[0] + "'");
   Job job;
   if (int rc = load_job(kCmd, args, &job); rc != kExitOk) return rc;
+  Result<Generator> gen = Generator::create(job);
+  if (!gen.ok()) return report_error(kCmd, gen.error());
   Request req;
   req.op = "summary";
-  req.job = job;
+  req.generator = &gen.value();
   Response res = RequestHandler().handle(req);
   if (!res.ok()) return report_error(kCmd, *res.error);
   const std::string& summary = res.body;

@@ -167,6 +167,7 @@ Response RequestHandler::handle(const Request& request) {
   const json& args = request.args.is_object() ? request.args : json::object();
   if (!op->needs_job) return op->run(Context{nullptr, args});
 
+  if (request.generator) return op->run(Context{request.generator, args});
   if (request.job) {  // a parsed job: built for this request only
     Result<Generator> gen = Generator::create(*request.job);
     if (!gen.ok()) return failed(gen.error());

@@ -38,7 +38,11 @@ namespace sc {
 struct Request {
   std::string op;
   std::string job_json;    // the job as JSON text (parse_job) ...
-  std::optional<Job> job;  // ... or already parsed; takes precedence
+  std::optional<Job> job;  // ... or already parsed ...
+  // ... or already built (the CLI builds its own Generator, handling
+  // signals while it does); not owned, used for this request only. The
+  // first of generator, job, job_json that is set is used.
+  const Generator* generator = nullptr;
   // Per-operation arguments: {"rank": 3}, {"stage": 1}, {"coords": {...}}.
   nlohmann::json args = nlohmann::json::object();
 };

@@ -158,10 +158,14 @@ TEST_CASE("request: the cache never changes results; a failing job clears it") {
   CHECK(call(h, "groups", other).ok());                              // replaced
   CHECK_FALSE(call(h, "summary", "{}").ok());                        // cleared
   CHECK(call(h, "rank_trace", kJob, {{"rank", 6}}).body == first);  // rebuilt
-  CHECK(RequestHandler().handle(Request{"rank_trace", kJob, std::nullopt, {{"rank", 6}}}).body == first);
+  Request fresh;
+  fresh.op = "rank_trace";
+  fresh.job_json = kJob;
+  fresh.args = {{"rank", 6}};
+  CHECK(RequestHandler().handle(fresh).body == first);
 }
 
-TEST_CASE("request: a parsed job (the CLI's flags) gives the same answer as its JSON text") {
+TEST_CASE("request: a parsed job (the CLI's flags) or a built generator gives the same answer as the JSON text") {
   RequestHandler h;
   Request r;
   r.op = "summary";
@@ -169,6 +173,13 @@ TEST_CASE("request: a parsed job (the CLI's flags) gives the same answer as its 
   Response parsed = h.handle(r);
   REQUIRE(parsed.ok());
   CHECK(parsed.envelope == call(h, "summary", kJob).envelope);
+  const Generator g = reference();
+  Request built;
+  built.op = "rank_trace";
+  built.generator = &g;
+  built.job_json = "not used";
+  built.args = {{"rank", 7}};
+  CHECK(h.handle(built).body == g.rank_trace_bytes(7).value());
 }
 
 TEST_CASE("request: handle_json takes the job as an object or as text, other keys as arguments") {
