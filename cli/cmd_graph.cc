@@ -2,7 +2,7 @@
 // format golden tests compare), for teaching and debugging.
 #include <iostream>
 
-#include "api/api.h"
+#include "api/request.h"
 #include "args.h"
 #include "commands.h"
 
@@ -23,7 +23,12 @@ int cmd_graph(const std::vector<std::string>& argv) {
   int rc = kExitOk;
   std::optional<Generator> gen = build_generator(cmd, args, job, &rc);
   if (!gen) return rc;
-  std::cout << gen->graph_text();
+  Request req;
+  req.op = "graph";
+  req.generator = &*gen;
+  Response res = RequestHandler().handle(req);
+  if (!res.ok()) return report_error(cmd, *res.error);
+  std::cout << res.body;
   return kExitOk;
 }
 

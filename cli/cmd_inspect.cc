@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "api/api.h"
+#include "api/request.h"
 #include "args.h"
 #include "commands.h"
 
@@ -124,7 +124,12 @@ int cmd_inspect(const std::vector<std::string>& argv) {
   int rc = kExitOk;
   std::optional<Generator> gen = build_generator(kCmd, args, job, &rc);
   if (!gen) return rc;
-  std::string summary = gen->summary_json();
+  Request req;
+  req.op = "summary";
+  req.generator = &*gen;
+  Response res = RequestHandler().handle(req);
+  if (!res.ok()) return report_error(kCmd, *res.error);
+  const std::string& summary = res.body;
   if (args.has("--json")) {
     std::cout << summary;
     return kExitOk;

@@ -23,6 +23,7 @@
 #include "export_archive.h"
 #include "astrasim.h"
 #include "progress.h"
+#include "base/json.h"
 
 namespace sc::cli {
 
@@ -207,23 +208,6 @@ std::string hex(const Digest& d) {
     s[2 * i + 1] = k[d[i] & 15];
   }
   return s;
-}
-
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      o += buf;
-    } else {
-      o += c;
-    }
-  }
-  return o;
 }
 
 std::string selection_text(const RankSelection& s) {
@@ -429,11 +413,11 @@ Status export_archive(const Generator& gen, const RankEncoder& enc, const Export
   std::string m = "{\n  \"generator\": \"stagecraft\",\n  \"generator_version\": \"" +
                   std::string(stagecraft_version()) + "\",\n  \"config_hash\": \"" + gen.metadata().config_hash +
                   "\",\n  \"world_size\": " + std::to_string(gen.world_size()) + ",\n  \"ranks\": \"" +
-                  (partial ? selection_text(opt.ranks) : "all") + "\",\n  \"trace_prefix\": \"" +
-                  json_escape(opt.prefix) + "\",\n  \"job\": " + job_to_canonical_json(gen.job()) +
+                  (partial ? selection_text(opt.ranks) : "all") + "\",\n  \"trace_prefix\": " +
+                  json_quote(opt.prefix) + ",\n  \"job\": " + job_to_canonical_json(gen.job()) +
                   ",\n  \"files\": [\n";
   auto entry = [&](const std::string& name, uint64_t size, const Digest& d, bool last) {
-    m += "    {\"name\": \"" + json_escape(name) + "\", \"bytes\": " + std::to_string(size) + ", \"sha256\": \"" +
+    m += "    {\"name\": " + json_quote(name) + ", \"bytes\": " + std::to_string(size) + ", \"sha256\": \"" +
          hex(d) + "\"}" + (last ? "\n" : ",\n");
   };
   for (size_t i = 0; i < small.size(); ++i) entry(small[i].name, small[i].size, small[i].digest, false);

@@ -1,206 +1,71 @@
-// The thin Embind bridge: job JSON string in, JSON string (or a JS object
-// holding a Uint8Array) out. No core classes cross the boundary, so JS never
-// has to free anything. Every function returns {"ok":false,"error":{code,
-// message,path}} for bad input instead of aborting: the core never throws,
-// and nothing here can either. Protocol: docs/wasm-bridge.md.
+// The Embind bridge: it only marshals. Each JS function becomes one request
+// to the native request layer (core/api/request.h), which parses the job,
+// keeps the Generator of the last job text, checks arguments and writes the
+// JSON envelope; the bridge hands that string back, or for rankTrace a JS
+// object holding the trace bytes in a Uint8Array. No core classes cross the
+// boundary, so JS never has to free anything; every failure is
+// {"ok":false,"error":{code,message,path}}, never an abort. Protocol:
+// docs/wasm-bridge.md.
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
 #include <cstdint>
-#include <optional>
 #include <string>
 
-#include "api/api.h"
-#include "job/job.h"
-#include "model/model_config.h"
+#include "api/request.h"
 
 namespace {
 
 using emscripten::val;
 
-// The UI previews many ranks of one job in a row; the Generator for the last
-// job text is kept so that rankTrace(job, 0..N) builds the program once.
-struct Cache {
-  std::string job_json;
-  std::optional<sc::Generator> generator;
-};
-Cache& cache() {
-  static Cache c;
-  return c;
+sc::RequestHandler& handler() {
+  static sc::RequestHandler h;
+  return h;
 }
 
-std::string error_envelope(const sc::Error& e) {
-  return std::string(R"({"ok":false,"error":)") + sc::error_to_json(e) + "}";
+// One request; numbers arrive as JS doubles so that the request layer, not
+// Embind's integer conversion, rejects fractions and huge values.
+sc::Response call(const char* op, const std::string& job_json, nlohmann::json args = nlohmann::json::object()) {
+  sc::Request r;
+  r.op = op;
+  r.job_json = job_json;
+  r.args = std::move(args);
+  return handler().handle(r);
 }
 
-// Returns the cached generator for job_json, building it if needed; on
-// failure returns nullptr and sets *error. A failed job clears the cache.
-const sc::Generator* generator_for(const std::string& job_json, sc::Error* error) {
-  Cache& c = cache();
-  if (c.generator && c.job_json == job_json) return &*c.generator;
-  c.generator.reset();
-  c.job_json.clear();
-  sc::Result<sc::Job> job = sc::parse_job(job_json);
-  if (!job.ok()) {
-    *error = job.error();
-    return nullptr;
-  }
-  sc::Result<sc::Generator> gen = sc::Generator::create(job.value());
-  if (!gen.ok()) {
-    *error = gen.error();
-    return nullptr;
-  }
-  c.generator.emplace(std::move(gen).value());
-  c.job_json = job_json;
-  return &*c.generator;
-}
-
-// {"ok":true,"<key>":<raw_json>} where raw_json is already valid JSON.
-std::string ok_raw(const char* key, const std::string& raw_json) {
-  return std::string(R"({"ok":true,")") + key + "\":" + raw_json + "}";
-}
-
-// JSON string literal for arbitrary text (graph text has quotes, newlines).
-std::string json_quote(const std::string& s) {
-  static const char* kHex = "0123456789abcdef";
-  std::string out = "\"";
-  for (unsigned char ch : s) {
-    switch (ch) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (ch < 0x20) {
-          out += "\\u00";
-          out += kHex[ch >> 4];
-          out += kHex[ch & 15];
-        } else {
-          out += static_cast<char>(ch);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-std::string version() { return sc::stagecraft_version(); }
-
-// {"ok":true,"presets":["gpt3-1.7b",...]}: the model presets, sorted, so
-// the UI never carries its own copy of the list.
-std::string presets() {
-  std::string out = R"({"ok":true,"presets":[)";
-  bool first = true;
-  for (const std::string& name : sc::preset_names()) {
-    out += (first ? "" : ",") + json_quote(name);
-    first = false;
-  }
-  return out + "]}";
-}
-
-std::string inspect(const std::string& job_json) {
-  sc::Error err;
-  const sc::Generator* g = generator_for(job_json, &err);
-  if (!g) return error_envelope(err);
-  return ok_raw("summary", g->summary_json());
-}
-
-std::string graph(const std::string& job_json) {
-  sc::Error err;
-  const sc::Generator* g = generator_for(job_json, &err);
-  if (!g) return error_envelope(err);
-  return ok_raw("text", json_quote(g->graph_text()));
-}
-
-std::string groups(const std::string& job_json) {
-  sc::Error err;
-  const sc::Generator* g = generator_for(job_json, &err);
-  if (!g) return error_envelope(err);
-  // "text" is the exact comm_groups.json file; "worldSize" saves a re-parse.
-  return std::string(R"({"ok":true,"worldSize":)") + std::to_string(g->world_size()) +
-         R"(,"text":)" + json_quote(g->groups_json()) + "}";
-}
-
-// The sharded graph of one pipeline stage for drawing (core/api/explain.cc):
-// the stage and its layers, tensors with local symbolic shapes and
-// shardings, ops in program order, and a "why" for every inserted
-// collective. graphJson(job) is stage 0; graphJson(job, stage) takes the
-// stage as a double so a fraction is rejected rather than truncated; the
-// core rejects a stage outside [0, pp) (path "stage").
+std::string version() { return call("version", "").body; }
+std::string presets() { return call("presets", "").envelope; }
+std::string inspect(const std::string& job_json) { return call("summary", job_json).envelope; }
+std::string graph(const std::string& job_json) { return call("graph", job_json).envelope; }
+std::string groups(const std::string& job_json) { return call("groups", job_json).envelope; }
+std::string graph_json(const std::string& job_json) { return call("graph_json", job_json).envelope; }
 std::string graph_json_stage(const std::string& job_json, double stage) {
-  sc::Error err;
-  const sc::Generator* g = generator_for(job_json, &err);
-  if (!g) return error_envelope(err);
-  if (!(stage > -9.0e15 && stage < 9.0e15) || stage != static_cast<double>(static_cast<int64_t>(stage)))
-    return error_envelope(sc::make_error(sc::ErrorCode::kInvalidArgument,
-                                         "stage must be an integer in [0, " + std::to_string(g->job().parallel.pp) + ")",
-                                         "stage"));
-  sc::Result<std::string> graph = g->graph_json(static_cast<int64_t>(stage));
-  if (!graph.ok()) return error_envelope(graph.error());
-  return ok_raw("graph", graph.value());
+  return call("graph_json", job_json, {{"stage", stage}}).envelope;
 }
-
-std::string graph_json(const std::string& job_json) { return graph_json_stage(job_json, 0); }
-
-// Same rank check as rankTrace: a double so fractions are rejected.
-bool bad_rank(double rank, int64_t world) {
-  return !(rank >= 0) || rank != static_cast<double>(static_cast<int64_t>(rank)) ||
-         rank >= static_cast<double>(world);
-}
-
-sc::Error rank_error(int64_t world) {
-  return sc::make_error(sc::ErrorCode::kInvalidArgument,
-                        "rank must be an integer in [0, " + std::to_string(world) + ")", "rank");
-}
-
-// {"ok":true,"info":{rank, world_size, coords, axes, groups}}
 std::string rank_info(const std::string& job_json, double rank) {
-  sc::Error err;
-  const sc::Generator* g = generator_for(job_json, &err);
-  if (!g) return error_envelope(err);
-  if (bad_rank(rank, g->world_size())) return error_envelope(rank_error(g->world_size()));
-  sc::Result<std::string> info = g->rank_info_json(static_cast<int64_t>(rank));
-  if (!info.ok()) return error_envelope(info.error());
-  return ok_raw("info", info.value());
+  return call("rank_info", job_json, {{"rank", rank}}).envelope;
 }
-
-// coords_json: {"tp":1,"dp":3} -> {"ok":true,"rank":7}
+// coords_json is passed on as text: malformed text is the core's parse error.
 std::string rank_at(const std::string& job_json, const std::string& coords_json) {
-  sc::Error err;
-  const sc::Generator* g = generator_for(job_json, &err);
-  if (!g) return error_envelope(err);
-  sc::Result<int64_t> r = g->rank_at(coords_json);
-  if (!r.ok()) return error_envelope(r.error());
-  return ok_raw("rank", std::to_string(r.value()));
+  return call("rank_at", job_json, {{"coords", coords_json}}).envelope;
 }
 
-val error_object(const sc::Error& e) {
-  val out = val::object();
-  out.set("ok", false);
-  val error = val::object();
-  error.set("code", std::string(sc::error_code_name(e.code)));
-  error.set("message", e.message);
-  error.set("path", e.path);
-  out.set("error", error);
-  return out;
-}
-
-// rank is a double so a fractional or huge JS number is rejected here
-// rather than silently truncated by Embind's integer conversion.
+// {ok:true, bytes:Uint8Array} or {ok:false, error:{code,message,path}}.
 val rank_trace(const std::string& job_json, double rank) {
-  sc::Error err;
-  const sc::Generator* g = generator_for(job_json, &err);
-  if (!g) return error_object(err);
-  if (bad_rank(rank, g->world_size())) return error_object(rank_error(g->world_size()));
-  sc::Result<std::string> bytes = g->rank_trace_bytes(static_cast<int64_t>(rank));
-  if (!bytes.ok()) return error_object(bytes.error());
-  // new Uint8Array(view) copies out of the wasm heap, so the JS array stays
-  // valid after `bytes` is freed or the heap grows.
-  const std::string& b = bytes.value();
-  val view(emscripten::typed_memory_view(
-      b.size(), reinterpret_cast<const uint8_t*>(b.data())));
+  sc::Response r = call("rank_trace", job_json, {{"rank", rank}});
   val out = val::object();
-  out.set("ok", true);
+  out.set("ok", r.ok());
+  if (!r.ok()) {
+    val error = val::object();
+    error.set("code", std::string(sc::error_code_name(r.error->code)));
+    error.set("message", r.error->message);
+    error.set("path", r.error->path);
+    out.set("error", error);
+    return out;
+  }
+  // new Uint8Array(view) copies out of the wasm heap, so the JS array stays
+  // valid after the response is freed or the heap grows.
+  val view(emscripten::typed_memory_view(r.body.size(), reinterpret_cast<const uint8_t*>(r.body.data())));
   out.set("bytes", val::global("Uint8Array").new_(view));
   return out;
 }

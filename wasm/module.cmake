@@ -3,7 +3,10 @@
 
 # The core never throws; compiling it without exception support makes a
 # stray try/throw a build error instead of a runtime abort in the browser.
-target_compile_options(stagecraft_core PRIVATE -fno-exceptions)
+# Every layer library (CMakeLists.txt, core/layers.txt) gets the flag.
+foreach(layer_target IN LISTS STAGECRAFT_LAYER_TARGETS)
+  target_compile_options(${layer_target} PRIVATE -fno-exceptions)
+endforeach()
 
 add_executable(stagecraft_wasm ${CMAKE_CURRENT_SOURCE_DIR}/wasm/bridge.cc)
 target_link_libraries(stagecraft_wasm PRIVATE stagecraft_core)

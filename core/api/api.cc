@@ -33,6 +33,33 @@ std::string fnv1a_hex(const std::string& s) {
 
 const char* stagecraft_version() { return "0.1.0"; }
 
+Status check_role_program(const RoleProgram& prog, const RankLayout& layout, int64_t pp, int64_t stage) {
+  const auto bad = [&](size_t i, const std::string& what) {
+    return make_error(ErrorCode::kInternal,
+                      "pipeline stage " + std::to_string(stage) + ", node " + std::to_string(i) + " (" +
+                          prog.nodes[i].name + "): " + what);
+  };
+  if (prog.node_axis.size() != prog.nodes.size() || prog.peer_stage.size() != prog.nodes.size())
+    return make_error(ErrorCode::kInternal, "pipeline stage " + std::to_string(stage) + ": per-node tables of " +
+                                                std::to_string(prog.node_axis.size()) + "/" +
+                                                std::to_string(prog.peer_stage.size()) + " entries for " +
+                                                std::to_string(prog.nodes.size()) + " nodes");
+  for (size_t i = 0; i < prog.nodes.size(); ++i) {
+    const TraceNode& n = prog.nodes[i];
+    if (n.kind == TraceNodeKind::kCompute) continue;
+    const std::string& axis = prog.node_axis[i];
+    const bool ring = i < prog.ring_offset.size() && prog.ring_offset[i] != 0;
+    if (n.kind == TraceNodeKind::kCollective && !layout.has_groups(axis))
+      return bad(i, "collective over axis '" + axis + "', which has no communicator groups");
+    if (n.kind != TraceNodeKind::kCollective && ring && layout.degree(axis) <= 1)
+      return bad(i, "ring neighbour over axis '" + axis + "' of degree 1");
+    if (n.kind != TraceNodeKind::kCollective && !ring && (prog.peer_stage[i] < 0 || prog.peer_stage[i] >= pp))
+      return bad(i, "peer stage " + std::to_string(prog.peer_stage[i]) + " outside [0, " + std::to_string(pp) + ")");
+  }
+  return ok_status();
+}
+
+
 Generator::Generator(std::unique_ptr<GeneratorState> s) : state_(std::move(s)) {}
 Generator::Generator(Generator&&) noexcept = default;
 Generator& Generator::operator=(Generator&&) noexcept = default;
@@ -139,6 +166,7 @@ Result<Generator> Generator::create(const Job& job) {
     lo.compute_dtype = t.dtype;
     lo.optimizer_bytes_per_param = t.optimizer_bytes_per_param;
     SC_ASSIGN_OR_RETURN(RoleProgram prog, lower_program(g, s->bind, job.hardware, lo));
+    SC_RETURN_IF_ERROR(check_role_program(prog, s->layout, p.pp, stage));
     s->stages.push_back({std::move(g), std::move(prog)});
   }
   s->config_hash = fnv1a_hex(job_to_canonical_json(job));

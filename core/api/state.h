@@ -31,6 +31,13 @@ struct GeneratorState {
   const RoleProgram& program_of(int64_t stage) const { return stages[static_cast<size_t>(stage)].program; }
 };
 
+// Every per-rank value a role's nodes will take exists in the layout: a
+// collective's axis has groups, a pipeline peer is a stage in [0, pp), a
+// ring neighbour's axis has degree > 1. RankLayout stops on a violation
+// (SC_CHECK, every build); Generator::create checks each program here
+// first, so a broken program is a kInternal error value instead.
+Status check_role_program(const RoleProgram& prog, const RankLayout& layout, int64_t pp, int64_t stage);
+
 // summary.json for a fully built state (api/summary.cc).
 Result<std::string> build_summary(const GeneratorState& s);
 

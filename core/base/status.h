@@ -5,10 +5,11 @@
 // the config path of the offending field ("parallel.tp").
 #pragma once
 
-#include <cassert>
 #include <string>
 #include <utility>
 #include <variant>
+
+#include "base/check.h"
 
 namespace sc {
 
@@ -39,7 +40,8 @@ struct Error {
 Error make_error(ErrorCode code, std::string message, std::string path = {});
 
 // Result<T>: either a T or an Error. Deliberately small: value(), error(),
-// ok(). Accessing the wrong alternative is a bug (asserted).
+// ok(). Accessing the wrong alternative is a bug: SC_CHECK aborts with a
+// message in every build (the caller must test ok() first).
 template <typename T>
 class [[nodiscard]] Result {
  public:
@@ -49,10 +51,10 @@ class [[nodiscard]] Result {
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
 
-  T& value() & { assert(ok()); return std::get<0>(v_); }
-  const T& value() const& { assert(ok()); return std::get<0>(v_); }
-  T&& value() && { assert(ok()); return std::get<0>(std::move(v_)); }
-  const Error& error() const { assert(!ok()); return std::get<1>(v_); }
+  T& value() & { SC_CHECK(ok(), "value() of an error: " + error_text()); return std::get<0>(v_); }
+  const T& value() const& { SC_CHECK(ok(), "value() of an error: " + error_text()); return std::get<0>(v_); }
+  T&& value() && { SC_CHECK(ok(), "value() of an error: " + error_text()); return std::get<0>(std::move(v_)); }
+  const Error& error() const { SC_CHECK(!ok(), "error() of a value"); return std::get<1>(v_); }
 
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
@@ -60,6 +62,7 @@ class [[nodiscard]] Result {
   const T& operator*() const& { return value(); }
 
  private:
+  std::string error_text() const { return std::get<1>(v_).to_string(); }
   std::variant<T, Error> v_;
 };
 

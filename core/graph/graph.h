@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "graph/collective.h"
 #include "graph/dtype.h"
 #include "symbolic/expr.h"
-#include "trace/rank_trace.h"
 
 namespace sc {
 

@@ -32,6 +32,7 @@
 #include "graph/dtype.h"
 #include "hw/hardware.h"
 #include "model/model_config.h"
+#include "parallel/schedule_kind.h"  // Schedule, schedule_name
 
 namespace sc {
 
@@ -69,9 +70,7 @@ struct ParallelConfig {
   int64_t shard_degree() const { return shard_group > 0 ? shard_group : dp * cp; }
 };
 
-enum class Schedule { kGPipe, kOneFOneB, kInterleaved, kZeroBubble };
 enum class Recompute { kNone, kSelective, kFull };
-const char* schedule_name(Schedule s);   // "gpipe", "1f1b", "interleaved-1f1b", "zero-bubble"
 const char* recompute_name(Recompute r);  // "none", "selective", "full"
 
 enum class OptimizerKind { kAdam, kAdamW, kSGD };

@@ -101,16 +101,6 @@ std::string job_to_canonical_json(const Job& job) {
   return root.dump(2, ' ', /*ensure_ascii=*/true);
 }
 
-const char* schedule_name(Schedule s) {
-  switch (s) {
-    case Schedule::kGPipe: return "gpipe";
-    case Schedule::kOneFOneB: return "1f1b";
-    case Schedule::kInterleaved: return "interleaved-1f1b";
-    case Schedule::kZeroBubble: return "zero-bubble";
-  }
-  return "1f1b";
-}
-
 const char* recompute_name(Recompute r) {
   switch (r) {
     case Recompute::kNone: return "none";

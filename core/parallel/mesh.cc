@@ -1,12 +1,14 @@
 #include "parallel/mesh.h"
 
 #include <algorithm>
-#include <cassert>
+
+#include "base/check.h"
 
 namespace sc {
 
 RankLayout::RankLayout(std::vector<MeshAxis> inner_first) : axes_(std::move(inner_first)) {
   for (const auto& a : axes_) {
+    SC_CHECK(a.degree >= 1, "axis " + a.name + " has degree " + std::to_string(a.degree));
     stride_.push_back(world_);
     world_ *= a.degree;
   }
@@ -57,6 +59,7 @@ void RankLayout::add_derived(const std::vector<std::string>& base, const std::ve
     if (std::find(base.begin(), base.end(), axes_[j].name) != base.end()) d.base.push_back(static_cast<int>(j));
   int64_t stride = 1;
   for (const auto& p : parts) {
+    SC_CHECK(p.degree >= 1, "derived axis " + p.name + " has degree " + std::to_string(p.degree));
     d.parts.push_back(p);
     d.part_stride.push_back(stride);
     stride *= p.degree;
@@ -142,7 +145,17 @@ int64_t RankLayout::axis_groups() const {
 
 int64_t RankLayout::groups_before_combined() const { return axis_groups() + (embd_ ? world_ / degree("pp") : 0); }
 
+bool RankLayout::has_groups(const std::string& axis) const {
+  if (DerivedRef r = find_derived(axis); r.derived >= 0) return derived_[r.derived].parts[r.part].degree > 1;
+  if (axis == "embd") return embd_;
+  if (axis.find('+') != std::string::npos)
+    return std::find(combined_.begin(), combined_.end(), axis) != combined_.end();
+  const int k = axis_index(axis);
+  return k >= 0 && axes_[k].degree > 1;
+}
+
 int64_t RankLayout::group_id(int64_t rank, const std::string& axis) const {
+  SC_CHECK(rank >= 0 && rank < world_, "rank " + std::to_string(rank) + " outside [0, " + std::to_string(world_) + ")");
   if (DerivedRef r = find_derived(axis); r.derived >= 0) {
     int64_t base = 1 + groups_before_derived();
     for (int i = 0; i <= r.derived; ++i) {
@@ -167,7 +180,7 @@ int64_t RankLayout::group_id(int64_t rank, const std::string& axis) const {
     }
   }
   if (axis == "embd") {
-    assert(embd_);
+    SC_CHECK(embd_, "embedding groups are not enabled");
     const int64_t base = 1 + axis_groups();
     return base + group_id(rank, "pp") - group_id(0, "pp");
   }
@@ -182,10 +195,10 @@ int64_t RankLayout::group_id(int64_t rank, const std::string& axis) const {
       add_outside(rank, axis_set(c), &index, &radix);
       return base + index;
     }
-    assert(false && "combined group not enabled");
+    SC_CHECK(false, "combined group " + axis + " is not enabled");
   }
   int k = axis_index(axis);
-  assert(k >= 0 && axes_[k].degree > 1);
+  SC_CHECK(k >= 0 && axes_[k].degree > 1, "no groups over axis '" + axis + "'");
   int64_t base = 1;
   for (int j = 0; j < k; ++j)
     if (axes_[j].degree > 1) base += world_ / axes_[j].degree;
@@ -198,6 +211,7 @@ int64_t RankLayout::group_id(int64_t rank, const std::string& axis) const {
 }
 
 std::vector<int64_t> RankLayout::group_members(int64_t rank, const std::string& axis) const {
+  SC_CHECK(rank >= 0 && rank < world_, "rank " + std::to_string(rank) + " outside [0, " + std::to_string(world_) + ")");
   if (find_derived(axis).derived >= 0) {
     std::vector<int64_t> m;
     for (int64_t c = 0; c < degree(axis); ++c) m.push_back(with_coord(rank, axis, c));
@@ -221,6 +235,7 @@ std::vector<int64_t> RankLayout::group_members(int64_t rank, const std::string& 
     return m;
   }
   int k = axis_index(axis);
+  SC_CHECK(k >= 0, "no axis '" + axis + "' in the layout");
   int64_t first = rank - coord(rank, axis) * stride_[k];
   std::vector<int64_t> out;
   for (int64_t c = 0; c < axes_[k].degree; ++c) out.push_back(first + c * stride_[k]);

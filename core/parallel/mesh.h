@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "trace/rank_trace.h"
+#include "parallel/groups.h"
 
 namespace sc {
 
@@ -49,11 +49,19 @@ class RankLayout {
   // Every derived part, in the order added (degree 1 included).
   std::vector<MeshAxis> derived_axes() const;
 
+  // True when `axis` (a layout axis, "embd", a combined "a+b" or a derived
+  // part) has communicator groups: group_id and group_members accept it.
+  // Callers holding an axis name from elsewhere check it here first.
+  bool has_groups(const std::string& axis) const;
+
   // Group-file key (>= 1) of rank's group over `axis` (degree > 1). Keys are
   // numbered axis by axis in layout order, groups in order of their lowest
   // rank; a derived axis's groups by the other parts' coordinates, then the
   // coordinates outside its base (unique and dense, not by lowest rank).
   int64_t group_id(int64_t rank, const std::string& axis) const;
+  // group_id and group_members need has_groups(axis) (group_members also
+  // takes a layout axis of degree 1) and rank in [0, world_size()): anything
+  // else is a bug, stopped by SC_CHECK in every build (base/check.h).
   std::vector<int64_t> group_members(int64_t rank, const std::string& axis) const;
   GroupTable all_groups() const;  // every axis of degree > 1
 

@@ -1,8 +1,9 @@
 #include "symbolic/expr.h"
 
 #include <algorithm>
-#include <cassert>
 #include <numeric>
+
+#include "base/check.h"
 
 namespace sc {
 namespace {
@@ -85,7 +86,7 @@ Expr Expr::operator*(const Expr& o) const {
 }
 
 Expr Expr::operator/(const Expr& o) const {
-  assert(o.terms_.size() == 1 && "division by a non-monomial");
+  SC_CHECK(o.terms_.size() == 1, "division by a non-monomial (" + o.to_string() + ")");
   const Term& d = o.terms_.front();
   Expr r;
   for (const auto& a : terms_) {

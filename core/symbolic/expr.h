@@ -35,7 +35,8 @@ class Expr {
   Expr operator-(const Expr& o) const;
   Expr operator*(const Expr& o) const;
   // Division by a monomial (a product of symbols and a constant). Dividing
-  // by a sum is not needed by any shape and is rejected (asserted).
+  // by a sum (or by zero) is not needed by any shape: SC_CHECK stops it in
+  // every build (base/check.h).
   Expr operator/(const Expr& o) const;
   Expr& operator+=(const Expr& o) { return *this = *this + o; }
   Expr& operator*=(const Expr& o) { return *this = *this * o; }

@@ -27,8 +27,9 @@
 #include "base/status.h"
 #include "graph/graph.h"
 #include "hw/hardware.h"
-#include "job/job.h"
+#include "graph/dtype.h"
 #include "parallel/mesh.h"
+#include "parallel/schedule_kind.h"
 #include "trace/rank_trace.h"
 
 namespace sc {

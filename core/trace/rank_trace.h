@@ -10,18 +10,12 @@
 #include <string>
 #include <vector>
 
+#include "graph/collective.h"  // CollectiveType
+#include "parallel/groups.h"   // GroupTable
+
 namespace sc {
 
 enum class TraceNodeKind : int { kCompute = 4, kSend = 5, kRecv = 6, kCollective = 7 };  // Chakra NodeType
-
-// Chakra CollectiveCommType values. Only the ones the simulator supports.
-enum class CollectiveType : int {
-  kAllReduce = 0,
-  kAllGather = 2,
-  kAllToAll = 6,
-  kReduceScatter = 7,
-};
-const char* collective_name(CollectiveType t);  // "all_reduce", ...
 
 struct TraceNode {
   uint64_t id = 0;
@@ -54,8 +48,5 @@ struct TraceMetadata {
   std::string config_hash;  // hex digest of the canonical job JSON
   int64_t world_size = 0;
 };
-
-// Communicator groups: key (>= 1) -> sorted global ranks.
-using GroupTable = std::map<int64_t, std::vector<int64_t>>;
 
 }  // namespace sc

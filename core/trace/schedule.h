@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "job/job.h"
+#include "parallel/schedule_kind.h"
 
 namespace sc {
 

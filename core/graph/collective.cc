@@ -1,4 +1,4 @@
-#include "trace/rank_trace.h"
+#include "graph/collective.h"
 
 namespace sc {
 

@@ -1,0 +1,81 @@
+// The native request layer: the one entry point behind every front end.
+// A request names an operation and carries a job (JSON text, or a job the
+// CLI already parsed from its flags) and the operation's arguments; the
+// response is the JSON envelope the wasm bridge hands to JS and the bare
+// payload (summary.json, graph text, trace bytes, ...) the CLI prints. The
+// CLI's read-only commands (inspect, graph) and wasm/bridge.cc call
+// RequestHandler::handle; the bridge only converts strings and bytes.
+// Archives are not an operation here: writing files (cli/export.cc) and
+// zipping in the browser (web/) are the front ends' own work over
+// rank_trace bytes, groups and summary.
+//
+// Operations (args in parentheses; docs/wasm-bridge.md lists the envelopes):
+//   version, presets                       no job
+//   summary        {"ok":true,"summary":<summary.json>}
+//   graph          {"ok":true,"text":"<canonical graph text>"}
+//   groups         {"ok":true,"worldSize":N,"text":"<comm_groups.json>"}
+//   graph_json     (stage: number, default 0) {"ok":true,"graph":{...}}
+//   rank_info      (rank: number)  {"ok":true,"info":{...}}
+//   rank_at        (coords: object or its JSON text) {"ok":true,"rank":N}
+//   rank_trace     (rank: number)  {"ok":true,"bytes":<size>}, body = the .et bytes
+// Every failure is {"ok":false,"error":{"code","message","path"}} with the
+// error in Response::error; a bad job is reported before bad arguments.
+// Adding an operation is one entry in the table in request.cc.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/api.h"
+#include "base/status.h"
+#include "job/job.h"
+
+namespace sc {
+
+struct Request {
+  std::string op;
+  std::string job_json;    // the job as JSON text (parse_job) ...
+  std::optional<Job> job;  // ... or already parsed ...
+  // ... or already built (the CLI builds its own Generator, handling
+  // signals while it does); not owned, used for this request only. The
+  // first of generator, job, job_json that is set is used.
+  const Generator* generator = nullptr;
+  // Per-operation arguments: {"rank": 3}, {"stage": 1}, {"coords": {...}}.
+  nlohmann::json args = nlohmann::json::object();
+};
+
+struct Response {
+  std::string envelope;        // {"ok":true,...} or {"ok":false,"error":{...}}
+  std::string body;            // the payload alone (JSON, text or bytes); "" on error
+  std::optional<Error> error;  // set exactly when the request failed
+  bool ok() const { return !error.has_value(); }
+};
+
+class RequestHandler {
+ public:
+  // Never aborts on bad input: unknown op (path "op"), bad job (the job's
+  // field path), bad arguments (path "rank", "stage", "coords...").
+  Response handle(const Request& request);
+
+  // The same over one JSON text: {"op": "...", "job": {...} or "<json>",
+  // <args>...}; every key besides op and job is an argument.
+  Response handle_json(const std::string& request_json);
+
+  // The operation names, in table order.
+  static std::vector<std::string> ops();
+
+ private:
+  // The Generator of the last job_json handled (exact text match): a
+  // front end previewing many ranks of one job builds its graph once. A
+  // failing job clears it; results never depend on it.
+  std::string cached_job_json_;
+  std::optional<Generator> cached_;
+};
+
+// {"ok":false,"error":{"code":"...","message":"...","path":"..."}}
+std::string error_envelope(const Error& e);
+
+}  // namespace sc
