@@ -97,7 +97,12 @@ std::vector<AstraSimFile> astra_sim_inputs(const HardwareProfile& hw, int64_t wo
          "finished=$(grep -c 'sys\\[[0-9]*\\] finished' \"$log\" || true)\n"
          "critical=$(grep -c '\\[critical\\]' \"$log\" || true)\n"
          "rm -f \"$log\"\n"
-         "if [ \"$rc\" -ne 0 ] && [ \"$finished\" -eq " + std::to_string(world) + " ] && [ \"$critical\" -eq 0 ]; then\n"
+         "if [ \"$critical\" -ne 0 ]; then\n"
+         "  echo \"run.sh: ASTRA-sim reported a [critical] error: the run failed\" >&2\n"
+         "  [ \"$rc\" -ne 0 ] && exit \"$rc\"\n"
+         "  exit 1\n"
+         "fi\n"
+         "if [ \"$rc\" -ne 0 ] && [ \"$finished\" -eq " + std::to_string(world) + " ]; then\n"
          "  echo \"run.sh: ASTRA-sim exited with status $rc after all " + std::to_string(world) +
          " ranks printed 'finished':\" >&2\n"
          "  echo \"run.sh: the known upstream exit-time bug (groups freed twice); the result above stands.\" >&2\n"
