@@ -222,6 +222,14 @@ class Lowerer {
       last_compute_ = static_cast<int64_t>(node.id);
     }
     node.deps.assign(deps.begin(), deps.end());
+    if (node.kind == TraceNodeKind::kRecv) {
+      node.output_bytes = static_cast<uint64_t>(node.comm_size);
+    } else if (node.kind != TraceNodeKind::kSend) {
+      for (int t : op.outputs) {
+        SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
+        node.output_bytes += static_cast<uint64_t>(shard(op, b));
+      }
+    }
     for (int t : op.outputs) produced(t, mb, {node.id});
     op_node_[{mb, id}] = node.id;
     const int64_t at = static_cast<int64_t>(node.id);
@@ -291,11 +299,12 @@ class Lowerer {
   Status emit_ring(const Op& op, int id, int64_t mb, std::set<uint64_t> deps) {
     const int64_t n = bind_.at(op.ring_axis);
     SC_ASSIGN_OR_RETURN(int64_t flops, op.local_flops.eval(bind_, op.name + " flops"));
-    int64_t bytes = 0, block = 0;
+    int64_t bytes = 0, block = 0, out_bytes = 0;
     for (const auto* list : {&op.inputs, &op.outputs})
       for (int t : *list) {
         SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
         bytes += b;
+        if (list == &op.outputs) out_bytes += b;
       }
     for (int i : {1, 2}) {
       SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(op.inputs[i]));
@@ -321,6 +330,7 @@ class Lowerer {
           x.name = prefix + what + std::to_string(j);
           x.kind = kind;
           x.comm_size = block;
+          if (kind == TraceNodeKind::kRecv) x.output_bytes = static_cast<uint64_t>(block);
           x.tag = static_cast<int32_t>(tag);
           x.deps.assign(d.begin(), d.end());
           const int64_t node_id = static_cast<int64_t>(x.id);
@@ -337,6 +347,8 @@ class Lowerer {
       c.kind = TraceNodeKind::kCompute;
       set_cost(c, o_.compute_dtype, flops / n + (j + 1 == n ? flops % n : 0),
                bytes / n + (j + 1 == n ? bytes % n : 0));
+      // Each step accumulates into the output: the last step writes it.
+      c.output_bytes = j + 1 == n ? static_cast<uint64_t>(out_bytes) : 0;
       std::set<uint64_t> cd = inputs;
       if (prev_recv >= 0) cd.insert(static_cast<uint64_t>(prev_recv));
       if (last_compute_ >= 0) cd.insert(static_cast<uint64_t>(last_compute_));
