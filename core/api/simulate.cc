@@ -140,10 +140,10 @@ std::string simulate_json(const SimulateReport& r) {
                {"bubble_seconds", sig(s.bubble / 1e6)},
                {"exposed_comm_seconds", kinds_json(s.exposed, 1e-6)},
                {"end_seconds", sig(s.end / 1e6)}};
-    if (!s.timeline.empty() || r.sim.step > 0) {
+    if (!s.timeline.empty()) {
       json iv = json::array();
       for (const SimInterval& x : s.timeline) iv.push_back({round3(x.start), round3(x.end), x.kind, x.micro_batch});
-      if (!s.timeline.empty()) st["timeline"] = iv;
+      st["timeline"] = iv;
     }
     stages.push_back(st);
   }
