@@ -139,6 +139,16 @@ TEST_CASE("chakra emit: memory-tracking inputs and outputs name each node's outp
   CHECK(back->trace.nodes[0].output_bytes == 200);
   CHECK(back->trace.nodes[1].output_bytes == 0);
   CHECK(back->trace.nodes[2].output_bytes == 64);
+  // Lists that are not name/size pairs are rejected, naming the attribute.
+  for (const auto& bad : {memory({"t0"}, {}), memory({}, {"t0", "12x"})}) {
+    Wire b;
+    b.frame(expected_metadata(0, 4));
+    b.frame(comp(0, "a", {}, bad));
+    auto r = read_chakra_trace(b.b);
+    REQUIRE(!r.ok());
+    CHECK(r.error().message.find("attribute") != std::string::npos);
+    CHECK((r.error().message.find("inputs") != std::string::npos || r.error().message.find("outputs") != std::string::npos));
+  }
 }
 
 TEST_CASE("chakra emit: output is deterministic and appended") {
