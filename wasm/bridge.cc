@@ -39,6 +39,12 @@ std::string inspect(const std::string& job_json) { return call("summary", job_js
 std::string graph(const std::string& job_json) { return call("graph", job_json).envelope; }
 std::string groups(const std::string& job_json) { return call("groups", job_json).envelope; }
 std::string graph_json(const std::string& job_json) { return call("graph_json", job_json).envelope; }
+// simulate(job, options): {"ok":true,"simulation":{...}}; options is JSON text
+// {"exhaustive","astra","timeline"} (booleans, optional; timeline defaults to
+// true here: the pipeline view draws it). Shape: docs/wasm-bridge.md.
+std::string simulate(const std::string& job_json, const std::string& options_json) {
+  return call("simulate", job_json, {{"options", options_json}, {"timeline_default", true}}).envelope;
+}
 std::string graph_json_stage(const std::string& job_json, double stage) {
   return call("graph_json", job_json, {{"stage", stage}}).envelope;
 }
@@ -84,4 +90,5 @@ EMSCRIPTEN_BINDINGS(stagecraft) {
   emscripten::function("graphJson", &graph_json_stage);
   emscripten::function("rankInfo", &rank_info);
   emscripten::function("rankAt", &rank_at);
+  emscripten::function("simulate", &simulate);
 }

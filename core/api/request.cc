@@ -5,6 +5,8 @@
 #include <utility>
 
 #include "base/json.h"
+#include "base/json_fields.h"
+#include "api/simulate.h"
 #include "model/model_config.h"
 
 namespace sc {
@@ -125,14 +127,47 @@ Response op_rank_trace(const Context& c) {
   return r;
 }
 
-struct Op {
+// options: {"exhaustive","astra","timeline"} booleans, as a JSON object or
+// its text; timeline_default (boolean) is what an absent "timeline" means.
+Response op_simulate(const Context& c) {
+  SimulateOptions o;
+  if (auto d = c.args.find("timeline_default"); d != c.args.end() && d->is_boolean()) o.timeline = d->get<bool>();
+  json opt = json::object();
+  if (auto it = c.args.find("options"); it != c.args.end()) {
+    if (it->is_string()) {
+      const std::string& text = it->get_ref<const std::string&>();
+      opt = json::parse(text.empty() ? "{}" : text, nullptr, /*allow_exceptions=*/false);
+    } else {
+      opt = *it;
+    }
+  }
+  if (opt.is_discarded() || !opt.is_object())
+    return failed(make_error(ErrorCode::kInvalidArgument, "must be a JSON object", "options"));
+  for (auto it = opt.begin(); it != opt.end(); ++it) {
+    bool* field = it.key() == "exhaustive" ? &o.exhaustive
+                  : it.key() == "astra"    ? &o.astra
+                  : it.key() == "timeline" ? &o.timeline
+                                           : nullptr;
+    if (!field)
+      return failed(make_error(ErrorCode::kUnknownField, "unknown key (known: astra, exhaustive, timeline)",
+                               "options." + jsonf::clip(it.key())));
+    if (!it->is_boolean())
+      return failed(make_error(ErrorCode::kInvalidArgument, "must be true or false", "options." + jsonf::clip(it.key())));
+    *field = it->get<bool>();
+  }
+  Result<SimulateReport> r = simulate(*c.gen, o);
+  if (!r.ok()) return failed(r.error());
+  return ok_raw("simulation", simulate_json(*r));
+}
+
+struct RequestOp {
   const char* name;
   bool needs_job;
   Response (*run)(const Context&);
 };
 
 // The operations. Adding one is one line here (and its function above).
-constexpr Op kOps[] = {
+constexpr RequestOp kOps[] = {
     {"version", false, op_version},
     {"presets", false, op_presets},
     {"summary", true, op_summary},
@@ -142,6 +177,7 @@ constexpr Op kOps[] = {
     {"rank_info", true, op_rank_info},
     {"rank_at", true, op_rank_at},
     {"rank_trace", true, op_rank_trace},
+    {"simulate", true, op_simulate},
 };
 
 }  // namespace
@@ -150,17 +186,17 @@ std::string error_envelope(const Error& e) { return std::string(R"({"ok":false,"
 
 std::vector<std::string> RequestHandler::ops() {
   std::vector<std::string> out;
-  for (const Op& op : kOps) out.push_back(op.name);
+  for (const RequestOp& op : kOps) out.push_back(op.name);
   return out;
 }
 
 Response RequestHandler::handle(const Request& request) {
-  const Op* op = nullptr;
-  for (const Op& o : kOps)
+  const RequestOp* op = nullptr;
+  for (const RequestOp& o : kOps)
     if (request.op == o.name) op = &o;
   if (!op) {
     std::string known;
-    for (const Op& o : kOps) known += (known.empty() ? "" : ", ") + std::string(o.name);
+    for (const RequestOp& o : kOps) known += (known.empty() ? "" : ", ") + std::string(o.name);
     return failed(make_error(ErrorCode::kInvalidArgument, "unknown op '" + request.op + "' (known: " + known + ")",
                              "op"));
   }

@@ -399,6 +399,14 @@ class Lowerer {
     }
     sort_unique(deps);
     node.deps = std::move(deps);
+    if (node.kind == TraceNodeKind::kRecv) {
+      node.output_bytes = static_cast<uint64_t>(node.comm_size);
+    } else if (node.kind != TraceNodeKind::kSend) {
+      for (int t : op.outputs) {
+        SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
+        node.output_bytes += static_cast<uint64_t>(shard(op, b));
+      }
+    }
     const uint64_t nid = node.id;
     for (int t : op.outputs) produced(t, mb, &nid, 1);
     state(mb).op_node[static_cast<size_t>(id)] = static_cast<int64_t>(nid);
@@ -477,11 +485,12 @@ class Lowerer {
   Status emit_ring(const Op& op, int id, int64_t mb, const std::vector<uint64_t>& deps) {
     const int64_t n = bind_.at(op.ring_axis);
     SC_ASSIGN_OR_RETURN(int64_t flops, op.local_flops.eval(bind_, op.name + " flops"));
-    int64_t bytes = 0, block = 0;
+    int64_t bytes = 0, block = 0, out_bytes = 0;
     for (const auto* list : {&op.inputs, &op.outputs})
       for (int t : *list) {
         SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
         bytes += b;
+        if (list == &op.outputs) out_bytes += b;
       }
     for (int i : {1, 2}) {
       SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(op.inputs[i]));
@@ -506,6 +515,7 @@ class Lowerer {
           x.name = prefix + what + std::to_string(j);
           x.kind = kind;
           x.comm_size = block;
+          if (kind == TraceNodeKind::kRecv) x.output_bytes = static_cast<uint64_t>(block);
           x.tag = static_cast<int32_t>(tag);
           x.deps.assign(d.begin(), d.end());
           const int64_t node_id = static_cast<int64_t>(x.id);
@@ -527,6 +537,8 @@ class Lowerer {
                          attention_micros(hw_, o_.compute_dtype, static_cast<double>(f), static_cast<double>(by)))
               : roofline_micros(hw_, o_.compute_dtype, static_cast<double>(f), static_cast<double>(by));
       SC_RETURN_IF_ERROR(set_cost(c, f, by, us, op.name));
+      // Each step accumulates into the output: the last step writes it.
+      c.output_bytes = j + 1 == n ? static_cast<uint64_t>(out_bytes) : 0;
       std::set<uint64_t> cd = inputs;
       if (prev_recv >= 0) cd.insert(static_cast<uint64_t>(prev_recv));
       if (last_compute_ >= 0) cd.insert(static_cast<uint64_t>(last_compute_));
