@@ -39,7 +39,8 @@ export async function appCases(context, base, fixturesDir) {
     await page.fill('input[name="parallel.tp"]', '3');
     await page.waitForSelector('label[data-path="parallel.tp"].invalid', { timeout: 20_000 });
     const text = await page.textContent('label[data-path="parallel.tp"] .error');
-    check(text.includes('not_divisible'), `tp error text: ${text}`);
+    const code = await page.getAttribute('label[data-path="parallel.tp"] .error', 'data-code');
+    check(code === 'not_divisible' && /divide/.test(text), `tp error: ${code}: ${text}`);
     // The shared URL reproduces the job (tp 3 included) in a fresh page.
     const page2 = await context.newPage();
     await page2.goto(page.url());
@@ -76,7 +77,7 @@ export async function appCases(context, base, fixturesDir) {
     const note = await page.textContent('#stage-note');
     check(/rank role/.test(note) && /4 ranks with pp coordinate 0 run this graph/.test(note), `stage note: ${note}`);
     const layers0 = await page.$$eval('#layer option', (os) => os.map((o) => o.value));
-    check(layers0.join() === '0,1,-1', `stage 0 layers: ${layers0}`);
+    check(layers0.join() === '0,1,-1,-2', `stage 0 layers (and the whole-stage view): ${layers0}`);
 
     // The rank view links a stage-1 rank to its stage.
     await page.click('#tab-rank');
@@ -90,7 +91,7 @@ export async function appCases(context, base, fixturesDir) {
     check(await page.getAttribute('#tab-graph', 'aria-selected') === 'true', 'the link opens the graph view');
     check(await page.inputValue('#stage') === '1', 'stage 1 selected');
     const layers1 = await page.$$eval('#layer option', (os) => os.map((o) => o.textContent));
-    check(layers1.length === 3 && layers1[1] === 'layer 3 (MoE)' && /output layer \+ loss/.test(layers1[2]), `stage 1 layers: ${layers1}`);
+    check(layers1.length === 4 && layers1[1] === 'layer 3 (MoE)' && /output layer \+ loss/.test(layers1[2]) && /whole stage/.test(layers1[3]), `stage 1 layers: ${layers1}`);
 
     await page.selectOption('#layer', '3');
     await page.waitForSelector('#graph svg [data-kind="remesh"]', { timeout: 30_000 });
@@ -105,7 +106,7 @@ export async function appCases(context, base, fixturesDir) {
 
     // Back to stage 0: no MoE layer there, the embedding instead of the loss.
     await page.selectOption('#stage', '0');
-    await page.waitForFunction(() => [...document.querySelectorAll('#layer option')].map((o) => o.value).join() === '0,1,-1', null, { timeout: 30_000 });
+    await page.waitForFunction(() => [...document.querySelectorAll('#layer option')].map((o) => o.value).join() === '0,1,-1,-2', null, { timeout: 30_000 });
     const labels = await page.$$eval('#graph [data-op]', (els) => els.map((el) => el.getAttribute('aria-label') ?? ''));
     check(labels.some((l) => /^embedding/.test(l)) && !labels.some((l) => /^loss\b/.test(l)), `stage 0 outside layers: ${labels.slice(0, 10)}`);
   });
@@ -230,7 +231,8 @@ export async function appCases(context, base, fixturesDir) {
     await page.selectOption('select[name="model.preset"]', 'llama3-8b');
     await page.waitForSelector('label[data-path="parallel.ep"].invalid', { timeout: 30_000 });
     const err = await page.textContent('label[data-path="parallel.ep"] .error');
-    check(/num_experts/.test(err) && /invalid_argument/.test(err), `ep error: ${err}`);
+    const code = await page.getAttribute('label[data-path="parallel.ep"] .error', 'data-code');
+    check(/Experts \(E\)/.test(err) && code === 'invalid_argument', `ep error: ${code}: ${err}`);
 
     // HSDP: ZeRO-3 over a shard group of 4 of dp 8.
     await page.selectOption('#job-preset', 'teach-hsdp');

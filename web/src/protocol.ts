@@ -14,7 +14,10 @@ export type JobJson = Record<string, unknown>;
 export interface EngineError {
   code: string;     // core codes (invalid_argument, not_divisible, ...) or
                     // protocol codes: protocol_version, bad_request,
-                    // engine_unavailable, engine_crashed, cancelled
+                    // engine_unavailable, engine_crashed, cancelled,
+                    // engine_aborted (the wasm instance aborted: the client
+                    // replaces the worker), superseded (dropped for a newer
+                    // request: not an error to show)
   message: string;
   path: string;     // job path of the field at fault ("parallel.tp"), or ""
 }
@@ -86,6 +89,9 @@ export interface Methods {
   // can be cancelled. The Blob is assembled from streamed zip chunks.
   archive: [{ job: JobJson | string; prefix?: string }, { blob: Blob; bytes: number; files: number }];
   cancel: [{ target: number }, { cancelled: boolean }];
+  // Test hook: fails like a wasm abort (engine_aborted); the client then
+  // replaces the worker.
+  selfTestAbort: [Record<string, never>, Record<string, never>];
 }
 export type MethodName = keyof Methods;
 
