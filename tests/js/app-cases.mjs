@@ -8,6 +8,7 @@ import path from 'node:path';
 import { unzipSync } from 'fflate';
 import { decodeTrace } from '../../web/src/lib/chakra.js';
 import { IDENTITY_JOB } from './suite/jobs.mjs';
+import { uxCases } from './app-ux.mjs';
 
 const ready = (page) => page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
 const jobUrl = (base, job) => `${base}/#job=${encodeURIComponent(JSON.stringify(job))}`;
@@ -97,7 +98,8 @@ export async function appCases(context, base, fixturesDir) {
     await page.waitForSelector('#graph svg [data-kind="remesh"]', { timeout: 30_000 });
     const why = await page.textContent('#why-list');
     check(/all_to_all · ep/.test(why) && /MoE token dispatch/.test(why), `stage 1 why list: ${why.slice(0, 400)}`);
-    await page.click('#graph svg [data-kind="remesh"]');
+    await page.focus('#graph svg [data-kind="remesh"]');  // focus pans the view to it
+    await page.keyboard.press('Enter');
     check(/What is a remesh\?/.test(await page.textContent('#op-details')), 'remesh details');
     check(/remesh/.test(await page.textContent('#graph-legend-axes')), 'legend explains remesh');
 
@@ -210,7 +212,8 @@ export async function appCases(context, base, fixturesDir) {
     check(/all_to_all · ep/.test(why) && /remesh/.test(why), `why list: ${why.slice(0, 400)}`);
     const legend = await page.textContent('#graph-legend-axes');
     check(/ep = 8/.test(legend) && /edp = 2/.test(legend) && /remesh/.test(legend), `axis legend: ${legend}`);
-    await page.click('#graph svg [data-kind="remesh"]');
+    await page.focus('#graph svg [data-kind="remesh"]');  // focus pans the view to it
+    await page.keyboard.press('Enter');
     check(/What is a remesh\?/.test(await page.textContent('#op-details')), 'remesh details');
     await page.click('#tab-rank');
     await page.waitForSelector('#groups li[data-axis="ep"]', { timeout: 30_000 });
@@ -243,5 +246,7 @@ export async function appCases(context, base, fixturesDir) {
     check(/\[0, 1, 2, 3\]/.test(await page.textContent('#groups li[data-axis="dp_shard"]')), 'rank 0 shard group');
     console.log(`[app] example jobs ready in the worker: deepseek-v3-small ${dsMs.toFixed(0)} ms, mixtral-8x7b ${mixMs.toFixed(0)} ms`);
   });
+  // Issue 14: the app tried as a new user would.
+  results.push(...await uxCases(context, base));
   return results;
 }

@@ -14,7 +14,7 @@ import { wireByGroupKind } from './lib/comm';
 import { renderSummary, renderWire } from './views/summary';
 import { renderGraph, renderDetails, renderWhyList, stageLabel, outsideLabel, showOp, PanZoom, ALL_LAYERS } from './views/graph';
 import { renderGroups, renderStats, renderTable, renderMemory, Timeline, type GroupOfRank } from './views/rank';
-import { buildEditor, readJob, writeJob, clearErrors, showError, useHfConfig, usePreset, renderModelSource, hfText, presetSelect } from './views/editor';
+import { buildEditor, readJob, writeJob, clearErrors, showError, useHfConfig, usePreset, renderModelSource, hfText, presetSelect, hfActive } from './views/editor';
 import { initWelcome, fetchHfConfig } from './views/welcome';
 import { explain, isTooBig } from './messages';
 import { state, current, client, archiveClient } from './state';
@@ -476,8 +476,9 @@ form.addEventListener('input', (e) => {
   if (t.id === 'job-preset' || t.id === 'hf-id') return;
   if (t === hfText()) {
     // Pasting or typing a config makes it the model (overrides cleared).
-    if (hfText().value.trim()) useHfConfig();
-    else renderModelSource(null);
+    if (!hfText().value.trim()) hfText().dataset.active = '';
+    else if (!hfActive()) useHfConfig();
+    renderModelSource(null);
   } else if (t === presetSelect()) {
     usePreset();
   }

@@ -86,10 +86,12 @@ export function readJob(): JobJson {
 }
 
 export function writeJob(job: JobJson): void {
+  lastCleared = [];
   const model = (typeof job.model === 'string' ? { preset: job.model } : job.model ?? {}) as JobJson;
   const hf = model.hf_config;
   presetSelect().value = typeof model.preset === 'string' && hf === undefined ? model.preset : '';
   hfText().value = hf === undefined ? '' : typeof hf === 'string' ? hf : JSON.stringify(hf, null, 2);
+  hfText().dataset.active = hf === undefined ? '' : '1';
   const norm: JobJson = { ...job, model };
   if (typeof job.hardware === 'string') norm.hardware = { preset: job.hardware };
   for (const f of JOB_SCHEMA) {
@@ -114,31 +116,38 @@ function modelOverrides(): [string, string][] {
   return out;
 }
 
-// A Hugging Face config was given (pasted, dropped, fetched): it becomes the
-// model, and the previous model's overrides are cleared. Returns their titles.
+// A Hugging Face config was given (pasted, dropped, fetched, or typed into
+// an empty box): it becomes the model, and the previous model's overrides
+// are cleared (overrides set afterwards stay). Returns their titles.
+export const hfActive = () => hfText().dataset.active === '1';
+let lastCleared: string[] = [];
 export function useHfConfig(text?: string): string[] {
   if (text !== undefined) hfText().value = text;
+  hfText().dataset.active = '1';
   presetSelect().value = '';
   const cleared = modelOverrides().map(([t]) => t);
+  if (cleared.length) lastCleared = cleared;
   for (const f of JOB_SCHEMA) {
     if (f.group !== 'model') continue;
     const el = field<HTMLInputElement | HTMLSelectElement>(f.path);
     if (el instanceof HTMLInputElement && el.type === 'checkbox') el.checked = false;
     else if (el) el.value = '';
   }
-  renderModelSource(null, cleared);
+  renderModelSource(null);
   return cleared;
 }
 
 // A preset was picked: it becomes the model (the pasted config is removed).
 export function usePreset(): void {
-  if (presetSelect().value) hfText().value = '';
+  if (presetSelect().value) { hfText().value = ''; hfText().dataset.active = ''; }
+  lastCleared = [];
   renderModelSource(null);
 }
 
 // "Model in use": the source, its resolved size once the engine answered,
 // and the overrides applied on top.
-export function renderModelSource(model: Record<string, any> | null, cleared: string[] = []): void {
+export function renderModelSource(model: Record<string, any> | null): void {
+  const cleared = hfText().value.trim() ? lastCleared : [];
   const el = $('#model-source');
   const hf = hfText().value.trim() !== '';
   const src = hf ? 'the pasted Hugging Face config' : `preset ${presetSelect().value || 'gpt3-1.7b'}`;

@@ -248,15 +248,18 @@ export async function renderGraph(root: HTMLElement, g: GraphJson, st: GraphView
       gEl.setAttribute('role', 'button');
       gEl.setAttribute('aria-expanded', String(open));
       gEl.setAttribute('data-layer', String(it.layer));
-      gEl.setAttribute('aria-label', `${name}: ${it.ops!.length} ops, ${colls.length} collectives — ${open ? 'collapse' : 'expand'}`);
+      const counts = `${it.ops!.length} ops, ${colls.length} collectives${colls.length ? ` (${[...new Set(colls.map((o) => o.axis))].join(', ')})` : ''}`;
+      // The accessible name starts with the visible text (WCAG 2.5.3).
       if (open) {
         gEl.append(s('rect', { width: p.width!, height: p.height!, rx: 8, fill: '#f8f9fa', stroke: '#495057', 'stroke-dasharray': '6 3' }));
-        gEl.append(s('text', { x: 10, y: 19, 'font-size': 12, 'font-weight': 700, fill: '#212529' }, `▾ ${name} (click to collapse)`));
+        gEl.append(s('text', { x: 10, y: 19, 'font-size': 12, 'font-weight': 700, fill: '#212529', 'aria-hidden': 'true' }, `▾ ${name} (click to collapse)`));
+        gEl.setAttribute('aria-label', `${name} (click to collapse): ${counts}`);
         frames.append(gEl);
       } else {
         gEl.append(s('rect', { width: p.width!, height: p.height!, rx: 6, fill: '#e9ecef', stroke: '#495057' }));
-        gEl.append(s('text', { x: 8, y: 18, 'font-size': 12, 'font-weight': 700, fill: '#212529' }, `▸ ${name}`));
-        gEl.append(s('text', { x: 8, y: 35, 'font-size': 10.5, fill: '#343a40' }, `${it.ops!.length} ops, ${colls.length} collectives${colls.length ? ` (${[...new Set(colls.map((o) => o.axis))].join(', ')})` : ''}`));
+        gEl.append(s('text', { x: 8, y: 18, 'font-size': 12, 'font-weight': 700, fill: '#212529', 'aria-hidden': 'true' }, `▸ ${name}`));
+        gEl.append(s('text', { x: 8, y: 35, 'font-size': 10.5, fill: '#343a40', 'aria-hidden': 'true' }, counts));
+        gEl.setAttribute('aria-label', `${name} ${counts} — expand`);
         nodesEl.append(gEl);
       }
       gEl.addEventListener('click', toggle);
@@ -279,8 +282,10 @@ export async function renderGraph(root: HTMLElement, g: GraphJson, st: GraphView
       const remesh = o.kind === 'remesh';  // MoE token permutation: local, dashed
       const sel = st.selected === o.id;
       const color = coll ? COLL_COLOR[o.collective ?? ''] ?? '#d9480f' : remesh ? '#fff3bf' : o.phase === 'bwd' ? '#fff4e6' : '#fff';
+      const line1 = truncate(shortName(o.name, o.layer), 30), line2 = truncate(out ? `${out.shape} ${out.sharding}` : o.fn, 34);
       gEl.setAttribute('role', 'button');
-      gEl.setAttribute('aria-label', `${o.name}${coll ? ` — ${o.collective} over ${o.axis}: ${o.why?.text ?? ''}` : remesh ? ` — remesh: ${REMESH_EXPLAIN}` : ''}`);
+      // Starts with the visible text (WCAG 2.5.3), then the full name and the why.
+      gEl.setAttribute('aria-label', `${line1} ${line2}${coll ? ` ${o.axis}` : ''} — ${o.name}${coll ? ` — ${o.collective} over ${o.axis}: ${o.why?.text ?? ''}` : remesh ? ` — remesh: ${REMESH_EXPLAIN}` : ''}`);
       gEl.setAttribute('data-op', String(o.id));
       if (sel) gEl.setAttribute('aria-pressed', 'true');
       if (remesh) gEl.setAttribute('data-kind', 'remesh');
@@ -288,15 +293,15 @@ export async function renderGraph(root: HTMLElement, g: GraphJson, st: GraphView
         stroke: sel ? '#000' : coll ? color : remesh ? '#a85d00' : '#6c757d', 'stroke-width': sel ? 3 : coll ? 2.5 : remesh ? 1.5 : 1,
         ...(remesh && !sel ? { 'stroke-dasharray': '5 3' } : {}) }));
       if (coll) gEl.append(s('rect', { width: 6, height: p.height!, rx: 3, fill: color }));
+      gEl.append(s('text', { x: 10, y: 17, 'font-size': 11.5, 'font-weight': 600, fill: '#212529' }, line1));
+      gEl.append(s('text', { x: 10, y: 34, 'font-size': 10.5, class: 'mono', fill: '#343a40' }, line2));
       if (coll) {
         // Badge sized to the axis name ("tp", "dp_replicate"); dark text on
-        // a light tint of the axis colour keeps the contrast above 4.5:1.
-        const label = `${o.axis} ?`, bw = Math.max(40, 7 * label.length + 12);
+        // white inside the axis colour keeps the contrast above 4.5:1.
+        const label = o.axis ?? '', bw = Math.max(32, 7 * label.length + 14);
         gEl.append(s('rect', { x: p.width! + 6 - bw, y: -9, width: bw, height: 18, rx: 9, fill: '#fff', stroke: axisColor(o.axis ?? ''), 'stroke-width': 2 }));
         gEl.append(s('text', { x: p.width! + 6 - bw / 2, y: 4, 'font-size': 11, fill: '#212529', 'text-anchor': 'middle', 'font-weight': 700 }, label));
       }
-      gEl.append(s('text', { x: 10, y: 17, 'font-size': 11.5, 'font-weight': 600, fill: '#212529' }, truncate(shortName(o.name, o.layer), 30)));
-      gEl.append(s('text', { x: 10, y: 34, 'font-size': 10.5, class: 'mono', fill: '#343a40' }, truncate(out ? `${out.shape} ${out.sharding}` : o.fn, 34)));
       gEl.append(s('title', {}, coll && o.why ? `${o.name}\n${o.why.text}${axisExplain(o.axis ?? '') ? `\n${o.axis}: ${axisExplain(o.axis ?? '')}` : ''}` : `${o.name} (${o.kind}${o.fn ? ': ' + o.fn : ''}) flops/rank = ${o.flops}${remesh ? `\n${REMESH_EXPLAIN}` : ''}`));
       const select = () => { st.selected = o.id; onChange(); };
       gEl.addEventListener('click', select);

@@ -76,7 +76,7 @@ function barTable(title: string, rows: [string, number, string][], unit: (n: num
       h('td', { class: 'barcol' }, h('span', { class: 'bar', style: `width:${(v / max) * 100}%;background:${color}` }))));
   }
   table.append(body);
-  return h('div', { class: 'table-scroll' }, table);
+  return h('div', { class: 'table-scroll', tabindex: 0, role: 'region', 'aria-label': caption }, table);
 }
 
 export function renderSummary(el: HTMLElement, summary: Summary): void {
@@ -158,7 +158,7 @@ export function renderWire(el: HTMLElement, rank: number, r: { rows: WireRow[]; 
     h('tfoot', {}, h('tr', {}, h('th', { scope: 'row' }, 'total'), h('td', {}, ''), h('td', { class: 'num' }, fmtCount(r.total.ops)), num(r.total.buffer), num(r.total.sent), num(r.total.received))));
   el.dataset.rank = String(rank);
   el.dataset.sent = String(r.total.sent);
-  el.replaceChildren(h('div', { class: 'table-scroll' }, table),
+  el.replaceChildren(h('div', { class: 'table-scroll', tabindex: 0, role: 'region', 'aria-label': 'Bytes on the wire by group kind' }, table),
     h('p', { class: 'hint' }, 'On the wire = what this rank sends with the ring algorithm NCCL uses for large messages (g = the group’s size): ',
       `all-reduce ${WIRE_FACTOR[0]} × the buffer (a reduce-scatter then an all-gather); reduce-scatter ${WIRE_FACTOR[7]} × the full input; `,
       `all-gather ${WIRE_FACTOR[2]} × the rank’s shard (comm_size is the shard); all-to-all ${WIRE_FACTOR[6]} × the buffer (the rank’s own part stays local); `,
