@@ -60,7 +60,11 @@ export function selectOps(g: GraphJson, st: GraphViewState): GraphOp[] {
 // crossing minimisation, orthogonal edges routed around the boxes). It is
 // loaded on first use so the first paint does not wait for it.
 let elkPromise: Promise<ELK> | null = null;
-const elk = () => (elkPromise ??= import('elkjs/lib/elk.bundled.js').then((m) => new m.default()));
+// ELK runs in its own (classic) Web Worker, served as-is (?url), so a big
+// selection (an optimizer phase has hundreds of ops: ~1–2 s of layout)
+// never freezes the page.
+const elk = () => (elkPromise ??= Promise.all([import('elkjs/lib/elk-api.js'), import('elkjs/lib/elk-worker.min.js?url')])
+  .then(([api, worker]) => new api.default({ workerFactory: () => new Worker(worker.default) as never })));
 
 const LAYOUT: Record<string, string> = {
   'elk.algorithm': 'layered', 'elk.direction': 'DOWN', 'elk.edgeRouting': 'ORTHOGONAL',
@@ -213,8 +217,10 @@ export async function renderGraph(root: HTMLElement, g: GraphJson, st: GraphView
   }
   const edges: ElkExtendedEdge[] = [...edgeSet.values()].map((e, i) => ({ id: `e${i}`, sources: [e.from], targets: [e.to] }));
   const root0: ElkNode = { id: 'root', layoutOptions: LAYOUT, children, edges };
+  root.setAttribute('aria-busy', 'true');
   const laid: ElkNode = await (await elk()).layout(root0);
   if (seq !== renderSeq) return;
+  root.removeAttribute('aria-busy');
   const pos = new Map<string, ElkNode>();
   const walk = (n: ElkNode) => { for (const c of n.children ?? []) { pos.set(c.id, c); walk(c); } };
   walk(laid);
