@@ -50,7 +50,7 @@ export async function uxCases(context, base, only = '') {
     }
   };
 
-  await run('1. typing 1024 into dp while the engine is busy: superseded jobs never shown, the final summary arrives', async (page) => {
+  await run('1. typing into dp while the engine is busy: superseded jobs never shown, the final summary arrives (latency printed)', async (page) => {
     // Llama 3 70B, 80 layers, tp 8 × pp 8, global batch 2048. Typing "1024"
     // into dp passes dp 1 (2,048 micro-batches per rank: minutes of engine
     // time), 10 and 102 (not divisors), then 1024 (2 per rank).
@@ -71,10 +71,16 @@ export async function uxCases(context, base, only = '') {
     // 300 ms between keys: longer than the editor's 200 ms debounce, so
     // every intermediate job reaches the engine.
     await page.type(dp, '1', { delay: 0 });
-    await page.waitForTimeout(450);  // dp 1 is now running in the engine
-    check(await page.evaluate(() => document.body.dataset.state) === 'working', 'working state while the engine runs dp 1');
-    check(await page.$eval('#summary', (el) => el.classList.contains('stale')), 'the previous summary is marked stale');
-    check(/working/.test(await page.textContent('#job-status')), 'a working… line');
+    await page.waitForTimeout(450);
+    // dp 1 is now running in the engine — or, with the core's work budget,
+    // already refused as too large (17M nodes); either way nothing piles up.
+    const mid = await page.evaluate(() => document.body.dataset.state);
+    if (mid === 'working') {
+      check(await page.$eval('#summary', (el) => el.classList.contains('stale')), 'the previous summary is marked stale');
+      check(/working/.test(await page.textContent('#job-status')), 'a working… line');
+    } else {
+      check(mid === 'error' && await page.getAttribute('#too-big-job', 'data-code') === 'too_large', `dp 1: working, or refused as too large (state ${mid})`);
+    }
     await page.type(dp, '024', { delay: 300 });
     await page.waitForFunction(() => (document.querySelector('#summary').dataset.job ?? '').includes('"dp":1024') && document.body.dataset.state === 'ready', null, { timeout: 60_000 });
     const { shown, last } = await page.evaluate(() => ({ shown: window.__shown, last: window.__inputs[window.__inputs.length - 1] }));
@@ -83,8 +89,26 @@ export async function uxCases(context, base, only = '') {
     const final = shown.find((s) => s.job.includes('"dp":1024'));
     check(final && final.world === String(1024 * 64), `final summary: ${JSON.stringify(final)}`);
     const spawned = await page.evaluate(() => window.stagecraftApp.engine().spawned);
-    check(spawned > spawned0, `the busy worker was replaced (${spawned0} -> ${spawned})`);
-    console.log(`[app-ux] typing 1024 into dp (llama3-70b, tp 8, pp 8, gbs 2048): final summary ${(final.t - last).toFixed(0)} ms after the last key; ${spawned - spawned0} workers replaced`);
+    check(mid !== 'working' || spawned > spawned0, `the busy worker was replaced (${spawned0} -> ${spawned})`);
+    console.log(`[app-ux] typing 1024 into dp (llama3-70b, tp 8, pp 8, gbs 2048): final summary ${(final.t - last).toFixed(0)} ms after the last key; dp 1 was ${mid === 'working' ? 'running' : 'refused as too large'}; ${spawned - spawned0} workers replaced`);
+
+    // A job within the budget that runs for tens of seconds (dp 8: 256
+    // micro-batches per rank), superseded by typing 512 while it runs.
+    await page.evaluate(() => { window.__shown.length = 0; window.__inputs.length = 0; });
+    const spawned1 = await page.evaluate(() => window.stagecraftApp.engine().spawned);
+    await page.fill(dp, '8');
+    await page.waitForTimeout(700);
+    check(await page.evaluate(() => document.body.dataset.state) === 'working', 'dp 8 is running');
+    check(await page.$eval('#summary', (el) => el.classList.contains('stale')), 'the dp 1024 summary is marked stale meanwhile');
+    check(/working/.test(await page.textContent('#job-status')), 'a working… line');
+    await page.fill(dp, '');
+    await page.type(dp, '512', { delay: 300 });
+    await page.waitForFunction(() => (document.querySelector('#summary').dataset.job ?? '').includes('"dp":512') && document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+    const r2 = await page.evaluate(() => ({ shown: window.__shown, last: window.__inputs[window.__inputs.length - 1] }));
+    check(r2.shown.every((x) => x.job.includes('"dp":512')), `dp 8's summary never shown: ${JSON.stringify(r2.shown.map((x) => x.world))}`);
+    const spawned2 = await page.evaluate(() => window.stagecraftApp.engine().spawned);
+    check(spawned2 > spawned1, `the worker running dp 8 was replaced (${spawned1} -> ${spawned2})`);
+    console.log(`[app-ux] dp 8 (256 micro-batches per rank, running) superseded by typing 512: final summary ${(r2.shown[0].t - r2.last).toFixed(0)} ms after the last key`);
   });
 
   await run('2. an engine abort: the worker is replaced, the message is in words next to the job, editing goes on', async (page) => {

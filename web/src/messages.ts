@@ -15,6 +15,7 @@ const LEAD: Record<string, string> = {
   world_size_mismatch: 'The parallel sizes do not multiply to the number of GPUs',
   unsupported: 'Not supported yet',
   internal: 'The engine hit a bug (please report it with the job link)',
+  too_large: 'This job is too large to build in the browser',
   engine_aborted: 'The engine ran out of memory on this job',
   engine_crashed: 'The engine stopped',
   engine_unavailable: 'The engine could not run',
@@ -64,5 +65,6 @@ export function explain(e: EngineError): { lead: string; text: string; hint: str
   } else if (e.code === 'not_divisible') {
     hint = 'Pick a value that divides the number it names.';
   }
-  return { lead, text: e.code === 'engine_aborted' ? 'the wasm module stopped (out of memory) and was restarted.' : humanize(raw), hint };
+  const text = e.code === 'engine_aborted' ? 'the wasm module stopped (out of memory) and was restarted.' : humanize(raw);
+  return { lead, text: e.path || !text ? text : text[0].toUpperCase() + text.slice(1), hint };
 }
