@@ -1,6 +1,11 @@
 #include "args.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <csignal>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -8,7 +13,9 @@
 #include <iostream>
 #include <sstream>
 
+#include "api/budget.h"
 #include "base/json_fields.h"
+#include "export.h"
 
 namespace sc::cli {
 namespace {
@@ -163,38 +170,90 @@ const std::vector<FlagSpec>& job_flags() {
       {"--global-batch-size", nullptr, true, "N", "sequences per iteration (default dp x micro-batch)"},
       {"--dtype", nullptr, true, "D", "compute dtype: bf16, fp16, fp32, tf32, fp8"},
       {"--hardware", nullptr, true, "H", "hardware preset: a100, h100, h200, b200"},
+      {"--allow-large", nullptr, false, "", "build a job past the work budget if free memory allows (docs/promises.md)"},
       {"--help", "-h", false, "", "show this help"},
   };
   return kFlags;
 }
 
 int usage_error(const std::string& command, const std::string& message) {
-  std::cerr << "stagecraft " << command << ": " << message << "\n"
+  std::cerr << "stagecraft " << command << ": " << jsonf::clip(message, 2000) << "\n"
             << "(see 'stagecraft " << command << " --help')\n";
   return kExitUsage;
 }
 
 int report_error(const std::string& command, const Error& e) {
-  std::cerr << "stagecraft " << command << ": error: " << e.to_string() << " ["
+  // One bounded line whatever the input echoed (messages clip at the source;
+  // this is the backstop).
+  std::cerr << "stagecraft " << command << ": error: " << jsonf::clip(e.to_string(), 2000) << " ["
             << error_code_name(e.code) << "]\n";
   return kExitError;
 }
 
-Result<std::string> read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return make_error(ErrorCode::kIoError, "cannot read " + path + ": " + std::strerror(errno));
+Status read_regular_file(const std::string& path, size_t max_bytes, std::string* out) {
+  auto fail = [&](const std::string& why) { return make_error(ErrorCode::kIoError, path + ": " + why); };
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return make_error(ErrorCode::kIoError, "cannot read " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return fail(std::string("cannot read: ") + std::strerror(err));
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return make_error(ErrorCode::kIoError, "error reading " + path);
-  return ss.str();
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fail(S_ISDIR(st.st_mode) ? "is a directory, not a file" : "is not a regular file (a FIFO, socket or device); give a file");
+  }
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    return fail("is " + std::to_string(st.st_size) + " bytes; the limit for this input is " + std::to_string(max_bytes));
+  }
+  out->clear();
+  out->reserve(static_cast<size_t>(st.st_size));
+  char chunk[1 << 16];
+  for (;;) {
+    ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int err = errno;
+      ::close(fd);
+      return fail(std::string("error reading: ") + std::strerror(err));
+    }
+    if (n == 0) break;
+    if (out->size() + static_cast<size_t>(n) > max_bytes) {  // grew while we read
+      ::close(fd);
+      out->clear();
+      return fail("grew past the limit for this input (" + std::to_string(max_bytes) + " bytes) while being read");
+    }
+    out->append(chunk, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return ok_status();
 }
+
+Result<std::string> read_file(const std::string& path, size_t max_bytes) {
+  std::string text;
+  SC_RETURN_IF_ERROR(read_regular_file(path, max_bytes, &text));
+  return text;
+}
+
+namespace {
+// MemAvailable from /proc/meminfo, bytes; 0 when unknown.
+int64_t available_memory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  int64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024;
+  return 0;
+}
+}  // namespace
 
 int load_job(const std::string& command, const Args& args, Job* job) {
   nlohmann::json j = nlohmann::json::object();
   if (const std::string* config = args.get("--config")) {
-    Result<std::string> text = read_file(*config);
+    Result<std::string> text = read_file(*config, kMaxJobFileBytes);
     if (!text.ok()) return report_error(command, text.error());
     Result<nlohmann::json> parsed = jsonf::parse_text(*text);
     if (!parsed.ok()) {
@@ -242,7 +301,30 @@ int load_job(const std::string& command, const Args& args, Job* job) {
     return report_error(command, e);
   }
   *job = std::move(parsed).value();
+  if (args.has("--allow-large")) {
+    // Up to 80% of the memory free now; a job that needs more is refused
+    // with the same message (the estimate and what to change).
+    Budget b = engine_budget();
+    b.max_engine_bytes = std::max(b.max_engine_bytes, available_memory() / 10 * 8);
+    set_engine_budget(b);
+  }
   return kExitOk;
+}
+
+std::optional<Generator> build_generator(const std::string& command, const Args& args, const Job& job, int* rc) {
+  install_signal_cleanup();
+  test_pause("build");  // tests: a signal here must stop the build below
+  Result<Generator> gen = Generator::create(job);
+  if (!gen.ok()) {
+    if (gen.error().code == ErrorCode::kCancelled) {
+      std::cerr << "stagecraft " << command << ": interrupted by " << (pending_signal() == SIGINT ? "SIGINT" : "SIGTERM")
+                << " (" << gen.error().message << ")\n";
+      reraise_if_signalled();  // exit by the signal
+    }
+    *rc = report_error(command, gen.error());
+    return std::nullopt;
+  }
+  return std::move(gen).value();
 }
 
 std::optional<int> parse_or_exit(const std::string& command, const std::vector<std::string>& argv,

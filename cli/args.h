@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "api/api.h"
 #include "job/job.h"
 
 namespace sc::cli {
@@ -48,11 +49,27 @@ int usage_error(const std::string& command, const std::string& message);
 // Prints "stagecraft <command>: error: <path>: <message> [<code>]"; returns 1.
 int report_error(const std::string& command, const Error& e);
 
-// Reads a whole file (binary). kIoError names the file and the OS reason.
-Result<std::string> read_file(const std::string& path);
+// Input size caps (docs/cli.md, "Inputs"): a file past its cap is refused
+// before it is read.
+inline constexpr size_t kMaxJobFileBytes = size_t{4} << 20;      // job JSON
+inline constexpr size_t kMaxGroupFileBytes = size_t{256} << 20;  // comm_groups.json
+inline constexpr size_t kMaxTraceFileBytes = size_t{1} << 30;    // one .et
+
+// Reads a whole regular file (binary) into *out, reusing its storage. A
+// FIFO, device or directory is refused without blocking (opened
+// O_NONBLOCK, checked with fstat), and so is a file over max_bytes.
+// kIoError "PATH: message" names the file and the reason.
+Status read_regular_file(const std::string& path, size_t max_bytes, std::string* out);
+Result<std::string> read_file(const std::string& path, size_t max_bytes);
+
+// Generator::create with the CLI's guards: SIGINT/SIGTERM cancel the build
+// (the process then exits by the signal). Prints the error and sets *rc on
+// failure.
+std::optional<Generator> build_generator(const std::string& command, const Args& args, const Job& job, int* rc);
 
 // Builds and validates the job from --config and the override flags (flags
-// win). Returns kExitOk and fills *job, or prints the error and returns
+// win). --allow-large raises the work budget (core/api/budget.h) to 80% of
+// the available memory. Returns kExitOk and fills *job, or prints the error and returns
 // the exit code.
 int load_job(const std::string& command, const Args& args, Job* job);
 

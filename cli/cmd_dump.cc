@@ -23,7 +23,7 @@ int cmd_dump(const std::vector<std::string>& argv) {
     return usage_error(cmd, args.positional.empty() ? "missing FILE.et" : "expects exactly one FILE.et");
   }
   const std::string& path = args.positional[0];
-  Result<std::string> bytes = read_file(path);
+  Result<std::string> bytes = read_file(path, kMaxTraceFileBytes);
   if (!bytes.ok()) return report_error(cmd, bytes.error());
   Result<std::string> text = dump_chakra_trace(*bytes);
   if (!text.ok()) {

@@ -4,17 +4,21 @@
 // cli/export.cc (streaming, one worker per core); nothing is ever
 // half-written (temporary name, renamed when complete; removed on error,
 // SIGINT or SIGTERM). See docs/export.md.
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 
 #include "api/api.h"
+#include "api/budget.h"
 #include "api/export.h"
 #include "export.h"
 #include "args.h"
@@ -30,7 +34,7 @@ std::vector<FlagSpec> specs() {
   std::vector<FlagSpec> s = job_flags();
   s.push_back({"-o", "--output", true, "OUT", "output directory, or archive: OUT.zip / OUT.tar.gz (required)"});
   s.push_back({"--prefix", nullptr, true, "NAME", "trace file prefix (default: trace)"});
-  s.push_back({"--force", nullptr, false, "", "replace OUT if it exists (and is not empty)"});
+  s.push_back({"--force", nullptr, false, "", "replace OUT if it is a previous export (never another directory)"});
   s.push_back({"--ranks", nullptr, true, "LIST", "write only these ranks, e.g. 0-127,4096 (groups file stays complete)"});
   s.push_back({"--threads", nullptr, true, "N", "worker threads (default: one per core)"});
   s.push_back({"--compression-level", nullptr, true, "N", "archives: deflate/gzip level 0..9 (default 1)"});
@@ -59,6 +63,40 @@ bool valid_prefix(const std::string& p) {
     if (!ok) return false;
   }
   return true;
+}
+
+// Refuses, before anything is built, an export whose estimated size
+// (core/api/budget.h) is past kMaxOutputBytes, or with --allow-large past
+// the free space where it goes.
+constexpr int64_t kMaxOutputBytes = int64_t{8} << 30;
+
+Status check_output_budget(const Job& job, const ExportOptions& opt, bool allow_large) {
+  SC_RETURN_IF_ERROR(check_budget(job));  // the build's memory first: it is what to fix first
+  const JobEstimate e = estimate_job(job);
+  const int64_t n = opt.ranks.count();
+  const int64_t bytes = n > 0 && e.trace_bytes_per_rank > INT64_MAX / 4 / n ? INT64_MAX / 4 : e.trace_bytes_per_rank * n;
+  const std::string what = "this export would write about " + human_bytes(bytes) + " (" + std::to_string(n) +
+                           " ranks x " + human_bytes(e.trace_bytes_per_rank) + " of trace each, estimated)";
+  if (!allow_large) {
+    if (bytes <= kMaxOutputBytes) return ok_status();
+    return make_error(ErrorCode::kTooLarge,
+                      what + ", over the budget of " + human_bytes(kMaxOutputBytes) +
+                          ". Write a subset with --ranks (e.g. --ranks 0-" + std::to_string(std::min<int64_t>(n, 1024) - 1) +
+                          "), use fewer micro-batches (training.global_batch_size) or fewer ranks; or pass "
+                          "--allow-large if the disk has room",
+                      "-o");
+  }
+  fs::path where = opt.out.parent_path().empty() ? fs::path(".") : opt.out.parent_path();
+  while (!where.empty() && !fs::exists(where)) where = where.parent_path();
+  struct statvfs vfs {};
+  if (::statvfs(where.empty() ? "." : where.c_str(), &vfs) == 0) {
+    const int64_t free_bytes = static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
+    if (bytes > free_bytes)
+      return make_error(ErrorCode::kTooLarge,
+                        what + ", and only " + human_bytes(free_bytes) + " are free there; write a subset with --ranks",
+                        "-o");
+  }
+  return ok_status();
 }
 
 }  // namespace
@@ -107,44 +145,43 @@ int cmd_generate(const std::vector<std::string>& argv) {
   if (dir.empty() || dir == "." || dir == ".." || dir == "/") {
     return usage_error(kCmd, "-o must name a directory or archive to create or replace (got '" + *out + "')");
   }
-  if (opt.format != OutputFormat::kDirectory && fs::path(*out).filename().empty())
-    return usage_error(kCmd, "-o must name an archive file (got '" + *out + "')");
+  if (opt.format == OutputFormat::kDirectory && format_for(dir.string()) != OutputFormat::kDirectory)
+    return usage_error(kCmd, "-o '" + *out + "' ends in '/' but names an archive; drop the '/' for an archive, "
+                             "or choose a directory name without .zip/.tar.gz/.tgz");
   opt.out = dir;
   // Refuse an existing output before the (possibly long) generator build.
-  std::error_code ec;
-  fs::file_status st = fs::symlink_status(dir, ec);
-  if (fs::exists(st)) {
-    const bool want_dir = opt.format == OutputFormat::kDirectory;
-    if (want_dir && !fs::is_directory(st))
-      return report_error(kCmd, make_error(ErrorCode::kIoError, dir.string() + " exists and is not a directory"));
-    if (!want_dir && fs::is_directory(st))
-      return report_error(kCmd, make_error(ErrorCode::kIoError, dir.string() + " exists and is a directory"));
-    if (!opt.force && (!want_dir || !fs::is_empty(dir, ec)))
-      return report_error(kCmd, make_error(ErrorCode::kIoError, dir.string() + " exists" +
-                                                                    (want_dir ? " and is not empty" : "") +
-                                                                    " (use --force to replace it)"));
-  }
+  bool replace = false;
+  if (Status st = check_output(dir, opt.format, opt.force, &replace); !st.ok()) return report_error(kCmd, st.error());
 
   Job job;
   if (int rc = load_job(kCmd, args, &job); rc != kExitOk) return rc;
-  install_signal_cleanup();
   auto start = std::chrono::steady_clock::now();
-  Result<Generator> gen = Generator::create(job);
-  if (!gen.ok()) return report_error(kCmd, gen.error());
+  const int64_t world = job.parallel.world_size();
   if (args.has("--ranks")) {
-    Result<RankSelection> sel = parse_rank_list(*args.get("--ranks"), gen->world_size());
+    Result<RankSelection> sel = parse_rank_list(*args.get("--ranks"), world);
     if (!sel.ok()) return report_error(kCmd, sel.error());
     opt.ranks = *sel;
   } else {
-    opt.ranks = all_ranks(gen->world_size());
+    opt.ranks = all_ranks(world);
   }
+  if (Status st = check_output_budget(job, opt, args.has("--allow-large")); !st.ok()) return report_error(kCmd, st.error());
+  int rc = kExitOk;
+  std::optional<Generator> gen = build_generator(kCmd, args, job, &rc);
+  if (!gen) return rc;
   Result<RankEncoder> enc = RankEncoder::create(*gen);
   if (!enc.ok()) return report_error(kCmd, enc.error());
 
   ExportStats stats;
   Status s = run_export(*gen, *enc, opt, &stats);
-  reraise_if_signalled();
-  if (!s.ok()) return report_error(kCmd, s.error());
+  if (!s.ok()) {
+    reraise_if_signalled();  // interrupted: nothing was written; exit by the signal
+    return report_error(kCmd, s.error());
+  }
+  // The output is committed: a signal that came after the rename does not
+  // undo it, so the exit status says success (docs/export.md).
+  if (int sig = pending_signal(); sig != 0)
+    std::cerr << "stagecraft " << kCmd << ": note: " << (sig == SIGINT ? "SIGINT" : "SIGTERM")
+              << " arrived after " << dir.string() << " was complete; kept it\n";
 
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (quiet) return kExitOk;

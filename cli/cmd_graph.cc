@@ -20,8 +20,9 @@ int cmd_graph(const std::vector<std::string>& argv) {
   if (!args.positional.empty()) return usage_error(cmd, "unexpected argument '" + args.positional[0] + "'");
   Job job;
   if (int rc = load_job(cmd, args, &job); rc != kExitOk) return rc;
-  Result<Generator> gen = Generator::create(job);
-  if (!gen.ok()) return report_error(cmd, gen.error());
+  int rc = kExitOk;
+  std::optional<Generator> gen = build_generator(cmd, args, job, &rc);
+  if (!gen) return rc;
   std::cout << gen->graph_text();
   return kExitOk;
 }

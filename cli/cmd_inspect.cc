@@ -111,8 +111,9 @@ int cmd_inspect(const std::vector<std::string>& argv) {
   if (!args.positional.empty()) return usage_error(kCmd, "unexpected argument '" + args.positional[0] + "'");
   Job job;
   if (int rc = load_job(kCmd, args, &job); rc != kExitOk) return rc;
-  Result<Generator> gen = Generator::create(job);
-  if (!gen.ok()) return report_error(kCmd, gen.error());
+  int rc = kExitOk;
+  std::optional<Generator> gen = build_generator(kCmd, args, job, &rc);
+  if (!gen) return rc;
   std::string summary = gen->summary_json();
   if (args.has("--json")) {
     std::cout << summary;

@@ -30,7 +30,7 @@ int cmd_replay(const std::vector<std::string>& argv) {
   namespace fs = std::filesystem;
   const fs::path dir = args.positional[0];
   const std::string prefix = args.has("--prefix") ? *args.get("--prefix") : "trace";
-  Result<std::string> gtext = read_file((dir / "comm_groups.json").string());
+  Result<std::string> gtext = read_file((dir / "comm_groups.json").string(), kMaxGroupFileBytes);
   if (!gtext.ok()) return report_error(cmd, gtext.error());
   Result<GroupTable> groups = parse_group_file((dir / "comm_groups.json").string(), *gtext);
   if (!groups.ok()) return report_error(cmd, groups.error());
@@ -38,7 +38,7 @@ int cmd_replay(const std::vector<std::string>& argv) {
   int64_t world = -1;
   for (int64_t r = 0; world < 0 || r < world; ++r) {
     const fs::path p = dir / (prefix + "." + std::to_string(r) + ".et");
-    Result<std::string> bytes = read_file(p.string());
+    Result<std::string> bytes = read_file(p.string(), kMaxTraceFileBytes);
     if (!bytes.ok()) return report_error(cmd, bytes.error());
     Result<DecodedTrace> t = read_chakra_trace(*bytes);
     if (!t.ok()) {

@@ -87,19 +87,9 @@ int64_t rank_of_file(const std::string& name, const std::string& prefix) {
 // Reads a whole file into *buf, reusing its storage: a 100K-rank archive
 // is read a file at a time, and a fresh buffer each time costs page faults.
 bool read_into(const fs::path& path, std::string* buf, std::string* error) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) { *error = "cannot read " + path.string() + ": " + std::strerror(errno); return false; }
-  buf->clear();
-  char chunk[1 << 16];
-  size_t got = 0;
-  std::error_code ec;
-  const uintmax_t size = fs::file_size(path, ec);
-  if (!ec) buf->reserve(static_cast<size_t>(size));
-  while ((got = std::fread(chunk, 1, sizeof chunk, f)) > 0) buf->append(chunk, got);
-  const bool bad = std::ferror(f);
-  std::fclose(f);
-  if (bad) { *error = "error reading " + path.string(); return false; }
-  return true;
+  Status st = read_regular_file(path.string(), kMaxTraceFileBytes, buf);
+  if (!st.ok()) *error = st.error().message;
+  return st.ok();
 }
 
 // One rank file as read, decoded and checked by a worker.
@@ -183,7 +173,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
   ValidateOptions opt;
   const std::string gpath = (dir / "comm_groups.json").string();
   {
-    Result<std::string> gtext = read_file(gpath);
+    Result<std::string> gtext = read_file(gpath, kMaxGroupFileBytes);
     Result<GroupTable> gparsed = gtext.ok() ? parse_group_file(gpath, *gtext) : Result<GroupTable>(gtext.error());
     if (gparsed.ok()) groups = std::move(gparsed).value();
     else { opt.groups_unavailable = true; finding(report, -1, "R6", "group file: " + gparsed.error().message); }

@@ -10,6 +10,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -17,6 +19,7 @@
 #include <array>
 #include <thread>
 
+#include "base/cancel.h"
 #include "export_archive.h"
 #include "astrasim.h"
 #include "progress.h"
@@ -107,7 +110,10 @@ void inject_write_failure(int64_t nth_write, int err) { set_injected_write_failu
 
 namespace {
 volatile std::sig_atomic_t g_signal = 0;
-extern "C" void on_signal(int sig) { g_signal = sig; }
+extern "C" void on_signal(int sig) {
+  g_signal = sig;
+  request_cancel();  // stops a generator build in progress (base/cancel.h)
+}
 }  // namespace
 
 void install_signal_cleanup() {
@@ -120,6 +126,18 @@ void install_signal_cleanup() {
 }
 
 int pending_signal() { return g_signal; }
+
+void test_pause(const char* point) {
+  static const char* want = std::getenv("STAGECRAFT_TEST_PAUSE");
+  if (!want || std::strcmp(want, point) != 0) return;
+  std::fprintf(stderr, "stagecraft: test pause at %s\n", point);
+  std::fflush(stderr);
+  static const char* resume = std::getenv("STAGECRAFT_TEST_RESUME");
+  for (int i = 0; i < 6000 && !g_signal; ++i) {
+    if (resume && ::access(resume, F_OK) == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
 
 void reraise_if_signalled() {
   int sig = g_signal;
@@ -269,7 +287,7 @@ Status export_directory(const RankEncoder& enc, const ExportOptions& opt, const 
         if (!b.ok()) return fail.set(b.error());
         if (Status s = write_whole_file(tmp / trace_name(opt.prefix, rank), *b); !s.ok()) return fail.set(s.error());
         bytes.fetch_add(b->size(), std::memory_order_relaxed);
-        done.fetch_add(1, std::memory_order_relaxed);
+        if (done.fetch_add(1, std::memory_order_relaxed) == 0) test_pause("rank");
       }
     }
   };
@@ -399,6 +417,7 @@ Status export_archive(const Generator& gen, const RankEncoder& enc, const Export
       lane.free_bufs.push_back(std::move(item.bytes));
     }
     progress->update(p + 1, bytes);
+    if (p == 0) test_pause("rank");
     if (g_signal) fail.set(cancelled());
   }
   fail.stop = true;
@@ -431,23 +450,48 @@ Status export_archive(const Generator& gen, const RankEncoder& enc, const Export
   return ok_status();
 }
 
-// Moves tmp to dir; an existing dir is moved aside first and restored if
-// the final rename fails.
-Status commit_dir(const fs::path& tmp, const fs::path& dir, bool dir_exists) {
+// rename(2) that fails with EEXIST instead of replacing an existing target,
+// so two exports racing for one name cannot silently overwrite each other.
+// Filesystems without RENAME_NOREPLACE: link+unlink for files (link never
+// replaces), plain rename for directories (which never replaces a
+// non-empty directory).
+int rename_noreplace(const fs::path& from, const fs::path& to, bool is_dir) {
+  if (::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE) == 0) return 0;
+  if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP) return errno;
+  if (is_dir) return ::rename(from.c_str(), to.c_str()) == 0 ? 0 : errno;
+  if (::link(from.c_str(), to.c_str()) != 0) return errno;
+  ::unlink(from.c_str());
+  return 0;
+}
+
+Error exists_meanwhile(const fs::path& out) {
+  return make_error(ErrorCode::kIoError, out.string() +
+                                             " was created by someone else during the export; kept it and removed "
+                                             "ours (use --force to replace a previous export)");
+}
+
+// Moves tmp to out. Without replace, fails if out appeared meanwhile; with
+// it, the old output is moved aside first (restored if the final rename
+// fails) and removed once the new one is in place.
+Status commit(const fs::path& tmp, const fs::path& out, bool is_dir, bool replace) {
   std::error_code ec;
   fs::path old;
-  if (dir_exists) {
-    old = dir;
+  if (replace && is_dir) {
+    old = out;
     old += ".old-" + std::to_string(::getpid());
-    fs::rename(dir, old, ec);
-    if (ec) return make_error(ErrorCode::kIoError, "cannot move " + dir.string() + " aside: " + ec.message());
+    fs::rename(out, old, ec);
+    if (ec) return make_error(ErrorCode::kIoError, "cannot move " + out.string() + " aside: " + ec.message());
   }
-  fs::rename(tmp, dir, ec);
-  if (ec) {
+  if (replace && !is_dir) {
+    fs::rename(tmp, out, ec);  // atomic replacement of the previous archive
+    if (ec) return make_error(ErrorCode::kIoError, "cannot rename " + tmp.string() + " to " + out.string() + ": " + ec.message());
+  } else if (int err = rename_noreplace(tmp, out, is_dir); err != 0) {
     std::error_code ignored;
-    if (!old.empty()) fs::rename(old, dir, ignored);
-    return make_error(ErrorCode::kIoError, "cannot rename " + tmp.string() + " to " + dir.string() + ": " + ec.message());
+    if (!old.empty()) fs::rename(old, out, ignored);
+    if (err == EEXIST || err == ENOTEMPTY) return exists_meanwhile(out);
+    return make_error(ErrorCode::kIoError, os_error("rename " + tmp.string() + " to", out, err));
   }
+  test_pause("committed");
   if (!old.empty()) fs::remove_all(old, ec);
   return ok_status();
 }
@@ -464,24 +508,107 @@ struct TempPath {
   }
 };
 
+bool is_trace_file(const std::string& n) {
+  // <prefix>.<rank>.et with a prefix generate accepts
+  if (n.size() < 6 || n.compare(n.size() - 3, 3, ".et") != 0) return false;
+  size_t end = n.size() - 3, dot = n.rfind('.', end - 1);
+  if (dot == std::string::npos || dot == 0 || dot + 1 == end) return false;
+  for (size_t i = dot + 1; i < end; ++i)
+    if (n[i] < '0' || n[i] > '9') return false;
+  for (size_t i = 0; i < dot; ++i) {
+    char c = n[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
+      return false;
+  }
+  return true;
+}
+
+// A previous directory export: summary.json and comm_groups.json, and
+// otherwise only <prefix>.<rank>.et regular files. *stranger names the
+// first entry that is not (for the message).
+bool previous_directory_export(const fs::path& dir, std::string* stranger) {
+  std::error_code ec;
+  bool summary = false, groups = false;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    const bool regular = it->symlink_status(ec).type() == fs::file_type::regular;
+    if (regular && n == "summary.json") summary = true;
+    else if (regular && n == "comm_groups.json") groups = true;
+    else if (!(regular && is_trace_file(n))) {
+      *stranger = n;
+      return false;
+    }
+  }
+  if (ec) {
+    *stranger = "(unreadable: " + ec.message() + ")";
+    return false;
+  }
+  if (!summary || !groups) *stranger = summary ? "no comm_groups.json" : "no summary.json";
+  return summary && groups;
+}
+
+// The working directory, any directory above it, home and / are never
+// replaced, not even a previous export there: the rename would pull the
+// directory away from under the shell.
+std::string protected_reason(const fs::path& out) {
+  std::error_code ec;
+  const fs::path target = fs::weakly_canonical(fs::absolute(out, ec), ec);
+  if (ec) return "";
+  const fs::path cwd = fs::weakly_canonical(fs::current_path(ec), ec);
+  if (!ec) {
+    if (target == cwd) return "it is the working directory";
+    auto t = target.begin();
+    auto c = cwd.begin();
+    for (; t != target.end() && c != cwd.end() && *t == *c; ++t, ++c) {
+    }
+    if (t == target.end()) return "it contains the working directory";
+  }
+  if (const char* home = std::getenv("HOME"); home && *home) {
+    std::error_code hec;
+    if (target == fs::weakly_canonical(fs::path(home), hec) && !hec) return "it is the home directory";
+  }
+  if (target == target.root_path()) return "it is the root directory";
+  return "";
+}
+
 }  // namespace
+
+Status check_output(const fs::path& out, OutputFormat format, bool force, bool* replace) {
+  *replace = false;
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(out, ec);
+  if (!fs::exists(st)) return ok_status();
+  const bool want_dir = format == OutputFormat::kDirectory;
+  auto refuse = [&](const std::string& why) { return make_error(ErrorCode::kIoError, out.string() + ": " + why); };
+  if (want_dir && !fs::is_directory(st)) return refuse("exists and is not a directory");
+  if (!want_dir && !fs::is_regular_file(st)) return refuse("exists and is not a regular file");
+  if (want_dir) {
+    if (std::string why = protected_reason(out); !why.empty()) return refuse("refusing to replace it: " + why);
+    if (fs::is_empty(out, ec) && !ec) {
+      *replace = true;
+      return ok_status();
+    }
+  }
+  if (!force) return refuse(std::string("exists") + (want_dir ? " and is not empty" : "") + " (use --force to replace a previous export)");
+  if (want_dir) {
+    std::string stranger;
+    if (!previous_directory_export(out, &stranger))
+      return refuse("--force replaces only a previous export (summary.json, comm_groups.json and <prefix>.<rank>.et "
+                    "files), and this directory holds '" + stranger + "'; remove it yourself if you mean it");
+  } else if (archive_first_member(out.string()) != "comm_groups.json") {
+    return refuse("--force replaces only a previous stagecraft archive, and this file is not one; remove it yourself if you mean it");
+  }
+  *replace = true;
+  return ok_status();
+}
 
 Status run_export(const Generator& gen, const RankEncoder& enc, const ExportOptions& opt, ExportStats* stats) {
   auto start = std::chrono::steady_clock::now();
   const fs::path& out = opt.out;
   std::error_code ec;
-  fs::file_status st = fs::symlink_status(out, ec);
-  const bool exists = fs::exists(st);
   const bool is_dir = opt.format == OutputFormat::kDirectory;
-  if (exists) {
-    if (is_dir && !fs::is_directory(st))
-      return make_error(ErrorCode::kIoError, out.string() + " exists and is not a directory");
-    if (!is_dir && fs::is_directory(st))
-      return make_error(ErrorCode::kIoError, out.string() + " exists and is a directory");
-    if (!opt.force && (!is_dir || !fs::is_empty(out, ec)))
-      return make_error(ErrorCode::kIoError, out.string() + " exists" + (is_dir ? " and is not empty" : "") +
-                                                 " (use --force to replace it)");
-  }
+  bool replace = false;
+  SC_RETURN_IF_ERROR(check_output(out, opt.format, opt.force, &replace));
   fs::path parent = out.parent_path();
   if (!parent.empty()) {
     fs::create_directories(parent, ec);
@@ -518,12 +645,10 @@ Status run_export(const Generator& gen, const RankEncoder& enc, const ExportOpti
   progress.finish();
   if (!result.ok()) return result;
   if (g_signal) return cancelled();
-  if (is_dir) {
-    SC_RETURN_IF_ERROR(commit_dir(tmp.path, out, exists));
-  } else {
-    fs::rename(tmp.path, out, ec);  // atomic, replaces an old file (--force)
-    if (ec) return make_error(ErrorCode::kIoError, "cannot rename " + tmp.path.string() + " to " + out.string() + ": " + ec.message());
-  }
+  if (!is_dir) SC_RETURN_IF_ERROR(check_output(out, opt.format, opt.force, &replace));  // recheck: still ours to replace?
+  test_pause("commit");
+  if (g_signal) return cancelled();
+  SC_RETURN_IF_ERROR(commit(tmp.path, out, is_dir, replace));
   tmp.keep = true;
   stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return ok_status();

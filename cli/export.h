@@ -64,6 +64,14 @@ struct ExportStats {
 // SIGINT/SIGTERM (see install_signal_cleanup).
 Status run_export(const Generator& gen, const RankEncoder& enc, const ExportOptions& opt, ExportStats* stats);
 
+// Whether the export may go to out (docs/export.md, "Replacing an
+// output"): absent, or an empty directory, or with force a previous export
+// (a directory of only summary.json, comm_groups.json and traces, or an
+// archive whose first member is comm_groups.json). Never the working
+// directory, one above it, home or /. *replace: out exists and will be
+// replaced. Errors are kIoError naming out.
+Status check_output(const std::filesystem::path& out, OutputFormat format, bool force, bool* replace);
+
 // The file name of rank's trace: "<prefix>.<rank>.et".
 std::string trace_name(const std::string& prefix, int64_t rank);
 
@@ -73,6 +81,16 @@ std::string trace_name(const std::string& prefix, int64_t rank);
 void install_signal_cleanup();
 int pending_signal();
 void reraise_if_signalled();
+
+// Tests (docs/export.md): with STAGECRAFT_TEST_PAUSE=<point> the writer
+// prints "stagecraft: test pause at <point>" on stderr at that point and
+// waits (at most 60 s) for SIGINT/SIGTERM or for the file named by
+// STAGECRAFT_TEST_RESUME to exist, so a test can interrupt it at a
+// known place. Points: "build" (before Generator::create; generate,
+// inspect, graph), "rank" (the first trace is written), "commit" (the
+// output is complete, not yet renamed), "committed" (renamed into place,
+// the replaced output not yet removed).
+void test_pause(const char* point);
 
 // Tests only: make the n-th write to the output fail with errno e (0: off).
 void inject_write_failure(int64_t nth_write, int err);

@@ -16,6 +16,22 @@ std::atomic<int> g_fail_errno{0};
 constexpr int64_t kFixedMtime = 946684800;  // 2000-01-01T00:00:00Z
 }  // namespace
 
+std::string archive_first_member(const std::string& path) {
+  struct archive* a = archive_read_new();
+  if (!a) return "";
+  archive_read_support_filter_gzip(a);
+  archive_read_support_format_zip(a);
+  archive_read_support_format_tar(a);
+  std::string name;
+  struct archive_entry* e = nullptr;
+  if (archive_read_open_filename(a, path.c_str(), 16384) == ARCHIVE_OK && archive_read_next_header(a, &e) == ARCHIVE_OK) {
+    const char* n = archive_entry_pathname(e);
+    if (n) name = n;
+  }
+  archive_read_free(a);
+  return name;
+}
+
 void set_injected_write_failure(int64_t nth, int err) {
   g_fail_errno = err;
   g_fail_countdown = nth;

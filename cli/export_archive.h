@@ -23,6 +23,11 @@ bool write_fully(int fd, const char* data, size_t len);
 // with errno err; 0 turns it off.
 void set_injected_write_failure(int64_t nth, int err);
 
+// The name of the first member of the archive at path ("" when it is not a
+// readable zip or tar.gz). Every stagecraft archive starts with
+// comm_groups.json: that is how --force recognises a previous export.
+std::string archive_first_member(const std::string& path);
+
 class ArchiveWriter {
  public:
   enum class Kind { kZip, kTarGz };

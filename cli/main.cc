@@ -37,6 +37,8 @@ std::string main_usage() {
 
 namespace {
 
+std::string g_command;  // for the out-of-memory message
+
 int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
@@ -65,6 +67,7 @@ int run(int argc, char** argv) {
       return usage_error("help", "unknown command '" + command + "'");
     }
   }
+  g_command = command;
   if (command == "generate") return cmd_generate(rest);
   if (command == "inspect") return cmd_inspect(rest);
   if (command == "graph") return cmd_graph(rest);
@@ -77,13 +80,21 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
+
+std::string out_of_memory_message() {
+  const bool builds = g_command == "generate" || g_command == "inspect" || g_command == "graph";
+  return builds ? "stagecraft " + g_command + ": error: out of memory building the job (try a smaller job; see the budgets in docs/promises.md)"
+                : "stagecraft " + (g_command.empty() ? std::string("") : g_command + ": ") +
+                      "error: out of memory reading the input";
+}
+
 }  // namespace sc::cli
 
 int main(int argc, char** argv) {
   try {
     return sc::cli::run(argc, argv);
   } catch (const std::bad_alloc&) {
-    std::cerr << "stagecraft: error: out of memory (try a smaller job)\n";
+    std::cerr << sc::cli::out_of_memory_message() << "\n";
   } catch (const std::exception& e) {
     std::cerr << "stagecraft: internal error: " << e.what() << "\n";
   } catch (...) {

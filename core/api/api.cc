@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/budget.h"
 #include "api/state.h"
 #include "emit/chakra_writer.h"
 #include "graph/autodiff.h"
@@ -39,6 +40,7 @@ Generator::~Generator() = default;
 
 Result<Generator> Generator::create(const Job& job) {
   SC_RETURN_IF_ERROR(validate_job(job));
+  SC_RETURN_IF_ERROR(check_budget(job));  // refuse before building (api/budget.h)
   auto s = std::make_unique<GeneratorState>();
   s->job = job;
   const auto& p = job.parallel;
@@ -90,6 +92,7 @@ Result<Generator> Generator::create(const Job& job) {
   s->groups = s->layout.all_groups();
 
   for (int64_t stage = 0; stage < p.pp; ++stage) {
+    SC_RETURN_IF_ERROR(check_cancelled("the graph build"));
     BuildOptions bo;
     bo.has_tp = p.tp > 1;
     bo.has_dp = p.dp > 1;

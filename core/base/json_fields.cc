@@ -31,7 +31,7 @@ class Checker {
   bool key(std::string& k) {
     Frame& f = frames_.back();
     if (!f.keys.insert(k).second) {
-      error_ = make_error(ErrorCode::kParseError, "duplicate key \"" + k + "\"",
+      error_ = make_error(ErrorCode::kParseError, "duplicate key \"" + clip(k) + "\"",
                           path_with(k));
       return false;
     }
@@ -49,9 +49,18 @@ class Checker {
     }
     size_t column = last - line_start + 1;
     std::string what = ex.what();
+    // nlohmann prefixes "[json.exception.<kind>.<id>] "; users need the rest.
+    if (what.rfind("[json.exception.", 0) == 0 && what.find("] ") != std::string::npos)
+      what = what.substr(what.find("] ") + 2);
     size_t col = what.find("column ");
     size_t colon = col == std::string::npos ? col : what.find(": ", col);
     std::string detail = colon == std::string::npos ? what : what.substr(colon + 2);
+    if (ex.id == 406) {  // "number overflow parsing '1e400'"
+      size_t q = detail.find('\'');
+      std::string num = q == std::string::npos ? "" : detail.substr(q + 1, detail.size() - q - 2);
+      detail = "number " + clip(num) + " is out of range (beyond +-1.8e308)";
+    }
+    detail = clip(detail, 200);
     error_ = make_error(ErrorCode::kParseError, "line " + std::to_string(line) +
                         ", column " + std::to_string(column) + ": " + detail);
     return false;
@@ -120,9 +129,16 @@ Result<Json> parse_text(const std::string& text, const std::string& path) {
   return j;
 }
 
+std::string clip(const std::string& s, size_t max) {
+  if (s.size() <= max) return s;
+  size_t keep = max > 24 ? max - 24 : max;
+  while (keep > 0 && (static_cast<unsigned char>(s[keep]) & 0xC0) == 0x80) --keep;  // whole UTF-8 characters
+  return s.substr(0, keep) + "...(" + std::to_string(s.size()) + " bytes)";
+}
+
 std::string join(const std::string& base, const std::string& key) {
-  if (base.empty()) return key;
-  return base + "." + key;
+  if (base.empty()) return clip(key);
+  return base + "." + clip(key);
 }
 
 const char* type_name(const Json& v) {

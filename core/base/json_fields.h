@@ -22,6 +22,10 @@ using Json = nlohmann::json;
 // are errors too (nlohmann would silently keep the last duplicate).
 Result<Json> parse_text(const std::string& text, const std::string& path = "");
 
+// Input echoed in a message is clipped: at most max bytes, then
+// "...(N bytes)" (a 10 MB key must not make a 10 MB error line).
+std::string clip(const std::string& s, size_t max = 64);
+// "base.key", the key clipped.
 std::string join(const std::string& base, const std::string& key);
 const char* type_name(const Json& v);   // "string", "integer", "object", ...
 std::string brief(const Json& v);       // compact, at most ~60 chars

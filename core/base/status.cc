@@ -12,6 +12,8 @@ const char* error_code_name(ErrorCode code) {
     case ErrorCode::kUnsupported: return "unsupported";
     case ErrorCode::kIoError: return "io_error";
     case ErrorCode::kInternal: return "internal";
+    case ErrorCode::kTooLarge: return "too_large";
+    case ErrorCode::kCancelled: return "cancelled";
   }
   return "internal";
 }

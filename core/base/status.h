@@ -21,6 +21,8 @@ enum class ErrorCode {
   kUnsupported,       // valid request for something not implemented
   kIoError,           // filesystem / disk
   kInternal,          // broken invariant (a bug): never the user's fault
+  kTooLarge,          // valid job past the work budget (core/api/budget.h)
+  kCancelled,         // the caller asked to stop (SIGINT/SIGTERM in the CLI)
 };
 
 const char* error_code_name(ErrorCode code);

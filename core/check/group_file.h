@@ -18,7 +18,9 @@ namespace sc {
 // fault, when the text is not JSON, not an object, a key is not a canonical
 // decimal (no sign, no leading zeros: the simulator compares pg_name to the
 // key as a string, so "01" would never match "1"), a value is not a list,
-// or a member is not an integer that fits int64. Never throws.
+// or a member is not an integer that fits int64, or a key appears twice.
+// Parsed in one SAX pass (no JSON tree: memory about twice the file's
+// size). Never throws.
 Result<GroupTable> parse_group_file(const std::string& path, const std::string& text);
 
 }  // namespace sc

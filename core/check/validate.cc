@@ -340,6 +340,11 @@ class RankChecker {
       add(&n, "R8", std::string(send ? "comm_dst" : "comm_src") + " is " + std::to_string(n.peer) + ", not a rank 0.." +
           std::to_string(world_ - 1));
     } else {
+      // A rank sending to (or receiving from) itself: the simulator's
+      // point-to-point needs another rank (issue 13: interleaved with pp 1).
+      if (n.peer == r_)
+        add(&n, "R8", std::string(send ? "comm_dst" : "comm_src") + " is " + std::to_string(n.peer) +
+                          ", the rank itself (a send/recv needs another rank)");
       RankCheck::Message m;
       m.src = send ? r_ : n.peer;
       m.dst = send ? n.peer : r_;

@@ -15,7 +15,8 @@
 //  R7  every member issues the same (type, size) sequence on a group
 //  R7b (warning) collectives on one group not chained by dependencies, so
 //      the issue order is not fixed by ids alone
-//  R8  sends and recvs pair up on (src, dst, tag, size); peers, tags valid
+//  R8  sends and recvs pair up on (src, dst, tag, size); peers valid and
+//      never the rank itself, tags valid
 //  R9  ranks 0..N-1 all present, world_size and config_hash agree
 // Works on decoded data only, streamed one rank at a time (StreamingValidator)
 // or all at once (validate_traces): the CLI (cli/cmd_validate.cc) reads the

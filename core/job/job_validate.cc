@@ -95,6 +95,13 @@ static Status validate_pipeline(const Job& job) {
                       "virtual_stages > 1 needs the interleaved-1f1b schedule (got " +
                           std::string(schedule_name(t.schedule)) + ")", "training.schedule");
   if (t.schedule == Schedule::kInterleaved) {
+    // With one stage the chunks would pass activations from rank r to rank
+    // r itself (send/recv with peer = self), which ASTRA-sim cannot match.
+    if (p.pp < 2)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "interleaved-1f1b needs pp >= 2 (got pp 1: its model chunks would send to and receive from "
+                        "the same rank); use 1f1b, or raise parallel.pp",
+                        "parallel.pp");
     if (p.virtual_stages < 2)
       return make_error(ErrorCode::kInvalidArgument, "interleaved-1f1b needs virtual_stages >= 2",
                         "parallel.virtual_stages");

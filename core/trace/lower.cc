@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "base/cancel.h"
 #include "trace/schedule.h"
 
 namespace sc {
@@ -37,6 +38,7 @@ class Lowerer {
     }
     int64_t alive = 0;
     for (const Step& st : pipeline_schedule(o_.schedule, o_.pp, o_.virtual_stages, o_.stage, o_.micro_batches)) {
+      SC_RETURN_IF_ERROR(check_cancelled("lowering"));
       for (int id : seg_[{st.kind, st.chunk}]) {
         SC_RETURN_IF_ERROR(emit(id, st.mb));
         for (auto it = pending.begin(); it != pending.end();) {

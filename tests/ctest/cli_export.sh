@@ -2,7 +2,12 @@
 # generate's export (docs/export.md): --ranks shards merged equal the full
 # export byte for byte; archives are deterministic, hold the same files plus
 # a manifest whose checksums hold, and ASTRA-sim inputs; progress / --quiet;
-# a write failure mid-archive (file size limit) and SIGTERM leave nothing.
+# a write failure mid-archive (file size limit) and SIGTERM leave nothing;
+# signals at fixed points (STAGECRAFT_TEST_PAUSE, so no run depends on
+# timing): mid-export and before the commit nothing is left and the exit
+# says so, after the commit the exit is 0; --force replaces only a previous
+# export (never the working directory, a parent, home, a foreign
+# directory or file); two exports racing for one name never overwrite.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash"
 
 JOB=(--model gpt3-1.7b --layers 2 --tp 2 --dp 4 --seq-len 256 --global-batch-size 8)
@@ -72,6 +77,8 @@ grep -q "^progress: 8/8 ranks (100%)" prog.err || fail "no progress lines: $(cat
 if command -v script > /dev/null; then
   STAGECRAFT_PROGRESS_INTERVAL=0 script -qec "'$CLI' generate ${JOB[*]} -o tty" tty.log > /dev/null 2>&1 || fail "tty run"
   grep -q "ranks/s" tty.log && grep -q "ETA" tty.log && grep -q "\[#" tty.log || fail "no progress bar on a terminal: $(cat -v tty.log)"
+elif [[ "${CI:-}" == true ]]; then
+  fail "util-linux 'script' is missing: the terminal progress check cannot run (CI=true)"
 fi
 "$CLI" generate "${JOB[@]}" --quiet -o quiet > quiet.out 2> quiet.err || fail "--quiet run"
 [[ -s quiet.out || -s quiet.err ]] && fail "--quiet printed something"
@@ -84,18 +91,90 @@ BIG=(--model gpt3-1.7b --layers 4 --tp 2 --dp 8 --seq-len 256 --global-batch-siz
 grep -q "error: .*limited.tar.gz.tmp-[0-9]*.*File too large \[io_error\]" limited2.err || fail "file-size message: $(cat limited2.err)"
 compgen -G "limited*" | grep -v '\.err$' && fail "a failed archive left files"
 
-# SIGTERM during an export: exit by the signal, nothing left behind.
-STAGECRAFT_PROGRESS_INTERVAL=0 "$CLI" generate "${BIG[@]}" --threads 1 --progress lines -o killed.zip \
-  > /dev/null 2> killed.err &
-pid=$!
-for _ in $(seq 1 200); do grep -q "^progress" killed.err 2>/dev/null && break; sleep 0.01; done
-kill -TERM $pid 2>/dev/null; wait $pid; rc=$?
-if grep -q "^progress: 16/16" killed.err; then
-  echo "note: export finished before SIGTERM; signal path not exercised"
-else
-  [[ $rc == 143 ]] || fail "SIGTERM: exit $rc"
-fi
-compgen -G "killed.zip*" && fail "SIGTERM left $(compgen -G 'killed.zip*')"
+# Interrupts at known points (STAGECRAFT_TEST_PAUSE makes the writer wait
+# for the signal there, so these runs do not depend on timing).
+# start_paused POINT OUT: runs generate in the background until it reports
+# the pause; sets $pid.
+start_paused() {
+  local point=$1 out=$2; shift 2
+  STAGECRAFT_TEST_PAUSE=$point "$CLI" generate "${JOB[@]}" "$@" -o "$out" > "$out.log" 2> "$out.err" &
+  pid=$!
+  for _ in $(seq 1 3000); do grep -q "test pause at $point" "$out.err" 2>/dev/null && return 0; sleep 0.01; done
+  fail "$out: never paused at $point: $(cat "$out.err")"
+}
+# Mid-export (one trace written): exit by the signal, nothing left behind.
+for out in killed.zip killed.tar.gz killed_dir; do
+  start_paused rank "$out"
+  kill -TERM $pid; wait $pid; rc=$?
+  [[ $rc == 143 ]] || fail "$out: SIGTERM mid-export: exit $rc ($(cat "$out.err"))"
+  compgen -G "$out*" | grep -v '\.\(log\|err\)$' && fail "$out: SIGTERM left $(compgen -G "$out*")"
+done
+# Complete but not renamed: still an interruption (exit 130, nothing left).
+start_paused commit late.zip
+kill -INT $pid; wait $pid; rc=$?
+[[ $rc == 130 ]] || fail "SIGINT before the commit: exit $rc"
+[[ -e late.zip ]] && fail "SIGINT before the commit left late.zip"
+# After the commit (--force over a previous export, the old one not yet
+# removed): the new output is complete and the old one gone, so exit 0
+# with a note, not a failure status.
+"$CLI" generate "${JOB[@]}" --ranks 0 -o done_dir > /dev/null 2>&1 || fail "first done_dir"
+start_paused committed done_dir --force
+kill -TERM $pid; wait $pid; rc=$?
+[[ $rc == 0 ]] || fail "SIGTERM after the commit: exit $rc ($(cat done_dir.err))"
+grep -q "note: SIGTERM arrived after done_dir was complete" done_dir.err || fail "no note: $(cat done_dir.err)"
+diff -r full done_dir > /dev/null || fail "after a late SIGTERM done_dir is not the full export"
+compgen -G "done_dir.old-*" > /dev/null && fail "the replaced export was not removed"
+
+# --force replaces only a previous export, never the working directory,
+# one above it, home, or an unrelated directory/file (issue 13 item 1).
+mkdir -p cwd/sub && echo keep > cwd/precious && echo keep > cwd/sub/precious
+cp -r full cwd/prev
+for o in . "$WORK/cwd" "$WORK/cwd/." "$WORK/cwd/" .. "$WORK"; do
+  (cd cwd && "$CLI" generate "${JOB[@]}" -o "$o" --force > /dev/null 2> ../force.err); rc=$?
+  [[ $rc != 0 ]] || fail "--force -o $o accepted"
+  [[ -f cwd/precious && -f cwd/sub/precious ]] || fail "--force -o $o deleted unrelated files"
+done
+(cd cwd && "$CLI" generate "${JOB[@]}" -o "$WORK/cwd/" --force > /dev/null 2> ../force.err)
+grep -q "refusing to replace it: it is the working directory \[io_error\]" force.err || fail "cwd message: $(cat force.err)"
+(cd cwd/sub && HOME="$WORK/cwd" "$CLI" generate "${JOB[@]}" -o "$WORK/cwd" --force > /dev/null 2> ../../force.err)
+grep -q "it contains the working directory" force.err || fail "parent message: $(cat force.err)"
+HOME="$WORK/cwd" "$CLI" generate "${JOB[@]}" -o "$WORK/cwd" --force > /dev/null 2> force.err && fail "--force over home accepted"
+grep -q "it is the home directory" force.err || fail "home message: $(cat force.err)"
+"$CLI" generate "${JOB[@]}" -o cwd/sub --force > /dev/null 2> force.err && fail "--force over an unrelated directory"
+grep -q "cwd/sub: --force replaces only a previous export.*holds 'precious'" force.err || fail "unrelated dir message: $(cat force.err)"
+[[ -f cwd/sub/precious ]] || fail "unrelated directory deleted"
+echo notazip > other.zip
+"$CLI" generate "${JOB[@]}" -o other.zip --force > /dev/null 2> force.err && fail "--force over a non-export file"
+grep -q "other.zip: --force replaces only a previous stagecraft archive" force.err || fail "file message: $(cat force.err)"
+[[ "$(cat other.zip)" == notazip ]] || fail "unrelated file replaced"
+"$CLI" generate "${JOB[@]}" --ranks 2 -o cwd/prev --force > /dev/null 2>&1 || fail "--force over a previous export"
+[[ "$(ls cwd/prev | grep -c '\.et$')" == 1 ]] || fail "previous export not replaced: $(ls cwd/prev)"
+"$CLI" generate "${JOB[@]}" -o a.tar.gz --force > /dev/null 2>&1 || fail "--force over a previous tar.gz"
+
+# Two exports to one name without --force: the first is held after its
+# existence check, the second completes, then the first goes on: its
+# commit must fail (it never replaces) and the winner's output stays.
+for out in race.zip race_dir; do
+  rm -f resume
+  STAGECRAFT_TEST_RESUME=$WORK/resume start_paused commit $out
+  "$CLI" generate "${JOB[@]}" --ranks 1 -o $out > /dev/null 2>&1 || fail "$out: second writer"
+  touch resume; wait $pid; rc=$?
+  [[ $rc == 1 ]] || fail "$out: both writers succeeded (first exit $rc)"
+  grep -q "$out was created by someone else during the export" $out.err || fail "$out message: $(cat $out.err)"
+  if [[ $out == race.zip ]]; then
+    unzip -l race.zip > race.list
+    grep -q "trace.1.et" race.list && ! grep -q "trace.0.et" race.list || fail "race.zip was replaced"
+  else
+    [[ "$(ls race_dir | grep -c '\.et$')" == 1 ]] || fail "race_dir was replaced: $(ls race_dir)"
+  fi
+  compgen -G "$out.tmp-*" && fail "$out: the losing writer left its temporary"
+done
+
+# -o x.zip/ is a usage error (it used to write a directory named x.zip).
+"$CLI" generate "${JOB[@]}" -o y.zip/ > /dev/null 2> slash.err; rc=$?
+[[ $rc == 2 ]] || fail "-o x.zip/: exit $rc"
+grep -q "ends in '/' but names an archive" slash.err || fail "-o x.zip/ message: $(cat slash.err)"
+[[ -e y.zip ]] && fail "-o y.zip/ created y.zip"
 
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]

@@ -16,14 +16,19 @@ compgen -G "run1.tmp-*" >/dev/null && fail "temp dir left behind"
 "$CLI" generate "${JOB[@]}" -o run2 > /dev/null 2>&1 || fail "generate run2"
 diff -r run1 run2 > /dev/null || fail "two runs differ (non-deterministic output)"
 
-# --force replaces a non-empty directory, only after success.
-mkdir -p run3 && echo stale > run3/stale.txt
+# --force replaces a previous export (here with a stale extra rank), only
+# after success; a directory holding anything else is refused (docs/export.md).
+cp -r run1 run3 && echo stale > run3/trace.99.et
 "$CLI" generate "${JOB[@]}" -o run3 --force > /dev/null 2>&1 || fail "generate --force"
-[[ -e run3/stale.txt ]] && fail "--force kept the old contents"
+[[ -e run3/trace.99.et ]] && fail "--force kept the old contents"
 diff -r run1 run3 > /dev/null || fail "--force output differs"
-echo stale > run3/stale.txt
+echo stale > run3/trace.99.et
 "$CLI" generate --model gpt3-175b --tp 7 -o run3 --force > /dev/null 2>&1 && fail "bad job succeeded"
-[[ -e run3/stale.txt ]] || fail "failed --force generate destroyed the old directory"
+[[ -e run3/trace.99.et ]] || fail "failed --force generate destroyed the old directory"
+echo stale > run3/stale.txt
+"$CLI" generate "${JOB[@]}" -o run3 --force > /dev/null 2> force.err && fail "--force replaced a directory with a foreign file"
+grep -q "holds 'stale.txt'" force.err || fail "--force refusal message: $(cat force.err)"
+[[ -e run3/stale.txt ]] || fail "--force deleted a foreign file"
 
 # --prefix names the files.
 "$CLI" generate "${JOB[@]}" --prefix llm -o run4 > /dev/null 2>&1 || fail "generate --prefix"

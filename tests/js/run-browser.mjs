@@ -95,6 +95,13 @@ async function main() {
     await page.close();
     const results = [...out.results, ...await appCasesIfBuilt(context, base, fixtures)];
     let passed = 0, failed = 0, skipped = 0;
+    // Under CI (CI=true) a case that skips itself (fixture or build absent)
+    // fails: a skipped suite would otherwise pass CI unnoticed.
+    if (process.env.CI === 'true') {
+      for (const r of results) {
+        if (r.status === 'skip') { r.status = 'fail'; r.message = `would skip, but CI=true: ${r.message}`; }
+      }
+    }
     for (const r of results) {
       const label = `${r.suite} > ${r.name}`;
       if (r.status === 'pass') { passed++; console.log(`  ok    ${label} (${r.ms.toFixed(0)} ms)`); }

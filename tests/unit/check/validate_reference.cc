@@ -221,6 +221,8 @@ class Validator {
     const char* peer = n.kind == TraceNodeKind::kSend ? "comm_dst" : "comm_src";
     if (n.peer < 0 || n.peer >= world_) {
       add(r, &n, "R8", std::string(peer) + " is " + std::to_string(n.peer) + ", not a rank 0.." + std::to_string(world_ - 1));
+    } else if (n.peer == r) {
+      add(r, &n, "R8", std::string(peer) + " is " + std::to_string(n.peer) + ", the rank itself (a send/recv needs another rank)");
     }
     if (n.tag < 0) add(r, &n, "R8", "comm_tag is " + std::to_string(n.tag) + " < 0");
   }

@@ -186,6 +186,19 @@ TEST_CASE("validate: sends and recvs pair up (R8)") {
     CHECK(rep.counts().at("R8") == 1);
     CHECK(find(rep, "R8", 0, second));
   }
+  SUBCASE("a rank sending to and receiving from itself (issue 13 item 7)") {
+    const uint64_t s = add(1, p2p(TraceNodeKind::kSend, 100000, 1, 7, 64));
+    const uint64_t r = add(1, p2p(TraceNodeKind::kRecv, 100001, 1, 7, 64));
+    auto rep = run(a);
+    CHECK_FALSE(rep.ok());
+    CHECK(rep.counts().at("R8") == 2);  // the pair matches itself, but each end names rank 1 itself
+    auto vs = find(rep, "R8", 1, s);
+    REQUIRE(vs);
+    CHECK(vs->message == "comm_dst is 1, the rank itself (a send/recv needs another rank)");
+    auto vr = find(rep, "R8", 1, r);
+    REQUIRE(vr);
+    CHECK(vr->message.find("comm_src is 1, the rank itself") == 0);
+  }
   SUBCASE("peer out of range, negative tag") {
     const uint64_t id = add(2, p2p(TraceNodeKind::kSend, 100000, 4, -1, 64));
     auto rep = run(a);
@@ -281,7 +294,8 @@ TEST_CASE("validate: group file parser") {
   CHECK(parse_group_file("g.json", R"({"0": []})").ok());  // R6 judges key 0, not the parser
   for (const char* bad : {"[1]", "{", R"({"01": [0]})", R"({"a": [0]})", R"({"-1": [0]})", R"({"1": 0})",
                           R"({"1": [0.5]})", R"({"1": ["0"]})", R"({"1": [18446744073709551615]})",
-                          R"({"1234567890123456789": [0]})"}) {
+                          R"({"1234567890123456789": [0]})", R"({"1": [0], "1": [1]})", R"({"1": [[0]]})",
+                          R"({"1": {"2": [0]}})", R"({"1": [0]} x)", ""}) {
     auto r = parse_group_file("g.json", bad);
     CHECK_MESSAGE(!r.ok(), bad);
     if (!r.ok()) CHECK(r.error().message.rfind("g.json: ", 0) == 0);

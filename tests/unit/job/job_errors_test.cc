@@ -174,3 +174,34 @@ TEST_CASE("model section errors") {
   CHECK(e.path == "model.norm");
   CHECK(contains(e.message, "layernorm, rmsnorm"));
 }
+
+TEST_CASE("issue 13: interleaved-1f1b with pp 1 is refused (its chunks would message the rank itself)") {
+  Error e = must_fail(
+      R"({"model": "gpt3-1.7b", "parallel": {"pp": 1, "virtual_stages": 2},
+          "training": {"schedule": "interleaved-1f1b", "seq_len": 256, "global_batch_size": 4}})");
+  CHECK(e.code == ErrorCode::kInvalidArgument);
+  CHECK(e.path == "parallel.pp");
+  CHECK(contains(e.message, "interleaved-1f1b needs pp >= 2"));
+}
+
+TEST_CASE("issue 13: messages echo bounded input and no library-internal text") {
+  // A 10 MB key: the message names it clipped, not whole.
+  const std::string key(10 << 20, 'k');
+  Error e = must_fail(R"({"model": "gpt3-1.7b", "parallel": {")" + key + R"(": 1}})");
+  CHECK(e.code == ErrorCode::kUnknownField);
+  CHECK(e.to_string().size() < 1000);
+  CHECK(contains(e.path, "(10485760 bytes)"));
+  // The same key twice: the duplicate-key message is bounded too.
+  e = must_fail(R"({")" + key + R"(": 1, ")" + key + R"(": 2})");
+  CHECK(e.code == ErrorCode::kParseError);
+  CHECK(e.to_string().size() < 1000);
+  // 1e400 does not fit a double: a plain message, no "[json.exception...]".
+  e = must_fail(R"({"model": "gpt3-1.7b", "training": {"dp_bucket_mb": 1e400}})");
+  CHECK(e.code == ErrorCode::kParseError);
+  CHECK_MESSAGE(!contains(e.message, "json.exception"), e.message);
+  CHECK_MESSAGE(contains(e.message, "number 1e400 is out of range"), e.message);
+  // A long malformed token is clipped in the parse error's detail.
+  e = must_fail(R"({"model": )" + std::string(1 << 20, 'x') + "}");
+  CHECK(e.code == ErrorCode::kParseError);
+  CHECK(e.to_string().size() < 1000);
+}

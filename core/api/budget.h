@@ -1,0 +1,56 @@
+// The work budget and cancellation of Generator::create (docs/promises.md).
+//
+// A valid job can still be too big to build: the rank programs hold one
+// node per op per micro-batch, so a job with 4,096 micro-batches and 80
+// layers per stage needs ~10^7 nodes and gigabytes before its first trace.
+// estimate_job() predicts, from the job's numbers alone and without
+// building anything (microseconds, even for 10^6 ranks), the nodes of the
+// largest rank program, the memory the engine peaks at and the bytes of
+// all traces. check_budget() refuses a job past the budget with
+// ErrorCode::kTooLarge, naming the estimate and what to change.
+// Cancellation of the build: base/cancel.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/cancel.h"
+#include "base/status.h"
+#include "job/job.h"
+
+namespace sc {
+
+struct JobEstimate {
+  int64_t micro_batches = 0;     // per iteration per dp rank
+  int64_t max_stage_layers = 0;  // layers of the largest pipeline stage (all its chunks)
+  int64_t nodes_per_rank = 0;    // trace nodes of the largest rank program
+  int64_t program_nodes = 0;     // nodes of all stage programs (what the engine holds)
+  int64_t engine_bytes = 0;      // peak memory of Generator::create
+  int64_t trace_bytes_per_rank = 0;  // .et bytes of the largest rank
+  int64_t trace_bytes_total = 0;     // .et bytes of all world_size ranks
+};
+
+// Upper estimates (never under the truth by more than the factor
+// documented in docs/promises.md; checked by tests/unit/api/budget_test.cc
+// against built jobs). Saturates at INT64_MAX / 4 instead of overflowing.
+JobEstimate estimate_job(const Job& job);
+
+struct Budget {
+  // 2 GiB of estimated engine memory (the estimate is 1-2x the measured
+  // peak): leaves room in the 4 GiB wasm heap for growth and the JS side.
+  int64_t max_engine_bytes = int64_t{2} << 30;
+};
+// The process-wide budget Generator::create enforces (the CLI's
+// --allow-large raises it after checking free memory).
+Budget engine_budget();
+void set_engine_budget(const Budget& b);
+
+// kTooLarge past the budget: "this job needs about N nodes per rank
+// program (M micro-batches x L layers) and X GiB of engine memory; the
+// budget is Y GiB: ...what to change". Path "training.global_batch_size".
+Status check_budget(const Job& job, const Budget& b = engine_budget());
+
+// "12.3 GiB", "512 MiB", "900 kB": for messages.
+std::string human_bytes(int64_t bytes);
+
+}  // namespace sc

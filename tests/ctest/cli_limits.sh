@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Limits and interrupts (issue 13 items 4, 5, 6, 9; docs/promises.md):
+# jobs past the budget are refused with the estimate and what to change;
+# SIGTERM stops a build in progress (inspect included); inputs must be
+# regular files under a cap (no FIFO wait, no /dev/zero read); messages
+# stay one bounded line.
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash"
+
+# --- budget (item 5): refused from the estimate, nothing built.
+# `timeout` turns a build that runs away into a failure instead of a hang.
+timeout -k 10 60 "$CLI" inspect --model llama3-70b --dp 1 --seq-len 8192 --global-batch-size 4096 > /dev/null 2> big.err; rc=$?
+[[ $rc == 1 ]] || fail "70B x 4096 micro-batches: exit $rc"
+grep -q "training.global_batch_size: this job needs about [0-9]* trace nodes (4096 micro-batches x 80 layers) and [0-9.]* GiB of memory to build, over the budget of 2.0 GiB.*micro_batch_size.*\[too_large\]" big.err \
+  || fail "budget message: $(cat big.err)"
+timeout -k 10 60 "$CLI" generate --model llama3-70b --dp 1 --seq-len 8192 --global-batch-size 100000000 -o huge > /dev/null 2> huge.err; rc=$?
+[[ $rc == 1 ]] && grep -q "100000000 micro-batches.*\[too_large\]" huge.err || fail "global batch 1e8: exit $rc: $(cat huge.err)"
+[[ -e huge ]] && fail "a refused job left huge/"
+# --allow-large does not make an impossible job possible: still refused.
+timeout -k 10 60 "$CLI" inspect --model llama3-70b --dp 1 --seq-len 8192 --global-batch-size 100000000 --allow-large > /dev/null 2> huge2.err; rc=$?
+[[ $rc == 1 ]] && grep -q "too_large" huge2.err || fail "--allow-large 1e8: exit $rc: $(cat huge2.err)"
+# 2^20 ranks: the output estimate (~60 GB) is refused before the build.
+timeout -k 10 60 "$CLI" generate --model gpt3-1.7b --layers 2 --seq-len 256 --dp 1048576 --global-batch-size 1048576 -o wide > /dev/null 2> wide.err; rc=$?
+[[ $rc == 1 ]] || fail "1M ranks: exit $rc"
+grep -q "^stagecraft generate: error: -o: this export would write about [0-9.]* GiB (1048576 ranks x .*over the budget of 8.0 GiB. Write a subset with --ranks.*\[too_large\]" wide.err \
+  || fail "output budget message: $(cat wide.err)"
+[[ -e wide ]] && fail "a refused export left wide/"
+# ... and a subset of the same job is fine.
+"$CLI" generate --model gpt3-1.7b --layers 2 --seq-len 256 --dp 1048576 --global-batch-size 1048576 --ranks 0-1 -q -o wide_part 2> part.err \
+  || fail "1M ranks, --ranks 0-1: $(cat part.err)"
+
+# --- cancellation (item 4): a signal while the job is being built stops
+# the build (inspect had no handler; generate ignored it while building).
+# The "build" pause holds the CLI just before Generator::create until the
+# signal has arrived, so the build starts with the cancel pending.
+for cmd in inspect generate; do
+  extra=(); [[ $cmd == generate ]] && extra=(-o cancelled_out)
+  STAGECRAFT_TEST_PAUSE=build "$CLI" $cmd --model gpt3-1.7b --layers 2 --seq-len 256 "${extra[@]}" > /dev/null 2> $cmd.err &
+  pid=$!
+  for _ in $(seq 1 3000); do grep -q "test pause at build" $cmd.err 2>/dev/null && break; sleep 0.01; done
+  kill -TERM $pid; wait $pid; rc=$?
+  [[ $rc == 143 ]] || fail "$cmd: SIGTERM during the build: exit $rc"
+  grep -q "^stagecraft $cmd: interrupted by SIGTERM (cancelled during the graph build)" $cmd.err || fail "$cmd cancel message: $(cat $cmd.err)"
+done
+[[ -e cancelled_out ]] && fail "a cancelled generate left output"
+
+# --- inputs (item 6): regular files only, capped; never wait on a FIFO.
+timeout -k 5 20 "$CLI" inspect --config /dev/zero > /dev/null 2> zero.err; rc=$?
+[[ $rc == 1 ]] && grep -q "^stagecraft inspect: error: /dev/zero: is not a regular file" zero.err || fail "--config /dev/zero: exit $rc: $(cat zero.err)"
+head -c $((5 << 20)) /dev/zero | tr '\0' ' ' > big.json
+timeout -k 5 20 "$CLI" inspect --config big.json > /dev/null 2> bigjson.err; rc=$?
+[[ $rc == 1 ]] && grep -q "big.json: is 5242880 bytes; the limit for this input is 4194304" bigjson.err || fail "5 MB job: exit $rc: $(cat bigjson.err)"
+timeout -k 5 20 "$CLI" dump /dev/urandom > /dev/null 2> urandom.err; rc=$?
+[[ $rc == 1 ]] && grep -q "/dev/urandom: is not a regular file" urandom.err || fail "dump /dev/urandom: exit $rc: $(cat urandom.err)"
+"$CLI" generate --model gpt3-1.7b --layers 1 --tp 2 --seq-len 256 -q -o fifo || fail "generate fifo/"
+rm fifo/trace.1.et && mkfifo fifo/trace.1.et
+timeout -k 5 20 "$CLI" validate fifo > fifo_v.out 2>&1; rc=$?
+[[ $rc == 1 ]] || fail "validate with a FIFO trace: exit $rc (124 = it blocked)"
+grep -q "trace.1.et: is not a regular file" fifo_v.out || fail "validate FIFO message: $(cat fifo_v.out)"
+timeout -k 5 20 "$CLI" replay fifo > fifo_r.out 2>&1; rc=$?
+[[ $rc == 1 ]] || fail "replay with a FIFO trace: exit $rc (124 = it blocked)"
+grep -q "trace.1.et: is not a regular file" fifo_r.out || fail "replay FIFO message: $(cat fifo_r.out)"
+rm fifo/trace.1.et && cp fifo/trace.0.et fifo/trace.1.et && rm fifo/comm_groups.json && ln -s /dev/zero fifo/comm_groups.json
+timeout -k 5 20 "$CLI" validate fifo > zero_g.out 2>&1; rc=$?
+[[ $rc == 1 ]] && grep -q "comm_groups.json: is not a regular file" zero_g.out || fail "validate /dev/zero groups: exit $rc: $(cat zero_g.out | head -5)"
+
+# --- messages (item 9): bounded, no library-internal text.
+python3 -c "import sys; sys.stdout.write('{\"model\": \"gpt3-1.7b\", \"parallel\": {\"' + 'k' * (3 << 20) + '\": 1}}')" > longkey.json
+"$CLI" inspect --config longkey.json > /dev/null 2> longkey.err; rc=$?
+[[ $rc == 1 ]] || fail "3 MB key: exit $rc"
+(( $(wc -c < longkey.err) < 3000 )) || fail "3 MB key: a $(wc -c < longkey.err)-byte message"
+grep -q "parallel.kkkk.*(3145728 bytes): unknown key.*\[unknown_field\]" longkey.err || fail "long key message: $(head -c 300 longkey.err)"
+echo '{"model": "gpt3-1.7b", "training": {"dp_bucket_mb": 1e400}}' > e400.json
+"$CLI" inspect --config e400.json > /dev/null 2> e400.err
+grep -q "json.exception" e400.err && fail "1e400 leaks the JSON library's text: $(cat e400.err)"
+grep -q "number 1e400 is out of range" e400.err || fail "1e400 message: $(cat e400.err)"
+"$CLI" generate --model gpt3-1.7b "--$(printf 'x%.0s' $(seq 1 5000))" -o x > /dev/null 2> flag.err
+(( $(wc -c < flag.err) < 3000 )) || fail "a 5000-char flag gives a $(wc -c < flag.err)-byte message"
+
+# Out of memory while reading input (a 37 MB group file of 2M groups under
+# a 400 MB address-space limit): a clean error, never an abort (the JSON
+# tree's destructor used to abort), and no "try a smaller job" advice
+# where there is no job.
+python3 -c "import json; open('fifo/comm_groups.json.new','w').write(json.dumps({str(i): [0, 1] for i in range(1, 2000000)}))"
+rm -f fifo/comm_groups.json && mv fifo/comm_groups.json.new fifo/comm_groups.json
+(ulimit -v 400000; exec "$CLI" validate fifo > oom.out 2> oom.err); rc=$?
+[[ $rc == 1 ]] || fail "validate under a memory limit: exit $rc: $(head -c 300 oom.err)"
+grep -q "smaller job" oom.err && fail "validate's out-of-memory message talks about a job: $(cat oom.err)"
+grep -q "out of memory" oom.err && { grep -q "^stagecraft validate: error: out of memory reading the input$" oom.err || fail "oom message: $(cat oom.err)"; }
+
+echo "$failures failure(s)"
+[[ $failures -eq 0 ]]
