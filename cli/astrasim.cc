@@ -2,23 +2,11 @@
 
 #include <cstdio>
 
+#include "sim/network.h"
+
 namespace sc::cli {
 
 namespace {
-
-struct Dim {
-  const char* topology;
-  int64_t npus;
-  double bw_gbps;  // GB/s (1e9 bytes/s)
-  double latency_ns;
-  const char* what;
-};
-
-// Link latencies are not part of the hardware profiles: these are the
-// values of ASTRA-sim's own analytical examples' order of magnitude (see
-// docs/export.md); edit the file to study them.
-constexpr double kIntraLatencyNs = 500;
-constexpr double kInterLatencyNs = 2000;
 
 std::string num(double v) {
   char buf[32];
@@ -39,23 +27,14 @@ std::string list(const std::vector<std::string>& v, bool quote) {
 
 std::vector<AstraSimFile> astra_sim_inputs(const HardwareProfile& hw, int64_t world, const std::string& prefix,
                                            bool partial) {
-  const int64_t gpn = hw.gpus_per_node > 0 ? hw.gpus_per_node : 1;
-  std::vector<Dim> dims;
-  if (world <= gpn) {
-    dims.push_back({"Switch", world, hw.intra_node_bw / 1e9, kIntraLatencyNs, "GPUs of one node (NVLink)"});
-  } else if (world % gpn == 0) {
-    dims.push_back({"Switch", gpn, hw.intra_node_bw / 1e9, kIntraLatencyNs, "GPUs per node (NVLink)"});
-    dims.push_back({"Switch", world / gpn, hw.inter_node_bw / 1e9, kInterLatencyNs, "nodes (scale-out network)"});
-  } else {
-    dims.push_back({"Switch", world, hw.inter_node_bw / 1e9, kInterLatencyNs,
-                    "all GPUs (world is not a multiple of gpus_per_node)"});
-  }
+  // The same dimensions `simulate --astra` charges (core/sim/network.cc).
+  const std::vector<AstraDim> dims = astra_dims(hw, world);
   std::vector<std::string> topo, npus, bw, lat;
   std::string comments;
   for (size_t i = 0; i < dims.size(); ++i) {
     topo.push_back(dims[i].topology);
     npus.push_back(std::to_string(dims[i].npus));
-    bw.push_back(num(dims[i].bw_gbps));
+    bw.push_back(num(dims[i].bandwidth_gbs));
     lat.push_back(num(dims[i].latency_ns));
     comments += "#   dimension " + std::to_string(i) + ": " + dims[i].what + "\n";
   }
@@ -74,9 +53,9 @@ std::vector<AstraSimFile> astra_sim_inputs(const HardwareProfile& hw, int64_t wo
   out.push_back({"astra-sim/system.json",
                  "{\n"
                  "  \"scheduling-policy\": \"LIFO\",\n"
-                 "  \"endpoint-delay\": 10,\n"
+                 "  \"endpoint-delay\": " + std::to_string(static_cast<int>(kAstraEndpointDelayNs)) + ",\n" +
                  "  \"active-chunks-per-dimension\": 1,\n"
-                 "  \"preferred-dataset-splits\": 4,\n"
+                 "  \"preferred-dataset-splits\": " + std::to_string(kAstraDatasetSplits) + ",\n" +
                  "  \"all-reduce-implementation\": " + impls + ",\n" +
                  "  \"all-gather-implementation\": " + impls + ",\n" +
                  "  \"reduce-scatter-implementation\": " + impls + ",\n" +
@@ -96,15 +75,40 @@ std::vector<AstraSimFile> astra_sim_inputs(const HardwareProfile& hw, int64_t wo
   if (partial)
     run += "# NOTE: this archive holds only some ranks (--ranks); the simulator needs\n"
            "# every " + prefix + ".<rank>.et of the job's " + std::to_string(world) + " ranks.\n";
-  run += "set -e\n"
+  run += "#\n"
+         "# Known upstream defect: with communicator groups smaller than the world,\n"
+         "# ASTRA-sim may abort at exit (double free: 'malloc_consolidate(): unaligned\n"
+         "# fastbin chunk detected', 'free(): invalid pointer', exit 134, or a\n"
+         "# segmentation fault, 139) AFTER every rank has printed 'sys[i] finished'.\n"
+         "# The results printed before the abort are complete: if all " + std::to_string(world) + " ranks\n"
+         "# printed 'finished' and no '[critical]' line appeared, the run stands\n"
+         "# (this script then says so and exits 0).\n"
          "cd \"$(dirname \"$0\")/..\"\n"
          ": \"${ASTRA_SIM:=AstraSim_Analytical_Congestion_Unaware}\"\n"
-         "exec \"$ASTRA_SIM\" \\\n"
+         "log=$(mktemp)\n"
+         "rc=0\n"
+         "\"$ASTRA_SIM\" \\\n"
          "  --workload-configuration=./" + prefix + " \\\n" +
          "  --comm-group-configuration=./comm_groups.json \\\n"
          "  --system-configuration=./astra-sim/system.json \\\n"
          "  --remote-memory-configuration=./astra-sim/remote_memory.json \\\n"
-         "  --network-configuration=./astra-sim/network.yml\n";
+         "  --network-configuration=./astra-sim/network.yml >\"$log\" 2>&1 || rc=$?\n"
+         "cat \"$log\"\n"
+         "finished=$(grep -c 'sys\\[[0-9]*\\] finished' \"$log\" || true)\n"
+         "critical=$(grep -c '\\[critical\\]' \"$log\" || true)\n"
+         "rm -f \"$log\"\n"
+         "if [ \"$critical\" -ne 0 ]; then\n"
+         "  echo \"run.sh: ASTRA-sim reported a [critical] error: the run failed\" >&2\n"
+         "  [ \"$rc\" -ne 0 ] && exit \"$rc\"\n"
+         "  exit 1\n"
+         "fi\n"
+         "if [ \"$rc\" -ne 0 ] && [ \"$finished\" -eq " + std::to_string(world) + " ]; then\n"
+         "  echo \"run.sh: ASTRA-sim exited with status $rc after all " + std::to_string(world) +
+         " ranks printed 'finished':\" >&2\n"
+         "  echo \"run.sh: the known upstream exit-time bug (groups freed twice); the result above stands.\" >&2\n"
+         "  exit 0\n"
+         "fi\n"
+         "exit $rc\n";
   out.push_back({"astra-sim/run.sh", run, 0755});
   return out;
 }

@@ -12,6 +12,7 @@ int cmd_graph(const std::vector<std::string>& argv);
 int cmd_dump(const std::vector<std::string>& argv);
 int cmd_replay(const std::vector<std::string>& argv);
 int cmd_validate(const std::vector<std::string>& argv);
+int cmd_simulate(const std::vector<std::string>& argv);
 
 // Top-level usage text (stagecraft help).
 std::string main_usage();

@@ -24,6 +24,7 @@ std::string main_usage() {
          "  dump       print a .et file as text\n"
          "  replay     replay a generated directory's ranks together; check they run to completion\n"
          "  validate   check a directory's traces across ranks for what makes the simulator abort or hang\n"
+         "  simulate   the step time of the whole job: MFU, bubble, exposed communication, critical path\n"
          "  help       show this help, or 'stagecraft help <command>'\n"
          "\n"
          "Options:\n"
@@ -63,7 +64,7 @@ int run(int argc, char** argv) {
     command = rest[0];
     rest = {"--help"};
     if (command != "generate" && command != "inspect" && command != "graph" && command != "dump" &&
-        command != "replay" && command != "validate") {
+        command != "replay" && command != "validate" && command != "simulate") {
       return usage_error("help", "unknown command '" + command + "'");
     }
   }
@@ -74,6 +75,7 @@ int run(int argc, char** argv) {
   if (command == "dump") return cmd_dump(rest);
   if (command == "replay") return cmd_replay(rest);
   if (command == "validate") return cmd_validate(rest);
+  if (command == "simulate") return cmd_simulate(rest);
   std::cerr << "stagecraft: unknown command '" << command << "'\n"
             << "(see 'stagecraft help')\n";
   return kExitUsage;

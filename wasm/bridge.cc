@@ -10,7 +10,10 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "api/api.h"
+#include "api/simulate.h"
 #include "job/job.h"
 #include "model/model_config.h"
 
@@ -103,6 +106,34 @@ std::string inspect(const std::string& job_json) {
   const sc::Generator* g = generator_for(job_json, &err);
   if (!g) return error_envelope(err);
   return ok_raw("summary", g->summary_json());
+}
+
+// simulate(job, options): stagecraft simulate's JSON (docs/simulate.md) as
+// {"ok":true,"simulation":{...}}; options is JSON {"exhaustive","astra",
+// "timeline"} (booleans, all optional; timeline defaults to true here: the
+// pipeline view draws it). Shape: docs/wasm-bridge.md.
+std::string simulate(const std::string& job_json, const std::string& options_json) {
+  sc::Error err;
+  const sc::Generator* g = generator_for(job_json, &err);
+  if (!g) return error_envelope(err);
+  sc::SimulateOptions o;
+  o.timeline = true;
+  nlohmann::json opt = nlohmann::json::parse(options_json.empty() ? "{}" : options_json, nullptr, false);
+  if (opt.is_discarded() || !opt.is_object())
+    return error_envelope(sc::make_error(sc::ErrorCode::kInvalidArgument, "must be a JSON object", "options"));
+  for (auto it = opt.begin(); it != opt.end(); ++it) {
+    bool* field = it.key() == "exhaustive" ? &o.exhaustive : it.key() == "astra" ? &o.astra
+                  : it.key() == "timeline" ? &o.timeline : nullptr;
+    if (!field)
+      return error_envelope(sc::make_error(sc::ErrorCode::kUnknownField,
+                                                   "unknown key (known: astra, exhaustive, timeline)", "options." + it.key()));
+    if (!it->is_boolean())
+      return error_envelope(sc::make_error(sc::ErrorCode::kInvalidArgument, "must be true or false", "options." + it.key()));
+    *field = it->get<bool>();
+  }
+  sc::Result<sc::SimulateReport> r = sc::simulate(*g, o);
+  if (!r.ok()) return error_envelope(r.error());
+  return ok_raw("simulation", sc::simulate_json(*r));
 }
 
 std::string graph(const std::string& job_json) {
@@ -212,6 +243,7 @@ EMSCRIPTEN_BINDINGS(stagecraft) {
   emscripten::function("presets", &presets);
   emscripten::function("inspect", &inspect);
   emscripten::function("graph", &graph);
+  emscripten::function("simulate", &simulate);
   emscripten::function("groups", &groups);
   emscripten::function("rankTrace", &rank_trace);
   // Overloaded by argument count: graphJson(job) and graphJson(job, stage).

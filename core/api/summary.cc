@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/api.h"
+#include "api/simulate.h"
 #include "api/state.h"
 #include "check/replay.h"
 
@@ -179,6 +180,26 @@ json pipeline_figures(const GeneratorState& s) {
   return out;
 }
 
+// The simulated step (api/simulate.h) under the job's network: time.*.
+// A network the job does not fit is the user's error; a run that does not
+// complete (a bug) leaves the figures null with the reason.
+Result<json> time_figures(const GeneratorState& s) {
+  Result<SimulateReport> r = simulate_state(s, {});
+  if (!r.ok()) {
+    if (r.error().code != ErrorCode::kInternal) return r.error();
+    return json{{"step_seconds", nullptr}, {"mfu", nullptr}, {"tokens_per_second", nullptr},
+                {"bubble_fraction", nullptr}, {"exposed_comm_seconds", nullptr}, {"error", r.error().message}};
+  }
+  json full = json::parse(simulate_json(*r), nullptr, false);
+  return json{{"step_seconds", full["step_seconds"]},
+              {"mfu", full["mfu"]},
+              {"tokens_per_second", full["tokens_per_second"]},
+              {"bubble_fraction", full["bubble_fraction"]},
+              {"exposed_comm_seconds", full["exposed_comm_seconds"]},
+              {"network", full["network"]},
+              {"symmetry_classes", full["ranks_simulated"]}};
+}
+
 }  // namespace
 
 Result<std::string> build_summary(const GeneratorState& s) {
@@ -223,6 +244,7 @@ Result<std::string> build_summary(const GeneratorState& s) {
   for (auto& [k, v] : total_by_type) comm_total[k] = big(v);
   for (auto& [k, v] : total_by_axis) comm_axis[k] = big(v);
   const StageFigures& f0 = figs.front();
+  SC_ASSIGN_OR_RETURN(json time, time_figures(s));
 
   json out = {
       {"stagecraft_version", stagecraft_version()},
@@ -248,6 +270,7 @@ Result<std::string> build_summary(const GeneratorState& s) {
         {"executed_per_iteration", big(executed)}}},
       {"stages", stages},
       {"pipeline", pipeline_figures(s)},
+      {"time", time},
       // Rank 0's figures (stage 0); every stage's are under stages[i].
       {"communication",
        {{"per_rank_bytes", f0.bytes_by_type},

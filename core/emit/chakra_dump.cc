@@ -54,6 +54,7 @@ void append_node(std::string* s, const TraceNode& n) {
     append_int(s, n.deps[i]);
   }
   s->append("] is_cpu_op=false");
+  if (n.output_bytes) append_attr(s, "output_bytes", n.output_bytes);
   switch (n.kind) {
     case TraceNodeKind::kCompute:
       append_attr(s, attr::kNumOps, n.num_ops);

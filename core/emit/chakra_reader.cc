@@ -64,6 +64,7 @@ constexpr AttrSpec kNodeAttrs[] = {
     {attr::kCommDst, AttributeProto::kInt32Val},    {attr::kCommTag, AttributeProto::kInt32Val},
     {attr::kCommPriority, AttributeProto::kInt32Val}, {attr::kPgName, AttributeProto::kStringVal},
     {attr::kInvolvedDim, AttributeProto::kBoolList},
+    {attr::kInputs, AttributeProto::kStringList},   {attr::kOutputs, AttributeProto::kStringList},
 };
 constexpr AttrSpec kMetaAttrs[] = {
     {attr::kGenerator, AttributeProto::kStringVal}, {attr::kGeneratorVersion, AttributeProto::kStringVal},
@@ -99,7 +100,7 @@ Status index_attrs(const google::protobuf::RepeatedPtrField<AttributeProto>& att
 // Indices into kNodeAttrs / kMetaAttrs, in the same order.
 enum NodeAttr {
   kIsCpuOp, kNumOps, kTensorSize, kCommType, kCommSize, kCommSrc,
-  kCommDst, kCommTag, kCommPriority, kPgName, kInvolvedDim, kNodeAttrCount
+  kCommDst, kCommTag, kCommPriority, kPgName, kInvolvedDim, kInputs, kOutputs, kNodeAttrCount
 };
 enum MetaAttr { kGenerator, kGeneratorVersion, kConfigHash, kRank, kWorldSize, kMetaAttrCount };
 static_assert(kNodeAttrCount == std::size(kNodeAttrs) && kMetaAttrCount == std::size(kMetaAttrs));
@@ -158,6 +159,22 @@ Status convert_node(const ChakraProtoMsg::Node& node, int64_t world_size,
 
   const AttributeProto* a[kMaxAttrs];
   SC_RETURN_IF_ERROR(index_attrs(node.attr(), kNodeAttrs, where, a));
+  // Memory tracking (optional): alternating tensor name and decimal size.
+  for (NodeAttr k : {kInputs, kOutputs}) {
+    if (!a[k]) continue;
+    const auto& v = a[k]->string_list().values();
+    if (v.size() % 2 != 0)
+      return fail(std::string("attribute ") + kNodeAttrs[k].name + " has " + std::to_string(v.size()) +
+                  " entries, not name/size pairs");
+    for (int i = 1; i < v.size(); i += 2) {
+      uint64_t b = 0;
+      auto res = std::from_chars(v[i].data(), v[i].data() + v[i].size(), b);
+      if (v[i].empty() || res.ec != std::errc() || res.ptr != v[i].data() + v[i].size())
+        return fail(std::string("attribute ") + kNodeAttrs[k].name + ": size \"" + v[i] + "\" of tensor \"" +
+                    v[i - 1] + "\" is not a byte count");
+      if (k == kOutputs) n->output_bytes += b;
+    }
+  }
   auto require = [&](NodeAttr i) -> Status {
     if (!a[i]) return fail(std::string("missing attribute ") + kNodeAttrs[i].name);
     return ok_status();

@@ -36,6 +36,10 @@ inline constexpr char kCommTag[] = "comm_tag";
 inline constexpr char kCommPriority[] = "comm_priority";
 inline constexpr char kPgName[] = "pg_name";
 inline constexpr char kInvolvedDim[] = "involved_dim";
+// ASTRA-sim local-memory tracking: string lists of alternating tensor name
+// and size in bytes (docs/trace-format.md).
+inline constexpr char kInputs[] = "inputs";
+inline constexpr char kOutputs[] = "outputs";
 }  // namespace attr
 
 using ValueCase = ChakraProtoMsg::AttributeProto::ValueCase;

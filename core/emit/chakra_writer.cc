@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <charconv>
 #include <climits>
+#include <string>
+#include <unordered_map>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -23,6 +25,8 @@ namespace attr = chakra::attr;
 // Rough bytes per node (fields + four or five attributes) for reserving the
 // output once; the name is added on top.
 constexpr size_t kNodeBytesEstimate = 96;
+
+std::string tensor_name(uint64_t id) { return "t" + std::to_string(id); }
 
 template <typename Msg>
 AttributeProto* add_attr(Msg* msg, const char* name) {
@@ -83,7 +87,11 @@ Status check_node(const TraceNode& n, const TraceMetadata& meta,
 class NodeTemplates {
  public:
   NodeTemplates() {
-    for (Node* t : {&comp_, &coll_, &send_, &recv_}) add_attr(t, attr::kIsCpuOp)->set_bool_val(false);
+    for (Node* t : {&comp_, &coll_, &send_, &recv_}) {
+      add_attr(t, attr::kIsCpuOp)->set_bool_val(false);
+      add_attr(t, attr::kInputs)->mutable_string_list();
+      add_attr(t, attr::kOutputs)->mutable_string_list();
+    }
     comp_.set_type(ChakraProtoMsg::COMP_NODE);
     add_attr(&comp_, attr::kNumOps)->set_int64_val(0);
     add_attr(&comp_, attr::kTensorSize)->set_uint64_val(0);
@@ -102,31 +110,48 @@ class NodeTemplates {
   }
 
   // The template for n's kind, filled with n's values. n passed check_node.
-  const Node& fill(const TraceNode& n) {
+  // output_bytes(id): the output size of an earlier node of the trace.
+  template <typename OutputBytes>
+  const Node& fill(const TraceNode& n, const OutputBytes& output_bytes) {
     Node* node = nullptr;
     switch (n.kind) {
       case TraceNodeKind::kCompute:
         node = &comp_;
         node->set_duration_micros(n.duration_micros);
-        node->mutable_attr(1)->set_int64_val(n.num_ops);
-        node->mutable_attr(2)->set_uint64_val(n.tensor_size);
+        node->mutable_attr(3)->set_int64_val(n.num_ops);
+        node->mutable_attr(4)->set_uint64_val(n.tensor_size);
         break;
       case TraceNodeKind::kCollective: {
         node = &coll_;
-        node->mutable_attr(1)->set_int64_val(static_cast<int64_t>(n.coll));
-        node->mutable_attr(2)->set_int64_val(n.comm_size);
+        node->mutable_attr(3)->set_int64_val(static_cast<int64_t>(n.coll));
+        node->mutable_attr(4)->set_int64_val(n.comm_size);
         char buf[24];
         auto r = std::to_chars(buf, buf + sizeof buf, n.group);
-        node->mutable_attr(3)->mutable_string_val()->assign(buf, r.ptr);
+        node->mutable_attr(5)->mutable_string_val()->assign(buf, r.ptr);
         break;
       }
       case TraceNodeKind::kSend:
       case TraceNodeKind::kRecv:
         node = n.kind == TraceNodeKind::kSend ? &send_ : &recv_;
-        node->mutable_attr(1)->set_int32_val(n.peer);
-        node->mutable_attr(2)->set_int32_val(n.tag);
-        node->mutable_attr(3)->set_int64_val(n.comm_size);
+        node->mutable_attr(3)->set_int32_val(n.peer);
+        node->mutable_attr(4)->set_int32_val(n.tag);
+        node->mutable_attr(5)->set_int64_val(n.comm_size);
         break;
+    }
+    // Memory tracking: this node's output tensor "t<id>" and the outputs of
+    // the nodes it depends on.
+    auto* in = node->mutable_attr(1)->mutable_string_list()->mutable_values();
+    in->Clear();
+    for (uint64_t d : n.deps)
+      if (uint64_t b = output_bytes(d)) {
+        in->Add(tensor_name(d));
+        in->Add(std::to_string(b));
+      }
+    auto* out = node->mutable_attr(2)->mutable_string_list()->mutable_values();
+    out->Clear();
+    if (n.output_bytes) {
+      out->Add(tensor_name(n.id));
+      out->Add(std::to_string(n.output_bytes));
     }
     node->set_id(n.id);
     node->set_name(n.name);
@@ -168,10 +193,19 @@ Status write_all(const RankTrace& trace, const TraceMetadata& meta,
   chakra::IdTracker ids;
   ids.reserve(trace.nodes.size());
   NodeTemplates templates;
-  for (const TraceNode& n : trace.nodes) {
+  // Node ids are the indices in our traces; a map covers any other ids.
+  std::unordered_map<uint64_t, uint64_t> sparse;
+  const auto output_bytes = [&](uint64_t id) -> uint64_t {
+    if (id < trace.nodes.size() && trace.nodes[id].id == id) return trace.nodes[id].output_bytes;
+    auto it = sparse.find(id);
+    return it == sparse.end() ? 0 : it->second;
+  };
+  for (size_t i = 0; i < trace.nodes.size(); ++i) {
+    const TraceNode& n = trace.nodes[i];
     SC_RETURN_IF_ERROR(check_node(n, meta, ids));
     if (!ids.add(n.id)) return node_error(n, "duplicate id");
-    if (!write_delimited(templates.fill(n), out)) return node_error(n, "node exceeds 2 GiB");
+    if (n.id != i) sparse[n.id] = n.output_bytes;
+    if (!write_delimited(templates.fill(n, output_bytes), out)) return node_error(n, "node exceeds 2 GiB");
   }
   return ok_status();
 }

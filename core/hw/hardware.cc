@@ -12,8 +12,12 @@ namespace {
 constexpr double T = 1e12;  // tera
 constexpr double G = 1e9;   // giga
 
+// Kernel constants: SMs, GEMM ceiling, flash-attention fraction, HBM
+// fraction, launch floor (derivations: docs/hardware.md).
+struct KernelConstants { int sms; double gemm, attention, hbm, floor_us; };
+
 HardwareProfile make(const char* name, double fp32, double tf32, double bf16, double fp8,
-                     double hbm, double capacity, double nvlink, double network) {
+                     double hbm, double capacity, double nvlink, double network, KernelConstants k) {
   HardwareProfile hw;
   hw.name = name;
   hw.peak_flops_fp32 = fp32;
@@ -25,6 +29,11 @@ HardwareProfile make(const char* name, double fp32, double tf32, double bf16, do
   hw.intra_node_bw = nvlink;
   hw.inter_node_bw = network;
   hw.gpus_per_node = 8;
+  hw.sm_count = k.sms;
+  hw.gemm_efficiency = k.gemm;
+  hw.attention_efficiency = k.attention;
+  hw.hbm_efficiency = k.hbm;
+  hw.kernel_floor_micros = k.floor_us;
   return hw;
 }
 
@@ -32,15 +41,19 @@ HardwareProfile preset(int i) {
   switch (i) {
     // A100 SXM4 80GB: no FP8. NVLink 3: 600 GB/s total = 300 per direction;
     // DGX A100: one 200 Gb/s HDR InfiniBand port per GPU = 25 GB/s.
-    case 0: return make("a100", 19.5 * T, 156 * T, 312 * T, 0, 2039 * G, 80 * G, 300 * G, 25 * G);
+    case 0: return make("a100", 19.5 * T, 156 * T, 312 * T, 0, 2039 * G, 80 * G, 300 * G, 25 * G,
+                        {108, 0.86, 0.73, 0.90, 2.4});
     // H100 SXM5 80GB. NVLink 4: 900 GB/s total = 450 per direction;
     // DGX H100: one 400 Gb/s NDR ConnectX-7 per GPU = 50 GB/s.
-    case 1: return make("h100", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 3350 * G, 80 * G, 450 * G, 50 * G);
+    case 1: return make("h100", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 3350 * G, 80 * G, 450 * G, 50 * G,
+                        {132, 0.80, 0.75, 0.90, 2.4});
     // H200 SXM 141GB: H100's compute with HBM3e.
-    case 2: return make("h200", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 4800 * G, 141 * G, 450 * G, 50 * G);
+    case 2: return make("h200", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 4800 * G, 141 * G, 450 * G, 50 * G,
+                        {132, 0.80, 0.75, 0.90, 2.4});
     // B200 as in HGX/DGX B200 (1000 W): NVLink 5 1.8 TB/s total = 900 per
     // direction; 180 GB per GPU (1,440 GB per 8-GPU system).
-    case 3: return make("b200", 75 * T, 1125 * T, 2250 * T, 4500 * T, 8000 * G, 180 * G, 900 * G, 50 * G);
+    case 3: return make("b200", 75 * T, 1125 * T, 2250 * T, 4500 * T, 8000 * G, 180 * G, 900 * G, 50 * G,
+                        {148, 0.80, 0.75, 0.90, 2.4});
     default: return HardwareProfile{};
   }
 }
@@ -75,6 +88,10 @@ Result<HardwareProfile> hardware_preset(const std::string& name, const std::stri
   for (const std::string& n : hardware_names()) list += (list.empty() ? "" : ", ") + n;
   return make_error(ErrorCode::kInvalidArgument,
                     "unknown hardware preset \"" + name + "\" (known: " + list + ")", path);
+}
+
+const char* cost_model_name(HardwareProfile::CostModel m) {
+  return m == HardwareProfile::CostModel::kRoofline ? "roofline" : "kernel";
 }
 
 double roofline_micros(const HardwareProfile& hw, DType dt, double flops, double bytes) {

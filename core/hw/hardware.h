@@ -1,8 +1,10 @@
-// Hardware profile used to give compute nodes a duration (roofline model):
-//   t = max(flops / (peak[dtype] * compute_efficiency),
-//           bytes / (mem_bw * memory_efficiency))
-// Units: FLOP/s, bytes/s, bytes. Sources for each preset are in
-// docs/hardware.md.
+// Hardware profile used to give compute nodes a duration. Two models:
+//  - "kernel" (default): per-operator kernel costs (core/cost/kernel_cost.h)
+//    from the kernel constants below;
+//  - "roofline": t = max(flops / (peak[dtype] * compute_efficiency),
+//                        bytes / (mem_bw * memory_efficiency)).
+// Units: FLOP/s, bytes/s, bytes, µs. Sources for each preset and the
+// derivation of every kernel constant are in docs/hardware.md.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +27,17 @@ struct HardwareProfile {
   double intra_node_bw = 0;     // bytes/s per GPU, NVLink (one direction)
   double inter_node_bw = 0;     // bytes/s per GPU, network (one direction)
   int gpus_per_node = 8;
-  double compute_efficiency = 1.0;  // fraction of peak reached (0, 1]
-  double memory_efficiency = 1.0;   // fraction of bandwidth reached (0, 1]
+  double compute_efficiency = 1.0;  // roofline: fraction of peak; kernel: scales its compute rates [0.01, 1]
+  double memory_efficiency = 1.0;   // roofline: fraction of bandwidth; kernel: scales hbm_efficiency [0.01, 1]
+
+  enum class CostModel { kKernel, kRoofline };
+  CostModel cost_model = CostModel::kKernel;
+  // Kernel-model constants (docs/hardware.md#kernel-cost-model).
+  int sm_count = 0;                   // SMs (datasheet); 0: no wave quantisation
+  double gemm_efficiency = 0.80;      // fraction of tensor peak of a large, well-shaped GEMM
+  double attention_efficiency = 0.70; // fraction of tensor peak of fused (flash) attention
+  double hbm_efficiency = 0.90;       // fraction of HBM bandwidth a memory-bound kernel reaches
+  double kernel_floor_micros = 2.4;   // shortest kernel (launch floor), µs
 
   double peak_for(DType dt) const;  // FLOP/s for GEMMs in that dtype
 };
@@ -38,5 +49,7 @@ Result<HardwareProfile> hardware_preset(const std::string& name,
 // Roofline time in microseconds of one compute op; never returns 0 for a
 // node with work (minimum 1 µs resolution is applied by the caller).
 double roofline_micros(const HardwareProfile& hw, DType dt, double flops, double bytes);
+
+const char* cost_model_name(HardwareProfile::CostModel m);  // "kernel", "roofline"
 
 }  // namespace sc

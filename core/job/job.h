@@ -94,11 +94,27 @@ struct TrainingConfig {
   }
 };
 
+// The network `simulate` times communication on (docs/simulate.md; parsed
+// in job/job_network.cc). 0 = the hardware profile's default. It changes no
+// trace byte, so it is not part of the canonical job or its hash. Latencies
+// < 0 = the default.
+struct NetworkConfig {
+  int64_t domain_size = 0;             // GPUs per NVLink domain (node)
+  double domain_bandwidth_gbs = 0;     // GB/s per GPU reached by NCCL inside a domain
+  double domain_latency_us = -1;       // per algorithm step inside a domain
+  double scale_out_bandwidth_gbs = 0;  // GB/s per GPU between domains (its NIC)
+  double scale_out_latency_us = -1;    // per algorithm step between domains
+  double oversubscription = 1;         // scale-out bandwidth divided by this (>= 1)
+  std::string algorithm = "ring";      // "ring" | "tree" | "hierarchical"
+  int64_t nodes = 0;                   // domains available; 0 = as many as the job needs
+};
+
 struct Job {
   ModelConfig model;
   ParallelConfig parallel;
   TrainingConfig training;
   HardwareProfile hardware;
+  NetworkConfig network;
 };
 
 // Parses and validates a job JSON text. Malformed JSON reports line and

@@ -82,6 +82,12 @@ std::string job_to_canonical_json(const Job& job) {
       {"gpus_per_node", hw.gpus_per_node},
       {"compute_efficiency", hw.compute_efficiency},
       {"memory_efficiency", hw.memory_efficiency},
+      {"cost_model", cost_model_name(hw.cost_model)},
+      {"sm_count", hw.sm_count},
+      {"gemm_efficiency", hw.gemm_efficiency},
+      {"attention_efficiency", hw.attention_efficiency},
+      {"hbm_efficiency", hw.hbm_efficiency},
+      {"kernel_floor_micros", hw.kernel_floor_micros},
   };
   Json root = {{"model", model}, {"parallel", parallel}, {"training", training}, {"hardware", hardware}};
   return root.dump(2, ' ', /*ensure_ascii=*/true);

@@ -8,29 +8,56 @@ namespace {
 using jsonf::Json;
 using jsonf::join;
 
-// Upper bounds far above any device (1 EFLOP/s, 1 PB/s, 1 PB).
-constexpr double kMaxFlops = 1e18;
-constexpr double kMaxBytesPerSecond = 1e15;
-constexpr double kMaxBytes = 1e15;
-
-struct Field { const char* key; double HardwareProfile::*member; double lo; bool lo_inclusive; double hi; };
-constexpr Field kFields[] = {
-    {"peak_flops_fp32", &HardwareProfile::peak_flops_fp32, 0, false, kMaxFlops},
-    {"peak_flops_tf32", &HardwareProfile::peak_flops_tf32, 0, false, kMaxFlops},
-    {"peak_flops_bf16", &HardwareProfile::peak_flops_bf16, 0, false, kMaxFlops},
-    {"peak_flops_fp8", &HardwareProfile::peak_flops_fp8, 0, true, kMaxFlops},  // 0: none
-    {"mem_bandwidth", &HardwareProfile::mem_bandwidth, 0, false, kMaxBytesPerSecond},
-    {"memory_bytes", &HardwareProfile::memory_bytes, 0, false, kMaxBytes},
-    {"intra_node_bw", &HardwareProfile::intra_node_bw, 0, false, kMaxBytesPerSecond},
-    {"inter_node_bw", &HardwareProfile::inter_node_bw, 0, false, kMaxBytesPerSecond},
-    {"compute_efficiency", &HardwareProfile::compute_efficiency, 0, false, 1},
-    {"memory_efficiency", &HardwareProfile::memory_efficiency, 0, false, 1},
-};
-constexpr int64_t kMaxGpusPerNode = 1024;
-
 std::string format(double d) {
   return Json(d).dump();
 }
+
+// Upper bounds far above any device (1 EFLOP/s, 1 PB/s, 1 PB); lower
+// bounds far below any (1 GFLOP/s, 1 GB/s, 1% of peak). The lower bounds
+// keep every duration representable: the largest int64 FLOP or byte count
+// at 1e9/s x 0.01 is 9.2e17 µs, below the 2^63 a duration is rounded into.
+constexpr double kMaxFlops = 1e18;
+constexpr double kMinFlops = 1e9;
+constexpr double kMaxBytesPerSecond = 1e15;
+constexpr double kMinBytesPerSecond = 1e9;
+constexpr double kMaxBytes = 1e15;
+constexpr double kMinEfficiency = 0.01;
+constexpr double kMaxFloorMicros = 1000;
+
+// `zero_ok`: 0 is accepted besides [lo, hi] (fp8: not supported).
+struct Field { const char* key; double HardwareProfile::*member; double lo; bool lo_inclusive; double hi; bool zero_ok = false; };
+constexpr Field kFields[] = {
+    {"peak_flops_fp32", &HardwareProfile::peak_flops_fp32, kMinFlops, true, kMaxFlops},
+    {"peak_flops_tf32", &HardwareProfile::peak_flops_tf32, kMinFlops, true, kMaxFlops},
+    {"peak_flops_bf16", &HardwareProfile::peak_flops_bf16, kMinFlops, true, kMaxFlops},
+    {"peak_flops_fp8", &HardwareProfile::peak_flops_fp8, kMinFlops, true, kMaxFlops, true},  // 0: none
+    {"mem_bandwidth", &HardwareProfile::mem_bandwidth, kMinBytesPerSecond, true, kMaxBytesPerSecond},
+    {"memory_bytes", &HardwareProfile::memory_bytes, 0, false, kMaxBytes},
+    {"intra_node_bw", &HardwareProfile::intra_node_bw, kMinBytesPerSecond, true, kMaxBytesPerSecond},
+    {"inter_node_bw", &HardwareProfile::inter_node_bw, kMinBytesPerSecond, true, kMaxBytesPerSecond},
+    {"compute_efficiency", &HardwareProfile::compute_efficiency, kMinEfficiency, true, 1},
+    {"memory_efficiency", &HardwareProfile::memory_efficiency, kMinEfficiency, true, 1},
+    // Kernel cost model (optional; a preset's values, else the defaults in
+    // hw/hardware.h).
+    {"gemm_efficiency", &HardwareProfile::gemm_efficiency, kMinEfficiency, true, 1},
+    {"attention_efficiency", &HardwareProfile::attention_efficiency, kMinEfficiency, true, 1},
+    {"hbm_efficiency", &HardwareProfile::hbm_efficiency, kMinEfficiency, true, 1},
+    {"kernel_floor_micros", &HardwareProfile::kernel_floor_micros, 0, true, kMaxFloorMicros},
+};
+constexpr int64_t kMaxSmCount = 4096;
+
+Status check_field(const Field& f, double x, const std::string& path) {
+  if (f.zero_ok && x == 0) return ok_status();
+  bool low = f.lo_inclusive ? !(x >= f.lo) : !(x > f.lo);  // also rejects NaN
+  if (low || x > f.hi) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      std::string("must be ") + (f.zero_ok ? "0 or " : "") + (f.lo_inclusive ? ">= " : "> ") +
+                          format(f.lo) + " and <= " + format(f.hi) + " (got " + format(x) + ")",
+                      path);
+  }
+  return ok_status();
+}
+constexpr int64_t kMaxGpusPerNode = 1024;
 
 }  // namespace
 
@@ -40,7 +67,8 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
   SC_RETURN_IF_ERROR(jsonf::check_keys(
       v, {"preset", "name", "peak_flops_fp32", "peak_flops_tf32", "peak_flops_bf16",
           "peak_flops_fp8", "mem_bandwidth", "memory_bytes", "intra_node_bw", "inter_node_bw",
-          "gpus_per_node", "compute_efficiency", "memory_efficiency"},
+          "gpus_per_node", "compute_efficiency", "memory_efficiency", "cost_model", "sm_count",
+          "gemm_efficiency", "attention_efficiency", "hbm_efficiency", "kernel_floor_micros"},
       path));
   HardwareProfile hw;
   hw.name = "custom";
@@ -50,7 +78,8 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
   } else {
     // A custom device must state every rate; fp8 may stay 0 (unsupported).
     for (const Field& f : kFields) {
-      bool optional = f.lo_inclusive || std::string(f.key).find("efficiency") != std::string::npos;
+      const std::string key = f.key;
+      bool optional = f.zero_ok || key.find("efficiency") != std::string::npos || key == "kernel_floor_micros";
       if (!optional && !jsonf::find(v, f.key)) {
         return make_error(ErrorCode::kInvalidArgument,
                           "required when hardware has no preset", join(path, f.key));
@@ -63,26 +92,35 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
   for (const Field& f : kFields) {
     const Json* x = jsonf::find(v, f.key);
     if (!x) continue;
-    SC_ASSIGN_OR_RETURN(hw.*f.member,
-                        jsonf::get_number_in(*x, join(path, f.key), f.lo, f.hi, f.lo_inclusive));
+    SC_ASSIGN_OR_RETURN(hw.*f.member, jsonf::get_number_in(*x, join(path, f.key), f.zero_ok ? 0 : f.lo, f.hi,
+                                                            f.zero_ok || f.lo_inclusive));
+    SC_RETURN_IF_ERROR(check_field(f, hw.*f.member, join(path, f.key)));
   }
   if (const Json* g = jsonf::find(v, "gpus_per_node")) {
     SC_ASSIGN_OR_RETURN(int64_t n, jsonf::get_int(*g, join(path, "gpus_per_node"), 1, kMaxGpusPerNode));
     hw.gpus_per_node = static_cast<int>(n);
   }
+  if (const Json* g = jsonf::find(v, "sm_count")) {
+    SC_ASSIGN_OR_RETURN(int64_t n, jsonf::get_int(*g, join(path, "sm_count"), 0, kMaxSmCount));
+    hw.sm_count = static_cast<int>(n);
+  }
+  if (const Json* m = jsonf::find(v, "cost_model")) {
+    SC_ASSIGN_OR_RETURN(std::string name, jsonf::get_string(*m, join(path, "cost_model")));
+    if (name == "kernel") hw.cost_model = HardwareProfile::CostModel::kKernel;
+    else if (name == "roofline") hw.cost_model = HardwareProfile::CostModel::kRoofline;
+    else
+      return make_error(ErrorCode::kInvalidArgument,
+                        "unknown cost model \"" + name + "\" (known: kernel, roofline)", join(path, "cost_model"));
+  }
   return hw;
 }
 
 Status validate_hardware(const HardwareProfile& hw, const std::string& path) {
-  for (const Field& f : kFields) {
-    double x = hw.*f.member;
-    bool low = f.lo_inclusive ? !(x >= f.lo) : !(x > f.lo);  // also rejects NaN
-    if (low || x > f.hi) {
-      return make_error(ErrorCode::kInvalidArgument,
-                        std::string("must be ") + (f.lo_inclusive ? ">= " : "> ") + format(f.lo) +
-                        " and <= " + format(f.hi) + " (got " + format(x) + ")",
-                        join(path, f.key));
-    }
+  for (const Field& f : kFields) SC_RETURN_IF_ERROR(check_field(f, hw.*f.member, join(path, f.key)));
+  if (hw.sm_count < 0 || hw.sm_count > kMaxSmCount) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "must be in [0, " + std::to_string(kMaxSmCount) + "] (got " + std::to_string(hw.sm_count) + ")",
+                      join(path, "sm_count"));
   }
   if (hw.gpus_per_node < 1 || hw.gpus_per_node > kMaxGpusPerNode) {
     return make_error(ErrorCode::kInvalidArgument,

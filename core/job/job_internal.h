@@ -17,6 +17,8 @@ Result<ModelConfig> parse_model_section(const jsonf::Json& v, const std::string&
 // The "hardware" section: a preset name string, or an object with an
 // optional "preset" and overrides of any HardwareProfile field.
 Result<HardwareProfile> parse_hardware_section(const jsonf::Json& v, const std::string& path);
+// The "network" section (job_network.cc); errors name the field.
+Result<NetworkConfig> parse_network_section(const jsonf::Json& v, const std::string& path);
 Status validate_hardware(const HardwareProfile& hw, const std::string& path);
 
 const char* norm_name(NormKind k);          // "layernorm" | "rmsnorm"

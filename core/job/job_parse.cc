@@ -201,7 +201,7 @@ Result<Job> parse_job(const std::string& json_text) {
     return make_error(ErrorCode::kInvalidArgument,
                       std::string("the job must be a JSON object (got ") + jsonf::type_name(j) + ")");
   }
-  SC_RETURN_IF_ERROR(jsonf::check_keys(j, {"model", "parallel", "training", "hardware"}, ""));
+  SC_RETURN_IF_ERROR(jsonf::check_keys(j, {"model", "parallel", "training", "hardware", "network"}, ""));
   Job job;
   const Json* model = jsonf::find(j, "model");
   if (!model) {
@@ -222,6 +222,9 @@ Result<Job> parse_job(const std::string& json_text) {
   SC_ASSIGN_OR_RETURN(job.hardware, hardware_preset("h100"));
   if (const Json* h = jsonf::find(j, "hardware")) {
     SC_ASSIGN_OR_RETURN(job.hardware, parse_hardware_section(*h, "hardware"));
+  }
+  if (const Json* n = jsonf::find(j, "network")) {
+    SC_ASSIGN_OR_RETURN(job.network, parse_network_section(*n, "network"));
   }
 
   // Both factors are capped at 2^20, so these products fit int64.

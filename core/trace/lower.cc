@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/cancel.h"
+#include "cost/kernel_cost.h"
 #include "trace/schedule.h"
 
 namespace sc {
@@ -37,10 +38,34 @@ class Lowerer {
       }
     }
     int64_t alive = 0;
-    for (const Step& st : pipeline_schedule(o_.schedule, o_.pp, o_.virtual_stages, o_.stage, o_.micro_batches)) {
+    const std::vector<Step> steps =
+        pipeline_schedule(o_.schedule, o_.pp, o_.virtual_stages, o_.stage, o_.micro_batches);
+    // A micro-batch's lookup tables are dropped after its last step: only
+    // the micro-batches in flight hold state.
+    std::vector<size_t> last_step(static_cast<size_t>(std::max<int64_t>(o_.micro_batches, 0)), 0);
+    for (size_t i = 0; i < steps.size(); ++i)
+      if (steps[i].mb >= 0 && steps[i].mb < o_.micro_batches) last_step[static_cast<size_t>(steps[i].mb)] = i;
+    // One node per non-view op and step (ring attention: up to 3 per ring step).
+    size_t expect = opt_.size();
+    for (const Step& st : steps)
+      for (int id : seg_[{st.kind, st.chunk}]) {
+        const Op& op = g_.ops[id];
+        if (op.kind == OpKind::kView) continue;
+        expect += op.ring_axis.empty() ? 1 : 3 * static_cast<size_t>(std::max<int64_t>(1, bind_.at(op.ring_axis)));
+      }
+    p_.nodes.reserve(expect);
+    p_.node_axis.reserve(expect);
+    p_.peer_stage.reserve(expect);
+    p_.ring_offset.reserve(expect);
+    for (size_t si = 0; si < steps.size(); ++si) {
+      const Step& st = steps[si];
       SC_RETURN_IF_ERROR(check_cancelled("lowering"));
       for (int id : seg_[{st.kind, st.chunk}]) {
         SC_RETURN_IF_ERROR(emit(id, st.mb));
+        // A bucket becomes ready only when a main grad is written: scan the
+        // pending ones (in order, as each op is issued) only after a write.
+        if (!grads_written_) continue;
+        grads_written_ = false;
         for (auto it = pending.begin(); it != pending.end();) {
           if (final_inputs(g_.ops[*it])) {
             SC_RETURN_IF_ERROR(emit(*it, -1));
@@ -50,6 +75,7 @@ class Lowerer {
           }
         }
       }
+      if (st.mb >= 0 && st.mb < o_.micro_batches && last_step[static_cast<size_t>(st.mb)] == si) release(st.mb);
       // Saved activations live from a chunk's forward to its backward (to
       // its weight-gradient step when the schedule splits it off).
       if (st.kind == StepKind::kForward) alive += saved[st.chunk];
@@ -67,7 +93,7 @@ class Lowerer {
     if (last_compute_ >= 0) barrier_.push_back(static_cast<uint64_t>(last_compute_));
     if (last_send_ >= 0) barrier_.push_back(static_cast<uint64_t>(last_send_));
     for (int id : opt_)
-      if (!done_.count(id)) SC_RETURN_IF_ERROR(emit(id, -1));
+      if (!done_[static_cast<size_t>(id)]) SC_RETURN_IF_ERROR(emit(id, -1));
     finish_memory();
     return std::move(p_);
   }
@@ -76,6 +102,14 @@ class Lowerer {
   // Ops by step kind and chunk, in program order; zero-bubble moves the
   // weight-gradient ops (and what only they read) into W steps.
   void partition() {
+    const size_t nt = g_.tensors.size(), no = g_.ops.size();
+    tensor_bytes_.assign(nt, -1);
+    expected_.assign(nt, 0);
+    writes_.assign(nt, 0);
+    done_.assign(no, 0);
+    cost_.assign(no, OpCost{});
+    kernel_us_.assign(no, -1.0);
+    if (kernel_model()) plan_ = plan_fusion(g_);
     std::set<int> w;
     if (o_.schedule == Schedule::kZeroBubble) {
       std::map<int, std::vector<int>> readers;
@@ -111,31 +145,66 @@ class Lowerer {
   }
 
   bool final_inputs(const Op& o) const {
-    for (int t : o.inputs) {
-      auto e = expected_.find(t);
-      auto d = writes_.find(t);
-      if (e == expected_.end() || d == writes_.end() || d->second != e->second) return false;
-    }
+    for (int t : o.inputs)
+      if (expected_[static_cast<size_t>(t)] == 0 || writes_[static_cast<size_t>(t)] != expected_[static_cast<size_t>(t)])
+        return false;
     return true;
   }
 
   bool persistent(int t) const { return g_.tensors[t].kind == TensorKind::kWeightGrad; }
 
-  const std::vector<uint64_t>* nodes_of(int t, int64_t mb) const {
-    if (persistent(t)) {
-      auto it = grad_.find(t);
-      return it == grad_.end() ? nullptr : &it->second;
+  // Per micro-batch (mb -1: the optimizer phase) lookup tables, dense by
+  // tensor and op id: the nodes that produced a tensor (a span of `pool`),
+  // the node of an op, the activation buffer a tensor lives in.
+  struct MbState {
+    struct Span { uint32_t off = 0, len = 0; };
+    std::vector<Span> act;
+    std::vector<uint64_t> pool;
+    std::vector<int64_t> op_node;
+    std::vector<int> buf_of;
+  };
+  MbState& state(int64_t mb) {
+    auto it = mbs_.find(mb);
+    if (it != mbs_.end()) return it->second;
+    MbState s;
+    if (!free_.empty()) {
+      s = std::move(free_.back());
+      free_.pop_back();
     }
-    auto it = act_.find({mb, t});
-    return it == act_.end() ? nullptr : &it->second;
+    s.act.assign(g_.tensors.size(), {});
+    s.pool.clear();
+    s.op_node.assign(g_.ops.size(), -1);
+    s.buf_of.assign(g_.tensors.size(), -1);
+    return mbs_.emplace(mb, std::move(s)).first->second;
+  }
+  void release(int64_t mb) {
+    auto it = mbs_.find(mb);
+    if (it == mbs_.end()) return;
+    free_.push_back(std::move(it->second));
+    mbs_.erase(it);
   }
 
-  void produced(int t, int64_t mb, std::vector<uint64_t> nodes) {
+  // Appends the nodes that produced tensor t (in micro-batch mb) to out.
+  void add_nodes_of(int t, int64_t mb, std::vector<uint64_t>& out) {
     if (persistent(t)) {
-      grad_[t] = std::move(nodes);
-      writes_[t]++;
+      auto it = grad_.find(t);
+      if (it != grad_.end()) out.insert(out.end(), it->second.begin(), it->second.end());
+      return;
+    }
+    MbState& s = state(mb);
+    const MbState::Span sp = s.act[static_cast<size_t>(t)];
+    out.insert(out.end(), s.pool.begin() + sp.off, s.pool.begin() + sp.off + sp.len);
+  }
+
+  void produced(int t, int64_t mb, const uint64_t* nodes, size_t n) {
+    if (persistent(t)) {
+      grad_[t].assign(nodes, nodes + n);
+      writes_[static_cast<size_t>(t)]++;
+      grads_written_ = true;
     } else {
-      act_[{mb, t}] = std::move(nodes);
+      MbState& s = state(mb);
+      s.act[static_cast<size_t>(t)] = {static_cast<uint32_t>(s.pool.size()), static_cast<uint32_t>(n)};
+      s.pool.insert(s.pool.end(), nodes, nodes + n);
     }
   }
 
@@ -146,52 +215,173 @@ class Lowerer {
     return (v + d - 1) / d;
   }
 
-  Result<int64_t> bytes_of(int t) const {
-    return g_.tensors[t].local_bytes().eval(bind_, g_.tensors[t].name + " bytes");
+  // A tensor's local bytes, evaluated once.
+  Result<int64_t> bytes_of(int t) {
+    int64_t& b = tensor_bytes_[static_cast<size_t>(t)];
+    if (b < 0) {
+      SC_ASSIGN_OR_RETURN(b, g_.tensors[t].local_bytes().eval(bind_, g_.tensors[t].name + " bytes"));
+    }
+    return b;
   }
+
+  static void sort_unique(std::vector<uint64_t>& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+  }
+
+  // What a node of op `id` costs, the same in every micro-batch: computed
+  // on the op's first emission and copied after.
+  struct OpCost {
+    bool ready = false;
+    int64_t num_ops = 0;
+    uint64_t tensor_size = 0, duration_micros = 0;
+    int64_t comm_size = 0;
+    std::string suffix;  // "<phase>.<op name>"
+  };
+
+  bool kernel_model() const { return hw_.cost_model == HardwareProfile::CostModel::kKernel; }
+
+  // FLOPs and bytes of a compute op (this rank's ZeRO shard), and the dtype
+  // it computes in. Under the kernel model the bytes a fused kernel keeps
+  // on chip are left out.
+  struct Work {
+    int64_t flops = 0, bytes = 0;
+    DType dt = DType::kBF16;
+  };
+  Result<Work> work_of(int id) {
+    const Op& op = g_.ops[id];
+    Work w;
+    SC_ASSIGN_OR_RETURN(int64_t flops, op.local_flops.eval(bind_, op.name + " flops"));
+    // A lookup (or its scatter-add backward) touches the rows it gathers,
+    // not the whole table: count the activation side twice instead.
+    const bool lookup = op.kind == OpKind::kEmbedding;
+    const std::vector<int>* on_chip = kernel_model() ? &plan_.on_chip[static_cast<size_t>(id)] : nullptr;
+    int64_t bytes = 0;
+    for (const auto* list : {&op.inputs, &op.outputs})
+      for (int t : *list) {
+        TensorKind k = g_.tensors[t].kind;
+        if (lookup && (k == TensorKind::kWeight || k == TensorKind::kWeightGrad)) continue;
+        if (on_chip && std::find(on_chip->begin(), on_chip->end(), t) != on_chip->end()) continue;
+        SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
+        bytes += lookup ? 2 * b : b;
+      }
+    if (op.kind == OpKind::kOptimizer) {
+      // Adam state (master weight + moments): read and written once.
+      SC_ASSIGN_OR_RETURN(int64_t n, g_.tensors[op.inputs[0]].local_numel().eval(bind_, op.name + " params"));
+      bytes += 2 * n * o_.optimizer_bytes_per_param;
+    }
+    w.dt = op.kind == OpKind::kMatmul ? o_.compute_dtype : g_.tensors[op.outputs[0]].dtype;
+    w.flops = shard(op, flops);
+    w.bytes = shard(op, bytes);
+    return w;
+  }
+
+  // Kernel-model time of one op without the launch floor, evaluated once.
+  Result<double> kernel_micros(int id) {
+    double& us = kernel_us_[static_cast<size_t>(id)];
+    if (us >= 0) return us;
+    const Op& op = g_.ops[id];
+    SC_ASSIGN_OR_RETURN(Work w, work_of(id));
+    const double flops = static_cast<double>(w.flops), bytes = static_cast<double>(w.bytes);
+    if (op.kind == OpKind::kMatmul) {
+      SC_ASSIGN_OR_RETURN(GemmShape shape, gemm_shape(g_, op, bind_));
+      us = gemm_micros(hw_, w.dt, shape, flops, bytes);
+    } else if (op.kind == OpKind::kAttention) {
+      us = attention_micros(hw_, o_.compute_dtype, flops, bytes);
+    } else {
+      us = memory_micros(hw_, flops, bytes);
+    }
+    return us;
+  }
+
+  Result<const OpCost*> cost_of(int id) {
+    OpCost& c = cost_[static_cast<size_t>(id)];
+    if (c.ready) return &c;
+    const Op& op = g_.ops[id];
+    c.suffix = std::string(phase_name(op.phase)) + "." + op.name;
+    if (op.kind == OpKind::kCollective) {
+      for (int t : op.inputs) {
+        SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
+        c.comm_size += b;
+      }
+      c.comm_size = shard(op, c.comm_size);
+    } else if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
+      SC_ASSIGN_OR_RETURN(c.comm_size, bytes_of(op.kind == OpKind::kSend ? op.inputs[0] : op.outputs[0]));
+    } else if (op.kind != OpKind::kView && op.ring_axis.empty()) {
+      SC_ASSIGN_OR_RETURN(Work w, work_of(id));
+      TraceNode n;
+      double us = 0;
+      if (kernel_model()) {
+        SC_ASSIGN_OR_RETURN(us, kernel_micros(id));
+        // A fused kernel's launch floor is paid once, by its first op.
+        if (plan_.head[static_cast<size_t>(id)] == id) {
+          double group = 0;
+          for (int m : plan_.members[static_cast<size_t>(id)]) {
+            SC_ASSIGN_OR_RETURN(double t, kernel_micros(m));
+            group += t;
+          }
+          us += std::max(0.0, hw_.kernel_floor_micros - group);
+        }
+      } else {
+        us = roofline_micros(hw_, w.dt, static_cast<double>(w.flops), static_cast<double>(w.bytes));
+      }
+      SC_RETURN_IF_ERROR(set_cost(n, w.flops, w.bytes, us, op.name));
+      c.num_ops = n.num_ops;
+      c.tensor_size = n.tensor_size;
+      c.duration_micros = n.duration_micros;
+    }
+    c.ready = true;
+    return &c;
+  }
+
+  static std::string mb_prefix(int64_t mb) { return mb >= 0 ? "mb" + std::to_string(mb) + "." : std::string(); }
 
   Status emit(int id, int64_t mb) {
     const Op& op = g_.ops[id];
-    done_.insert(id);
-    std::set<uint64_t> deps;
-    for (int t : op.inputs)
-      if (auto* n = nodes_of(t, mb)) deps.insert(n->begin(), n->end());
+    done_[static_cast<size_t>(id)] = 1;
+    std::vector<uint64_t> deps;
+    for (int t : op.inputs) add_nodes_of(t, mb, deps);
     if (op.kind == OpKind::kView) {
-      for (int t : op.outputs) produced(t, mb, std::vector<uint64_t>(deps.begin(), deps.end()));
+      sort_unique(deps);
+      for (int t : op.outputs) produced(t, mb, deps.data(), deps.size());
       // A view shares its input's memory.
-      if (auto it = buf_of_.find({mb, op.inputs.empty() ? -1 : op.inputs[0]}); it != buf_of_.end())
-        for (int t : op.outputs) buf_of_[{mb, t}] = it->second;
+      MbState& s = state(mb);
+      if (!op.inputs.empty())
+        if (const int buf = s.buf_of[static_cast<size_t>(op.inputs[0])]; buf >= 0)
+          for (int t : op.outputs) s.buf_of[static_cast<size_t>(t)] = buf;
       return ok_status();
     }
-    deps.insert(barrier_.begin(), barrier_.end());
+    deps.insert(deps.end(), barrier_.begin(), barrier_.end());
     if (op.after_op >= 0)
-      if (auto it = op_node_.find({mb, op.after_op}); it != op_node_.end()) deps.insert(it->second);
+      if (const int64_t n = state(mb).op_node[static_cast<size_t>(op.after_op)]; n >= 0)
+        deps.push_back(static_cast<uint64_t>(n));
     // Accumulation into the persistent main grad written before.
     for (int t : op.outputs)
-      if (persistent(t) && op.phase != Phase::kOptimizer)
-        if (auto* n = nodes_of(t, mb)) deps.insert(n->begin(), n->end());
+      if (persistent(t) && op.phase != Phase::kOptimizer) add_nodes_of(t, mb, deps);
 
     if (!op.ring_axis.empty()) return emit_ring(op, id, mb, std::move(deps));
+    SC_ASSIGN_OR_RETURN(const OpCost* c, cost_of(id));
     TraceNode node;
     node.id = p_.nodes.size();
-    node.name = (mb >= 0 ? "mb" + std::to_string(mb) + "." : std::string()) + phase_name(op.phase) + "." + op.name;
+    if (mb >= 0) {
+      const std::string m = std::to_string(mb);
+      node.name.reserve(3 + m.size() + c->suffix.size());
+      node.name.append("mb").append(m).append(".");
+    }
+    node.name.append(c->suffix);
     std::string axis;
     int64_t peer = -1;
     if (op.kind == OpKind::kCollective) {
       node.kind = TraceNodeKind::kCollective;
       node.coll = op.coll;
       axis = op.axis;
-      for (int t : op.inputs) {
-        SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
-        node.comm_size += b;
-      }
-      node.comm_size = shard(op, node.comm_size);
-      if (auto it = last_coll_.find(axis); it != last_coll_.end()) deps.insert(it->second);
+      node.comm_size = c->comm_size;
+      if (auto it = last_coll_.find(axis); it != last_coll_.end()) deps.push_back(it->second);
       last_coll_[axis] = node.id;
     } else if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
       const bool send = op.kind == OpKind::kSend, bwd = op.phase == Phase::kBackward;
       node.kind = send ? TraceNodeKind::kSend : TraceNodeKind::kRecv;
-      SC_ASSIGN_OR_RETURN(node.comm_size, bytes_of(send ? op.inputs[0] : op.outputs[0]));
+      node.comm_size = c->comm_size;
       // Boundary b joins virtual stages b and b + 1. Forward goes up,
       // backward comes down; both ends compute the same tag.
       const int64_t b = op.boundary, pv = o_.pp * o_.virtual_stages;
@@ -201,32 +391,26 @@ class Lowerer {
       else last_send_ = static_cast<int64_t>(node.id);
     } else {
       node.kind = TraceNodeKind::kCompute;
-      SC_ASSIGN_OR_RETURN(node.num_ops, op.local_flops.eval(bind_, op.name + " flops"));
-      // A lookup (or its scatter-add backward) touches the rows it gathers,
-      // not the whole table: count the activation side twice instead.
-      const bool lookup = op.kind == OpKind::kEmbedding;
-      int64_t bytes = 0;
-      for (const auto* list : {&op.inputs, &op.outputs})
-        for (int t : *list) {
-          TensorKind k = g_.tensors[t].kind;
-          if (lookup && (k == TensorKind::kWeight || k == TensorKind::kWeightGrad)) continue;
-          SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
-          bytes += lookup ? 2 * b : b;
-        }
-      if (op.kind == OpKind::kOptimizer) {
-        // Adam state (master weight + moments): read and written once.
-        SC_ASSIGN_OR_RETURN(int64_t n, g_.tensors[op.inputs[0]].local_numel().eval(bind_, op.name + " params"));
-        bytes += 2 * n * o_.optimizer_bytes_per_param;
-      }
-      DType dt = op.kind == OpKind::kMatmul ? o_.compute_dtype : g_.tensors[op.outputs[0]].dtype;
-      set_cost(node, dt, shard(op, node.num_ops), shard(op, bytes));
-      if (last_compute_ >= 0) deps.insert(static_cast<uint64_t>(last_compute_));
+      node.num_ops = c->num_ops;
+      node.tensor_size = c->tensor_size;
+      node.duration_micros = c->duration_micros;
+      if (last_compute_ >= 0) deps.push_back(static_cast<uint64_t>(last_compute_));
       last_compute_ = static_cast<int64_t>(node.id);
     }
-    node.deps.assign(deps.begin(), deps.end());
-    for (int t : op.outputs) produced(t, mb, {node.id});
-    op_node_[{mb, id}] = node.id;
-    const int64_t at = static_cast<int64_t>(node.id);
+    sort_unique(deps);
+    node.deps = std::move(deps);
+    if (node.kind == TraceNodeKind::kRecv) {
+      node.output_bytes = static_cast<uint64_t>(node.comm_size);
+    } else if (node.kind != TraceNodeKind::kSend) {
+      for (int t : op.outputs) {
+        SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
+        node.output_bytes += static_cast<uint64_t>(shard(op, b));
+      }
+    }
+    const uint64_t nid = node.id;
+    for (int t : op.outputs) produced(t, mb, &nid, 1);
+    state(mb).op_node[static_cast<size_t>(id)] = static_cast<int64_t>(nid);
+    const int64_t at = static_cast<int64_t>(nid);
     push(std::move(node), axis, peer, 0);
     return track_buffers(op, mb, at, at);
   }
@@ -243,12 +427,13 @@ class Lowerer {
   }
   Status track_buffers(const Op& op, int64_t mb, int64_t first, int64_t last) {
     if (mb < 0) return ok_status();
+    std::vector<int>& buf_of = state(mb).buf_of;
     for (int t : op.inputs)
-      if (auto it = buf_of_.find({mb, t}); it != buf_of_.end()) bufs_[it->second].last = std::max(bufs_[it->second].last, last);
+      if (const int buf = buf_of[static_cast<size_t>(t)]; buf >= 0) bufs_[buf].last = std::max(bufs_[buf].last, last);
     for (int t : op.outputs) {
       if (!transient_kind(t)) continue;
       SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
-      buf_of_[{mb, t}] = static_cast<int>(bufs_.size());
+      buf_of[static_cast<size_t>(t)] = static_cast<int>(bufs_.size());
       bufs_.push_back({b, first, last});
     }
     return ok_status();
@@ -272,11 +457,18 @@ class Lowerer {
 
   // FLOPs, bytes touched (>= 1: 0 stalls the simulator) and the roofline
   // time rounded to the nearest µs, at least 1.
-  void set_cost(TraceNode& n, DType dt, int64_t flops, int64_t bytes) const {
+  // A duration that does not fit (rates far below any device) is an error,
+  // not a wrapped conversion.
+  Status set_cost(TraceNode& n, int64_t flops, int64_t bytes, double us, const std::string& what) const {
     n.num_ops = flops;
     n.tensor_size = static_cast<uint64_t>(std::max<int64_t>(bytes, 1));
-    double us = roofline_micros(hw_, dt, static_cast<double>(flops), static_cast<double>(bytes));
-    n.duration_micros = static_cast<uint64_t>(std::max<double>(1.0, std::llround(us)));
+    if (!(us >= 0 && us < 9.0e18))
+      return make_error(ErrorCode::kInvalidArgument,
+                        "the duration of " + what + " is not representable in µs (" + std::to_string(us) +
+                            "): check the hardware rates and efficiencies",
+                        "hardware");
+    n.duration_micros = static_cast<uint64_t>(std::max<long long>(1, std::llround(us)));
+    return ok_status();
   }
 
   void push(TraceNode node, const std::string& axis, int64_t peer_stage, int64_t ring_offset) {
@@ -290,14 +482,15 @@ class Lowerer {
   // holds while sending that block to the next rank of the ring and
   // receiving the following one from the previous rank (backward also
   // circulates dK/dV, twice the bytes). Compute is split evenly.
-  Status emit_ring(const Op& op, int id, int64_t mb, std::set<uint64_t> deps) {
+  Status emit_ring(const Op& op, int id, int64_t mb, const std::vector<uint64_t>& deps) {
     const int64_t n = bind_.at(op.ring_axis);
     SC_ASSIGN_OR_RETURN(int64_t flops, op.local_flops.eval(bind_, op.name + " flops"));
-    int64_t bytes = 0, block = 0;
+    int64_t bytes = 0, block = 0, out_bytes = 0;
     for (const auto* list : {&op.inputs, &op.outputs})
       for (int t : *list) {
         SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
         bytes += b;
+        if (list == &op.outputs) out_bytes += b;
       }
     for (int i : {1, 2}) {
       SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(op.inputs[i]));
@@ -305,9 +498,8 @@ class Lowerer {
     }
     if (op.phase == Phase::kBackward) block *= 2;
     const int64_t rings = static_cast<int64_t>(ring_index_.size());
-    const std::string prefix = (mb >= 0 ? "mb" + std::to_string(mb) + "." : std::string()) + phase_name(op.phase) +
-                               "." + op.name;
-    std::set<uint64_t> inputs = deps;
+    const std::string prefix = mb_prefix(mb) + phase_name(op.phase) + "." + op.name;
+    const std::set<uint64_t> inputs(deps.begin(), deps.end());
     int64_t prev_recv = -1;
     uint64_t last = 0;
     for (int64_t j = 0; j < n; ++j) {
@@ -323,6 +515,7 @@ class Lowerer {
           x.name = prefix + what + std::to_string(j);
           x.kind = kind;
           x.comm_size = block;
+          if (kind == TraceNodeKind::kRecv) x.output_bytes = static_cast<uint64_t>(block);
           x.tag = static_cast<int32_t>(tag);
           x.deps.assign(d.begin(), d.end());
           const int64_t node_id = static_cast<int64_t>(x.id);
@@ -337,8 +530,15 @@ class Lowerer {
       c.id = p_.nodes.size();
       c.name = prefix + ".step" + std::to_string(j);
       c.kind = TraceNodeKind::kCompute;
-      set_cost(c, o_.compute_dtype, flops / n + (j + 1 == n ? flops % n : 0),
-               bytes / n + (j + 1 == n ? bytes % n : 0));
+      const int64_t f = flops / n + (j + 1 == n ? flops % n : 0), by = bytes / n + (j + 1 == n ? bytes % n : 0);
+      const double us =
+          kernel_model()
+              ? std::max(hw_.kernel_floor_micros,
+                         attention_micros(hw_, o_.compute_dtype, static_cast<double>(f), static_cast<double>(by)))
+              : roofline_micros(hw_, o_.compute_dtype, static_cast<double>(f), static_cast<double>(by));
+      SC_RETURN_IF_ERROR(set_cost(c, f, by, us, op.name));
+      // Each step accumulates into the output: the last step writes it.
+      c.output_bytes = j + 1 == n ? static_cast<uint64_t>(out_bytes) : 0;
       std::set<uint64_t> cd = inputs;
       if (prev_recv >= 0) cd.insert(static_cast<uint64_t>(prev_recv));
       if (last_compute_ >= 0) cd.insert(static_cast<uint64_t>(last_compute_));
@@ -348,8 +548,8 @@ class Lowerer {
       push(std::move(c), "", -1, 0);
       prev_recv = recv;
     }
-    for (int t : op.outputs) produced(t, mb, {last});
-    op_node_[{mb, id}] = last;
+    for (int t : op.outputs) produced(t, mb, &last, 1);
+    state(mb).op_node[static_cast<size_t>(id)] = static_cast<int64_t>(last);
     return track_buffers(op, mb, static_cast<int64_t>(last), static_cast<int64_t>(last));
   }
 
@@ -360,18 +560,22 @@ class Lowerer {
   RoleProgram p_;
   std::map<std::pair<StepKind, int>, std::vector<int>> seg_;
   std::vector<int> opt_;
-  std::map<std::pair<int64_t, int>, std::vector<uint64_t>> act_;  // (micro-batch, tensor) -> nodes
-  std::map<int, std::vector<uint64_t>> grad_;                     // main grad -> last writer
-  std::map<int, int64_t> expected_, writes_;                      // main grad writes per iteration
-  std::set<int> done_;
+  std::map<int64_t, MbState> mbs_;  // micro-batches in flight (and -1)
+  std::vector<MbState> free_;       // released states, reused
+  std::map<int, std::vector<uint64_t>> grad_;  // main grad -> last writer
+  std::vector<int64_t> expected_, writes_;      // per tensor: main grad writes per iteration (0: none)
+  bool grads_written_ = true;                   // a main grad was written since the last bucket scan (or none scanned yet)
+  std::vector<char> done_;                      // per op
+  std::vector<int64_t> tensor_bytes_;           // per tensor: local bytes, -1 until evaluated
+  std::vector<OpCost> cost_;                    // per op
+  std::vector<double> kernel_us_;               // per op: kernel-model time without the floor, -1 until evaluated
+  FusionPlan plan_;                             // kernel model: fused kernels
   std::map<std::string, uint64_t> last_coll_;
   int64_t last_compute_ = -1, last_send_ = -1;
   std::vector<uint64_t> barrier_;  // deps of every op after the schedule
-  std::map<std::pair<int64_t, int>, uint64_t> op_node_;  // (micro-batch, op) -> node
   std::map<int, int64_t> ring_index_;                     // ring-attention op -> index (tags)
   struct Buf { int64_t bytes, first, last; };
   std::vector<Buf> bufs_;                                 // activation buffers of this program
-  std::map<std::pair<int64_t, int>, int> buf_of_;         // (micro-batch, tensor) -> buffer
 };
 
 }  // namespace

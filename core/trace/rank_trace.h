@@ -40,6 +40,11 @@ struct TraceNode {
   int64_t group = 0;       // group-file key (kCollective), >= 1
   int32_t peer = -1;       // kSend: comm_dst, kRecv: comm_src (global rank)
   int32_t tag = 0;         // kSend/kRecv, >= 0
+
+  // Bytes this node writes (its output tensor; 0 for a send): the
+  // `outputs` attribute ASTRA-sim's local-memory tracking reads, and the
+  // `inputs` of the nodes that depend on it (docs/trace-format.md).
+  uint64_t output_bytes = 0;
 };
 
 struct RankTrace {

@@ -15,10 +15,19 @@
 // reads) and deletes it too. Sizes that do not fit on the disk are skipped.
 // --moe 1: a DeepSeek-V3-class job instead (MLA, 256 experts top-8, the
 // first min(3, layers - 1) layers dense), tp 1, ep 64, expert tp 1, ZeRO 1.
+//
+//   build/native/stagecraft_bench --inspect tests/bench/jobs/a.json,b.json [--repeat 3]
+//
+// --inspect (issue 11): per job file, the time of `Generator::create` (what
+// `stagecraft inspect` spends: build, shard, lower every role, summary) at
+// the job's micro-batch count, and as the baseline in the same run the same
+// job with the fewest micro-batches it accepts (one per data-parallel rank,
+// or pp for interleaved-1f1b); ratio = full / baseline. Best of --repeat.
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,8 +36,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "api/api.h"
 #include "api/export.h"
@@ -50,7 +63,77 @@ struct Opts {
   int64_t pp = 0;
   std::string format = "dir";
   bool moe = false;
+  std::vector<std::string> inspect;
+  int repeat = 3;
 };
+
+double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// Best wall and CPU time of `repeat` Generator::create calls, and the node count.
+bool time_create(const std::string& json, int repeat, double* best, double* best_cpu, int64_t* nodes,
+                 int64_t* mbs) {
+  auto job = sc::parse_job(json);
+  if (!job.ok()) {
+    std::fprintf(stderr, "job: %s\n", job.error().to_string().c_str());
+    return false;
+  }
+  *best = *best_cpu = 1e30;
+  for (int i = 0; i < repeat; ++i) {
+    auto t0 = clk::now();
+    const double c0 = cpu_seconds();
+    auto gen = sc::Generator::create(*job);
+    const double t = since(t0);
+    *best_cpu = std::min(*best_cpu, cpu_seconds() - c0);
+    if (!gen.ok()) {
+      std::fprintf(stderr, "generator: %s\n", gen.error().to_string().c_str());
+      return false;
+    }
+    *best = std::min(*best, t);
+    auto summary = nlohmann::json::parse(gen->summary_json());
+    *nodes = 0;
+    for (const auto& st : summary["stages"]) *nodes += st["trace"]["nodes_per_rank"].get<int64_t>();
+    *mbs = summary["micro_batches_per_iteration"].get<int64_t>();
+  }
+  return true;
+}
+
+int run_inspect(const Opts& o) {
+  int rc = 0;
+  for (const std::string& path : o.inspect) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, false);
+    if (!in || j.is_discarded()) {
+      std::fprintf(stderr, "%s: cannot read a JSON job\n", path.c_str());
+      rc = 1;
+      continue;
+    }
+    auto base = j;
+    const auto& par = j.value("parallel", nlohmann::json::object());
+    const auto& tr = j.value("training", nlohmann::json::object());
+    const int64_t dp = par.value("dp", 1), mb = tr.value("micro_batch_size", 1), pp = par.value("pp", 1);
+    const bool interleaved = tr.value("schedule", std::string()) == "interleaved-1f1b";
+    base["training"]["global_batch_size"] = dp * mb * (interleaved ? pp : 1);
+    double t_full = 0, t_base = 0, c_full = 0, c_base = 0;
+    int64_t n_full = 0, n_base = 0, m_full = 0, m_base = 0;
+    if (!time_create(j.dump(), o.repeat, &t_full, &c_full, &n_full, &m_full) ||
+        !time_create(base.dump(), o.repeat, &t_base, &c_base, &n_base, &m_base)) {
+      rc = 1;
+      continue;
+    }
+    std::printf("%s: %lld micro-batches %.3f s wall %.3f s CPU (%lld nodes over all roles)  |  baseline %lld "
+                "micro-batches %.3f s wall %.3f s CPU (%lld nodes)  |  CPU ratio %.2f, node ratio %.2f\n",
+                path.c_str(), (long long)m_full, t_full, c_full, (long long)n_full, (long long)m_base, t_base, c_base,
+                (long long)n_base, c_full / c_base, static_cast<double>(n_full) / static_cast<double>(n_base));
+    std::fflush(stdout);
+  }
+  return rc;
+}
 
 int run_one(const Opts& o, int64_t dp) {
   const std::string pp = o.pp ? ", \"pp\": " + std::to_string(o.pp) : std::string();
@@ -183,11 +266,20 @@ int main(int argc, char** argv) {
       o.format = v;
     } else if (k == "--moe") {
       o.moe = v != "0";
+    } else if (k == "--inspect") {
+      for (size_t p = 0; p < v.size();) {
+        size_t c = v.find(',', p);
+        o.inspect.push_back(v.substr(p, c - p));
+        p = c == std::string::npos ? v.size() : c + 1;
+      }
+    } else if (k == "--repeat") {
+      o.repeat = std::max(1, std::atoi(v.c_str()));
     } else {
       std::fprintf(stderr, "unknown option %s\n", k.c_str());
       return 2;
     }
   }
+  if (!o.inspect.empty()) return run_inspect(o);
   std::printf("stagecraft_bench: %s, %lld layers, %s%s, micro-batch 1, global batch 8*dp (8 micro-batches), "
               "%d cores, output %s (%s)\n",
               o.moe ? "deepseek-v3 (MoE + MLA)" : "llama3-70b", (long long)o.layers,

@@ -33,6 +33,10 @@ struct Wire {
     b += s;
     return *this;
   }
+  Wire& append(const std::string& raw) {
+    b += raw;
+    return *this;
+  }
   Wire& packed(int field, const std::vector<uint64_t>& vs) {
     Wire inner;
     for (uint64_t v : vs) inner.varint(v);

@@ -23,6 +23,17 @@ std::string expected_metadata(int64_t rank, int64_t world_size) {
 
 std::string is_cpu_op_false() { return test::attr_num("is_cpu_op", test::kBoolVal, 0); }
 
+// attr { name: <name>, string_list (30) { values (1): ... } }
+std::string attr_list(const std::string& name, const std::vector<std::string>& values) {
+  Wire list;
+  for (const auto& v : values) list.len(1, v);
+  return Wire{}.len(1, name).len(30, list.b).b;
+}
+// The memory-tracking attributes of a node (after is_cpu_op).
+std::string memory(const std::vector<std::string>& in = {}, const std::vector<std::string>& out = {}) {
+  return Wire{}.len(10, attr_list("inputs", in)).len(10, attr_list("outputs", out)).b;
+}
+
 std::string write_ok(const RankTrace& t, const TraceMetadata& meta) {
   std::string out;
   Status st = write_chakra_trace(t, meta, &out);
@@ -37,16 +48,21 @@ TEST_CASE("chakra emit: compute node bytes match a hand encoding") {
   const std::string out = write_ok(t, test::test_meta());
 
   // Node{id=3, name="mm", type=COMP_NODE, duration_micros=5, attr=[
-  //   is_cpu_op: bool_val false, num_ops: int64_val 1000,
-  //   tensor_size: uint64_val 300]}, written out byte by byte.
+  //   is_cpu_op: bool_val false, inputs: string_list [], outputs:
+  //   string_list [], num_ops: int64_val 1000, tensor_size: uint64_val
+  //   300]}, written out byte by byte.
   const unsigned char node[] = {
-      0x3a,                                      // frame length 58
+      0x55,                                      // frame length 85
       0x08, 0x03,                                // 1: id = 3
       0x12, 0x02, 'm',  'm',                     // 2: name
       0x18, 0x04,                                // 3: type = COMP_NODE
       0x38, 0x05,                                // 7: duration_micros = 5
       0x52, 0x0e, 0x0a, 0x09, 'i', 's', '_', 'c', 'p', 'u', '_', 'o', 'p',
       0xd8, 0x01, 0x00,                          // 27: bool_val = false
+      0x52, 0x0b, 0x0a, 0x06, 'i', 'n', 'p', 'u', 't', 's',
+      0xf2, 0x01, 0x00,                          // 30: string_list = {}
+      0x52, 0x0c, 0x0a, 0x07, 'o', 'u', 't', 'p', 'u', 't', 's',
+      0xf2, 0x01, 0x00,                          // 30: string_list = {}
       0x52, 0x0c, 0x0a, 0x07, 'n', 'u', 'm', '_', 'o', 'p', 's',
       0x48, 0xe8, 0x07,                          // 9: int64_val = 1000
       0x52, 0x10, 0x0a, 0x0b, 't', 'e', 'n', 's', 'o', 'r', '_', 's', 'i', 'z', 'e',
@@ -66,30 +82,73 @@ TEST_CASE("chakra emit: every node kind matches the wire encoding") {
   auto num = [](const char* n, int kind, uint64_t v) { return test::attr_num(n, kind, v); };
   // id 0 is not written (proto3 default); name and type always are.
   w.frame(Wire{}.len(2, "fwd.qkv").num(3, 4).num(7, 5)
-              .len(10, cpu).len(10, num("num_ops", test::kInt64Val, 1000))
+              .len(10, cpu).append(memory()).len(10, num("num_ops", test::kInt64Val, 1000))
               .len(10, num("tensor_size", test::kUint64Val, 300)).b);
   w.frame(Wire{}.num(1, 1).len(2, "fwd.ar").num(3, 7).packed(5, {0})
-              .len(10, cpu).len(10, num("comm_type", test::kInt64Val, 0))
+              .len(10, cpu).append(memory()).len(10, num("comm_type", test::kInt64Val, 0))
               .len(10, num("comm_size", test::kInt64Val, 1 << 20))
               .len(10, test::attr_str("pg_name", "1")).b);
   w.frame(Wire{}.num(1, 2).len(2, "pp.send").num(3, 5).packed(5, {1})
-              .len(10, cpu).len(10, num("comm_dst", test::kInt32Val, 3))
+              .len(10, cpu).append(memory()).len(10, num("comm_dst", test::kInt32Val, 3))
               .len(10, num("comm_tag", test::kInt32Val, 7))
               .len(10, num("comm_size", test::kInt64Val, 4096)).b);
   w.frame(Wire{}.num(1, 3).len(2, "pp.recv").num(3, 6)
-              .len(10, cpu).len(10, num("comm_src", test::kInt32Val, 0))
+              .len(10, cpu).append(memory()).len(10, num("comm_src", test::kInt32Val, 0))
               .len(10, num("comm_tag", test::kInt32Val, 8))
               .len(10, num("comm_size", test::kInt64Val, 4096)).b);
   w.frame(Wire{}.num(1, 4).len(2, "bwd.rs").num(3, 7).packed(5, {2, 3})
-              .len(10, cpu).len(10, num("comm_type", test::kInt64Val, 7))
+              .len(10, cpu).append(memory()).len(10, num("comm_type", test::kInt64Val, 7))
               .len(10, num("comm_size", test::kInt64Val, 2048))
               .len(10, test::attr_str("pg_name", "2")).b);
   // duration 0 and num_ops 0 are proto3 defaults outside / inside a oneof:
   // the field is omitted, the attribute value is still written.
   w.frame(Wire{}.num(1, 5).len(2, "bwd.mlp").num(3, 4).packed(5, {3, 4})
-              .len(10, cpu).len(10, num("num_ops", test::kInt64Val, 0))
+              .len(10, cpu).append(memory()).len(10, num("num_ops", test::kInt64Val, 0))
               .len(10, num("tensor_size", test::kUint64Val, 1)).b);
   CHECK(out == w.b);
+}
+
+TEST_CASE("chakra emit: memory-tracking inputs and outputs name each node's output tensor") {
+  RankTrace t;
+  t.rank = 0;
+  t.nodes.push_back(test::compute(0, "a", {}, 10, 300, 1));
+  t.nodes.back().output_bytes = 200;
+  t.nodes.push_back(test::compute(1, "b", {}, 10, 300, 1));  // writes nothing
+  t.nodes.push_back(test::compute(2, "c", {0, 1}, 10, 300, 1));
+  t.nodes.back().output_bytes = 64;
+  const std::string out = write_ok(t, test::test_meta());
+  Wire w;
+  w.frame(expected_metadata(0, 4));
+  auto num = [](const char* n, int kind, uint64_t v) { return test::attr_num(n, kind, v); };
+  auto comp = [&](uint64_t id, const char* name, std::vector<uint64_t> deps, const std::string& mem) {
+    Wire n;
+    if (id) n.num(1, id);
+    n.len(2, name).num(3, 4);
+    if (!deps.empty()) n.packed(5, deps);
+    n.num(7, 1).len(10, is_cpu_op_false()).append(mem);
+    return n.len(10, num("num_ops", test::kInt64Val, 10)).len(10, num("tensor_size", test::kUint64Val, 300)).b;
+  };
+  w.frame(comp(0, "a", {}, memory({}, {"t0", "200"})));
+  w.frame(comp(1, "b", {}, memory()));
+  // Only the dependency that writes a tensor is an input.
+  w.frame(comp(2, "c", {0, 1}, memory({"t0", "200"}, {"t2", "64"})));
+  CHECK(out == w.b);
+  // The reader takes the output size back.
+  auto back = read_chakra_trace(out);
+  REQUIRE(back.ok());
+  CHECK(back->trace.nodes[0].output_bytes == 200);
+  CHECK(back->trace.nodes[1].output_bytes == 0);
+  CHECK(back->trace.nodes[2].output_bytes == 64);
+  // Lists that are not name/size pairs are rejected, naming the attribute.
+  for (const auto& bad : {memory({"t0"}, {}), memory({}, {"t0", "12x"})}) {
+    Wire b;
+    b.frame(expected_metadata(0, 4));
+    b.frame(comp(0, "a", {}, bad));
+    auto r = read_chakra_trace(b.b);
+    REQUIRE(!r.ok());
+    CHECK(r.error().message.find("attribute") != std::string::npos);
+    CHECK((r.error().message.find("inputs") != std::string::npos || r.error().message.find("outputs") != std::string::npos));
+  }
 }
 
 TEST_CASE("chakra emit: output is deterministic and appended") {

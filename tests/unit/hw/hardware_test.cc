@@ -1,7 +1,9 @@
 // Hardware presets, peak_for and the roofline.
 #include <doctest/doctest.h>
 
+#include "api/api.h"
 #include "hw/hardware.h"
+#include "job/job.h"
 
 using namespace sc;
 
@@ -59,4 +61,56 @@ TEST_CASE("roofline: max of compute and memory time, in microseconds") {
   // A 4096^3 bf16 GEMM: 2*4096^3 FLOPs, 3 matrices of 2-byte elements.
   double flops = 2.0 * 4096 * 4096 * 4096, bytes = 3.0 * 4096 * 4096 * 2;
   CHECK(roofline_micros(h100, DType::kBF16, flops, bytes) == doctest::Approx(flops / 989.5e12 * 1e6));
+}
+
+// Issue 13 item 8: an efficiency of 1e-100 used to be accepted and every
+// duration overflowed llround into 1 µs, so a slower GPU looked faster.
+TEST_CASE("hardware rates and efficiencies are bounded; a slower device is never faster") {
+  for (const char* field : {"compute_efficiency", "memory_efficiency"}) {
+    std::string json = std::string(R"({"model": {"preset": "gpt3-1.7b", "num_layers": 1}, "hardware": {"preset": "a100", ")") +
+                       field + R"(": 1e-100}})";
+    Result<Job> j = parse_job(json);
+    REQUIRE(!j.ok());
+    CHECK(j.error().path == std::string("hardware.") + field);
+    CHECK(j.error().message.find("1e-100") != std::string::npos);
+  }
+  Result<Job> tiny = parse_job(
+      R"({"model": "gpt3-1.7b", "hardware": {"preset": "a100", "peak_flops_bf16": 1e-300}})");
+  REQUIRE(!tiny.ok());
+  CHECK(tiny.error().path == "hardware.peak_flops_bf16");
+  Result<Job> fp8 = parse_job(R"({"model": "gpt3-1.7b", "hardware": {"preset": "a100", "peak_flops_fp8": 1e-300}})");
+  REQUIRE(!fp8.ok());
+  CHECK(fp8.error().path == "hardware.peak_flops_fp8");
+  // The same job built programmatically is checked by validate_job too.
+  Result<Job> prog = parse_job(R"({"model": {"preset": "gpt3-1.7b", "num_layers": 1}, "hardware": "a100"})");
+  REQUIRE(prog.ok());
+  Job bad = *prog;
+  bad.hardware.compute_efficiency = 1e-100;
+  Status st = validate_job(bad);
+  REQUIRE(!st.ok());
+  CHECK(st.error().path == "hardware.compute_efficiency");
+
+  // At the lowest accepted efficiency every compute node is at least as
+  // slow as at full efficiency (and no duration wraps).
+  auto durations = [](double eff) {
+    Result<Job> j = parse_job(R"({"model": {"preset": "gpt3-175b", "num_layers": 1}, "hardware": "a100",
+                                  "training": {"seq_len": 2048}})");
+    REQUIRE(j.ok());
+    j->hardware.compute_efficiency = eff;
+    j->hardware.memory_efficiency = eff;
+    Result<Generator> g = Generator::create(*j);
+    REQUIRE(g.ok());
+    Result<RankTrace> t = g->rank_trace(0);
+    REQUIRE(t.ok());
+    std::vector<uint64_t> d;
+    for (const TraceNode& n : t->nodes)
+      if (n.kind == TraceNodeKind::kCompute) d.push_back(n.duration_micros);
+    return d;
+  };
+  std::vector<uint64_t> fast = durations(1.0), slow = durations(0.01);
+  REQUIRE(fast.size() == slow.size());
+  for (size_t i = 0; i < fast.size(); ++i) {
+    CHECK(slow[i] >= fast[i]);
+    CHECK(slow[i] < (uint64_t{1} << 62));
+  }
 }

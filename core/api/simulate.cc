@@ -1,0 +1,201 @@
+#include "api/simulate.h"
+
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "api/state.h"
+
+namespace sc {
+namespace {
+
+using json = nlohmann::json;
+
+// Node names are "[mbN.]fwd|bwd|opt.<op name>[.stepJ|.kv_sendJ|...]"
+// (trace/lower.cc). Zero-bubble moves weight-gradient GEMMs into W steps.
+void label_nodes(const GeneratorState& s, int64_t stage, SimStage* out) {
+  const Graph& g = s.graph_of(stage);
+  const RoleProgram& p = s.program_of(stage);
+  std::map<std::string, bool> wgrad;
+  if (s.job.training.schedule == Schedule::kZeroBubble)
+    for (const Op& o : g.ops)
+      if (o.wgrad) wgrad[o.name] = true;
+  out->program = &p;
+  out->phase.resize(p.nodes.size());
+  out->micro_batch.resize(p.nodes.size());
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    const std::string& n = p.nodes[i].name;
+    size_t at = 0;
+    int32_t mb = -1;
+    if (n.rfind("mb", 0) == 0) {
+      size_t dot = n.find('.');
+      mb = static_cast<int32_t>(std::strtol(n.c_str() + 2, nullptr, 10));
+      at = dot == std::string::npos ? n.size() : dot + 1;
+    }
+    out->micro_batch[i] = mb;
+    const std::string rest = n.substr(at);
+    SimPhase ph = SimPhase::kForward;
+    if (rest.rfind("opt.", 0) == 0) ph = SimPhase::kOptimizer;
+    else if (rest.rfind("bwd.", 0) == 0) ph = wgrad.count(rest.substr(4)) ? SimPhase::kWeight : SimPhase::kBackward;
+    out->phase[i] = ph;
+  }
+}
+
+double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
+double sig(double v) {  // 9 significant digits: stable, readable
+  if (v == 0 || !std::isfinite(v)) return 0;
+  char b[40];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  return std::strtod(b, nullptr);
+}
+
+}  // namespace
+
+Result<SimulateReport> simulate_state(const GeneratorState& s, const SimulateOptions& o) {
+  const Job& job = s.job;
+  const int64_t world = s.layout.world_size();
+  SimulateReport r;
+  r.astra = o.astra;
+  r.exhaustive = o.exhaustive;
+  SC_ASSIGN_OR_RETURN(r.network, resolve_network(job, world, o.astra));
+  std::vector<SimStage> stages(static_cast<size_t>(s.num_stages()));
+  for (int64_t st = 0; st < s.num_stages(); ++st) label_nodes(s, st, &stages[static_cast<size_t>(st)]);
+  const int64_t max_key = s.groups.empty() ? 0 : s.groups.rbegin()->first;
+  SimOptions so;
+  so.exhaustive = o.exhaustive;
+  so.timeline = o.timeline;
+  SC_ASSIGN_OR_RETURN(r.sim, simulate_programs(stages, s.layout, max_key, r.network, so));
+
+  // Model FLOPs per step, as flops.model_per_iteration (api/summary.cc).
+  const int64_t m = job.training.num_micro_batches(job.parallel);
+  double flops = 0;
+  for (int64_t st = 0; st < s.num_stages(); ++st)
+    for (int id : s.graph_of(st).order) {
+      const Op& op = s.graph_of(st).ops[id];
+      if (op.phase == Phase::kOptimizer || op.model_flops.is_zero()) continue;
+      SC_ASSIGN_OR_RETURN(int64_t f, op.model_flops.eval(s.bind, op.name + " flops"));
+      flops += static_cast<double>(f) * static_cast<double>(m);
+    }
+  r.model_flops = flops;
+  r.peak_flops = job.hardware.peak_for(job.training.dtype);
+  r.step_seconds = r.sim.step / 1e6;
+  if (r.step_seconds > 0) {
+    r.mfu = flops / (static_cast<double>(world) * r.peak_flops * r.step_seconds);
+    r.tokens_per_second = static_cast<double>(job.training.global_batch_size) *
+                          static_cast<double>(job.training.seq_len) / r.step_seconds;
+    double bubble = 0;
+    for (const SimStageResult& x : r.sim.stages) {
+      bubble += x.bubble;
+      for (int k = 0; k < kNumCommKinds; ++k) r.exposed_comm_seconds[k] += x.exposed[k] / 1e6;
+    }
+    const double n = static_cast<double>(r.sim.stages.size());
+    r.bubble_fraction = bubble / n / r.sim.step;
+    for (double& e : r.exposed_comm_seconds) e /= n;
+  }
+  return r;
+}
+
+Result<SimulateReport> simulate(const Generator& g, const SimulateOptions& o) {
+  return simulate_state(GeneratorAccess::state(g), o);
+}
+
+namespace {
+
+json network_json(const NetworkModel& n) {
+  if (n.astra) {
+    json dims = json::array();
+    for (const AstraDim& d : n.dims)
+      dims.push_back({{"topology", d.topology}, {"npus", d.npus}, {"bandwidth_gbs", d.bandwidth_gbs},
+                      {"latency_ns", d.latency_ns}});
+    return {{"model", "astra-sim"}, {"dimensions", dims}, {"endpoint_delay_ns", kAstraEndpointDelayNs},
+            {"dataset_splits", kAstraDatasetSplits}, {"local_mem_bw_gbs", sig(n.local_mem_bw * 1e6 / 1e9)}};
+  }
+  return {{"model", "default"},
+          {"domain_size", n.domain_size},
+          {"domain_bandwidth_gbs", sig(n.domain_bw * 1e6 / 1e9)},
+          {"domain_latency_us", sig(n.domain_lat)},
+          {"scale_out_bandwidth_gbs", sig(n.scale_out_bw * 1e6 / 1e9)},
+          {"scale_out_latency_us", sig(n.scale_out_lat)},
+          {"oversubscription", sig(n.oversubscription)},
+          {"algorithm", n.algorithm},
+          {"nodes", n.nodes}};
+}
+
+json kinds_json(const double* v, double scale) {
+  json o = json::object();
+  for (int k = 0; k < kNumCommKinds; ++k) o[kCommKinds[k]] = sig(v[k] * scale);
+  return o;
+}
+
+}  // namespace
+
+std::string simulate_json(const SimulateReport& r) {
+  json stages = json::array();
+  for (const SimStageResult& s : r.sim.stages) {
+    json st = {{"stage", s.stage},
+               {"rank", s.rank},
+               {"busy_seconds", sig(s.busy / 1e6)},
+               {"bubble_seconds", sig(s.bubble / 1e6)},
+               {"exposed_comm_seconds", kinds_json(s.exposed, 1e-6)},
+               {"end_seconds", sig(s.end / 1e6)}};
+    if (!s.timeline.empty()) {
+      json iv = json::array();
+      for (const SimInterval& x : s.timeline) iv.push_back({round3(x.start), round3(x.end), x.kind, x.micro_batch});
+      st["timeline"] = iv;
+    }
+    stages.push_back(st);
+  }
+  json out = {{"step_seconds", sig(r.step_seconds)},
+              {"mfu", sig(r.mfu)},
+              {"tokens_per_second", sig(r.tokens_per_second)},
+              {"bubble_fraction", sig(r.bubble_fraction)},
+              {"exposed_comm_seconds", kinds_json(r.exposed_comm_seconds, 1)},
+              {"model_flops_per_step", sig(r.model_flops)},
+              {"peak_flops_per_gpu", sig(r.peak_flops)},
+              {"world_size", r.sim.world},
+              {"mode", r.astra ? "astra-sim" : "default"},
+              {"exhaustive", r.exhaustive},
+              {"ranks_simulated", r.sim.classes},
+              {"nodes_simulated", r.sim.nodes_simulated},
+              {"network", network_json(r.network)},
+              {"stages", stages},
+              {"critical_path", r.sim.critical_path}};
+  return out.dump(2) + "\n";
+}
+
+std::string simulate_text(const SimulateReport& r) {
+  char b[256];
+  std::string out;
+  std::snprintf(b, sizeof b, "step time   %.6f s (%s network%s)\n", r.step_seconds,
+                r.astra ? "ASTRA-sim analytical" : "default", r.exhaustive ? ", every rank simulated" : "");
+  out += b;
+  std::snprintf(b, sizeof b, "throughput  %.1f tokens/s, MFU %.1f%% (%.4g model FLOPs per step, peak %.4g FLOP/s per GPU)\n",
+                r.tokens_per_second, 100 * r.mfu, r.model_flops, r.peak_flops);
+  out += b;
+  std::snprintf(b, sizeof b, "symmetry    %lld ranks, %lld simulated, %lld nodes\n",
+                static_cast<long long>(r.sim.world), static_cast<long long>(r.sim.classes),
+                static_cast<long long>(r.sim.nodes_simulated));
+  out += b;
+  out += "per stage (rank 0's pipeline), ms:\n  stage   rank      busy    bubble";
+  for (const char* k : kCommKinds) {
+    std::snprintf(b, sizeof b, "  %6s", (std::string("exp.") + k).c_str());
+    out += b;
+  }
+  out += "\n";
+  for (const SimStageResult& s : r.sim.stages) {
+    std::snprintf(b, sizeof b, "  %5lld %6lld %9.3f %9.3f", static_cast<long long>(s.stage),
+                  static_cast<long long>(s.rank), s.busy / 1e3, s.bubble / 1e3);
+    out += b;
+    for (double e : s.exposed) {
+      std::snprintf(b, sizeof b, "  %6.3f", e / 1e3);
+      out += b;
+    }
+    out += "\n";
+  }
+  for (const std::string& l : r.sim.critical_path) out += l + "\n";
+  return out;
+}
+
+}  // namespace sc

@@ -1,0 +1,149 @@
+#include "cost/kernel_cost.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+
+namespace sc {
+namespace {
+
+// Local size of dim i of tensor t: the bound global size divided by the
+// degree of the mesh axis the dim is sharded over.
+Result<int64_t> local_dim(const Graph& g, int t, size_t i, const Bindings& bind) {
+  const Tensor& x = g.tensors[t];
+  SC_ASSIGN_OR_RETURN(int64_t n, x.dims[i].size.eval(bind, x.name + " dim " + x.dims[i].label));
+  if (i < x.sharding.dim_axis.size() && !x.sharding.dim_axis[i].empty()) {
+    auto it = bind.find(x.sharding.dim_axis[i]);
+    if (it != bind.end() && it->second > 0) n /= it->second;
+  }
+  return n;
+}
+
+bool has(const std::vector<std::string>& v, const std::string& s) {
+  return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+bool pointwise(const Op& o) { return o.kind == OpKind::kElementwise || o.kind == OpKind::kDropout; }
+
+// Megatron-LM's fused element-wise kernels as (producer fn, consumer fn)
+// links: bias + GeLU / SwiGLU (fused_bias_gelu, bias_swiglu), bias +
+// dropout + residual add (fused_bias_dropout; also without a bias).
+bool fuses(const Op& producer, const Op& consumer) {
+  const std::string& a = producer.fn;
+  const std::string& b = consumer.fn;
+  if (a == "bias_add") return b == "gelu" || b == "swiglu" || b == "dropout";
+  if (a == "dropout") return b == "add";
+  return false;
+}
+
+}  // namespace
+
+Result<GemmShape> gemm_shape(const Graph& g, const Op& op, const Bindings& bind) {
+  GemmShape s;
+  if (op.inputs.size() < 2 || op.outputs.empty()) return s;
+  const std::vector<std::string> la = g.labels_in(op, 0), lb = g.labels_in(op, 1), lc = g.labels_out(op, 0);
+  s.m = s.n = s.k = 1;
+  for (size_t i = 0; i < la.size() && i < g.tensors[op.inputs[0]].dims.size(); ++i) {
+    SC_ASSIGN_OR_RETURN(int64_t n, local_dim(g, op.inputs[0], i, bind));
+    const bool in_b = has(lb, la[i]), in_c = has(lc, la[i]);
+    if (in_b && in_c) s.batch *= n;
+    else if (in_b) s.k *= n;
+    else if (in_c) s.m *= n;
+  }
+  for (size_t i = 0; i < lb.size() && i < g.tensors[op.inputs[1]].dims.size(); ++i) {
+    if (has(la, lb[i]) || !has(lc, lb[i])) continue;
+    SC_ASSIGN_OR_RETURN(int64_t n, local_dim(g, op.inputs[1], i, bind));
+    s.n *= n;
+  }
+  return s;
+}
+
+double gemm_micros(const HardwareProfile& hw, DType dt, const GemmShape& s, double flops, double bytes) {
+  const double rate = hw.peak_for(dt) * hw.gemm_efficiency * hw.compute_efficiency;
+  const double hbm = hw.mem_bandwidth * hw.hbm_efficiency * hw.memory_efficiency;
+  const double t_bytes = hbm > 0 && bytes > 0 ? bytes / hbm : 0;
+  if (rate <= 0 || flops <= 0) return t_bytes * 1e6;
+  double t_flops = flops / rate;
+  const double shape_flops = 2.0 * static_cast<double>(s.batch) * static_cast<double>(s.m) *
+                             static_cast<double>(s.n) * static_cast<double>(s.k);
+  if (hw.sm_count > 0 && shape_flops > 0) {
+    // Output tiles run in waves of sm_count (one thread block per SM, as
+    // in DU-09799 §3's A100 example); a wave takes one tile's time. The
+    // ceiling is measured with 256 x 128 tiles; a smaller tile fetches
+    // (Tm + Tn) K operands for 2 Tm Tn K FLOPs, so its per-SM rate is the
+    // ceiling times its arithmetic intensity Tm Tn / (Tm + Tn) relative to
+    // the 256 x 128 tile's. The fastest of cuBLAS's usual shapes wins; the
+    // time is scaled to the op's own FLOPs (a ZeRO flat shard, say).
+    static constexpr double kTiles[][2] = {{256, 128}, {128, 256}, {128, 128}, {128, 64}, {64, 128}, {64, 64}};
+    const double ref = 256.0 * 128.0 / (256.0 + 128.0);
+    double best = 0;
+    for (const auto& tile : kTiles) {
+      const double tm = tile[0], tn = tile[1];
+      const double tiles = static_cast<double>(s.batch) * std::ceil(static_cast<double>(s.m) / tm) *
+                           std::ceil(static_cast<double>(s.n) / tn);
+      const double waves = std::ceil(tiles / hw.sm_count);
+      const double per_sm = rate / hw.sm_count * std::min(1.0, tm * tn / (tm + tn) / ref);
+      const double t = waves * 2.0 * tm * tn * static_cast<double>(s.k) / per_sm;
+      if (best == 0 || t < best) best = t;
+    }
+    t_flops = best * flops / shape_flops;
+  }
+  return std::max(t_flops, t_bytes) * 1e6;
+}
+
+double attention_micros(const HardwareProfile& hw, DType dt, double flops, double bytes) {
+  const double rate = hw.peak_for(dt) * hw.attention_efficiency * hw.compute_efficiency;
+  const double hbm = hw.mem_bandwidth * hw.hbm_efficiency * hw.memory_efficiency;
+  const double t_flops = rate > 0 && flops > 0 ? flops / rate : 0;
+  const double t_bytes = hbm > 0 && bytes > 0 ? bytes / hbm : 0;
+  return std::max(t_flops, t_bytes) * 1e6;
+}
+
+double memory_micros(const HardwareProfile& hw, double flops, double bytes) {
+  // Element-wise math runs on the non-tensor FP32 units.
+  const double rate = hw.peak_flops_fp32 * hw.compute_efficiency;
+  const double hbm = hw.mem_bandwidth * hw.hbm_efficiency * hw.memory_efficiency;
+  const double t_flops = rate > 0 && flops > 0 ? flops / rate : 0;
+  const double t_bytes = hbm > 0 && bytes > 0 ? bytes / hbm : 0;
+  return std::max(t_flops, t_bytes) * 1e6;
+}
+
+FusionPlan plan_fusion(const Graph& g) {
+  FusionPlan p;
+  const size_t n = g.ops.size();
+  p.head.resize(n);
+  p.members.resize(n);
+  p.on_chip.resize(n);
+  for (size_t i = 0; i < n; ++i) p.head[i] = static_cast<int>(i);
+  // Readers of each tensor that are not derivative ops: a backward op that
+  // reads a fused intermediate is taken to recompute it from the kernel's
+  // input (what Megatron's bias_gelu backward does), at the same bytes.
+  std::map<int, std::vector<int>> readers;
+  for (int id : g.order)
+    if (g.ops[id].fwd_op < 0)
+      for (int t : g.ops[id].inputs) readers[t].push_back(id);
+  for (int id : g.order) {
+    const Op& b = g.ops[id];
+    if (!pointwise(b) || b.fwd_op >= 0) continue;
+    // Join the kernel of the first input's producer that fuses with b (the
+    // residual add reads the residual first, the dropout output second).
+    for (int x : b.inputs) {
+      const int prod = g.tensors[x].producer;
+      if (prod < 0) continue;
+      const Op& a = g.ops[prod];
+      if (!pointwise(a) || a.fwd_op >= 0 || a.phase != b.phase || a.chunk != b.chunk || !fuses(a, b)) continue;
+      if (a.outputs.empty() || a.outputs[0] != x) continue;
+      const auto& r = readers[x];
+      if (r.size() != 1 || r[0] != id) continue;
+      p.head[id] = p.head[prod];
+      p.on_chip[prod].push_back(x);
+      p.on_chip[id].push_back(x);
+      break;
+    }
+  }
+  for (int id : g.order) p.members[p.head[id]].push_back(id);
+  return p;
+}
+
+}  // namespace sc

@@ -1,0 +1,60 @@
+// Operator costs like real kernels (issue 11): the duration of one compute
+// node from its shape, dtype, bytes and FLOPs under a hardware profile's
+// kernel constants (core/hw/hardware.h, docs/hardware.md).
+//
+//  - GEMMs (kMatmul, including the attention BMMs and the dgrad/wgrad
+//    GEMMs): output tiles over the SMs in waves (tile and wave
+//    quantisation), a 256 x 128 tile at gemm_efficiency of the per-SM peak
+//    and smaller tiles slower in proportion to their arithmetic intensity,
+//    the best tile shape chosen; never faster than their bytes at
+//    hbm_efficiency. Small and skinny GEMMs fill fewer SMs, short-K ones
+//    are bound by their bytes.
+//  - Fused (flash) attention: attention_efficiency of peak.
+//  - Everything else is memory-bound: bytes at hbm_efficiency of HBM
+//    bandwidth (FLOPs at the non-tensor FP32 rate where they dominate).
+//  - Fusion (plan_fusion) follows Megatron-LM's fused kernels: bias + GeLU /
+//    SwiGLU, bias + dropout + residual add; a fused kernel reads its inputs
+//    and writes its outputs once, the intermediates stay on chip.
+//  - Every kernel lasts at least kernel_floor_micros (launch floor); a fused
+//    group pays it once.
+// The job's compute_efficiency / memory_efficiency scale these rates (1 =
+// the model as documented). The roofline (hardware.cost_model "roofline")
+// stays available in core/hw.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/status.h"
+#include "graph/graph.h"
+#include "hw/hardware.h"
+#include "symbolic/expr.h"
+
+namespace sc {
+
+// A GEMM's local problem: `batch` independent M x N x K products.
+struct GemmShape {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+};
+
+// Labels of a kMatmul's operands, with sizes bound and sharded dims divided:
+// labels on both inputs and the output are batch dims, on both inputs only
+// contracted (K), on the first input and the output M, on the second and
+// the output N.
+Result<GemmShape> gemm_shape(const Graph& g, const Op& op, const Bindings& bind);
+
+// Microseconds, without the launch floor. flops, bytes: the op's own
+// (its time is the shape's scaled to flops).
+double gemm_micros(const HardwareProfile& hw, DType dt, const GemmShape& s, double flops, double bytes);
+double attention_micros(const HardwareProfile& hw, DType dt, double flops, double bytes);
+double memory_micros(const HardwareProfile& hw, double flops, double bytes);
+
+// Which ops share one fused kernel, and which tensors never touch HBM.
+struct FusionPlan {
+  std::vector<int> head;                   // per op: first op of its kernel (itself when alone)
+  std::vector<std::vector<int>> members;   // per head: the ops of its kernel, in order
+  std::vector<std::vector<int>> on_chip;   // per op: tensors it reads or writes on chip only
+};
+FusionPlan plan_fusion(const Graph& g);
+
+}  // namespace sc

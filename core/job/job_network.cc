@@ -1,0 +1,53 @@
+// The job's "network" section: the network `simulate` times communication
+// on (docs/simulate.md). Every field is optional; 0 or absent takes the
+// hardware profile's default (sim/network.h resolves them).
+#include "job/job_internal.h"
+
+namespace sc::job_internal {
+namespace {
+
+using jsonf::Json;
+using jsonf::join;
+
+constexpr double kMaxGBs = 1e6;        // GB/s (1 PB/s)
+constexpr double kMaxLatencyUs = 1e6;  // one second per step
+constexpr double kMaxOversubscription = 1024;
+
+}  // namespace
+
+Result<NetworkConfig> parse_network_section(const Json& v, const std::string& path) {
+  SC_RETURN_IF_ERROR(jsonf::expect_object(v, path));
+  SC_RETURN_IF_ERROR(jsonf::check_keys(
+      v, {"domain_size", "domain_bandwidth_gbs", "domain_latency_us", "scale_out_bandwidth_gbs",
+          "scale_out_latency_us", "oversubscription", "algorithm", "nodes"},
+      path));
+  NetworkConfig n;
+  if (const Json* x = jsonf::find(v, "domain_size")) {
+    SC_ASSIGN_OR_RETURN(n.domain_size, jsonf::get_int(*x, join(path, "domain_size"), 1, limits::kMaxDegree));
+  }
+  if (const Json* x = jsonf::find(v, "nodes")) {
+    SC_ASSIGN_OR_RETURN(n.nodes, jsonf::get_int(*x, join(path, "nodes"), 1, limits::kMaxDegree));
+  }
+  struct F { const char* key; double NetworkConfig::*m; double lo; bool lo_incl; double hi; };
+  const F fields[] = {
+      {"domain_bandwidth_gbs", &NetworkConfig::domain_bandwidth_gbs, 0, false, kMaxGBs},
+      {"domain_latency_us", &NetworkConfig::domain_latency_us, 0, true, kMaxLatencyUs},
+      {"scale_out_bandwidth_gbs", &NetworkConfig::scale_out_bandwidth_gbs, 0, false, kMaxGBs},
+      {"scale_out_latency_us", &NetworkConfig::scale_out_latency_us, 0, true, kMaxLatencyUs},
+      {"oversubscription", &NetworkConfig::oversubscription, 1, true, kMaxOversubscription},
+  };
+  for (const F& f : fields)
+    if (const Json* x = jsonf::find(v, f.key)) {
+      SC_ASSIGN_OR_RETURN(n.*f.m, jsonf::get_number_in(*x, join(path, f.key), f.lo, f.hi, f.lo_incl));
+    }
+  if (const Json* x = jsonf::find(v, "algorithm")) {
+    SC_ASSIGN_OR_RETURN(n.algorithm, jsonf::get_string(*x, join(path, "algorithm")));
+    if (n.algorithm != "ring" && n.algorithm != "tree" && n.algorithm != "hierarchical")
+      return make_error(ErrorCode::kInvalidArgument,
+                        "unknown algorithm \"" + n.algorithm + "\" (known: ring, tree, hierarchical)",
+                        join(path, "algorithm"));
+  }
+  return n;
+}
+
+}  // namespace sc::job_internal

@@ -1,0 +1,247 @@
+#include "sim/network.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sc {
+namespace {
+
+// Link latencies of the exported ASTRA-sim network: not part of the
+// hardware profiles; the order of magnitude of ASTRA-sim's own analytical
+// examples (docs/export.md).
+constexpr double kAstraIntraLatencyNs = 500;
+constexpr double kAstraInterLatencyNs = 2000;
+
+// Fractions of the line rate NCCL reaches (bus bandwidth), measured by
+// nccl-tests (../shared/docs/kernel-efficiency.md §6.2): A100 NVLink 232.5
+// of 300 GB/s, HDR 24 of 25 GB/s per NIC; H100 ring 370 of 450, NDR 47 of
+// 50 (46-48). H200, B200 and custom profiles: H100's (no measurement).
+struct Efficiency { double domain, scale_out; };
+Efficiency nccl_efficiency(const std::string& hw) {
+  if (hw == "a100") return {232.5 / 300, 24.0 / 25};
+  return {370.0 / 450, 47.0 / 50};
+}
+// Per-step latencies (µs): an 8-GPU NVLink all-reduce's floor of ~10 µs
+// over its 14 ring steps; a 2-node all-reduce of a few bytes over HDR
+// takes 19-21 µs for its 2 steps (kernel-efficiency.md §6.3, §5).
+constexpr double kDomainLatencyUs = 0.7;
+constexpr double kScaleOutLatencyUs = 10;
+
+int hops(const std::string& topology) { return topology == "FullyConnected" ? 1 : 2; }
+
+double astra_message(const NetworkModel& net, int dim, double bytes) {
+  const AstraDim& d = net.dims[static_cast<size_t>(dim)];
+  return (hops(d.topology) * d.latency_ns + bytes / d.bandwidth_gbs + kAstraEndpointDelayNs) / 1000.0;
+}
+
+// One ring of n ranks whose slowest edge is in dimension `dim`: `steps`
+// messages of `bytes` each, a reduction step also reading/writing its
+// chunk in local memory (localBWAware).
+double astra_ring(const NetworkModel& net, int dim, double steps, double bytes, double reduce_steps) {
+  double mem = net.local_mem_bw > 0 ? reduce_steps * bytes / net.local_mem_bw : 0;
+  return steps * astra_message(net, dim, bytes) + mem;
+}
+
+double astra_collective(const NetworkModel& net, const GroupShape& g, CollectiveType t, double size) {
+  const double c = size / kAstraDatasetSplits;  // chunks run one after another
+  auto phase = [&](int dim, double n, CollectiveType k, double chunk) {
+    if (n <= 1) return 0.0;
+    switch (k) {
+      case CollectiveType::kAllReduce: return astra_ring(net, dim, 2 * (n - 1), chunk / n, n - 1);
+      case CollectiveType::kReduceScatter: return astra_ring(net, dim, n - 1, chunk / n, n - 1);
+      case CollectiveType::kAllGather: return astra_ring(net, dim, n - 1, chunk, 0);
+      case CollectiveType::kAllToAll: return astra_ring(net, dim, n * (n - 1) / 2, chunk / n, 0);
+    }
+    return 0.0;
+  };
+  double per_chunk = 0;
+  if (!g.world || net.dims.size() == 1) {
+    per_chunk = phase(std::max(g.astra_dim, 0), static_cast<double>(g.n), t, c);
+  } else {
+    // The whole world: the per-dimension implementation list, dimension by
+    // dimension (all-reduce: reduce-scatter up, all-reduce on the last,
+    // all-gather down).
+    const int k = static_cast<int>(net.dims.size());
+    double chunk = c;
+    auto n_of = [&](int d) { return static_cast<double>(net.dims[static_cast<size_t>(d)].npus); };
+    switch (t) {
+      case CollectiveType::kAllReduce:
+        for (int d = 0; d < k - 1; ++d) {
+          per_chunk += phase(d, n_of(d), CollectiveType::kReduceScatter, chunk);
+          chunk /= n_of(d);
+        }
+        per_chunk += phase(k - 1, n_of(k - 1), CollectiveType::kAllReduce, chunk);
+        for (int d = k - 2; d >= 0; --d) {
+          chunk *= n_of(d);
+          per_chunk += phase(d, n_of(d), CollectiveType::kAllGather, chunk / n_of(d));
+        }
+        break;
+      case CollectiveType::kReduceScatter:
+        for (int d = 0; d < k; ++d) {
+          per_chunk += phase(d, n_of(d), t, chunk);
+          chunk /= n_of(d);
+        }
+        break;
+      case CollectiveType::kAllGather:
+        for (int d = 0; d < k; ++d) {
+          per_chunk += phase(d, n_of(d), t, chunk);
+          chunk *= n_of(d);
+        }
+        break;
+      case CollectiveType::kAllToAll:
+        for (int d = 0; d < k; ++d) per_chunk += phase(d, n_of(d), t, chunk);
+        break;
+    }
+  }
+  return kAstraDatasetSplits * per_chunk;
+}
+
+}  // namespace
+
+std::vector<AstraDim> astra_dims(const HardwareProfile& hw, int64_t world) {
+  const int64_t gpn = hw.gpus_per_node > 0 ? hw.gpus_per_node : 1;
+  std::vector<AstraDim> dims;
+  if (world <= gpn) {
+    dims.push_back({"Switch", world, hw.intra_node_bw / 1e9, kAstraIntraLatencyNs, "GPUs of one node (NVLink)"});
+  } else if (world % gpn == 0) {
+    dims.push_back({"Switch", gpn, hw.intra_node_bw / 1e9, kAstraIntraLatencyNs, "GPUs per node (NVLink)"});
+    dims.push_back({"Switch", world / gpn, hw.inter_node_bw / 1e9, kAstraInterLatencyNs, "nodes (scale-out network)"});
+  } else {
+    dims.push_back({"Switch", world, hw.inter_node_bw / 1e9, kAstraInterLatencyNs,
+                    "all GPUs (world is not a multiple of gpus_per_node)"});
+  }
+  return dims;
+}
+
+Result<NetworkModel> resolve_network(const Job& job, int64_t world, bool astra) {
+  const NetworkConfig& c = job.network;
+  const HardwareProfile& hw = job.hardware;
+  NetworkModel n;
+  n.astra = astra;
+  n.world = world;
+  const Efficiency e = nccl_efficiency(hw.name);
+  n.domain_size = c.domain_size > 0 ? c.domain_size : std::max(1, hw.gpus_per_node);
+  n.domain_bw = (c.domain_bandwidth_gbs > 0 ? c.domain_bandwidth_gbs * 1e9 : hw.intra_node_bw * e.domain) / 1e6;
+  n.scale_out_bw = (c.scale_out_bandwidth_gbs > 0 ? c.scale_out_bandwidth_gbs * 1e9 : hw.inter_node_bw * e.scale_out) / 1e6;
+  n.domain_lat = c.domain_latency_us >= 0 ? c.domain_latency_us : kDomainLatencyUs;
+  n.scale_out_lat = c.scale_out_latency_us >= 0 ? c.scale_out_latency_us : kScaleOutLatencyUs;
+  n.oversubscription = c.oversubscription;
+  n.algorithm = c.algorithm;
+  if (!(n.domain_bw > 0))
+    return make_error(ErrorCode::kInvalidArgument, "must be > 0 (the hardware profile has no NVLink bandwidth)",
+                      "network.domain_bandwidth_gbs");
+  if (!(n.scale_out_bw > 0))
+    return make_error(ErrorCode::kInvalidArgument, "must be > 0 (the hardware profile has no network bandwidth)",
+                      "network.scale_out_bandwidth_gbs");
+  if (!(n.oversubscription >= 1))
+    return make_error(ErrorCode::kInvalidArgument, "must be >= 1 (got " + std::to_string(n.oversubscription) + ")",
+                      "network.oversubscription");
+  const int64_t needed = (world + n.domain_size - 1) / n.domain_size;
+  if (c.nodes > 0 && c.nodes < needed)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the network is too small for the job: " + std::to_string(c.nodes) + " nodes x " +
+                          std::to_string(n.domain_size) + " GPUs = " + std::to_string(c.nodes * n.domain_size) +
+                          " GPUs, the job has " + std::to_string(world) + " ranks (needs " + std::to_string(needed) +
+                          " nodes)",
+                      "network.nodes");
+  n.nodes = needed;
+  if (astra) {
+    n.dims = astra_dims(hw, world);
+    int64_t product = 1;
+    for (const AstraDim& d : n.dims) {
+      product *= d.npus;
+      if (!(d.bandwidth_gbs > 0))
+        return make_error(ErrorCode::kInvalidArgument, "ASTRA-sim mode needs a bandwidth > 0 for " + d.what,
+                          "hardware");
+    }
+    if (product != world)
+      return make_error(ErrorCode::kInvalidArgument, "ASTRA-sim network has " + std::to_string(product) +
+                                                         " NPUs, the job " + std::to_string(world),
+                        "hardware.gpus_per_node");
+    n.local_mem_bw = hw.mem_bandwidth / 1e6;
+  }
+  return n;
+}
+
+int64_t domain_of(const NetworkModel& net, int64_t rank) { return rank / net.domain_size; }
+
+int astra_first_dim(const NetworkModel& net, int64_t a, int64_t b) {
+  for (size_t i = 0; i < net.dims.size(); ++i) {
+    const int64_t n = net.dims[i].npus;
+    if (a % n != b % n) return static_cast<int>(i);
+    a /= n;
+    b /= n;
+  }
+  return -1;
+}
+
+void GroupShapeBuilder::add(const NetworkModel& net, int64_t rank) {
+  ++s_.n;
+  if (net.astra) {
+    if (last_ >= 0) s_.astra_dim = std::max(s_.astra_dim, astra_first_dim(net, last_, rank));
+    if (first_ < 0) first_ = rank;
+    last_ = rank;
+    return;
+  }
+  const int64_t d = domain_of(net, rank);
+  if (d != cur_domain_) {
+    cur_domain_ = d;
+    cur_count_ = 0;
+    ++s_.domains;
+  }
+  s_.per_domain = std::max(s_.per_domain, ++cur_count_);
+}
+
+GroupShape GroupShapeBuilder::finish(const NetworkModel& net) const {
+  GroupShape s = s_;
+  if (net.astra) {
+    if (first_ >= 0 && last_ != first_) s.astra_dim = std::max(s.astra_dim, astra_first_dim(net, last_, first_));
+    s.world = s.n == net.world;
+  }
+  return s;
+}
+
+double collective_micros(const NetworkModel& net, const GroupShape& g, CollectiveType t, int64_t comm_size) {
+  const double n = static_cast<double>(g.n);
+  if (g.n <= 1) return 0;
+  if (net.astra) return astra_collective(net, g, t, static_cast<double>(comm_size));
+  const double S = t == CollectiveType::kAllGather ? static_cast<double>(comm_size) * n : static_cast<double>(comm_size);
+  const double out = net.scale_out_bw / net.oversubscription;
+  const bool cross = g.domains > 1;
+  const double m = static_cast<double>(g.per_domain);
+  const double bw = cross ? std::min(net.domain_bw, m * out) : net.domain_bw;
+  const double lat = cross ? net.scale_out_lat : net.domain_lat;
+  if (t == CollectiveType::kAllToAll) {
+    // Every rank sends S/n to each other member at once: the NVLink share
+    // and the NIC share proceed in parallel.
+    const double inside = cross ? (m - 1) * S / n / net.domain_bw : (n - 1) * S / n / net.domain_bw;
+    const double outside = cross ? (n - m) * S / n / out : 0;
+    return lat + std::max(inside, outside);
+  }
+  const double passes = t == CollectiveType::kAllReduce ? 2 : 1;  // reduce-scatter + all-gather
+  if (net.algorithm == "hierarchical" && cross && g.per_domain > 1) {
+    const double N = static_cast<double>(g.domains);
+    return passes * ((m - 1) * net.domain_lat + (m - 1) / m * S / net.domain_bw + (N - 1) * net.scale_out_lat +
+                     (N - 1) / N * (S / m) / out);
+  }
+  if (net.algorithm == "tree" && t == CollectiveType::kAllReduce)
+    return 2 * std::ceil(std::log2(n)) * lat + 2 * (n - 1) / n * S / bw;
+  return passes * ((n - 1) * lat + (n - 1) / n * S / bw);
+}
+
+double p2p_micros(const NetworkModel& net, int64_t a, int64_t b, int64_t bytes) {
+  const double c = static_cast<double>(bytes);
+  if (net.astra) {
+    const int d = astra_first_dim(net, a, b);
+    return d < 0 ? 0 : astra_message(net, d, c);
+  }
+  if (domain_of(net, a) == domain_of(net, b)) return net.domain_lat + c / net.domain_bw;
+  return net.scale_out_lat + c / (net.scale_out_bw / net.oversubscription);
+}
+
+int link_class(const NetworkModel& net, int64_t a, int64_t b) {
+  if (net.astra) return astra_first_dim(net, a, b);
+  return domain_of(net, a) == domain_of(net, b) ? 0 : 1;
+}
+
+}  // namespace sc

@@ -1,0 +1,100 @@
+// The network `simulate` charges communication on (docs/simulate.md).
+//
+// Default model: GPUs sit in NVLink domains of `domain_size` consecutive
+// ranks; inside a domain a GPU reaches `domain_bw`, between domains its
+// own NIC reaches `scale_out_bw / oversubscription`. A collective over a
+// group of n ranks spread over N domains with at most m per domain runs a
+// ring (NCCL's default: m channels, one NIC each, so the ring crosses
+// domains at m x the NIC rate, capped by NVLink), a tree (all-reduce
+// only: log2 n latency steps) or a hierarchical 2-D ring (inside the
+// domain, then across, then inside again). Every algorithm step pays a
+// latency (the domain's or the scale-out one).
+//
+// ASTRA-sim mode: the rules of ASTRA-sim 2.x's analytical backend
+// (../shared/docs/astra-sim-analytical.md) on the network the export
+// writes to astra-sim/network.yml (astra_dims), with system.json's
+// constants below.
+//
+// Units: microseconds, bytes.
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "job/job.h"
+#include "trace/rank_trace.h"
+
+namespace sc {
+
+// One dimension of astra-sim/network.yml.
+struct AstraDim {
+  std::string topology;  // "Switch"
+  int64_t npus = 1;
+  double bandwidth_gbs = 0;  // GB/s (1e9 B/s) per NPU per direction
+  double latency_ns = 0;     // per hop
+  std::string what;          // comment for the file
+};
+// The dimensions the export writes for this hardware and world size.
+std::vector<AstraDim> astra_dims(const HardwareProfile& hw, int64_t world);
+// system.json values the export writes (cli/astrasim.cc) and the astra
+// mode uses.
+inline constexpr double kAstraEndpointDelayNs = 10;
+inline constexpr int kAstraDatasetSplits = 4;
+
+struct NetworkModel {
+  bool astra = false;
+  int64_t world = 1;
+  // default model
+  int64_t domain_size = 8;
+  double domain_bw = 0;       // bytes per µs
+  double domain_lat = 0;      // µs per step
+  double scale_out_bw = 0;    // bytes per µs, per GPU, before oversubscription
+  double scale_out_lat = 0;   // µs per step
+  double oversubscription = 1;
+  std::string algorithm = "ring";
+  int64_t nodes = 0;          // domains the job uses
+  // astra mode
+  std::vector<AstraDim> dims;
+  double local_mem_bw = 0;    // bytes per µs (system.json local-mem-bw)
+};
+
+// Defaults from the hardware profile (docs/simulate.md: the NCCL
+// efficiencies per GPU), overridden by job.network. Errors name the
+// network field (e.g. a network with fewer GPUs than the job).
+Result<NetworkModel> resolve_network(const Job& job, int64_t world, bool astra);
+
+// What a collective's time depends on: its members' placement.
+struct GroupShape {
+  int64_t n = 0;           // members
+  int64_t domains = 0;     // distinct NVLink domains (default model)
+  int64_t per_domain = 0;  // most members in one domain
+  int astra_dim = -1;      // astra: highest dimension a ring edge crosses
+  bool world = false;      // astra: the group covers every rank
+  auto operator<=>(const GroupShape&) const = default;
+};
+
+// Builds a GroupShape from the members in ascending rank order.
+class GroupShapeBuilder {
+ public:
+  void add(const NetworkModel& net, int64_t rank);
+  GroupShape finish(const NetworkModel& net) const;
+
+ private:
+  GroupShape s_;
+  int64_t first_ = -1, last_ = -1, cur_domain_ = -1, cur_count_ = 0;
+};
+
+int astra_first_dim(const NetworkModel& net, int64_t a, int64_t b);  // -1 if a == b
+int64_t domain_of(const NetworkModel& net, int64_t rank);
+
+// Time of one collective (comm_size semantics of docs/trace-format.md).
+double collective_micros(const NetworkModel& net, const GroupShape& g, CollectiveType t, int64_t comm_size);
+// Time of one message from rank a to rank b.
+double p2p_micros(const NetworkModel& net, int64_t a, int64_t b, int64_t bytes);
+// What a message's time depends on (for symmetry): a class of the link.
+int link_class(const NetworkModel& net, int64_t a, int64_t b);
+
+}  // namespace sc

@@ -1,0 +1,595 @@
+#include "sim/simulate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <queue>
+#include <set>
+#include <tuple>
+#include <unordered_map>
+
+namespace sc {
+
+int comm_kind_of_axis(const std::string& a) {
+  if (a == "tp" || a == "etp") return 0;
+  if (a == "cp") return 1;
+  if (a == "ep") return 2;
+  if (a == "pp") return 3;
+  return 4;  // dp, dp+cp, edp, dp_shard, dp_replicate, embd: gradient/parameter reductions
+}
+
+namespace {
+
+// A send/recv peer: the same pipeline position on another stage, or the
+// neighbour at `offset` along a ring axis.
+struct PeerSpec {
+  int64_t stage = -1;
+  int axis = -1;
+  int64_t offset = 0;
+  auto operator<=>(const PeerSpec&) const = default;
+};
+
+struct StagePlan {
+  std::vector<int> axes;  // global axis index per collective slot
+  std::vector<PeerSpec> peers;
+  std::vector<int> slot;  // per node: collective slot, peer slot, or -1
+  std::vector<std::vector<uint32_t>> children;
+  std::vector<int> ndeps;
+  std::vector<int8_t> kind;  // per node: comm kind, -1 for compute
+};
+
+struct Actor {
+  int stage = 0;
+  int64_t rank = 0;
+  std::vector<std::vector<int>> req;  // per collective slot: actors whose issue it waits for
+  std::vector<GroupShape> shape;      // per collective slot
+  std::vector<int> slot_of_axis;      // global axis -> collective slot (-1)
+  std::vector<int> peer_actor;        // per peer slot
+  std::vector<int64_t> peer_rank;
+  // state
+  std::vector<int> waiting;
+  std::set<uint32_t> ready_compute, ready_comm;
+  bool compute_busy = false, comm_busy = false;
+  std::vector<int64_t> issued;  // per collective slot
+  int64_t finished = 0;
+  int64_t last_compute = -1, last_comm = -1;
+  std::vector<double> start, end, ready_at;
+  std::vector<int32_t> pred_actor;
+  std::vector<uint32_t> pred_node;
+};
+
+struct Event {
+  double time;
+  int actor;
+  uint32_t node;
+  bool operator>(const Event& o) const { return std::tie(time, actor, node) > std::tie(o.time, o.actor, o.node); }
+};
+
+class Engine {
+ public:
+  Engine(const std::vector<SimStage>& st, const RankLayout& layout, int64_t max_key, const NetworkModel& net,
+         const SimOptions& opt)
+      : st_(st), L_(layout), max_key_(max_key), net_(net), opt_(opt) {}
+
+  Result<SimResult> run() {
+    SC_RETURN_IF_ERROR(plan());
+    SC_RETURN_IF_ERROR(classes());
+    for (size_t a = 0; a < actors_.size(); ++a) init(static_cast<int>(a));
+    for (size_t a = 0; a < actors_.size(); ++a) issue(static_cast<int>(a), 0);
+    while (!events_.empty()) {
+      Event e = events_.top();
+      events_.pop();
+      finish(e);
+    }
+    for (size_t a = 0; a < actors_.size(); ++a) {
+      const Actor& x = actors_[a];
+      const auto& nodes = st_[x.stage].program->nodes;
+      if (x.finished == static_cast<int64_t>(nodes.size())) continue;
+      std::string at;
+      for (size_t i = 0; i < nodes.size(); ++i)
+        if (x.waiting[i] >= 0) {
+          at = " at node " + std::to_string(i) + " '" + nodes[i].name + "'";
+          break;
+        }
+      return make_error(ErrorCode::kInternal, "the job's programs do not run to completion: rank " +
+                                                  std::to_string(x.rank) + " hangs" + at);
+    }
+    return result();
+  }
+
+ private:
+  Status plan() {
+    plans_.resize(st_.size());
+    for (size_t s = 0; s < st_.size(); ++s) {
+      const RoleProgram& p = *st_[s].program;
+      StagePlan& pl = plans_[s];
+      const size_t n = p.nodes.size();
+      pl.slot.assign(n, -1);
+      pl.kind.assign(n, -1);
+      pl.children.resize(n);
+      pl.ndeps.assign(n, 0);
+      std::map<int, int> axis_slot;
+      std::map<PeerSpec, int> peer_slot;
+      for (size_t i = 0; i < n; ++i) {
+        const TraceNode& x = p.nodes[i];
+        if (x.id != i) return make_error(ErrorCode::kInternal, "stage " + std::to_string(s) + ": node ids out of order");
+        for (uint64_t d : x.deps) {
+          if (d >= i) return make_error(ErrorCode::kInternal, "stage " + std::to_string(s) + " node " + std::to_string(i) + ": dependency " + std::to_string(d) + " is not earlier");
+          pl.children[d].push_back(static_cast<uint32_t>(i));
+          pl.ndeps[i]++;
+        }
+        if (x.kind == TraceNodeKind::kCompute) continue;
+        const std::string& ax = p.node_axis[i];
+        if (x.kind == TraceNodeKind::kCollective) {
+          int g = axis_id(ax);
+          auto [it, fresh] = axis_slot.emplace(g, static_cast<int>(pl.axes.size()));
+          if (fresh) pl.axes.push_back(g);
+          pl.slot[i] = it->second;
+          pl.kind[i] = static_cast<int8_t>(comm_kind_of_axis(ax));
+        } else {
+          PeerSpec ps;
+          const int64_t off = i < p.ring_offset.size() ? p.ring_offset[i] : 0;
+          if (off != 0) ps.axis = axis_id(ax), ps.offset = off;
+          else ps.stage = p.peer_stage[i];
+          auto [it, fresh] = peer_slot.emplace(ps, static_cast<int>(pl.peers.size()));
+          if (fresh) pl.peers.push_back(ps);
+          pl.slot[i] = it->second;
+          pl.kind[i] = static_cast<int8_t>(off != 0 ? comm_kind_of_axis(ax) : 3);
+        }
+      }
+    }
+    return ok_status();
+  }
+
+  int axis_id(const std::string& a) {
+    for (size_t i = 0; i < axis_names_.size(); ++i)
+      if (axis_names_[i] == a) return static_cast<int>(i);
+    axis_names_.push_back(a);
+    return static_cast<int>(axis_names_.size()) - 1;
+  }
+
+  int64_t peer_of(int64_t r, const PeerSpec& p) const {
+    if (p.axis < 0) return L_.with_coord(r, "pp", p.stage);
+    const std::string& ax = axis_names_[static_cast<size_t>(p.axis)];
+    const int64_t deg = L_.degree(ax);
+    const int64_t c = ((L_.coord(r, ax) + p.offset) % deg + deg) % deg;
+    return L_.with_coord(r, ax, c);
+  }
+
+  // The symmetry classes (colors) of every rank, then one actor per class.
+  Status classes() {
+    const int64_t world = L_.world_size();
+    const size_t na = axis_names_.size();
+    std::vector<int> stage_of(static_cast<size_t>(world));
+    for (int64_t r = 0; r < world; ++r) stage_of[r] = static_cast<int>(L_.coord(r, "pp"));
+    if (static_cast<int64_t>(st_.size()) != L_.degree("pp"))
+      return make_error(ErrorCode::kInternal, "one program per pipeline stage expected");
+    // Group key of every rank on every axis its stage uses.
+    std::vector<std::vector<int64_t>> gid(na, std::vector<int64_t>(static_cast<size_t>(world), -1));
+    std::vector<GroupShapeBuilder> builders(static_cast<size_t>(max_key_) + 1);
+    for (int64_t r = 0; r < world; ++r)
+      for (int g : plans_[stage_of[r]].axes) {
+        int64_t k = L_.group_id(r, axis_names_[g]);
+        if (k < 1 || k > max_key_)
+          return make_error(ErrorCode::kInternal, "group key " + std::to_string(k) + " of rank " + std::to_string(r) + " on " + axis_names_[g] + " out of range");
+        gid[g][r] = k;
+        builders[static_cast<size_t>(k)].add(net_, r);
+      }
+    std::vector<GroupShape> shapes(builders.size());
+    for (size_t k = 0; k < builders.size(); ++k) shapes[k] = builders[k].finish(net_);
+    builders.clear();
+
+    std::vector<int> color(static_cast<size_t>(world));
+    int colors = 0;
+    if (opt_.exhaustive) {
+      for (int64_t r = 0; r < world; ++r) color[r] = static_cast<int>(r);
+      colors = static_cast<int>(world);
+    } else {
+      std::map<std::vector<int64_t>, int> ids;
+      std::vector<int64_t> key;
+      for (int64_t r = 0; r < world; ++r) {
+        const StagePlan& pl = plans_[stage_of[r]];
+        key.assign(1, stage_of[r]);
+        for (int g : pl.axes) {
+          const GroupShape& s = shapes[gid[g][r]];
+          key.insert(key.end(), {s.n, s.domains, s.per_domain, s.astra_dim, s.world ? 1 : 0});
+        }
+        for (const PeerSpec& p : pl.peers) key.push_back(link_class(net_, r, peer_of(r, p)));
+        color[r] = ids.emplace(key, static_cast<int>(ids.size())).first->second;
+      }
+      colors = static_cast<int>(ids.size());
+    }
+    // Refine until members and peers of alike ranks are alike too.
+    std::vector<std::vector<int>> gcol;
+    for (;;) {
+      gcol.assign(static_cast<size_t>(max_key_) + 1, {});
+      for (size_t g = 0; g < na; ++g)
+        for (int64_t r = 0; r < world; ++r)
+          if (gid[g][r] > 0) gcol[gid[g][r]].push_back(color[r]);
+      for (auto& v : gcol) {
+        std::sort(v.begin(), v.end());
+        v.erase(std::unique(v.begin(), v.end()), v.end());
+      }
+      if (opt_.exhaustive) break;
+      std::map<std::vector<int64_t>, int> ids;
+      std::vector<int> next(color.size());
+      std::vector<int64_t> key;
+      for (int64_t r = 0; r < world; ++r) {
+        const StagePlan& pl = plans_[stage_of[r]];
+        key.assign(1, color[r]);
+        for (int g : pl.axes) {
+          const auto& v = gcol[gid[g][r]];
+          key.push_back(static_cast<int64_t>(v.size()));
+          key.insert(key.end(), v.begin(), v.end());
+        }
+        for (const PeerSpec& p : pl.peers) key.push_back(color[peer_of(r, p)]);
+        next[r] = ids.emplace(key, static_cast<int>(ids.size())).first->second;
+      }
+      const int n = static_cast<int>(ids.size());
+      color.swap(next);
+      if (n == colors) break;
+      colors = n;
+    }
+    color_ = color;
+    actors_.resize(static_cast<size_t>(colors));
+    std::vector<bool> seen(static_cast<size_t>(colors), false);
+    for (int64_t r = 0; r < world; ++r) {
+      const int c = color[r];
+      if (seen[c]) continue;
+      seen[c] = true;
+      Actor& a = actors_[c];
+      a.stage = stage_of[r];
+      a.rank = r;
+      const StagePlan& pl = plans_[a.stage];
+      a.slot_of_axis.assign(na, -1);
+      for (size_t s = 0; s < pl.axes.size(); ++s) {
+        const int g = pl.axes[s];
+        a.slot_of_axis[g] = static_cast<int>(s);
+        a.req.push_back(gcol[gid[g][r]]);
+        a.shape.push_back(shapes[gid[g][r]]);
+      }
+      for (const PeerSpec& p : pl.peers) {
+        const int64_t q = peer_of(r, p);
+        a.peer_rank.push_back(q);
+        a.peer_actor.push_back(color[q]);
+      }
+    }
+    dependents_.assign(na, std::vector<std::vector<int>>(actors_.size()));
+    users_.assign(na, 0);
+    for (size_t a = 0; a < actors_.size(); ++a) {
+      const StagePlan& pl = plans_[actors_[a].stage];
+      for (size_t s = 0; s < pl.axes.size(); ++s) {
+        users_[pl.axes[s]]++;
+        for (int b : actors_[a].req[s]) dependents_[pl.axes[s]][b].push_back(static_cast<int>(a));
+      }
+    }
+    return ok_status();
+  }
+
+  const TraceNode& node(int a, uint32_t i) const { return st_[actors_[a].stage].program->nodes[i]; }
+
+  void init(int ai) {
+    Actor& a = actors_[ai];
+    const StagePlan& pl = plans_[a.stage];
+    const size_t n = pl.ndeps.size();
+    a.waiting = pl.ndeps;
+    a.issued.assign(pl.axes.size(), 0);
+    a.start.assign(n, 0);
+    a.end.assign(n, 0);
+    a.ready_at.assign(n, 0);
+    a.pred_actor.assign(n, -1);
+    a.pred_node.assign(n, 0);
+    nodes_ += static_cast<int64_t>(n);
+    for (size_t i = 0; i < n; ++i)
+      if (a.waiting[i] == 0) make_ready(ai, static_cast<uint32_t>(i), 0);
+  }
+
+  void make_ready(int ai, uint32_t i, double now) {
+    Actor& a = actors_[ai];
+    a.ready_at[i] = now;
+    const TraceNode& x = node(ai, i);
+    if (x.kind == TraceNodeKind::kCompute) a.ready_compute.insert(i);
+    else if (x.kind == TraceNodeKind::kRecv) post_p2p(ai, i, now);  // receives are outstanding at once
+    else a.ready_comm.insert(i);
+  }
+
+  // The node that freed the stream, when the node waited for it.
+  void stream_pred(int ai, uint32_t i, double now, int64_t last) {
+    Actor& a = actors_[ai];
+    if (now > a.ready_at[i] && last >= 0) {
+      a.pred_actor[i] = ai;
+      a.pred_node[i] = static_cast<uint32_t>(last);
+    }
+  }
+
+  void issue(int ai, double now) {
+    Actor& a = actors_[ai];
+    if (!a.compute_busy && !a.ready_compute.empty()) {
+      uint32_t i = *a.ready_compute.begin();
+      a.ready_compute.erase(a.ready_compute.begin());
+      a.compute_busy = true;
+      stream_pred(ai, i, now, a.last_compute);
+      a.start[i] = now;
+      a.end[i] = now + static_cast<double>(node(ai, i).duration_micros);
+      events_.push({a.end[i], ai, i});
+    }
+    if (!a.comm_busy && !a.ready_comm.empty()) {
+      uint32_t i = *a.ready_comm.begin();
+      a.ready_comm.erase(a.ready_comm.begin());
+      a.comm_busy = true;
+      stream_pred(ai, i, now, a.last_comm);
+      if (node(ai, i).kind == TraceNodeKind::kCollective) join(ai, i, now);
+      else post_p2p(ai, i, now);
+    }
+  }
+
+  struct Slot {
+    int missing = -1;
+    double start = 0;
+    int last_actor = -1;
+    uint32_t last_node = 0, node = 0;
+  };
+  struct Inst {
+    std::unordered_map<int, Slot> slots;
+    int64_t done = 0;
+  };
+
+  void join(int bi, uint32_t i, double now) {
+    Actor& b = actors_[bi];
+    const int s = plans_[b.stage].slot[i];
+    const int g = plans_[b.stage].axes[s];
+    const int64_t k = b.issued[s]++;
+    auto key = std::make_pair(g, k);
+    Inst& inst = insts_[key];
+    for (int ai : dependents_[g][bi]) {
+      Slot& sl = inst.slots[ai];
+      Actor& a = actors_[ai];
+      if (sl.missing < 0) sl.missing = static_cast<int>(a.req[a.slot_of_axis[g]].size());
+      --sl.missing;
+      if (now >= sl.start) sl.start = now, sl.last_actor = bi, sl.last_node = i;
+      if (ai == bi) sl.node = i;
+      if (sl.missing > 0) continue;
+      const uint32_t n = sl.node;
+      const TraceNode& x = node(ai, n);
+      a.start[n] = sl.start;
+      a.end[n] = sl.start + collective_micros(net_, a.shape[a.slot_of_axis[g]], x.coll, x.comm_size);
+      if (sl.last_actor != ai) {  // waited for a member: continue the path before its issue
+        a.pred_actor[n] = actors_[sl.last_actor].pred_actor[sl.last_node];
+        a.pred_node[n] = actors_[sl.last_actor].pred_node[sl.last_node];
+      }
+      events_.push({a.end[n], ai, n});
+      inst.slots.erase(ai);
+      inst.done++;
+    }
+    if (inst.done == users_[g]) insts_.erase(key);
+  }
+
+  struct P2P {
+    std::vector<std::pair<int, uint32_t>> sends, recvs;  // FIFO
+    std::vector<double> send_t, recv_t;
+  };
+
+  void post_p2p(int ai, uint32_t i, double now) {
+    const Actor& a = actors_[ai];
+    const TraceNode& x = node(ai, i);
+    const int s = plans_[a.stage].slot[i];
+    const int peer = a.peer_actor[s];
+    const bool send = x.kind == TraceNodeKind::kSend;
+    auto key = send ? std::make_tuple(ai, peer, x.tag) : std::make_tuple(peer, ai, x.tag);
+    P2P& q = p2p_[key];
+    (send ? q.sends : q.recvs).push_back({ai, i});
+    (send ? q.send_t : q.recv_t).push_back(now);
+    if (q.sends.empty() || q.recvs.empty()) return;
+    auto [sa, sn] = q.sends.front();
+    auto [ra, rn] = q.recvs.front();
+    const double ts = q.send_t.front(), tr = q.recv_t.front();
+    q.sends.erase(q.sends.begin());
+    q.recvs.erase(q.recvs.begin());
+    q.send_t.erase(q.send_t.begin());
+    q.recv_t.erase(q.recv_t.begin());
+    if (q.sends.empty() && q.recvs.empty()) p2p_.erase(key);
+    Actor& S = actors_[sa];
+    Actor& R = actors_[ra];
+    const double start = std::max(ts, tr);
+    const int ss = plans_[S.stage].slot[sn];
+    const double end = start + p2p_micros(net_, S.rank, S.peer_rank[ss], node(sa, sn).comm_size);
+    S.start[sn] = R.start[rn] = start;
+    S.end[sn] = R.end[rn] = end;
+    if (ts >= tr) R.pred_actor[rn] = S.pred_actor[sn], R.pred_node[rn] = S.pred_node[sn];
+    events_.push({end, sa, sn});
+    events_.push({end, ra, rn});
+  }
+
+  void finish(const Event& e) {
+    Actor& a = actors_[e.actor];
+    const TraceNode& x = node(e.actor, e.node);
+    if (x.kind == TraceNodeKind::kCompute) a.compute_busy = false, a.last_compute = e.node;
+    else if (x.kind != TraceNodeKind::kRecv) a.comm_busy = false, a.last_comm = e.node;
+    a.waiting[e.node] = -1;
+    a.finished++;
+    step_ = std::max(step_, e.time);
+    for (uint32_t c : plans_[a.stage].children[e.node])
+      if (--a.waiting[c] == 0) {
+        a.pred_actor[c] = e.actor;
+        a.pred_node[c] = e.node;
+        make_ready(e.actor, c, e.time);
+      }
+    issue(e.actor, e.time);
+  }
+
+  // ---- results -------------------------------------------------------------
+
+  const char* compute_kind(int s, uint32_t i) const {
+    const auto& ph = st_[s].phase;
+    static const char* names[] = {"F", "B", "W", "O"};
+    return i < ph.size() ? names[static_cast<int>(ph[i])] : "F";
+  }
+
+  SimStageResult stage_result(int ai, int64_t rank) const {
+    const Actor& a = actors_[ai];
+    const StagePlan& pl = plans_[a.stage];
+    SimStageResult r;
+    r.stage = a.stage;
+    r.rank = rank;
+    // Sweep: compute busy, else the kinds of communication in flight.
+    struct Edge { double t; int kind; int delta; };  // kind -1 = compute
+    std::vector<Edge> edges;
+    for (size_t i = 0; i < pl.kind.size(); ++i) {
+      r.end = std::max(r.end, a.end[i]);
+      if (a.end[i] <= a.start[i]) continue;
+      edges.push_back({a.start[i], pl.kind[i], +1});
+      edges.push_back({a.end[i], pl.kind[i], -1});
+      if (pl.kind[i] < 0) r.busy += a.end[i] - a.start[i];
+    }
+    std::sort(edges.begin(), edges.end(), [](const Edge& x, const Edge& y) { return x.t < y.t; });
+    int active[kNumCommKinds + 1] = {0};
+    double prev = 0, idle = 0;
+    // Priority when several kinds are in flight: the order of kCommKinds
+    // with dp last (gradient reductions overlap most).
+    for (size_t e = 0; e <= edges.size(); ++e) {
+      const double t = e < edges.size() ? edges[e].t : step_;
+      if (t > prev && active[kNumCommKinds] == 0) {
+        int k = -1;
+        for (int j = 0; j < kNumCommKinds && k < 0; ++j)
+          if (active[j] > 0) k = j;
+        if (k >= 0) r.exposed[k] += t - prev;
+        else idle += t - prev;
+      }
+      if (e == edges.size()) break;
+      prev = std::max(prev, t);
+      const int slot = edges[e].kind < 0 ? kNumCommKinds : edges[e].kind;
+      active[slot] += edges[e].delta;
+    }
+    r.bubble = idle;
+    if (opt_.timeline) r.timeline = timeline(ai);
+    return r;
+  }
+
+  std::vector<SimInterval> timeline(int ai) const {
+    const Actor& a = actors_[ai];
+    const StagePlan& pl = plans_[a.stage];
+    const SimStage& s = st_[a.stage];
+    std::vector<SimInterval> out, comm[kNumCommKinds];
+    for (size_t i = 0; i < pl.kind.size(); ++i) {
+      if (a.end[i] <= a.start[i]) continue;
+      const int32_t mb = i < s.micro_batch.size() ? s.micro_batch[i] : -1;
+      if (pl.kind[i] < 0) {
+        const char* k = compute_kind(a.stage, static_cast<uint32_t>(i));
+        if (!out.empty() && out.back().kind == k && out.back().micro_batch == mb && a.start[i] - out.back().end < 1e-9)
+          out.back().end = a.end[i];
+        else
+          out.push_back({a.start[i], a.end[i], k, mb});
+      } else {
+        comm[pl.kind[i]].push_back({a.start[i], a.end[i], kCommKinds[pl.kind[i]], mb});
+      }
+    }
+    for (auto& v : comm) {
+      std::sort(v.begin(), v.end(), [](const SimInterval& x, const SimInterval& y) { return x.start < y.start; });
+      std::vector<SimInterval> merged;
+      for (const SimInterval& x : v) {
+        if (!merged.empty() && x.start <= merged.back().end + 1e-9) {
+          merged.back().end = std::max(merged.back().end, x.end);
+          if (merged.back().micro_batch != x.micro_batch) merged.back().micro_batch = -1;
+        } else {
+          merged.push_back(x);
+        }
+      }
+      out.insert(out.end(), merged.begin(), merged.end());
+    }
+    return out;
+  }
+
+  static std::string ms(double us) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3f ms", us / 1000.0);
+    return b;
+  }
+
+  std::vector<std::string> critical_path() const {
+    int ba = -1;
+    uint32_t bn = 0;
+    for (size_t a = 0; a < actors_.size(); ++a)
+      for (size_t i = 0; i < actors_[a].end.size(); ++i)
+        if (ba < 0 || actors_[a].end[i] > actors_[ba].end[bn]) ba = static_cast<int>(a), bn = static_cast<uint32_t>(i);
+    if (ba < 0) return {};
+    // Walk back, then total the path's time by what it is.
+    std::map<std::string, double> by_what;
+    std::map<std::string, std::set<int>> stages;
+    double covered = 0;
+    int64_t count = 0;
+    int a = ba;
+    uint32_t n = bn;
+    std::string last_name;
+    for (;;) {
+      const Actor& x = actors_[a];
+      const int8_t kind = plans_[x.stage].kind[n];
+      const TraceNode& t = node(a, n);
+      std::string what = kind < 0 ? std::string("compute ") + compute_kind(x.stage, n) : std::string(kCommKinds[kind]) + " communication";
+      by_what[what] += x.end[n] - x.start[n];
+      stages[what].insert(x.stage);
+      covered += x.end[n] - x.start[n];
+      if (count == 0) last_name = "stage " + std::to_string(x.stage) + " '" + t.name + "'";
+      ++count;
+      if (x.pred_actor[n] < 0) {
+        std::vector<std::string> lines;
+        lines.push_back("critical path: " + std::to_string(count) + " nodes from stage " + std::to_string(x.stage) +
+                        " '" + t.name + "' to " + last_name + ", " + ms(step_));
+        std::vector<std::pair<double, std::string>> sorted;
+        for (auto& [w, v] : by_what) sorted.push_back({-v, w});
+        std::sort(sorted.begin(), sorted.end());
+        for (auto& [v, w] : sorted) {
+          std::string st;
+          for (int s : stages[w]) st += (st.empty() ? "" : ",") + std::to_string(s);
+          lines.push_back("  " + w + ": " + ms(-v) + " (stages " + st + ")");
+        }
+        if (step_ - covered > 1e-6) lines.push_back("  waiting (latency not attributed to a node): " + ms(step_ - covered));
+        return lines;
+      }
+      const int pa = x.pred_actor[n];
+      n = x.pred_node[n];
+      a = pa;
+    }
+  }
+
+  Result<SimResult> result() const {
+    SimResult r;
+    r.step = step_;
+    r.world = L_.world_size();
+    r.classes = static_cast<int64_t>(actors_.size());
+    r.nodes_simulated = nodes_;
+    for (int64_t s = 0; s < static_cast<int64_t>(st_.size()); ++s) {
+      const int64_t rank = L_.with_coord(0, "pp", s);
+      r.stages.push_back(stage_result(color_[rank], rank));
+    }
+    r.critical_path = critical_path();
+    return r;
+  }
+
+  const std::vector<SimStage>& st_;
+  const RankLayout& L_;
+  int64_t max_key_;
+  const NetworkModel& net_;
+  SimOptions opt_;
+  std::vector<StagePlan> plans_;
+  std::vector<std::string> axis_names_;
+  std::vector<Actor> actors_;
+  std::vector<int> color_;
+  std::vector<std::vector<std::vector<int>>> dependents_;  // axis -> issuer -> actors waiting on it
+  std::vector<int64_t> users_;                            // axis -> actors using it
+  std::map<std::pair<int, int64_t>, Inst> insts_;
+  std::map<std::tuple<int, int, int32_t>, P2P> p2p_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  double step_ = 0;
+  int64_t nodes_ = 0;
+};
+
+}  // namespace
+
+Result<SimResult> simulate_programs(const std::vector<SimStage>& stages, const RankLayout& layout,
+                                    int64_t max_group_key, const NetworkModel& net, const SimOptions& opt) {
+  for (const SimStage& s : stages)
+    if (!s.program) return make_error(ErrorCode::kInternal, "simulate: a stage has no program");
+  return Engine(stages, layout, max_group_key, net, opt).run();
+}
+
+}  // namespace sc

@@ -1,0 +1,76 @@
+// The whole job's step time, from the per-rank programs the traces hold
+// (docs/simulate.md). Issue rules of ASTRA-sim (one compute and one
+// communication node in flight per rank, receives outstanding in any
+// number, ready nodes issued in ascending id, the k-th collective on a
+// group joins the k-th of every member, a send matches the receive with
+// the same (source, destination, tag)); times from the network model
+// (sim/network.h).
+//
+// Symmetry: ranks are partitioned into classes that run the same program
+// and whose groups and peers are alike — the coarsest partition stable
+// under "same stage, same group shapes and link classes, members and peers
+// in the same classes" — and one representative per class is simulated. A
+// collective's start is the latest issue among the classes of the
+// representative's group. Exhaustive mode makes every rank its own class.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "parallel/mesh.h"
+#include "sim/network.h"
+#include "trace/lower.h"
+
+namespace sc {
+
+// What a compute node is, for the timeline and the critical path.
+enum class SimPhase : uint8_t { kForward = 0, kBackward = 1, kWeight = 2, kOptimizer = 3 };
+
+struct SimStage {
+  const RoleProgram* program = nullptr;
+  std::vector<SimPhase> phase;  // per node (compute nodes; others ignored)
+  std::vector<int32_t> micro_batch;  // per node, -1 when not per micro-batch
+};
+
+struct SimOptions {
+  bool exhaustive = false;
+  bool timeline = false;  // per-stage intervals in the result
+};
+
+// Kinds of communication, by the group's parallel dimension.
+inline constexpr const char* kCommKinds[] = {"tp", "cp", "ep", "pp", "dp"};
+inline constexpr int kNumCommKinds = 5;
+int comm_kind_of_axis(const std::string& axis);  // index into kCommKinds
+
+struct SimInterval {
+  double start = 0, end = 0;  // µs
+  // "F", "B", "W", "O" (compute phases) or a comm kind ("tp", ... "dp")
+  const char* kind = "F";
+  int32_t micro_batch = -1;
+};
+
+struct SimStageResult {
+  int64_t stage = 0, rank = 0;  // the simulated rank of rank 0's pipeline
+  double busy = 0, bubble = 0;  // µs: compute stream busy / idle without communication in flight
+  double exposed[kNumCommKinds] = {0, 0, 0, 0, 0};  // µs idle while that kind's communication is in flight
+  double end = 0;               // µs: this rank's last node ends
+  std::vector<SimInterval> timeline;
+};
+
+struct SimResult {
+  double step = 0;  // µs: the last node of any rank ends
+  int64_t world = 0, classes = 0, nodes_simulated = 0;
+  std::vector<SimStageResult> stages;
+  std::vector<std::string> critical_path;  // a few lines
+};
+
+// stages[i]: the program of pipeline stage i. max_group_key: the largest
+// group key of the layout. A run that does not complete is an error that
+// names the stuck rank and node.
+Result<SimResult> simulate_programs(const std::vector<SimStage>& stages, const RankLayout& layout,
+                                    int64_t max_group_key, const NetworkModel& net, const SimOptions& opt);
+
+}  // namespace sc

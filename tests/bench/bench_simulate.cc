@@ -1,0 +1,116 @@
+// stagecraft_bench_simulate: speed of `simulate` (issue 11). Not a test: it
+// prints figures; docs/performance.md records them and the command.
+//
+//   build/native/stagecraft_bench_simulate [--dp 4,16,128] [--repeat 3] [--exhaustive-max 512]
+//
+// Llama-3-405B-class job (126 layers, tp 8, pp 16 with 7/8.../8/7 layers,
+// seq 8192, micro-batch 1, 16 micro-batches per rank, SP, 1F1B, H100) at
+// world 128·dp. Per size: the time to build the programs (Generator::create:
+// graph, lowering; summary.json already runs one simulation), then the
+// best of --repeat runs of simulate with symmetry; up to --exhaustive-max
+// ranks also the exhaustive run (every rank simulated), the baseline the
+// symmetric run is compared with in the same process: same step time,
+// and the speed-up.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "api/api.h"
+#include "api/simulate.h"
+
+using clk = std::chrono::steady_clock;
+
+namespace {
+
+double since(clk::time_point t) { return std::chrono::duration<double>(clk::now() - t).count(); }
+
+std::vector<int64_t> parse_list(const std::string& s) {
+  std::vector<int64_t> v;
+  size_t at = 0;
+  while (at < s.size()) {
+    size_t c = s.find(',', at);
+    if (c == std::string::npos) c = s.size();
+    v.push_back(std::atoll(s.substr(at, c - at).c_str()));
+    at = c + 1;
+  }
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int64_t> dps = {4, 16, 128};
+  int repeat = 3;
+  int64_t exhaustive_max = 512;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--dp") dps = parse_list(v);
+    else if (k == "--repeat") repeat = std::max(1, std::atoi(v.c_str()));
+    else if (k == "--exhaustive-max") exhaustive_max = std::atoll(v.c_str());
+    else {
+      std::fprintf(stderr, "unknown flag %s\n", k.c_str());
+      return 2;
+    }
+  }
+  std::string layout = "[7";
+  for (int i = 0; i < 14; ++i) layout += ",8";
+  layout += ",7]";
+  std::printf("%8s %10s %10s %8s %10s %12s %12s %9s\n", "ranks", "create_s", "simulate_s", "classes", "nodes",
+              "step_s", "exhaustive_s", "speedup");
+  for (int64_t dp : dps) {
+    const std::string json =
+        "{\"model\": {\"preset\": \"llama3-405b\"}, \"parallel\": {\"tp\": 8, \"pp\": 16, \"dp\": " +
+        std::to_string(dp) + ", \"sequence_parallel\": true, \"pipeline_layout\": " + layout +
+        "}, \"training\": {\"seq_len\": 8192, \"micro_batch_size\": 1, \"global_batch_size\": " +
+        std::to_string(16 * dp) + "}, \"hardware\": \"h100\"}";
+    sc::Result<sc::Job> job = sc::parse_job(json);
+    if (!job.ok()) {
+      std::fprintf(stderr, "%s\n", job.error().to_string().c_str());
+      return 1;
+    }
+    auto t0 = clk::now();
+    sc::Result<sc::Generator> gen = sc::Generator::create(*job);
+    if (!gen.ok()) {
+      std::fprintf(stderr, "%s\n", gen.error().to_string().c_str());
+      return 1;
+    }
+    const double create = since(t0);
+    double best = 1e30;
+    sc::SimulateReport rep;
+    for (int r = 0; r < repeat; ++r) {
+      auto t = clk::now();
+      sc::Result<sc::SimulateReport> x = sc::simulate(*gen, {});
+      best = std::min(best, since(t));
+      if (!x.ok()) {
+        std::fprintf(stderr, "%s\n", x.error().to_string().c_str());
+        return 1;
+      }
+      rep = *x;
+    }
+    std::string exh = "-", speed = "-";
+    if (gen->world_size() <= exhaustive_max) {
+      sc::SimulateOptions o;
+      o.exhaustive = true;
+      auto t = clk::now();
+      sc::Result<sc::SimulateReport> x = sc::simulate(*gen, o);
+      const double e = since(t);
+      if (!x.ok()) return 1;
+      char b[64];
+      std::snprintf(b, sizeof b, "%.3f", e);
+      exh = b;
+      std::snprintf(b, sizeof b, "%.1fx", e / best);
+      speed = b;
+      if (x->sim.step != rep.sim.step) {
+        std::fprintf(stderr, "exhaustive step %.3f us != symmetric %.3f us\n", x->sim.step, rep.sim.step);
+        return 1;
+      }
+    }
+    std::printf("%8lld %10.3f %10.3f %8lld %10lld %12.4f %12s %9s\n", static_cast<long long>(gen->world_size()),
+                create, best, static_cast<long long>(rep.sim.classes), static_cast<long long>(rep.sim.nodes_simulated),
+                rep.step_seconds, exh.c_str(), speed.c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# stagecraft simulate (docs/simulate.md): text and JSON output, symmetric and
+# exhaustive runs agree, bad network settings name the field, and an
+# export's astra-sim/run.sh treats ASTRA-sim's known abort after every rank
+# finished as a success (and any other failure as one).
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash"
+
+JOB=(--model gpt3-1.7b --layers 4 --tp 2 --dp 2 --pp 2 --seq-len 128 --global-batch-size 8)
+
+"$CLI" simulate "${JOB[@]}" > text.txt 2> text.err || { fail "simulate"; cat text.err; }
+grep -q "^step time " text.txt || fail "no step time: $(cat text.txt)"
+grep -q "^critical path: " text.txt || fail "no critical path"
+"$CLI" simulate "${JOB[@]}" --json > sym.json || fail "simulate --json"
+"$CLI" simulate "${JOB[@]}" --json --exhaustive > all.json || fail "simulate --json --exhaustive"
+"$CLI" simulate "${JOB[@]}" --json --astra --timeline > astra.json || fail "simulate --astra"
+"$CLI" inspect "${JOB[@]}" --json > summary.json || fail "inspect --json"
+python3 - <<'PY' || fail "JSON outputs"
+import json
+sym, full, astra, summary = (json.load(open(f)) for f in ("sym.json", "all.json", "astra.json", "summary.json"))
+assert sym["step_seconds"] > 0 and sym["step_seconds"] == full["step_seconds"], (sym["step_seconds"], full["step_seconds"])
+assert full["ranks_simulated"] == 8 and sym["ranks_simulated"] < 8, (sym["ranks_simulated"], full["ranks_simulated"])
+assert sym["stages"] == full["stages"]
+assert astra["mode"] == "astra-sim" and astra["network"]["model"] == "astra-sim"
+assert all(len(s["timeline"]) > 0 for s in astra["stages"])
+t = summary["time"]
+assert t["step_seconds"] == sym["step_seconds"] and t["mfu"] == sym["mfu"], t
+assert set(t["exposed_comm_seconds"]) == {"tp", "cp", "ep", "pp", "dp"}
+PY
+
+# Usage and job errors.
+"$CLI" simulate "${JOB[@]}" --timeline > /dev/null 2>&1; [[ $? == 2 ]] || fail "--timeline without --json is not a usage error"
+cat > bad.json <<'J'
+{"model": {"preset": "gpt3-1.7b", "num_layers": 2}, "parallel": {"dp": 4}, "network": {"algorithm": "mesh"}}
+J
+"$CLI" simulate --config bad.json > /dev/null 2> bad.err; rc=$?
+[[ $rc == 1 ]] || fail "bad algorithm exit $rc"
+grep -q "network.algorithm: unknown algorithm \"mesh\"" bad.err || fail "bad algorithm message: $(cat bad.err)"
+cat > small.json <<'J'
+{"model": {"preset": "gpt3-1.7b", "num_layers": 2}, "parallel": {"dp": 32}, "network": {"nodes": 2}}
+J
+"$CLI" simulate --config small.json > /dev/null 2> small.err; rc=$?
+[[ $rc == 1 ]] || fail "small network exit $rc"
+grep -q "network.nodes: the network is too small for the job" small.err || fail "small network message: $(cat small.err)"
+
+# run.sh of an export, against stand-ins for the simulator binary.
+"$CLI" generate "${JOB[@]}" -o job.zip > /dev/null 2>&1 || fail "generate zip"
+mkdir x && (cd x && unzip -q ../job.zip) || fail "unzip"
+fake() {  # $1: ranks that print "finished", $2: exit status, $3: extra line
+  cat > "fake$2$1" <<F
+#!/bin/sh
+i=0
+while [ \$i -lt $1 ]; do echo "[info] sys[\$i] finished, 1000 cycles"; i=\$((i + 1)); done
+echo "$3"
+exit $2
+F
+  chmod +x "fake$2$1"
+  echo "$WORK/fake$2$1"
+}
+ASTRA_SIM=$(fake 8 134 "malloc_consolidate(): unaligned fastbin chunk detected") sh x/astra-sim/run.sh > ok.out 2> ok.err
+[[ $? == 0 ]] || fail "abort after all ranks finished: run.sh exit not 0"
+grep -q "known upstream" ok.err || fail "run.sh does not explain the abort: $(cat ok.err)"
+ASTRA_SIM=$(fake 7 134 "free(): invalid pointer") sh x/astra-sim/run.sh > part.out 2> part.err
+[[ $? == 134 ]] || fail "abort before every rank finished is not a failure"
+ASTRA_SIM=$(fake 8 0 "[critical] something") sh x/astra-sim/run.sh > crit0.out 2>&1
+[[ $? == 1 ]] || fail "a [critical] line is not a failure"
+ASTRA_SIM=$(fake 8 1 "[critical] something") sh x/astra-sim/run.sh > crit.out 2>&1
+[[ $? == 1 ]] || fail "a [critical] line with a failing exit is not a failure"
+ASTRA_SIM=$(fake 8 0 "") sh x/astra-sim/run.sh > clean.out 2> clean.err || fail "a clean run fails"
+[[ -s clean.err ]] && fail "a clean run printed: $(cat clean.err)"
+
+echo "$failures failure(s)"
+[[ $failures -eq 0 ]]

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""docs/fidelity.md's tables, regenerated from `stagecraft simulate`.
+
+usage: table.py CLI SPEC.json DOC.md [--update]
+
+Builds one job per row of SPEC (the published runs, with the assumptions
+the doc states), runs `CLI simulate --json` on each, renders the table and
+replaces the block between the markers
+  <!-- fidelity:NAME:begin --> ... <!-- fidelity:NAME:end -->
+in DOC (NAME = the spec file's stem). Without --update it exits 1 when the
+doc's block differs from the regenerated one (drift), printing both.
+"""
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+V, S = 51200, 2048
+
+
+def job(spec, row):
+    dp = row["gpus"] // (row["tp"] * row["pp"])
+    common = spec["common"]
+    training = dict(common["training"])
+    training.update({"micro_batch_size": row["micro_batch"], "global_batch_size": row["global_batch"],
+                     "schedule": "interleaved-1f1b" if row["pp"] > 1 else "1f1b"})
+    return {"model": {"preset": row["preset"]},
+            "parallel": {"tp": row["tp"], "pp": row["pp"], "dp": dp, "virtual_stages": row["virtual_stages"]},
+            "training": training,
+            "hardware": common["hardware"]}
+
+
+def published_step(row):
+    # Narayanan et al.'s FLOPs per iteration with full recomputation:
+    # 96 B s L h^2 (1 + s/(6h) + V/(16 L h)); TFLOP/s per GPU = F / (GPUs x step).
+    L, h, B = row["num_layers"], row["hidden"], row["global_batch"]
+    flops = 96 * B * S * L * h * h * (1 + S / (6 * h) + V / (16 * L * h))
+    return flops, flops / (row["gpus"] * row["published_tflops_per_gpu"] * 1e12)
+
+
+def simulate(cli, j, workdir, name):
+    path = os.path.join(workdir, name + ".json")
+    with open(path, "w") as f:
+        json.dump(j, f)
+    out = subprocess.run([cli, "simulate", "--config", path, "--json"], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(f"{name}: simulate failed: {out.stderr}")
+    os.remove(path)
+    return json.loads(out.stdout)
+
+
+def render(spec, results):
+    lines = ["| params | t | p | v | GPUs | B | b | published TFLOP/s | published s/iter | simulated s/iter "
+             "| simulated TFLOP/s | error | simulated bubble | exposed comm (tp / pp / dp) s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    errors = []
+    for row, sim in zip(spec["rows"], results):
+        flops, pub = published_step(row)
+        # The preset must be the row's model: simulate's model FLOPs are
+        # 72 B s L h^2 (1 + s/(6h) + V/(12 L h)) for it.
+        L, h, B = row["num_layers"], row["hidden"], row["global_batch"]
+        model_flops = 72 * B * S * L * h * h * (1 + S / (6 * h) + V / (12 * L * h))
+        if abs(sim["model_flops_per_step"] - model_flops) > 1e-6 * model_flops:
+            raise SystemExit(f"{row['name']}: preset {row['preset']} is not the row's model "
+                             f"({sim['model_flops_per_step']} vs {model_flops} model FLOPs)")
+        step = sim["step_seconds"]
+        tflops = flops / (row["gpus"] * step) / 1e12
+        err = (step - pub) / pub
+        errors.append(abs(err))
+        e = sim["exposed_comm_seconds"]
+        lines.append(f"| {row['name']} | {row['tp']} | {row['pp']} | {row['virtual_stages']} | {row['gpus']} "
+                     f"| {row['global_batch']} | {row['micro_batch']} | {row['published_tflops_per_gpu']} "
+                     f"| {pub:.3f} | {step:.3f} | {tflops:.1f} | {100 * err:+.1f}% "
+                     f"| {sim['bubble_fraction']:.3f} | {e['tp']:.3f} / {e['pp']:.3f} / {e['dp']:.3f} |")
+    within = sum(1 for x in errors if x <= 0.10)
+    lines.append("")
+    lines.append(f"Rows within 10%: {within} of {len(errors)}; mean |error| {100 * sum(errors) / len(errors):.1f}%, "
+                 f"largest {100 * max(errors):.1f}%.")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    if len(sys.argv) < 4:
+        raise SystemExit(__doc__)
+    cli, spec_path, doc_path = sys.argv[1:4]
+    update = "--update" in sys.argv[4:]
+    spec = json.load(open(spec_path))
+    name = os.path.splitext(os.path.basename(spec_path))[0]
+    workdir = os.environ.get("TMPDIR", "/tmp")
+    jobs = [job(spec, row) for row in spec["rows"]]
+    with ThreadPoolExecutor(max_workers=int(os.environ.get("JOBS", "2"))) as pool:
+        results = list(pool.map(lambda ij: simulate(cli, ij[1], workdir, f"{name}-{os.getpid()}-{ij[0]}"),
+                                enumerate(jobs)))
+    table = render(spec, results)
+    begin, end = f"<!-- fidelity:{name}:begin -->\n", f"<!-- fidelity:{name}:end -->"
+    doc = open(doc_path).read()
+    if begin not in doc or end not in doc:
+        raise SystemExit(f"{doc_path}: markers for {name} not found")
+    head, rest = doc.split(begin, 1)
+    old, tail = rest.split(end, 1)
+    if update:
+        open(doc_path, "w").write(head + begin + table + end + tail)
+        print(table, end="")
+        return
+    if old != table:
+        print(f"{doc_path}: the {name} table drifted from what simulate gives now.\n--- doc\n{old}--- simulate\n{table}"
+              f"(regenerate: tests/fidelity/table.py CLI {spec_path} {doc_path} --update)")
+        sys.exit(1)
+    print(f"{name}: {len(spec['rows'])} rows match the doc")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,212 @@
+// The kernel cost model (core/cost): GEMM dims from the bound shapes, tile
+// and wave quantisation, memory-bound kernels, Megatron's fusions, the
+// launch floor, and the hardware fields that select and tune it. Expected
+// values are derived by hand from the formulas in docs/hardware.md.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <map>
+
+#include "api/api.h"
+#include "api/state.h"
+#include "cost/kernel_cost.h"
+#include "job/job.h"
+
+using namespace sc;
+
+namespace {
+
+Job gpt_layer(const std::string& hardware) {
+  // 1 layer, h 1024, 16 heads (d 64), f 4096, V 1000, tp 2, b 2, s 512.
+  Result<Job> j = parse_job(R"({"model": {"num_layers": 1, "hidden": 1024, "num_heads": 16, "vocab": 1000},
+      "parallel": {"tp": 2}, "training": {"seq_len": 512, "micro_batch_size": 2, "global_batch_size": 2},
+      "hardware": )" + hardware + "}");
+  REQUIRE(j.ok());
+  return *j;
+}
+
+const Op& op_named(const Graph& g, const std::string& name) {
+  for (const Op& o : g.ops)
+    if (o.name == name) return o;
+  FAIL("no op " << name);
+  return g.ops[0];
+}
+
+std::map<std::string, TraceNode> nodes_by_name(const RankTrace& t) {
+  std::map<std::string, TraceNode> m;
+  for (const TraceNode& n : t.nodes) m[n.name] = n;
+  return m;
+}
+
+HardwareProfile a100() { return *hardware_preset("a100"); }
+
+}  // namespace
+
+TEST_CASE("kernel cost: GEMM dims of forward, dgrad, wgrad and attention BMMs from the bound shapes") {
+  Result<Generator> gen = Generator::create(gpt_layer(R"("a100")"));
+  REQUIRE(gen.ok());
+  const GeneratorState& s = GeneratorAccess::state(*gen);
+  const Graph& g = s.graph_of(0);
+  const int64_t b = 2, sq = 512, h = 1024, f = 4096, tp = 2, a = 16, d = 64;
+  GemmShape fc1 = *gemm_shape(g, op_named(g, "L0.mlp.fc1"), s.bind);
+  CHECK(fc1.batch == 1);
+  CHECK(fc1.m == b * sq);
+  CHECK(fc1.n == f / tp);
+  CHECK(fc1.k == h);
+  GemmShape dgrad = *gemm_shape(g, op_named(g, "L0.mlp.fc1.dgrad"), s.bind);
+  CHECK(dgrad.m == b * sq);
+  CHECK(dgrad.n == h);
+  CHECK(dgrad.k == f / tp);
+  // Weight gradient: the tokens are the contracted dim.
+  GemmShape wgrad = *gemm_shape(g, op_named(g, "L0.mlp.fc1.wgrad"), s.bind);
+  CHECK(wgrad.k == b * sq);
+  CHECK(wgrad.m * wgrad.n == h * f / tp);
+  // Unfused attention: QK^T is (b * a/tp) batched s x s x d products.
+  GemmShape qk = *gemm_shape(g, op_named(g, "L0.attn.qk"), s.bind);
+  CHECK(qk.batch == b * a / tp);
+  CHECK(qk.m == sq);
+  CHECK(qk.n == sq);
+  CHECK(qk.k == d);
+  GemmShape av = *gemm_shape(g, op_named(g, "L0.attn.av"), s.bind);
+  CHECK(av.batch == b * a / tp);
+  CHECK(av.m == sq);
+  CHECK(av.n == d);
+  CHECK(av.k == sq);
+}
+
+TEST_CASE("kernel cost: tile and wave quantisation on an A100 (DU-09799 section 3)") {
+  HardwareProfile hw = a100();
+  const double rate = 312e12 * 0.86;  // gemm_efficiency of the a100 preset
+  auto gemm = [&](int64_t m, int64_t n, int64_t k) {
+    const double flops = 2.0 * m * n * k;
+    return gemm_micros(hw, DType::kBF16, {1, m, n, k}, flops, 2.0 * (m * k + k * n + m * n));
+  };
+  // The guide's example: 1792 x 1792 outputs are 7 x 14 = 98 tiles of
+  // 256 x 128, one wave of 108 SMs; a tile's time is 2*256*128*K at the
+  // per-SM rate.
+  const int64_t k = 4096;
+  const double tile = 2.0 * 256 * 128 * k / (rate / 108) * 1e6;
+  CHECK(gemm(1792, 1792, k) == doctest::Approx(tile));
+  // One more row and column: 8 x 15 = 120 tiles, two waves: twice the time
+  // for 0.1% more work (128 x 128 tiles, 15 x 15 = 225 in three waves at
+  // 3/4 of the rate, tie; 64 x 128: 435 tiles, 5 waves at half: 2.5x).
+  CHECK(gemm(1793, 1793, k) == doctest::Approx(2 * tile));
+  // A large square GEMM: 8192^2 outputs are 32 x 64 = 2048 tiles, 19 waves of
+  // 108 (2052 slots): within 0.2% of the ceiling.
+  const double big = gemm(8192, 8192, 8192);
+  CHECK(big == doctest::Approx(19.0 * 2 * 256 * 128 * 8192 / (rate / 108) * 1e6));
+  CHECK(2.0 * 8192 * 8192 * 8192 / (big * 1e-6) == doctest::Approx(rate * 2048.0 / 2052.0));
+  // Skinny: 8192 x 128 outputs are 32 tiles of 256 x 128 (one wave on 32
+  // of the 108 SMs) or 64 tiles of 128 x 128 at 3/4 of the per-SM rate
+  // (intensity 64 vs 85.3): the latter wins, 48/108 of the ceiling.
+  const double skinny = gemm(8192, 128, 8192);
+  CHECK(2.0 * 8192 * 128 * 8192 / (skinny * 1e-6) == doctest::Approx(rate * 64.0 * 0.75 / 108.0));
+  // Short K is memory-bound: 8192 x 8192 x 16 moves the 128 MiB output.
+  const double shortk = gemm(8192, 8192, 16);
+  CHECK(shortk == doctest::Approx(2.0 * (8192.0 * 16 * 2 + 8192.0 * 8192) / (2039e9 * 0.90) * 1e6));
+  // A ZeRO shard of the same shape: time scales with the op's own FLOPs.
+  CHECK(gemm_micros(hw, DType::kBF16, {1, 1792, 1792, k}, 2.0 * 1792 * 1792 * k / 4, 0) ==
+        doctest::Approx(tile / 4));
+}
+
+TEST_CASE("kernel cost: memory-bound and attention kernels") {
+  HardwareProfile hw = a100();
+  CHECK(memory_micros(hw, 0, 1e9) == doctest::Approx(1e9 / (2039e9 * 0.90) * 1e6));
+  // FP32 vector math dominates only when it outweighs the bytes.
+  CHECK(memory_micros(hw, 1e12, 1e3) == doctest::Approx(1e12 / 19.5e12 * 1e6));
+  CHECK(attention_micros(hw, DType::kBF16, 1e12, 1e6) == doctest::Approx(1e12 / (312e12 * 0.73) * 1e6));
+  // The job's efficiencies scale the kernel rates.
+  hw.memory_efficiency = 0.5;
+  CHECK(memory_micros(hw, 0, 1e9) == doctest::Approx(1e9 / (2039e9 * 0.90 * 0.5) * 1e6));
+}
+
+TEST_CASE("kernel cost: Megatron's fused kernels read and write their bytes once") {
+  Result<Generator> gen = Generator::create(gpt_layer(R"("a100")"));
+  REQUIRE(gen.ok());
+  const GeneratorState& s = GeneratorAccess::state(*gen);
+  const Graph& g = s.graph_of(0);
+  FusionPlan p = plan_fusion(g);
+  auto head = [&](const std::string& n) { return g.ops[p.head[op_named(g, n).id]].name; };
+  CHECK(head("L0.mlp.gelu") == "L0.mlp.fc1.bias_add");
+  CHECK(head("L0.attn.dropout") == "L0.attn.proj.bias_add");
+  CHECK(head("L0.attn.residual") == "L0.attn.proj.bias_add");
+  CHECK(head("L0.mlp.residual") == "L0.mlp.fc2.bias_add");
+  // Not fused in Megatron: embedding sum and dropout, the softmax and the
+  // attention dropout, the QKV bias.
+  CHECK(head("embedding.dropout") == "embedding.dropout");
+  CHECK(head("L0.attn.softmax_dropout") == "L0.attn.softmax_dropout");
+  CHECK(head("L0.attn.qkv.bias_add") == "L0.attn.qkv.bias_add");
+
+  // Bias + dropout + residual add: reads y (b s h), the bias (h) and the
+  // residual (b s h), writes the output (b s h) and the 1-byte mask.
+  const int64_t bsh = 2 * 512 * 1024;
+  auto nodes = nodes_by_name(gen->rank_trace(0).value());
+  const uint64_t bytes = nodes["mb0.fwd.L0.attn.proj.bias_add"].tensor_size +
+                         nodes["mb0.fwd.L0.attn.dropout"].tensor_size +
+                         nodes["mb0.fwd.L0.attn.residual"].tensor_size;
+  CHECK(bytes == static_cast<uint64_t>(3 * bsh * 2 + 1024 * 2 + bsh * 1));
+  // Bias + GeLU: reads fc1's output (b s f/tp) and the bias, writes GeLU's.
+  const int64_t bsf = 2 * 512 * 4096 / 2;
+  CHECK(nodes["mb0.fwd.L0.mlp.fc1.bias_add"].tensor_size + nodes["mb0.fwd.L0.mlp.gelu"].tensor_size ==
+        static_cast<uint64_t>(2 * bsf * 2 + 2048 * 2));
+  // The roofline counts each op's bytes on its own.
+  Result<Generator> roof = Generator::create(gpt_layer(R"({"preset": "a100", "cost_model": "roofline"})"));
+  REQUIRE(roof.ok());
+  auto rn = nodes_by_name(roof->rank_trace(0).value());
+  CHECK(rn["mb0.fwd.L0.attn.residual"].tensor_size == static_cast<uint64_t>(3 * bsh * 2));
+}
+
+TEST_CASE("kernel cost: durations in the trace, the launch floor and the roofline option") {
+  Result<Generator> gen = Generator::create(gpt_layer(R"("a100")"));
+  REQUIRE(gen.ok());
+  auto nodes = nodes_by_name(gen->rank_trace(0).value());
+  // fc1: 1024 x 2048 x 1024 → 4 x 16 = 64 tiles of 256 x 128 (or 8 x 8 of
+  // 128 x 256): one wave of 108, one tile's time.
+  const double tile = 2.0 * 256 * 128 * 1024 / (312e12 * 0.86 / 108) * 1e6;
+  CHECK(nodes["mb0.fwd.L0.mlp.fc1"].duration_micros == static_cast<uint64_t>(std::llround(tile)));
+  // The loss statistics of 1000/2 vocabulary columns are tiny: the floor
+  // (2.4 µs, rounded to 2) sets their time.
+  CHECK(nodes["mb0.fwd.loss"].duration_micros == 2);
+  // A fused group pays the floor once: its first op carries it.
+  Result<Generator> tiny = Generator::create(*parse_job(
+      R"({"model": {"num_layers": 1, "hidden": 64, "num_heads": 4, "vocab": 100},
+          "training": {"seq_len": 16, "micro_batch_size": 1}, "hardware": {"preset": "a100", "kernel_floor_micros": 10}})"));
+  REQUIRE(tiny.ok());
+  auto tn = nodes_by_name(tiny->rank_trace(0).value());
+  CHECK(tn["mb0.fwd.L0.attn.proj.bias_add"].duration_micros == 10);
+  CHECK(tn["mb0.fwd.L0.attn.dropout"].duration_micros == 1);  // 1 µs: the trace's minimum
+  CHECK(tn["mb0.fwd.L0.attn.residual"].duration_micros == 1);
+  CHECK(tn["mb0.fwd.L0.ln1"].duration_micros == 10);
+  // The roofline option keeps the old durations: fc1 at the datasheet peak.
+  Result<Generator> roof = Generator::create(gpt_layer(R"({"preset": "a100", "cost_model": "roofline"})"));
+  REQUIRE(roof.ok());
+  auto rn = nodes_by_name(roof->rank_trace(0).value());
+  CHECK(rn["mb0.fwd.L0.mlp.fc1"].duration_micros ==
+        static_cast<uint64_t>(std::llround(2.0 * 1024 * 2048 * 1024 / 312e12 * 1e6)));
+}
+
+TEST_CASE("kernel cost: hardware fields name themselves when wrong") {
+  struct Bad { const char* hw; const char* path; };
+  for (Bad c : {Bad{R"({"preset": "h100", "cost_model": "magic"})", "hardware.cost_model"},
+                Bad{R"({"preset": "h100", "gemm_efficiency": 0})", "hardware.gemm_efficiency"},
+                Bad{R"({"preset": "h100", "attention_efficiency": 1.5})", "hardware.attention_efficiency"},
+                Bad{R"({"preset": "h100", "hbm_efficiency": -1})", "hardware.hbm_efficiency"},
+                Bad{R"({"preset": "h100", "kernel_floor_micros": 1e9})", "hardware.kernel_floor_micros"},
+                Bad{R"({"preset": "h100", "sm_count": -1})", "hardware.sm_count"}}) {
+    Result<Job> j = parse_job(std::string(R"({"model": "gpt3-1.7b", "hardware": )") + c.hw + "}");
+    REQUIRE(!j.ok());
+    CHECK(j.error().path == c.path);
+  }
+  Result<Job> ok = parse_job(R"({"model": "gpt3-1.7b", "hardware": {"preset": "h100", "gemm_efficiency": 0.7,
+      "sm_count": 100, "cost_model": "roofline"}})");
+  REQUIRE(ok.ok());
+  CHECK(ok->hardware.gemm_efficiency == 0.7);
+  CHECK(ok->hardware.sm_count == 100);
+  CHECK(ok->hardware.cost_model == HardwareProfile::CostModel::kRoofline);
+  // The canonical JSON carries them and parses back to the same profile.
+  Result<Job> back = parse_job(job_to_canonical_json(*ok));
+  REQUIRE(back.ok());
+  CHECK(back->hardware.gemm_efficiency == 0.7);
+  CHECK(back->hardware.sm_count == 100);
+  CHECK(back->hardware.cost_model == HardwareProfile::CostModel::kRoofline);
+}
