@@ -24,6 +24,29 @@ function groupsOf(engine, job, nodes) {
 
 export const cases = [
   {
+    name: 'chakra.js skips fields it does not decode, empty and non-empty length-delimited ones included',
+    run({ assert }) {
+      // Hand-built file: metadata {version "v"}, then one node: id 7, name
+      // "n", attr inputs = string_list [] (field 30, empty), attr outputs =
+      // string_list ["t7", "12"], attr comm_size = 12 (int64_val).
+      const str = (field, s) => [field * 8 + 2, s.length, ...[...s].map((c) => c.charCodeAt(0))];
+      const msg = (field, bytes) => [field * 8 + 2, bytes.length, ...bytes];
+      const key30 = [0xf2, 0x01];  // field 30, wire 2
+      const attrIn = [...str(1, 'inputs'), ...key30, 0];
+      const list = [...str(1, 't7'), ...str(1, '12')];
+      const attrOut = [...str(1, 'outputs'), ...key30, list.length, ...list];
+      const attrSize = [...str(1, 'comm_size'), 9 * 8, 12];
+      const node = [8, 7, ...str(2, 'n'), ...msg(10, attrIn), ...msg(10, attrOut), ...msg(10, attrSize)];
+      const meta = str(1, 'v');
+      const t = decodeTrace(new Uint8Array([meta.length, ...meta, node.length, ...node]));
+      assert.equal(t.version, 'v');
+      assert.equal(t.nodes.length, 1);
+      assert.equal(t.nodes[0].id, 7);
+      assert.equal(t.nodes[0].name, 'n');
+      assert.equal(t.nodes[0].attrs.comm_size, 12, 'the attribute after the skipped lists');
+    },
+  },
+  {
     name: 'ring factors: all-reduce 2(g-1)/g, reduce-scatter and all-to-all (g-1)/g of the buffer, all-gather (g-1) shards',
     run({ assert }) {
       // 1 MiB buffers over 4 ranks: a ring all-reduce sends 3 chunks of 1/4 in
