@@ -1,5 +1,5 @@
 // Serves the built app (build/web) on 127.0.0.1 (`npm start`, .ci/serve).
-// Compressible files (the wasm module above all: 948 KB raw, ~320 KB gzip)
+// Compressible files (the wasm module above all: ~1.1 MB raw, ~380 KB gzip)
 // are gzipped once, at first request, into a cache next to them
 // (<file>.gz, left out of the build's own files) and sent with
 // Content-Encoding: gzip to clients that accept it; everyone else gets the

@@ -14,8 +14,6 @@ export default defineConfig({
     outDir: fileURLToPath(new URL('../build/web', import.meta.url)),
     emptyOutDir: true,
     target: 'es2022',
-    // elkjs (the graph layout, ~1.4 MB) is its own chunk, loaded on first use.
-    chunkSizeWarningLimit: 1600,
   },
   worker: { format: 'es' },
   server: { host: '127.0.0.1', port: 5173, strictPort: true },

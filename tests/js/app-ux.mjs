@@ -128,6 +128,24 @@ export async function uxCases(context, base, only = '') {
     check((await page.textContent('#form-error')).trim() === '', 'the message goes once the engine answers again');
   });
 
+  await run('2b. a big-but-valid job (Llama 3 70B, dp 1, global batch 4,096) is refused in words, quickly; the app goes on', async (page) => {
+    const job = { model: { preset: 'llama3-70b' }, parallel: { dp: 1, tp: 8, pp: 8 }, training: { global_batch_size: 4096 } };
+    const t0 = performance.now();
+    await page.goto(jobUrl(base, job));
+    await page.waitForSelector('#too-big-job', { timeout: 60_000 });
+    const ms = performance.now() - t0;
+    const code = await page.getAttribute('#too-big-job', 'data-code');
+    const text = await page.textContent('#too-big-job');
+    check(code === 'too_large', `code: ${code}: ${text}`);
+    check(/too large/i.test(text) && /raise data parallel/.test(text) && /CLI|Downloads/.test(text), `message: ${text}`);
+    check(await page.evaluate(() => document.body.dataset.state) === 'error', 'error state, not stuck working');
+    const near = await page.textContent('#job-form');
+    check(/too large/i.test(near), 'the message is next to the job too');
+    console.log(`[app-ux] Llama 3 70B, dp 1, global batch 4,096: refused in ${ms.toFixed(0)} ms (page load included): ${text.slice(0, 160)}`);
+    await page.fill('input[name="parallel.dp"]', '512');
+    await page.waitForFunction(() => document.querySelector('#summary')?.dataset.worldSize === String(512 * 64) && document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+  });
+
   await run('3. a pasted Hugging Face config wins over the preset and clears leftover overrides; the editor says what applies', async (page) => {
     await page.goto(jobUrl(base, TEACH));  // preset gpt3-1.7b with Layers = 2
     await ready(page);
@@ -253,6 +271,23 @@ export async function uxCases(context, base, only = '') {
     await page.focus('#graph svg [data-layer="0"]');
     await page.keyboard.press('Enter');
     await page.waitForSelector('#graph svg [data-layer="0"][aria-expanded="false"]', { timeout: 30_000 });
+  });
+
+  await run('stretch. simulated step time: cards and one pipeline row per stage, F/B blocks for every micro-batch', async (page) => {
+    // 4 stages, 8 micro-batches of 1 × 256 tokens on dp 1.
+    const job = { model: { preset: 'gpt3-1.7b', num_layers: 8 }, parallel: { pp: 4, dp: 1, tp: 1 }, training: { seq_len: 256, micro_batch_size: 1, global_batch_size: 8 } };
+    await page.goto(jobUrl(base, job));
+    await ready(page);
+    await page.waitForSelector('#simulation[data-step]:not([hidden])', { timeout: 60_000 });
+    const d = await page.$eval('#simulation', (el) => ({ ...el.dataset, text: el.textContent }));
+    const step = Number(d.step);
+    check(step > 0 && d.stages === '4', `step ${d.step} s, stages ${d.stages}`);
+    check(d.forwardMicroBatches === '8,8,8,8', `every stage runs a forward block for each of the 8 micro-batches: ${d.forwardMicroBatches}`);
+    // Tokens per second = global batch × sequence ÷ step time.
+    const tps = Math.round((8 * 256) / step).toLocaleString('en');
+    check(d.text.includes(`Tokens / s${tps}`), `tokens/s ${tps} in: ${d.text.slice(0, 300)}`);
+    check(/Bubble/.test(d.text) && /stage 3 \(rank 3\)/.test(d.text), 'bubble card and per-stage table');
+    console.log(`[app-ux] simulated step of the 4-stage teaching pipeline: ${(step * 1e3).toFixed(2)} ms`);
   });
 
   await run('8. engine messages in words next to their field (no field paths or codes)', async (page) => {

@@ -42,6 +42,16 @@ try {
   await page.screenshot({ path: path.join(OUT, 'rank.png'), fullPage: true });
   await page.click('#tab-downloads');
   await page.screenshot({ path: path.join(OUT, 'downloads.png') });
+  // The simulated step time of the 4-stage teaching pipeline.
+  const PIPE = { model: { preset: 'gpt3-1.7b', num_layers: 8 }, parallel: { pp: 4, dp: 1, tp: 1 }, training: { seq_len: 256, micro_batch_size: 1, global_batch_size: 8 } };
+  await page.goto('about:blank');
+  await page.goto(`${base}/#job=${encodeURIComponent(JSON.stringify(PIPE))}`);
+  await page.waitForSelector('#simulation[data-step]:not([hidden])', { timeout: 120_000 });
+  await page.locator('#simulation').scrollIntoViewIfNeeded();
+  await page.locator('#simulation').screenshot({ path: path.join(OUT, 'simulation.png') });
+  await page.goto('about:blank');
+  await page.goto(`${base}/#job=${encodeURIComponent(JSON.stringify(JOB))}`);
+  await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 120_000 });
   // A phone: one column, nothing wider than the screen.
   await page.setViewportSize({ width: 390, height: 844 });
   await page.click('#tab-summary');

@@ -18,6 +18,7 @@ interface WasmEngine {
   rankInfo(job: string, rank: number): string;
   rankAt(job: string, coords: string): string;
   rankTrace(job: string, rank: number): { ok: true; bytes: Uint8Array } | { ok: false; error: EngineError };
+  simulate?(job: string, options: string): string;  // engines with core/sim (docs/simulate.md)
 }
 
 declare const self: DedicatedWorkerGlobalScope;
@@ -127,6 +128,9 @@ async function handle(req: Request): Promise<{ reply: Reply; transfer: Transfera
       const bytes = r.bytes.buffer as ArrayBuffer;  // a fresh copy: safe to transfer
       return { reply: { ok: true, result: { bytes } }, transfer: [bytes] };
     }
+    case 'simulate':
+      if (typeof wasm.simulate !== 'function') return { reply: fail('unsupported', 'this engine build has no simulator'), transfer: none };
+      return { reply: fromJson(wasm.simulate(job, JSON.stringify({ timeline: true }))), transfer: none };
     case 'selfTestAbort':
       // Test hook: the path a real abort takes (Emscripten's abort() throws
       // a WebAssembly.RuntimeError out of the engine call), without a

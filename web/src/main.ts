@@ -9,6 +9,7 @@ import { EngineRequestError } from './client';
 import { JOB_PRESETS } from './job-schema';
 import type { EngineError, JobJson } from './protocol';
 import { renderSummary } from './views/summary';
+import { renderSimulation } from './views/simulate';
 import { loadGraph } from './views/graph-panel';
 import { showRank, previewUnavailable, rankInput } from './views/rank-panel';
 import './views/tabs';
@@ -94,7 +95,7 @@ function showTooBig(e: EngineError): void {
   const { lead, text, hint } = explain(e);
   summaryEl.classList.remove('stale');
   summaryEl.replaceChildren(h('div', { class: 'banner', role: 'alert', 'data-code': e.code, id: 'too-big-job' },
-    h('strong', {}, `${lead}. `), text, ' ', hint,
+    h('strong', {}, `${lead}. `), text.charAt(0).toUpperCase() + text.slice(1), ' ', hint,
     h('p', {}, 'The command on the Downloads tab generates the same traces natively.')));
   state.summary = null;
 }
@@ -145,7 +146,7 @@ async function update(): Promise<void> {
     }
     if (!current(mine)) return;
     setBusy('ready');
-    void loadGraph(mine);
+    void loadGraph(mine).then(() => loadSimulation(mine));
   } catch (e) {
     if (!current(mine)) return;
     const err = e instanceof EngineRequestError ? e.error : { code: 'error', message: String(e), path: '' };
@@ -214,6 +215,25 @@ $('#hf-load').addEventListener('click', async () => {
   }
 });
 $('#hf-id').addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); $<HTMLButtonElement>('#hf-load').click(); } });
+
+// The simulated step time, after the graph (an engine without the
+// simulator answers `unsupported`: the section stays hidden).
+async function loadSimulation(mine: number): Promise<void> {
+  const el = $('#simulation');
+  try {
+    const { simulation } = await client.request('simulate', { job: state.jobText });
+    if (!current(mine)) return;
+    el.hidden = false;
+    renderSimulation(el, simulation);
+  } catch (e) {
+    if (!current(mine)) return;
+    const err = e instanceof EngineRequestError ? e.error : { code: 'error', message: String(e), path: '' };
+    if (err.code === 'superseded') return;
+    el.hidden = err.code === 'unsupported';
+    el.dataset.step = '';
+    el.replaceChildren(h('h3', {}, 'Step time (simulated)'), h('p', { class: 'hint' }, `Not available for this job: ${explain(err).text}`));
+  }
+}
 
 // For the benchmark and tests.
 (window as unknown as { stagecraftApp: unknown }).stagecraftApp = {
