@@ -8,6 +8,7 @@ import path from 'node:path';
 import { unzipSync } from 'fflate';
 import { decodeTrace } from '../../web/src/lib/chakra.js';
 import { IDENTITY_JOB } from './suite/jobs.mjs';
+import { uxCases } from './app-ux.mjs';
 
 const ready = (page) => page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
 const jobUrl = (base, job) => `${base}/#job=${encodeURIComponent(JSON.stringify(job))}`;
@@ -39,7 +40,8 @@ export async function appCases(context, base, fixturesDir) {
     await page.fill('input[name="parallel.tp"]', '3');
     await page.waitForSelector('label[data-path="parallel.tp"].invalid', { timeout: 20_000 });
     const text = await page.textContent('label[data-path="parallel.tp"] .error');
-    check(text.includes('not_divisible'), `tp error text: ${text}`);
+    const code = await page.getAttribute('label[data-path="parallel.tp"] .error', 'data-code');
+    check(code === 'not_divisible' && /divide/.test(text), `tp error: ${code}: ${text}`);
     // The shared URL reproduces the job (tp 3 included) in a fresh page.
     const page2 = await context.newPage();
     await page2.goto(page.url());
@@ -76,7 +78,7 @@ export async function appCases(context, base, fixturesDir) {
     const note = await page.textContent('#stage-note');
     check(/rank role/.test(note) && /4 ranks with pp coordinate 0 run this graph/.test(note), `stage note: ${note}`);
     const layers0 = await page.$$eval('#layer option', (os) => os.map((o) => o.value));
-    check(layers0.join() === '0,1,-1', `stage 0 layers: ${layers0}`);
+    check(layers0.join() === '0,1,-1,-2', `stage 0 layers (and the whole-stage view): ${layers0}`);
 
     // The rank view links a stage-1 rank to its stage.
     await page.click('#tab-rank');
@@ -90,13 +92,14 @@ export async function appCases(context, base, fixturesDir) {
     check(await page.getAttribute('#tab-graph', 'aria-selected') === 'true', 'the link opens the graph view');
     check(await page.inputValue('#stage') === '1', 'stage 1 selected');
     const layers1 = await page.$$eval('#layer option', (os) => os.map((o) => o.textContent));
-    check(layers1.length === 3 && layers1[1] === 'layer 3 (MoE)' && /output layer \+ loss/.test(layers1[2]), `stage 1 layers: ${layers1}`);
+    check(layers1.length === 4 && layers1[1] === 'layer 3 (MoE)' && /output layer \+ loss/.test(layers1[2]) && /whole stage/.test(layers1[3]), `stage 1 layers: ${layers1}`);
 
     await page.selectOption('#layer', '3');
     await page.waitForSelector('#graph svg [data-kind="remesh"]', { timeout: 30_000 });
     const why = await page.textContent('#why-list');
     check(/all_to_all · ep/.test(why) && /MoE token dispatch/.test(why), `stage 1 why list: ${why.slice(0, 400)}`);
-    await page.click('#graph svg [data-kind="remesh"]');
+    await page.focus('#graph svg [data-kind="remesh"]');  // focus pans the view to it
+    await page.keyboard.press('Enter');
     check(/What is a remesh\?/.test(await page.textContent('#op-details')), 'remesh details');
     check(/remesh/.test(await page.textContent('#graph-legend-axes')), 'legend explains remesh');
 
@@ -105,7 +108,7 @@ export async function appCases(context, base, fixturesDir) {
 
     // Back to stage 0: no MoE layer there, the embedding instead of the loss.
     await page.selectOption('#stage', '0');
-    await page.waitForFunction(() => [...document.querySelectorAll('#layer option')].map((o) => o.value).join() === '0,1,-1', null, { timeout: 30_000 });
+    await page.waitForFunction(() => [...document.querySelectorAll('#layer option')].map((o) => o.value).join() === '0,1,-1,-2', null, { timeout: 30_000 });
     const labels = await page.$$eval('#graph [data-op]', (els) => els.map((el) => el.getAttribute('aria-label') ?? ''));
     check(labels.some((l) => /^embedding/.test(l)) && !labels.some((l) => /^loss\b/.test(l)), `stage 0 outside layers: ${labels.slice(0, 10)}`);
   });
@@ -209,7 +212,8 @@ export async function appCases(context, base, fixturesDir) {
     check(/all_to_all · ep/.test(why) && /remesh/.test(why), `why list: ${why.slice(0, 400)}`);
     const legend = await page.textContent('#graph-legend-axes');
     check(/ep = 8/.test(legend) && /edp = 2/.test(legend) && /remesh/.test(legend), `axis legend: ${legend}`);
-    await page.click('#graph svg [data-kind="remesh"]');
+    await page.focus('#graph svg [data-kind="remesh"]');  // focus pans the view to it
+    await page.keyboard.press('Enter');
     check(/What is a remesh\?/.test(await page.textContent('#op-details')), 'remesh details');
     await page.click('#tab-rank');
     await page.waitForSelector('#groups li[data-axis="ep"]', { timeout: 30_000 });
@@ -230,7 +234,8 @@ export async function appCases(context, base, fixturesDir) {
     await page.selectOption('select[name="model.preset"]', 'llama3-8b');
     await page.waitForSelector('label[data-path="parallel.ep"].invalid', { timeout: 30_000 });
     const err = await page.textContent('label[data-path="parallel.ep"] .error');
-    check(/num_experts/.test(err) && /invalid_argument/.test(err), `ep error: ${err}`);
+    const code = await page.getAttribute('label[data-path="parallel.ep"] .error', 'data-code');
+    check(/Experts \(E\)/.test(err) && code === 'invalid_argument', `ep error: ${code}: ${err}`);
 
     // HSDP: ZeRO-3 over a shard group of 4 of dp 8.
     await page.selectOption('#job-preset', 'teach-hsdp');
@@ -241,5 +246,7 @@ export async function appCases(context, base, fixturesDir) {
     check(/\[0, 1, 2, 3\]/.test(await page.textContent('#groups li[data-axis="dp_shard"]')), 'rank 0 shard group');
     console.log(`[app] example jobs ready in the worker: deepseek-v3-small ${dsMs.toFixed(0)} ms, mixtral-8x7b ${mixMs.toFixed(0)} ms`);
   });
+  // Issue 14: the app tried as a new user would.
+  results.push(...await uxCases(context, base));
   return results;
 }

@@ -16,6 +16,12 @@ const browser = await launchChromium({ viewport: { width: 1440, height: 900 } })
 const { context } = browser;
 try {
   const page = await context.newPage();
+  // First visit: the getting-started panel.
+  await page.goto(`${base}/`);
+  await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 120_000 });
+  await page.screenshot({ path: path.join(OUT, 'welcome.png') });
+  await page.click('#welcome-close');
+  await page.goto('about:blank');
   await page.goto(`${base}/#job=${encodeURIComponent(JSON.stringify(JOB))}`);
   await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 120_000 });
   await page.screenshot({ path: path.join(OUT, 'summary.png') });
@@ -23,6 +29,12 @@ try {
   await page.waitForSelector('#graph svg [data-op]');
   await page.click('#why-list button');
   await page.screenshot({ path: path.join(OUT, 'graph.png') });
+  await page.selectOption('#layer', '-2');
+  await page.waitForSelector('#graph svg [data-layer="0"]');
+  await page.click('#graph svg [data-layer="1"]');
+  await page.waitForSelector('#graph svg [data-layer="1"][aria-expanded="true"]');
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.screenshot({ path: path.join(OUT, 'graph-stage.png') });
   await page.click('#tab-rank');
   await page.fill('input[name="coord-tp"]', '1');
   await page.dispatchEvent('input[name="coord-tp"]', 'change');
@@ -30,6 +42,21 @@ try {
   await page.screenshot({ path: path.join(OUT, 'rank.png'), fullPage: true });
   await page.click('#tab-downloads');
   await page.screenshot({ path: path.join(OUT, 'downloads.png') });
+  // The simulated step time of the 4-stage teaching pipeline.
+  const PIPE = { model: { preset: 'gpt3-1.7b', num_layers: 8 }, parallel: { pp: 4, dp: 1, tp: 1 }, training: { seq_len: 256, micro_batch_size: 1, global_batch_size: 8 } };
+  await page.goto('about:blank');
+  await page.goto(`${base}/#job=${encodeURIComponent(JSON.stringify(PIPE))}`);
+  await page.waitForSelector('#simulation[data-step]:not([hidden])', { timeout: 120_000 });
+  await page.locator('#simulation').scrollIntoViewIfNeeded();
+  await page.locator('#simulation').screenshot({ path: path.join(OUT, 'simulation.png') });
+  await page.goto('about:blank');
+  await page.goto(`${base}/#job=${encodeURIComponent(JSON.stringify(JOB))}`);
+  await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 120_000 });
+  // A phone: one column, nothing wider than the screen.
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.click('#tab-summary');
+  await page.locator('#panel-summary').scrollIntoViewIfNeeded();
+  await page.screenshot({ path: path.join(OUT, 'phone.png') });
   console.log(`screenshots written to ${OUT}`);
 } finally {
   await browser.close();

@@ -18,6 +18,7 @@ interface WasmEngine {
   rankInfo(job: string, rank: number): string;
   rankAt(job: string, coords: string): string;
   rankTrace(job: string, rank: number): { ok: true; bytes: Uint8Array } | { ok: false; error: EngineError };
+  simulate?(job: string, options: string): string;  // engines with core/sim (docs/simulate.md)
 }
 
 declare const self: DedicatedWorkerGlobalScope;
@@ -127,6 +128,14 @@ async function handle(req: Request): Promise<{ reply: Reply; transfer: Transfera
       const bytes = r.bytes.buffer as ArrayBuffer;  // a fresh copy: safe to transfer
       return { reply: { ok: true, result: { bytes } }, transfer: [bytes] };
     }
+    case 'simulate':
+      if (typeof wasm.simulate !== 'function') return { reply: fail('unsupported', 'this engine build has no simulator'), transfer: none };
+      return { reply: fromJson(wasm.simulate(job, JSON.stringify({ timeline: true }))), transfer: none };
+    case 'selfTestAbort':
+      // Test hook: the path a real abort takes (Emscripten's abort() throws
+      // a WebAssembly.RuntimeError out of the engine call), without a
+      // multi-GB job to provoke one.
+      throw new WebAssembly.RuntimeError('Aborted(self-test)');
     case 'archive':
       return { reply: await archive(wasm, req.id, job, typeof payload.prefix === 'string' ? payload.prefix : 'trace'), transfer: none };
     default:
@@ -144,10 +153,14 @@ self.onmessage = async (event: MessageEvent<Request>) => {
     try {
       out = await handle(req);
     } catch (e) {
-      // A JS-side failure (module failed to load, Embind type error). A wasm
-      // abort also lands here; the module is then unusable, so drop it.
+      // A JS-side failure (module failed to load, Embind type error), or a
+      // wasm abort (out of memory, a trap): the module is then unusable.
+      // `engine_aborted` makes the page replace this worker, which frees the
+      // instance's memory; anything else only drops the module.
       engine = null;
-      out = { reply: fail('engine_unavailable', e instanceof Error ? e.message : String(e)), transfer: [] };
+      const message = e instanceof Error ? e.message : String(e);
+      const aborted = e instanceof WebAssembly.RuntimeError || /Aborted|out of memory|memory access out of bounds|unreachable/i.test(message);
+      out = { reply: fail(aborted ? 'engine_aborted' : 'engine_unavailable', message), transfer: [] };
     }
   }
   post({ v: PROTOCOL_VERSION, id, ...out.reply } as Response, out.transfer);

@@ -14,7 +14,10 @@ export type JobJson = Record<string, unknown>;
 export interface EngineError {
   code: string;     // core codes (invalid_argument, not_divisible, ...) or
                     // protocol codes: protocol_version, bad_request,
-                    // engine_unavailable, engine_crashed, cancelled
+                    // engine_unavailable, engine_crashed, cancelled,
+                    // engine_aborted (the wasm instance aborted: the client
+                    // replaces the worker), superseded (dropped for a newer
+                    // request: not an error to show)
   message: string;
   path: string;     // job path of the field at fault ("parallel.tp"), or ""
 }
@@ -68,6 +71,21 @@ export interface RankInfo {
   groups: { axis: string; key: number; members: number[]; derived?: boolean }[];
 }
 
+// simulate's answer (docs/wasm-bridge.md "simulate"): times in seconds,
+// timeline entries [start_us, end_us, kind, micro_batch] with kinds F, B,
+// W, O (compute) and tp, cp, ep, pp, dp (communication).
+export interface SimStage {
+  stage: number; rank: number; busy_seconds: number; bubble_seconds: number; end_seconds: number;
+  exposed_comm_seconds: Record<string, number>;
+  timeline: [number, number, string, number][];
+}
+export interface Simulation {
+  step_seconds: number; mfu: number; tokens_per_second: number; bubble_fraction: number;
+  exposed_comm_seconds: Record<string, number>;
+  stages: SimStage[];
+  [k: string]: unknown;
+}
+
 // type -> [payload, result]
 export interface Methods {
   version: [Record<string, never>, { version: string }];
@@ -86,6 +104,13 @@ export interface Methods {
   // can be cancelled. The Blob is assembled from streamed zip chunks.
   archive: [{ job: JobJson | string; prefix?: string }, { blob: Blob; bytes: number; files: number }];
   cancel: [{ target: number }, { cancelled: boolean }];
+  // The step time of the whole job (docs/simulate.md), with rank 0's
+  // pipeline as one timeline per stage; `unsupported` from an engine
+  // built without the simulator.
+  simulate: [{ job: JobJson | string }, { simulation: Simulation }];
+  // Test hook: fails like a wasm abort (engine_aborted); the client then
+  // replaces the worker.
+  selfTestAbort: [Record<string, never>, Record<string, never>];
 }
 export type MethodName = keyof Methods;
 

@@ -5,5 +5,6 @@ import * as traces from './traces.mjs';
 import * as identity from './identity.mjs';
 import * as explain from './explain.mjs';
 import * as moe from './moe.mjs';
+import * as wire from './wire.mjs';
 
-export const suites = [basics, errors, traces, identity, explain, moe];
+export const suites = [basics, errors, traces, identity, explain, moe, wire];

@@ -41,7 +41,7 @@ class Reader {
   skip(wire) {
     if (wire === 0) this.varint();
     else if (wire === 1) this.pos += 8;
-    else if (wire === 2) this.pos += this.varint();
+    else if (wire === 2) { const n = this.varint(); this.pos += n; }  // length first: `pos += varint()` would read pos before the varint moves it
     else if (wire === 5) this.pos += 4;
     else throw new Error(`unsupported wire type ${wire} at ${this.pos}`);
   }

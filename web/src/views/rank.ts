@@ -17,6 +17,7 @@ export interface Preview {
   sched: Schedule;
   memory: { points: [number, number][]; peak: number };
   capacity: number;
+  staticBytes: number;  // weights + gradients + optimizer state of the rank's stage
   bytes: number;  // size of the .et file
 }
 
@@ -27,7 +28,7 @@ export type GroupOfRank = RankInfo['groups'][number];
 // coordinates (those and the derived MoE / HSDP axes) say what the axis is.
 export function renderGroups(el: HTMLElement, info: RankInfo, extra: GroupOfRank[] = []): void {
   const members = (g: GroupOfRank) => g.members.slice(0, 24).join(', ') + (g.members.length > 24 ? `, … (${g.members.length} ranks)` : '');
-  const chip = (axis: string) => h('span', { class: 'chip', style: `background:${axisColor(axis)};color:#fff`, title: axisExplain(axis) || undefined }, axis);
+  const chip = (axis: string) => h('span', { class: 'chip', style: `border-color:${axisColor(axis)}`, title: axisExplain(axis) || undefined }, axis);
   const coordinate = new Set(info.axes.map((a) => a.name));
   const all = [...info.groups, ...extra];
   const items = all.map((g) => h('li', { 'data-axis': g.axis }, chip(g.axis), ` group ${g.key} (pg_name "${g.key}"): `,
@@ -117,7 +118,7 @@ export class Timeline {
     ctx.scale(dpr, dpr);
     ctx.clearRect(0, 0, W, H);
     ctx.font = '12px system-ui, sans-serif';
-    ctx.fillStyle = '#495057';
+    ctx.fillStyle = '#343a40';
     ctx.fillText('compute', 4, 26);
     ctx.fillText('communication', 4, 70);
     if (!p) return;
@@ -163,24 +164,40 @@ export class Timeline {
   }
 }
 
+// The curve's y axis starts at the resident state (weights + gradients +
+// optimizer, constant over the iteration), so the activations' rise and
+// fall fills the chart instead of a thin line on top of a tall constant.
 export function renderMemory(el: HTMLElement, p: Preview): void {
   el.dataset.peak = String(p.memory.peak);
   el.dataset.rank = String(p.rank);
-  const c = h('canvas', { role: 'img', class: 'memchart', 'aria-label': `Memory of rank ${p.rank} over the iteration: peak ${fmtBytes(p.memory.peak)} of ${fmtBytes(p.capacity)}` }) as HTMLCanvasElement;
-  el.replaceChildren(c, h('p', { class: 'hint' }, 'Weights + gradients + optimizer state are resident all the time; on top, every activation buffer alive at each node of this rank’s trace (the engine’s liveness analysis: a buffer lives from the node that writes it to the last node that reads it — saved activations, gradients, a recomputed layer, gathered parameters, communication buffers). Placed on this simple schedule’s time axis. Dashed: GPU capacity.'));
+  const base = p.staticBytes;
+  const lo = Math.min(...p.memory.points.map(([, v]) => v));
+  el.dataset.min = String(lo);
+  const capNear = p.capacity > 0 && p.capacity <= p.memory.peak * 1.5;
+  const c = h('canvas', { role: 'img', class: 'memchart', 'aria-label': `Memory of rank ${p.rank} over the iteration: ${fmtBytes(base)} resident (weights, gradients, optimizer state) plus activations, peak ${fmtBytes(p.memory.peak)} of ${fmtBytes(p.capacity)}` }) as HTMLCanvasElement;
+  el.replaceChildren(c, h('p', { class: 'hint' }, `Vertical axis from ${fmtBytes(base)}: the weights + gradients + optimizer state that stay resident all the time. Above it, every activation buffer alive at each node of this rank’s trace (the engine’s liveness analysis: a buffer lives from the node that writes it to the last node that reads it — saved activations, gradients, a recomputed layer, gathered parameters, communication buffers), placed on this simple schedule’s time axis. The peak is the summary’s peak for this stage.` +
+    (capNear ? ' Dashed: GPU capacity.' : ` The GPU’s ${fmtBytes(p.capacity)} is above the chart (${((p.memory.peak / (p.capacity || 1)) * 100).toFixed(1)} % used at the peak).`)));
   const dpr = window.devicePixelRatio || 1, W = c.clientWidth || 800, H = 110;
   c.width = W * dpr; c.height = H * dpr;
   const ctx = c.getContext('2d')!;
   ctx.scale(dpr, dpr);
-  const T = p.sched.makespan || 1, top = Math.max(p.memory.peak, p.capacity) * 1.05 || 1;
-  const L = 100, PW = W - L - 8, y = (v: number) => 8 + (1 - v / top) * 80;
-  ctx.strokeStyle = '#c2255c'; ctx.lineWidth = 2; ctx.beginPath();
+  const T = p.sched.makespan || 1;
+  const top = (capNear ? Math.max(p.memory.peak, p.capacity) : p.memory.peak);
+  const span = Math.max(top - base, 1) * 1.08;
+  const L = 100, PW = W - L - 8, y = (v: number) => 8 + (1 - (v - base) / span) * 80;
+  ctx.fillStyle = 'rgba(194,37,92,0.18)'; ctx.strokeStyle = '#c2255c'; ctx.lineWidth = 2; ctx.beginPath();
+  ctx.moveTo(L, y(base));
+  for (const [t, v] of p.memory.points) ctx.lineTo(L + (t / T) * PW, y(v));
+  ctx.lineTo(L + PW, y(p.memory.points[p.memory.points.length - 1]?.[1] ?? base));
+  ctx.lineTo(L + PW, y(base));
+  ctx.closePath(); ctx.fill();
+  ctx.beginPath();
   p.memory.points.forEach(([t, v], i) => { const x = L + (t / T) * PW; if (i) ctx.lineTo(x, y(v)); else ctx.moveTo(x, y(v)); });
   ctx.stroke();
-  if (p.capacity) { ctx.setLineDash([5, 3]); ctx.strokeStyle = '#000'; ctx.lineWidth = 1; ctx.beginPath(); ctx.moveTo(L, y(p.capacity)); ctx.lineTo(L + PW, y(p.capacity)); ctx.stroke(); ctx.setLineDash([]); }
-  ctx.fillStyle = '#495057'; ctx.font = '12px system-ui, sans-serif';
+  if (capNear) { ctx.setLineDash([5, 3]); ctx.strokeStyle = '#000'; ctx.lineWidth = 1; ctx.beginPath(); ctx.moveTo(L, y(p.capacity)); ctx.lineTo(L + PW, y(p.capacity)); ctx.stroke(); ctx.setLineDash([]); }
+  ctx.fillStyle = '#343a40'; ctx.font = '12px system-ui, sans-serif';
   ctx.fillText(`peak ${fmtBytes(p.memory.peak)}`, 4, y(p.memory.peak) + 4);
-  ctx.fillText('memory', 4, 100);
+  ctx.fillText(`${fmtBytes(base)}`, 4, y(base));
 }
 
 export function renderTable(el: HTMLElement, p: Preview, query: string): void {

@@ -1,0 +1,33 @@
+// The app's mutable state, in one place: the job being shown, what the
+// engine answered for it, and the generation counter that tells a stale
+// answer from a current one. Views read it; main.ts (the controller) writes it.
+import { EngineClient } from './client';
+import type { GraphJson } from './protocol';
+import type { GraphViewState } from './views/graph';
+import type { Preview } from './views/rank';
+
+export type Summary = Record<string, any>;  // docs/summary.md
+
+export const state = {
+  /** The job JSON text of the latest edit (what the URL carries). */
+  jobText: '',
+  /** Bumped by every edit; an answer for an older generation is dropped. */
+  generation: 0,
+  /** The summary shown, and the job text it belongs to. */
+  summary: null as Summary | null,
+  summaryJob: '',
+  graph: null as GraphJson | null,
+  graphJob: '',
+  preview: null as (Preview & { raw?: Uint8Array }) | null,
+  gstate: { stage: 0, layer: 0, phases: new Set(['fwd']), selected: null, expanded: new Set<number>() } as GraphViewState,
+};
+
+/** True while `gen` is the latest edit. */
+export const current = (gen: number) => gen === state.generation;
+
+// The engine for the views (one request at a time matters: an edit drops
+// what the previous edit started). Archives get their own worker, created
+// on first use, so an edit never kills a download in progress.
+export const client = new EngineClient();
+let archiveEngine: EngineClient | null = null;
+export const archiveClient = () => (archiveEngine ??= new EngineClient());

@@ -1,0 +1,194 @@
+// The job editor: every field comes from JOB_SCHEMA (job-schema.ts); the
+// form is read into a job JSON and written back from one. The model comes
+// from exactly one source, shown under the model fields: a preset, or a
+// pasted / dropped / downloaded Hugging Face config.json — the latest one
+// the user gave wins, and giving a config clears model overrides left over
+// from the previous model (they would silently reshape the new one).
+// Engine errors land next to the field named by their path, in words
+// (messages.ts).
+import { JOB_SCHEMA, type FieldSchema } from '../job-schema';
+import type { EngineError, JobJson } from '../protocol';
+import { explain } from '../messages';
+import { $, h } from '../util';
+
+const form = () => $<HTMLFormElement>('#job-form');
+const field = <T extends Element>(name: string) => form().elements.namedItem(name) as unknown as T;
+export const presetSelect = () => field<HTMLSelectElement>('model.preset');
+export const hfText = () => field<HTMLTextAreaElement>('model.hf_config');
+
+const get = (o: JobJson, path: string): unknown => path.split('.').reduce<unknown>((a, k) => (a && typeof a === 'object' ? (a as JobJson)[k] : undefined), o);
+function set(o: JobJson, path: string, v: unknown): void {
+  const ks = path.split('.');
+  let cur = o;
+  for (const k of ks.slice(0, -1)) cur = (cur[k] ??= {}) as JobJson;
+  cur[ks[ks.length - 1]] = v;
+}
+
+function fieldControl(f: FieldSchema): HTMLElement {
+  const name = f.path;
+  const id = `f-${f.path.replace(/\./g, '-')}`;
+  const described = `${id}-err`;
+  let control: HTMLElement;
+  if (f.type === 'boolean' && f.default !== undefined) {
+    control = h('input', { type: 'checkbox', name, id });
+  } else if (f.type === 'boolean') {
+    control = h('select', { name, id }, h('option', { value: '' }, '(model default)'), h('option', { value: 'true' }, 'on'), h('option', { value: 'false' }, 'off'));
+  } else if (f.enum) {
+    control = h('select', { name, id }, ...(f.default === undefined ? [h('option', { value: '' }, '(default)')] : []), ...f.enum.map((v) => h('option', { value: v }, v)));
+  } else {
+    control = h('input', { type: 'number', name, id, min: f.minimum, max: f.maximum, step: f.step ?? (f.type === 'integer' ? 1 : 'any'),
+      placeholder: f.default !== undefined ? String(f.default) : 'default', inputmode: 'numeric' });
+  }
+  control.setAttribute('aria-describedby', described);
+  const check = f.type === 'boolean' && f.default !== undefined;
+  return h('label', { 'data-path': f.path, class: check ? 'check' : undefined, title: f.description },
+    ...(check ? [control, ` ${f.title}`] : [`${f.title} `, control]),
+    h('span', { class: 'error', id: described, 'aria-live': 'polite' }));
+}
+
+export function buildEditor(modelPresets: string[]): void {
+  const groups: Record<string, HTMLElement> = {};
+  for (const fs of form().querySelectorAll<HTMLElement>('fieldset[data-group]')) groups[fs.dataset.group!] = fs;
+  for (const fs of Object.values(groups)) fs.querySelectorAll('.generated').forEach((x) => x.remove());
+  presetSelect().replaceChildren(h('option', { value: '' }, '(Hugging Face config below)'), ...modelPresets.map((p) => h('option', { value: p }, p)));
+  for (const f of JOB_SCHEMA) {
+    const el = fieldControl(f);
+    el.classList.add('generated');
+    const fs = groups[f.group];
+    if (f.advanced) fs.querySelector('details')!.append(el);
+    else fs.querySelector('details')!.before(el);
+  }
+  for (const d of form().querySelectorAll('details')) if (d.children.length <= 1) d.hidden = true;
+}
+
+export function readJob(): JobJson {
+  const job: JobJson = {};
+  const preset = presetSelect().value;
+  const hf = hfText().value.trim();
+  // A pasted config wins: the preset select is emptied when one is given
+  // (useHfConfig), and a config left in the box is used even if not.
+  if (hf) set(job, 'model.hf_config', hf);
+  else set(job, 'model.preset', preset || 'gpt3-1.7b');
+  for (const f of JOB_SCHEMA) {
+    const el = field<HTMLInputElement | HTMLSelectElement>(f.path);
+    if (!el) continue;
+    if (el instanceof HTMLInputElement && el.type === 'checkbox') { if (el.checked) set(job, f.path, true); continue; }
+    const v = el.value.trim();
+    if (v === '') continue;
+    if (f.type === 'boolean') set(job, f.path, v === 'true');
+    else if (f.type === 'string') set(job, f.path, v);
+    else set(job, f.path, Number(v));
+  }
+  // The hardware preset alone is written as a string, the CLI's short form.
+  const hw = job.hardware as JobJson | undefined;
+  if (hw && Object.keys(hw).length === 1 && hw.preset) job.hardware = hw.preset;
+  return job;
+}
+
+export function writeJob(job: JobJson): void {
+  lastCleared = [];
+  const model = (typeof job.model === 'string' ? { preset: job.model } : job.model ?? {}) as JobJson;
+  const hf = model.hf_config;
+  presetSelect().value = typeof model.preset === 'string' && hf === undefined ? model.preset : '';
+  hfText().value = hf === undefined ? '' : typeof hf === 'string' ? hf : JSON.stringify(hf, null, 2);
+  hfText().dataset.active = hf === undefined ? '' : '1';
+  const norm: JobJson = { ...job, model };
+  if (typeof job.hardware === 'string') norm.hardware = { preset: job.hardware };
+  for (const f of JOB_SCHEMA) {
+    const el = field<HTMLInputElement | HTMLSelectElement>(f.path);
+    if (!el) continue;
+    const v = get(norm, f.path);
+    if (el instanceof HTMLInputElement && el.type === 'checkbox') el.checked = v === true;
+    else el.value = v === undefined ? (f.enum && f.default !== undefined ? String(f.default) : '') : String(v);
+  }
+}
+
+// Model overrides set in the form: [title, value].
+function modelOverrides(): [string, string][] {
+  const out: [string, string][] = [];
+  for (const f of JOB_SCHEMA) {
+    if (f.group !== 'model') continue;
+    const el = field<HTMLInputElement | HTMLSelectElement>(f.path);
+    if (!el) continue;
+    const v = el instanceof HTMLInputElement && el.type === 'checkbox' ? (el.checked ? 'on' : '') : el.value.trim();
+    if (v) out.push([f.title, v]);
+  }
+  return out;
+}
+
+// A Hugging Face config was given (pasted, dropped, fetched, or typed into
+// an empty box): it becomes the model, and the previous model's overrides
+// are cleared (overrides set afterwards stay). Returns their titles.
+export const hfActive = () => hfText().dataset.active === '1';
+let lastCleared: string[] = [];
+export function useHfConfig(text?: string): string[] {
+  if (text !== undefined) hfText().value = text;
+  hfText().dataset.active = '1';
+  presetSelect().value = '';
+  const cleared = modelOverrides().map(([t]) => t);
+  if (cleared.length) lastCleared = cleared;
+  for (const f of JOB_SCHEMA) {
+    if (f.group !== 'model') continue;
+    const el = field<HTMLInputElement | HTMLSelectElement>(f.path);
+    if (el instanceof HTMLInputElement && el.type === 'checkbox') el.checked = false;
+    else if (el) el.value = '';
+  }
+  renderModelSource(null);
+  return cleared;
+}
+
+// A preset was picked: it becomes the model (the pasted config is removed).
+export function usePreset(): void {
+  if (presetSelect().value) { hfText().value = ''; hfText().dataset.active = ''; }
+  lastCleared = [];
+  renderModelSource(null);
+}
+
+// "Model in use": the source, its resolved size once the engine answered,
+// and the overrides applied on top.
+export function renderModelSource(model: Record<string, any> | null): void {
+  const cleared = hfText().value.trim() ? lastCleared : [];
+  const el = $('#model-source');
+  const hf = hfText().value.trim() !== '';
+  const src = hf ? 'the pasted Hugging Face config' : `preset ${presetSelect().value || 'gpt3-1.7b'}`;
+  const size = model ? ` — ${model.name ?? ''} ${model.num_layers} layers, hidden ${model.hidden}, ${model.num_heads} heads${model.num_experts ? `, ${model.num_experts} experts` : ''}` : '';
+  const ov = modelOverrides();
+  el.replaceChildren(h('strong', {}, 'Model in use: '), `${src}${size}.`,
+    ov.length ? ` Overrides on top: ${ov.map(([t, v]) => `${t} = ${v}`).join(', ')}.` : ' No overrides.',
+    cleared.length ? ` Cleared the previous model’s overrides (${cleared.join(', ')}).` : '');
+  el.dataset.source = hf ? 'hf' : 'preset';
+}
+
+export function clearErrors(): void {
+  for (const label of form().querySelectorAll<HTMLElement>('[data-path]')) {
+    label.classList.remove('invalid');
+    label.querySelector(':is(input,select,textarea)')?.removeAttribute('aria-invalid');
+    const e = label.querySelector('.error');
+    if (e) { e.textContent = ''; e.removeAttribute('data-code'); }
+  }
+  const fe = $('#form-error');
+  fe.replaceChildren();
+  fe.removeAttribute('data-code');
+}
+
+// The message goes next to the field whose path is the error's path or its
+// closest ancestor (model.hf_config.hidden_size lands on the HF box); with
+// no such field, under the job editor.
+export function showError(err: EngineError): void {
+  const { lead, text, hint } = explain(err);
+  let best: HTMLElement | null = null, bestLen = -1;
+  for (const label of form().querySelectorAll<HTMLElement>('[data-path]')) {
+    const p = label.dataset.path!;
+    if (err.path && (err.path === p || err.path.startsWith(`${p}.`)) && p.length > bestLen) { best = label; bestLen = p.length; }
+  }
+  const slot = best ? best.querySelector<HTMLElement>('.error')! : $('#form-error');
+  const sub = best && err.path !== best.dataset.path ? ` (${err.path.slice(bestLen + 1)})` : '';
+  slot.replaceChildren(h('strong', {}, `${lead}${sub}: `), text, hint ? h('span', { class: 'error-hint' }, ` ${hint}`) : '');
+  slot.dataset.code = err.code;
+  slot.title = `engine code: ${err.code}${err.path ? `, field ${err.path}` : ''}`;
+  if (best) {
+    best.classList.add('invalid');
+    best.querySelector(':is(input,select,textarea)')?.setAttribute('aria-invalid', 'true');
+    best.closest('details')?.setAttribute('open', '');
+  }
+}

@@ -1,0 +1,78 @@
+// Step time (the engine's simulator, docs/simulate.md): step time, MFU,
+// tokens per second, bubble and exposed communication, and rank 0's
+// pipeline as one row per stage — compute blocks F (forward), B (backward),
+// W (weight gradients, zero-bubble), O (optimizer), gaps = waits — with
+// that stage's communication on a thin lane under it. Canvas (a pipeline
+// has thousands of blocks); the per-stage table is the text alternative.
+import type { Simulation } from '../protocol';
+import { h, fmtUs, AXIS_COLOR } from '../util';
+
+const COMPUTE: Record<string, [string, string]> = {
+  F: ['#1c7ed6', 'forward'], B: ['#e67700', 'backward'], W: ['#7048e8', 'weight gradients'], O: ['#495057', 'optimizer'],
+};
+const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
+const sec = (s: number) => fmtUs(s * 1e6);
+
+export function renderSimulation(el: HTMLElement, sim: Simulation): void {
+  const card = (t: string, v: string, n: string) => h('div', { class: 'card' }, h('div', { class: 'card-title' }, t), h('div', { class: 'card-value' }, v), h('div', { class: 'card-note' }, n));
+  const exposed = Object.entries(sim.exposed_comm_seconds ?? {}).filter(([, v]) => v > 0);
+  const cards = h('div', { class: 'cards' },
+    card('Step time', sec(sim.step_seconds), 'one optimizer step, simulated from the ranks’ programs'),
+    card('MFU', pct(sim.mfu), 'model FLOPs ÷ (GPUs × peak FLOP/s × step time)'),
+    card('Tokens / s', Math.round(sim.tokens_per_second).toLocaleString('en'), 'global batch × sequence ÷ step time'),
+    card('Bubble', pct(sim.bubble_fraction), 'share of the step the pipeline stages wait'),
+    card('Exposed communication', exposed.length ? exposed.map(([k, v]) => `${k} ${sec(v)}`).join(', ') : 'none', 'communication time not hidden behind compute, by kind'));
+  const rows = sim.stages.map((st) => h('tr', {}, h('th', { scope: 'row' }, `stage ${st.stage} (rank ${st.rank})`),
+    h('td', { class: 'num' }, sec(st.busy_seconds)), h('td', { class: 'num' }, sec(st.bubble_seconds)),
+    h('td', { class: 'num' }, Object.entries(st.exposed_comm_seconds ?? {}).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${sec(v)}`).join(', ') || '—'),
+    h('td', { class: 'num' }, sec(st.end_seconds))));
+  const table = h('div', { class: 'table-scroll', tabindex: 0, role: 'region', 'aria-label': 'Pipeline stages' },
+    h('table', {}, h('caption', {}, 'Per stage (rank 0’s pipeline)'),
+      h('thead', {}, h('tr', {}, ...['stage', 'compute busy', 'waiting (bubble)', 'exposed communication', 'done at'].map((t) => h('th', { scope: 'col' }, t)))),
+      h('tbody', {}, ...rows)));
+  const canvas = h('canvas', { class: 'pipechart', role: 'img', 'aria-label': `Pipeline timeline: ${sim.stages.length} stages over ${sec(sim.step_seconds)}; the table below gives each stage’s busy, waiting and communication time` }) as HTMLCanvasElement;
+  // The legend names the kinds this pipeline has.
+  const kinds = new Set(sim.stages.flatMap((st) => st.timeline.map((e) => e[2])));
+  const legend = h('ul', { class: 'legend' },
+    ...Object.entries(COMPUTE).filter(([k]) => kinds.has(k)).map(([k, [c, name]]) => h('li', {}, h('span', { class: 'swatch', style: `background:${c}` }), `${k} ${name}`)),
+    h('li', {}, h('span', { class: 'swatch', style: 'background:#f1f3f5;border:1px solid #868e96' }), 'gap: waiting'),
+    ...['tp', 'cp', 'ep', 'pp', 'dp'].filter((k) => kinds.has(k)).map((k) => h('li', {}, h('span', { class: 'swatch', style: `background:${AXIS_COLOR[k]}` }), `${k} communication (thin lane under the stage)`)));
+  el.replaceChildren(h('h3', {}, 'Step time (simulated)'), cards, canvas, legend, table);
+  el.dataset.step = String(sim.step_seconds);
+  el.dataset.stages = String(sim.stages.length);
+  // Per stage: how many micro-batches run a forward block (for tests).
+  el.dataset.forwardMicroBatches = sim.stages.map((st) => new Set(st.timeline.filter((e) => e[2] === 'F').map((e) => e[3])).size).join();
+  drawPipeline(canvas, sim);
+}
+
+export function drawPipeline(c: HTMLCanvasElement, sim: Simulation): void {
+  const rowH = 22, commH = 6, gap = 8, L = 70, top = 4;
+  const W = c.clientWidth || 800, H = top + sim.stages.length * (rowH + commH + gap) + 18;
+  const dpr = window.devicePixelRatio || 1;
+  c.style.height = `${H}px`;
+  c.width = W * dpr; c.height = H * dpr;
+  const ctx = c.getContext('2d')!;
+  ctx.scale(dpr, dpr);
+  const T = Math.max(sim.step_seconds * 1e6, ...sim.stages.map((s) => s.end_seconds * 1e6), 1);
+  const PW = W - L - 8, x = (us: number) => L + (us / T) * PW;
+  ctx.font = '12px system-ui, sans-serif';
+  sim.stages.forEach((st, i) => {
+    const y = top + i * (rowH + commH + gap);
+    ctx.fillStyle = '#212529';
+    ctx.fillText(`stage ${st.stage}`, 4, y + 15);
+    ctx.fillStyle = '#f1f3f5';
+    ctx.fillRect(L, y, PW, rowH);
+    for (const [a, b, kind] of st.timeline) {
+      const comp = COMPUTE[kind];
+      ctx.fillStyle = comp ? comp[0] : AXIS_COLOR[kind] ?? '#868e96';
+      const x0 = x(a), w = Math.max(1, x(b) - x0);
+      if (comp) ctx.fillRect(x0, y, w, rowH);
+      else ctx.fillRect(x0, y + rowH + 1, w, commH);
+    }
+  });
+  ctx.fillStyle = '#343a40';
+  const yb = H - 4;
+  ctx.fillText('0', L, yb);
+  const end = sec(T / 1e6);
+  ctx.fillText(end, W - 8 - ctx.measureText(end).width, yb);
+}
