@@ -350,6 +350,11 @@ const OpDef kGelu{"gelu", "gelu", OpKind::kElementwise, FC::kPointwise, PR::kFac
 const OpDef kSwiGLU{"swiglu", "swiglu", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
                     FR::kPerOutputElement, 5, Saves::kInputs, false, false, vjp_pointwise_reads_x<ops::kSwiGLUBwd>,
                     "swiglu_bwd from the input"};
+// GeGLU (Gemma): gelu_tanh(gate) * up, [..., 2, f] -> [..., f]. Forward per
+// output element: the tanh GeLU of the gate (8, as gelu) and the product (1).
+const OpDef kGeGLU{"geglu", "geglu", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
+                   FR::kPerOutputElement, 9, Saves::kInputs, false, false, vjp_pointwise_reads_x<ops::kGeGLUBwd>,
+                   "geglu_bwd from the input"};
 const OpDef kBiasAdd{"bias_add", "bias_add", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kSameAsInput,
                      FR::kPerOutputElement, 1, Saves::kNothing, false, false, vjp_bias_add,
                      "dy to the input; bias_grad sums dy over the tokens"};
@@ -417,6 +422,11 @@ const OpDef kGeluBwd{"gelu_bwd", "gelu_bwd", OpKind::kElementwise, FC::kPointwis
                      FR::kPerOutputElement, 8};
 const OpDef kSwiGLUBwd{"swiglu_bwd", "swiglu_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
                        FR::kPerOutputElement, 8};
+// Per output element of dy: recompute gelu(g) (8), its derivative from the
+// same tanh (0.5(1+t) + 0.5 g (1-t^2) sqrt(2/pi)(1 + 3c g^2): 10), d_up =
+// dy gelu(g) (1) and d_gate = dy up gelu'(g) (2).
+const OpDef kGeGLUBwd{"geglu_bwd", "geglu_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
+                      FR::kPerOutputElement, 21};
 const OpDef kRopeBwd{"rope_bwd", "rope_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
                      FR::kPerOutputElement, 3};
 const OpDef kDropoutBwd{"dropout_bwd", "dropout_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors,
@@ -485,11 +495,11 @@ const std::vector<const OpDef*>& op_table() {
   using namespace ops;
   static const std::vector<const OpDef*> table = {
       &kMatmul, &kAttentionScores, &kAttentionValues, &kSoftmax, &kAttentionDropout, &kFlashAttention,
-      &kRingAttention, &kSplit, &kMerge, &kConcat, &kRope, &kGelu, &kSwiGLU, &kBiasAdd, &kAdd, &kDropout,
+      &kRingAttention, &kSplit, &kMerge, &kConcat, &kRope, &kGelu, &kSwiGLU, &kGeGLU, &kBiasAdd, &kAdd, &kDropout,
       &kLayerNorm, &kRMSNorm, &kEmbedding, &kLossMax, &kLossSum, &kCrossEntropy, &kTopK, &kMoePermute,
       &kMoeCombine, &kSend, &kRecv, &kReLU2, &kCausalConv1d, &kSsdScan, &kGatedRMSNorm,
       // backward
-      &kSliceBwd, &kSumHeadsBwd, &kTopKBwd, &kBiasGrad, &kGeluBwd, &kSwiGLUBwd, &kRopeBwd, &kDropoutBwd,
+      &kSliceBwd, &kSumHeadsBwd, &kTopKBwd, &kBiasGrad, &kGeluBwd, &kSwiGLUBwd, &kGeGLUBwd, &kRopeBwd, &kDropoutBwd,
       &kLayerNormBwd, &kRMSNormBwd, &kLayerNormWgrad, &kRMSNormWgrad, &kSoftmaxBwd, &kEmbeddingBwd,
       &kFlashAttentionBwd, &kCrossEntropyBwd, &kMoeUnpermute, &kMoeCombineBwd, &kMoeCombineProbsBwd, &kSplitBwd,
       &kMergeBwd, &kGradAccumulate, &kAdam, &kReLU2Bwd, &kCausalConv1dBwd, &kCausalConv1dWgrad, &kSsdScanBwd,

@@ -41,6 +41,9 @@ std::string job_to_canonical_json(const Job& job) {
       {"qk_rope_head_dim", m.qk_rope_head_dim},
       {"v_head_dim", m.v_head_dim},
   };
+  // Only models that use them carry these (older jobs' canonical JSON is unchanged).
+  if (m.qkv_bias) model["qkv_bias"] = true;
+  if (m.qk_norm) model["qk_norm"] = true;
   if (m.is_hybrid()) {  // only hybrid models carry these (older jobs' canonical JSON is unchanged)
     model["hybrid_pattern"] = m.hybrid_pattern;
     model["mamba_heads"] = m.mamba_heads;

@@ -1,4 +1,5 @@
-// Hugging Face config.json import (gpt2, llama-style, mixtral, DeepSeek).
+// Hugging Face config.json import, one reader per model_type (docs/hf-import.md):
+// exact or refused.
 #include "model/model_config.h"
 
 #include <string>
@@ -78,10 +79,37 @@ Result<ModelConfig> from_gpt2(const HfReader& r) {
   return m;
 }
 
+// The import's bookkeeping: strict mode and what was recognised.
+struct Import {
+  bool strict = true;
+  std::vector<std::string> features, warnings;
+
+  // A key whose value would change compute or memory and is not modelled:
+  // an error naming it (strict), or a listed warning.
+  Status unmodelled(const HfReader& r, const char* key, const std::string& what) {
+    const Json* v = jsonf::find(r.obj, key);
+    const std::string shown = std::string(key) + " = " + (v ? jsonf::brief(*v) : std::string("(default)"));
+    if (strict) {
+      return make_error(ErrorCode::kUnsupported,
+                        what + " is not modelled (" + shown +
+                        "); the model section's \"strict\": false imports it anyway with a warning",
+                        jsonf::join(r.path, key));
+    }
+    warnings.push_back(shown + ": " + what + " is not modelled");
+    return ok_status();
+  }
+};
+
+bool present(const HfReader& r, const char* key) {
+  const Json* v = jsonf::find(r.obj, key);
+  return v && !v->is_null();
+}
+
 // mla: DeepSeek's latent attention, whose head sizes come from their own
 // keys (from_deepseek); head_dim and num_key_value_heads are then not read.
+// geglu: the family's gated MLP uses the tanh GeLU (Gemma) instead of SiLU.
 Result<ModelConfig> from_llama_style(const HfReader& r, const std::string& model_type,
-                                     bool mla = false) {
+                                     bool mla = false, bool tied_default = false, bool geglu = false) {
   using namespace limits;
   ModelConfig m;
   m.name = "hf:" + (model_type.empty() ? std::string("llama") : model_type);
@@ -95,7 +123,7 @@ Result<ModelConfig> from_llama_style(const HfReader& r, const std::string& model
     m.num_kv_heads = m.num_heads;  // head sizes: from_deepseek
   } else {
     SC_ASSIGN_OR_RETURN(m.num_kv_heads, r.optional("num_key_value_heads", m.num_heads, kMaxHeads));
-    if (!jsonf::find(r.obj, "head_dim") && m.hidden % m.num_heads != 0) {
+    if (!present(r, "head_dim") && m.hidden % m.num_heads != 0) {
       return make_error(ErrorCode::kNotDivisible,
                         "hidden_size (" + std::to_string(m.hidden) +
                         ") is not divisible by num_attention_heads (" + std::to_string(m.num_heads) +
@@ -103,27 +131,109 @@ Result<ModelConfig> from_llama_style(const HfReader& r, const std::string& model
     }
     SC_ASSIGN_OR_RETURN(m.head_dim, r.optional("head_dim", m.hidden / m.num_heads, kMaxHeadDim));
   }
-  if (const Json* act = jsonf::find(r.obj, "hidden_act")) {
-    SC_ASSIGN_OR_RETURN(std::string a, jsonf::get_string(*act, jsonf::join(r.path, "hidden_act")));
-    if (a != "silu" && a != "swish") {
+  // Gemma names it hidden_activation (newer files) or hidden_act.
+  for (const char* key : {"hidden_act", "hidden_activation"}) {
+    const Json* act = jsonf::find(r.obj, key);
+    if (!act || act->is_null()) continue;
+    SC_ASSIGN_OR_RETURN(std::string a, jsonf::get_string(*act, jsonf::join(r.path, key)));
+    const bool ok = geglu ? (a == "gelu" || a == "gelu_pytorch_tanh" || a == "gelu_new")
+                          : (a == "silu" || a == "swish");
+    if (!ok) {
       return make_error(ErrorCode::kUnsupported,
-                        "gated MLP with activation \"" + a + "\" is not supported (only silu, i.e. SwiGLU)",
-                        jsonf::join(r.path, "hidden_act"));
+                        "gated MLP with activation \"" + a + "\" is not supported (only " +
+                            (geglu ? "gelu / gelu_pytorch_tanh, i.e. GeGLU" : "silu, i.e. SwiGLU") + ")",
+                        jsonf::join(r.path, key));
     }
   }
-  m.mlp = MlpKind::kSwiGLU;
+  m.mlp = geglu ? MlpKind::kGeGLU : MlpKind::kSwiGLU;
   bool layer_norm = !jsonf::find(r.obj, "rms_norm_eps") &&
                     (jsonf::find(r.obj, "layer_norm_eps") || jsonf::find(r.obj, "layer_norm_epsilon"));
   m.norm = layer_norm ? NormKind::kLayerNorm : NormKind::kRMSNorm;
   m.position = PositionKind::kRope;
-  SC_ASSIGN_OR_RETURN(m.tied_embeddings, r.flag("tie_word_embeddings", false));
-  // One bias switch for all linears: attention_bias or mlp_bias turns it on
-  // (qwen2's q/k/v-only biases are not represented: docs/job-format.md).
+  SC_ASSIGN_OR_RETURN(m.tied_embeddings, r.flag("tie_word_embeddings", tied_default));
+  // One bias switch for all linears (llama: attention_bias on q,k,v,o and
+  // mlp_bias on the MLP); a config with only one of them is refused by
+  // check_llama_biases.
   SC_ASSIGN_OR_RETURN(bool attn_bias, r.flag("attention_bias", false));
   SC_ASSIGN_OR_RETURN(bool mlp_bias, r.flag("mlp_bias", false));
   m.linear_bias = attn_bias || mlp_bias;
-  SC_ASSIGN_OR_RETURN(m.dropout, r.any_positive({"attention_dropout", "hidden_dropout"}, false));
+  SC_ASSIGN_OR_RETURN(m.dropout, r.any_positive({"attention_dropout", "hidden_dropout", "resid_pdrop",
+                                                 "embd_pdrop"}, false));
   return m;
+}
+
+// attention_bias without mlp_bias (or the reverse) is not one switch.
+Status check_llama_biases(const HfReader& r, Import& im) {
+  SC_ASSIGN_OR_RETURN(bool attn_bias, r.flag("attention_bias", false));
+  SC_ASSIGN_OR_RETURN(bool mlp_bias, r.flag("mlp_bias", false));
+  if (attn_bias == mlp_bias) return ok_status();
+  return im.unmodelled(r, attn_bias ? "attention_bias" : "mlp_bias",
+                       "biases on the attention linears only or on the MLP only (the model has one switch)");
+}
+
+// Keys of the llama-like families that change compute or memory and have
+// no model option yet: refused (strict) or listed.
+Status check_common(const HfReader& r, Import& im, bool windowed_family) {
+  if (windowed_family && present(r, "sliding_window")) {
+    SC_RETURN_IF_ERROR(im.unmodelled(r, "sliding_window",
+                                     "sliding-window attention (FLOPs and score memory at sequences longer "
+                                     "than the window)"));
+  }
+  for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"}) {
+    if (present(r, key)) SC_RETURN_IF_ERROR(im.unmodelled(r, key, "logit soft-capping (tanh)"));
+  }
+  if (const Json* v = jsonf::find(r.obj, "partial_rotary_factor")) {
+    if (!(v->is_number() && v->get<double>() == 1.0)) {
+      SC_RETURN_IF_ERROR(im.unmodelled(r, "partial_rotary_factor", "partial rotary embedding"));
+    }
+  }
+  if (const Json* v = jsonf::find(r.obj, "layer_types")) {
+    bool all_full = v->is_array();
+    if (all_full) {
+      for (const Json& e : *v) all_full = all_full && e.is_string() && e.get<std::string>() == "full_attention";
+    }
+    if (!all_full) SC_RETURN_IF_ERROR(im.unmodelled(r, "layer_types", "per-layer attention types other than full"));
+  }
+  if (present(r, "quantization_config")) {
+    im.features.push_back("quantization_config ignored: the job's dtype sets the bytes per parameter");
+  }
+  return ok_status();
+}
+
+// Qwen2/Qwen3's windowing is on only with use_sliding_window.
+Status check_qwen_window(const HfReader& r, Import& im) {
+  SC_ASSIGN_OR_RETURN(bool on, r.flag("use_sliding_window", false));
+  if (on) {
+    return im.unmodelled(r, "use_sliding_window",
+                         "sliding-window attention (layers >= max_window_layers)");
+  }
+  return ok_status();
+}
+
+// Qwen MoE layer rule: layer i is MoE iff i is not in mlp_only_layers and
+// (i + 1) % decoder_sparse_step == 0. Modelled when that is "every layer
+// from k on" (mlp_only_layers = [0, k), step 1): first_dense_layers = k.
+Status qwen_moe_layers(const HfReader& r, Import& im, ModelConfig* m) {
+  SC_ASSIGN_OR_RETURN(int64_t step, r.optional("decoder_sparse_step", 1, limits::kMaxLayers));
+  if (step != 1) {
+    return im.unmodelled(r, "decoder_sparse_step", "MoE in every decoder_sparse_step-th layer only");
+  }
+  m->first_dense_layers = 0;
+  if (const Json* v = jsonf::find(r.obj, "mlp_only_layers")) {
+    if (!v->is_array()) {
+      return make_error(ErrorCode::kInvalidArgument, "must be an array of layer indices",
+                        jsonf::join(r.path, "mlp_only_layers"));
+    }
+    int64_t k = 0;
+    for (const Json& e : *v) {
+      if (!e.is_number_integer() || e.get<int64_t>() != k) {
+        return im.unmodelled(r, "mlp_only_layers", "dense layers other than a prefix 0..k-1");
+      }
+      ++k;
+    }
+    m->first_dense_layers = k;
+  }
+  return ok_status();
 }
 
 // Mixtral: a llama-style config whose every MLP is a top-k mixture of
@@ -170,24 +280,92 @@ Result<ModelConfig> from_deepseek(const HfReader& r, const std::string& model_ty
   return m;
 }
 
+// Python's json module writes float('inf') / nan as the bare words
+// Infinity, -Infinity and NaN, which standard JSON (and our parser) rejects;
+// real configs carry them (Nemotron-H's time_step_limit). Outside strings
+// they are read as null; `replaced` counts them.
+std::string tolerate_nonstandard_numbers(const std::string& text, int* replaced) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    for (const char* word : {"-Infinity", "Infinity", "NaN"}) {
+      const size_t n = std::char_traits<char>::length(word);
+      if (text.compare(i, n, word) == 0) {
+        out += "null";
+        i += n - 1;
+        ++*replaced;
+        goto next;
+      }
+    }
+    out += c;
+  next:;
+  }
+  return out;
+}
+
+// Families read here (docs/hf-import.md); others are refused by name.
+const char* const kSupported =
+    "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma, phi3, deepseek_v2, deepseek_v3, gpt2";
+
+// Known families whose structure is not modelled yet, with what is missing.
+const char* not_yet(const std::string& t) {
+  if (t == "gemma2") return "four norms per layer, alternating local/global attention and logit soft-capping";
+  if (t == "gemma3_text" || t == "gemma3") return "four norms per layer and a local/global attention pattern";
+  if (t == "olmo2") return "post-sublayer norms and q/k norms over all heads";
+  if (t == "granite") return "its embedding/residual/logit multipliers";
+  if (t == "qwen2_moe") return "the sigmoid-gated shared expert";
+  if (t == "nemotron_h") return "reading hybrid patterns from HF configs (use the nemotron-h-8b preset)";
+  if (t == "jamba") return "the Mamba-1 mixer (the jamba-v0.1-mamba2 preset uses Mamba-2)";
+  return nullptr;
+}
+
 }  // namespace
 
-Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std::string& path) {
-  SC_ASSIGN_OR_RETURN(Json j, jsonf::parse_text(json_text, path));
+Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std::string& path,
+                                         bool strict) {
+  int nonstandard = 0;
+  const std::string text = tolerate_nonstandard_numbers(json_text, &nonstandard);
+  SC_ASSIGN_OR_RETURN(Json j, jsonf::parse_text(text, path));
   SC_RETURN_IF_ERROR(jsonf::expect_object(j, path));
   HfReader r{j, path};
   std::string model_type;
   if (const Json* t = jsonf::find(j, "model_type")) {
     SC_ASSIGN_OR_RETURN(model_type, jsonf::get_string(*t, jsonf::join(path, "model_type")));
   }
+  const std::string type_path = jsonf::join(path, "model_type");
+  if (const char* missing = not_yet(model_type)) {
+    return make_error(ErrorCode::kUnsupported,
+                      "architecture \"" + model_type + "\" is not supported yet (" + missing +
+                          " is not modelled); supported: " + kSupported,
+                      type_path);
+  }
+  const bool gpt2 = model_type == "gpt2" || (model_type.empty() && jsonf::find(j, "n_embd"));
   const bool mixtral = model_type == "mixtral";
   const bool deepseek = model_type == "deepseek_v2" || model_type == "deepseek_v3";
-  if (!mixtral && !deepseek) {
+  const bool qwen3_moe = model_type == "qwen3_moe";
+  const bool llama_like = model_type.empty() || model_type == "llama" || model_type == "mistral" ||
+                          mixtral || model_type == "qwen2" || model_type == "qwen3" || qwen3_moe ||
+                          model_type == "gemma" || model_type == "phi3" || deepseek;
+  if (!gpt2 && !llama_like) {
+    return make_error(ErrorCode::kUnsupported,
+                      "architecture \"" + model_type + "\" is not supported (supported: " + kSupported + ")",
+                      type_path);
+  }
+  if (!mixtral && !deepseek && !qwen3_moe) {
     for (const char* moe : {"num_local_experts", "n_routed_experts", "num_experts"}) {
       const Json* v = jsonf::find(j, moe);
       if (v && !(v->is_number_integer() && v->get<int64_t>() <= 1)) {
         return make_error(ErrorCode::kUnsupported,
-                          "mixture-of-experts configs are supported for model_type mixtral, "
+                          "mixture-of-experts configs are supported for model_type mixtral, qwen3_moe, "
                           "deepseek_v2 and deepseek_v3 only (model_type " +
                           (model_type.empty() ? std::string("not given") : "\"" + model_type + "\"") +
                           ", " + std::string(moe) + " = " + jsonf::brief(*v) + ")",
@@ -195,15 +373,69 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
       }
     }
   }
-  bool gpt2 = model_type == "gpt2" || (model_type.empty() && jsonf::find(j, "n_embd"));
-  Result<ModelConfig> m = gpt2       ? from_gpt2(r)
-                          : deepseek ? from_deepseek(r, model_type)
-                                     : from_llama_style(r, model_type);
-  if (!m.ok()) return m.error();
-  if (mixtral) SC_RETURN_IF_ERROR(add_mixtral_moe(r, &*m));
-  SC_RETURN_IF_ERROR(validate_model(*m, "model"));
+  Import im;
+  im.strict = strict;
+  ModelConfig m;
+  if (gpt2) {
+    SC_ASSIGN_OR_RETURN(m, from_gpt2(r));
+  } else if (deepseek) {
+    SC_ASSIGN_OR_RETURN(m, from_deepseek(r, model_type));
+    im.features.push_back("multi-head latent attention");
+    SC_RETURN_IF_ERROR(check_common(r, im, false));
+  } else if (model_type == "gemma") {
+    // Gemma: GeGLU, tied (tie_word_embeddings defaults to true), head_dim given.
+    SC_ASSIGN_OR_RETURN(m, from_llama_style(r, model_type, false, /*tied_default=*/true, /*geglu=*/true));
+    im.features.push_back("GeGLU MLP");
+    im.features.push_back("embedding scaled by sqrt(hidden) (one multiply per element, not in the graph)");
+    SC_RETURN_IF_ERROR(check_common(r, im, false));
+  } else if (model_type == "qwen2" || model_type == "qwen3" || qwen3_moe) {
+    SC_ASSIGN_OR_RETURN(m, from_llama_style(r, model_type));
+    if (model_type == "qwen2") {
+      // Qwen2: biases on q, k and v always, none elsewhere.
+      m.linear_bias = false;
+      m.qkv_bias = true;
+      im.features.push_back("q/k/v biases");
+    } else {
+      SC_RETURN_IF_ERROR(check_llama_biases(r, im));
+      m.qk_norm = true;
+      im.features.push_back("per-head q/k RMSNorm");
+    }
+    SC_RETURN_IF_ERROR(check_qwen_window(r, im));
+    SC_RETURN_IF_ERROR(check_common(r, im, false));
+    if (qwen3_moe) {
+      using namespace limits;
+      SC_ASSIGN_OR_RETURN(m.num_experts, r.required("num_experts", kMaxExperts));
+      SC_ASSIGN_OR_RETURN(m.experts_per_token, r.required("num_experts_per_tok", kMaxExperts));
+      SC_ASSIGN_OR_RETURN(m.moe_ffn_hidden, r.required("moe_intermediate_size", kMaxFfn));
+      SC_RETURN_IF_ERROR(qwen_moe_layers(r, im, &m));
+      im.features.push_back("MoE (" + std::to_string(m.num_experts) + " experts, top-" +
+                            std::to_string(m.experts_per_token) + ")");
+    }
+  } else {
+    // llama, mistral, mixtral, phi3 (fused qkv/gate_up: the same elements
+    // and FLOPs as split projections), or no model_type (llama style).
+    SC_ASSIGN_OR_RETURN(m, from_llama_style(r, model_type));
+    SC_RETURN_IF_ERROR(check_llama_biases(r, im));
+    SC_RETURN_IF_ERROR(check_common(r, im, model_type != "llama" && !model_type.empty()));
+    if (mixtral) {
+      SC_RETURN_IF_ERROR(add_mixtral_moe(r, &m));
+      im.features.push_back("MoE (" + std::to_string(m.num_experts) + " experts, top-" +
+                            std::to_string(m.experts_per_token) + ")");
+    }
+  }
+  m.hf_family = model_type.empty() ? (gpt2 ? "gpt2" : "llama") + std::string(" (model_type not given)") : model_type;
+  if (!gpt2) {
+    if (m.num_kv_heads != m.num_heads) im.features.push_back(m.num_kv_heads == 1 ? "MQA" : "GQA");
+    if (m.tied_embeddings) im.features.push_back("tied embeddings");
+    if (m.linear_bias) im.features.push_back("linear biases");
+  }
+  if (nonstandard > 0) {
+    im.features.push_back(std::to_string(nonstandard) + " non-standard JSON number(s) (Infinity/NaN) read as null");
+  }
+  m.hf_features = std::move(im.features);
+  m.hf_warnings = std::move(im.warnings);
+  SC_RETURN_IF_ERROR(validate_model(m, "model"));
   return m;
 }
-
 
 }  // namespace sc

@@ -11,7 +11,9 @@
 namespace sc {
 
 enum class NormKind { kLayerNorm, kRMSNorm };
-enum class MlpKind { kGelu, kSwiGLU, kReLU2 };  // kReLU2: squared ReLU, not gated (Nemotron-H)
+// kReLU2: squared ReLU, not gated (Nemotron-H); kGeGLU: gated like SwiGLU
+// with the tanh GeLU in place of SiLU (Gemma).
+enum class MlpKind { kGelu, kSwiGLU, kReLU2, kGeGLU };
 enum class PositionKind { kLearned, kRope, kNone };  // kNone: no positional encoding (NoPE hybrids)
 
 struct ModelConfig {
@@ -31,6 +33,19 @@ struct ModelConfig {
   bool linear_bias = true;      // biases on the linear layers (GPT: yes)
   bool dropout = true;          // hidden + attention dropout (GPT: 0.1)
   bool flash_attention = false; // fused attention: no s^2 activations saved
+  // Biases on the q, k and v projections only (Qwen2), whatever linear_bias
+  // says of the other linears: a bias add on the column-parallel qkv output.
+  bool qkv_bias = false;
+  // Per-head RMSNorm of q and k over head_dim before RoPE (Qwen3, Gemma-3):
+  // two weights of head_dim per layer, replicated over tp.
+  bool qk_norm = false;
+
+  // What a Hugging Face import recognised (empty for presets and custom
+  // models): the family (model_type), the features it turned on, and, for
+  // a non-strict import, the fields it could not model.
+  std::string hf_family;
+  std::vector<std::string> hf_features;
+  std::vector<std::string> hf_warnings;
 
   // Mixture of experts (num_experts == 0: every MLP is dense). An MoE
   // layer's MLP is a router over num_experts routed experts, each token
@@ -72,6 +87,7 @@ struct ModelConfig {
   int64_t mamba_conv_kernel = 0;  // causal conv1d width
 
   bool is_moe() const { return num_experts > 0; }
+  bool gated_mlp() const { return mlp == MlpKind::kSwiGLU || mlp == MlpKind::kGeGLU; }
   bool is_mla() const { return kv_lora_rank > 0; }
   bool is_hybrid() const { return !hybrid_pattern.empty(); }
   // The block kind of layer `layer`: 'M', '*', '-', 'E' (hybrid models).
@@ -98,11 +114,16 @@ std::vector<std::string> preset_names();
 Result<ModelConfig> model_preset(const std::string& name,
                                  const std::string& path = "model.preset");
 
-// Parses a Hugging Face config.json text (llama/mistral/gpt2/... model_type).
-// Unknown HF keys are ignored (HF configs carry many); missing required
-// keys and bad values are errors that name the key.
+// Parses a Hugging Face config.json text by its model_type, with that
+// family's defaults (docs/hf-import.md lists the families and features).
+// Exact or refused: an unknown model_type, or a key of a known family that
+// would change compute or memory and is not modelled, is an error naming
+// the key (kUnsupported). strict = false turns the latter into
+// hf_warnings instead. Keys without effect on compute are ignored; missing
+// required keys and bad values are errors that name the key.
 Result<ModelConfig> model_from_hf_config(const std::string& json_text,
-                                         const std::string& path = "model.hf_config");
+                                         const std::string& path = "model.hf_config",
+                                         bool strict = true);
 
 // Checks internal consistency (positive sizes, heads * head_dim relation,
 // kv divides heads, absurd sizes). path prefixes field names ("model").

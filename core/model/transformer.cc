@@ -119,8 +119,9 @@ class Builder {
   }
 
   // y[b,s,out] = x[b,s,in] . W[in,out] (+ bias), W sharded on tp along tp_label.
+  // force_bias: a bias even when linear_bias is off (Qwen2's q/k/v).
   int linear(const std::string& name, int x, Dim in_dim, std::vector<Dim> out_dims, const std::string& tp_label,
-             bool bias_in_sp_region, bool with_bias = true) {
+             bool bias_in_sp_region, bool with_bias = true, bool force_bias = false) {
     std::vector<Dim> wdims{in_dim};
     wdims.insert(wdims.end(), out_dims.begin(), out_dims.end());
     int w = weight(prefix_ + name + ".weight", wdims, tp_label, layer_);
@@ -131,7 +132,7 @@ class Builder {
     o.flops = Expr(2) * numel(x) * numel(w) / in_dim.size;
     o.model_flops = o.flops;
     add(std::move(o));
-    if (!m_.linear_bias || !with_bias) return y;
+    if (!(m_.linear_bias || force_bias) || !with_bias) return y;
     std::vector<Dim> bdims(out_dims);
     int bias = weight(prefix_ + name + ".bias", bdims, tp_label, layer_);
     return pointwise(name + ".bias_add", ops::kBiasAdd, {y, bias}, bias_in_sp_region);
@@ -141,7 +142,7 @@ class Builder {
   int attention(int x) {
     if (m_.is_mla()) return mla_attention(x);
     Dim qkv{"qkv", S("qkv")};
-    int q_k_v = linear("attn.qkv", x, H(), {qkv}, "qkv", false);
+    int q_k_v = linear("attn.qkv", x, H(), {qkv}, "qkv", false, true, /*force_bias=*/m_.qkv_bias);
     Dim a{"a", S("a")}, kvh{"kv", S("kv")}, d{"d", S("d")};
     int q = act("attn.q", BS({a, d}), o_.dtype);
     int k = act("attn.k", BS({kvh, d}), o_.dtype);
@@ -149,6 +150,10 @@ class Builder {
     Op split = op("attn.split", ops::kSplit, {q_k_v}, {q, k, v});
     split.out_labels = {lab({"qkv", "d"}), lab({"qkv", "d"}), lab({"qkv", "d"})};
     add(std::move(split));
+    if (m_.qk_norm) {  // per-head RMSNorm over d (weights of d, replicated over tp)
+      q = norm("attn.q_norm", q);
+      k = norm("attn.k_norm", k);
+    }
     if (m_.position == PositionKind::kRope) {  // learned: at the embedding; none (NoPE): nothing
       q = pointwise("attn.rope_q", ops::kRope, {q}, false);
       k = pointwise("attn.rope_k", ops::kRope, {k}, false);
@@ -264,9 +269,9 @@ class Builder {
   int mlp(int x, const std::string& width = "f", const std::string& prefix = "mlp") {
     Dim f{width, S(width)};
     int y;
-    if (m_.mlp == MlpKind::kSwiGLU) {
+    if (m_.gated_mlp()) {
       int gu = linear(prefix + ".fc1", x, H(), {Dim{"g2", Expr(2)}, f}, width, false);
-      y = swiglu(prefix + ".swiglu", gu);
+      y = swiglu(prefix + gated_suffix(), gu);
     } else {
       int h1 = linear(prefix + ".fc1", x, H(), {f}, width, false);
       y = activation(prefix, h1);
@@ -340,12 +345,14 @@ class Builder {
     return linear("mamba.out_proj", merged, mi, {H()}, "mi", true, /*with_bias=*/false);
   }
 
-  // [..., 2, f] -> [..., f]: silu(gate) * up.
+  const char* gated_suffix() const { return m_.mlp == MlpKind::kGeGLU ? ".geglu" : ".swiglu"; }
+
+  // [..., 2, f] -> [..., f]: silu(gate) * up (gelu_tanh(gate) * up for GeGLU).
   int swiglu(const std::string& name, int gu) {
     std::vector<Dim> dims = g_.tensors[gu].dims;
     dims.erase(dims.end() - 2);
     int y = act(name, dims, o_.dtype);
-    Op o = op(name, ops::kSwiGLU, {gu}, {y});
+    Op o = op(name, m_.mlp == MlpKind::kGeGLU ? ops::kGeGLU : ops::kSwiGLU, {gu}, {y});
     o.flops = rule_flops(g_, o);
     o.unshardable = {"g2"};
     add(std::move(o));
@@ -434,9 +441,9 @@ class Builder {
     add(std::move(perm));
 
     int y;
-    if (m_.mlp == MlpKind::kSwiGLU) {
+    if (m_.gated_mlp()) {
       int gu = expert_linear("moe.experts.fc1", disp, {Dim{"g2", Expr(2)}, fe});
-      y = swiglu("moe.experts.swiglu", gu);
+      y = swiglu(std::string("moe.experts") + gated_suffix(), gu);
     } else {
       int h1 = expert_linear("moe.experts.fc1", disp, {fe});
       y = activation("moe.experts", h1);
