@@ -173,11 +173,12 @@ Status check_llama_biases(const HfReader& r, Import& im) {
 
 // Keys of the llama-like families that change compute or memory and have
 // no model option yet: refused (strict) or listed.
-Status check_common(const HfReader& r, Import& im, bool windowed_family) {
+// windowed_family: sliding_window (when not null) windows every layer
+// (mistral, mixtral, phi3), modelled as ModelConfig::sliding_window.
+Status check_common(const HfReader& r, Import& im, bool windowed_family, ModelConfig* m) {
   if (windowed_family && present(r, "sliding_window")) {
-    SC_RETURN_IF_ERROR(im.unmodelled(r, "sliding_window",
-                                     "sliding-window attention (FLOPs and score memory at sequences longer "
-                                     "than the window)"));
+    SC_ASSIGN_OR_RETURN(m->sliding_window, r.optional("sliding_window", 0, limits::kMaxPositions));
+    im.features.push_back("sliding-window attention (" + std::to_string(m->sliding_window) + ")");
   }
   for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"}) {
     if (present(r, key)) SC_RETURN_IF_ERROR(im.unmodelled(r, key, "logit soft-capping (tanh)"));
@@ -381,13 +382,13 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
   } else if (deepseek) {
     SC_ASSIGN_OR_RETURN(m, from_deepseek(r, model_type));
     im.features.push_back("multi-head latent attention");
-    SC_RETURN_IF_ERROR(check_common(r, im, false));
+    SC_RETURN_IF_ERROR(check_common(r, im, false, &m));
   } else if (model_type == "gemma") {
     // Gemma: GeGLU, tied (tie_word_embeddings defaults to true), head_dim given.
     SC_ASSIGN_OR_RETURN(m, from_llama_style(r, model_type, false, /*tied_default=*/true, /*geglu=*/true));
     im.features.push_back("GeGLU MLP");
     im.features.push_back("embedding scaled by sqrt(hidden) (one multiply per element, not in the graph)");
-    SC_RETURN_IF_ERROR(check_common(r, im, false));
+    SC_RETURN_IF_ERROR(check_common(r, im, false, &m));
   } else if (model_type == "qwen2" || model_type == "qwen3" || qwen3_moe) {
     SC_ASSIGN_OR_RETURN(m, from_llama_style(r, model_type));
     if (model_type == "qwen2") {
@@ -401,7 +402,7 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
       im.features.push_back("per-head q/k RMSNorm");
     }
     SC_RETURN_IF_ERROR(check_qwen_window(r, im));
-    SC_RETURN_IF_ERROR(check_common(r, im, false));
+    SC_RETURN_IF_ERROR(check_common(r, im, false, &m));
     if (qwen3_moe) {
       using namespace limits;
       SC_ASSIGN_OR_RETURN(m.num_experts, r.required("num_experts", kMaxExperts));
@@ -416,7 +417,7 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
     // and FLOPs as split projections), or no model_type (llama style).
     SC_ASSIGN_OR_RETURN(m, from_llama_style(r, model_type));
     SC_RETURN_IF_ERROR(check_llama_biases(r, im));
-    SC_RETURN_IF_ERROR(check_common(r, im, model_type != "llama" && !model_type.empty()));
+    SC_RETURN_IF_ERROR(check_common(r, im, model_type != "llama" && !model_type.empty(), &m));
     if (mixtral) {
       SC_RETURN_IF_ERROR(add_mixtral_moe(r, &m));
       im.features.push_back("MoE (" + std::to_string(m.num_experts) + " experts, top-" +

@@ -39,6 +39,14 @@ struct ModelConfig {
   // Per-head RMSNorm of q and k over head_dim before RoPE (Qwen3, Gemma-3):
   // two weights of head_dim per layer, replicated over tp.
   bool qk_norm = false;
+  // Sliding-window attention (Mistral-7B-v0.1, Phi-3): every layer's queries
+  // attend to the last sliding_window keys only; 0 = full attention. Fused
+  // attention (flash) computes only the window: score and value FLOPs with
+  // an effective key length min(s, window). Non-fused attention materializes
+  // the full s x s scores and masks them (transformers' eager attention), so
+  // it executes the full FLOPs; its model FLOPs are the window's.
+  // Training memory is unchanged (every key is computed and saved anyway).
+  int64_t sliding_window = 0;
 
   // What a Hugging Face import recognised (empty for presets and custom
   // models): the family (model_type), the features it turned on, and, for
@@ -87,6 +95,8 @@ struct ModelConfig {
   int64_t mamba_conv_kernel = 0;  // causal conv1d width
 
   bool is_moe() const { return num_experts > 0; }
+  // Whether layer `layer`'s attention is windowed (today: all or none).
+  bool windowed_layer(int64_t /*layer*/) const { return sliding_window > 0; }
   bool gated_mlp() const { return mlp == MlpKind::kSwiGLU || mlp == MlpKind::kGeGLU; }
   bool is_mla() const { return kv_lora_rank > 0; }
   bool is_hybrid() const { return !hybrid_pattern.empty(); }

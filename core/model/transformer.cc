@@ -1,5 +1,6 @@
 #include "model/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "graph/ops.h"
@@ -212,6 +213,10 @@ class Builder {
                                    v_lab = lab({"a", vd.label}, true);
     Expr scores_flops = Expr(2) * B().size * S("a") * S("s") * S("s") * qk.size;
     Expr values_flops = Expr(2) * B().size * S("a") * S("s") * S("s") * vd.size;
+    // Sliding window: keys per query min(s, window), bound as "w".
+    const bool windowed = m_.windowed_layer(layer_);
+    Expr scores_window = Expr(2) * B().size * S("a") * S("s") * S("w") * qk.size;
+    Expr values_window = Expr(2) * B().size * S("a") * S("s") * S("w") * vd.size;
     int ctx = act("attn.ctx", BS({a, vd}), o_.dtype);
     if (o_.cp_ring) {
       // Ring attention (flash-style blocks): K/V keep their sequence shard;
@@ -228,15 +233,15 @@ class Builder {
       Op o = op("attn.flash", ops::kFlashAttention, {q, k, v}, {ctx, lse});
       o.in_labels = {q_lab, k_lab, v_lab};
       o.unshardable = {"t", "tc"};
-      o.flops = scores_flops + values_flops;
+      o.flops = windowed ? scores_window + values_window : scores_flops + values_flops;
       o.model_flops = o.flops;
       add(std::move(o));
     } else {
       int scores = act("attn.scores", cat(cat({B(), a}, seq()), seq("t", "tc")), o_.dtype);
       Op qk_op = op("attn.qk", ops::kAttentionScores, {q, k}, {scores});
       qk_op.in_labels = {q_lab, k_lab};
-      qk_op.flops = scores_flops;
-      qk_op.model_flops = scores_flops;
+      qk_op.flops = scores_flops;  // masked: the full s x s even when windowed
+      qk_op.model_flops = windowed ? scores_window : scores_flops;
       add(std::move(qk_op));
       int probs = act("attn.softmax", cat(cat({B(), a}, seq()), seq("t", "tc")), o_.dtype);
       Op sm = op("attn.softmax", ops::kSoftmax, {scores}, {probs});
@@ -247,7 +252,7 @@ class Builder {
       Op av = op("attn.av", ops::kAttentionValues, {probs, v}, {ctx});
       av.in_labels = {{}, v_lab};
       av.flops = values_flops;
-      av.model_flops = values_flops;
+      av.model_flops = windowed ? values_window : values_flops;
       add(std::move(av));
     }
     return ctx;
@@ -645,6 +650,7 @@ Bindings model_bindings(const ModelConfig& m, int64_t micro_batch, int64_t seq_l
              {"kv", m.num_kv_heads}, {"d", m.head_dim}, {"f", m.ffn_hidden}, {"V", m.vocab},
              {"P", m.max_positions > 0 ? m.max_positions : 1},
              {"qkv", (m.num_heads + 2 * m.num_kv_heads) * m.head_dim}};
+  if (m.sliding_window > 0) b["w"] = std::min(seq_len, m.sliding_window);
   if (m.is_moe()) {
     b["E"] = m.num_experts;
     b["k"] = m.experts_per_token;

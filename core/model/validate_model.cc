@@ -89,6 +89,12 @@ Status validate_hybrid(const ModelConfig& m, const std::string& path) {
 
 Status validate_model_parallel(const ModelConfig& m, int64_t tp, int64_t cp) {
   using std::to_string;
+  if (m.sliding_window > 0 && cp > 1)
+    return make_error(ErrorCode::kUnsupported,
+                      "context parallelism (cp = " + to_string(cp) +
+                          ") with sliding-window attention (sliding_window = " + to_string(m.sliding_window) +
+                          ") is not modelled: which keys each cp chunk needs depends on the window; use cp = 1",
+                      "parallel.cp");
   if (!m.has_mamba()) return ok_status();
   if (cp > 1)
     return make_error(ErrorCode::kUnsupported,
@@ -118,6 +124,7 @@ Status validate_model(const ModelConfig& m, const std::string& path) {
   SC_RETURN_IF_ERROR(in_range(m.head_dim, 1, kMaxHeadDim, at("head_dim")));
   SC_RETURN_IF_ERROR(in_range(m.ffn_hidden, 1, kMaxFfn, at("ffn_hidden")));
   SC_RETURN_IF_ERROR(in_range(m.vocab, 1, kMaxVocab, at("vocab")));
+  SC_RETURN_IF_ERROR(in_range(m.sliding_window, 0, kMaxPositions, at("sliding_window")));
   SC_RETURN_IF_ERROR(in_range(m.max_positions, 1, kMaxPositions, at("max_positions")));
   if (m.num_heads % m.num_kv_heads != 0) {
     return make_error(ErrorCode::kNotDivisible,

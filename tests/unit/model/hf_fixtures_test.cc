@@ -37,10 +37,6 @@ const std::map<std::string, std::string> kRefused = {
     {"qwen1.5-moe-a2.7b-wikihow.config.json", "model_type"},
     {"nemotron-h-56b-base-8k.config.json", "model_type"},
     {"jamba-v0.1.config.json", "model_type"},
-    // Sliding-window attention is not modelled: refused strictly, and
-    // imported with a warning naming the key under "strict": false.
-    {"mistral-7b-v0.1-cot-mnc.config.json", "sliding_window"},
-    {"phi-3-mini-4k-instruct.config.json", "sliding_window"},
 };
 
 // Every rank's trace, written and read back, validated against the groups.
@@ -96,7 +92,7 @@ TEST_CASE("HF fixtures: every supported real config is exact, every other one re
     ++exact;
   }
   CHECK(seen.size() == expected.size());
-  CHECK(exact == 18);
+  CHECK(exact == 20);
   CHECK(refused == static_cast<int>(kRefused.size()));
 }
 
@@ -195,8 +191,7 @@ TEST_CASE("HF import: per-family features and refusals name the field") {
   CHECK(closed_form_parameters(*gemma) == closed_form_parameters(*llama) - 100 * 64);
   // Fields that change compute and are not modelled, by name.
   struct Case { const char* extra; const char* key; };
-  for (Case c : {Case{R"("model_type":"mistral","sliding_window":4096)", "sliding_window"},
-                 Case{R"("model_type":"qwen2","use_sliding_window":true,"sliding_window":4096)", "use_sliding_window"},
+  for (Case c : {Case{R"("model_type":"qwen2","use_sliding_window":true,"sliding_window":4096)", "use_sliding_window"},
                  Case{R"("model_type":"phi3","partial_rotary_factor":0.75)", "partial_rotary_factor"},
                  Case{R"("model_type":"llama","attention_bias":true)", "attention_bias"},
                  Case{R"("model_type":"qwen3_moe","num_experts":4,"num_experts_per_tok":2,
@@ -223,12 +218,59 @@ TEST_CASE("HF import: per-family features and refusals name the field") {
 }
 
 TEST_CASE("HF import: strict is a model-section key for hf_config only") {
-  auto j = parse_job(R"({"model":{"hf_config":{"model_type":"mistral","hidden_size":64,"num_hidden_layers":2,
-      "num_attention_heads":4,"intermediate_size":128,"vocab_size":100,"sliding_window":32},"strict":false},
+  auto j = parse_job(R"({"model":{"hf_config":{"model_type":"phi3","hidden_size":64,"num_hidden_layers":2,
+      "num_attention_heads":4,"intermediate_size":128,"vocab_size":100,"partial_rotary_factor":0.5},"strict":false},
       "training":{"seq_len":64,"global_batch_size":1}})");
   REQUIRE_MESSAGE(j.ok(), j.error().to_string());
   CHECK(j->model.hf_warnings.size() == 1);
   j = parse_job(R"({"model":{"preset":"llama2-7b","strict":false}})");
   REQUIRE_FALSE(j.ok());
   CHECK(j.error().path == "model.strict");
+}
+
+TEST_CASE("HF import: sliding-window attention, FLOPs by hand") {
+  // Mistral-7B-v0.1 and Phi-3-mini window every layer.
+  Result<ModelConfig> m = model_from_hf_config(testing::slurp(hf_dir() / "mistral-7b-v0.1-cot-mnc.config.json"));
+  REQUIRE(m.ok());
+  CHECK(m->sliding_window == 4096);
+  m = model_from_hf_config(testing::slurp(hf_dir() / "phi-3-mini-4k-instruct.config.json"));
+  REQUIRE(m.ok());
+  CHECK(m->sliding_window == 2047);
+  // L = 2 layers, a = 4 heads of d = 16, s = 64, one sequence, window 16:
+  // fused attention computes scores and values over min(s, w) keys, so per
+  // layer and forward pass 2 * 2 * a * s * (s - w) * d fewer FLOPs; training
+  // is 3x forward. Non-fused attention masks the full s x s: executed FLOPs
+  // unchanged, model FLOPs as the window's.
+  auto run = [](bool flash, int window) {
+    nlohmann::json cfg = {{"model_type", "mistral"}, {"hidden_size", 64}, {"num_hidden_layers", 2},
+                          {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"intermediate_size", 128},
+                          {"vocab_size", 100}, {"sliding_window", nullptr}};
+    if (window > 0) cfg["sliding_window"] = window;
+    nlohmann::json job = {{"model", {{"hf_config", cfg}, {"flash_attention", flash}}},
+                          {"parallel", {{"tp", 2}}},
+                          {"training", {{"seq_len", 64}, {"micro_batch_size", 1}, {"global_batch_size", 1}}}};
+    auto j = parse_job(job.dump());
+    REQUIRE_MESSAGE(j.ok(), j.error().to_string());
+    Generator g = testing::make(*j);
+    auto s = testing::summary(g);
+    testing::check_complete_balanced_and_summed(g, s);
+    return std::pair<int64_t, int64_t>(s["flops"]["model_per_iteration"].get<int64_t>(),
+                                       s["flops"]["executed_per_iteration"].get<int64_t>());
+  };
+  const int64_t saved = 3 * 2 * (2 * 2 * 4 * 64 * (64 - 16) * 16);
+  auto full_flash = run(true, 0), win_flash = run(true, 16);
+  CHECK(full_flash.first - win_flash.first == saved);
+  // Executed: the fused backward also recomputes Q K^T (5 GEMM-sized
+  // products against the forward's 2: 7 executed per 6 model).
+  CHECK(full_flash.second - win_flash.second == saved / 6 * 7);
+  auto full_eager = run(false, 0), win_eager = run(false, 16);
+  CHECK(full_eager.first - win_eager.first == saved);
+  CHECK(full_eager.second == win_eager.second);
+  // A window at least the sequence changes nothing.
+  CHECK(run(true, 64) == full_flash);
+  // cp with a window is refused naming parallel.cp.
+  auto cp = parse_job(R"({"model":{"preset":"llama3-8b","num_layers":2,"sliding_window":16},
+      "parallel":{"cp":2},"training":{"seq_len":64,"global_batch_size":1}})");
+  REQUIRE_FALSE(cp.ok());
+  CHECK(cp.error().path == "parallel.cp");
 }
