@@ -274,3 +274,30 @@ TEST_CASE("HF import: sliding-window attention, FLOPs by hand") {
   REQUIRE_FALSE(cp.ok());
   CHECK(cp.error().path == "parallel.cp");
 }
+
+TEST_CASE("HF import: the summary says what was recognised (HF jobs only)") {
+  nlohmann::json cfg = nlohmann::json::parse(testing::slurp(hf_dir() / "qwen3-8b.config.json"));
+  nlohmann::json job = {{"model", {{"hf_config", cfg}, {"num_layers", 2}}},
+                        {"training", {{"seq_len", 64}, {"global_batch_size", 1}}}};
+  auto j = parse_job(job.dump());
+  REQUIRE(j.ok());
+  auto s = testing::summary(testing::make(*j));
+  REQUIRE(s.contains("hf_import"));
+  CHECK(s["hf_import"]["family"] == "qwen3");
+  CHECK(s["hf_import"]["features"].dump().find("per-head q/k RMSNorm") != std::string::npos);
+  CHECK(s["hf_import"]["warnings"].empty());
+  // Non-strict: the warning reaches the summary, in words.
+  cfg["partial_rotary_factor"] = 0.5;
+  job["model"]["hf_config"] = cfg;
+  job["model"]["strict"] = false;
+  j = parse_job(job.dump());
+  REQUIRE(j.ok());
+  s = testing::summary(testing::make(*j));
+  REQUIRE(s["hf_import"]["warnings"].size() == 1);
+  CHECK(s["hf_import"]["warnings"][0].get<std::string>().find("partial rotary embedding is not modelled") !=
+        std::string::npos);
+  // A preset's summary has no such block.
+  j = parse_job(R"({"model":{"preset":"llama3-8b","num_layers":2},"training":{"seq_len":64,"global_batch_size":1}})");
+  REQUIRE(j.ok());
+  CHECK_FALSE(testing::summary(testing::make(*j)).contains("hf_import"));
+}
