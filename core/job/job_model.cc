@@ -83,6 +83,8 @@ Status apply_fields(const Json& obj, const std::string& path, ModelConfig* m, Gi
   SC_RETURN_IF_ERROR(flag("qkv_bias", &m->qkv_bias));
   SC_RETURN_IF_ERROR(flag("qk_norm", &m->qk_norm));
   SC_RETURN_IF_ERROR(get("sliding_window", kMaxPositions, &m->sliding_window, nullptr, 0));
+  SC_RETURN_IF_ERROR(get("window_pattern", kMaxLayers, &m->window_pattern, nullptr, 0));
+  SC_RETURN_IF_ERROR(flag("sandwich_norms", &m->sandwich_norms));
   // Mixture of experts and latent attention: 0 = off; relations between
   // the fields (k <= E, MLA head sizes, ...) are checked by validate_model.
   SC_RETURN_IF_ERROR(get("num_experts", kMaxExperts, &m->num_experts, nullptr, 0));
@@ -133,7 +135,7 @@ Result<ModelConfig> parse_model_section(const Json& v, const std::string& path) 
           "experts_per_token", "moe_ffn_hidden", "shared_experts", "first_dense_layers",
           "capacity_factor", "router_bias", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
           "v_head_dim", "hybrid_pattern", "mamba_heads", "mamba_head_dim", "mamba_groups", "mamba_state",
-          "mamba_conv_kernel", "qkv_bias", "qk_norm", "sliding_window", "strict"},
+          "mamba_conv_kernel", "qkv_bias", "qk_norm", "sliding_window", "window_pattern", "sandwich_norms", "strict"},
       path));
   const Json* preset = jsonf::find(v, "preset");
   const Json* hf = jsonf::find(v, "hf_config");

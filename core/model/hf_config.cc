@@ -175,7 +175,9 @@ Status check_llama_biases(const HfReader& r, Import& im) {
 // no model option yet: refused (strict) or listed.
 // windowed_family: sliding_window (when not null) windows every layer
 // (mistral, mixtral, phi3), modelled as ModelConfig::sliding_window.
-Status check_common(const HfReader& r, Import& im, bool windowed_family, ModelConfig* m) {
+// pattern_family: layer_types is read by the family (gemma3_text).
+Status check_common(const HfReader& r, Import& im, bool windowed_family, ModelConfig* m,
+                    bool pattern_family = false) {
   if (windowed_family && present(r, "sliding_window")) {
     SC_ASSIGN_OR_RETURN(m->sliding_window, r.optional("sliding_window", 0, limits::kMaxPositions));
     im.features.push_back("sliding-window attention (" + std::to_string(m->sliding_window) + ")");
@@ -188,7 +190,7 @@ Status check_common(const HfReader& r, Import& im, bool windowed_family, ModelCo
       SC_RETURN_IF_ERROR(im.unmodelled(r, "partial_rotary_factor", "partial rotary embedding"));
     }
   }
-  if (const Json* v = jsonf::find(r.obj, "layer_types")) {
+  if (const Json* v = jsonf::find(r.obj, "layer_types"); v && !pattern_family) {
     bool all_full = v->is_array();
     if (all_full) {
       for (const Json& e : *v) all_full = all_full && e.is_string() && e.get<std::string>() == "full_attention";
@@ -313,14 +315,45 @@ std::string tolerate_nonstandard_numbers(const std::string& text, int* replaced)
   return out;
 }
 
+// Gemma-3 (text): GeGLU, tied, per-head q/k norms, four norms per layer,
+// and local (sliding_window) layers with a global one every
+// sliding_window_pattern-th (default 6); layer_types, when given, must
+// spell that same pattern.
+Status read_gemma3_layers(const HfReader& r, Import& im, ModelConfig* m) {
+  m->qk_norm = true;
+  m->sandwich_norms = true;
+  SC_ASSIGN_OR_RETURN(m->sliding_window, r.optional("sliding_window", 4096, limits::kMaxPositions));
+  SC_ASSIGN_OR_RETURN(m->window_pattern, r.optional("sliding_window_pattern", 6, limits::kMaxLayers));
+  if (const Json* v = jsonf::find(r.obj, "layer_types"); v && !v->is_null()) {
+    bool ok = v->is_array() && static_cast<int64_t>(v->size()) == m->num_layers;
+    for (int64_t l = 0; ok && l < m->num_layers; ++l) {
+      const Json& e = (*v)[static_cast<size_t>(l)];
+      ok = e.is_string() &&
+           e.get<std::string>() == (m->windowed_layer(l) ? "sliding_attention" : "full_attention");
+    }
+    if (!ok) {
+      SC_RETURN_IF_ERROR(im.unmodelled(r, "layer_types",
+                                       "a local/global layout other than one global layer every "
+                                       "sliding_window_pattern-th"));
+    }
+  }
+  im.features.push_back("GeGLU MLP");
+  im.features.push_back("per-head q/k RMSNorm");
+  im.features.push_back("pre- and post-sublayer norms (4 per layer)");
+  im.features.push_back("sliding-window attention (" + std::to_string(m->sliding_window) +
+                        ") with one global layer in " + std::to_string(m->window_pattern));
+  im.features.push_back("embedding scaled by sqrt(hidden) (one multiply per element, not in the graph)");
+  return ok_status();
+}
+
 // Families read here (docs/hf-import.md); others are refused by name.
 const char* const kSupported =
-    "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma, phi3, deepseek_v2, deepseek_v3, gpt2";
+    "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma, gemma3_text, phi3, deepseek_v2, deepseek_v3, gpt2";
 
 // Known families whose structure is not modelled yet, with what is missing.
 const char* not_yet(const std::string& t) {
   if (t == "gemma2") return "four norms per layer, alternating local/global attention and logit soft-capping";
-  if (t == "gemma3_text" || t == "gemma3") return "four norms per layer and a local/global attention pattern";
+  if (t == "gemma3") return "the multimodal model (its text_config is a gemma3_text config: import that)";
   if (t == "olmo2") return "post-sublayer norms and q/k norms over all heads";
   if (t == "granite") return "its embedding/residual/logit multipliers";
   if (t == "qwen2_moe") return "the sigmoid-gated shared expert";
@@ -355,7 +388,7 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
   const bool qwen3_moe = model_type == "qwen3_moe";
   const bool llama_like = model_type.empty() || model_type == "llama" || model_type == "mistral" ||
                           mixtral || model_type == "qwen2" || model_type == "qwen3" || qwen3_moe ||
-                          model_type == "gemma" || model_type == "phi3" || deepseek;
+                          model_type == "gemma" || model_type == "gemma3_text" || model_type == "phi3" || deepseek;
   if (!gpt2 && !llama_like) {
     return make_error(ErrorCode::kUnsupported,
                       "architecture \"" + model_type + "\" is not supported (supported: " + kSupported + ")",
@@ -389,6 +422,10 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
     im.features.push_back("GeGLU MLP");
     im.features.push_back("embedding scaled by sqrt(hidden) (one multiply per element, not in the graph)");
     SC_RETURN_IF_ERROR(check_common(r, im, false, &m));
+  } else if (model_type == "gemma3_text") {
+    SC_ASSIGN_OR_RETURN(m, from_llama_style(r, model_type, false, /*tied_default=*/true, /*geglu=*/true));
+    SC_RETURN_IF_ERROR(read_gemma3_layers(r, im, &m));
+    SC_RETURN_IF_ERROR(check_common(r, im, false, &m, /*pattern_family=*/true));
   } else if (model_type == "qwen2" || model_type == "qwen3" || qwen3_moe) {
     SC_ASSIGN_OR_RETURN(m, from_llama_style(r, model_type));
     if (model_type == "qwen2") {

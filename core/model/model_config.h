@@ -39,14 +39,21 @@ struct ModelConfig {
   // Per-head RMSNorm of q and k over head_dim before RoPE (Qwen3, Gemma-3):
   // two weights of head_dim per layer, replicated over tp.
   bool qk_norm = false;
-  // Sliding-window attention (Mistral-7B-v0.1, Phi-3): every layer's queries
-  // attend to the last sliding_window keys only; 0 = full attention. Fused
+  // Sliding-window attention (Mistral-7B-v0.1, Phi-3): a windowed layer's
+  // queries attend to the last sliding_window keys only; 0 = full attention. Fused
   // attention (flash) computes only the window: score and value FLOPs with
   // an effective key length min(s, window). Non-fused attention materializes
   // the full s x s scores and masks them (transformers' eager attention), so
   // it executes the full FLOPs; its model FLOPs are the window's.
   // Training memory is unchanged (every key is computed and saved anyway).
   int64_t sliding_window = 0;
+  // Local/global alternation of a windowed model (Gemma-2/3): 0 or 1, every
+  // layer windowed; p >= 2, layer l is global (full attention) iff
+  // (l + 1) % p == 0 (Gemma-2: p = 2, even layers local; Gemma-3: 6).
+  int64_t window_pattern = 0;
+  // Pre- and post-sublayer norms (Gemma-2/3's four per layer): each
+  // sublayer's output is normalized before the residual add.
+  bool sandwich_norms = false;
 
   // What a Hugging Face import recognised (empty for presets and custom
   // models): the family (model_type), the features it turned on, and, for
@@ -95,8 +102,10 @@ struct ModelConfig {
   int64_t mamba_conv_kernel = 0;  // causal conv1d width
 
   bool is_moe() const { return num_experts > 0; }
-  // Whether layer `layer`'s attention is windowed (today: all or none).
-  bool windowed_layer(int64_t /*layer*/) const { return sliding_window > 0; }
+  // Whether layer `layer`'s attention is windowed.
+  bool windowed_layer(int64_t layer) const {
+    return sliding_window > 0 && (window_pattern < 2 || (layer + 1) % window_pattern != 0);
+  }
   bool gated_mlp() const { return mlp == MlpKind::kSwiGLU || mlp == MlpKind::kGeGLU; }
   bool is_mla() const { return kv_lora_rank > 0; }
   bool is_hybrid() const { return !hybrid_pattern.empty(); }

@@ -579,9 +579,12 @@ class Builder {
           continue;
         }
         int h1 = norm("ln1", x);
-        x = pointwise("attn.residual", ops::kAdd, {x, attention(h1)}, true);
+        int attn = attention(h1);
+        if (m_.sandwich_norms) attn = norm("ln1_post", attn);  // post-attention norm (Gemma-2/3)
+        x = pointwise("attn.residual", ops::kAdd, {x, attn}, true);
         int h2 = norm("ln2", x);
         int ffn = m_.moe_layer(l) ? moe(h2) : mlp(h2);
+        if (m_.sandwich_norms) ffn = norm("ln2_post", ffn);  // post-feedforward norm
         x = pointwise("mlp.residual", ops::kAdd, {x, ffn}, true);
       }
       layer_ = -1;

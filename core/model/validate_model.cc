@@ -125,6 +125,7 @@ Status validate_model(const ModelConfig& m, const std::string& path) {
   SC_RETURN_IF_ERROR(in_range(m.ffn_hidden, 1, kMaxFfn, at("ffn_hidden")));
   SC_RETURN_IF_ERROR(in_range(m.vocab, 1, kMaxVocab, at("vocab")));
   SC_RETURN_IF_ERROR(in_range(m.sliding_window, 0, kMaxPositions, at("sliding_window")));
+  SC_RETURN_IF_ERROR(in_range(m.window_pattern, 0, kMaxLayers, at("window_pattern")));
   SC_RETURN_IF_ERROR(in_range(m.max_positions, 1, kMaxPositions, at("max_positions")));
   if (m.num_heads % m.num_kv_heads != 0) {
     return make_error(ErrorCode::kNotDivisible,

@@ -29,7 +29,6 @@ fs::path hf_dir() { return fs::path(STAGECRAFT_SOURCE_DIR) / "tests" / "fixtures
 // refusal must name. Moving a family out of this list needs its exact count.
 const std::map<std::string, std::string> kRefused = {
     {"gemma-2-9b-it.config.json", "model_type"},
-    {"gemma-3-1b-it.config.json", "model_type"},
     {"olmo-2-1124-7b.config.json", "model_type"},
     {"olmo-2-1124-13b.config.json", "model_type"},
     {"granite-3.1-2b-instruct-abliterated.config.json", "model_type"},
@@ -92,7 +91,7 @@ TEST_CASE("HF fixtures: every supported real config is exact, every other one re
     ++exact;
   }
   CHECK(seen.size() == expected.size());
-  CHECK(exact == 20);
+  CHECK(exact == 21);
   CHECK(refused == static_cast<int>(kRefused.size()));
 }
 
@@ -103,7 +102,7 @@ TEST_CASE("HF fixtures: the graph of each newly supported feature holds exactly 
   const nlohmann::json expected =
       nlohmann::json::parse(testing::slurp(hf_dir() / "expected_counts.json"))["models"];
   for (const char* file : {"qwen2.5-7b.config.json", "qwen3-8b.config.json", "gemma-7b-sft-dolly.config.json",
-                           "qwen3-30b-a3b.config.json"}) {
+                           "qwen3-30b-a3b.config.json", "gemma-3-1b-it.config.json"}) {
     CAPTURE(file);
     nlohmann::json cfg = nlohmann::json::parse(testing::slurp(hf_dir() / file));
     const int64_t L = cfg["num_hidden_layers"].get<int64_t>();
@@ -123,6 +122,7 @@ TEST_CASE("HF fixtures: the graph of each newly supported feature holds exactly 
                           {"parallel", {{"tp", 2}, {"dp", 2}, {"sequence_parallel", true}}},
                           {"training", {{"seq_len", 64}, {"micro_batch_size", 1}, {"global_batch_size", 2}}}};
     if (cfg.contains("num_experts")) job["parallel"]["ep"] = 2;
+    if (cfg.value("num_key_value_heads", 2) < 2) job["parallel"] = {{"dp", 2}};  // MQA: tp would split 1 kv head
     auto j = parse_job(job.dump());
     REQUIRE_MESSAGE(j.ok(), j.error().to_string());
     Generator g = testing::make(*j);
@@ -241,12 +241,12 @@ TEST_CASE("HF import: sliding-window attention, FLOPs by hand") {
   // layer and forward pass 2 * 2 * a * s * (s - w) * d fewer FLOPs; training
   // is 3x forward. Non-fused attention masks the full s x s: executed FLOPs
   // unchanged, model FLOPs as the window's.
-  auto run = [](bool flash, int window) {
+  auto run = [](bool flash, int window, int pattern = 0) {
     nlohmann::json cfg = {{"model_type", "mistral"}, {"hidden_size", 64}, {"num_hidden_layers", 2},
                           {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"intermediate_size", 128},
                           {"vocab_size", 100}, {"sliding_window", nullptr}};
     if (window > 0) cfg["sliding_window"] = window;
-    nlohmann::json job = {{"model", {{"hf_config", cfg}, {"flash_attention", flash}}},
+    nlohmann::json job = {{"model", {{"hf_config", cfg}, {"flash_attention", flash}, {"window_pattern", pattern}}},
                           {"parallel", {{"tp", 2}}},
                           {"training", {{"seq_len", 64}, {"micro_batch_size", 1}, {"global_batch_size", 1}}}};
     auto j = parse_job(job.dump());
@@ -266,6 +266,9 @@ TEST_CASE("HF import: sliding-window attention, FLOPs by hand") {
   auto full_eager = run(false, 0), win_eager = run(false, 16);
   CHECK(full_eager.first - win_eager.first == saved);
   CHECK(full_eager.second == win_eager.second);
+  // Local/global alternation (Gemma-2's pattern 2): layer 0 local, layer 1
+  // global, so half the saving.
+  CHECK(full_flash.first - run(true, 16, 2).first == saved / 2);
   // A window at least the sequence changes nothing.
   CHECK(run(true, 64) == full_flash);
   // cp with a window is refused naming parallel.cp.
