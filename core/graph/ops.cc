@@ -98,6 +98,17 @@ void vjp_pointwise_reads_x(VjpContext& c, const Op& f) {
          out_numel(c, f) * Expr(Bwd.flops_per_element));
 }
 
+// Pointwise y = f(x) whose derivative is a function of y: dx = f'(y) dy,
+// reading the output (soft-capping: 1 - (y/c)^2).
+template <const OpDef& Bwd>
+void vjp_pointwise_reads_y(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  Graph& g = c.graph();
+  c.emit(f, ".bwd", Bwd, {f.outputs[0], dy}, {g.labels_out(f, 0), g.labels_out(f, 0)}, {{f.inputs[0], 0}},
+         out_numel(c, f) * Expr(Bwd.flops_per_element));
+}
+
 // RoPE is a rotation: dx = R^T dy, reading only dy.
 void vjp_rope(VjpContext& c, const Op& f) {
   const int dy = output_grads(c, f)[0];
@@ -355,6 +366,15 @@ const OpDef kSwiGLU{"swiglu", "swiglu", OpKind::kElementwise, FC::kPointwise, PR
 const OpDef kGeGLU{"geglu", "geglu", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
                    FR::kPerOutputElement, 9, Saves::kInputs, false, false, vjp_pointwise_reads_x<ops::kGeGLUBwd>,
                    "geglu_bwd from the input"};
+// Soft-capping (Gemma-2): y = c tanh(x / c), per element: the scale, tanh,
+// the scale back (3). On attention scores it is part of the attention core
+// (selective recomputation redoes it); on the logits it is not.
+const OpDef kAttentionSoftcap{"attention.softcap", "softcap", OpKind::kElementwise, FC::kPointwise, PR::kFactors,
+                              SR::kSameAsInput, FR::kPerOutputElement, 3, Saves::kOutputs, true, false,
+                              vjp_pointwise_reads_y<ops::kSoftcapBwd>, "softcap_bwd from the output"};
+const OpDef kSoftcap{"softcap", "softcap", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kSameAsInput,
+                     FR::kPerOutputElement, 3, Saves::kOutputs, false, false, vjp_pointwise_reads_y<ops::kSoftcapBwd>,
+                     "softcap_bwd from the output"};
 const OpDef kBiasAdd{"bias_add", "bias_add", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kSameAsInput,
                      FR::kPerOutputElement, 1, Saves::kNothing, false, false, vjp_bias_add,
                      "dy to the input; bias_grad sums dy over the tokens"};
@@ -427,6 +447,9 @@ const OpDef kSwiGLUBwd{"swiglu_bwd", "swiglu_bwd", OpKind::kElementwise, FC::kPo
 // dy gelu(g) (1) and d_gate = dy up gelu'(g) (2).
 const OpDef kGeGLUBwd{"geglu_bwd", "geglu_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
                       FR::kPerOutputElement, 21};
+// dx = dy (1 - (y/c)^2): scale, square, subtract, multiply (4).
+const OpDef kSoftcapBwd{"softcap_bwd", "softcap_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
+                        FR::kPerOutputElement, 4};
 const OpDef kRopeBwd{"rope_bwd", "rope_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
                      FR::kPerOutputElement, 3};
 const OpDef kDropoutBwd{"dropout_bwd", "dropout_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors,
@@ -495,11 +518,11 @@ const std::vector<const OpDef*>& op_table() {
   using namespace ops;
   static const std::vector<const OpDef*> table = {
       &kMatmul, &kAttentionScores, &kAttentionValues, &kSoftmax, &kAttentionDropout, &kFlashAttention,
-      &kRingAttention, &kSplit, &kMerge, &kConcat, &kRope, &kGelu, &kSwiGLU, &kGeGLU, &kBiasAdd, &kAdd, &kDropout,
+      &kRingAttention, &kSplit, &kMerge, &kConcat, &kRope, &kGelu, &kSwiGLU, &kGeGLU, &kAttentionSoftcap, &kSoftcap, &kBiasAdd, &kAdd, &kDropout,
       &kLayerNorm, &kRMSNorm, &kEmbedding, &kLossMax, &kLossSum, &kCrossEntropy, &kTopK, &kMoePermute,
       &kMoeCombine, &kSend, &kRecv, &kReLU2, &kCausalConv1d, &kSsdScan, &kGatedRMSNorm,
       // backward
-      &kSliceBwd, &kSumHeadsBwd, &kTopKBwd, &kBiasGrad, &kGeluBwd, &kSwiGLUBwd, &kGeGLUBwd, &kRopeBwd, &kDropoutBwd,
+      &kSliceBwd, &kSumHeadsBwd, &kTopKBwd, &kBiasGrad, &kGeluBwd, &kSwiGLUBwd, &kGeGLUBwd, &kSoftcapBwd, &kRopeBwd, &kDropoutBwd,
       &kLayerNormBwd, &kRMSNormBwd, &kLayerNormWgrad, &kRMSNormWgrad, &kSoftmaxBwd, &kEmbeddingBwd,
       &kFlashAttentionBwd, &kCrossEntropyBwd, &kMoeUnpermute, &kMoeCombineBwd, &kMoeCombineProbsBwd, &kSplitBwd,
       &kMergeBwd, &kGradAccumulate, &kAdam, &kReLU2Bwd, &kCausalConv1dBwd, &kCausalConv1dWgrad, &kSsdScanBwd,

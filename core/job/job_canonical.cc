@@ -47,6 +47,8 @@ std::string job_to_canonical_json(const Job& job) {
   if (m.sliding_window > 0) model["sliding_window"] = m.sliding_window;
   if (m.window_pattern > 0) model["window_pattern"] = m.window_pattern;
   if (m.sandwich_norms) model["sandwich_norms"] = true;
+  if (m.attn_softcap > 0) model["attn_softcap"] = m.attn_softcap;
+  if (m.final_softcap > 0) model["final_softcap"] = m.final_softcap;
   if (m.is_hybrid()) {  // only hybrid models carry these (older jobs' canonical JSON is unchanged)
     model["hybrid_pattern"] = m.hybrid_pattern;
     model["mamba_heads"] = m.mamba_heads;

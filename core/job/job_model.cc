@@ -85,6 +85,11 @@ Status apply_fields(const Json& obj, const std::string& path, ModelConfig* m, Gi
   SC_RETURN_IF_ERROR(get("sliding_window", kMaxPositions, &m->sliding_window, nullptr, 0));
   SC_RETURN_IF_ERROR(get("window_pattern", kMaxLayers, &m->window_pattern, nullptr, 0));
   SC_RETURN_IF_ERROR(flag("sandwich_norms", &m->sandwich_norms));
+  for (auto [key, out] : {std::pair{"attn_softcap", &m->attn_softcap}, std::pair{"final_softcap", &m->final_softcap}}) {
+    if (const Json* v = jsonf::find(obj, key)) {
+      SC_ASSIGN_OR_RETURN(*out, jsonf::get_number_in(*v, join(path, key), 0, 1e9));
+    }
+  }
   // Mixture of experts and latent attention: 0 = off; relations between
   // the fields (k <= E, MLA head sizes, ...) are checked by validate_model.
   SC_RETURN_IF_ERROR(get("num_experts", kMaxExperts, &m->num_experts, nullptr, 0));
@@ -135,7 +140,7 @@ Result<ModelConfig> parse_model_section(const Json& v, const std::string& path) 
           "experts_per_token", "moe_ffn_hidden", "shared_experts", "first_dense_layers",
           "capacity_factor", "router_bias", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
           "v_head_dim", "hybrid_pattern", "mamba_heads", "mamba_head_dim", "mamba_groups", "mamba_state",
-          "mamba_conv_kernel", "qkv_bias", "qk_norm", "sliding_window", "window_pattern", "sandwich_norms", "strict"},
+          "mamba_conv_kernel", "qkv_bias", "qk_norm", "sliding_window", "window_pattern", "sandwich_norms", "attn_softcap", "final_softcap", "strict"},
       path));
   const Json* preset = jsonf::find(v, "preset");
   const Json* hf = jsonf::find(v, "hf_config");

@@ -3,6 +3,7 @@
 #include "model/model_config.h"
 
 #include <string>
+#include <tuple>
 
 #include "base/json_fields.h"
 
@@ -175,15 +176,17 @@ Status check_llama_biases(const HfReader& r, Import& im) {
 // no model option yet: refused (strict) or listed.
 // windowed_family: sliding_window (when not null) windows every layer
 // (mistral, mixtral, phi3), modelled as ModelConfig::sliding_window.
-// pattern_family: layer_types is read by the family (gemma3_text).
+// pattern_family: layer_types and soft-capping are read by the family (gemma2/3).
 Status check_common(const HfReader& r, Import& im, bool windowed_family, ModelConfig* m,
                     bool pattern_family = false) {
   if (windowed_family && present(r, "sliding_window")) {
     SC_ASSIGN_OR_RETURN(m->sliding_window, r.optional("sliding_window", 0, limits::kMaxPositions));
     im.features.push_back("sliding-window attention (" + std::to_string(m->sliding_window) + ")");
   }
-  for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"}) {
-    if (present(r, key)) SC_RETURN_IF_ERROR(im.unmodelled(r, key, "logit soft-capping (tanh)"));
+  if (!pattern_family) {
+    for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"}) {
+      if (present(r, key)) SC_RETURN_IF_ERROR(im.unmodelled(r, key, "logit soft-capping (tanh)"));
+    }
   }
   if (const Json* v = jsonf::find(r.obj, "partial_rotary_factor")) {
     if (!(v->is_number() && v->get<double>() == 1.0)) {
@@ -319,11 +322,29 @@ std::string tolerate_nonstandard_numbers(const std::string& text, int* replaced)
 // and local (sliding_window) layers with a global one every
 // sliding_window_pattern-th (default 6); layer_types, when given, must
 // spell that same pattern.
-Status read_gemma3_layers(const HfReader& r, Import& im, ModelConfig* m) {
-  m->qk_norm = true;
+// Gemma-2 the same without q/k norms, with local/global alternating
+// (even layers local: pattern 2) and soft-capping of the attention scores
+// (attn_logit_softcapping, default 50) and logits (final_logit_softcapping,
+// default 30); null turns either off.
+Status read_gemma23_layers(const HfReader& r, Import& im, bool gemma2, ModelConfig* m) {
+  m->qk_norm = !gemma2;
   m->sandwich_norms = true;
   SC_ASSIGN_OR_RETURN(m->sliding_window, r.optional("sliding_window", 4096, limits::kMaxPositions));
-  SC_ASSIGN_OR_RETURN(m->window_pattern, r.optional("sliding_window_pattern", 6, limits::kMaxLayers));
+  if (gemma2) {
+    m->window_pattern = 2;
+  } else {
+    SC_ASSIGN_OR_RETURN(m->window_pattern, r.optional("sliding_window_pattern", 6, limits::kMaxLayers));
+  }
+  for (auto [key, fallback, out] : {std::tuple{"attn_logit_softcapping", 50.0, &m->attn_softcap},
+                                    std::tuple{"final_logit_softcapping", 30.0, &m->final_softcap}}) {
+    const Json* v = jsonf::find(r.obj, key);  // nullptr for null too
+    if (!v && (r.obj.contains(key) || !gemma2)) continue;  // null: off; Gemma-3: off unless given
+    double c = fallback;
+    if (v) {
+      SC_ASSIGN_OR_RETURN(c, jsonf::get_number_in(*v, jsonf::join(r.path, key), 1e-6, 1e9));
+    }
+    *out = c;
+  }
   if (const Json* v = jsonf::find(r.obj, "layer_types"); v && !v->is_null()) {
     bool ok = v->is_array() && static_cast<int64_t>(v->size()) == m->num_layers;
     for (int64_t l = 0; ok && l < m->num_layers; ++l) {
@@ -338,8 +359,10 @@ Status read_gemma3_layers(const HfReader& r, Import& im, ModelConfig* m) {
     }
   }
   im.features.push_back("GeGLU MLP");
-  im.features.push_back("per-head q/k RMSNorm");
+  if (m->qk_norm) im.features.push_back("per-head q/k RMSNorm");
   im.features.push_back("pre- and post-sublayer norms (4 per layer)");
+  if (m->attn_softcap > 0) im.features.push_back("attention score soft-capping");
+  if (m->final_softcap > 0) im.features.push_back("final logit soft-capping");
   im.features.push_back("sliding-window attention (" + std::to_string(m->sliding_window) +
                         ") with one global layer in " + std::to_string(m->window_pattern));
   im.features.push_back("embedding scaled by sqrt(hidden) (one multiply per element, not in the graph)");
@@ -348,11 +371,10 @@ Status read_gemma3_layers(const HfReader& r, Import& im, ModelConfig* m) {
 
 // Families read here (docs/hf-import.md); others are refused by name.
 const char* const kSupported =
-    "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma, gemma3_text, phi3, deepseek_v2, deepseek_v3, gpt2";
+    "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi3, deepseek_v2, deepseek_v3, gpt2";
 
 // Known families whose structure is not modelled yet, with what is missing.
 const char* not_yet(const std::string& t) {
-  if (t == "gemma2") return "four norms per layer, alternating local/global attention and logit soft-capping";
   if (t == "gemma3") return "the multimodal model (its text_config is a gemma3_text config: import that)";
   if (t == "olmo2") return "post-sublayer norms and q/k norms over all heads";
   if (t == "granite") return "its embedding/residual/logit multipliers";
@@ -388,7 +410,7 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
   const bool qwen3_moe = model_type == "qwen3_moe";
   const bool llama_like = model_type.empty() || model_type == "llama" || model_type == "mistral" ||
                           mixtral || model_type == "qwen2" || model_type == "qwen3" || qwen3_moe ||
-                          model_type == "gemma" || model_type == "gemma3_text" || model_type == "phi3" || deepseek;
+                          model_type == "gemma" || model_type == "gemma2" || model_type == "gemma3_text" || model_type == "phi3" || deepseek;
   if (!gpt2 && !llama_like) {
     return make_error(ErrorCode::kUnsupported,
                       "architecture \"" + model_type + "\" is not supported (supported: " + kSupported + ")",
@@ -422,9 +444,9 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
     im.features.push_back("GeGLU MLP");
     im.features.push_back("embedding scaled by sqrt(hidden) (one multiply per element, not in the graph)");
     SC_RETURN_IF_ERROR(check_common(r, im, false, &m));
-  } else if (model_type == "gemma3_text") {
+  } else if (model_type == "gemma3_text" || model_type == "gemma2") {
     SC_ASSIGN_OR_RETURN(m, from_llama_style(r, model_type, false, /*tied_default=*/true, /*geglu=*/true));
-    SC_RETURN_IF_ERROR(read_gemma3_layers(r, im, &m));
+    SC_RETURN_IF_ERROR(read_gemma23_layers(r, im, model_type == "gemma2", &m));
     SC_RETURN_IF_ERROR(check_common(r, im, false, &m, /*pattern_family=*/true));
   } else if (model_type == "qwen2" || model_type == "qwen3" || qwen3_moe) {
     SC_ASSIGN_OR_RETURN(m, from_llama_style(r, model_type));

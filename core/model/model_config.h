@@ -54,6 +54,11 @@ struct ModelConfig {
   // Pre- and post-sublayer norms (Gemma-2/3's four per layer): each
   // sublayer's output is normalized before the residual add.
   bool sandwich_norms = false;
+  // Logit soft-capping c tanh(x / c) (Gemma-2): on the attention scores
+  // (attn_softcap = c; non-fused attention only) and on the output logits
+  // (final_softcap = c); 0 = off. An element-wise op each.
+  double attn_softcap = 0;
+  double final_softcap = 0;
 
   // What a Hugging Face import recognised (empty for presets and custom
   // models): the family (model_type), the features it turned on, and, for

@@ -243,6 +243,7 @@ class Builder {
       qk_op.flops = scores_flops;  // masked: the full s x s even when windowed
       qk_op.model_flops = windowed ? scores_window : scores_flops;
       add(std::move(qk_op));
+      if (m_.attn_softcap > 0) scores = pointwise("attn.softcap", ops::kAttentionSoftcap, {scores}, false);
       int probs = act("attn.softmax", cat(cat({B(), a}, seq()), seq("t", "tc")), o_.dtype);
       Op sm = op("attn.softmax", ops::kSoftmax, {scores}, {probs});
       sm.flops = rule_flops(g_, sm);
@@ -532,6 +533,7 @@ class Builder {
     lo.flops = Expr(2) * numel(x) * S("V");
     lo.model_flops = lo.flops;
     add(std::move(lo));
+    if (m_.final_softcap > 0) logits = pointwise("output.softcap", ops::kSoftcap, {logits}, false);
     // Vocab-parallel cross entropy (Megatron): three [b,s] statistics are
     // reductions over V; with V sharded each is a partial sum over tp.
     auto stat = [&](const std::string& name, std::vector<int> in) {

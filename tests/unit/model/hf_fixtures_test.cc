@@ -28,7 +28,6 @@ fs::path hf_dir() { return fs::path(STAGECRAFT_SOURCE_DIR) / "tests" / "fixtures
 // Fixtures whose family (or one field) is not modelled yet, and the key the
 // refusal must name. Moving a family out of this list needs its exact count.
 const std::map<std::string, std::string> kRefused = {
-    {"gemma-2-9b-it.config.json", "model_type"},
     {"olmo-2-1124-7b.config.json", "model_type"},
     {"olmo-2-1124-13b.config.json", "model_type"},
     {"granite-3.1-2b-instruct-abliterated.config.json", "model_type"},
@@ -91,7 +90,7 @@ TEST_CASE("HF fixtures: every supported real config is exact, every other one re
     ++exact;
   }
   CHECK(seen.size() == expected.size());
-  CHECK(exact == 21);
+  CHECK(exact == 22);
   CHECK(refused == static_cast<int>(kRefused.size()));
 }
 
@@ -102,7 +101,7 @@ TEST_CASE("HF fixtures: the graph of each newly supported feature holds exactly 
   const nlohmann::json expected =
       nlohmann::json::parse(testing::slurp(hf_dir() / "expected_counts.json"))["models"];
   for (const char* file : {"qwen2.5-7b.config.json", "qwen3-8b.config.json", "gemma-7b-sft-dolly.config.json",
-                           "qwen3-30b-a3b.config.json", "gemma-3-1b-it.config.json"}) {
+                           "qwen3-30b-a3b.config.json", "gemma-3-1b-it.config.json", "gemma-2-9b-it.config.json"}) {
     CAPTURE(file);
     nlohmann::json cfg = nlohmann::json::parse(testing::slurp(hf_dir() / file));
     const int64_t L = cfg["num_hidden_layers"].get<int64_t>();
@@ -154,9 +153,9 @@ TEST_CASE("HF import refuses unknown architectures and unmodelled families by mo
     CHECK(m.error().path == "model.hf_config.model_type");
   }
   // Not strictness: a family refusal stays a refusal under strict = false.
-  m = model_from_hf_config(R"({"model_type":"gemma2","hidden_size":64})", "model.hf_config", false);
+  m = model_from_hf_config(R"({"model_type":"olmo2","hidden_size":64})", "model.hf_config", false);
   REQUIRE_FALSE(m.ok());
-  CHECK(m.error().message.find("soft-capping") != std::string::npos);
+  CHECK(m.error().message.find("post-sublayer norms") != std::string::npos);
 }
 
 TEST_CASE("HF import: non-standard Infinity/NaN outside strings read as null, strings untouched") {
@@ -303,4 +302,41 @@ TEST_CASE("HF import: the summary says what was recognised (HF jobs only)") {
   j = parse_job(R"({"model":{"preset":"llama3-8b","num_layers":2},"training":{"seq_len":64,"global_batch_size":1}})");
   REQUIRE(j.ok());
   CHECK_FALSE(testing::summary(testing::make(*j)).contains("hf_import"));
+}
+
+TEST_CASE("HF import: Gemma-2 soft-capping, FLOPs by hand") {
+  Result<ModelConfig> g2 = model_from_hf_config(testing::slurp(hf_dir() / "gemma-2-9b-it.config.json"));
+  REQUIRE(g2.ok());
+  CHECK(g2->attn_softcap == 50.0);
+  CHECK(g2->final_softcap == 30.0);
+  CHECK(g2->window_pattern == 2);
+  CHECK(g2->sandwich_norms);
+  CHECK(!g2->qk_norm);
+  // L = 2, a = 4, s = 64, V = 100, one sequence, tp 2: capping the scores
+  // costs 3 FLOPs per score forward and 4 backward, the same per logit;
+  // model FLOPs (GEMMs) unchanged.
+  auto run = [](bool caps) {
+    nlohmann::json cfg = {{"model_type", "gemma2"}, {"hidden_size", 64}, {"num_hidden_layers", 2},
+                          {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 16},
+                          {"intermediate_size", 128}, {"vocab_size", 100}, {"sliding_window", 4096}};
+    if (!caps) cfg["attn_logit_softcapping"] = cfg["final_logit_softcapping"] = nullptr;
+    nlohmann::json job = {{"model", {{"hf_config", cfg}}},
+                          {"parallel", {{"tp", 2}}},
+                          {"training", {{"seq_len", 64}, {"micro_batch_size", 1}, {"global_batch_size", 1}}}};
+    auto j = parse_job(job.dump());
+    REQUIRE_MESSAGE(j.ok(), j.error().to_string());
+    Generator g = testing::make(*j);
+    auto s = testing::summary(g);
+    testing::check_complete_balanced_and_summed(g, s);
+    return std::pair<int64_t, int64_t>(s["flops"]["model_per_iteration"].get<int64_t>(),
+                                       s["flops"]["executed_per_iteration"].get<int64_t>());
+  };
+  auto with = run(true), without = run(false);
+  CHECK(with.first == without.first);
+  CHECK(with.second - without.second == 2 * 7 * 4 * 64 * 64 + 7 * 64 * 100);
+  // Fused attention cannot take the score cap.
+  auto j = parse_job(R"({"model":{"preset":"llama3-8b","num_layers":2,"attn_softcap":50,"flash_attention":true},
+      "training":{"seq_len":64,"global_batch_size":1}})");
+  REQUIRE_FALSE(j.ok());
+  CHECK(j.error().path == "model.flash_attention");
 }
