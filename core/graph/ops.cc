@@ -109,6 +109,14 @@ void vjp_pointwise_reads_y(VjpContext& c, const Op& f) {
          out_numel(c, f) * Expr(Bwd.flops_per_element));
 }
 
+// y = c x: dx = c dy, reading only dy.
+void vjp_scale(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  c.emit(f, ".bwd", ops::kScaleBwd, {dy}, {c.graph().labels_out(f, 0)}, {{f.inputs[0], 0}},
+         out_numel(c, f) * Expr(ops::kScaleBwd.flops_per_element));
+}
+
 // RoPE is a rotation: dx = R^T dy, reading only dy.
 void vjp_rope(VjpContext& c, const Op& f) {
   const int dy = output_grads(c, f)[0];
@@ -375,6 +383,10 @@ const OpDef kAttentionSoftcap{"attention.softcap", "softcap", OpKind::kElementwi
 const OpDef kSoftcap{"softcap", "softcap", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kSameAsInput,
                      FR::kPerOutputElement, 3, Saves::kOutputs, false, false, vjp_pointwise_reads_y<ops::kSoftcapBwd>,
                      "softcap_bwd from the output"};
+// A constant multiplier (Granite's embedding/residual/logit multipliers,
+// Gemma's sqrt(hidden) embedding scale): 1 FLOP per element.
+const OpDef kScale{"scale", "scale", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kSameAsInput,
+                   FR::kPerOutputElement, 1, Saves::kNothing, false, false, vjp_scale, "scale_bwd (dy times the constant)"};
 const OpDef kBiasAdd{"bias_add", "bias_add", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kSameAsInput,
                      FR::kPerOutputElement, 1, Saves::kNothing, false, false, vjp_bias_add,
                      "dy to the input; bias_grad sums dy over the tokens"};
@@ -450,6 +462,8 @@ const OpDef kGeGLUBwd{"geglu_bwd", "geglu_bwd", OpKind::kElementwise, FC::kPoint
 // dx = dy (1 - (y/c)^2): scale, square, subtract, multiply (4).
 const OpDef kSoftcapBwd{"softcap_bwd", "softcap_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
                         FR::kPerOutputElement, 4};
+const OpDef kScaleBwd{"scale_bwd", "scale_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
+                      FR::kPerOutputElement, 1};
 const OpDef kRopeBwd{"rope_bwd", "rope_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
                      FR::kPerOutputElement, 3};
 const OpDef kDropoutBwd{"dropout_bwd", "dropout_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors,
@@ -518,11 +532,11 @@ const std::vector<const OpDef*>& op_table() {
   using namespace ops;
   static const std::vector<const OpDef*> table = {
       &kMatmul, &kAttentionScores, &kAttentionValues, &kSoftmax, &kAttentionDropout, &kFlashAttention,
-      &kRingAttention, &kSplit, &kMerge, &kConcat, &kRope, &kGelu, &kSwiGLU, &kGeGLU, &kAttentionSoftcap, &kSoftcap, &kBiasAdd, &kAdd, &kDropout,
+      &kRingAttention, &kSplit, &kMerge, &kConcat, &kRope, &kGelu, &kSwiGLU, &kGeGLU, &kAttentionSoftcap, &kSoftcap, &kScale, &kBiasAdd, &kAdd, &kDropout,
       &kLayerNorm, &kRMSNorm, &kEmbedding, &kLossMax, &kLossSum, &kCrossEntropy, &kTopK, &kMoePermute,
       &kMoeCombine, &kSend, &kRecv, &kReLU2, &kCausalConv1d, &kSsdScan, &kGatedRMSNorm,
       // backward
-      &kSliceBwd, &kSumHeadsBwd, &kTopKBwd, &kBiasGrad, &kGeluBwd, &kSwiGLUBwd, &kGeGLUBwd, &kSoftcapBwd, &kRopeBwd, &kDropoutBwd,
+      &kSliceBwd, &kSumHeadsBwd, &kTopKBwd, &kBiasGrad, &kGeluBwd, &kSwiGLUBwd, &kGeGLUBwd, &kSoftcapBwd, &kScaleBwd, &kRopeBwd, &kDropoutBwd,
       &kLayerNormBwd, &kRMSNormBwd, &kLayerNormWgrad, &kRMSNormWgrad, &kSoftmaxBwd, &kEmbeddingBwd,
       &kFlashAttentionBwd, &kCrossEntropyBwd, &kMoeUnpermute, &kMoeCombineBwd, &kMoeCombineProbsBwd, &kSplitBwd,
       &kMergeBwd, &kGradAccumulate, &kAdam, &kReLU2Bwd, &kCausalConv1dBwd, &kCausalConv1dWgrad, &kSsdScanBwd,

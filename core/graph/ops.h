@@ -120,7 +120,8 @@ extern const OpDef kRingAttention;
 extern const OpDef kSplit, kMerge, kConcat;  // views / MLA key concat
 extern const OpDef kRope, kGelu, kSwiGLU, kBiasAdd, kAdd;
 extern const OpDef kGeGLU;  // gated GeLU MLP activation (Gemma)
-extern const OpDef kAttentionSoftcap, kSoftcap;  // c tanh(x / c) on scores / logits (Gemma-2)
+extern const OpDef kAttentionSoftcap, kSoftcap;
+extern const OpDef kScale;  // y = c x (embedding/residual/logit multipliers)  // c tanh(x / c) on scores / logits (Gemma-2)
 extern const OpDef kDropout;
 extern const OpDef kLayerNorm, kRMSNorm;
 extern const OpDef kEmbedding;
@@ -141,7 +142,7 @@ extern const OpDef kSoftmaxBwd, kEmbeddingBwd, kFlashAttentionBwd, kCrossEntropy
 extern const OpDef kMoeUnpermute, kMoeCombineBwd, kMoeCombineProbsBwd;
 extern const OpDef kSplitBwd, kMergeBwd;
 extern const OpDef kGradAccumulate, kAdam;
-extern const OpDef kGeGLUBwd, kSoftcapBwd;
+extern const OpDef kGeGLUBwd, kSoftcapBwd, kScaleBwd;
 extern const OpDef kReLU2Bwd, kCausalConv1dBwd, kCausalConv1dWgrad, kSsdScanBwd, kSsdScanWgrad;
 extern const OpDef kGatedRMSNormBwd, kGatedRMSNormWgrad;
 // Inserted by the later passes.

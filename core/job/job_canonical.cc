@@ -49,6 +49,9 @@ std::string job_to_canonical_json(const Job& job) {
   if (m.sandwich_norms) model["sandwich_norms"] = true;
   if (m.attn_softcap > 0) model["attn_softcap"] = m.attn_softcap;
   if (m.final_softcap > 0) model["final_softcap"] = m.final_softcap;
+  if (m.embedding_multiplier != 1) model["embedding_multiplier"] = m.embedding_multiplier;
+  if (m.residual_multiplier != 1) model["residual_multiplier"] = m.residual_multiplier;
+  if (m.logit_multiplier != 1) model["logit_multiplier"] = m.logit_multiplier;
   if (m.is_hybrid()) {  // only hybrid models carry these (older jobs' canonical JSON is unchanged)
     model["hybrid_pattern"] = m.hybrid_pattern;
     model["mamba_heads"] = m.mamba_heads;

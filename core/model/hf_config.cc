@@ -2,6 +2,7 @@
 // exact or refused.
 #include "model/model_config.h"
 
+#include <cmath>
 #include <string>
 #include <tuple>
 
@@ -34,6 +35,11 @@ struct HfReader {
     const Json* v = jsonf::find(obj, key);
     if (!v) return fallback;
     return jsonf::get_string(*v, jsonf::join(path, key));
+  }
+  Result<double> number(const char* key, double fallback) const {
+    const Json* v = jsonf::find(obj, key);
+    if (!v) return fallback;
+    return jsonf::get_number_in(*v, jsonf::join(path, key), 1e-9, 1e9);
   }
   Result<bool> flag(const char* key, bool fallback) const {
     const Json* v = jsonf::find(obj, key);
@@ -182,6 +188,14 @@ Status check_common(const HfReader& r, Import& im, bool windowed_family, ModelCo
   if (windowed_family && present(r, "sliding_window")) {
     SC_ASSIGN_OR_RETURN(m->sliding_window, r.optional("sliding_window", 0, limits::kMaxPositions));
     im.features.push_back("sliding-window attention (" + std::to_string(m->sliding_window) + ")");
+  }
+  // One dropout switch covers the attention and the hidden dropouts.
+  SC_ASSIGN_OR_RETURN(bool attn_drop, r.any_positive({"attention_dropout"}, false));
+  SC_ASSIGN_OR_RETURN(bool hidden_drop, r.any_positive({"hidden_dropout", "resid_pdrop", "embd_pdrop"}, false));
+  if (attn_drop != hidden_drop) {
+    SC_RETURN_IF_ERROR(im.unmodelled(r, attn_drop ? "attention_dropout" : "hidden_dropout",
+                                     std::string(attn_drop ? "attention" : "hidden") +
+                                         "-only dropout (the model's dropout switch covers both; dropout is on)"));
   }
   if (!pattern_family) {
     for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"}) {
@@ -365,19 +379,19 @@ Status read_gemma23_layers(const HfReader& r, Import& im, bool gemma2, ModelConf
   if (m->final_softcap > 0) im.features.push_back("final logit soft-capping");
   im.features.push_back("sliding-window attention (" + std::to_string(m->sliding_window) +
                         ") with one global layer in " + std::to_string(m->window_pattern));
-  im.features.push_back("embedding scaled by sqrt(hidden) (one multiply per element, not in the graph)");
+  m->embedding_multiplier = std::sqrt(static_cast<double>(m->hidden));
+  im.features.push_back("embedding scaled by sqrt(hidden)");
   return ok_status();
 }
 
 // Families read here (docs/hf-import.md); others are refused by name.
 const char* const kSupported =
-    "llama, mistral, mixtral, qwen2, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi3, deepseek_v2, deepseek_v3, gpt2";
+    "llama, mistral, mixtral, granite, qwen2, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi3, deepseek_v2, deepseek_v3, gpt2";
 
 // Known families whose structure is not modelled yet, with what is missing.
 const char* not_yet(const std::string& t) {
   if (t == "gemma3") return "the multimodal model (its text_config is a gemma3_text config: import that)";
   if (t == "olmo2") return "post-sublayer norms and q/k norms over all heads";
-  if (t == "granite") return "its embedding/residual/logit multipliers";
   if (t == "qwen2_moe") return "the sigmoid-gated shared expert";
   if (t == "nemotron_h") return "reading hybrid patterns from HF configs (use the nemotron-h-8b preset)";
   if (t == "jamba") return "the Mamba-1 mixer (the jamba-v0.1-mamba2 preset uses Mamba-2)";
@@ -408,7 +422,7 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
   const bool mixtral = model_type == "mixtral";
   const bool deepseek = model_type == "deepseek_v2" || model_type == "deepseek_v3";
   const bool qwen3_moe = model_type == "qwen3_moe";
-  const bool llama_like = model_type.empty() || model_type == "llama" || model_type == "mistral" ||
+  const bool llama_like = model_type.empty() || model_type == "llama" || model_type == "granite" || model_type == "mistral" ||
                           mixtral || model_type == "qwen2" || model_type == "qwen3" || qwen3_moe ||
                           model_type == "gemma" || model_type == "gemma2" || model_type == "gemma3_text" || model_type == "phi3" || deepseek;
   if (!gpt2 && !llama_like) {
@@ -442,7 +456,8 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
     // Gemma: GeGLU, tied (tie_word_embeddings defaults to true), head_dim given.
     SC_ASSIGN_OR_RETURN(m, from_llama_style(r, model_type, false, /*tied_default=*/true, /*geglu=*/true));
     im.features.push_back("GeGLU MLP");
-    im.features.push_back("embedding scaled by sqrt(hidden) (one multiply per element, not in the graph)");
+    m.embedding_multiplier = std::sqrt(static_cast<double>(m.hidden));
+    im.features.push_back("embedding scaled by sqrt(hidden)");
     SC_RETURN_IF_ERROR(check_common(r, im, false, &m));
   } else if (model_type == "gemma3_text" || model_type == "gemma2") {
     SC_ASSIGN_OR_RETURN(m, from_llama_style(r, model_type, false, /*tied_default=*/true, /*geglu=*/true));
@@ -477,6 +492,14 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
     SC_ASSIGN_OR_RETURN(m, from_llama_style(r, model_type));
     SC_RETURN_IF_ERROR(check_llama_biases(r, im));
     SC_RETURN_IF_ERROR(check_common(r, im, model_type != "llama" && !model_type.empty(), &m));
+    if (model_type == "granite") {
+      // Scalars without parameters; attention_multiplier replaces 1/sqrt(d) (no op).
+      SC_ASSIGN_OR_RETURN(m.embedding_multiplier, r.number("embedding_multiplier", 1.0));
+      SC_ASSIGN_OR_RETURN(m.residual_multiplier, r.number("residual_multiplier", 1.0));
+      SC_ASSIGN_OR_RETURN(double logits_scaling, r.number("logits_scaling", 1.0));
+      m.logit_multiplier = 1.0 / logits_scaling;
+      im.features.push_back("embedding, residual and logit multipliers");
+    }
     if (mixtral) {
       SC_RETURN_IF_ERROR(add_mixtral_moe(r, &m));
       im.features.push_back("MoE (" + std::to_string(m.num_experts) + " experts, top-" +

@@ -59,6 +59,14 @@ struct ModelConfig {
   // (final_softcap = c); 0 = off. An element-wise op each.
   double attn_softcap = 0;
   double final_softcap = 0;
+  // Constant multipliers, 1 = none (an element-wise op each when not 1):
+  // the embedding output (Granite's embedding_multiplier, Gemma's
+  // sqrt(hidden)), each sublayer's output before its residual add (Granite's
+  // residual_multiplier), and the logits (Granite divides by logits_scaling:
+  // logit_multiplier = 1 / logits_scaling).
+  double embedding_multiplier = 1;
+  double residual_multiplier = 1;
+  double logit_multiplier = 1;
 
   // What a Hugging Face import recognised (empty for presets and custom
   // models): the family (model_type), the features it turned on, and, for

@@ -522,6 +522,7 @@ class Builder {
       add(std::move(pe));
       x = pointwise("embedding.add", ops::kAdd, {x, p}, true);
     }
+    if (m_.embedding_multiplier != 1) x = pointwise("embedding.scale", ops::kScale, {x}, true);
     return dropout("embedding.dropout", x, true);
   }
 
@@ -533,6 +534,7 @@ class Builder {
     lo.flops = Expr(2) * numel(x) * S("V");
     lo.model_flops = lo.flops;
     add(std::move(lo));
+    if (m_.logit_multiplier != 1) logits = pointwise("output.scale", ops::kScale, {logits}, false);
     if (m_.final_softcap > 0) logits = pointwise("output.softcap", ops::kSoftcap, {logits}, false);
     // Vocab-parallel cross entropy (Megatron): three [b,s] statistics are
     // reductions over V; with V sharded each is a partial sum over tp.
@@ -583,10 +585,12 @@ class Builder {
         int h1 = norm("ln1", x);
         int attn = attention(h1);
         if (m_.sandwich_norms) attn = norm("ln1_post", attn);  // post-attention norm (Gemma-2/3)
+        if (m_.residual_multiplier != 1) attn = pointwise("attn.scale", ops::kScale, {attn}, true);
         x = pointwise("attn.residual", ops::kAdd, {x, attn}, true);
         int h2 = norm("ln2", x);
         int ffn = m_.moe_layer(l) ? moe(h2) : mlp(h2);
         if (m_.sandwich_norms) ffn = norm("ln2_post", ffn);  // post-feedforward norm
+        if (m_.residual_multiplier != 1) ffn = pointwise("mlp.scale", ops::kScale, {ffn}, true);
         x = pointwise("mlp.residual", ops::kAdd, {x, ffn}, true);
       }
       layer_ = -1;

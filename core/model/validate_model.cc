@@ -131,6 +131,11 @@ Status validate_model(const ModelConfig& m, const std::string& path) {
   SC_RETURN_IF_ERROR(in_range(m.vocab, 1, kMaxVocab, at("vocab")));
   SC_RETURN_IF_ERROR(in_range(m.sliding_window, 0, kMaxPositions, at("sliding_window")));
   SC_RETURN_IF_ERROR(in_range(m.window_pattern, 0, kMaxLayers, at("window_pattern")));
+  for (auto [v, f] : {std::pair{m.embedding_multiplier, "embedding_multiplier"},
+                      std::pair{m.residual_multiplier, "residual_multiplier"},
+                      std::pair{m.logit_multiplier, "logit_multiplier"}}) {
+    if (!(v > 0 && v <= 1e9)) return make_error(ErrorCode::kInvalidArgument, "must be in (0, 1e9] (1: none)", at(f));
+  }
   for (auto [v, f] : {std::pair{m.attn_softcap, "attn_softcap"}, std::pair{m.final_softcap, "final_softcap"}}) {
     if (!(v >= 0 && v <= 1e9)) {
       return make_error(ErrorCode::kInvalidArgument, "must be in [0, 1e9] (0: off)", at(f));
