@@ -47,6 +47,7 @@ std::string job_to_canonical_json(const Job& job) {
   if (m.sliding_window > 0) model["sliding_window"] = m.sliding_window;
   if (m.window_pattern > 0) model["window_pattern"] = m.window_pattern;
   if (m.sandwich_norms) model["sandwich_norms"] = true;
+  if (m.shared_expert_gate) model["shared_expert_gate"] = true;
   if (m.attn_softcap > 0) model["attn_softcap"] = m.attn_softcap;
   if (m.final_softcap > 0) model["final_softcap"] = m.final_softcap;
   if (m.embedding_multiplier != 1) model["embedding_multiplier"] = m.embedding_multiplier;

@@ -85,6 +85,7 @@ Status apply_fields(const Json& obj, const std::string& path, ModelConfig* m, Gi
   SC_RETURN_IF_ERROR(get("sliding_window", kMaxPositions, &m->sliding_window, nullptr, 0));
   SC_RETURN_IF_ERROR(get("window_pattern", kMaxLayers, &m->window_pattern, nullptr, 0));
   SC_RETURN_IF_ERROR(flag("sandwich_norms", &m->sandwich_norms));
+  SC_RETURN_IF_ERROR(flag("shared_expert_gate", &m->shared_expert_gate));
   for (auto [key, out] : {std::pair{"attn_softcap", &m->attn_softcap}, std::pair{"final_softcap", &m->final_softcap},
                           std::pair{"embedding_multiplier", &m->embedding_multiplier},
                           std::pair{"residual_multiplier", &m->residual_multiplier},
@@ -144,7 +145,7 @@ Result<ModelConfig> parse_model_section(const Json& v, const std::string& path) 
           "capacity_factor", "router_bias", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
           "v_head_dim", "hybrid_pattern", "mamba_heads", "mamba_head_dim", "mamba_groups", "mamba_state",
           "mamba_conv_kernel", "qkv_bias", "qk_norm", "sliding_window", "window_pattern", "sandwich_norms", "attn_softcap", "final_softcap", "embedding_multiplier", "residual_multiplier",
-          "logit_multiplier", "strict"},
+          "logit_multiplier", "shared_expert_gate", "strict"},
       path));
   const Json* preset = jsonf::find(v, "preset");
   const Json* hf = jsonf::find(v, "hf_config");

@@ -386,13 +386,12 @@ Status read_gemma23_layers(const HfReader& r, Import& im, bool gemma2, ModelConf
 
 // Families read here (docs/hf-import.md); others are refused by name.
 const char* const kSupported =
-    "llama, mistral, mixtral, granite, qwen2, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi3, deepseek_v2, deepseek_v3, gpt2";
+    "llama, mistral, mixtral, granite, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi3, deepseek_v2, deepseek_v3, gpt2";
 
 // Known families whose structure is not modelled yet, with what is missing.
 const char* not_yet(const std::string& t) {
   if (t == "gemma3") return "the multimodal model (its text_config is a gemma3_text config: import that)";
   if (t == "olmo2") return "post-sublayer norms and q/k norms over all heads";
-  if (t == "qwen2_moe") return "the sigmoid-gated shared expert";
   if (t == "nemotron_h") return "reading hybrid patterns from HF configs (use the nemotron-h-8b preset)";
   if (t == "jamba") return "the Mamba-1 mixer (the jamba-v0.1-mamba2 preset uses Mamba-2)";
   return nullptr;
@@ -422,20 +421,21 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
   const bool mixtral = model_type == "mixtral";
   const bool deepseek = model_type == "deepseek_v2" || model_type == "deepseek_v3";
   const bool qwen3_moe = model_type == "qwen3_moe";
+  const bool qwen2_moe = model_type == "qwen2_moe";
   const bool llama_like = model_type.empty() || model_type == "llama" || model_type == "granite" || model_type == "mistral" ||
-                          mixtral || model_type == "qwen2" || model_type == "qwen3" || qwen3_moe ||
+                          mixtral || model_type == "qwen2" || qwen2_moe || model_type == "qwen3" || qwen3_moe ||
                           model_type == "gemma" || model_type == "gemma2" || model_type == "gemma3_text" || model_type == "phi3" || deepseek;
   if (!gpt2 && !llama_like) {
     return make_error(ErrorCode::kUnsupported,
                       "architecture \"" + model_type + "\" is not supported (supported: " + kSupported + ")",
                       type_path);
   }
-  if (!mixtral && !deepseek && !qwen3_moe) {
+  if (!mixtral && !deepseek && !qwen3_moe && !qwen2_moe) {
     for (const char* moe : {"num_local_experts", "n_routed_experts", "num_experts"}) {
       const Json* v = jsonf::find(j, moe);
       if (v && !(v->is_number_integer() && v->get<int64_t>() <= 1)) {
         return make_error(ErrorCode::kUnsupported,
-                          "mixture-of-experts configs are supported for model_type mixtral, qwen3_moe, "
+                          "mixture-of-experts configs are supported for model_type mixtral, qwen2_moe, qwen3_moe, "
                           "deepseek_v2 and deepseek_v3 only (model_type " +
                           (model_type.empty() ? std::string("not given") : "\"" + model_type + "\"") +
                           ", " + std::string(moe) + " = " + jsonf::brief(*v) + ")",
@@ -463,9 +463,9 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
     SC_ASSIGN_OR_RETURN(m, from_llama_style(r, model_type, false, /*tied_default=*/true, /*geglu=*/true));
     SC_RETURN_IF_ERROR(read_gemma23_layers(r, im, model_type == "gemma2", &m));
     SC_RETURN_IF_ERROR(check_common(r, im, false, &m, /*pattern_family=*/true));
-  } else if (model_type == "qwen2" || model_type == "qwen3" || qwen3_moe) {
+  } else if (model_type == "qwen2" || qwen2_moe || model_type == "qwen3" || qwen3_moe) {
     SC_ASSIGN_OR_RETURN(m, from_llama_style(r, model_type));
-    if (model_type == "qwen2") {
+    if (model_type == "qwen2" || qwen2_moe) {
       // Qwen2: biases on q, k and v always, none elsewhere.
       m.linear_bias = false;
       m.qkv_bias = true;
@@ -477,12 +477,24 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
     }
     SC_RETURN_IF_ERROR(check_qwen_window(r, im));
     SC_RETURN_IF_ERROR(check_common(r, im, false, &m));
-    if (qwen3_moe) {
+    if (qwen3_moe || qwen2_moe) {
       using namespace limits;
       SC_ASSIGN_OR_RETURN(m.num_experts, r.required("num_experts", kMaxExperts));
       SC_ASSIGN_OR_RETURN(m.experts_per_token, r.required("num_experts_per_tok", kMaxExperts));
       SC_ASSIGN_OR_RETURN(m.moe_ffn_hidden, r.required("moe_intermediate_size", kMaxFfn));
       SC_RETURN_IF_ERROR(qwen_moe_layers(r, im, &m));
+      if (qwen2_moe) {
+        // One shared expert of shared_expert_intermediate_size, sigmoid-gated:
+        // modelled as shared_experts = that width / moe_intermediate_size.
+        SC_ASSIGN_OR_RETURN(int64_t fs, r.optional("shared_expert_intermediate_size", 0, kMaxFfn, /*lo=*/0));
+        if (fs % m.moe_ffn_hidden != 0) {
+          SC_RETURN_IF_ERROR(im.unmodelled(r, "shared_expert_intermediate_size",
+                                           "a shared expert whose width is not a multiple of moe_intermediate_size"));
+        }
+        m.shared_experts = fs / m.moe_ffn_hidden;
+        m.shared_expert_gate = m.shared_experts > 0;
+        if (m.shared_experts > 0) im.features.push_back("sigmoid-gated shared expert");
+      }
       im.features.push_back("MoE (" + std::to_string(m.num_experts) + " experts, top-" +
                             std::to_string(m.experts_per_token) + ")");
     }

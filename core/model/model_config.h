@@ -90,6 +90,9 @@ struct ModelConfig {
   // T * k / E) for T local tokens (routing is uniform; > 1 pads buffers).
   double capacity_factor = 1.0;
   bool router_bias = false;        // per-expert routing bias (DeepSeek-V3's e_score_correction_bias)
+  // The shared experts' output is scaled by sigmoid(x . w_g), w_g of h
+  // (Qwen2-MoE's shared_expert_gate).
+  bool shared_expert_gate = false;
 
   // Multi-head latent attention (DeepSeek; on when kv_lora_rank > 0).
   // head_dim is then the no-RoPE part of a query/key head

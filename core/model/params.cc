@@ -89,7 +89,9 @@ WideCount parameters_wide(const ModelConfig& m) {
   // Megatron-Core's SharedExpertMLP: with biases, one output bias), router
   // weight h x E (+ per-expert bias).
   const __int128 shared = m.shared_experts > 0 ? mlp_params(m, __int128(m.shared_experts) * m.moe_ffn_hidden) : 0;
-  const __int128 moe_mlp = m.is_moe() ? E * expert + shared + h * E + (m.router_bias ? E : 0) : 0;
+  const __int128 moe_mlp = m.is_moe() ? E * expert + shared + h * E + (m.router_bias ? E : 0) +
+                                            (m.shared_expert_gate && m.shared_experts > 0 ? h : 0)
+                                      : 0;
   const __int128 layer = attention_params(m) + (m.sandwich_norms ? 4 : 2) * norm_params(m, h);
   WideCount c;
   c.total = layer * L + dense_layers * mlp_params(m, m.ffn_hidden) + moe_layers * moe_mlp +

@@ -467,6 +467,15 @@ class Builder {
     int result = combined;
     if (m_.shared_experts > 0) {
       int shared = mlp(x, "fs", "moe.shared");
+      if (m_.shared_expert_gate) {  // Qwen2-MoE: shared * sigmoid(x . w_g), w_g replicated over tp
+        int gl = linear("moe.shared_gate", x, H(), {Dim{"g1", Expr(1)}}, "", false, /*with_bias=*/false);
+        int y = act("moe.shared_gated", g_.tensors[shared].dims, o_.dtype);
+        Op o = op("moe.shared_gated", ops::kSigmoidGate, {shared, gl}, {y});
+        o.flops = numel(shared) * Expr(ops::kSigmoidGate.flops_per_element) + numel(gl) * Expr(4);
+        o.sp_region = true;
+        add(std::move(o));
+        shared = y;
+      }
       result = pointwise("moe.add_shared", ops::kAdd, {combined, shared}, true);
     }
     return result;
