@@ -48,7 +48,7 @@ void print_job(const Job& job) {
             << ", " << m.num_heads << " heads (kv " << m.num_kv_heads << ", head_dim " << m.head_dim
             << "), ffn " << m.ffn_hidden << ", vocab " << m.vocab << "\n"
             << "            " << (m.norm == NormKind::kRMSNorm ? "RMSNorm" : "LayerNorm") << ", "
-            << (m.mlp == MlpKind::kSwiGLU ? "SwiGLU" : m.mlp == MlpKind::kReLU2 ? "squared-ReLU" : "GeLU") << " MLP, "
+            << (m.mlp == MlpKind::kSwiGLU ? "SwiGLU" : m.mlp == MlpKind::kReLU2 ? "squared-ReLU" : m.mlp == MlpKind::kGeGLU ? "GeGLU" : "GeLU") << " MLP, "
             << (m.position == PositionKind::kRope   ? "RoPE"
                 : m.position == PositionKind::kNone ? "no positions"
                                                     : "learned positions")

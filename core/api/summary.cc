@@ -280,6 +280,12 @@ Result<std::string> build_summary(const GeneratorState& s) {
         {"total_bytes_by_axis", comm_axis}}},
       {"trace", f0.stage["trace"]},
   };
+  // What a Hugging Face import recognised (HF jobs only: other summaries are unchanged).
+  if (!job.model.hf_family.empty()) {
+    out["hf_import"] = {{"family", job.model.hf_family},
+                        {"features", job.model.hf_features},
+                        {"warnings", job.model.hf_warnings}};
+  }
   return out.dump(2) + "\n";
 }
 

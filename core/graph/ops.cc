@@ -98,6 +98,36 @@ void vjp_pointwise_reads_x(VjpContext& c, const Op& f) {
          out_numel(c, f) * Expr(Bwd.flops_per_element));
 }
 
+// Pointwise y = f(x) whose derivative is a function of y: dx = f'(y) dy,
+// reading the output (soft-capping: 1 - (y/c)^2).
+template <const OpDef& Bwd>
+void vjp_pointwise_reads_y(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  Graph& g = c.graph();
+  c.emit(f, ".bwd", Bwd, {f.outputs[0], dy}, {g.labels_out(f, 0), g.labels_out(f, 0)}, {{f.inputs[0], 0}},
+         out_numel(c, f) * Expr(Bwd.flops_per_element));
+}
+
+// y = c x: dx = c dy, reading only dy.
+void vjp_scale(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  c.emit(f, ".bwd", ops::kScaleBwd, {dy}, {c.graph().labels_out(f, 0)}, {{f.inputs[0], 0}},
+         out_numel(c, f) * Expr(ops::kScaleBwd.flops_per_element));
+}
+
+// y = x sigmoid(g), g one value per token: dx = dy sigmoid(g) and dg =
+// sigmoid'(g) sum over h of dy x, one op reading x, g and dy.
+void vjp_sigmoid_gate(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  Graph& g = c.graph();
+  c.emit(f, ".bwd", ops::kSigmoidGateBwd, {f.inputs[0], f.inputs[1], dy},
+         {g.labels_in(f, 0), g.labels_in(f, 1), g.labels_out(f, 0)}, {{f.inputs[0], 0}, {f.inputs[1], 1}},
+         out_numel(c, f) * Expr(ops::kSigmoidGateBwd.flops_per_element));
+}
+
 // RoPE is a rotation: dx = R^T dy, reading only dy.
 void vjp_rope(VjpContext& c, const Op& f) {
   const int dy = output_grads(c, f)[0];
@@ -350,6 +380,30 @@ const OpDef kGelu{"gelu", "gelu", OpKind::kElementwise, FC::kPointwise, PR::kFac
 const OpDef kSwiGLU{"swiglu", "swiglu", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
                     FR::kPerOutputElement, 5, Saves::kInputs, false, false, vjp_pointwise_reads_x<ops::kSwiGLUBwd>,
                     "swiglu_bwd from the input"};
+// GeGLU (Gemma): gelu_tanh(gate) * up, [..., 2, f] -> [..., f]. Forward per
+// output element: the tanh GeLU of the gate (8, as gelu) and the product (1).
+const OpDef kGeGLU{"geglu", "geglu", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
+                   FR::kPerOutputElement, 9, Saves::kInputs, false, false, vjp_pointwise_reads_x<ops::kGeGLUBwd>,
+                   "geglu_bwd from the input"};
+// Soft-capping (Gemma-2): y = c tanh(x / c), per element: the scale, tanh,
+// the scale back (3). On attention scores it is part of the attention core
+// (selective recomputation redoes it); on the logits it is not.
+const OpDef kAttentionSoftcap{"attention.softcap", "softcap", OpKind::kElementwise, FC::kPointwise, PR::kFactors,
+                              SR::kSameAsInput, FR::kPerOutputElement, 3, Saves::kOutputs, true, false,
+                              vjp_pointwise_reads_y<ops::kSoftcapBwd>, "softcap_bwd from the output"};
+const OpDef kSoftcap{"softcap", "softcap", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kSameAsInput,
+                     FR::kPerOutputElement, 3, Saves::kOutputs, false, false, vjp_pointwise_reads_y<ops::kSoftcapBwd>,
+                     "softcap_bwd from the output"};
+// A constant multiplier (Granite's embedding/residual/logit multipliers,
+// Gemma's sqrt(hidden) embedding scale): 1 FLOP per element.
+const OpDef kScale{"scale", "scale", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kSameAsInput,
+                   FR::kPerOutputElement, 1, Saves::kNothing, false, false, vjp_scale, "scale_bwd (dy times the constant)"};
+// Qwen2-MoE's shared-expert gate: y = x sigmoid(g) with g [b, s, 1] from a
+// h -> 1 projection. Per output element the product (1); the sigmoid per
+// token (4) is added by the builder's formula.
+const OpDef kSigmoidGate{"sigmoid_gate", "sigmoid_gate", OpKind::kElementwise, FC::kPointwise, PR::kFactors,
+                         SR::kSameAsInput, FR::kGiven, 1, Saves::kInputs, false, false, vjp_sigmoid_gate,
+                         "sigmoid_gate_bwd: dx and the per-token dg from x, g and dy"};
 const OpDef kBiasAdd{"bias_add", "bias_add", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kSameAsInput,
                      FR::kPerOutputElement, 1, Saves::kNothing, false, false, vjp_bias_add,
                      "dy to the input; bias_grad sums dy over the tokens"};
@@ -417,6 +471,19 @@ const OpDef kGeluBwd{"gelu_bwd", "gelu_bwd", OpKind::kElementwise, FC::kPointwis
                      FR::kPerOutputElement, 8};
 const OpDef kSwiGLUBwd{"swiglu_bwd", "swiglu_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
                        FR::kPerOutputElement, 8};
+// Per output element of dy: recompute gelu(g) (8), its derivative from the
+// same tanh (0.5(1+t) + 0.5 g (1-t^2) sqrt(2/pi)(1 + 3c g^2): 10), d_up =
+// dy gelu(g) (1) and d_gate = dy up gelu'(g) (2).
+const OpDef kGeGLUBwd{"geglu_bwd", "geglu_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
+                      FR::kPerOutputElement, 21};
+// dx = dy (1 - (y/c)^2): scale, square, subtract, multiply (4).
+const OpDef kSoftcapBwd{"softcap_bwd", "softcap_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
+                        FR::kPerOutputElement, 4};
+const OpDef kScaleBwd{"scale_bwd", "scale_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
+                      FR::kPerOutputElement, 1};
+// Per element of x: dx = dy sigmoid(g) (1), dy x and its sum over h (2).
+const OpDef kSigmoidGateBwd{"sigmoid_gate_bwd", "sigmoid_gate_bwd", OpKind::kElementwise, FC::kPointwise,
+                            PR::kFactors, SR::kGiven, FR::kPerOutputElement, 3};
 const OpDef kRopeBwd{"rope_bwd", "rope_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
                      FR::kPerOutputElement, 3};
 const OpDef kDropoutBwd{"dropout_bwd", "dropout_bwd", OpKind::kElementwise, FC::kPointwise, PR::kFactors,
@@ -485,11 +552,11 @@ const std::vector<const OpDef*>& op_table() {
   using namespace ops;
   static const std::vector<const OpDef*> table = {
       &kMatmul, &kAttentionScores, &kAttentionValues, &kSoftmax, &kAttentionDropout, &kFlashAttention,
-      &kRingAttention, &kSplit, &kMerge, &kConcat, &kRope, &kGelu, &kSwiGLU, &kBiasAdd, &kAdd, &kDropout,
+      &kRingAttention, &kSplit, &kMerge, &kConcat, &kRope, &kGelu, &kSwiGLU, &kGeGLU, &kAttentionSoftcap, &kSoftcap, &kScale, &kSigmoidGate, &kBiasAdd, &kAdd, &kDropout,
       &kLayerNorm, &kRMSNorm, &kEmbedding, &kLossMax, &kLossSum, &kCrossEntropy, &kTopK, &kMoePermute,
       &kMoeCombine, &kSend, &kRecv, &kReLU2, &kCausalConv1d, &kSsdScan, &kGatedRMSNorm,
       // backward
-      &kSliceBwd, &kSumHeadsBwd, &kTopKBwd, &kBiasGrad, &kGeluBwd, &kSwiGLUBwd, &kRopeBwd, &kDropoutBwd,
+      &kSliceBwd, &kSumHeadsBwd, &kTopKBwd, &kBiasGrad, &kGeluBwd, &kSwiGLUBwd, &kGeGLUBwd, &kSoftcapBwd, &kScaleBwd, &kSigmoidGateBwd, &kRopeBwd, &kDropoutBwd,
       &kLayerNormBwd, &kRMSNormBwd, &kLayerNormWgrad, &kRMSNormWgrad, &kSoftmaxBwd, &kEmbeddingBwd,
       &kFlashAttentionBwd, &kCrossEntropyBwd, &kMoeUnpermute, &kMoeCombineBwd, &kMoeCombineProbsBwd, &kSplitBwd,
       &kMergeBwd, &kGradAccumulate, &kAdam, &kReLU2Bwd, &kCausalConv1dBwd, &kCausalConv1dWgrad, &kSsdScanBwd,

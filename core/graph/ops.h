@@ -119,6 +119,10 @@ extern const OpDef kFlashAttention;
 extern const OpDef kRingAttention;
 extern const OpDef kSplit, kMerge, kConcat;  // views / MLA key concat
 extern const OpDef kRope, kGelu, kSwiGLU, kBiasAdd, kAdd;
+extern const OpDef kGeGLU;  // gated GeLU MLP activation (Gemma)
+extern const OpDef kAttentionSoftcap, kSoftcap;
+extern const OpDef kScale;  // y = c x (embedding/residual/logit multipliers)
+extern const OpDef kSigmoidGate;  // x sigmoid(g), one gate per token (Qwen2-MoE's shared expert)  // c tanh(x / c) on scores / logits (Gemma-2)
 extern const OpDef kDropout;
 extern const OpDef kLayerNorm, kRMSNorm;
 extern const OpDef kEmbedding;
@@ -139,6 +143,7 @@ extern const OpDef kSoftmaxBwd, kEmbeddingBwd, kFlashAttentionBwd, kCrossEntropy
 extern const OpDef kMoeUnpermute, kMoeCombineBwd, kMoeCombineProbsBwd;
 extern const OpDef kSplitBwd, kMergeBwd;
 extern const OpDef kGradAccumulate, kAdam;
+extern const OpDef kGeGLUBwd, kSoftcapBwd, kScaleBwd, kSigmoidGateBwd;
 extern const OpDef kReLU2Bwd, kCausalConv1dBwd, kCausalConv1dWgrad, kSsdScanBwd, kSsdScanWgrad;
 extern const OpDef kGatedRMSNormBwd, kGatedRMSNormWgrad;
 // Inserted by the later passes.

@@ -41,6 +41,18 @@ std::string job_to_canonical_json(const Job& job) {
       {"qk_rope_head_dim", m.qk_rope_head_dim},
       {"v_head_dim", m.v_head_dim},
   };
+  // Only models that use them carry these (older jobs' canonical JSON is unchanged).
+  if (m.qkv_bias) model["qkv_bias"] = true;
+  if (m.qk_norm) model["qk_norm"] = true;
+  if (m.sliding_window > 0) model["sliding_window"] = m.sliding_window;
+  if (m.window_pattern > 0) model["window_pattern"] = m.window_pattern;
+  if (m.sandwich_norms) model["sandwich_norms"] = true;
+  if (m.shared_expert_gate) model["shared_expert_gate"] = true;
+  if (m.attn_softcap > 0) model["attn_softcap"] = m.attn_softcap;
+  if (m.final_softcap > 0) model["final_softcap"] = m.final_softcap;
+  if (m.embedding_multiplier != 1) model["embedding_multiplier"] = m.embedding_multiplier;
+  if (m.residual_multiplier != 1) model["residual_multiplier"] = m.residual_multiplier;
+  if (m.logit_multiplier != 1) model["logit_multiplier"] = m.logit_multiplier;
   if (m.is_hybrid()) {  // only hybrid models carry these (older jobs' canonical JSON is unchanged)
     model["hybrid_pattern"] = m.hybrid_pattern;
     model["mamba_heads"] = m.mamba_heads;

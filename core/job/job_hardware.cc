@@ -132,7 +132,7 @@ Status validate_hardware(const HardwareProfile& hw, const std::string& path) {
 
 const char* norm_name(NormKind k) { return k == NormKind::kRMSNorm ? "rmsnorm" : "layernorm"; }
 const char* mlp_name(MlpKind k) {
-  return k == MlpKind::kSwiGLU ? "swiglu" : k == MlpKind::kReLU2 ? "relu2" : "gelu";
+  return k == MlpKind::kSwiGLU ? "swiglu" : k == MlpKind::kReLU2 ? "relu2" : k == MlpKind::kGeGLU ? "geglu" : "gelu";
 }
 const char* position_name(PositionKind k) {
   return k == PositionKind::kRope ? "rope" : k == PositionKind::kNone ? "none" : "learned";

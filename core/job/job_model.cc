@@ -64,8 +64,12 @@ Status apply_fields(const Json& obj, const std::string& path, ModelConfig* m, Gi
                                             NormKind::kLayerNorm, "rmsnorm", NormKind::kRMSNorm));
   }
   if (const Json* v = jsonf::find(obj, "mlp")) {
-    SC_ASSIGN_OR_RETURN(m->mlp, parse_enum(*v, join(path, "mlp"), "gelu", MlpKind::kGelu,
-                                           "swiglu", MlpKind::kSwiGLU, "relu2", MlpKind::kReLU2));
+    if (v->is_string() && v->get<std::string>() == "geglu") {
+      m->mlp = MlpKind::kGeGLU;
+    } else {
+      SC_ASSIGN_OR_RETURN(m->mlp, parse_enum(*v, join(path, "mlp"), "gelu", MlpKind::kGelu,
+                                             "swiglu", MlpKind::kSwiGLU, "relu2", MlpKind::kReLU2));
+    }
   }
   if (const Json* v = jsonf::find(obj, "position")) {
     SC_ASSIGN_OR_RETURN(m->position, parse_enum(*v, join(path, "position"), "learned",
@@ -76,6 +80,20 @@ Status apply_fields(const Json& obj, const std::string& path, ModelConfig* m, Gi
   SC_RETURN_IF_ERROR(flag("linear_bias", &m->linear_bias));
   SC_RETURN_IF_ERROR(flag("dropout", &m->dropout));
   SC_RETURN_IF_ERROR(flag("flash_attention", &m->flash_attention));
+  SC_RETURN_IF_ERROR(flag("qkv_bias", &m->qkv_bias));
+  SC_RETURN_IF_ERROR(flag("qk_norm", &m->qk_norm));
+  SC_RETURN_IF_ERROR(get("sliding_window", kMaxPositions, &m->sliding_window, nullptr, 0));
+  SC_RETURN_IF_ERROR(get("window_pattern", kMaxLayers, &m->window_pattern, nullptr, 0));
+  SC_RETURN_IF_ERROR(flag("sandwich_norms", &m->sandwich_norms));
+  SC_RETURN_IF_ERROR(flag("shared_expert_gate", &m->shared_expert_gate));
+  for (auto [key, out] : {std::pair{"attn_softcap", &m->attn_softcap}, std::pair{"final_softcap", &m->final_softcap},
+                          std::pair{"embedding_multiplier", &m->embedding_multiplier},
+                          std::pair{"residual_multiplier", &m->residual_multiplier},
+                          std::pair{"logit_multiplier", &m->logit_multiplier}}) {
+    if (const Json* v = jsonf::find(obj, key)) {
+      SC_ASSIGN_OR_RETURN(*out, jsonf::get_number_in(*v, join(path, key), 0, 1e9));
+    }
+  }
   // Mixture of experts and latent attention: 0 = off; relations between
   // the fields (k <= E, MLA head sizes, ...) are checked by validate_model.
   SC_RETURN_IF_ERROR(get("num_experts", kMaxExperts, &m->num_experts, nullptr, 0));
@@ -126,7 +144,8 @@ Result<ModelConfig> parse_model_section(const Json& v, const std::string& path) 
           "experts_per_token", "moe_ffn_hidden", "shared_experts", "first_dense_layers",
           "capacity_factor", "router_bias", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
           "v_head_dim", "hybrid_pattern", "mamba_heads", "mamba_head_dim", "mamba_groups", "mamba_state",
-          "mamba_conv_kernel"},
+          "mamba_conv_kernel", "qkv_bias", "qk_norm", "sliding_window", "window_pattern", "sandwich_norms", "attn_softcap", "final_softcap", "embedding_multiplier", "residual_multiplier",
+          "logit_multiplier", "shared_expert_gate", "strict"},
       path));
   const Json* preset = jsonf::find(v, "preset");
   const Json* hf = jsonf::find(v, "hf_config");
@@ -136,6 +155,9 @@ Result<ModelConfig> parse_model_section(const Json& v, const std::string& path) 
   }
   ModelConfig m;
   bool custom = !preset && !hf;
+  if (!hf && jsonf::find(v, "strict")) {
+    return make_error(ErrorCode::kInvalidArgument, "applies to hf_config imports only", join(path, "strict"));
+  }
   if (preset) {
     SC_ASSIGN_OR_RETURN(std::string name, jsonf::get_string(*preset, join(path, "preset")));
     SC_ASSIGN_OR_RETURN(m, model_preset(name, join(path, "preset")));
@@ -147,7 +169,11 @@ Result<ModelConfig> parse_model_section(const Json& v, const std::string& path) 
                         jsonf::type_name(*hf) + ")", hf_path);
     }
     std::string text = hf->is_string() ? hf->get<std::string>() : hf->dump();
-    SC_ASSIGN_OR_RETURN(m, model_from_hf_config(text, hf_path));
+    bool strict = true;  // false: unmodelled HF keys become warnings (docs/hf-import.md)
+    if (const Json* st = jsonf::find(v, "strict")) {
+      SC_ASSIGN_OR_RETURN(strict, jsonf::get_bool(*st, join(path, "strict")));
+    }
+    SC_ASSIGN_OR_RETURN(m, model_from_hf_config(text, hf_path, strict));
   } else {
     for (const char* key : {"num_layers", "hidden", "num_heads", "vocab"}) {
       if (!jsonf::find(v, key)) {

@@ -39,7 +39,7 @@ Status check_work(const Job& job) {
     // One rank's expert GEMM: all tokens routed to its experts, capacity-padded.
     const double etp = double(job.parallel.expert_tp_degree());
     const double expert_tokens = tokens * double(m.experts_per_token) * std::max(1.0, m.capacity_factor) * etp;
-    const double w = double(m.moe_ffn_hidden) * (m.mlp == MlpKind::kSwiGLU ? 2 : 1) / etp;
+    const double w = double(m.moe_ffn_hidden) * (m.gated_mlp() ? 2 : 1) / etp;
     const double f = 2 * expert_tokens * h * w;
     if (f > limits::kMaxOpWork)
       return make_error(ErrorCode::kInvalidArgument,
@@ -47,7 +47,7 @@ Status check_work(const Job& job) {
                             " (per-node counts must fit int64); lower training.seq_len or training.micro_batch_size",
                         "training");
   }
-  double widest = std::max({double(m.ffn_hidden) * (m.mlp == MlpKind::kSwiGLU ? 2 : 1),
+  double widest = std::max({double(m.ffn_hidden) * (m.gated_mlp() ? 2 : 1),
                             double(m.vocab), ad + 2.0 * double(m.num_kv_heads) * double(m.head_dim), h});
   double gemm_flops = 2 * tokens * h * widest / tp;
   double attn_flops = 2 * tokens * s * ad / tp;                   // QK^T (and PV)

@@ -1,7 +1,10 @@
-// Hugging Face config.json import (gpt2, llama-style, mixtral, DeepSeek).
+// Hugging Face config.json import, one reader per model_type (docs/hf-import.md):
+// exact or refused.
 #include "model/model_config.h"
 
+#include <cmath>
 #include <string>
+#include <tuple>
 
 #include "base/json_fields.h"
 
@@ -32,6 +35,11 @@ struct HfReader {
     const Json* v = jsonf::find(obj, key);
     if (!v) return fallback;
     return jsonf::get_string(*v, jsonf::join(path, key));
+  }
+  Result<double> number(const char* key, double fallback) const {
+    const Json* v = jsonf::find(obj, key);
+    if (!v) return fallback;
+    return jsonf::get_number_in(*v, jsonf::join(path, key), 1e-9, 1e9);
   }
   Result<bool> flag(const char* key, bool fallback) const {
     const Json* v = jsonf::find(obj, key);
@@ -78,10 +86,37 @@ Result<ModelConfig> from_gpt2(const HfReader& r) {
   return m;
 }
 
+// The import's bookkeeping: strict mode and what was recognised.
+struct Import {
+  bool strict = true;
+  std::vector<std::string> features, warnings;
+
+  // A key whose value would change compute or memory and is not modelled:
+  // an error naming it (strict), or a listed warning.
+  Status unmodelled(const HfReader& r, const char* key, const std::string& what) {
+    const Json* v = jsonf::find(r.obj, key);
+    const std::string shown = std::string(key) + " = " + (v ? jsonf::brief(*v) : std::string("(default)"));
+    if (strict) {
+      return make_error(ErrorCode::kUnsupported,
+                        what + " is not modelled (" + shown +
+                        "); the model section's \"strict\": false imports it anyway with a warning",
+                        jsonf::join(r.path, key));
+    }
+    warnings.push_back(shown + ": " + what + " is not modelled");
+    return ok_status();
+  }
+};
+
+bool present(const HfReader& r, const char* key) {
+  const Json* v = jsonf::find(r.obj, key);
+  return v && !v->is_null();
+}
+
 // mla: DeepSeek's latent attention, whose head sizes come from their own
 // keys (from_deepseek); head_dim and num_key_value_heads are then not read.
+// geglu: the family's gated MLP uses the tanh GeLU (Gemma) instead of SiLU.
 Result<ModelConfig> from_llama_style(const HfReader& r, const std::string& model_type,
-                                     bool mla = false) {
+                                     bool mla = false, bool tied_default = false, bool geglu = false) {
   using namespace limits;
   ModelConfig m;
   m.name = "hf:" + (model_type.empty() ? std::string("llama") : model_type);
@@ -95,7 +130,7 @@ Result<ModelConfig> from_llama_style(const HfReader& r, const std::string& model
     m.num_kv_heads = m.num_heads;  // head sizes: from_deepseek
   } else {
     SC_ASSIGN_OR_RETURN(m.num_kv_heads, r.optional("num_key_value_heads", m.num_heads, kMaxHeads));
-    if (!jsonf::find(r.obj, "head_dim") && m.hidden % m.num_heads != 0) {
+    if (!present(r, "head_dim") && m.hidden % m.num_heads != 0) {
       return make_error(ErrorCode::kNotDivisible,
                         "hidden_size (" + std::to_string(m.hidden) +
                         ") is not divisible by num_attention_heads (" + std::to_string(m.num_heads) +
@@ -103,27 +138,122 @@ Result<ModelConfig> from_llama_style(const HfReader& r, const std::string& model
     }
     SC_ASSIGN_OR_RETURN(m.head_dim, r.optional("head_dim", m.hidden / m.num_heads, kMaxHeadDim));
   }
-  if (const Json* act = jsonf::find(r.obj, "hidden_act")) {
-    SC_ASSIGN_OR_RETURN(std::string a, jsonf::get_string(*act, jsonf::join(r.path, "hidden_act")));
-    if (a != "silu" && a != "swish") {
+  // Gemma names it hidden_activation (newer files) or hidden_act.
+  for (const char* key : {"hidden_act", "hidden_activation"}) {
+    const Json* act = jsonf::find(r.obj, key);
+    if (!act || act->is_null()) continue;
+    SC_ASSIGN_OR_RETURN(std::string a, jsonf::get_string(*act, jsonf::join(r.path, key)));
+    const bool ok = geglu ? (a == "gelu" || a == "gelu_pytorch_tanh" || a == "gelu_new")
+                          : (a == "silu" || a == "swish");
+    if (!ok) {
       return make_error(ErrorCode::kUnsupported,
-                        "gated MLP with activation \"" + a + "\" is not supported (only silu, i.e. SwiGLU)",
-                        jsonf::join(r.path, "hidden_act"));
+                        "gated MLP with activation \"" + a + "\" is not supported (only " +
+                            (geglu ? "gelu / gelu_pytorch_tanh, i.e. GeGLU" : "silu, i.e. SwiGLU") + ")",
+                        jsonf::join(r.path, key));
     }
   }
-  m.mlp = MlpKind::kSwiGLU;
+  m.mlp = geglu ? MlpKind::kGeGLU : MlpKind::kSwiGLU;
   bool layer_norm = !jsonf::find(r.obj, "rms_norm_eps") &&
                     (jsonf::find(r.obj, "layer_norm_eps") || jsonf::find(r.obj, "layer_norm_epsilon"));
   m.norm = layer_norm ? NormKind::kLayerNorm : NormKind::kRMSNorm;
   m.position = PositionKind::kRope;
-  SC_ASSIGN_OR_RETURN(m.tied_embeddings, r.flag("tie_word_embeddings", false));
-  // One bias switch for all linears: attention_bias or mlp_bias turns it on
-  // (qwen2's q/k/v-only biases are not represented: docs/job-format.md).
+  SC_ASSIGN_OR_RETURN(m.tied_embeddings, r.flag("tie_word_embeddings", tied_default));
+  // One bias switch for all linears (llama: attention_bias on q,k,v,o and
+  // mlp_bias on the MLP); a config with only one of them is refused by
+  // check_llama_biases.
   SC_ASSIGN_OR_RETURN(bool attn_bias, r.flag("attention_bias", false));
   SC_ASSIGN_OR_RETURN(bool mlp_bias, r.flag("mlp_bias", false));
   m.linear_bias = attn_bias || mlp_bias;
-  SC_ASSIGN_OR_RETURN(m.dropout, r.any_positive({"attention_dropout", "hidden_dropout"}, false));
+  SC_ASSIGN_OR_RETURN(m.dropout, r.any_positive({"attention_dropout", "hidden_dropout", "resid_pdrop",
+                                                 "embd_pdrop"}, false));
   return m;
+}
+
+// attention_bias without mlp_bias (or the reverse) is not one switch.
+Status check_llama_biases(const HfReader& r, Import& im) {
+  SC_ASSIGN_OR_RETURN(bool attn_bias, r.flag("attention_bias", false));
+  SC_ASSIGN_OR_RETURN(bool mlp_bias, r.flag("mlp_bias", false));
+  if (attn_bias == mlp_bias) return ok_status();
+  return im.unmodelled(r, attn_bias ? "attention_bias" : "mlp_bias",
+                       "biases on the attention linears only or on the MLP only (the model has one switch)");
+}
+
+// Keys of the llama-like families that change compute or memory and have
+// no model option yet: refused (strict) or listed.
+// windowed_family: sliding_window (when not null) windows every layer
+// (mistral, mixtral, phi3), modelled as ModelConfig::sliding_window.
+// pattern_family: layer_types and soft-capping are read by the family (gemma2/3).
+Status check_common(const HfReader& r, Import& im, bool windowed_family, ModelConfig* m,
+                    bool pattern_family = false) {
+  if (windowed_family && present(r, "sliding_window")) {
+    SC_ASSIGN_OR_RETURN(m->sliding_window, r.optional("sliding_window", 0, limits::kMaxPositions));
+    im.features.push_back("sliding-window attention (" + std::to_string(m->sliding_window) + ")");
+  }
+  // One dropout switch covers the attention and the hidden dropouts.
+  SC_ASSIGN_OR_RETURN(bool attn_drop, r.any_positive({"attention_dropout"}, false));
+  SC_ASSIGN_OR_RETURN(bool hidden_drop, r.any_positive({"hidden_dropout", "resid_pdrop", "embd_pdrop"}, false));
+  if (attn_drop != hidden_drop) {
+    SC_RETURN_IF_ERROR(im.unmodelled(r, attn_drop ? "attention_dropout" : "hidden_dropout",
+                                     std::string(attn_drop ? "attention" : "hidden") +
+                                         "-only dropout (the model's dropout switch covers both; dropout is on)"));
+  }
+  if (!pattern_family) {
+    for (const char* key : {"attn_logit_softcapping", "final_logit_softcapping"}) {
+      if (present(r, key)) SC_RETURN_IF_ERROR(im.unmodelled(r, key, "logit soft-capping (tanh)"));
+    }
+  }
+  if (const Json* v = jsonf::find(r.obj, "partial_rotary_factor")) {
+    if (!(v->is_number() && v->get<double>() == 1.0)) {
+      SC_RETURN_IF_ERROR(im.unmodelled(r, "partial_rotary_factor", "partial rotary embedding"));
+    }
+  }
+  if (const Json* v = jsonf::find(r.obj, "layer_types"); v && !pattern_family) {
+    bool all_full = v->is_array();
+    if (all_full) {
+      for (const Json& e : *v) all_full = all_full && e.is_string() && e.get<std::string>() == "full_attention";
+    }
+    if (!all_full) SC_RETURN_IF_ERROR(im.unmodelled(r, "layer_types", "per-layer attention types other than full"));
+  }
+  if (present(r, "quantization_config")) {
+    im.features.push_back("quantization_config ignored: the job's dtype sets the bytes per parameter");
+  }
+  return ok_status();
+}
+
+// Qwen2/Qwen3's windowing is on only with use_sliding_window.
+Status check_qwen_window(const HfReader& r, Import& im) {
+  SC_ASSIGN_OR_RETURN(bool on, r.flag("use_sliding_window", false));
+  if (on) {
+    return im.unmodelled(r, "use_sliding_window",
+                         "sliding-window attention (layers >= max_window_layers)");
+  }
+  return ok_status();
+}
+
+// Qwen MoE layer rule: layer i is MoE iff i is not in mlp_only_layers and
+// (i + 1) % decoder_sparse_step == 0. Modelled when that is "every layer
+// from k on" (mlp_only_layers = [0, k), step 1): first_dense_layers = k.
+Status qwen_moe_layers(const HfReader& r, Import& im, ModelConfig* m) {
+  SC_ASSIGN_OR_RETURN(int64_t step, r.optional("decoder_sparse_step", 1, limits::kMaxLayers));
+  if (step != 1) {
+    return im.unmodelled(r, "decoder_sparse_step", "MoE in every decoder_sparse_step-th layer only");
+  }
+  m->first_dense_layers = 0;
+  if (const Json* v = jsonf::find(r.obj, "mlp_only_layers")) {
+    if (!v->is_array()) {
+      return make_error(ErrorCode::kInvalidArgument, "must be an array of layer indices",
+                        jsonf::join(r.path, "mlp_only_layers"));
+    }
+    int64_t k = 0;
+    for (const Json& e : *v) {
+      if (!e.is_number_integer() || e.get<int64_t>() != k) {
+        return im.unmodelled(r, "mlp_only_layers", "dense layers other than a prefix 0..k-1");
+      }
+      ++k;
+    }
+    m->first_dense_layers = k;
+  }
+  return ok_status();
 }
 
 // Mixtral: a llama-style config whose every MLP is a top-k mixture of
@@ -170,24 +300,142 @@ Result<ModelConfig> from_deepseek(const HfReader& r, const std::string& model_ty
   return m;
 }
 
+// Python's json module writes float('inf') / nan as the bare words
+// Infinity, -Infinity and NaN, which standard JSON (and our parser) rejects;
+// real configs carry them (Nemotron-H's time_step_limit). Outside strings
+// they are read as null; `replaced` counts them.
+std::string tolerate_nonstandard_numbers(const std::string& text, int* replaced) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    for (const char* word : {"-Infinity", "Infinity", "NaN"}) {
+      const size_t n = std::char_traits<char>::length(word);
+      if (text.compare(i, n, word) == 0) {
+        out += "null";
+        i += n - 1;
+        ++*replaced;
+        goto next;
+      }
+    }
+    out += c;
+  next:;
+  }
+  return out;
+}
+
+// Gemma-3 (text): GeGLU, tied, per-head q/k norms, four norms per layer,
+// and local (sliding_window) layers with a global one every
+// sliding_window_pattern-th (default 6); layer_types, when given, must
+// spell that same pattern.
+// Gemma-2 the same without q/k norms, with local/global alternating
+// (even layers local: pattern 2) and soft-capping of the attention scores
+// (attn_logit_softcapping, default 50) and logits (final_logit_softcapping,
+// default 30); null turns either off.
+Status read_gemma23_layers(const HfReader& r, Import& im, bool gemma2, ModelConfig* m) {
+  m->qk_norm = !gemma2;
+  m->sandwich_norms = true;
+  SC_ASSIGN_OR_RETURN(m->sliding_window, r.optional("sliding_window", 4096, limits::kMaxPositions));
+  if (gemma2) {
+    m->window_pattern = 2;
+  } else {
+    SC_ASSIGN_OR_RETURN(m->window_pattern, r.optional("sliding_window_pattern", 6, limits::kMaxLayers));
+  }
+  for (auto [key, fallback, out] : {std::tuple{"attn_logit_softcapping", 50.0, &m->attn_softcap},
+                                    std::tuple{"final_logit_softcapping", 30.0, &m->final_softcap}}) {
+    const Json* v = jsonf::find(r.obj, key);  // nullptr for null too
+    if (!v && (r.obj.contains(key) || !gemma2)) continue;  // null: off; Gemma-3: off unless given
+    double c = fallback;
+    if (v) {
+      SC_ASSIGN_OR_RETURN(c, jsonf::get_number_in(*v, jsonf::join(r.path, key), 1e-6, 1e9));
+    }
+    *out = c;
+  }
+  if (const Json* v = jsonf::find(r.obj, "layer_types"); v && !v->is_null()) {
+    bool ok = v->is_array() && static_cast<int64_t>(v->size()) == m->num_layers;
+    for (int64_t l = 0; ok && l < m->num_layers; ++l) {
+      const Json& e = (*v)[static_cast<size_t>(l)];
+      ok = e.is_string() &&
+           e.get<std::string>() == (m->windowed_layer(l) ? "sliding_attention" : "full_attention");
+    }
+    if (!ok) {
+      SC_RETURN_IF_ERROR(im.unmodelled(r, "layer_types",
+                                       "a local/global layout other than one global layer every "
+                                       "sliding_window_pattern-th"));
+    }
+  }
+  im.features.push_back("GeGLU MLP");
+  if (m->qk_norm) im.features.push_back("per-head q/k RMSNorm");
+  im.features.push_back("pre- and post-sublayer norms (4 per layer)");
+  if (m->attn_softcap > 0) im.features.push_back("attention score soft-capping");
+  if (m->final_softcap > 0) im.features.push_back("final logit soft-capping");
+  im.features.push_back("sliding-window attention (" + std::to_string(m->sliding_window) +
+                        ") with one global layer in " + std::to_string(m->window_pattern));
+  m->embedding_multiplier = std::sqrt(static_cast<double>(m->hidden));
+  im.features.push_back("embedding scaled by sqrt(hidden)");
+  return ok_status();
+}
+
+// Families read here (docs/hf-import.md); others are refused by name.
+const char* const kSupported =
+    "llama, mistral, mixtral, granite, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi3, deepseek_v2, deepseek_v3, gpt2";
+
+// Known families whose structure is not modelled yet, with what is missing.
+const char* not_yet(const std::string& t) {
+  if (t == "gemma3") return "the multimodal model (its text_config is a gemma3_text config: import that)";
+  if (t == "olmo2") return "post-sublayer norms and q/k norms over all heads";
+  if (t == "nemotron_h") return "reading hybrid patterns from HF configs (use the nemotron-h-8b preset)";
+  if (t == "jamba") return "the Mamba-1 mixer (the jamba-v0.1-mamba2 preset uses Mamba-2)";
+  return nullptr;
+}
+
 }  // namespace
 
-Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std::string& path) {
-  SC_ASSIGN_OR_RETURN(Json j, jsonf::parse_text(json_text, path));
+Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std::string& path,
+                                         bool strict) {
+  int nonstandard = 0;
+  const std::string text = tolerate_nonstandard_numbers(json_text, &nonstandard);
+  SC_ASSIGN_OR_RETURN(Json j, jsonf::parse_text(text, path));
   SC_RETURN_IF_ERROR(jsonf::expect_object(j, path));
   HfReader r{j, path};
   std::string model_type;
   if (const Json* t = jsonf::find(j, "model_type")) {
     SC_ASSIGN_OR_RETURN(model_type, jsonf::get_string(*t, jsonf::join(path, "model_type")));
   }
+  const std::string type_path = jsonf::join(path, "model_type");
+  if (const char* missing = not_yet(model_type)) {
+    return make_error(ErrorCode::kUnsupported,
+                      "architecture \"" + model_type + "\" is not supported yet (" + missing +
+                          " is not modelled); supported: " + kSupported,
+                      type_path);
+  }
+  const bool gpt2 = model_type == "gpt2" || (model_type.empty() && jsonf::find(j, "n_embd"));
   const bool mixtral = model_type == "mixtral";
   const bool deepseek = model_type == "deepseek_v2" || model_type == "deepseek_v3";
-  if (!mixtral && !deepseek) {
+  const bool qwen3_moe = model_type == "qwen3_moe";
+  const bool qwen2_moe = model_type == "qwen2_moe";
+  const bool llama_like = model_type.empty() || model_type == "llama" || model_type == "granite" || model_type == "mistral" ||
+                          mixtral || model_type == "qwen2" || qwen2_moe || model_type == "qwen3" || qwen3_moe ||
+                          model_type == "gemma" || model_type == "gemma2" || model_type == "gemma3_text" || model_type == "phi3" || deepseek;
+  if (!gpt2 && !llama_like) {
+    return make_error(ErrorCode::kUnsupported,
+                      "architecture \"" + model_type + "\" is not supported (supported: " + kSupported + ")",
+                      type_path);
+  }
+  if (!mixtral && !deepseek && !qwen3_moe && !qwen2_moe) {
     for (const char* moe : {"num_local_experts", "n_routed_experts", "num_experts"}) {
       const Json* v = jsonf::find(j, moe);
       if (v && !(v->is_number_integer() && v->get<int64_t>() <= 1)) {
         return make_error(ErrorCode::kUnsupported,
-                          "mixture-of-experts configs are supported for model_type mixtral, "
+                          "mixture-of-experts configs are supported for model_type mixtral, qwen2_moe, qwen3_moe, "
                           "deepseek_v2 and deepseek_v3 only (model_type " +
                           (model_type.empty() ? std::string("not given") : "\"" + model_type + "\"") +
                           ", " + std::string(moe) + " = " + jsonf::brief(*v) + ")",
@@ -195,15 +443,94 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
       }
     }
   }
-  bool gpt2 = model_type == "gpt2" || (model_type.empty() && jsonf::find(j, "n_embd"));
-  Result<ModelConfig> m = gpt2       ? from_gpt2(r)
-                          : deepseek ? from_deepseek(r, model_type)
-                                     : from_llama_style(r, model_type);
-  if (!m.ok()) return m.error();
-  if (mixtral) SC_RETURN_IF_ERROR(add_mixtral_moe(r, &*m));
-  SC_RETURN_IF_ERROR(validate_model(*m, "model"));
+  Import im;
+  im.strict = strict;
+  ModelConfig m;
+  if (gpt2) {
+    SC_ASSIGN_OR_RETURN(m, from_gpt2(r));
+  } else if (deepseek) {
+    SC_ASSIGN_OR_RETURN(m, from_deepseek(r, model_type));
+    im.features.push_back("multi-head latent attention");
+    SC_RETURN_IF_ERROR(check_common(r, im, false, &m));
+  } else if (model_type == "gemma") {
+    // Gemma: GeGLU, tied (tie_word_embeddings defaults to true), head_dim given.
+    SC_ASSIGN_OR_RETURN(m, from_llama_style(r, model_type, false, /*tied_default=*/true, /*geglu=*/true));
+    im.features.push_back("GeGLU MLP");
+    m.embedding_multiplier = std::sqrt(static_cast<double>(m.hidden));
+    im.features.push_back("embedding scaled by sqrt(hidden)");
+    SC_RETURN_IF_ERROR(check_common(r, im, false, &m));
+  } else if (model_type == "gemma3_text" || model_type == "gemma2") {
+    SC_ASSIGN_OR_RETURN(m, from_llama_style(r, model_type, false, /*tied_default=*/true, /*geglu=*/true));
+    SC_RETURN_IF_ERROR(read_gemma23_layers(r, im, model_type == "gemma2", &m));
+    SC_RETURN_IF_ERROR(check_common(r, im, false, &m, /*pattern_family=*/true));
+  } else if (model_type == "qwen2" || qwen2_moe || model_type == "qwen3" || qwen3_moe) {
+    SC_ASSIGN_OR_RETURN(m, from_llama_style(r, model_type));
+    if (model_type == "qwen2" || qwen2_moe) {
+      // Qwen2: biases on q, k and v always, none elsewhere.
+      m.linear_bias = false;
+      m.qkv_bias = true;
+      im.features.push_back("q/k/v biases");
+    } else {
+      SC_RETURN_IF_ERROR(check_llama_biases(r, im));
+      m.qk_norm = true;
+      im.features.push_back("per-head q/k RMSNorm");
+    }
+    SC_RETURN_IF_ERROR(check_qwen_window(r, im));
+    SC_RETURN_IF_ERROR(check_common(r, im, false, &m));
+    if (qwen3_moe || qwen2_moe) {
+      using namespace limits;
+      SC_ASSIGN_OR_RETURN(m.num_experts, r.required("num_experts", kMaxExperts));
+      SC_ASSIGN_OR_RETURN(m.experts_per_token, r.required("num_experts_per_tok", kMaxExperts));
+      SC_ASSIGN_OR_RETURN(m.moe_ffn_hidden, r.required("moe_intermediate_size", kMaxFfn));
+      SC_RETURN_IF_ERROR(qwen_moe_layers(r, im, &m));
+      if (qwen2_moe) {
+        // One shared expert of shared_expert_intermediate_size, sigmoid-gated:
+        // modelled as shared_experts = that width / moe_intermediate_size.
+        SC_ASSIGN_OR_RETURN(int64_t fs, r.optional("shared_expert_intermediate_size", 0, kMaxFfn, /*lo=*/0));
+        if (fs % m.moe_ffn_hidden != 0) {
+          SC_RETURN_IF_ERROR(im.unmodelled(r, "shared_expert_intermediate_size",
+                                           "a shared expert whose width is not a multiple of moe_intermediate_size"));
+        }
+        m.shared_experts = fs / m.moe_ffn_hidden;
+        m.shared_expert_gate = m.shared_experts > 0;
+        if (m.shared_experts > 0) im.features.push_back("sigmoid-gated shared expert");
+      }
+      im.features.push_back("MoE (" + std::to_string(m.num_experts) + " experts, top-" +
+                            std::to_string(m.experts_per_token) + ")");
+    }
+  } else {
+    // llama, mistral, mixtral, phi3 (fused qkv/gate_up: the same elements
+    // and FLOPs as split projections), or no model_type (llama style).
+    SC_ASSIGN_OR_RETURN(m, from_llama_style(r, model_type));
+    SC_RETURN_IF_ERROR(check_llama_biases(r, im));
+    SC_RETURN_IF_ERROR(check_common(r, im, model_type != "llama" && !model_type.empty(), &m));
+    if (model_type == "granite") {
+      // Scalars without parameters; attention_multiplier replaces 1/sqrt(d) (no op).
+      SC_ASSIGN_OR_RETURN(m.embedding_multiplier, r.number("embedding_multiplier", 1.0));
+      SC_ASSIGN_OR_RETURN(m.residual_multiplier, r.number("residual_multiplier", 1.0));
+      SC_ASSIGN_OR_RETURN(double logits_scaling, r.number("logits_scaling", 1.0));
+      m.logit_multiplier = 1.0 / logits_scaling;
+      im.features.push_back("embedding, residual and logit multipliers");
+    }
+    if (mixtral) {
+      SC_RETURN_IF_ERROR(add_mixtral_moe(r, &m));
+      im.features.push_back("MoE (" + std::to_string(m.num_experts) + " experts, top-" +
+                            std::to_string(m.experts_per_token) + ")");
+    }
+  }
+  m.hf_family = model_type.empty() ? (gpt2 ? "gpt2" : "llama") + std::string(" (model_type not given)") : model_type;
+  if (!gpt2) {
+    if (m.num_kv_heads != m.num_heads) im.features.push_back(m.num_kv_heads == 1 ? "MQA" : "GQA");
+    if (m.tied_embeddings) im.features.push_back("tied embeddings");
+    if (m.linear_bias) im.features.push_back("linear biases");
+  }
+  if (nonstandard > 0) {
+    im.features.push_back(std::to_string(nonstandard) + " non-standard JSON number(s) (Infinity/NaN) read as null");
+  }
+  m.hf_features = std::move(im.features);
+  m.hf_warnings = std::move(im.warnings);
+  SC_RETURN_IF_ERROR(validate_model(m, "model"));
   return m;
 }
-
 
 }  // namespace sc

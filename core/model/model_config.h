@@ -11,7 +11,9 @@
 namespace sc {
 
 enum class NormKind { kLayerNorm, kRMSNorm };
-enum class MlpKind { kGelu, kSwiGLU, kReLU2 };  // kReLU2: squared ReLU, not gated (Nemotron-H)
+// kReLU2: squared ReLU, not gated (Nemotron-H); kGeGLU: gated like SwiGLU
+// with the tanh GeLU in place of SiLU (Gemma).
+enum class MlpKind { kGelu, kSwiGLU, kReLU2, kGeGLU };
 enum class PositionKind { kLearned, kRope, kNone };  // kNone: no positional encoding (NoPE hybrids)
 
 struct ModelConfig {
@@ -31,6 +33,47 @@ struct ModelConfig {
   bool linear_bias = true;      // biases on the linear layers (GPT: yes)
   bool dropout = true;          // hidden + attention dropout (GPT: 0.1)
   bool flash_attention = false; // fused attention: no s^2 activations saved
+  // Biases on the q, k and v projections only (Qwen2), whatever linear_bias
+  // says of the other linears: a bias add on the column-parallel qkv output.
+  bool qkv_bias = false;
+  // Per-head RMSNorm of q and k over head_dim before RoPE (Qwen3, Gemma-3):
+  // two weights of head_dim per layer, replicated over tp.
+  bool qk_norm = false;
+  // Sliding-window attention (Mistral-7B-v0.1, Phi-3): a windowed layer's
+  // queries attend to the last sliding_window keys only; 0 = full attention. Fused
+  // attention (flash) computes only the window: score and value FLOPs with
+  // an effective key length min(s, window). Non-fused attention materializes
+  // the full s x s scores and masks them (transformers' eager attention), so
+  // it executes the full FLOPs; its model FLOPs are the window's.
+  // Training memory is unchanged (every key is computed and saved anyway).
+  int64_t sliding_window = 0;
+  // Local/global alternation of a windowed model (Gemma-2/3): 0 or 1, every
+  // layer windowed; p >= 2, layer l is global (full attention) iff
+  // (l + 1) % p == 0 (Gemma-2: p = 2, even layers local; Gemma-3: 6).
+  int64_t window_pattern = 0;
+  // Pre- and post-sublayer norms (Gemma-2/3's four per layer): each
+  // sublayer's output is normalized before the residual add.
+  bool sandwich_norms = false;
+  // Logit soft-capping c tanh(x / c) (Gemma-2): on the attention scores
+  // (attn_softcap = c; non-fused attention only) and on the output logits
+  // (final_softcap = c); 0 = off. An element-wise op each.
+  double attn_softcap = 0;
+  double final_softcap = 0;
+  // Constant multipliers, 1 = none (an element-wise op each when not 1):
+  // the embedding output (Granite's embedding_multiplier, Gemma's
+  // sqrt(hidden)), each sublayer's output before its residual add (Granite's
+  // residual_multiplier), and the logits (Granite divides by logits_scaling:
+  // logit_multiplier = 1 / logits_scaling).
+  double embedding_multiplier = 1;
+  double residual_multiplier = 1;
+  double logit_multiplier = 1;
+
+  // What a Hugging Face import recognised (empty for presets and custom
+  // models): the family (model_type), the features it turned on, and, for
+  // a non-strict import, the fields it could not model.
+  std::string hf_family;
+  std::vector<std::string> hf_features;
+  std::vector<std::string> hf_warnings;
 
   // Mixture of experts (num_experts == 0: every MLP is dense). An MoE
   // layer's MLP is a router over num_experts routed experts, each token
@@ -47,6 +90,9 @@ struct ModelConfig {
   // T * k / E) for T local tokens (routing is uniform; > 1 pads buffers).
   double capacity_factor = 1.0;
   bool router_bias = false;        // per-expert routing bias (DeepSeek-V3's e_score_correction_bias)
+  // The shared experts' output is scaled by sigmoid(x . w_g), w_g of h
+  // (Qwen2-MoE's shared_expert_gate).
+  bool shared_expert_gate = false;
 
   // Multi-head latent attention (DeepSeek; on when kv_lora_rank > 0).
   // head_dim is then the no-RoPE part of a query/key head
@@ -72,6 +118,11 @@ struct ModelConfig {
   int64_t mamba_conv_kernel = 0;  // causal conv1d width
 
   bool is_moe() const { return num_experts > 0; }
+  // Whether layer `layer`'s attention is windowed.
+  bool windowed_layer(int64_t layer) const {
+    return sliding_window > 0 && (window_pattern < 2 || (layer + 1) % window_pattern != 0);
+  }
+  bool gated_mlp() const { return mlp == MlpKind::kSwiGLU || mlp == MlpKind::kGeGLU; }
   bool is_mla() const { return kv_lora_rank > 0; }
   bool is_hybrid() const { return !hybrid_pattern.empty(); }
   // The block kind of layer `layer`: 'M', '*', '-', 'E' (hybrid models).
@@ -98,11 +149,16 @@ std::vector<std::string> preset_names();
 Result<ModelConfig> model_preset(const std::string& name,
                                  const std::string& path = "model.preset");
 
-// Parses a Hugging Face config.json text (llama/mistral/gpt2/... model_type).
-// Unknown HF keys are ignored (HF configs carry many); missing required
-// keys and bad values are errors that name the key.
+// Parses a Hugging Face config.json text by its model_type, with that
+// family's defaults (docs/hf-import.md lists the families and features).
+// Exact or refused: an unknown model_type, or a key of a known family that
+// would change compute or memory and is not modelled, is an error naming
+// the key (kUnsupported). strict = false turns the latter into
+// hf_warnings instead. Keys without effect on compute are ignored; missing
+// required keys and bad values are errors that name the key.
 Result<ModelConfig> model_from_hf_config(const std::string& json_text,
-                                         const std::string& path = "model.hf_config");
+                                         const std::string& path = "model.hf_config",
+                                         bool strict = true);
 
 // Checks internal consistency (positive sizes, heads * head_dim relation,
 // kv divides heads, absurd sizes). path prefixes field names ("model").

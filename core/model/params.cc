@@ -21,7 +21,7 @@ __int128 norm_params(const ModelConfig& m, __int128 width) {
 __int128 mlp_params(const ModelConfig& m, __int128 f) {
   const __int128 h = m.hidden;
   const bool b = m.linear_bias;
-  __int128 in = linear(h, f, b) * (m.mlp == MlpKind::kSwiGLU ? 2 : 1);  // (gate,) up
+  __int128 in = linear(h, f, b) * (m.gated_mlp() ? 2 : 1);  // (gate,) up
   return in + linear(f, h, b);                                           // down
 }
 
@@ -30,7 +30,9 @@ __int128 attention_params(const ModelConfig& m) {
   const bool b = m.linear_bias;
   if (!m.is_mla()) {
     const __int128 ad = a * m.head_dim, kvd = __int128(m.num_kv_heads) * m.head_dim;
-    return linear(h, ad, b) + 2 * linear(h, kvd, b) + linear(ad, h, b);  // q, k, v, o
+    const bool qb = b || m.qkv_bias;
+    return linear(h, ad, qb) + 2 * linear(h, kvd, qb) + linear(ad, h, b) +  // q, k, v, o
+           (m.qk_norm ? 2 * norm_params(m, m.head_dim) : 0);                // q_norm, k_norm (per head)
   }
   // DeepSeek MLA: q = W_qb norm(W_qa x) (or W_q x); [c_kv, k_rope] = W_kva x;
   // [k_nope, v] = W_kvb norm(c_kv); o = W_o attn.
@@ -87,8 +89,10 @@ WideCount parameters_wide(const ModelConfig& m) {
   // Megatron-Core's SharedExpertMLP: with biases, one output bias), router
   // weight h x E (+ per-expert bias).
   const __int128 shared = m.shared_experts > 0 ? mlp_params(m, __int128(m.shared_experts) * m.moe_ffn_hidden) : 0;
-  const __int128 moe_mlp = m.is_moe() ? E * expert + shared + h * E + (m.router_bias ? E : 0) : 0;
-  const __int128 layer = attention_params(m) + 2 * norm_params(m, h);
+  const __int128 moe_mlp = m.is_moe() ? E * expert + shared + h * E + (m.router_bias ? E : 0) +
+                                            (m.shared_expert_gate && m.shared_experts > 0 ? h : 0)
+                                      : 0;
+  const __int128 layer = attention_params(m) + (m.sandwich_norms ? 4 : 2) * norm_params(m, h);
   WideCount c;
   c.total = layer * L + dense_layers * mlp_params(m, m.ffn_hidden) + moe_layers * moe_mlp +
             __int128(m.vocab) * h + norm_params(m, h);

@@ -1,5 +1,6 @@
 #include "model/transformer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "graph/ops.h"
@@ -119,8 +120,9 @@ class Builder {
   }
 
   // y[b,s,out] = x[b,s,in] . W[in,out] (+ bias), W sharded on tp along tp_label.
+  // force_bias: a bias even when linear_bias is off (Qwen2's q/k/v).
   int linear(const std::string& name, int x, Dim in_dim, std::vector<Dim> out_dims, const std::string& tp_label,
-             bool bias_in_sp_region, bool with_bias = true) {
+             bool bias_in_sp_region, bool with_bias = true, bool force_bias = false) {
     std::vector<Dim> wdims{in_dim};
     wdims.insert(wdims.end(), out_dims.begin(), out_dims.end());
     int w = weight(prefix_ + name + ".weight", wdims, tp_label, layer_);
@@ -131,7 +133,7 @@ class Builder {
     o.flops = Expr(2) * numel(x) * numel(w) / in_dim.size;
     o.model_flops = o.flops;
     add(std::move(o));
-    if (!m_.linear_bias || !with_bias) return y;
+    if (!(m_.linear_bias || force_bias) || !with_bias) return y;
     std::vector<Dim> bdims(out_dims);
     int bias = weight(prefix_ + name + ".bias", bdims, tp_label, layer_);
     return pointwise(name + ".bias_add", ops::kBiasAdd, {y, bias}, bias_in_sp_region);
@@ -141,7 +143,7 @@ class Builder {
   int attention(int x) {
     if (m_.is_mla()) return mla_attention(x);
     Dim qkv{"qkv", S("qkv")};
-    int q_k_v = linear("attn.qkv", x, H(), {qkv}, "qkv", false);
+    int q_k_v = linear("attn.qkv", x, H(), {qkv}, "qkv", false, true, /*force_bias=*/m_.qkv_bias);
     Dim a{"a", S("a")}, kvh{"kv", S("kv")}, d{"d", S("d")};
     int q = act("attn.q", BS({a, d}), o_.dtype);
     int k = act("attn.k", BS({kvh, d}), o_.dtype);
@@ -149,6 +151,10 @@ class Builder {
     Op split = op("attn.split", ops::kSplit, {q_k_v}, {q, k, v});
     split.out_labels = {lab({"qkv", "d"}), lab({"qkv", "d"}), lab({"qkv", "d"})};
     add(std::move(split));
+    if (m_.qk_norm) {  // per-head RMSNorm over d (weights of d, replicated over tp)
+      q = norm("attn.q_norm", q);
+      k = norm("attn.k_norm", k);
+    }
     if (m_.position == PositionKind::kRope) {  // learned: at the embedding; none (NoPE): nothing
       q = pointwise("attn.rope_q", ops::kRope, {q}, false);
       k = pointwise("attn.rope_k", ops::kRope, {k}, false);
@@ -207,6 +213,10 @@ class Builder {
                                    v_lab = lab({"a", vd.label}, true);
     Expr scores_flops = Expr(2) * B().size * S("a") * S("s") * S("s") * qk.size;
     Expr values_flops = Expr(2) * B().size * S("a") * S("s") * S("s") * vd.size;
+    // Sliding window: keys per query min(s, window), bound as "w".
+    const bool windowed = m_.windowed_layer(layer_);
+    Expr scores_window = Expr(2) * B().size * S("a") * S("s") * S("w") * qk.size;
+    Expr values_window = Expr(2) * B().size * S("a") * S("s") * S("w") * vd.size;
     int ctx = act("attn.ctx", BS({a, vd}), o_.dtype);
     if (o_.cp_ring) {
       // Ring attention (flash-style blocks): K/V keep their sequence shard;
@@ -223,16 +233,17 @@ class Builder {
       Op o = op("attn.flash", ops::kFlashAttention, {q, k, v}, {ctx, lse});
       o.in_labels = {q_lab, k_lab, v_lab};
       o.unshardable = {"t", "tc"};
-      o.flops = scores_flops + values_flops;
+      o.flops = windowed ? scores_window + values_window : scores_flops + values_flops;
       o.model_flops = o.flops;
       add(std::move(o));
     } else {
       int scores = act("attn.scores", cat(cat({B(), a}, seq()), seq("t", "tc")), o_.dtype);
       Op qk_op = op("attn.qk", ops::kAttentionScores, {q, k}, {scores});
       qk_op.in_labels = {q_lab, k_lab};
-      qk_op.flops = scores_flops;
-      qk_op.model_flops = scores_flops;
+      qk_op.flops = scores_flops;  // masked: the full s x s even when windowed
+      qk_op.model_flops = windowed ? scores_window : scores_flops;
       add(std::move(qk_op));
+      if (m_.attn_softcap > 0) scores = pointwise("attn.softcap", ops::kAttentionSoftcap, {scores}, false);
       int probs = act("attn.softmax", cat(cat({B(), a}, seq()), seq("t", "tc")), o_.dtype);
       Op sm = op("attn.softmax", ops::kSoftmax, {scores}, {probs});
       sm.flops = rule_flops(g_, sm);
@@ -242,7 +253,7 @@ class Builder {
       Op av = op("attn.av", ops::kAttentionValues, {probs, v}, {ctx});
       av.in_labels = {{}, v_lab};
       av.flops = values_flops;
-      av.model_flops = values_flops;
+      av.model_flops = windowed ? values_window : values_flops;
       add(std::move(av));
     }
     return ctx;
@@ -264,9 +275,9 @@ class Builder {
   int mlp(int x, const std::string& width = "f", const std::string& prefix = "mlp") {
     Dim f{width, S(width)};
     int y;
-    if (m_.mlp == MlpKind::kSwiGLU) {
+    if (m_.gated_mlp()) {
       int gu = linear(prefix + ".fc1", x, H(), {Dim{"g2", Expr(2)}, f}, width, false);
-      y = swiglu(prefix + ".swiglu", gu);
+      y = swiglu(prefix + gated_suffix(), gu);
     } else {
       int h1 = linear(prefix + ".fc1", x, H(), {f}, width, false);
       y = activation(prefix, h1);
@@ -340,12 +351,14 @@ class Builder {
     return linear("mamba.out_proj", merged, mi, {H()}, "mi", true, /*with_bias=*/false);
   }
 
-  // [..., 2, f] -> [..., f]: silu(gate) * up.
+  const char* gated_suffix() const { return m_.mlp == MlpKind::kGeGLU ? ".geglu" : ".swiglu"; }
+
+  // [..., 2, f] -> [..., f]: silu(gate) * up (gelu_tanh(gate) * up for GeGLU).
   int swiglu(const std::string& name, int gu) {
     std::vector<Dim> dims = g_.tensors[gu].dims;
     dims.erase(dims.end() - 2);
     int y = act(name, dims, o_.dtype);
-    Op o = op(name, ops::kSwiGLU, {gu}, {y});
+    Op o = op(name, m_.mlp == MlpKind::kGeGLU ? ops::kGeGLU : ops::kSwiGLU, {gu}, {y});
     o.flops = rule_flops(g_, o);
     o.unshardable = {"g2"};
     add(std::move(o));
@@ -434,9 +447,9 @@ class Builder {
     add(std::move(perm));
 
     int y;
-    if (m_.mlp == MlpKind::kSwiGLU) {
+    if (m_.gated_mlp()) {
       int gu = expert_linear("moe.experts.fc1", disp, {Dim{"g2", Expr(2)}, fe});
-      y = swiglu("moe.experts.swiglu", gu);
+      y = swiglu(std::string("moe.experts") + gated_suffix(), gu);
     } else {
       int h1 = expert_linear("moe.experts.fc1", disp, {fe});
       y = activation("moe.experts", h1);
@@ -454,6 +467,15 @@ class Builder {
     int result = combined;
     if (m_.shared_experts > 0) {
       int shared = mlp(x, "fs", "moe.shared");
+      if (m_.shared_expert_gate) {  // Qwen2-MoE: shared * sigmoid(x . w_g), w_g replicated over tp
+        int gl = linear("moe.shared_gate", x, H(), {Dim{"g1", Expr(1)}}, "", false, /*with_bias=*/false);
+        int y = act("moe.shared_gated", g_.tensors[shared].dims, o_.dtype);
+        Op o = op("moe.shared_gated", ops::kSigmoidGate, {shared, gl}, {y});
+        o.flops = numel(shared) * Expr(ops::kSigmoidGate.flops_per_element) + numel(gl) * Expr(4);
+        o.sp_region = true;
+        add(std::move(o));
+        shared = y;
+      }
       result = pointwise("moe.add_shared", ops::kAdd, {combined, shared}, true);
     }
     return result;
@@ -509,6 +531,7 @@ class Builder {
       add(std::move(pe));
       x = pointwise("embedding.add", ops::kAdd, {x, p}, true);
     }
+    if (m_.embedding_multiplier != 1) x = pointwise("embedding.scale", ops::kScale, {x}, true);
     return dropout("embedding.dropout", x, true);
   }
 
@@ -520,6 +543,8 @@ class Builder {
     lo.flops = Expr(2) * numel(x) * S("V");
     lo.model_flops = lo.flops;
     add(std::move(lo));
+    if (m_.logit_multiplier != 1) logits = pointwise("output.scale", ops::kScale, {logits}, false);
+    if (m_.final_softcap > 0) logits = pointwise("output.softcap", ops::kSoftcap, {logits}, false);
     // Vocab-parallel cross entropy (Megatron): three [b,s] statistics are
     // reductions over V; with V sharded each is a partial sum over tp.
     auto stat = [&](const std::string& name, std::vector<int> in) {
@@ -567,9 +592,14 @@ class Builder {
           continue;
         }
         int h1 = norm("ln1", x);
-        x = pointwise("attn.residual", ops::kAdd, {x, attention(h1)}, true);
+        int attn = attention(h1);
+        if (m_.sandwich_norms) attn = norm("ln1_post", attn);  // post-attention norm (Gemma-2/3)
+        if (m_.residual_multiplier != 1) attn = pointwise("attn.scale", ops::kScale, {attn}, true);
+        x = pointwise("attn.residual", ops::kAdd, {x, attn}, true);
         int h2 = norm("ln2", x);
         int ffn = m_.moe_layer(l) ? moe(h2) : mlp(h2);
+        if (m_.sandwich_norms) ffn = norm("ln2_post", ffn);  // post-feedforward norm
+        if (m_.residual_multiplier != 1) ffn = pointwise("mlp.scale", ops::kScale, {ffn}, true);
         x = pointwise("mlp.residual", ops::kAdd, {x, ffn}, true);
       }
       layer_ = -1;
@@ -638,6 +668,7 @@ Bindings model_bindings(const ModelConfig& m, int64_t micro_batch, int64_t seq_l
              {"kv", m.num_kv_heads}, {"d", m.head_dim}, {"f", m.ffn_hidden}, {"V", m.vocab},
              {"P", m.max_positions > 0 ? m.max_positions : 1},
              {"qkv", (m.num_heads + 2 * m.num_kv_heads) * m.head_dim}};
+  if (m.sliding_window > 0) b["w"] = std::min(seq_len, m.sliding_window);
   if (m.is_moe()) {
     b["E"] = m.num_experts;
     b["k"] = m.experts_per_token;

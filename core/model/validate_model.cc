@@ -89,6 +89,17 @@ Status validate_hybrid(const ModelConfig& m, const std::string& path) {
 
 Status validate_model_parallel(const ModelConfig& m, int64_t tp, int64_t cp) {
   using std::to_string;
+  if (m.sliding_window > 0 && cp > 1)
+    return make_error(ErrorCode::kUnsupported,
+                      "context parallelism (cp = " + to_string(cp) +
+                          ") with sliding-window attention (sliding_window = " + to_string(m.sliding_window) +
+                          ") is not modelled: which keys each cp chunk needs depends on the window; use cp = 1",
+                      "parallel.cp");
+  if (m.attn_softcap > 0 && cp > 1)
+    return make_error(ErrorCode::kUnsupported,
+                      "context parallelism (cp = " + to_string(cp) +
+                          ") with attention soft-capping is not modelled (ring attention is fused); use cp = 1",
+                      "parallel.cp");
   if (!m.has_mamba()) return ok_status();
   if (cp > 1)
     return make_error(ErrorCode::kUnsupported,
@@ -118,6 +129,24 @@ Status validate_model(const ModelConfig& m, const std::string& path) {
   SC_RETURN_IF_ERROR(in_range(m.head_dim, 1, kMaxHeadDim, at("head_dim")));
   SC_RETURN_IF_ERROR(in_range(m.ffn_hidden, 1, kMaxFfn, at("ffn_hidden")));
   SC_RETURN_IF_ERROR(in_range(m.vocab, 1, kMaxVocab, at("vocab")));
+  SC_RETURN_IF_ERROR(in_range(m.sliding_window, 0, kMaxPositions, at("sliding_window")));
+  SC_RETURN_IF_ERROR(in_range(m.window_pattern, 0, kMaxLayers, at("window_pattern")));
+  for (auto [v, f] : {std::pair{m.embedding_multiplier, "embedding_multiplier"},
+                      std::pair{m.residual_multiplier, "residual_multiplier"},
+                      std::pair{m.logit_multiplier, "logit_multiplier"}}) {
+    if (!(v > 0 && v <= 1e9)) return make_error(ErrorCode::kInvalidArgument, "must be in (0, 1e9] (1: none)", at(f));
+  }
+  for (auto [v, f] : {std::pair{m.attn_softcap, "attn_softcap"}, std::pair{m.final_softcap, "final_softcap"}}) {
+    if (!(v >= 0 && v <= 1e9)) {
+      return make_error(ErrorCode::kInvalidArgument, "must be in [0, 1e9] (0: off)", at(f));
+    }
+  }
+  if (m.attn_softcap > 0 && m.flash_attention) {
+    return make_error(ErrorCode::kUnsupported,
+                      "attention soft-capping (attn_softcap) inside fused attention is not modelled; "
+                      "use flash_attention false (the scores are then capped element-wise)",
+                      at("flash_attention"));
+  }
   SC_RETURN_IF_ERROR(in_range(m.max_positions, 1, kMaxPositions, at("max_positions")));
   if (m.num_heads % m.num_kv_heads != 0) {
     return make_error(ErrorCode::kNotDivisible,

@@ -31,6 +31,14 @@ const char* kJobs[] = {
         "training":{"seq_len":64,"global_batch_size":4}})",
     R"({"model":{"preset":"nemotron-h-8b","num_layers":4,"hybrid_pattern":"M*-M"},
         "parallel":{"tp":2,"dp":2,"sequence_parallel":true},"training":{"seq_len":64,"global_batch_size":2}})",
+    // Qwen2-MoE's sigmoid-gated shared expert beside routed experts.
+    R"({"model":{"preset":"mixtral-8x7b","num_layers":2,"shared_experts":1,"shared_expert_gate":true},
+        "parallel":{"tp":2,"dp":2,"ep":2,"sequence_parallel":true},"training":{"seq_len":64,"global_batch_size":2}})",
+    // HF-family options: GeGLU (Gemma), q/k/v-only biases (Qwen2), per-head q/k norms (Qwen3).
+    R"({"model":{"preset":"llama3-8b","num_layers":2,"mlp":"geglu","qkv_bias":true,"qk_norm":true,
+        "sandwich_norms":true,"sliding_window":16,"window_pattern":2,"attn_softcap":50,"final_softcap":30,
+        "embedding_multiplier":12,"residual_multiplier":0.22,"logit_multiplier":0.125},
+        "parallel":{"tp":2,"dp":2,"pp":2,"sequence_parallel":true},"training":{"seq_len":64,"global_batch_size":4}})",
 };
 
 template <typename F>

@@ -148,7 +148,7 @@ TEST_CASE("HF import: GQA default, head_dim, tied, mistral") {
   Result<ModelConfig> m = model_from_hf_config(
       R"({"model_type":"mistral","hidden_size":4096,"num_hidden_layers":32,
           "num_attention_heads":32,"num_key_value_heads":8,"intermediate_size":14336,
-          "vocab_size":32000,"head_dim":null,"rms_norm_eps":1e-5,"sliding_window":4096})");
+          "vocab_size":32000,"head_dim":null,"rms_norm_eps":1e-5,"sliding_window":null})");
   REQUIRE(m.ok());
   CHECK(m->name == "hf:mistral");
   CHECK(m->num_kv_heads == 8);

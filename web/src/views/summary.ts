@@ -118,6 +118,14 @@ export function renderSummary(el: HTMLElement, summary: Summary): void {
     card('Micro-batches', String(summary.micro_batches_per_iteration), 'per iteration (gradient accumulation)'),
     card('Trace', `${fmtCount(summary.trace?.nodes_per_rank)} nodes`, `${fmtCount(summary.trace?.compute_nodes)} compute, ${fmtCount(summary.trace?.collective_nodes)} collectives per rank`),
   );
+  const hf = summary.hf_import;  // HF config imports only (docs/hf-import.md)
+  if (hf) {
+    const warn: string[] = hf.warnings ?? [];
+    cards.append(h('div', { class: 'card', 'data-card': 'hf-import' }, h('div', { class: 'card-title' }, 'Hugging Face config'),
+      h('div', { class: 'card-value', style: 'font-size:1.2rem' }, String(hf.family)),
+      h('div', { class: 'card-note' }, (hf.features ?? []).join(', ') || 'no optional features'),
+      ...warn.map((w) => h('div', { class: 'card-note bad' }, `not modelled: ${w}`))));
+  }
   const pipe = summary.pipeline ?? {};
   if ((pipe.stages ?? 1) > 1) {
     cards.append(card('Pipeline bubble', `${(100 * Number(pipe.bubble_fraction ?? 0)).toFixed(1)} %`,
