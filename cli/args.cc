@@ -301,6 +301,15 @@ int load_job(const std::string& command, const Args& args, Job* job) {
     return report_error(command, e);
   }
   *job = std::move(parsed).value();
+  {
+    // The native CLI's default budget is 8 GiB of estimated engine memory
+    // (wasm keeps the core's 2 GiB, bounded by its 4 GiB heap): published
+    // runs such as Korthikanti et al.'s 1T job (~3 GiB) build by default,
+    // runaway jobs (10^7 nodes and more) are still refused at once.
+    Budget b = engine_budget();
+    b.max_engine_bytes = std::max(b.max_engine_bytes, kCliEngineBudgetBytes);
+    set_engine_budget(b);
+  }
   if (args.has("--allow-large")) {
     // Up to 80% of the memory free now; a job that needs more is refused
     // with the same message (the estimate and what to change).

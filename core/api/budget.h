@@ -40,6 +40,8 @@ struct Budget {
   // peak): leaves room in the 4 GiB wasm heap for growth and the JS side.
   int64_t max_engine_bytes = int64_t{2} << 30;
 };
+// The native CLI's default (cli/args.cc); docs/promises.md.
+constexpr int64_t kCliEngineBudgetBytes = int64_t{8} << 30;
 // The process-wide budget Generator::create enforces (the CLI's
 // --allow-large raises it after checking free memory).
 Budget engine_budget();

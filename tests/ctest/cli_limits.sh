@@ -10,7 +10,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash"
 # `timeout` turns a build that runs away into a failure instead of a hang.
 timeout -k 10 60 "$CLI" inspect --model llama3-70b --dp 1 --seq-len 8192 --global-batch-size 4096 > /dev/null 2> big.err; rc=$?
 [[ $rc == 1 ]] || fail "70B x 4096 micro-batches: exit $rc"
-grep -q "training.global_batch_size: this job needs about [0-9]* trace nodes (4096 micro-batches x 80 layers) and [0-9.]* GiB of memory to build, over the budget of 2.0 GiB.*micro_batch_size.*\[too_large\]" big.err \
+grep -q "training.global_batch_size: this job needs about [0-9]* trace nodes (4096 micro-batches x 80 layers) and [0-9.]* GiB of memory to build, over the budget of 8.0 GiB.*micro_batch_size.*\[too_large\]" big.err \
   || fail "budget message: $(cat big.err)"
 timeout -k 10 60 "$CLI" generate --model llama3-70b --dp 1 --seq-len 8192 --global-batch-size 100000000 -o huge > /dev/null 2> huge.err; rc=$?
 [[ $rc == 1 ]] && grep -q "100000000 micro-batches.*\[too_large\]" huge.err || fail "global batch 1e8: exit $rc: $(cat huge.err)"
