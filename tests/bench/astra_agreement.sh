@@ -34,7 +34,7 @@ jobs=(
   "pp4 interleaved v2 tp2 dp2|16|--model gpt3-1.7b --layers 8 --pp 4 --virtual-stages 2 --tp 2 --dp 2 --seq-len 512 --global-batch-size 16 --schedule interleaved-1f1b"
   "pp4 zero-bubble tp2 dp2|16|--model gpt3-1.7b --layers 8 --pp 4 --tp 2 --dp 2 --seq-len 512 --global-batch-size 16 --schedule zero-bubble"
   "cp4 ring tp2 dp2|16|--model gpt3-1.7b --layers 2 --cp 4 --cp-algorithm ring --tp 2 --dp 2 --seq-len 2048 --global-batch-size 2"
-  "moe ep4 tp2 dp4|8|--model mixtral-8x7b --layers 2 --tp 2 --sequence-parallel --dp 4 --ep 4 --seq-len 512 --global-batch-size 4"
+  "moe ep4 tp2 dp4 (all-to-all)|8|--model mixtral-8x7b --layers 2 --tp 2 --sequence-parallel --dp 4 --ep 4 --seq-len 512 --global-batch-size 4"
   "zero3 dp8|8|--model gpt3-1.7b --layers 2 --dp 8 --zero 3 --seq-len 512 --global-batch-size 8"
   "zero3 dp16 (2 nodes)|16|--model gpt3-1.7b --layers 2 --dp 16 --zero 3 --seq-len 512 --global-batch-size 16"
 )
