@@ -25,18 +25,22 @@ sc=$(cd "$(dirname "$sc")" && pwd)/$(basename "$sc")
 work=$(mktemp -d /tmp/astra_agreement.XXXX)
 trap 'rm -rf "$work"' EXIT
 
-# name|ranks|flags  (small jobs: seconds in ASTRA-sim; h100 profile, 8 GPUs per node)
+# name|ranks|flags  (small jobs: seconds in ASTRA-sim; h100 profile, 8 GPUs per node: 8 ranks = one
+# network dimension, more = two)
 jobs=(
   "dp8|8|--model gpt3-1.7b --layers 2 --dp 8 --seq-len 512 --global-batch-size 8"
   "dp16 (2 nodes)|16|--model gpt3-1.7b --layers 2 --dp 16 --seq-len 512 --global-batch-size 16"
+  "dp64 (8 nodes)|64|--model gpt3-1.7b --layers 2 --dp 64 --seq-len 512 --global-batch-size 64"
   "tp8+sp dp2|16|--model gpt3-1.7b --layers 2 --tp 8 --sequence-parallel --dp 2 --seq-len 1024 --global-batch-size 4"
   "pp4 1f1b tp2 dp2|16|--model gpt3-1.7b --layers 8 --pp 4 --tp 2 --dp 2 --seq-len 512 --global-batch-size 16 --schedule 1f1b"
+  "pp4 1f1b tp8+sp dp2|64|--model gpt3-1.7b --layers 8 --pp 4 --tp 8 --dp 2 --sequence-parallel --seq-len 512 --global-batch-size 16 --schedule 1f1b"
   "pp4 interleaved v2 tp2 dp2|16|--model gpt3-1.7b --layers 8 --pp 4 --virtual-stages 2 --tp 2 --dp 2 --seq-len 512 --global-batch-size 16 --schedule interleaved-1f1b"
   "pp4 zero-bubble tp2 dp2|16|--model gpt3-1.7b --layers 8 --pp 4 --tp 2 --dp 2 --seq-len 512 --global-batch-size 16 --schedule zero-bubble"
   "cp4 ring tp2 dp2|16|--model gpt3-1.7b --layers 2 --cp 4 --cp-algorithm ring --tp 2 --dp 2 --seq-len 2048 --global-batch-size 2"
   "moe ep4 tp2 dp4 (all-to-all)|8|--model mixtral-8x7b --layers 2 --tp 2 --sequence-parallel --dp 4 --ep 4 --seq-len 512 --global-batch-size 4"
   "zero3 dp8|8|--model gpt3-1.7b --layers 2 --dp 8 --zero 3 --seq-len 512 --global-batch-size 8"
   "zero3 dp16 (2 nodes)|16|--model gpt3-1.7b --layers 2 --dp 16 --zero 3 --seq-len 512 --global-batch-size 16"
+  "zero3 dp32 (4 nodes)|32|--model gpt3-1.7b --layers 2 --dp 32 --zero 3 --seq-len 512 --global-batch-size 32"
 )
 
 printf '| %s | %s | %s | %s | %s |\n' job ranks "ASTRA-sim ns" "simulate ns" error
