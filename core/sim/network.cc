@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 namespace sc {
 namespace {
@@ -42,8 +44,56 @@ double astra_ring(const NetworkModel& net, int dim, double steps, double bytes, 
   return steps * astra_message(net, dim, bytes) + mem;
 }
 
+// The chunks of one collective pipeline across dimensions: each chunk is
+// its own stream that moves through `phases` in order; a dimension has one
+// queue (num-queues-per-dim 1) that runs one chunk at a time
+// (active-chunks-per-dimension 1), and a waiting chunk created later goes
+// first (LIFO priorities; Sys::insert_stream). A chunk enters its next
+// phase's queue as soon as its phase ends. Returns µs until the last chunk
+// ends.
+double astra_chunk_pipeline(const std::vector<std::pair<int, double>>& phases, int dims) {
+  const int chunks = kAstraDatasetSplits;
+  std::vector<size_t> next(static_cast<size_t>(chunks), 0);   // next phase per chunk
+  std::vector<double> ready(static_cast<size_t>(chunks), 0);  // when it may enter it
+  std::vector<double> free_at(static_cast<size_t>(dims), 0);  // when the queue is idle
+  double end = 0;
+  for (size_t done = 0; done < static_cast<size_t>(chunks) * phases.size();) {
+    // The next start: earliest over dimensions of max(queue idle, first
+    // arrival); among the chunks waiting then, the latest-created.
+    double best_t = 0;
+    int best = -1;
+    for (int d = 0; d < dims; ++d) {
+      double arrive = -1;
+      for (int i = 0; i < chunks; ++i) {
+        const auto u = static_cast<size_t>(i);
+        if (next[u] < phases.size() && phases[next[u]].first == d && (arrive < 0 || ready[u] < arrive))
+          arrive = ready[u];
+      }
+      if (arrive < 0) continue;
+      const double start = std::max(free_at[static_cast<size_t>(d)], arrive);
+      int pick = -1;
+      for (int i = chunks - 1; i >= 0 && pick < 0; --i) {
+        const auto u = static_cast<size_t>(i);
+        if (next[u] < phases.size() && phases[next[u]].first == d && ready[u] <= start) pick = i;
+      }
+      if (best < 0 || start < best_t) {
+        best_t = start;
+        best = pick;
+      }
+    }
+    const auto u = static_cast<size_t>(best);
+    const auto& [d, dur] = phases[next[u]];
+    free_at[static_cast<size_t>(d)] = best_t + dur;
+    ready[u] = best_t + dur;
+    end = std::max(end, ready[u]);
+    ++next[u];
+    ++done;
+  }
+  return end;
+}
+
 double astra_collective(const NetworkModel& net, const GroupShape& g, CollectiveType t, double size) {
-  const double c = size / kAstraDatasetSplits;  // chunks run one after another
+  const double c = size / kAstraDatasetSplits;  // one chunk
   auto phase = [&](int dim, double n, CollectiveType k, double chunk) {
     if (n <= 1) return 0.0;
     switch (k) {
@@ -54,46 +104,44 @@ double astra_collective(const NetworkModel& net, const GroupShape& g, Collective
     }
     return 0.0;
   };
-  double per_chunk = 0;
-  if (!g.world || net.dims.size() == 1) {
-    per_chunk = phase(std::max(g.astra_dim, 0), static_cast<double>(g.n), t, c);
-  } else {
-    // The whole world: the per-dimension implementation list, dimension by
-    // dimension (all-reduce: reduce-scatter up, all-reduce on the last,
-    // all-gather down).
-    const int k = static_cast<int>(net.dims.size());
-    double chunk = c;
-    auto n_of = [&](int d) { return static_cast<double>(net.dims[static_cast<size_t>(d)].npus); };
-    switch (t) {
-      case CollectiveType::kAllReduce:
-        for (int d = 0; d < k - 1; ++d) {
-          per_chunk += phase(d, n_of(d), CollectiveType::kReduceScatter, chunk);
-          chunk /= n_of(d);
-        }
-        per_chunk += phase(k - 1, n_of(k - 1), CollectiveType::kAllReduce, chunk);
-        for (int d = k - 2; d >= 0; --d) {
-          chunk *= n_of(d);
-          per_chunk += phase(d, n_of(d), CollectiveType::kAllGather, chunk / n_of(d));
-        }
-        break;
-      case CollectiveType::kReduceScatter:
-        for (int d = 0; d < k; ++d) {
-          per_chunk += phase(d, n_of(d), t, chunk);
-          chunk /= n_of(d);
-        }
-        break;
-      case CollectiveType::kAllGather:
-        for (int d = 0; d < k; ++d) {
-          per_chunk += phase(d, n_of(d), t, chunk);
-          chunk *= n_of(d);
-        }
-        break;
-      case CollectiveType::kAllToAll:
-        for (int d = 0; d < k; ++d) per_chunk += phase(d, n_of(d), t, chunk);
-        break;
-    }
+  if (!g.world || net.dims.size() == 1)
+    return kAstraDatasetSplits * phase(std::max(g.astra_dim, 0), static_cast<double>(g.n), t, c);
+  // The whole world: the per-dimension implementation list, dimension by
+  // dimension (all-reduce: reduce-scatter up, all-reduce on the last,
+  // all-gather down). Each phase is (dimension, µs per chunk).
+  const int k = static_cast<int>(net.dims.size());
+  double chunk = c;
+  auto n_of = [&](int d) { return static_cast<double>(net.dims[static_cast<size_t>(d)].npus); };
+  std::vector<std::pair<int, double>> phases;
+  switch (t) {
+    case CollectiveType::kAllReduce:
+      for (int d = 0; d < k - 1; ++d) {
+        phases.emplace_back(d, phase(d, n_of(d), CollectiveType::kReduceScatter, chunk));
+        chunk /= n_of(d);
+      }
+      phases.emplace_back(k - 1, phase(k - 1, n_of(k - 1), CollectiveType::kAllReduce, chunk));
+      for (int d = k - 2; d >= 0; --d) {
+        chunk *= n_of(d);
+        phases.emplace_back(d, phase(d, n_of(d), CollectiveType::kAllGather, chunk / n_of(d)));
+      }
+      break;
+    case CollectiveType::kReduceScatter:
+      for (int d = 0; d < k; ++d) {
+        phases.emplace_back(d, phase(d, n_of(d), t, chunk));
+        chunk /= n_of(d);
+      }
+      break;
+    case CollectiveType::kAllGather:  // highest dimension first (Sys::generate_collective reverses)
+      for (int d = k - 1; d >= 0; --d) {
+        phases.emplace_back(d, phase(d, n_of(d), t, chunk));
+        chunk *= n_of(d);
+      }
+      break;
+    case CollectiveType::kAllToAll:
+      for (int d = 0; d < k; ++d) phases.emplace_back(d, phase(d, n_of(d), t, chunk));
+      break;
   }
-  return kAstraDatasetSplits * per_chunk;
+  return astra_chunk_pipeline(phases, k);
 }
 
 }  // namespace

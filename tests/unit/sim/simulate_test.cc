@@ -100,6 +100,33 @@ TEST_CASE("simulate network: ASTRA-sim's message and ring rules on the exported 
   CHECK(collective_micros(n, across, CollectiveType::kAllGather, 4000) == doctest::Approx(4 * step1));
 }
 
+TEST_CASE("simulate network: ASTRA-sim pipelines a world collective's chunks across dimensions") {
+  // 8 x 2 NPUs, 1 byte per ns, no hop latency, no local-memory charge: a
+  // message of B bytes takes B + 10 ns (endpoint delay).
+  NetworkModel n;
+  n.astra = true;
+  n.world = 16;
+  n.dims = {{"Switch", 8, 1.0, 0, ""}, {"Switch", 2, 1.0, 0, ""}};
+  std::vector<int64_t> all(16);
+  for (int64_t i = 0; i < 16; ++i) all[static_cast<size_t>(i)] = i;
+  const GroupShape world = shape(n, all);
+  REQUIRE(world.world);
+  // All-reduce of 512000 B: 4 chunks of 128000 B, each a reduce-scatter on
+  // dimension 0 (7 steps of 16000 B: r = 112.07 µs), an all-reduce on
+  // dimension 1 (2 steps of 8000 B: 16.02 µs) and an all-gather on
+  // dimension 0 (7 steps of 16000 B: r). Dimension 1 finishes each chunk
+  // before dimension 0 is free again, so dimension 0 runs its 8 phases back
+  // to back: 8 r (one after another, chunk by chunk, would be 8 r + 4 x 16.02).
+  const double r = 7 * 16010 / 1000.0;
+  CHECK(collective_micros(n, world, CollectiveType::kAllReduce, 512000) == doctest::Approx(8 * r));
+  // All-gather of a 4000 B shard: 4 chunks of 1000 B, dimension 1 first
+  // (1 step of 1000 B: a = 1.01 µs), then dimension 0 on the 2000 B the
+  // chunk has become (7 steps: b = 14.07 µs). Dimension 0 is the slower
+  // stage: the first chunk's a, then 4 b back to back.
+  const double a = 1010 / 1000.0, b = 7 * 2010 / 1000.0;
+  CHECK(collective_micros(n, world, CollectiveType::kAllGather, 4000) == doctest::Approx(a + 4 * b));
+}
+
 TEST_CASE("simulate: one rank without communication takes the sum of its compute") {
   Job j = gpt_job(2, 256, 4, 1, 1, false, 1, 128, 2);
   auto g = make(j);
