@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "api/budget.h"
+#include "api/request.h"
 #include "base/json_fields.h"
 #include "export.h"
 
@@ -348,6 +349,20 @@ std::optional<int> parse_or_exit(const std::string& command, const std::vector<s
   }
   *out = std::move(*a);
   return std::nullopt;
+}
+
+int answer_request(const std::string& command, const Args& args, const Job& job, const std::string& op,
+                   std::string* body) {
+  int rc = kExitOk;
+  std::optional<Generator> gen = build_generator(command, args, job, &rc);
+  if (!gen) return rc;
+  Request req;
+  req.op = op;
+  req.generator = &*gen;
+  Response res = RequestHandler().handle(req);
+  if (!res.ok()) return report_error(command, *res.error);
+  *body = std::move(res.body);
+  return kExitOk;
 }
 
 }  // namespace sc::cli

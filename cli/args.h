@@ -66,6 +66,11 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes);
 // (the process then exits by the signal). Prints the error and sets *rc on
 // failure.
 std::optional<Generator> build_generator(const std::string& command, const Args& args, const Job& job, int* rc);
+// Builds the job's Generator (budget, cancellation) and answers one request
+// of the request layer (core/api/request.h) for it: the response body in
+// *body and kExitOk, or the error reported and its exit code.
+int answer_request(const std::string& command, const Args& args, const Job& job, const std::string& op,
+                   std::string* body);
 
 // Builds and validates the job from --config and the override flags (flags
 // win). --allow-large raises the work budget (core/api/budget.h) to 80% of

@@ -20,15 +20,9 @@ int cmd_graph(const std::vector<std::string>& argv) {
   if (!args.positional.empty()) return usage_error(cmd, "unexpected argument '" + args.positional[0] + "'");
   Job job;
   if (int rc = load_job(cmd, args, &job); rc != kExitOk) return rc;
-  int rc = kExitOk;
-  std::optional<Generator> gen = build_generator(cmd, args, job, &rc);
-  if (!gen) return rc;
-  Request req;
-  req.op = "graph";
-  req.generator = &*gen;
-  Response res = RequestHandler().handle(req);
-  if (!res.ok()) return report_error(cmd, *res.error);
-  std::cout << res.body;
+  std::string text;
+  if (int rc = answer_request(cmd, args, job, "graph", &text); rc != kExitOk) return rc;
+  std::cout << text;
   return kExitOk;
 }
 

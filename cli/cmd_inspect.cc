@@ -121,15 +121,8 @@ int cmd_inspect(const std::vector<std::string>& argv) {
   if (!args.positional.empty()) return usage_error(kCmd, "unexpected argument '" + args.positional[0] + "'");
   Job job;
   if (int rc = load_job(kCmd, args, &job); rc != kExitOk) return rc;
-  int rc = kExitOk;
-  std::optional<Generator> gen = build_generator(kCmd, args, job, &rc);
-  if (!gen) return rc;
-  Request req;
-  req.op = "summary";
-  req.generator = &*gen;
-  Response res = RequestHandler().handle(req);
-  if (!res.ok()) return report_error(kCmd, *res.error);
-  const std::string& summary = res.body;
+  std::string summary;
+  if (int rc = answer_request(kCmd, args, job, "summary", &summary); rc != kExitOk) return rc;
   if (args.has("--json")) {
     std::cout << summary;
     return kExitOk;

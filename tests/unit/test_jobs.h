@@ -14,6 +14,8 @@
 
 #include "api/api.h"
 #include "check/replay.h"
+#include "check/validate.h"
+#include "emit/chakra_writer.h"
 
 namespace sc::testing {
 
@@ -96,6 +98,20 @@ inline void check_complete_balanced_and_summed(const Generator& g, const nlohman
   CHECK(res.completed);
   for (const auto& [k, v] : p2p) CHECK(v == 0);
   CHECK(static_cast<uint64_t>(flops) == s["flops"]["executed_per_iteration"].get<uint64_t>());
+}
+
+// Every rank's trace through the Chakra writer and reader, then the
+// cross-rank validator against the job's groups.
+inline ValidationReport validate_generated(const Generator& g) {
+  std::vector<DecodedTrace> ranks;
+  for (int64_t r = 0; r < g.world_size(); ++r) {
+    std::string bytes;
+    REQUIRE(write_chakra_trace(g.rank_trace(r).value(), g.metadata(), &bytes).ok());
+    auto t = read_chakra_trace(bytes);
+    REQUIRE(t.ok());
+    ranks.push_back(std::move(t).value());
+  }
+  return validate_traces(ranks, g.groups());
 }
 
 }  // namespace sc::testing

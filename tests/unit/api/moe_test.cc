@@ -641,18 +641,7 @@ Spec mix(std::function<void(Spec&)> f) {
   return x;
 }
 
-// Every rank's trace through the writer and the reader, then validate.
-ValidationReport validate_generated(const Generator& g) {
-  std::vector<DecodedTrace> ranks;
-  for (int64_t r = 0; r < g.world_size(); ++r) {
-    std::string bytes;
-    REQUIRE(write_chakra_trace(g.rank_trace(r).value(), g.metadata(), &bytes).ok());
-    auto t = read_chakra_trace(bytes);
-    REQUIRE(t.ok());
-    ranks.push_back(std::move(t).value());
-  }
-  return validate_traces(ranks, g.groups());
-}
+using testing::validate_generated;
 
 }  // namespace
 
