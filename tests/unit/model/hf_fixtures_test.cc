@@ -39,6 +39,20 @@ const std::map<std::string, std::string> kRefused = {
 
 using testing::validate_generated;
 
+// Builds a job from an HF config (parallel and training blocks as given),
+// checks it runs to completion and adds up, and returns its (model,
+// executed) FLOPs per iteration.
+std::pair<int64_t, int64_t> hf_job_flops(const nlohmann::json& cfg, const nlohmann::json& parallel,
+                                         const nlohmann::json& training) {
+  nlohmann::json job = {{"model", {{"hf_config", cfg}}}, {"parallel", parallel}, {"training", training}};
+  auto j = parse_job(job.dump());
+  REQUIRE_MESSAGE(j.ok(), j.error().to_string());
+  Generator g = testing::make(*j);
+  auto s = testing::summary(g);
+  testing::check_complete_balanced_and_summed(g, s);
+  return {s["flops"]["model_per_iteration"].get<int64_t>(), s["flops"]["executed_per_iteration"].get<int64_t>()};
+}
+
 }  // namespace
 
 TEST_CASE("HF fixtures: every supported real config is exact, every other one refused naming the field") {
@@ -317,16 +331,7 @@ TEST_CASE("HF import: Gemma-2 soft-capping, FLOPs by hand") {
                           {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 16},
                           {"intermediate_size", 128}, {"vocab_size", 100}, {"sliding_window", 4096}};
     if (!caps) cfg["attn_logit_softcapping"] = cfg["final_logit_softcapping"] = nullptr;
-    nlohmann::json job = {{"model", {{"hf_config", cfg}}},
-                          {"parallel", {{"tp", 2}}},
-                          {"training", {{"seq_len", 64}, {"micro_batch_size", 1}, {"global_batch_size", 1}}}};
-    auto j = parse_job(job.dump());
-    REQUIRE_MESSAGE(j.ok(), j.error().to_string());
-    Generator g = testing::make(*j);
-    auto s = testing::summary(g);
-    testing::check_complete_balanced_and_summed(g, s);
-    return std::pair<int64_t, int64_t>(s["flops"]["model_per_iteration"].get<int64_t>(),
-                                       s["flops"]["executed_per_iteration"].get<int64_t>());
+    return hf_job_flops(cfg, {{"tp", 2}}, {{"seq_len", 64}, {"micro_batch_size", 1}, {"global_batch_size", 1}});
   };
   auto with = run(true), without = run(false);
   CHECK(with.first == without.first);
@@ -357,16 +362,7 @@ TEST_CASE("HF import: Granite's multipliers are element-wise ops, FLOPs by hand"
       cfg["residual_multiplier"] = 0.22;
       cfg["logits_scaling"] = 8.0;
     }
-    nlohmann::json job = {{"model", {{"hf_config", cfg}}},
-                          {"parallel", {{"tp", 2}, {"sequence_parallel", true}}},
-                          {"training", {{"seq_len", 64}, {"micro_batch_size", 1}, {"global_batch_size", 1}}}};
-    auto j = parse_job(job.dump());
-    REQUIRE_MESSAGE(j.ok(), j.error().to_string());
-    Generator gen = testing::make(*j);
-    auto s = testing::summary(gen);
-    testing::check_complete_balanced_and_summed(gen, s);
-    return std::pair<int64_t, int64_t>(s["flops"]["model_per_iteration"].get<int64_t>(),
-                                       s["flops"]["executed_per_iteration"].get<int64_t>());
+    return hf_job_flops(cfg, {{"tp", 2}, {"sequence_parallel", true}}, {{"seq_len", 64}, {"micro_batch_size", 1}, {"global_batch_size", 1}});
   };
   auto with = run(true), without = run(false);
   CHECK(with.first == without.first);
