@@ -109,6 +109,10 @@ export async function appCases(context, base, fixturesDir) {
     // Back to stage 0: no MoE layer there, the embedding instead of the loss.
     await page.selectOption('#stage', '0');
     await page.waitForFunction(() => [...document.querySelectorAll('#layer option')].map((o) => o.value).join() === '0,1,-1,-2', null, { timeout: 30_000 });
+    // The ELK layout runs in its own worker: the stage-0 drawing replaces
+    // stage 1's asynchronously, after the layer list.
+    await page.waitForFunction(() => [...document.querySelectorAll('#graph [data-op]')].some((el) => /^embedding/.test(el.getAttribute('aria-label') ?? '')), null, { timeout: 30_000 })
+      .catch(() => {});
     const labels = await page.$$eval('#graph [data-op]', (els) => els.map((el) => el.getAttribute('aria-label') ?? ''));
     check(labels.some((l) => /^embedding/.test(l)) && !labels.some((l) => /^loss\b/.test(l)), `stage 0 outside layers: ${labels.slice(0, 10)}`);
   });
