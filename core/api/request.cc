@@ -94,10 +94,14 @@ Response op_graph_json(const Context& c) {
   return ok_raw("graph", std::move(graph).value());
 }
 
+// args.rank: an integer in [0, world size) of the request's job.
+bool rank_arg(const Context& c, int64_t* rank) {
+  return integer_arg(c.args, "rank", 0, static_cast<double>(c.gen->world_size()), rank);
+}
+
 Response op_rank_info(const Context& c) {
   int64_t rank = 0;
-  if (!integer_arg(c.args, "rank", 0, static_cast<double>(c.gen->world_size()), &rank))
-    return failed(rank_error(c.gen->world_size()));
+  if (!rank_arg(c, &rank)) return failed(rank_error(c.gen->world_size()));
   Result<std::string> info = c.gen->rank_info_json(rank);
   if (!info.ok()) return failed(info.error());
   return ok_raw("info", std::move(info).value());
@@ -117,8 +121,7 @@ Response op_rank_at(const Context& c) {
 // envelope (for JSON-only callers) gives their size.
 Response op_rank_trace(const Context& c) {
   int64_t rank = 0;
-  if (!integer_arg(c.args, "rank", 0, static_cast<double>(c.gen->world_size()), &rank))
-    return failed(rank_error(c.gen->world_size()));
+  if (!rank_arg(c, &rank)) return failed(rank_error(c.gen->world_size()));
   Result<std::string> bytes = c.gen->rank_trace_bytes(rank);
   if (!bytes.ok()) return failed(bytes.error());
   Response r;
