@@ -1,7 +1,9 @@
 // stagecraft generate: writes every rank's trace (or the --ranks subset),
 // comm_groups.json and summary.json to a directory, or one archive (.zip,
-// .tar.gz) that also holds a manifest and ASTRA-sim inputs. The writing is
-// cli/export.cc (streaming, one worker per core); nothing is ever
+// .tar.gz) that also holds a manifest and ASTRA-sim inputs. What the output
+// holds, in which order, is core/api/export.h's archive_entries (the same
+// list the browser zips); the writing is cli/export.cc (streaming, one
+// worker per core); nothing is ever
 // half-written (temporary name, renamed when complete; removed on error,
 // SIGINT or SIGTERM). See docs/export.md.
 #include <sys/statvfs.h>
@@ -55,16 +57,6 @@ const char* kUsage =
     "system and remote-memory configurations, run.sh). Output goes to\n"
     "OUT.tmp-<pid> first and appears as OUT only when complete (see docs/export.md).";
 
-bool valid_prefix(const std::string& p) {
-  if (p.empty() || p == "." || p == "..") return false;
-  for (char c : p) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '_' || c == '-' || c == '.';
-    if (!ok) return false;
-  }
-  return true;
-}
-
 // Refuses, before anything is built, an export whose estimated size
 // (core/api/budget.h) is past kMaxOutputBytes, or with --allow-large past
 // the free space where it goes.
@@ -109,7 +101,7 @@ int cmd_generate(const std::vector<std::string>& argv) {
   const std::string* out = args.get("-o");
   if (!out || out->empty()) return usage_error(kCmd, "missing -o DIR (the output directory)");
   std::string prefix = args.has("--prefix") ? *args.get("--prefix") : "trace";
-  if (!valid_prefix(prefix)) {
+  if (!valid_trace_prefix(prefix)) {
     return usage_error(kCmd, "--prefix must be a file name of letters, digits, '.', '_' or '-' (got '" +
                                  prefix + "')");
   }

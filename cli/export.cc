@@ -20,28 +20,15 @@
 #include <thread>
 
 #include "base/cancel.h"
+#include "base/sha256.h"
 #include "export_archive.h"
-#include "astrasim.h"
 #include "progress.h"
-#include "base/json.h"
 
 namespace sc::cli {
 
 namespace fs = std::filesystem;
 
 // ---------------------------------------------------------------- selection
-
-int64_t RankSelection::count() const {
-  int64_t n = 0;
-  for (const auto& [lo, hi] : ranges) n += hi - lo + 1;
-  return n;
-}
-
-RankSelection all_ranks(int64_t world) {
-  RankSelection s;
-  if (world > 0) s.ranges.push_back({0, world - 1});
-  return s;
-}
 
 namespace {
 
@@ -103,8 +90,6 @@ OutputFormat format_for(const std::string& path) {
   return OutputFormat::kDirectory;
 }
 
-std::string trace_name(const std::string& prefix, int64_t rank) { return prefix + "." + std::to_string(rank) + ".et"; }
-
 void inject_write_failure(int64_t nth_write, int err) { set_injected_write_failure(nth_write, err); }
 
 // ------------------------------------------------------------------ signals
@@ -151,28 +136,24 @@ void reraise_if_signalled() {
 
 namespace {
 
-// Maps a position in the selection (0..count-1) to a rank.
-class Positions {
- public:
-  explicit Positions(const RankSelection& s) : sel_(s) {
-    int64_t n = 0;
-    for (const auto& r : s.ranges) {
-      starts_.push_back(n);
-      n += r.second - r.first + 1;
-    }
-    count_ = n;
-  }
-  int64_t count() const { return count_; }
-  int64_t rank(int64_t pos) const {
-    size_t i = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), pos) - starts_.begin()) - 1;
-    return sel_.ranges[i].first + (pos - starts_[i]);
-  }
-
- private:
-  const RankSelection& sel_;
-  std::vector<int64_t> starts_;
-  int64_t count_ = 0;
+// A run of consecutive trace entries of the archive (positions 0..count-1).
+struct Traces {
+  const ArchiveEntry* first = nullptr;
+  int64_t n = 0;
+  int64_t count() const { return n; }
+  const ArchiveEntry& at(int64_t pos) const { return first[pos]; }
 };
+
+// The trace entries from index i on (advanced past them).
+Traces trace_run(const std::vector<ArchiveEntry>& entries, size_t* i) {
+  Traces t;
+  if (*i < entries.size()) t.first = &entries[*i];
+  while (*i < entries.size() && entries[*i].kind == ArchiveEntry::Kind::kTrace) {
+    ++t.n;
+    ++*i;
+  }
+  return t;
+}
 
 std::string os_error(const std::string& what, const fs::path& p, int err) {
   return "cannot " + what + " " + p.string() + ": " + std::strerror(err);
@@ -191,36 +172,15 @@ Status write_whole_file(const fs::path& path, std::string_view bytes) {
   return ok_status();
 }
 
-using Digest = std::array<unsigned char, 32>;
+// OpenSSL's SHA-256 (hardware-accelerated; the same digest as
+// base/sha256.h, which the request layer uses for the same manifest).
+using Digest = std::array<uint8_t, 32>;
 
 Digest sha256(std::string_view b) {
   Digest d{};
   unsigned int n = 0;
   EVP_Digest(b.data(), b.size(), d.data(), &n, EVP_sha256(), nullptr);
   return d;
-}
-
-std::string hex(const Digest& d) {
-  static const char* k = "0123456789abcdef";
-  std::string s(64, '0');
-  for (size_t i = 0; i < 32; ++i) {
-    s[2 * i] = k[d[i] >> 4];
-    s[2 * i + 1] = k[d[i] & 15];
-  }
-  return s;
-}
-
-std::string selection_text(const RankSelection& s) {
-  std::string t;
-  for (const auto& [lo, hi] : s.ranges) {
-    if (!t.empty()) t += ',';
-    t += std::to_string(lo);
-    if (hi != lo) {
-      t += '-';
-      t += std::to_string(hi);
-    }
-  }
-  return t;
 }
 
 // First error wins; everyone stops.
@@ -249,9 +209,14 @@ int thread_count(int requested, int64_t work) {
 
 // --------------------------------------------------------------- directory
 
-Status export_directory(const RankEncoder& enc, const ExportOptions& opt, const fs::path& tmp, Progress* progress,
-                        ExportStats* stats) {
-  Positions pos(opt.ranks);
+// The trace entries by worker threads (any order: they are separate
+// files), then the other entries.
+Status export_directory(const RankEncoder& enc, const std::vector<ArchiveEntry>& entries, const ExportOptions& opt,
+                        const fs::path& tmp, Progress* progress, ExportStats* stats) {
+  std::vector<ArchiveEntry> trace_entries;
+  for (const ArchiveEntry& e : entries)
+    if (e.kind == ArchiveEntry::Kind::kTrace) trace_entries.push_back(e);
+  const Traces pos{trace_entries.data(), static_cast<int64_t>(trace_entries.size())};
   const int nthreads = thread_count(opt.threads, pos.count());
   stats->threads = nthreads;
   Failure fail;
@@ -266,10 +231,10 @@ Status export_directory(const RankEncoder& enc, const ExportOptions& opt, const 
       if (first >= pos.count()) return;
       int64_t last = std::min(first + kChunk, pos.count());
       for (int64_t p = first; p < last && !fail.stop.load(std::memory_order_relaxed); ++p) {
-        const int64_t rank = pos.rank(p);
-        Result<std::string_view> b = enc.encode(rank, &scratch);
+        const ArchiveEntry& e = pos.at(p);
+        Result<std::string_view> b = enc.encode(e.rank, &scratch);
         if (!b.ok()) return fail.set(b.error());
-        if (Status s = write_whole_file(tmp / trace_name(opt.prefix, rank), *b); !s.ok()) return fail.set(s.error());
+        if (Status s = write_whole_file(tmp / e.name, *b); !s.ok()) return fail.set(s.error());
         bytes.fetch_add(b->size(), std::memory_order_relaxed);
         if (done.fetch_add(1, std::memory_order_relaxed) == 0) test_pause("rank");
       }
@@ -288,6 +253,12 @@ Status export_directory(const RankEncoder& enc, const ExportOptions& opt, const 
   progress->update(done.load(), bytes.load());
   stats->trace_bytes = bytes.load();
   stats->ranks = done.load();
+  stats->output_bytes = stats->trace_bytes;
+  for (const ArchiveEntry& e : entries) {
+    if (e.kind != ArchiveEntry::Kind::kFile) continue;  // a directory has no manifest
+    SC_RETURN_IF_ERROR(write_whole_file(tmp / e.name, e.bytes));
+    stats->output_bytes += e.bytes.size();
+  }
   return ok_status();
 }
 
@@ -307,41 +278,20 @@ struct Lane {
   std::vector<std::string> free_bufs;  // recycled buffers
 };
 
-Status export_archive(const Generator& gen, const RankEncoder& enc, const ExportOptions& opt, int fd,
-                      const std::string& display, Progress* progress, ExportStats* stats) {
-  const auto kind = opt.format == OutputFormat::kZip ? ArchiveWriter::Kind::kZip : ArchiveWriter::Kind::kTarGz;
-  SC_ASSIGN_OR_RETURN(std::unique_ptr<ArchiveWriter> ar, ArchiveWriter::open(fd, kind, opt.compression_level, display));
-
-  struct Entry {
-    std::string name;
-    uint64_t size;
-    Digest digest;
-  };
-  std::vector<Entry> small;  // every member except the traces
-  auto add = [&](const std::string& name, const std::string& text, int mode) -> Status {
-    SC_RETURN_IF_ERROR(ar->add(name, text, mode));
-    small.push_back({name, text.size(), sha256(text)});
-    return ok_status();
-  };
-  SC_RETURN_IF_ERROR(add("comm_groups.json", gen.groups_json(), 0644));
-  SC_RETURN_IF_ERROR(add("summary.json", gen.summary_json(), 0644));
-  const bool partial = !opt.ranks.all(gen.world_size());
-  for (const AstraSimFile& f : astra_sim_inputs(gen.job().hardware, gen.world_size(), opt.prefix, partial))
-    SC_RETURN_IF_ERROR(add(f.name, f.text, f.mode));
-
-  Positions pos(opt.ranks);
+// Streams a run of trace entries into ar in order: worker threads encode
+// and hash ahead (bounded), this thread writes. Appends their members.
+Status stream_traces(const RankEncoder& enc, const Traces& pos, const ExportOptions& opt, ArchiveWriter* ar,
+                     Progress* progress, std::vector<ArchiveMember>* members, ExportStats* stats) {
   const int nthreads = thread_count(opt.threads, pos.count());
   stats->threads = nthreads;
   constexpr size_t kDepth = 4;  // items in flight per worker
   std::vector<Lane> lanes(static_cast<size_t>(nthreads));
-  std::vector<uint64_t> sizes(static_cast<size_t>(pos.count()));
-  std::vector<Digest> digests(static_cast<size_t>(pos.count()));
   Failure fail;
   auto worker = [&](int w) {
     RankEncoder::Scratch scratch;
     Lane& lane = lanes[static_cast<size_t>(w)];
     for (int64_t p = w; p < pos.count(); p += nthreads) {
-      Result<std::string_view> b = enc.encode(pos.rank(p), &scratch);
+      Result<std::string_view> b = enc.encode(pos.at(p).rank, &scratch);
       if (!b.ok()) {
         fail.set(b.error());
         lane.cv.notify_all();
@@ -389,12 +339,12 @@ Status export_archive(const Generator& gen, const RankEncoder& enc, const Export
       lane.items.pop_front();
     }
     lane.cv.notify_all();
-    if (Status s = ar->add(trace_name(opt.prefix, pos.rank(p)), item.bytes); !s.ok()) {
+    const std::string& name = pos.at(p).name;
+    if (Status s = ar->add(name, item.bytes); !s.ok()) {
       fail.set(s.error());
       break;
     }
-    sizes[static_cast<size_t>(p)] = item.bytes.size();
-    digests[static_cast<size_t>(p)] = item.digest;
+    members->push_back({name, item.bytes.size(), to_hex(item.digest)});
     bytes += item.bytes.size();
     {
       std::lock_guard<std::mutex> l(lane.mu);
@@ -408,28 +358,37 @@ Status export_archive(const Generator& gen, const RankEncoder& enc, const Export
   for (auto& lane : lanes) lane.cv.notify_all();
   for (auto& t : threads) t.join();
   if (fail.error) return *fail.error;
+  stats->trace_bytes += bytes;
+  stats->ranks += pos.count();
+  return ok_status();
+}
 
-  // manifest.json: job, tool, every other member with size and sha256.
-  std::string m = "{\n  \"generator\": \"stagecraft\",\n  \"generator_version\": \"" +
-                  std::string(stagecraft_version()) + "\",\n  \"config_hash\": \"" + gen.metadata().config_hash +
-                  "\",\n  \"world_size\": " + std::to_string(gen.world_size()) + ",\n  \"ranks\": \"" +
-                  (partial ? selection_text(opt.ranks) : "all") + "\",\n  \"trace_prefix\": " +
-                  json_quote(opt.prefix) + ",\n  \"job\": " + job_to_canonical_json(gen.job()) +
-                  ",\n  \"files\": [\n";
-  auto entry = [&](const std::string& name, uint64_t size, const Digest& d, bool last) {
-    m += "    {\"name\": " + json_quote(name) + ", \"bytes\": " + std::to_string(size) + ", \"sha256\": \"" +
-         hex(d) + "\"}" + (last ? "\n" : ",\n");
-  };
-  for (size_t i = 0; i < small.size(); ++i) entry(small[i].name, small[i].size, small[i].digest, false);
-  for (int64_t p = 0; p < pos.count(); ++p)
-    entry(trace_name(opt.prefix, pos.rank(p)), sizes[static_cast<size_t>(p)], digests[static_cast<size_t>(p)],
-          p + 1 == pos.count());
-  if (pos.count() == 0 && !small.empty()) m.erase(m.size() - 2, 1);  // no trailing comma
-  m += "  ]\n}\n";
-  SC_RETURN_IF_ERROR(ar->add("manifest.json", m));
+// The entries in archive order; manifest.json from the members before it.
+Status export_archive(const Generator& gen, const RankEncoder& enc, const std::vector<ArchiveEntry>& entries,
+                      const ArchiveSpec& spec, const ExportOptions& opt, int fd, const std::string& display,
+                      Progress* progress, ExportStats* stats) {
+  const auto kind = opt.format == OutputFormat::kZip ? ArchiveWriter::Kind::kZip : ArchiveWriter::Kind::kTarGz;
+  SC_ASSIGN_OR_RETURN(std::unique_ptr<ArchiveWriter> ar, ArchiveWriter::open(fd, kind, opt.compression_level, display));
+  std::vector<ArchiveMember> members;
+  members.reserve(entries.size());
+  for (size_t i = 0; i < entries.size();) {
+    const ArchiveEntry& e = entries[i];
+    switch (e.kind) {
+      case ArchiveEntry::Kind::kFile:
+        SC_RETURN_IF_ERROR(ar->add(e.name, e.bytes, e.mode));
+        members.push_back({e.name, e.bytes.size(), to_hex(sha256(e.bytes))});
+        ++i;
+        break;
+      case ArchiveEntry::Kind::kManifest:
+        SC_RETURN_IF_ERROR(ar->add(e.name, archive_manifest_json(gen, spec, members), e.mode));
+        ++i;
+        break;
+      case ArchiveEntry::Kind::kTrace:
+        SC_RETURN_IF_ERROR(stream_traces(enc, trace_run(entries, &i), opt, ar.get(), progress, &members, stats));
+        break;
+    }
+  }
   SC_RETURN_IF_ERROR(ar->close());
-  stats->trace_bytes = bytes;
-  stats->ranks = pos.count();
   stats->output_bytes = ar->bytes_written();
   return ok_status();
 }
@@ -499,12 +458,7 @@ bool is_trace_file(const std::string& n) {
   if (dot == std::string::npos || dot == 0 || dot + 1 == end) return false;
   for (size_t i = dot + 1; i < end; ++i)
     if (n[i] < '0' || n[i] > '9') return false;
-  for (size_t i = 0; i < dot; ++i) {
-    char c = n[i];
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.'))
-      return false;
-  }
-  return true;
+  return valid_trace_prefix(n.substr(0, dot));
 }
 
 // A previous directory export: summary.json and comm_groups.json, and
@@ -593,6 +547,11 @@ Status run_export(const Generator& gen, const RankEncoder& enc, const ExportOpti
   const bool is_dir = opt.format == OutputFormat::kDirectory;
   bool replace = false;
   SC_RETURN_IF_ERROR(check_output(out, opt.format, opt.force, &replace));
+  ArchiveSpec spec;
+  spec.layout = is_dir ? ArchiveLayout::kFiles : ArchiveLayout::kBundle;
+  spec.prefix = opt.prefix;
+  spec.ranks = opt.ranks;
+  SC_ASSIGN_OR_RETURN(const std::vector<ArchiveEntry> entries, archive_entries(gen, spec));
   fs::path parent = out.parent_path();
   if (!parent.empty()) {
     fs::create_directories(parent, ec);
@@ -612,14 +571,11 @@ Status run_export(const Generator& gen, const RankEncoder& enc, const ExportOpti
   if (is_dir) {
     if (!fs::create_directory(tmp.path, ec))
       return make_error(ErrorCode::kIoError, "cannot create " + tmp.path.string() + ": " + ec.message());
-    result = export_directory(enc, opt, tmp.path, &progress, stats);
-    if (result.ok()) result = write_whole_file(tmp.path / "comm_groups.json", gen.groups_json());
-    if (result.ok()) result = write_whole_file(tmp.path / "summary.json", gen.summary_json());
-    stats->output_bytes = stats->trace_bytes + gen.groups_json().size() + gen.summary_json().size();
+    result = export_directory(enc, entries, opt, tmp.path, &progress, stats);
   } else {
     tmp.fd = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC, 0644);
     if (tmp.fd < 0) return make_error(ErrorCode::kIoError, os_error("create", tmp.path, errno));
-    result = export_archive(gen, enc, opt, tmp.fd, tmp.path.string(), &progress, stats);
+    result = export_archive(gen, enc, entries, spec, opt, tmp.fd, tmp.path.string(), &progress, stats);
     if (result.ok()) {
       int fd = tmp.fd;
       tmp.fd = -1;

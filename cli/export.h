@@ -1,6 +1,7 @@
-// Streaming export of a generated job (stagecraft generate): every selected
-// rank's trace, the group file and summary.json, to a directory or to one
-// archive (.zip, .tar.gz). The cost grows with the ranks written only by
+// Streaming export of a generated job (stagecraft generate): the entries of
+// core/api/export.h's archive (every selected rank's trace, the group file,
+// summary.json; archives add astra-sim/ and manifest.json), to a directory
+// or to one archive (.zip, .tar.gz). The cost grows with the ranks written only by
 // the bytes written: each rank is encoded from its role's pre-serialised
 // template (core/api/export.h) by worker threads, one per core, with
 // bounded buffers; peak memory is a few ranks' traces per thread.
@@ -22,13 +23,12 @@
 
 namespace sc::cli {
 
-// A set of ranks as sorted, disjoint, inclusive ranges.
-struct RankSelection {
-  std::vector<std::pair<int64_t, int64_t>> ranges;
-  int64_t count() const;
-  bool all(int64_t world) const { return ranges.size() == 1 && ranges[0].first == 0 && ranges[0].second == world - 1; }
-};
-RankSelection all_ranks(int64_t world);
+// The archive's contents and order are core/api/export.h's (archive_entries);
+// this is the file-system side.
+using sc::all_ranks;
+using sc::RankSelection;
+using sc::trace_name;
+
 // "0-127,4096,200-203": ranks and inclusive ranges, comma-separated, any
 // order, overlaps merged. Errors (kInvalidArgument, path "--ranks") on
 // syntax, an empty range (5-3) or a rank outside 0..world-1.
@@ -71,9 +71,6 @@ Status run_export(const Generator& gen, const RankEncoder& enc, const ExportOpti
 // directory, one above it, home or /. *replace: out exists and will be
 // replaced. Errors are kIoError naming out.
 Status check_output(const std::filesystem::path& out, OutputFormat format, bool force, bool* replace);
-
-// The file name of rank's trace: "<prefix>.<rank>.et".
-std::string trace_name(const std::string& prefix, int64_t rank);
 
 // SIGINT/SIGTERM set a flag that run_export polls; it then removes its
 // temporary output and returns an error, and the caller re-raises with

@@ -17,7 +17,10 @@
 #include <algorithm>
 #include <string>
 
+#include "api/astrasim.h"
 #include "api/state.h"
+#include "base/json.h"
+#include "base/sha256.h"
 #include "emit/chakra_writer.h"
 #include "emit/trace_template.h"
 #include "trace/lower.h"
@@ -211,5 +214,183 @@ Result<std::string_view> RankEncoder::encode(int64_t rank, Scratch* scratch) con
 int64_t RankEncoder::world_size() const { return impl_->world; }
 size_t RankEncoder::num_roles() const { return impl_->roles.size(); }
 bool RankEncoder::fast() const { return impl_->fast; }
+
+// ------------------------------------------------------------------ the archive
+
+int64_t RankSelection::count() const {
+  int64_t n = 0;
+  for (const auto& [lo, hi] : ranges) n += hi - lo + 1;
+  return n;
+}
+
+RankSelection all_ranks(int64_t world) {
+  RankSelection s;
+  if (world > 0) s.ranges.push_back({0, world - 1});
+  return s;
+}
+
+std::string selection_text(const RankSelection& s) {
+  std::string t;
+  for (const auto& [lo, hi] : s.ranges) {
+    if (!t.empty()) t += ',';
+    t += std::to_string(lo);
+    if (hi != lo) {
+      t += '-';
+      t += std::to_string(hi);
+    }
+  }
+  return t;
+}
+
+bool valid_trace_prefix(const std::string& p) {
+  if (p.empty() || p == "." || p == "..") return false;
+  for (char c : p) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+                    c == '-' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string trace_name(const std::string& prefix, int64_t rank) { return prefix + "." + std::to_string(rank) + ".et"; }
+
+namespace {
+
+Status check_spec(const Generator& g, const ArchiveSpec& spec) {
+  if (!valid_trace_prefix(spec.prefix))
+    return make_error(ErrorCode::kInvalidArgument,
+                      "must be a file name of letters, digits, '.', '_' or '-' (got " + json_quote(spec.prefix) + ")",
+                      "prefix");
+  int64_t prev = -1;
+  for (const auto& [lo, hi] : spec.ranks.ranges) {
+    if (lo <= prev || hi < lo || hi >= g.world_size())
+      return make_error(ErrorCode::kInvalidArgument,
+                        "rank ranges must be ascending, disjoint and inside 0.." + std::to_string(g.world_size() - 1) +
+                            " (got " + selection_text(spec.ranks) + ")",
+                        "ranks");
+    prev = hi;
+  }
+  return ok_status();
+}
+
+ArchiveEntry file_entry(std::string name, std::string bytes, int mode = 0644) {
+  ArchiveEntry e;
+  e.kind = ArchiveEntry::Kind::kFile;
+  e.name = std::move(name);
+  e.bytes = std::move(bytes);
+  e.mode = mode;
+  return e;
+}
+
+ArchiveEntry trace_entry(const std::string& prefix, int64_t rank) {
+  ArchiveEntry e;
+  e.kind = ArchiveEntry::Kind::kTrace;
+  e.name = trace_name(prefix, rank);
+  e.rank = rank;
+  return e;
+}
+
+// The members that are not traces, in archive order: those before the
+// traces and those after them.
+void other_entries(const Generator& g, const ArchiveSpec& spec, std::vector<ArchiveEntry>* before,
+                   std::vector<ArchiveEntry>* after) {
+  if (spec.layout == ArchiveLayout::kFiles) {
+    after->push_back(file_entry("comm_groups.json", g.groups_json()));
+    after->push_back(file_entry("summary.json", g.summary_json()));
+    return;
+  }
+  before->push_back(file_entry("comm_groups.json", g.groups_json()));
+  before->push_back(file_entry("summary.json", g.summary_json()));
+  const bool partial = !spec.ranks.all(g.world_size());
+  for (AstraSimFile& f : astra_sim_inputs(g.job().hardware, g.world_size(), spec.prefix, partial))
+    before->push_back(file_entry(std::move(f.name), std::move(f.text), f.mode));
+  ArchiveEntry m;
+  m.kind = ArchiveEntry::Kind::kManifest;
+  m.name = "manifest.json";
+  after->push_back(std::move(m));
+}
+
+bool selected(const RankSelection& s, int64_t rank) {
+  for (const auto& [lo, hi] : s.ranges)
+    if (rank >= lo && rank <= hi) return true;
+  return false;
+}
+
+}  // namespace
+
+Result<std::vector<ArchiveEntry>> archive_entries(const Generator& g, const ArchiveSpec& spec) {
+  SC_RETURN_IF_ERROR(check_spec(g, spec));
+  std::vector<ArchiveEntry> out, after;
+  other_entries(g, spec, &out, &after);
+  out.reserve(out.size() + static_cast<size_t>(spec.ranks.count()) + after.size());
+  for (const auto& [lo, hi] : spec.ranks.ranges)
+    for (int64_t r = lo; r <= hi; ++r) out.push_back(trace_entry(spec.prefix, r));
+  for (ArchiveEntry& e : after) out.push_back(std::move(e));
+  return out;
+}
+
+Result<ArchiveEntry> find_archive_entry(const Generator& g, const ArchiveSpec& spec, const std::string& name) {
+  SC_RETURN_IF_ERROR(check_spec(g, spec));
+  // <prefix>.<rank>.et: the rank in canonical decimal (no sign, no leading zero).
+  const std::string head = spec.prefix + ".";
+  if (name.size() > head.size() + 3 && name.compare(0, head.size(), head) == 0 &&
+      name.compare(name.size() - 3, 3, ".et") == 0) {
+    const std::string digits = name.substr(head.size(), name.size() - head.size() - 3);
+    bool ok = !digits.empty() && digits.size() <= 18 && (digits == "0" || digits[0] != '0');
+    int64_t rank = 0;
+    for (char c : digits) {
+      ok = ok && c >= '0' && c <= '9';
+      if (ok) rank = rank * 10 + (c - '0');
+    }
+    if (ok && selected(spec.ranks, rank)) return trace_entry(spec.prefix, rank);
+  }
+  std::vector<ArchiveEntry> before, after;
+  other_entries(g, spec, &before, &after);
+  for (std::vector<ArchiveEntry>* list : {&before, &after})
+    for (ArchiveEntry& e : *list)
+      if (e.name == name) return std::move(e);
+  return make_error(ErrorCode::kInvalidArgument,
+                    "no member " + json_quote(name) + " in this archive (archive_manifest lists them)", "name");
+}
+
+std::string archive_manifest_json(const Generator& g, const ArchiveSpec& spec, const std::vector<ArchiveMember>& members) {
+  const bool partial = !spec.ranks.all(g.world_size());
+  std::string m = "{\n  \"generator\": \"stagecraft\",\n  \"generator_version\": " + json_quote(stagecraft_version()) +
+                  ",\n  \"config_hash\": " + json_quote(g.metadata().config_hash) +
+                  ",\n  \"world_size\": " + std::to_string(g.world_size()) +
+                  ",\n  \"ranks\": " + json_quote(partial ? selection_text(spec.ranks) : "all") +
+                  ",\n  \"trace_prefix\": " + json_quote(spec.prefix) +
+                  ",\n  \"job\": " + job_to_canonical_json(g.job()) + ",\n  \"files\": [\n";
+  for (size_t i = 0; i < members.size(); ++i)
+    m += "    {\"name\": " + json_quote(members[i].name) + ", \"bytes\": " + std::to_string(members[i].bytes) +
+         ", \"sha256\": " + json_quote(members[i].sha256) + "}" + (i + 1 == members.size() ? "\n" : ",\n");
+  m += "  ]\n}\n";
+  return m;
+}
+
+Result<std::string> archive_entry_bytes(const Generator& g, const ArchiveSpec& spec, const ArchiveEntry& entry) {
+  switch (entry.kind) {
+    case ArchiveEntry::Kind::kFile:
+      return entry.bytes;
+    case ArchiveEntry::Kind::kTrace:
+      return g.rank_trace_bytes(entry.rank);
+    case ArchiveEntry::Kind::kManifest:
+      break;
+  }
+  SC_ASSIGN_OR_RETURN(std::vector<ArchiveEntry> entries, archive_entries(g, spec));
+  SC_ASSIGN_OR_RETURN(RankEncoder enc, RankEncoder::create(g));
+  RankEncoder::Scratch scratch;
+  std::vector<ArchiveMember> members;
+  for (const ArchiveEntry& e : entries) {
+    if (e.kind == ArchiveEntry::Kind::kManifest) break;
+    if (e.kind == ArchiveEntry::Kind::kFile) {
+      members.push_back({e.name, e.bytes.size(), sha256_hex(e.bytes)});
+    } else {
+      SC_ASSIGN_OR_RETURN(std::string_view b, enc.encode(e.rank, &scratch));
+      members.push_back({e.name, b.size(), sha256_hex(b)});
+    }
+  }
+  return archive_manifest_json(g, spec, members);
+}
 
 }  // namespace sc

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "api/export.h"
-#include "astrasim.h"
+#include "api/astrasim.h"
 #include "export.h"
 #include "export_archive.h"
 #include "progress.h"

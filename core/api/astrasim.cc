@@ -1,10 +1,11 @@
-#include "astrasim.h"
+#include "api/astrasim.h"
 
 #include <cstdio>
 
+#include "base/json.h"
 #include "sim/network.h"
 
-namespace sc::cli {
+namespace sc {
 
 namespace {
 
@@ -18,7 +19,7 @@ std::string list(const std::vector<std::string>& v, bool quote) {
   std::string s = "[ ";
   for (size_t i = 0; i < v.size(); ++i) {
     if (i) s += ", ";
-    s += quote ? "\"" + v[i] + "\"" : v[i];
+    s += quote ? json_quote(v[i]) : v[i];
   }
   return s + " ]";
 }
@@ -113,4 +114,4 @@ std::vector<AstraSimFile> astra_sim_inputs(const HardwareProfile& hw, int64_t wo
   return out;
 }
 
-}  // namespace sc::cli
+}  // namespace sc

@@ -1,5 +1,6 @@
 // Ready-to-run ASTRA-sim 2.x inputs (analytical network backend) for an
-// exported job, written into archives under astra-sim/ (docs/export.md):
+// exported job, the astra-sim/ members of a bundle archive (api/export.h,
+// docs/export.md):
 // a network .yml whose dimensions multiply to the job's world size, with
 // bandwidths from the hardware profile; a system .json; a remote-memory
 // .json; and run.sh with the simulator's command line.
@@ -11,7 +12,7 @@
 
 #include "hw/hardware.h"
 
-namespace sc::cli {
+namespace sc {
 
 struct AstraSimFile {
   std::string name;  // path inside the archive, e.g. "astra-sim/network.yml"
@@ -27,4 +28,4 @@ struct AstraSimFile {
 std::vector<AstraSimFile> astra_sim_inputs(const HardwareProfile& hw, int64_t world_size, const std::string& prefix,
                                            bool partial);
 
-}  // namespace sc::cli
+}  // namespace sc
