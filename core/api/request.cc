@@ -6,6 +6,8 @@
 
 #include "base/json.h"
 #include "base/json_fields.h"
+#include "base/sha256.h"
+#include "api/export.h"
 #include "api/simulate.h"
 #include "model/model_config.h"
 
@@ -163,6 +165,103 @@ Response op_simulate(const Context& c) {
   return ok_raw("simulation", simulate_json(*r));
 }
 
+// ---- the archive (api/export.h): what generate writes and the browser zips.
+// args: layout "files" (default: a directory, the browser's zip) or
+// "bundle" (a .zip/.tar.gz of generate: + astra-sim/, manifest.json);
+// prefix (default "trace"). Every rank is selected.
+Result<ArchiveSpec> archive_spec(const Context& c) {
+  ArchiveSpec spec;
+  spec.ranks = all_ranks(c.gen->world_size());
+  if (auto it = c.args.find("layout"); it != c.args.end()) {
+    const std::string layout = it->is_string() ? it->get<std::string>() : std::string();
+    if (layout == "bundle") {
+      spec.layout = ArchiveLayout::kBundle;
+    } else if (layout != "files") {
+      return make_error(ErrorCode::kInvalidArgument, "must be \"files\" or \"bundle\"", "layout");
+    }
+  }
+  if (auto it = c.args.find("prefix"); it != c.args.end()) {
+    if (!it->is_string()) return make_error(ErrorCode::kInvalidArgument, "must be a string", "prefix");
+    spec.prefix = it->get<std::string>();
+  }
+  return spec;
+}
+
+const char* entry_kind_name(ArchiveEntry::Kind k) {
+  switch (k) {
+    case ArchiveEntry::Kind::kTrace: return "trace";
+    case ArchiveEntry::Kind::kFile: return "file";
+    case ArchiveEntry::Kind::kManifest: return "manifest";
+  }
+  return "file";
+}
+
+// {"ok":true,"manifest":{"layout","prefix","worldSize","entries":[{name,
+// kind, rank (traces), bytes (files), mode (archive member mode, octal
+// text)}]}}. args.sizes true: every entry has bytes (encodes every trace,
+// and for a bundle hashes them for manifest.json).
+Response op_archive_manifest(const Context& c) {
+  Result<ArchiveSpec> spec = archive_spec(c);
+  if (!spec.ok()) return failed(spec.error());
+  bool sizes = false;
+  if (auto it = c.args.find("sizes"); it != c.args.end()) {
+    if (!it->is_boolean()) return failed(make_error(ErrorCode::kInvalidArgument, "must be true or false", "sizes"));
+    sizes = it->get<bool>();
+  }
+  Result<std::vector<ArchiveEntry>> entries = archive_entries(*c.gen, *spec);
+  if (!entries.ok()) return failed(entries.error());
+  std::optional<RankEncoder> enc;
+  if (sizes) {
+    Result<RankEncoder> e = RankEncoder::create(*c.gen);
+    if (!e.ok()) return failed(e.error());
+    enc.emplace(std::move(e).value());
+  }
+  RankEncoder::Scratch scratch;
+  std::vector<ArchiveMember> members;  // sizes of a bundle: what manifest.json lists
+  std::string list;
+  for (const ArchiveEntry& e : *entries) {
+    std::string item = "{\"name\":" + json_quote(e.name) + ",\"kind\":\"" + entry_kind_name(e.kind) + "\"";
+    if (e.kind == ArchiveEntry::Kind::kTrace) item += ",\"rank\":" + std::to_string(e.rank);
+    int64_t bytes = -1;
+    if (e.kind == ArchiveEntry::Kind::kFile) {
+      bytes = static_cast<int64_t>(e.bytes.size());
+      if (sizes && spec->layout == ArchiveLayout::kBundle) members.push_back({e.name, e.bytes.size(), sha256_hex(e.bytes)});
+    } else if (sizes && e.kind == ArchiveEntry::Kind::kTrace) {
+      Result<std::string_view> b = enc->encode(e.rank, &scratch);
+      if (!b.ok()) return failed(b.error());
+      bytes = static_cast<int64_t>(b->size());
+      if (spec->layout == ArchiveLayout::kBundle) members.push_back({e.name, b->size(), sha256_hex(*b)});
+    } else if (sizes) {
+      bytes = static_cast<int64_t>(archive_manifest_json(*c.gen, *spec, members).size());
+    }
+    if (bytes >= 0) item += ",\"bytes\":" + std::to_string(bytes);
+    item += std::string(",\"mode\":\"") + (e.mode == 0755 ? "0755" : "0644") + "\"}";
+    list += (list.empty() ? "" : ",") + item;
+  }
+  return ok_raw("manifest", "{\"layout\":" + json_quote(spec->layout == ArchiveLayout::kBundle ? "bundle" : "files") +
+                                ",\"prefix\":" + json_quote(spec->prefix) +
+                                ",\"worldSize\":" + std::to_string(c.gen->world_size()) + ",\"entries\":[" + list + "]}");
+}
+
+// args.name: one entry of archive_manifest's list (same layout and
+// prefix). Binary payload as rank_trace: the bytes in body, the envelope
+// {"ok":true,"name":"...","bytes":<size>}.
+Response op_archive_entry(const Context& c) {
+  Result<ArchiveSpec> spec = archive_spec(c);
+  if (!spec.ok()) return failed(spec.error());
+  auto it = c.args.find("name");
+  if (it == c.args.end() || !it->is_string())
+    return failed(make_error(ErrorCode::kInvalidArgument, "must be the name of an archive entry (a string)", "name"));
+  Result<ArchiveEntry> entry = find_archive_entry(*c.gen, *spec, it->get<std::string>());
+  if (!entry.ok()) return failed(entry.error());
+  Result<std::string> bytes = archive_entry_bytes(*c.gen, *spec, *entry);
+  if (!bytes.ok()) return failed(bytes.error());
+  Response r;
+  r.body = std::move(bytes).value();
+  r.envelope = R"({"ok":true,"name":)" + json_quote(entry->name) + R"(,"bytes":)" + std::to_string(r.body.size()) + "}";
+  return r;
+}
+
 struct RequestOp {
   const char* name;
   bool needs_job;
@@ -181,6 +280,8 @@ constexpr RequestOp kOps[] = {
     {"rank_at", true, op_rank_at},
     {"rank_trace", true, op_rank_trace},
     {"simulate", true, op_simulate},
+    {"archive_manifest", true, op_archive_manifest},
+    {"archive_entry", true, op_archive_entry},
 };
 
 }  // namespace

@@ -5,9 +5,10 @@
 // payload (summary.json, graph text, trace bytes, ...) the CLI prints. The
 // CLI's read-only commands (inspect, graph) and wasm/bridge.cc call
 // RequestHandler::handle; the bridge only converts strings and bytes.
-// Archives are not an operation here: writing files (cli/export.cc) and
-// zipping in the browser (web/) are the front ends' own work over
-// rank_trace bytes, groups and summary.
+// What an archive holds is core/api/export.h's archive_entries; the CLI
+// writes those entries (cli/export.cc does the file-system work), and
+// archive_manifest / archive_entry give the same list and bytes to any
+// other front end (the browser's zip).
 //
 // Operations (args in parentheses; docs/wasm-bridge.md lists the envelopes):
 //   version, presets                       no job
@@ -18,6 +19,10 @@
 //   rank_info      (rank: number)  {"ok":true,"info":{...}}
 //   rank_at        (coords: object or its JSON text) {"ok":true,"rank":N}
 //   rank_trace     (rank: number)  {"ok":true,"bytes":<size>}, body = the .et bytes
+//   simulate       (options, timeline_default) {"ok":true,"simulation":{...}}
+//   archive_manifest (layout: "files"|"bundle", prefix, sizes: bool)
+//                  {"ok":true,"manifest":{"layout","prefix","worldSize","entries":[...]}}
+//   archive_entry  (name, layout, prefix) {"ok":true,"name":"...","bytes":<size>}, body = the bytes
 // Every failure is {"ok":false,"error":{"code","message","path"}} with the
 // error in Response::error; a bad job is reported before bad arguments.
 // Adding an operation is one entry in the table in request.cc.
