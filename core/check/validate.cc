@@ -17,34 +17,27 @@
 
 #include <nlohmann/json.hpp>
 
+#include "emit/chakra_names.h"
+
 namespace sc {
 namespace {
 
+namespace attr = chakra::attr;
+
+// "COMP_NODE(4)", "UNKNOWN(12)": names from the schema (emit/chakra_names.h).
 std::string node_type_str(int t) {
-  static const char* const kNames[] = {"INVALID_NODE",   "METADATA_NODE", "MEM_LOAD_NODE",
-                                       "MEM_STORE_NODE", "COMP_NODE",     "COMM_SEND_NODE",
-                                       "COMM_RECV_NODE", "COMM_COLL_NODE"};
-  const std::string n = t >= 0 && t < 8 ? kNames[t] : "UNKNOWN";
-  return n + "(" + std::to_string(t) + ")";
+  const char* n = chakra::node_type_name(t);
+  return std::string(n ? n : "UNKNOWN") + "(" + std::to_string(t) + ")";
 }
 
 std::string coll_str(int t) {
-  static const char* const kNames[] = {"ALL_REDUCE", "REDUCE",    "ALL_GATHER",     "GATHER",
-                                       "SCATTER",    "BROADCAST", "ALL_TO_ALL",     "REDUCE_SCATTER",
-                                       "REDUCE_SCATTER_BLOCK", "BARRIER"};
-  const std::string n = t >= 0 && t < 10 ? kNames[t] : "UNKNOWN";
-  return n + "(" + std::to_string(t) + ")";
+  const char* n = chakra::comm_type_name(t);
+  return std::string(n ? n : "UNKNOWN") + "(" + std::to_string(t) + ")";
 }
 
-bool supported_kind(TraceNodeKind k) {
-  const int t = static_cast<int>(k);
-  return t >= 4 && t <= 7;
-}
+bool supported_kind(TraceNodeKind k) { return chakra::is_written_node_type(static_cast<int>(k)); }
 
-bool supported_coll(CollectiveType c) {
-  const int t = static_cast<int>(c);
-  return t == 0 || t == 2 || t == 6 || t == 7;
-}
+bool supported_coll(CollectiveType c) { return chakra::is_supported_collective(static_cast<int64_t>(c)); }
 
 // A node as the report names it, kept after the rank's nodes are gone.
 struct NodeRef {
@@ -209,7 +202,7 @@ struct StreamingValidator::State {
     world_fixed = true;
     if (meta_world > 0) { world = meta_world; return; }
     world = opt.assumed_world_size > 0 ? opt.assumed_world_size : rank + 1;
-    archive.add(make_violation(-1, nullptr, "R9", "world_size unknown (not in the metadata); assuming " + std::to_string(world)));
+    archive.add(make_violation(-1, nullptr, "R9", std::string(attr::kWorldSize) + " unknown (not in the metadata); assuming " + std::to_string(world)));
   }
 
   const GroupTable& groups;
@@ -309,17 +302,17 @@ class RankChecker {
       return;
     }
     if (n.kind == TraceNodeKind::kCompute) {
-      if (n.tensor_size < 1) add(&n, "R5", "tensor_size is 0 (stalls the simulator's roofline model)");
-      if (n.num_ops < 0) add(&n, "R5", "num_ops is " + std::to_string(n.num_ops) + " < 0");
+      if (n.tensor_size < 1) add(&n, "R5", std::string(attr::kTensorSize) + " is 0 (stalls the simulator's roofline model)");
+      if (n.num_ops < 0) add(&n, "R5", std::string(attr::kNumOps) + " is " + std::to_string(n.num_ops) + " < 0");
       return;
     }
-    if (n.comm_size < 0) add(&n, "R5", "comm_size is " + std::to_string(n.comm_size) + " < 0");
+    if (n.comm_size < 0) add(&n, "R5", std::string(attr::kCommSize) + " is " + std::to_string(n.comm_size) + " < 0");
     if (n.kind == TraceNodeKind::kCollective) {
       if (!supported_coll(n.coll)) {
         add(&n, "R4", "collective type " + coll_str(static_cast<int>(n.coll)) +
             " is not run by the simulator (only ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER, ALL_TO_ALL)");
       }
-      const std::string pg = "pg_name \"" + std::to_string(n.group) + "\"";
+      const std::string pg = std::string(attr::kPgName) + " \"" + std::to_string(n.group) + "\"";
       if (!s_.opt.groups_unavailable) {
         const int64_t gi = s_.group_index(n.group);
         if (gi < 0) {
@@ -337,13 +330,13 @@ class RankChecker {
     }
     const bool send = n.kind == TraceNodeKind::kSend;
     if (n.peer < 0 || n.peer >= world_) {
-      add(&n, "R8", std::string(send ? "comm_dst" : "comm_src") + " is " + std::to_string(n.peer) + ", not a rank 0.." +
+      add(&n, "R8", std::string(send ? attr::kCommDst : attr::kCommSrc) + " is " + std::to_string(n.peer) + ", not a rank 0.." +
           std::to_string(world_ - 1));
     } else {
       // A rank sending to (or receiving from) itself: the simulator's
       // point-to-point needs another rank (issue 13: interleaved with pp 1).
       if (n.peer == r_)
-        add(&n, "R8", std::string(send ? "comm_dst" : "comm_src") + " is " + std::to_string(n.peer) +
+        add(&n, "R8", std::string(send ? attr::kCommDst : attr::kCommSrc) + " is " + std::to_string(n.peer) +
                           ", the rank itself (a send/recv needs another rank)");
       RankCheck::Message m;
       m.src = send ? r_ : n.peer;
@@ -353,7 +346,7 @@ class RankChecker {
       m.delta = send ? 1 : -1;
       out_->messages.push_back(m);
     }
-    if (n.tag < 0) add(&n, "R8", "comm_tag is " + std::to_string(n.tag) + " < 0");
+    if (n.tag < 0) add(&n, "R8", std::string(attr::kCommTag) + " is " + std::to_string(n.tag) + " < 0");
   }
 
   // R3: Kahn's algorithm; what it cannot order lies on or behind a cycle.
@@ -518,7 +511,7 @@ class Finisher {
       const int64_t e = it == known.end() ? world : std::min(*it, world);  // [r, e) missing
       const std::string what = e - r == 1 ? "rank " + std::to_string(r) + " is missing"
                                           : "ranks " + std::to_string(r) + ".." + std::to_string(e - 1) + " are missing";
-      s_.archive.add(make_violation(r, nullptr, "R9", what + " (world_size " + std::to_string(world) + " needs ranks 0.." +
+      s_.archive.add(make_violation(r, nullptr, "R9", what + " (" + attr::kWorldSize + " " + std::to_string(world) + " needs ranks 0.." +
                                     std::to_string(world - 1) + ")"));
       r = e;
     }
@@ -896,15 +889,15 @@ void StreamingValidator::take(RankCheck&& c) {
   s.fix_world(c.rank, c.world_size);
   const int64_t r = c.rank;
   const std::string rs = std::to_string(r);
-  if (r >= s.world) { r9(r, "rank " + rs + " is outside world_size " + std::to_string(s.world)); return; }
+  if (r >= s.world) { r9(r, "rank " + rs + " is outside " + attr::kWorldSize + " " + std::to_string(s.world)); return; }
   if (!s.fed.insert(r)) { r9(r, "rank " + rs + " is given twice"); return; }
   if (!s.have_ref) { s.have_ref = true; s.ref_rank = r; s.ref_hash = c.config_hash; }
   if (c.world_size != s.world) {
-    r9(r, (c.world_size ? "world_size is " + std::to_string(c.world_size) : std::string("world_size is absent")) +
+    r9(r, std::string(attr::kWorldSize) + (c.world_size ? " is " + std::to_string(c.world_size) : std::string(" is absent")) +
               ", expected " + std::to_string(s.world));
   }
   if (c.config_hash != s.ref_hash) {
-    r9(r, "config_hash \"" + c.config_hash + "\" differs from rank " + std::to_string(s.ref_rank) + "'s \"" + s.ref_hash +
+    r9(r, std::string(attr::kConfigHash) + " \"" + c.config_hash + "\" differs from rank " + std::to_string(s.ref_rank) + "'s \"" + s.ref_hash +
               "\" (files of different jobs)");
   }
   s.per_rank.append(c.findings);

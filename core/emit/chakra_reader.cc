@@ -147,7 +147,7 @@ Status convert_node(const ChakraProtoMsg::Node& node, int64_t world_size,
   n->name = node.name();
   if (n->name.empty()) return fail("missing name");
   const int type = node.type();
-  if (!chakra::node_type_name(type)) return fail("unknown node type " + std::to_string(type));
+  if (!chakra::is_written_node_type(type)) return fail("unknown node type " + std::to_string(type));
   n->kind = static_cast<TraceNodeKind>(type);
   // Older simulators ignore ctrl_deps: an edge there is silently dropped.
   if (node.ctrl_deps_size() > 0) return fail("ctrl_deps is not empty (older readers ignore it)");

@@ -25,12 +25,21 @@ const char* value_kind_name(ValueCase kind) {
 
 const char* node_type_name(int type) {
   switch (type) {
+    case ChakraProtoMsg::INVALID_NODE: return "INVALID_NODE";
+    case ChakraProtoMsg::METADATA_NODE: return "METADATA_NODE";
+    case ChakraProtoMsg::MEM_LOAD_NODE: return "MEM_LOAD_NODE";
+    case ChakraProtoMsg::MEM_STORE_NODE: return "MEM_STORE_NODE";
     case ChakraProtoMsg::COMP_NODE: return "COMP_NODE";
     case ChakraProtoMsg::COMM_SEND_NODE: return "COMM_SEND_NODE";
     case ChakraProtoMsg::COMM_RECV_NODE: return "COMM_RECV_NODE";
     case ChakraProtoMsg::COMM_COLL_NODE: return "COMM_COLL_NODE";
     default: return nullptr;
   }
+}
+
+bool is_written_node_type(int type) {
+  return type == ChakraProtoMsg::COMP_NODE || type == ChakraProtoMsg::COMM_SEND_NODE ||
+         type == ChakraProtoMsg::COMM_RECV_NODE || type == ChakraProtoMsg::COMM_COLL_NODE;
 }
 
 const char* comm_type_name(int64_t type) {

@@ -1,7 +1,8 @@
 // Internal to emit/: the Chakra vocabulary stagecraft writes and reads
-// (attribute names, value kinds, enum spellings) and the id bookkeeping the
-// writer and the reader share. Not part of the public API: it exposes the
-// generated protobuf types, which nothing outside emit/ should see.
+// (attribute names and enum spellings: emit/chakra_names.h, the public
+// part; value kinds here) and the id bookkeeping the writer and the reader
+// share. Not part of the public API: it exposes the generated protobuf
+// types, which nothing outside emit/ should see.
 #pragma once
 
 #include <cstddef>
@@ -12,51 +13,15 @@
 #include <vector>
 
 #include "chakra.pb.h"
+#include "emit/chakra_names.h"
 
 namespace sc::chakra {
-
-inline constexpr char kVersion[] = "0.0.4";
-
-// Attribute names, exactly as the simulator looks them up.
-namespace attr {
-inline constexpr char kGenerator[] = "generator";
-inline constexpr char kGeneratorVersion[] = "generator_version";
-inline constexpr char kConfigHash[] = "config_hash";
-inline constexpr char kRank[] = "rank";
-inline constexpr char kWorldSize[] = "world_size";
-
-inline constexpr char kIsCpuOp[] = "is_cpu_op";
-inline constexpr char kNumOps[] = "num_ops";
-inline constexpr char kTensorSize[] = "tensor_size";
-inline constexpr char kCommType[] = "comm_type";
-inline constexpr char kCommSize[] = "comm_size";
-inline constexpr char kCommSrc[] = "comm_src";
-inline constexpr char kCommDst[] = "comm_dst";
-inline constexpr char kCommTag[] = "comm_tag";
-inline constexpr char kCommPriority[] = "comm_priority";
-inline constexpr char kPgName[] = "pg_name";
-inline constexpr char kInvolvedDim[] = "involved_dim";
-// ASTRA-sim local-memory tracking: string lists of alternating tensor name
-// and size in bytes (docs/trace-format.md).
-inline constexpr char kInputs[] = "inputs";
-inline constexpr char kOutputs[] = "outputs";
-}  // namespace attr
 
 using ValueCase = ChakraProtoMsg::AttributeProto::ValueCase;
 
 // "int64_val", "bool_list", ... (the oneof member's field name); "unset"
 // for an attribute without a value.
 const char* value_kind_name(ValueCase kind);
-
-// "COMP_NODE" ... for the four node types we write; nullptr otherwise.
-const char* node_type_name(int type);
-
-// "ALL_REDUCE", "REDUCE", ... for every CollectiveCommType; nullptr for a
-// value outside the enum.
-const char* comm_type_name(int64_t type);
-
-// True for the collectives the simulator runs (the CollectiveType values).
-bool is_supported_collective(int64_t type);
 
 // Ids seen so far in file order. The simulator aborts on a dependency that
 // names an unknown id and silently merges duplicate ids, so both directions

@@ -75,6 +75,23 @@ TEST_CASE("validate: per-rank rules R1-R5") {
     REQUIRE(v);
     CHECK(v->message.find("METADATA_NODE") != std::string::npos);
   }
+  SUBCASE("R4 node type outside the schema") {
+    n[4].kind = static_cast<TraceNodeKind>(12);
+    auto v = find(run(a), "R4", 1, n[4].id);
+    REQUIRE(v);
+    CHECK(v->message.find("UNKNOWN(12)") != std::string::npos);
+  }
+  SUBCASE("R4 BARRIER and a collective type outside the schema") {
+    TraceNode* c = nth_collective(a, 1, 0);
+    c->coll = static_cast<CollectiveType>(9);
+    auto v = find(run(a), "R4", 1, c->id);
+    REQUIRE(v);
+    CHECK(v->message.find("BARRIER(9)") != std::string::npos);
+    c->coll = static_cast<CollectiveType>(10);
+    v = find(run(a), "R4", 1, c->id);
+    REQUIRE(v);
+    CHECK(v->message.find("UNKNOWN(10)") != std::string::npos);
+  }
   SUBCASE("R4 unsupported collective type") {
     TraceNode* c = nth_collective(a, 1, 0);
     c->coll = static_cast<CollectiveType>(1);  // REDUCE
