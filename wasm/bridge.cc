@@ -1,11 +1,11 @@
 // The Embind bridge: it only marshals. Each JS function becomes one request
 // to the native request layer (core/api/request.h), which parses the job,
 // keeps the Generator of the last job text, checks arguments and writes the
-// JSON envelope; the bridge hands that string back, or for rankTrace a JS
-// object holding the trace bytes in a Uint8Array. No core classes cross the
-// boundary, so JS never has to free anything; every failure is
-// {"ok":false,"error":{code,message,path}}, never an abort. Protocol:
-// docs/wasm-bridge.md.
+// JSON envelope; the bridge hands that string back, or for rankTrace and
+// archiveEntry a JS object holding the bytes in a Uint8Array. No core
+// classes cross the boundary, so JS never has to free anything; every
+// failure is {"ok":false,"error":{code,message,path}}, never an abort.
+// Protocol: docs/wasm-bridge.md.
 #include <emscripten/bind.h>
 #include <emscripten/val.h>
 
@@ -57,8 +57,7 @@ std::string rank_at(const std::string& job_json, const std::string& coords_json)
 }
 
 // {ok:true, bytes:Uint8Array} or {ok:false, error:{code,message,path}}.
-val rank_trace(const std::string& job_json, double rank) {
-  sc::Response r = call("rank_trace", job_json, {{"rank", rank}});
+val bytes_response(const sc::Response& r) {
   val out = val::object();
   out.set("ok", r.ok());
   if (!r.ok()) {
@@ -76,6 +75,23 @@ val rank_trace(const std::string& job_json, double rank) {
   return out;
 }
 
+val rank_trace(const std::string& job_json, double rank) {
+  return bytes_response(call("rank_trace", job_json, {{"rank", rank}}));
+}
+
+// The archive (core/api/export.h): layout "files" (the browser's zip) or
+// "bundle" (generate's .zip/.tar.gz), trace prefix. archiveManifest lists the
+// entries in order ({"ok":true,"manifest":{...}}; sizes: every trace's size
+// too); archiveEntry gives one entry's bytes, as rankTrace does.
+std::string archive_manifest(const std::string& job_json, const std::string& layout, const std::string& prefix,
+                             bool sizes) {
+  return call("archive_manifest", job_json, {{"layout", layout}, {"prefix", prefix}, {"sizes", sizes}}).envelope;
+}
+val archive_entry(const std::string& job_json, const std::string& layout, const std::string& prefix,
+                  const std::string& name) {
+  return bytes_response(call("archive_entry", job_json, {{"layout", layout}, {"prefix", prefix}, {"name", name}}));
+}
+
 }  // namespace
 
 EMSCRIPTEN_BINDINGS(stagecraft) {
@@ -91,4 +107,6 @@ EMSCRIPTEN_BINDINGS(stagecraft) {
   emscripten::function("rankInfo", &rank_info);
   emscripten::function("rankAt", &rank_at);
   emscripten::function("simulate", &simulate);
+  emscripten::function("archiveManifest", &archive_manifest);
+  emscripten::function("archiveEntry", &archive_entry);
 }

@@ -130,6 +130,13 @@ TEST_CASE("export: ASTRA-sim inputs match the world size") {
     CHECK(files[1].name == "astra-sim/system.json");
     CHECK(files[3].mode == 0755);
   }
+  // A hardware name from the job cannot add lines to network.yml.
+  hw.name = "x\ninjected: [ 1 ]";
+  const std::string net = astra_sim_inputs(hw, 4, "trace", false)[0].text;
+  CHECK(net.find("\ninjected") == std::string::npos);
+  CHECK(net.find("profile \"x\\ninjected: [ 1 ]\" (") != std::string::npos);
+  hw.name = "h100 sxm";
+  CHECK(astra_sim_inputs(hw, 4, "trace", false)[0].text.find("profile 'h100 sxm' (") != std::string::npos);
   CHECK(Progress::format_eta(5) == "5s");
   CHECK(Progress::format_eta(65) == "1m05s");
   CHECK(Progress::format_eta(3725) == "1h02m");
