@@ -2,8 +2,8 @@
 // The engine worker: owns the wasm module and answers protocol requests
 // (protocol.ts). Engine calls are synchronous and can take a while on large
 // jobs, which is why they run here and not on the page. The archive request
-// is the one long loop: it yields between ranks so that a cancel message can
-// arrive, and posts progress.
+// is the one long loop over the engine's archive entries: it yields between
+// ranks so that a cancel message can arrive, and posts progress.
 import { Zip, ZipPassThrough } from 'fflate';
 import { PROTOCOL_VERSION, type EngineError, type Request, type Response } from './protocol';
 
@@ -19,6 +19,8 @@ interface WasmEngine {
   rankAt(job: string, coords: string): string;
   rankTrace(job: string, rank: number): { ok: true; bytes: Uint8Array } | { ok: false; error: EngineError };
   simulate?(job: string, options: string): string;  // engines with core/sim (docs/simulate.md)
+  archiveManifest(job: string, layout: string, prefix: string, sizes: boolean): string;
+  archiveEntry(job: string, layout: string, prefix: string, name: string): { ok: true; bytes: Uint8Array } | { ok: false; error: EngineError };
 }
 
 declare const self: DedicatedWorkerGlobalScope;
@@ -52,12 +54,16 @@ const post = (msg: Response, transfer: Transferable[] = []) => self.postMessage(
 // Lets queued messages (cancel) run between ranks.
 const yieldToEvents = () => new Promise<void>((r) => setTimeout(r, 0));
 
+interface ArchiveManifest { entries: { name: string; kind: 'trace' | 'file' | 'manifest'; rank?: number }[] }
+
+// The zip is the engine's archive list (archiveManifest, layout "files":
+// core/api/export.h), each entry's bytes from archiveEntry: the same files,
+// in the same order, as `stagecraft generate -o DIR`.
 async function archive(wasm: WasmEngine, id: number, job: string, prefix: string): Promise<Reply> {
-  const g = fromJson(wasm.groups(job));
-  if (!g.ok) return g;
-  const { worldSize, text } = g.result as { worldSize: number; text: string };
-  const s = fromJson(wasm.inspect(job));
-  if (!s.ok) return s;
+  const m = fromJson(wasm.archiveManifest(job, 'files', prefix, false));
+  if (!m.ok) return m;
+  const { entries } = (m.result as { manifest: ArchiveManifest }).manifest;
+  const total = entries.filter((e) => e.kind === 'trace').length;
   const chunks: Uint8Array[] = [];
   let bytes = 0, zipError: Error | null = null, finished = false;
   const zip = new Zip((err, chunk, final) => {
@@ -73,27 +79,26 @@ async function archive(wasm: WasmEngine, id: number, job: string, prefix: string
     zip.add(f);
     f.push(data, true);
   };
-  const enc = new TextEncoder();
-  let last = 0;
-  for (let rank = 0; rank < worldSize; rank++) {
+  let last = 0, done = 0;
+  for (const e of entries) {
     if (cancelled.delete(id)) { zip.terminate(); return fail('cancelled', 'archive cancelled'); }
-    const r = wasm.rankTrace(job, rank);
+    const r = wasm.archiveEntry(job, 'files', prefix, e.name);
     if (!r.ok) return { ok: false, error: r.error };
-    add(`${prefix}.${rank}.et`, r.bytes);
+    add(e.name, r.bytes);
     if (zipError) return fail('engine_unavailable', String(zipError));
+    if (e.kind !== 'trace') continue;
+    done++;
     const now = performance.now();
-    if (now - last > 50 || rank === worldSize - 1) {
+    if (now - last > 50 || done === total) {
       last = now;
-      post({ v: PROTOCOL_VERSION, id, progress: { done: rank + 1, total: worldSize, phase: 'traces' } });
+      post({ v: PROTOCOL_VERSION, id, progress: { done, total, phase: 'traces' } });
       await yieldToEvents();
     }
   }
-  add('comm_groups.json', enc.encode(text));
-  add('summary.json', enc.encode(JSON.stringify((s.result as { summary: unknown }).summary, null, 2) + '\n'));
   zip.end();
   if (zipError || !finished) return fail('engine_unavailable', `zip failed: ${String(zipError)}`);
   const blob = new Blob(chunks as BlobPart[], { type: 'application/zip' });
-  return { ok: true, result: { blob, bytes, files: worldSize + 2 } };
+  return { ok: true, result: { blob, bytes, files: entries.length } };
 }
 
 async function handle(req: Request): Promise<{ reply: Reply; transfer: Transferable[] }> {

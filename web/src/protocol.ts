@@ -99,9 +99,10 @@ export interface Methods {
   rankAt: [{ job: JobJson | string; coords: Record<string, number> }, { rank: number }];
   // bytes: the complete .et file, transferred (not copied) to the page.
   rankTrace: [{ job: JobJson | string; rank: number }, { bytes: ArrayBuffer }];
-  // The Chakra archive (zip: trace.<r>.et for every rank, comm_groups.json,
-  // summary.json), built in the worker with fflate; reports progress and
-  // can be cancelled. The Blob is assembled from streamed zip chunks.
+  // The Chakra archive (zip of the engine's archive list, layout "files":
+  // trace.<r>.et for every rank, comm_groups.json, summary.json, the bytes of
+  // `stagecraft generate -o DIR`), built in the worker with fflate; reports
+  // progress and can be cancelled. The Blob is assembled from streamed zip chunks.
   archive: [{ job: JobJson | string; prefix?: string }, { blob: Blob; bytes: number; files: number }];
   cancel: [{ target: number }, { cancelled: boolean }];
   // The step time of the whole job (docs/simulate.md), with rank 0's

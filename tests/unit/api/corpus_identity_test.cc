@@ -8,9 +8,10 @@
 // stage's graph JSON (the browser's explanations), and compares the list
 // with tests/golden/corpus_hashes.txt.
 //
-// A refactor must leave this file unchanged. The browser's zip is built in
-// JS from the same per-rank bytes, groups and summary (tests/js checks the
-// zip against the CLI's files), so it is covered through these hashes.
+// A refactor must leave this file unchanged. The browser's zip holds the
+// request layer's archive entries (archive_entry: the same per-rank bytes,
+// groups and summary; tests/js checks the zip against the CLI's files byte
+// for byte), so it is covered through these hashes.
 // After an intended output change, regenerate and review the diff:
 //   STAGECRAFT_UPDATE_GOLDEN=1 build/native/stagecraft_tests -tc='corpus*'
 #include <doctest/doctest.h>
