@@ -336,6 +336,47 @@ void vjp_gated_rmsnorm(VjpContext& c, const Op& f) {
   w.unshardable.clear();
 }
 
+// The Mamba-1 selective scan y = scan(x, dt + dt_bias, A, B, C) + D x,
+// gated by silu(z) (selective_scan_fn's fused kernel). Its backward
+// kernel re-runs the scan from the saved inputs, 2x the forward in all,
+// as the SSD scan's. The per-channel gradients (dx, ddt, dz) are one op;
+// dB and dC, [b, s, N] without the channel dim, sum every channel's
+// contribution (4 FLOPs per token, channel and state: two products
+// accumulated), so they are their own op: with the channels split over tp
+// each rank holds a partial sum, which propagation resolves. dA_log, dD
+// and d dt_bias are reductions over the tokens (the wgrad op).
+// Inputs: {x, dt, B, C, z, A_log, D, dt_bias}.
+void vjp_selective_scan(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  Graph& g = c.graph();
+  std::vector<int> in(f.inputs.begin(), f.inputs.end());
+  in.push_back(dy);
+  std::vector<std::vector<std::string>> labs;
+  for (size_t i = 0; i < f.inputs.size(); ++i) labs.push_back(g.labels_in(f, i));
+  labs.push_back(g.labels_out(f, 0));
+  std::vector<std::pair<int, size_t>> channel, state, params;
+  for (size_t i = 0; i < f.inputs.size(); ++i) {
+    const int x = f.inputs[i];
+    if (!c.requires_grad(x)) continue;
+    if (g.tensors[x].kind == TensorKind::kWeight) params.push_back({x, i});
+    else (i == 2 || i == 3 ? state : channel).push_back({x, i});
+  }
+  // Per (token, channel, state): dB and dC, 2 FLOPs each.
+  const Expr bc = g.tensors[f.inputs[2]].global_numel() * g.tensors[f.inputs[0]].dims.back().size * Expr(4);
+  if (!channel.empty()) {
+    Op& o = c.emit(f, ".bwd", ops::kSelectiveScanBwd, in, labs, channel, f.flops * Expr(2) - bc);
+    o.model_flops = f.model_flops * Expr(2) - bc;
+  }
+  if (!state.empty()) {
+    Op& o = c.emit(f, ".bwd_bc", ops::kSelectiveScanBwdBC, in, labs, state, bc);
+    o.model_flops = bc;
+  }
+  if (!params.empty())
+    c.emit(f, ".wgrad", ops::kSelectiveScanWgrad, in, labs, params,
+           g.tensors[f.inputs[0]].global_numel() * Expr(ops::kSelectiveScanWgrad.flops_per_element));
+}
+
 using FC = FusionClass;
 using PR = PropagationRule;
 using SR = ShapeRule;
@@ -459,6 +500,19 @@ const OpDef kSsdScan{"ssd_scan", "ssd_scan", OpKind::kElementwise, FC::kScan, PR
 const OpDef kGatedRMSNorm{"gated_rmsnorm", "gated_rmsnorm", OpKind::kNorm, FC::kNormalization, PR::kFactors,
                           SR::kSameAsInput, FR::kPerOutputElement, 9, Saves::kInputs, false, false,
                           vjp_gated_rmsnorm, "gated_rmsnorm_bwd (dy, dz) and gated_rmsnorm_wgrad"};
+// Mamba-1 (S6). The scan's FLOPs are the builder's formula: 9 per token,
+// channel and state (discretize, update the state, read it out: mamba_ssm's
+// count, state-spaces/mamba issue 110) + 1 for the D skip + 1 for the z gate
+// per token and channel. The x_proj split is not linear: the row-parallel
+// x_proj's partial sum is resolved once before it (every consumer, the
+// dt/B/C norms or dt_proj and the scan, needs the sum), as one all-reduce.
+const OpDef kSelectiveScan{"selective_scan", "selective_scan", OpKind::kElementwise, FC::kScan, PR::kFactors,
+                           SR::kGiven, FR::kGiven, 0, Saves::kInputs, false, false, vjp_selective_scan,
+                           "selective_scan_bwd (dx, ddt, dz), selective_scan_bwd_bc (dB, dC: a sum over "
+                           "channels; 2x forward together) and selective_scan_wgrad (dA_log, dD, d dt_bias)"};
+const OpDef kSplitReduced{"split_reduced", "split", OpKind::kView, FC::kLayout, PR::kFactors, SR::kGiven, FR::kGiven,
+                          0, Saves::kNothing, false, false, vjp_view<ops::kSplitBwd>,
+                          "split_bwd (concatenation of the pieces)"};
 
 // Backward ops: no gradient of their own.
 const OpDef kSliceBwd{"slice_bwd", "slice", OpKind::kView, FC::kLayout, PR::kFactorsLinear};
@@ -523,6 +577,12 @@ const OpDef kGatedRMSNormBwd{"gated_rmsnorm_bwd", "gated_rmsnorm_bwd", OpKind::k
                              PR::kFactors, SR::kGiven, FR::kPerOutputElement, 14};
 const OpDef kGatedRMSNormWgrad{"gated_rmsnorm_wgrad", "gated_rmsnorm_wgrad", OpKind::kReduce, FC::kReduction,
                                PR::kFactors, SR::kGiven, FR::kPerOutputElement, 3};
+const OpDef kSelectiveScanBwd{"selective_scan_bwd", "selective_scan_bwd", OpKind::kElementwise, FC::kScan};
+const OpDef kSelectiveScanBwdBC{"selective_scan_bwd_bc", "selective_scan_bwd_bc", OpKind::kReduce, FC::kScan};
+// Per token and channel: dD (2), d dt_bias (1); dA_log's sum over tokens is
+// inside the scan's backward.
+const OpDef kSelectiveScanWgrad{"selective_scan_wgrad", "selective_scan_wgrad", OpKind::kReduce, FC::kReduction,
+                                PR::kFactors, SR::kGiven, FR::kPerInputElement, 3};
 
 // Inserted by the later passes.
 const OpDef kCollective{"collective", "collective", OpKind::kCollective, FC::kCommunication, PR::kInserted,
@@ -554,13 +614,15 @@ const std::vector<const OpDef*>& op_table() {
       &kMatmul, &kAttentionScores, &kAttentionValues, &kSoftmax, &kAttentionDropout, &kFlashAttention,
       &kRingAttention, &kSplit, &kMerge, &kConcat, &kRope, &kGelu, &kSwiGLU, &kGeGLU, &kAttentionSoftcap, &kSoftcap, &kScale, &kSigmoidGate, &kBiasAdd, &kAdd, &kDropout,
       &kLayerNorm, &kRMSNorm, &kEmbedding, &kLossMax, &kLossSum, &kCrossEntropy, &kTopK, &kMoePermute,
-      &kMoeCombine, &kSend, &kRecv, &kReLU2, &kCausalConv1d, &kSsdScan, &kGatedRMSNorm,
+      &kMoeCombine, &kSend, &kRecv, &kReLU2, &kCausalConv1d, &kSsdScan, &kGatedRMSNorm, &kSelectiveScan,
+      &kSplitReduced,
       // backward
       &kSliceBwd, &kSumHeadsBwd, &kTopKBwd, &kBiasGrad, &kGeluBwd, &kSwiGLUBwd, &kGeGLUBwd, &kSoftcapBwd, &kScaleBwd, &kSigmoidGateBwd, &kRopeBwd, &kDropoutBwd,
       &kLayerNormBwd, &kRMSNormBwd, &kLayerNormWgrad, &kRMSNormWgrad, &kSoftmaxBwd, &kEmbeddingBwd,
       &kFlashAttentionBwd, &kCrossEntropyBwd, &kMoeUnpermute, &kMoeCombineBwd, &kMoeCombineProbsBwd, &kSplitBwd,
       &kMergeBwd, &kGradAccumulate, &kAdam, &kReLU2Bwd, &kCausalConv1dBwd, &kCausalConv1dWgrad, &kSsdScanBwd,
-      &kSsdScanWgrad, &kGatedRMSNormBwd, &kGatedRMSNormWgrad,
+      &kSsdScanWgrad, &kGatedRMSNormBwd, &kGatedRMSNormWgrad, &kSelectiveScanBwd, &kSelectiveScanBwdBC,
+      &kSelectiveScanWgrad,
       // inserted
       &kCollective, &kSlice};
   return table;

@@ -136,6 +136,9 @@ extern const OpDef kReLU2;
 extern const OpDef kCausalConv1d;  // depthwise causal conv over [x, B, C] + SiLU
 extern const OpDef kSsdScan;       // the selective scan (state-space dual), with its state
 extern const OpDef kGatedRMSNorm;  // RMSNorm(y * silu(z)) per group
+// Mamba-1 (S6) mixer (Jamba); its conv is kCausalConv1d.
+extern const OpDef kSelectiveScan;  // the selective scan per channel, gated by silu(z)
+extern const OpDef kSplitReduced;   // a split whose input's partial sum is resolved first (x_proj -> dt, B, C)
 // Backward ops (made by the VJP rules).
 extern const OpDef kSliceBwd, kSumHeadsBwd, kTopKBwd, kBiasGrad, kGeluBwd, kSwiGLUBwd, kRopeBwd;
 extern const OpDef kDropoutBwd, kLayerNormBwd, kRMSNormBwd, kLayerNormWgrad, kRMSNormWgrad;
@@ -146,6 +149,7 @@ extern const OpDef kGradAccumulate, kAdam;
 extern const OpDef kGeGLUBwd, kSoftcapBwd, kScaleBwd, kSigmoidGateBwd;
 extern const OpDef kReLU2Bwd, kCausalConv1dBwd, kCausalConv1dWgrad, kSsdScanBwd, kSsdScanWgrad;
 extern const OpDef kGatedRMSNormBwd, kGatedRMSNormWgrad;
+extern const OpDef kSelectiveScanBwd, kSelectiveScanBwdBC, kSelectiveScanWgrad;
 // Inserted by the later passes.
 extern const OpDef kCollective;  // any CollectiveType (Op::coll)
 extern const OpDef kSlice;       // a local slice to a sharded layout (no traffic)

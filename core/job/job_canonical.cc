@@ -61,6 +61,11 @@ std::string job_to_canonical_json(const Job& job) {
     model["mamba_state"] = m.mamba_state;
     model["mamba_conv_kernel"] = m.mamba_conv_kernel;
   }
+  if (m.has_mamba1()) {  // Mamba-1 models only
+    model["mamba1_inner"] = m.mamba1_inner;
+    model["mamba1_dt_rank"] = m.mamba1_dt_rank;
+    model["mamba1_dt_bc_norms"] = m.mamba1_dt_bc_norms;
+  }
   Json parallel = {
       {"dp", job.parallel.dp},
       {"tp", job.parallel.tp},

@@ -118,6 +118,9 @@ Status apply_fields(const Json& obj, const std::string& path, ModelConfig* m, Gi
   SC_RETURN_IF_ERROR(get("mamba_groups", kMaxHidden, &m->mamba_groups, nullptr, 0));
   SC_RETURN_IF_ERROR(get("mamba_state", kMaxHidden, &m->mamba_state, nullptr, 0));
   SC_RETURN_IF_ERROR(get("mamba_conv_kernel", kMaxHidden, &m->mamba_conv_kernel, nullptr, 0));
+  SC_RETURN_IF_ERROR(get("mamba1_inner", kMaxHidden, &m->mamba1_inner, nullptr, 0));
+  SC_RETURN_IF_ERROR(get("mamba1_dt_rank", kMaxHidden, &m->mamba1_dt_rank, nullptr, 0));
+  SC_RETURN_IF_ERROR(flag("mamba1_dt_bc_norms", &m->mamba1_dt_bc_norms));
   return ok_status();
 }
 
@@ -144,7 +147,7 @@ Result<ModelConfig> parse_model_section(const Json& v, const std::string& path) 
           "experts_per_token", "moe_ffn_hidden", "shared_experts", "first_dense_layers",
           "capacity_factor", "router_bias", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
           "v_head_dim", "hybrid_pattern", "mamba_heads", "mamba_head_dim", "mamba_groups", "mamba_state",
-          "mamba_conv_kernel", "qkv_bias", "qk_norm", "sliding_window", "window_pattern", "sandwich_norms", "attn_softcap", "final_softcap", "embedding_multiplier", "residual_multiplier",
+          "mamba_conv_kernel", "mamba1_inner", "mamba1_dt_rank", "mamba1_dt_bc_norms", "qkv_bias", "qk_norm", "sliding_window", "window_pattern", "sandwich_norms", "attn_softcap", "final_softcap", "embedding_multiplier", "residual_multiplier",
           "logit_multiplier", "shared_expert_gate", "strict"},
       path));
   const Json* preset = jsonf::find(v, "preset");

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "base/json_fields.h"
+#include "model/hf_hybrid.h"
 
 namespace sc {
 namespace {
@@ -386,14 +387,12 @@ Status read_gemma23_layers(const HfReader& r, Import& im, bool gemma2, ModelConf
 
 // Families read here (docs/hf-import.md); others are refused by name.
 const char* const kSupported =
-    "llama, mistral, mixtral, granite, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi3, deepseek_v2, deepseek_v3, gpt2";
+    "llama, mistral, mixtral, granite, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi3, deepseek_v2, deepseek_v3, gpt2, nemotron_h, jamba";
 
 // Known families whose structure is not modelled yet, with what is missing.
 const char* not_yet(const std::string& t) {
   if (t == "gemma3") return "the multimodal model (its text_config is a gemma3_text config: import that)";
   if (t == "olmo2") return "post-sublayer norms and q/k norms over all heads";
-  if (t == "nemotron_h") return "reading hybrid patterns from HF configs (use the nemotron-h-8b preset)";
-  if (t == "jamba") return "the Mamba-1 mixer (the jamba-v0.1-mamba2 preset uses Mamba-2)";
   return nullptr;
 }
 
@@ -411,6 +410,8 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
     SC_ASSIGN_OR_RETURN(model_type, jsonf::get_string(*t, jsonf::join(path, "model_type")));
   }
   const std::string type_path = jsonf::join(path, "model_type");
+  if (model_internal::is_hybrid_hf_family(model_type))  // hf_hybrid.cc
+    return model_internal::hybrid_from_hf_config(j, path, model_type, strict, nonstandard);
   if (const char* missing = not_yet(model_type)) {
     return make_error(ErrorCode::kUnsupported,
                       "architecture \"" + model_type + "\" is not supported yet (" + missing +

@@ -103,8 +103,8 @@ struct ModelConfig {
   int64_t v_head_dim = 0;          // value head width
 
   // Hybrid models (Nemotron-H, Jamba): one character per layer (block),
-  // each a pre-norm block with a residual: 'M' a Mamba-2 mixer, '*'
-  // attention, '-' a dense MLP, 'E' an MoE MLP. Empty: every layer is
+  // each a pre-norm block with a residual: 'M' a Mamba-2 mixer, 'S' a
+  // Mamba-1 (S6) mixer, '*' attention, '-' a dense MLP, 'E' an MoE MLP. Empty: every layer is
   // attention + MLP (the transformer above). A pattern shorter than
   // num_layers repeats; a longer one is cut (layer overrides in tests).
   std::string hybrid_pattern;
@@ -114,8 +114,17 @@ struct ModelConfig {
   int64_t mamba_heads = 0;        // nheads (split over tp)
   int64_t mamba_head_dim = 0;     // head dim p; d_inner = nheads x p
   int64_t mamba_groups = 0;       // n_groups of B and C (split over tp)
-  int64_t mamba_state = 0;        // d_state N
-  int64_t mamba_conv_kernel = 0;  // causal conv1d width
+  int64_t mamba_state = 0;        // d_state N (Mamba-1 and Mamba-2)
+  int64_t mamba_conv_kernel = 0;  // causal conv1d width (Mamba-1 and Mamba-2)
+  // Mamba-1 (S6, Gu & Dao 2023; HF Jamba's JambaMambaMixer): in_proj
+  // h -> [x, z] (2 d_inner), depthwise causal conv1d over x, x_proj d_inner
+  // -> [dt, B, C] (dt_rank + 2 d_state), dt_proj dt_rank -> d_inner (its
+  // bias enters the scan), A_log d_inner x d_state, D, the selective scan
+  // gated by silu(z), out_proj d_inner -> h. No biases on in/x/out_proj,
+  // a conv bias. Channels (d_inner) split over tp.
+  int64_t mamba1_inner = 0;         // d_inner (Jamba: mamba_expand x h)
+  int64_t mamba1_dt_rank = 0;       // dt_rank
+  bool mamba1_dt_bc_norms = false;  // RMSNorms on dt, B and C after x_proj (Jamba)
 
   bool is_moe() const { return num_experts > 0; }
   // Whether layer `layer`'s attention is windowed.
@@ -125,11 +134,13 @@ struct ModelConfig {
   bool gated_mlp() const { return mlp == MlpKind::kSwiGLU || mlp == MlpKind::kGeGLU; }
   bool is_mla() const { return kv_lora_rank > 0; }
   bool is_hybrid() const { return !hybrid_pattern.empty(); }
-  // The block kind of layer `layer`: 'M', '*', '-', 'E' (hybrid models).
+  // The block kind of layer `layer`: 'M', 'S', '*', '-', 'E' (hybrid models).
   char block(int64_t layer) const {
     return hybrid_pattern[static_cast<size_t>(layer) % hybrid_pattern.size()];
   }
-  bool has_mamba() const { return is_hybrid() && hybrid_pattern.find('M') != std::string::npos; }
+  bool has_mamba() const { return is_hybrid() && hybrid_pattern.find('M') != std::string::npos; }  // Mamba-2
+  bool has_mamba1() const { return is_hybrid() && hybrid_pattern.find('S') != std::string::npos; }
+  bool has_ssm() const { return has_mamba() || has_mamba1(); }  // any state-space mixer
   bool moe_layer(int64_t layer) const {
     if (is_hybrid()) return block(layer) == 'E';
     return is_moe() && layer >= first_dense_layers;
@@ -137,6 +148,7 @@ struct ModelConfig {
   int64_t mamba_inner() const { return mamba_heads * mamba_head_dim; }                 // d_inner
   int64_t mamba_conv_dim() const { return mamba_inner() + 2 * mamba_groups * mamba_state; }  // [x, B, C]
   int64_t mamba_in_proj_dim() const { return 2 * mamba_inner() + 2 * mamba_groups * mamba_state + mamba_heads; }
+  int64_t mamba1_x_proj_dim() const { return mamba1_dt_rank + 2 * mamba_state; }  // [dt, B, C]
   int64_t qk_head_dim() const { return head_dim + (is_mla() ? qk_rope_head_dim : 0); }
   int64_t value_head_dim() const { return is_mla() ? v_head_dim : head_dim; }
 };
@@ -166,7 +178,8 @@ Status validate_model(const ModelConfig& m, const std::string& path = "model");
 
 // What the model needs of the parallel layout beyond the transformer's
 // rules: a Mamba-2 mixer splits its heads and groups over tp (as
-// Megatron-Core does), and context parallelism is refused for it (the scan
+// Megatron-Core does), a Mamba-1 mixer its d_inner channels, and context
+// parallelism is refused for either (the scan
 // carries its state along the whole sequence; not modelled). Errors name
 // parallel.tp / parallel.cp.
 Status validate_model_parallel(const ModelConfig& m, int64_t tp, int64_t cp);

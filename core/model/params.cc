@@ -54,6 +54,17 @@ __int128 mamba_params(const ModelConfig& m) {
   return h * (2 * inner + bc + heads) + conv * m.mamba_conv_kernel + conv + 3 * heads + inner + inner * h;
 }
 
+// Mamba-1 mixer (HF JambaMambaMixer with mamba_proj_bias false): in_proj
+// h -> 2 d_inner, depthwise conv1d (weight d_inner x K, bias d_inner),
+// x_proj d_inner -> dt_rank + 2 N, dt_proj dt_rank -> d_inner with bias,
+// A_log d_inner x N, D d_inner, out_proj d_inner -> h, and Jamba's dt/B/C
+// norms (RMSNorm: weights of dt_rank + 2 N).
+__int128 mamba1_params(const ModelConfig& m) {
+  const __int128 h = m.hidden, inner = m.mamba1_inner, n = m.mamba_state, r = m.mamba1_dt_rank;
+  return h * 2 * inner + inner * m.mamba_conv_kernel + inner + inner * (r + 2 * n) + r * inner + inner +
+         inner * n + inner + inner * h + (m.mamba1_dt_bc_norms ? norm_params(m, r) + 2 * norm_params(m, n) : 0);
+}
+
 }  // namespace
 
 WideCount parameters_wide(const ModelConfig& m) {
@@ -67,6 +78,7 @@ WideCount parameters_wide(const ModelConfig& m) {
       c.total += norm_params(m, h);
       switch (m.block(l)) {
         case 'M': c.total += mamba_params(m); break;
+        case 'S': c.total += mamba1_params(m); break;
         case '*': c.total += attention_params(m); break;
         case 'E':
           c.total += E * expert + shared + h * E + (m.router_bias ? E : 0);

@@ -3,7 +3,7 @@
 // V = 51200, s = 2048, GeLU MLP with f = 4h, LayerNorm, learned positions,
 // tied embeddings, biases and dropout. Llama, Mixtral and DeepSeek rows:
 // the models' HF config.json files (RMSNorm, SwiGLU, RoPE, untied, no bias,
-// no dropout). Hybrid rows (Mamba-2 + attention): below.
+// no dropout). Hybrid rows (Mamba-2 or Mamba-1 + attention): below.
 #include <algorithm>
 
 #include "model/model_config.h"
@@ -54,8 +54,9 @@ constexpr DeepSeekRow kDeepSeek[] = {
      163840},
 };
 
-// Hybrid Mamba-2 / attention models. One pattern character per layer
-// (block): 'M' Mamba-2 mixer, '*' attention, '-' MLP, 'E' MoE MLP.
+// Hybrid Mamba / attention models. One pattern character per layer
+// (block): 'M' Mamba-2 mixer, 'S' Mamba-1 mixer, '*' attention, '-' MLP,
+// 'E' MoE MLP.
 //  - nemotron-h-8b: nvidia/Nemotron-H-8B-Base-8K config.json: hidden_size
 //    4096, num_hidden_layers 52, hybrid_override_pattern as below,
 //    num_attention_heads 32, num_key_value_heads 8, attention_head_dim 128,
@@ -73,20 +74,32 @@ constexpr DeepSeekRow kDeepSeek[] = {
 //    (d_inner 8192 = 128 heads x 64, 8 groups). Each Jamba layer is two
 //    blocks here (mixer, then MLP or MoE): 64 blocks. Jamba-v0.1 itself has
 //    51.57B parameters (12.11B active); this variant 51.49B (12.03B): the
-//    Mamba-1 mixer's x_proj/dt_proj/A differ (docs/architecture.md).
+//    Mamba-1 mixer's x_proj/dt_proj/A differ (docs/architecture.md). A
+//    what-if variant, kept beside the real model.
+//  - jamba-v0.1: ai21labs/Jamba-v0.1 itself (the config.json above,
+//    tests/fixtures/hf/jamba-v0.1.config.json): the same layout with its
+//    Mamba-1 mixers, d_inner = mamba_expand x h = 8192, mamba_dt_rank 256,
+//    mamba_d_state 16, mamba_d_conv 4, conv bias, no projection biases, RMSNorms
+//    on dt, B and C. 51,570,323,328 parameters, 12,110,311,296 active.
 struct HybridRow {
   const char* name;
-  const char* pattern;
+  const char* pattern;  // nullptr: Jamba-v0.1's layout with mixer `mixer`
   int64_t h, a, kv, d, f, V, positions;
   MlpKind mlp;
   int64_t mamba_heads, mamba_head_dim, groups, state, conv;
   int64_t E, k, fe;
+  char mixer = 'M';  // Jamba layout's Mamba blocks: 'M' Mamba-2, 'S' Mamba-1
+  int64_t m1_inner = 0, m1_dt_rank = 0;
+  bool m1_norms = false;
 };
 
-std::string jamba_pattern() {
+// Jamba-v0.1: layer l < 32 is attention iff l % attn_layer_period (8) ==
+// attn_layer_offset (4), else Mamba; its FFN is MoE iff l %
+// expert_layer_period (2) == expert_layer_offset (1). Two blocks per layer.
+std::string jamba_pattern(char mixer) {
   std::string p;
   for (int l = 0; l < 32; ++l) {
-    p += l % 8 == 4 ? '*' : 'M';
+    p += l % 8 == 4 ? '*' : mixer;
     p += l % 2 == 1 ? 'E' : '-';
   }
   return p;
@@ -97,12 +110,14 @@ const HybridRow kHybrid[] = {
      8192, MlpKind::kReLU2, 128, 64, 8, 128, 4, 0, 0, 0},
     {"jamba-v0.1-mamba2", nullptr, 4096, 32, 8, 128, 14336, 65536, 262144, MlpKind::kSwiGLU, 128, 64, 8, 16, 4, 16, 2,
      14336},
+    {"jamba-v0.1", nullptr, 4096, 32, 8, 128, 14336, 65536, 262144, MlpKind::kSwiGLU, 0, 0, 0, 16, 4, 16, 2, 14336,
+     'S', 8192, 256, true},
 };
 
 ModelConfig hybrid(const HybridRow& r) {
   ModelConfig m;
   m.name = r.name;
-  m.hybrid_pattern = r.pattern ? std::string(r.pattern) : jamba_pattern();
+  m.hybrid_pattern = r.pattern ? std::string(r.pattern) : jamba_pattern(r.mixer);
   m.num_layers = static_cast<int64_t>(m.hybrid_pattern.size());
   m.hidden = r.h;
   m.num_heads = r.a;
@@ -122,6 +137,9 @@ ModelConfig hybrid(const HybridRow& r) {
   m.mamba_groups = r.groups;
   m.mamba_state = r.state;
   m.mamba_conv_kernel = r.conv;
+  m.mamba1_inner = r.m1_inner;
+  m.mamba1_dt_rank = r.m1_dt_rank;
+  m.mamba1_dt_bc_norms = r.m1_norms;
   m.num_experts = r.E;
   m.experts_per_token = r.k;
   m.moe_ffn_hidden = r.fe;

@@ -351,6 +351,59 @@ class Builder {
     return linear("mamba.out_proj", merged, mi, {H()}, "mi", true, /*with_bias=*/false);
   }
 
+  // Mamba-1 (S6) mixer (HF JambaMambaMixer; tp as Megatron-style Mamba-1
+  // and vLLM's MambaMixer split it): in_proj column-parallel over the
+  // d_inner channels (x and z), the depthwise conv per channel, x_proj
+  // row-parallel (its [dt, B, C] output a partial sum over tp, resolved by
+  // one all-reduce before the split), the dt/B/C RMSNorms (Jamba)
+  // replicated, dt_proj column-parallel, the scan (A_log, D and dt_proj's
+  // bias per channel; B and C shared by all channels) gated by silu(z), and
+  // the row-parallel out_proj. Symbols: si d_inner, sr dt_rank, sq = sr + 2
+  // mn (x_proj width), mn state, mk conv width.
+  int mamba1(int x) {
+    Dim si{"si", S("si")}, sr{"sr", S("sr")}, sq{"sq", S("sq")}, mn{"mn", S("mn")}, mk{"mk", S("mk")};
+    int xz = linear("mamba.in_proj", x, H(), {Dim{"x2", Expr(2)}, si}, "si", false, /*with_bias=*/false);
+    int xs = act("mamba.x", BS({si}), o_.dtype);
+    int z = act("mamba.z", BS({si}), o_.dtype);
+    Op split = op("mamba.split", ops::kSplit, {xz}, {xs, z});
+    split.out_labels = {lab({"si"}), lab({"si"})};
+    add(std::move(split));
+    // Depthwise causal conv (width mk) over x, then SiLU.
+    int cw = weight(prefix_ + "mamba.conv1d.weight", {si, mk}, "si", layer_);
+    int cb = weight(prefix_ + "mamba.conv1d.bias", {si}, "si", layer_);
+    int xc = act("mamba.conv1d", BS({si}), o_.dtype);
+    Op conv = op("mamba.conv1d", ops::kCausalConv1d, {xs, cw, cb}, {xc});
+    conv.flops = numel(xc) * (Expr(2) * S("mk") + Expr(4));
+    conv.unshardable = {"s", "c", "mk"};
+    add(std::move(conv));
+    int dbc = linear("mamba.x_proj", xc, si, {sq}, "si", false, /*with_bias=*/false);
+    int dt = act("mamba.dt_low", BS({sr}), o_.dtype);
+    int bt = act("mamba.B", BS({mn}), o_.dtype);
+    int ct = act("mamba.C", BS({mn}), o_.dtype);
+    Op split2 = op("mamba.split_dbc", ops::kSplitReduced, {dbc}, {dt, bt, ct});
+    split2.out_labels = {lab({"sq"}), lab({"sq"}), lab({"sq"})};
+    add(std::move(split2));
+    if (m_.mamba1_dt_bc_norms) {
+      dt = norm("mamba.dt_layernorm", dt);
+      bt = norm("mamba.b_layernorm", bt);
+      ct = norm("mamba.c_layernorm", ct);
+    }
+    int delta = linear("mamba.dt_proj", dt, sr, {si}, "si", false, /*with_bias=*/false);
+    // The scan: A_log [d_inner, N], D and dt_proj's bias (softplus(dt + bias)
+    // inside the kernel) per channel.
+    int a_log = weight(prefix_ + "mamba.A_log", {si, mn}, "si", layer_);
+    int d_skip = weight(prefix_ + "mamba.D", {si}, "si", layer_);
+    int dt_bias = weight(prefix_ + "mamba.dt_proj.bias", {si}, "si", layer_);
+    int y = act("mamba.scan", BS({si}), o_.dtype);
+    Op scan = op("mamba.scan", ops::kSelectiveScan, {xc, delta, bt, ct, z, a_log, d_skip, dt_bias}, {y});
+    scan.unshardable = {"s", "c", "mn"};
+    const Expr tokens = B().size * S("s");
+    scan.flops = Expr(9) * tokens * S("si") * S("mn") + Expr(2) * tokens * S("si");
+    scan.model_flops = scan.flops;
+    add(std::move(scan));
+    return linear("mamba.out_proj", y, si, {H()}, "si", true, /*with_bias=*/false);
+  }
+
   const char* gated_suffix() const { return m_.mlp == MlpKind::kGeGLU ? ".geglu" : ".swiglu"; }
 
   // [..., 2, f] -> [..., f]: silu(gate) * up (gelu_tanh(gate) * up for GeGLU).
@@ -481,11 +534,12 @@ class Builder {
     return result;
   }
 
-  // A hybrid model's layer: 'M' Mamba-2, '*' attention, '-' MLP, 'E' MoE.
+  // A hybrid model's layer: 'M' Mamba-2, 'S' Mamba-1, '*' attention, '-' MLP, 'E' MoE.
   int hybrid_block(char kind, int x) {
     int h1 = norm("ln1", x);
     switch (kind) {
       case 'M': return pointwise("mamba.residual", ops::kAdd, {x, mamba(h1)}, true);
+      case 'S': return pointwise("mamba.residual", ops::kAdd, {x, mamba1(h1)}, true);
       case '*': return pointwise("attn.residual", ops::kAdd, {x, attention(h1)}, true);
       case 'E': return pointwise("mlp.residual", ops::kAdd, {x, moe(h1)}, true);
       default: return pointwise("mlp.residual", ops::kAdd, {x, mlp(h1)}, true);
@@ -684,6 +738,13 @@ Bindings model_bindings(const ModelConfig& m, int64_t micro_batch, int64_t seq_l
     b["mi"] = m.mamba_inner();
     b["mc"] = m.mamba_conv_dim();
     b["mx"] = m.mamba_in_proj_dim();
+  }
+  if (m.has_mamba1()) {
+    b["mn"] = m.mamba_state;
+    b["mk"] = m.mamba_conv_kernel;
+    b["si"] = m.mamba1_inner;
+    b["sr"] = m.mamba1_dt_rank;
+    b["sq"] = m.mamba1_x_proj_dim();
   }
   if (m.is_mla()) {
     b["dq"] = m.qk_head_dim();

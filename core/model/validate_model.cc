@@ -34,21 +34,37 @@ std::string fmt(double v) {
 }
 
 
-// Hybrid layer pattern and the Mamba-2 mixer's sizes.
+// Hybrid layer pattern and the Mamba-2 / Mamba-1 mixers' sizes.
 Status validate_hybrid(const ModelConfig& m, const std::string& path) {
   using std::to_string;
   auto at = [&](const char* f) { return jsonf::join(path, f); };
-  const std::pair<const char*, int64_t> mamba_fields[] = {
-      {"mamba_heads", m.mamba_heads}, {"mamba_head_dim", m.mamba_head_dim}, {"mamba_groups", m.mamba_groups},
-      {"mamba_state", m.mamba_state}, {"mamba_conv_kernel", m.mamba_conv_kernel}};
-  if (!m.has_mamba()) {
-    for (const auto& [field, v] : mamba_fields)
-      if (v != 0)
-        return make_error(ErrorCode::kInvalidArgument,
-                          std::string(field) + " (" + to_string(v) +
-                              ") is a Mamba-2 size and needs 'M' layers in hybrid_pattern (got \"" +
-                              m.hybrid_pattern + "\"); leave it 0",
-                          at(field));
+  const std::pair<const char*, int64_t> mamba2_fields[] = {
+      {"mamba_heads", m.mamba_heads}, {"mamba_head_dim", m.mamba_head_dim}, {"mamba_groups", m.mamba_groups}};
+  const std::pair<const char*, int64_t> shared_fields[] = {{"mamba_state", m.mamba_state},
+                                                           {"mamba_conv_kernel", m.mamba_conv_kernel}};
+  const std::pair<const char*, int64_t> mamba1_fields[] = {{"mamba1_inner", m.mamba1_inner},
+                                                           {"mamba1_dt_rank", m.mamba1_dt_rank}};
+  auto unused = [&](const char* field, int64_t v, const char* what) -> Status {
+    if (v == 0) return ok_status();
+    return make_error(ErrorCode::kInvalidArgument,
+                      std::string(field) + " (" + to_string(v) + ") is " + what + " (got \"" + m.hybrid_pattern +
+                          "\"); leave it 0",
+                      at(field));
+  };
+  if (!m.has_mamba())
+    for (const auto& [field, v] : mamba2_fields)
+      SC_RETURN_IF_ERROR(unused(field, v, "a Mamba-2 size and needs 'M' layers in hybrid_pattern"));
+  if (!m.has_ssm())
+    for (const auto& [field, v] : shared_fields)
+      SC_RETURN_IF_ERROR(unused(field, v, "a Mamba size and needs 'M' or 'S' layers in hybrid_pattern"));
+  if (!m.has_mamba1()) {
+    for (const auto& [field, v] : mamba1_fields)
+      SC_RETURN_IF_ERROR(unused(field, v, "a Mamba-1 size and needs 'S' layers in hybrid_pattern"));
+    if (m.mamba1_dt_bc_norms)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "is a Mamba-1 option and needs 'S' layers in hybrid_pattern (got \"" + m.hybrid_pattern +
+                            "\")",
+                        at("mamba1_dt_bc_norms"));
   }
   if (!m.is_hybrid()) return ok_status();
   if (m.hybrid_pattern.size() > static_cast<size_t>(limits::kMaxLayers))
@@ -57,10 +73,11 @@ Status validate_hybrid(const ModelConfig& m, const std::string& path) {
                           to_string(limits::kMaxLayers) + ", one per layer)", at("hybrid_pattern"));
   for (size_t i = 0; i < m.hybrid_pattern.size(); ++i) {
     const char c = m.hybrid_pattern[i];
-    if (c != 'M' && c != '*' && c != '-' && c != 'E')
+    if (c != 'M' && c != 'S' && c != '*' && c != '-' && c != 'E')
       return make_error(ErrorCode::kInvalidArgument,
                         std::string("unknown layer kind '") + c + "' at position " + to_string(i) +
-                            " (known: M = Mamba-2, * = attention, - = MLP, E = MoE MLP)", at("hybrid_pattern"));
+                            " (known: M = Mamba-2, S = Mamba-1, * = attention, - = MLP, E = MoE MLP)",
+                        at("hybrid_pattern"));
     if (c == 'E' && !m.is_moe())
       return make_error(ErrorCode::kInvalidArgument,
                         "has an MoE layer 'E' at position " + to_string(i) + " but num_experts is 0",
@@ -70,8 +87,18 @@ Status validate_hybrid(const ModelConfig& m, const std::string& path) {
     return make_error(ErrorCode::kInvalidArgument,
                       "must be 0 with a hybrid_pattern (the pattern says which layers are MoE, 'E') (got " +
                           to_string(m.first_dense_layers) + ")", at("first_dense_layers"));
+  if (m.has_ssm())
+    for (const auto& [field, v] : shared_fields) SC_RETURN_IF_ERROR(in_range(v, 1, limits::kMaxHidden, at(field)));
+  if (m.has_mamba1()) {
+    for (const auto& [field, v] : mamba1_fields) SC_RETURN_IF_ERROR(in_range(v, 1, limits::kMaxHidden, at(field)));
+    if (2 * m.mamba1_inner > limits::kMaxFfn || m.mamba1_x_proj_dim() > limits::kMaxFfn)
+      return make_error(ErrorCode::kInvalidArgument,
+                        jsonf::cap_message("Mamba-1 in_proj width 2 x mamba1_inner",
+                                           double(2 * m.mamba1_inner), double(limits::kMaxFfn)),
+                        at("mamba1_inner"));
+  }
   if (!m.has_mamba()) return ok_status();
-  for (const auto& [field, v] : mamba_fields)
+  for (const auto& [field, v] : mamba2_fields)
     SC_RETURN_IF_ERROR(in_range(v, 1, limits::kMaxHidden, at(field)));
   if (m.mamba_heads % m.mamba_groups != 0)
     return make_error(ErrorCode::kNotDivisible,
@@ -100,13 +127,19 @@ Status validate_model_parallel(const ModelConfig& m, int64_t tp, int64_t cp) {
                       "context parallelism (cp = " + to_string(cp) +
                           ") with attention soft-capping is not modelled (ring attention is fused); use cp = 1",
                       "parallel.cp");
-  if (!m.has_mamba()) return ok_status();
+  if (!m.has_ssm()) return ok_status();
   if (cp > 1)
     return make_error(ErrorCode::kUnsupported,
-                      "context parallelism (cp = " + to_string(cp) +
-                          ") is not supported for models with Mamba-2 layers: the selective scan carries its "
+                      "context parallelism (cp = " + to_string(cp) + ") is not supported for models with " +
+                          (m.has_mamba() ? "Mamba-2" : "Mamba-1") +
+                          " layers: the selective scan carries its "
                           "state through the whole sequence, and passing it between cp ranks is not modelled; "
                           "use cp = 1 (tp, sp, dp, pp and ep work)", "parallel.cp");
+  if (m.has_mamba1() && m.mamba1_inner % tp != 0)
+    return make_error(ErrorCode::kNotDivisible,
+                      "mamba1_inner (" + to_string(m.mamba1_inner) + ") is not divisible by tp (" + to_string(tp) +
+                          "): Mamba-1 layers split their d_inner channels over tp", "parallel.tp");
+  if (!m.has_mamba()) return ok_status();
   if (m.mamba_heads % tp != 0)
     return make_error(ErrorCode::kNotDivisible,
                       "mamba_heads (" + to_string(m.mamba_heads) + ") is not divisible by tp (" + to_string(tp) +

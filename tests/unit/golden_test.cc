@@ -84,6 +84,10 @@ TEST_CASE("golden: per-pass graphs keyed by stable names") {
         "training":{"seq_len":64,"global_batch_size":2,"recompute":"selective"}})"},
       {"hybrid-tp2-sp", R"({"model":{"preset":"nemotron-h-8b","num_layers":3,"hybrid_pattern":"M*-"},
         "parallel":{"tp":2,"sequence_parallel":true},"training":{"seq_len":64}})"},
+      // Jamba's Mamba-1 mixer (experts off: the per-pass cases are dense).
+      {"mamba1-tp2-sp", R"({"model":{"preset":"jamba-v0.1","num_layers":2,"hybrid_pattern":"S-","num_experts":0,
+        "experts_per_token":0,"moe_ffn_hidden":0},
+        "parallel":{"tp":2,"sequence_parallel":true},"training":{"seq_len":64}})"},
   };
   for (const auto& [name, text] : cases) {
     CAPTURE(name);

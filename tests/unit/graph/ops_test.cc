@@ -31,6 +31,9 @@ const char* kJobs[] = {
         "training":{"seq_len":64,"global_batch_size":4}})",
     R"({"model":{"preset":"nemotron-h-8b","num_layers":4,"hybrid_pattern":"M*-M"},
         "parallel":{"tp":2,"dp":2,"sequence_parallel":true},"training":{"seq_len":64,"global_batch_size":2}})",
+    // Jamba-v0.1's Mamba-1 mixer beside attention and MoE.
+    R"({"model":{"preset":"jamba-v0.1","num_layers":4,"hybrid_pattern":"S*-E"},
+        "parallel":{"tp":2,"dp":2,"ep":2,"sequence_parallel":true},"training":{"seq_len":64,"global_batch_size":2}})",
     // Qwen2-MoE's sigmoid-gated shared expert beside routed experts.
     R"({"model":{"preset":"mixtral-8x7b","num_layers":2,"shared_experts":1,"shared_expert_gate":true},
         "parallel":{"tp":2,"dp":2,"ep":2,"sequence_parallel":true},"training":{"seq_len":64,"global_batch_size":2}})",
