@@ -60,12 +60,15 @@ Result<SimulateReport> simulate_state(const GeneratorState& s, const SimulateOpt
   r.astra = o.astra;
   r.exhaustive = o.exhaustive;
   SC_ASSIGN_OR_RETURN(r.network, resolve_network(job, world, o.astra));
+  if (o.comm_sm_share_domain >= 0) r.network.comm_sm_share_domain = o.comm_sm_share_domain;
+  if (o.comm_sm_share_scale_out >= 0) r.network.comm_sm_share_scale_out = o.comm_sm_share_scale_out;
   std::vector<SimStage> stages(static_cast<size_t>(s.num_stages()));
   for (int64_t st = 0; st < s.num_stages(); ++st) label_nodes(s, st, &stages[static_cast<size_t>(st)]);
   const int64_t max_key = s.groups.empty() ? 0 : s.groups.rbegin()->first;
   SimOptions so;
   so.exhaustive = o.exhaustive;
   so.timeline = o.timeline;
+  so.streams = o.astra ? SimStreams::kAstra : SimStreams::kMegatron;
   SC_ASSIGN_OR_RETURN(r.sim, simulate_programs(stages, s.layout, max_key, r.network, so));
 
   // Model FLOPs per step, as flops.model_per_iteration (api/summary.cc).
@@ -120,7 +123,10 @@ json network_json(const NetworkModel& n) {
           {"scale_out_latency_us", sig(n.scale_out_lat)},
           {"oversubscription", sig(n.oversubscription)},
           {"algorithm", n.algorithm},
-          {"nodes", n.nodes}};
+          {"nodes", n.nodes},
+          {"streams", "megatron"},
+          {"comm_sm_share_domain", sig(n.comm_sm_share_domain)},
+          {"comm_sm_share_scale_out", sig(n.comm_sm_share_scale_out)}};
 }
 
 json kinds_json(const double* v, double scale) {

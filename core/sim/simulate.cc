@@ -36,7 +36,13 @@ struct StagePlan {
   std::vector<std::vector<uint32_t>> children;
   std::vector<int> ndeps;
   std::vector<int8_t> kind;  // per node: comm kind, -1 for compute
+  std::vector<int8_t> stream;  // per node: stream (kCompute...), -1 for receives (posted at once)
 };
+
+// Streams of a rank. ASTRA-sim's rule uses kCompute and kComm; Megatron's
+// puts tp/cp/ep collectives on kCompute, sends on kComm, dp reductions on
+// kReduce.
+inline constexpr int kCompute = 0, kComm = 1, kReduce = 2, kStreams = 3;
 
 struct Actor {
   int stage = 0;
@@ -48,20 +54,28 @@ struct Actor {
   std::vector<int64_t> peer_rank;
   // state
   std::vector<int> waiting;
-  std::set<uint32_t> ready_compute, ready_comm;
-  bool compute_busy = false, comm_busy = false;
+  std::set<uint32_t> ready[kStreams];
+  bool busy[kStreams] = {false, false, false};
   std::vector<int64_t> issued;  // per collective slot
   int64_t finished = 0;
-  int64_t last_compute = -1, last_comm = -1;
+  int64_t last[kStreams] = {-1, -1, -1};
   std::vector<double> start, end, ready_at;
   std::vector<int32_t> pred_actor;
   std::vector<uint32_t> pred_node;
+  // Compute slowed by communication kernels sharing the SMs (kMegatron):
+  // the compute node in flight, its work left (µs at full speed) as of
+  // seg_start, and how many overlapping transfers of each tier run.
+  int64_t running = -1;
+  double work_left = 0, seg_start = 0, rate = 1;
+  uint32_t version = 0;
+  int sharing[2] = {0, 0};  // [0] inside a domain, [1] across domains
 };
 
 struct Event {
   double time;
   int actor;
   uint32_t node;
+  uint32_t version = 0;  // a compute node's end, rescheduled when its rate changes
   bool operator>(const Event& o) const { return std::tie(time, actor, node) > std::tie(o.time, o.actor, o.node); }
 };
 
@@ -69,7 +83,9 @@ class Engine {
  public:
   Engine(const std::vector<SimStage>& st, const RankLayout& layout, int64_t max_key, const NetworkModel& net,
          const SimOptions& opt)
-      : st_(st), L_(layout), max_key_(max_key), net_(net), opt_(opt) {}
+      : st_(st), L_(layout), max_key_(max_key), net_(net), opt_(opt),
+        sharing_(opt.streams == SimStreams::kMegatron && !net.astra &&
+                 (net.comm_sm_share_domain > 0 || net.comm_sm_share_scale_out > 0)) {}
 
   Result<SimResult> run() {
     SC_RETURN_IF_ERROR(plan());
@@ -79,6 +95,7 @@ class Engine {
     while (!events_.empty()) {
       Event e = events_.top();
       events_.pop();
+      if (stale(e)) continue;
       finish(e);
     }
     for (size_t a = 0; a < actors_.size(); ++a) {
@@ -106,6 +123,7 @@ class Engine {
       const size_t n = p.nodes.size();
       pl.slot.assign(n, -1);
       pl.kind.assign(n, -1);
+      pl.stream.assign(n, kCompute);
       pl.children.resize(n);
       pl.ndeps.assign(n, 0);
       std::map<int, int> axis_slot;
@@ -126,6 +144,8 @@ class Engine {
           if (fresh) pl.axes.push_back(g);
           pl.slot[i] = it->second;
           pl.kind[i] = static_cast<int8_t>(comm_kind_of_axis(ax));
+          if (opt_.streams == SimStreams::kAstra) pl.stream[i] = kComm;
+          else pl.stream[i] = pl.kind[i] <= 2 ? kCompute : kReduce;  // tp, cp, ep: compute stream
         } else {
           PeerSpec ps;
           const int64_t off = i < p.ring_offset.size() ? p.ring_offset[i] : 0;
@@ -135,6 +155,8 @@ class Engine {
           if (fresh) pl.peers.push_back(ps);
           pl.slot[i] = it->second;
           pl.kind[i] = static_cast<int8_t>(off != 0 ? comm_kind_of_axis(ax) : 3);
+          pl.stream[i] = x.kind == TraceNodeKind::kRecv ? -1
+                         : (opt_.streams == SimStreams::kMegatron && off == 0) ? kCompute : kComm;
         }
       }
     }
@@ -287,10 +309,9 @@ class Engine {
   void make_ready(int ai, uint32_t i, double now) {
     Actor& a = actors_[ai];
     a.ready_at[i] = now;
-    const TraceNode& x = node(ai, i);
-    if (x.kind == TraceNodeKind::kCompute) a.ready_compute.insert(i);
-    else if (x.kind == TraceNodeKind::kRecv) post_p2p(ai, i, now);  // receives are outstanding at once
-    else a.ready_comm.insert(i);
+    const int s = plans_[a.stage].stream[i];
+    if (s < 0) post_p2p(ai, i, now);  // receives are outstanding at once
+    else a.ready[s].insert(i);
   }
 
   // The node that freed the stream, when the node waited for it.
@@ -304,22 +325,30 @@ class Engine {
 
   void issue(int ai, double now) {
     Actor& a = actors_[ai];
-    if (!a.compute_busy && !a.ready_compute.empty()) {
-      uint32_t i = *a.ready_compute.begin();
-      a.ready_compute.erase(a.ready_compute.begin());
-      a.compute_busy = true;
-      stream_pred(ai, i, now, a.last_compute);
-      a.start[i] = now;
-      a.end[i] = now + static_cast<double>(node(ai, i).duration_micros);
-      events_.push({a.end[i], ai, i});
-    }
-    if (!a.comm_busy && !a.ready_comm.empty()) {
-      uint32_t i = *a.ready_comm.begin();
-      a.ready_comm.erase(a.ready_comm.begin());
-      a.comm_busy = true;
-      stream_pred(ai, i, now, a.last_comm);
-      if (node(ai, i).kind == TraceNodeKind::kCollective) join(ai, i, now);
-      else post_p2p(ai, i, now);
+    for (int s = 0; s < kStreams; ++s) {
+      if (a.busy[s] || a.ready[s].empty()) continue;
+      const uint32_t i = *a.ready[s].begin();
+      a.ready[s].erase(a.ready[s].begin());
+      a.busy[s] = true;
+      stream_pred(ai, i, now, a.last[s]);
+      const TraceNodeKind k = node(ai, i).kind;
+      if (k == TraceNodeKind::kCompute) {
+        a.start[i] = now;
+        a.end[i] = now + static_cast<double>(node(ai, i).duration_micros);
+        if (sharing_) {
+          a.running = i;
+          a.work_left = static_cast<double>(node(ai, i).duration_micros);
+          a.seg_start = now;
+          a.rate = rate_of(a);
+          a.end[i] = now + a.work_left / a.rate;
+          ++a.version;
+        }
+        events_.push({a.end[i], ai, i, a.version});
+      } else if (k == TraceNodeKind::kCollective) {
+        join(ai, i, now);
+      } else {
+        post_p2p(ai, i, now);
+      }
     }
   }
 
@@ -353,6 +382,7 @@ class Engine {
       const TraceNode& x = node(ai, n);
       a.start[n] = sl.start;
       a.end[n] = sl.start + collective_micros(net_, a.shape[a.slot_of_axis[g]], x.coll, x.comm_size);
+      share(ai, n, a.shape[a.slot_of_axis[g]].domains > 1, +1, sl.start);
       if (sl.last_actor != ai) {  // waited for a member: continue the path before its issue
         a.pred_actor[n] = actors_[sl.last_actor].pred_actor[sl.last_node];
         a.pred_node[n] = actors_[sl.last_actor].pred_node[sl.last_node];
@@ -395,16 +425,62 @@ class Engine {
     const double end = start + p2p_micros(net_, S.rank, S.peer_rank[ss], node(sa, sn).comm_size);
     S.start[sn] = R.start[rn] = start;
     S.end[sn] = R.end[rn] = end;
+    const bool cross = domain_of(net_, S.rank) != domain_of(net_, S.peer_rank[ss]);
+    share(sa, sn, cross, +1, start);
+    share(ra, rn, cross, +1, start);
     if (ts >= tr) R.pred_actor[rn] = S.pred_actor[sn], R.pred_node[rn] = S.pred_node[sn];
     events_.push({end, sa, sn});
     events_.push({end, ra, rn});
   }
 
+  // ---- SM sharing (kMegatron) -----------------------------------------------
+
+  bool stale(const Event& e) const {
+    // Every start or rate change of a compute node bumps its actor's
+    // version; only the latest end event of a compute node counts.
+    const Actor& a = actors_[e.actor];
+    return sharing_ && node(e.actor, e.node).kind == TraceNodeKind::kCompute && e.version != a.version;
+  }
+
+  double rate_of(const Actor& a) const {
+    double f = 0;
+    if (a.sharing[0] > 0) f = std::max(f, net_.comm_sm_share_domain);
+    if (a.sharing[1] > 0) f = std::max(f, net_.comm_sm_share_scale_out);
+    return 1.0 - std::min(f, 0.9);
+  }
+
+  // A transfer of node i starts (+1) or ends (-1) at `now` on actor ai; if it
+  // runs beside the compute stream, the compute node in flight continues at
+  // the new rate from now.
+  void share(int ai, uint32_t i, bool cross, int delta, double now) {
+    if (!sharing_) return;
+    Actor& a = actors_[ai];
+    const int s = plans_[a.stage].stream[i];
+    if (s == kCompute) return;  // on the compute stream: nothing runs beside it
+    a.sharing[cross ? 1 : 0] += delta;
+    const double r = rate_of(a);
+    if (a.running < 0 || r == a.rate) return;
+    const uint32_t n = static_cast<uint32_t>(a.running);
+    a.work_left = std::max(0.0, a.work_left - (now - a.seg_start) * a.rate);
+    a.seg_start = now;
+    a.rate = r;
+    a.end[n] = now + a.work_left / r;
+    events_.push({a.end[n], ai, n, ++a.version});
+  }
+
   void finish(const Event& e) {
     Actor& a = actors_[e.actor];
     const TraceNode& x = node(e.actor, e.node);
-    if (x.kind == TraceNodeKind::kCompute) a.compute_busy = false, a.last_compute = e.node;
-    else if (x.kind != TraceNodeKind::kRecv) a.comm_busy = false, a.last_comm = e.node;
+    if (sharing_ && static_cast<int64_t>(e.node) == a.running) a.running = -1;
+    const int s = plans_[a.stage].stream[e.node];
+    if (s >= 0) a.busy[s] = false, a.last[s] = e.node;
+    if (x.kind != TraceNodeKind::kCompute) {
+      const int slot = plans_[a.stage].slot[e.node];
+      bool cross = false;
+      if (x.kind == TraceNodeKind::kCollective) cross = a.shape[slot].domains > 1;
+      else cross = domain_of(net_, a.rank) != domain_of(net_, a.peer_rank[slot]);
+      share(e.actor, e.node, cross, -1, e.time);
+    }
     a.waiting[e.node] = -1;
     a.finished++;
     step_ = std::max(step_, e.time);
@@ -570,6 +646,7 @@ class Engine {
   int64_t max_key_;
   const NetworkModel& net_;
   SimOptions opt_;
+  bool sharing_ = false;
   std::vector<StagePlan> plans_;
   std::vector<std::string> axis_names_;
   std::vector<Actor> actors_;
