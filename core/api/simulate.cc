@@ -54,6 +54,10 @@ double sig(double v) {  // 9 significant digits: stable, readable
 }  // namespace
 
 Result<SimulateReport> simulate_state(const GeneratorState& s, const SimulateOptions& o) {
+  // The summary already simulated the job with the default options.
+  if (s.default_simulation && !o.exhaustive && !o.astra && !o.timeline && o.comm_sm_share_domain < 0 &&
+      o.comm_sm_share_scale_out < 0)
+    return *s.default_simulation;
   const Job& job = s.job;
   const int64_t world = s.layout.world_size();
   SimulateReport r;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <queue>
 #include <set>
@@ -37,6 +38,9 @@ struct StagePlan {
   std::vector<int> ndeps;
   std::vector<int8_t> kind;  // per node: comm kind, -1 for compute
   std::vector<int8_t> stream;  // per node: stream (kCompute...), -1 for receives (posted at once)
+  // Hot fields of the nodes, compact (a TraceNode is large: names, deps).
+  std::vector<TraceNodeKind> nkind;
+  std::vector<double> duration;  // µs, compute nodes
 };
 
 // Streams of a rank. ASTRA-sim's rule uses kCompute and kComm; Megatron's
@@ -54,7 +58,8 @@ struct Actor {
   std::vector<int64_t> peer_rank;
   // state
   std::vector<int> waiting;
-  std::set<uint32_t> ready[kStreams];
+  // Ready nodes per stream, lowest id first (a heap: cheaper than a set).
+  std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> ready[kStreams];
   bool busy[kStreams] = {false, false, false};
   std::vector<int64_t> issued;  // per collective slot
   int64_t finished = 0;
@@ -124,6 +129,8 @@ class Engine {
       pl.slot.assign(n, -1);
       pl.kind.assign(n, -1);
       pl.stream.assign(n, kCompute);
+      pl.nkind.resize(n);
+      pl.duration.assign(n, 0);
       pl.children.resize(n);
       pl.ndeps.assign(n, 0);
       std::map<int, int> axis_slot;
@@ -136,7 +143,11 @@ class Engine {
           pl.children[d].push_back(static_cast<uint32_t>(i));
           pl.ndeps[i]++;
         }
-        if (x.kind == TraceNodeKind::kCompute) continue;
+        pl.nkind[i] = x.kind;
+        if (x.kind == TraceNodeKind::kCompute) {
+          pl.duration[i] = static_cast<double>(x.duration_micros);
+          continue;
+        }
         const std::string& ax = p.node_axis[i];
         if (x.kind == TraceNodeKind::kCollective) {
           int g = axis_id(ax);
@@ -311,7 +322,7 @@ class Engine {
     a.ready_at[i] = now;
     const int s = plans_[a.stage].stream[i];
     if (s < 0) post_p2p(ai, i, now);  // receives are outstanding at once
-    else a.ready[s].insert(i);
+    else a.ready[s].push(i);
   }
 
   // The node that freed the stream, when the node waited for it.
@@ -327,17 +338,18 @@ class Engine {
     Actor& a = actors_[ai];
     for (int s = 0; s < kStreams; ++s) {
       if (a.busy[s] || a.ready[s].empty()) continue;
-      const uint32_t i = *a.ready[s].begin();
-      a.ready[s].erase(a.ready[s].begin());
+      const uint32_t i = a.ready[s].top();
+      a.ready[s].pop();
       a.busy[s] = true;
       stream_pred(ai, i, now, a.last[s]);
-      const TraceNodeKind k = node(ai, i).kind;
+      const StagePlan& pl = plans_[a.stage];
+      const TraceNodeKind k = pl.nkind[i];
       if (k == TraceNodeKind::kCompute) {
         a.start[i] = now;
-        a.end[i] = now + static_cast<double>(node(ai, i).duration_micros);
+        a.end[i] = now + pl.duration[i];
         if (sharing_) {
           a.running = i;
-          a.work_left = static_cast<double>(node(ai, i).duration_micros);
+          a.work_left = pl.duration[i];
           a.seg_start = now;
           a.rate = rate_of(a);
           a.end[i] = now + a.work_left / a.rate;
@@ -368,7 +380,7 @@ class Engine {
     const int s = plans_[b.stage].slot[i];
     const int g = plans_[b.stage].axes[s];
     const int64_t k = b.issued[s]++;
-    auto key = std::make_pair(g, k);
+    const uint64_t key = (static_cast<uint64_t>(g) << 48) | static_cast<uint64_t>(k);
     Inst& inst = insts_[key];
     for (int ai : dependents_[g][bi]) {
       Slot& sl = inst.slots[ai];
@@ -394,9 +406,21 @@ class Engine {
     if (inst.done == users_[g]) insts_.erase(key);
   }
 
+  struct P2PKey {
+    int from, to;
+    int32_t tag;
+    bool operator==(const P2PKey&) const = default;
+  };
+  struct P2PHash {
+    size_t operator()(const P2PKey& k) const {
+      uint64_t h = static_cast<uint32_t>(k.from) * 0x9E3779B97F4A7C15ull;
+      h ^= (static_cast<uint64_t>(static_cast<uint32_t>(k.to)) << 32 | static_cast<uint32_t>(k.tag)) + (h << 6) + (h >> 2);
+      return static_cast<size_t>(h * 0xBF58476D1CE4E5B9ull);
+    }
+  };
   struct P2P {
-    std::vector<std::pair<int, uint32_t>> sends, recvs;  // FIFO
-    std::vector<double> send_t, recv_t;
+    std::deque<std::pair<int, uint32_t>> sends, recvs;  // FIFO
+    std::deque<double> send_t, recv_t;
   };
 
   void post_p2p(int ai, uint32_t i, double now) {
@@ -405,7 +429,7 @@ class Engine {
     const int s = plans_[a.stage].slot[i];
     const int peer = a.peer_actor[s];
     const bool send = x.kind == TraceNodeKind::kSend;
-    auto key = send ? std::make_tuple(ai, peer, x.tag) : std::make_tuple(peer, ai, x.tag);
+    const P2PKey key{send ? ai : peer, send ? peer : ai, x.tag};
     P2P& q = p2p_[key];
     (send ? q.sends : q.recvs).push_back({ai, i});
     (send ? q.send_t : q.recv_t).push_back(now);
@@ -413,10 +437,10 @@ class Engine {
     auto [sa, sn] = q.sends.front();
     auto [ra, rn] = q.recvs.front();
     const double ts = q.send_t.front(), tr = q.recv_t.front();
-    q.sends.erase(q.sends.begin());
-    q.recvs.erase(q.recvs.begin());
-    q.send_t.erase(q.send_t.begin());
-    q.recv_t.erase(q.recv_t.begin());
+    q.sends.pop_front();
+    q.recvs.pop_front();
+    q.send_t.pop_front();
+    q.recv_t.pop_front();
     if (q.sends.empty() && q.recvs.empty()) p2p_.erase(key);
     Actor& S = actors_[sa];
     Actor& R = actors_[ra];
@@ -439,7 +463,7 @@ class Engine {
     // Every start or rate change of a compute node bumps its actor's
     // version; only the latest end event of a compute node counts.
     const Actor& a = actors_[e.actor];
-    return sharing_ && node(e.actor, e.node).kind == TraceNodeKind::kCompute && e.version != a.version;
+    return sharing_ && plans_[a.stage].nkind[e.node] == TraceNodeKind::kCompute && e.version != a.version;
   }
 
   double rate_of(const Actor& a) const {
@@ -470,14 +494,14 @@ class Engine {
 
   void finish(const Event& e) {
     Actor& a = actors_[e.actor];
-    const TraceNode& x = node(e.actor, e.node);
+    const TraceNodeKind xk = plans_[a.stage].nkind[e.node];
     if (sharing_ && static_cast<int64_t>(e.node) == a.running) a.running = -1;
     const int s = plans_[a.stage].stream[e.node];
     if (s >= 0) a.busy[s] = false, a.last[s] = e.node;
-    if (x.kind != TraceNodeKind::kCompute) {
+    if (sharing_ && xk != TraceNodeKind::kCompute) {
       const int slot = plans_[a.stage].slot[e.node];
       bool cross = false;
-      if (x.kind == TraceNodeKind::kCollective) cross = a.shape[slot].domains > 1;
+      if (xk == TraceNodeKind::kCollective) cross = a.shape[slot].domains > 1;
       else cross = domain_of(net_, a.rank) != domain_of(net_, a.peer_rank[slot]);
       share(e.actor, e.node, cross, -1, e.time);
     }
@@ -653,8 +677,11 @@ class Engine {
   std::vector<int> color_;
   std::vector<std::vector<std::vector<int>>> dependents_;  // axis -> issuer -> actors waiting on it
   std::vector<int64_t> users_;                            // axis -> actors using it
-  std::map<std::pair<int, int64_t>, Inst> insts_;
-  std::map<std::tuple<int, int, int32_t>, P2P> p2p_;
+  // (axis << 48 | k-th collective); (sender actor, receiver actor, tag).
+  // Every receive is posted at start, so the p2p table holds the whole
+  // run's receives: hashed, not a tree.
+  std::unordered_map<uint64_t, Inst> insts_;
+  std::unordered_map<P2PKey, P2P, P2PHash> p2p_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   double step_ = 0;
   int64_t nodes_ = 0;
