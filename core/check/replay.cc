@@ -11,7 +11,7 @@ namespace {
 
 struct RankState {
   std::vector<int> waiting;        // unfinished deps per node
-  std::vector<std::vector<uint32_t>> children;
+  std::vector<uint32_t> child_at, child;  // children of i: child[child_at[i] .. child_at[i + 1])
   std::set<uint32_t> ready;        // ascending id = issue order
   bool compute_busy = false, comm_busy = false;
   std::map<int64_t, int64_t> issued_on_group;  // group -> count
@@ -45,16 +45,21 @@ class Replayer {
       auto& s = st_[r];
       s.waiting.assign(nodes.size(), 0);
       s.in_flight.assign(nodes.size(), 0);
-      s.children.resize(nodes.size());
+      s.child_at.assign(nodes.size() + 1, 0);
       for (size_t i = 0; i < nodes.size(); ++i) {
         if (nodes[i].id != i) return fail("rank " + std::to_string(r) + ": node ids are not 0..n-1 in order");
         for (auto d : nodes[i].deps) {
           if (d >= nodes.size()) return fail("rank " + std::to_string(r) + " node " + std::to_string(i) + ": missing dependency " + std::to_string(d));
           s.waiting[i]++;
-          s.children[d].push_back(static_cast<uint32_t>(i));
+          s.child_at[d + 1]++;
         }
         if (s.waiting[i] == 0) s.ready.insert(static_cast<uint32_t>(i));
       }
+      for (size_t i = 0; i < nodes.size(); ++i) s.child_at[i + 1] += s.child_at[i];
+      s.child.resize(s.child_at[nodes.size()]);
+      std::vector<uint32_t> at(s.child_at.begin(), s.child_at.end() - 1);
+      for (size_t i = 0; i < nodes.size(); ++i)
+        for (auto d : nodes[i].deps) s.child[at[d]++] = static_cast<uint32_t>(i);
     }
     for (size_t r = 0; r < nodes_.size(); ++r) issue(static_cast<int64_t>(r), 0);
     while (!events_.empty()) {
@@ -182,8 +187,8 @@ class Replayer {
     s.finished++;
     res_.nodes_finished++;
     res_.makespan_micros = std::max(res_.makespan_micros, e.time);
-    for (uint32_t c : s.children[e.node])
-      if (--s.waiting[c] == 0) s.ready.insert(c);
+    for (uint32_t ci = s.child_at[e.node]; ci < s.child_at[e.node + 1]; ++ci)
+      if (--s.waiting[s.child[ci]] == 0) s.ready.insert(s.child[ci]);
     issue(e.rank, e.time);
   }
 

@@ -34,7 +34,9 @@ struct StagePlan {
   std::vector<int> axes;  // global axis index per collective slot
   std::vector<PeerSpec> peers;
   std::vector<int> slot;  // per node: collective slot, peer slot, or -1
-  std::vector<std::vector<uint32_t>> children;
+  // Children of node i: child[child_at[i] .. child_at[i + 1]), ascending
+  // (one flat array: millions of nodes, no allocation each).
+  std::vector<uint32_t> child_at, child;
   std::vector<int> ndeps;
   std::vector<int8_t> kind;  // per node: comm kind, -1 for compute
   std::vector<int8_t> stream;  // per node: stream (kCompute...), -1 for receives (posted at once)
@@ -131,7 +133,7 @@ class Engine {
       pl.stream.assign(n, kCompute);
       pl.nkind.resize(n);
       pl.duration.assign(n, 0);
-      pl.children.resize(n);
+      pl.child_at.assign(n + 1, 0);
       pl.ndeps.assign(n, 0);
       std::map<int, int> axis_slot;
       std::map<PeerSpec, int> peer_slot;
@@ -140,7 +142,7 @@ class Engine {
         if (x.id != i) return make_error(ErrorCode::kInternal, "stage " + std::to_string(s) + ": node ids out of order");
         for (uint64_t d : x.deps) {
           if (d >= i) return make_error(ErrorCode::kInternal, "stage " + std::to_string(s) + " node " + std::to_string(i) + ": dependency " + std::to_string(d) + " is not earlier");
-          pl.children[d].push_back(static_cast<uint32_t>(i));
+          pl.child_at[d + 1]++;
           pl.ndeps[i]++;
         }
         pl.nkind[i] = x.kind;
@@ -170,6 +172,11 @@ class Engine {
                          : (opt_.streams == SimStreams::kMegatron && off == 0) ? kCompute : kComm;
         }
       }
+      for (size_t i = 0; i < n; ++i) pl.child_at[i + 1] += pl.child_at[i];
+      pl.child.resize(pl.child_at[n]);
+      std::vector<uint32_t> at(pl.child_at.begin(), pl.child_at.end() - 1);
+      for (size_t i = 0; i < n; ++i)
+        for (uint64_t d : p.nodes[i].deps) pl.child[at[d]++] = static_cast<uint32_t>(i);
     }
     return ok_status();
   }
@@ -508,12 +515,15 @@ class Engine {
     a.waiting[e.node] = -1;
     a.finished++;
     step_ = std::max(step_, e.time);
-    for (uint32_t c : plans_[a.stage].children[e.node])
+    const StagePlan& pl = plans_[a.stage];
+    for (uint32_t ci = pl.child_at[e.node]; ci < pl.child_at[e.node + 1]; ++ci) {
+      const uint32_t c = pl.child[ci];
       if (--a.waiting[c] == 0) {
         a.pred_actor[c] = e.actor;
         a.pred_node[c] = e.node;
         make_ready(e.actor, c, e.time);
       }
+    }
     issue(e.actor, e.time);
   }
 
