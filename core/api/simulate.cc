@@ -55,7 +55,7 @@ double sig(double v) {  // 9 significant digits: stable, readable
 
 Result<SimulateReport> simulate_state(const GeneratorState& s, const SimulateOptions& o) {
   // The summary already simulated the job with the default options.
-  if (s.default_simulation && !o.exhaustive && !o.astra && !o.timeline && o.comm_sm_share_domain < 0 &&
+  if (s.default_simulation && o.reuse_summary && !o.exhaustive && !o.astra && !o.timeline && o.comm_sm_share_domain < 0 &&
       o.comm_sm_share_scale_out < 0)
     return *s.default_simulation;
   const Job& job = s.job;

@@ -377,3 +377,12 @@ TEST_CASE("simulate: communication beside compute slows it by its SM share") {
   o.exhaustive = true;
   CHECK(simulate(g, o).value().sim.step == shared.sim.step);
 }
+
+TEST_CASE("simulate: the default run reuses the summary's simulation and equals a fresh one") {
+  auto g = make(parse(R"({"model":{"preset":"llama2-7b","num_layers":4},"parallel":{"tp":2,"dp":2,"pp":2},
+                         "training":{"seq_len":128,"global_batch_size":8}})"));
+  SimulateOptions fresh;
+  fresh.reuse_summary = false;
+  auto a = simulate(g, {}).value(), b = simulate(g, fresh).value();
+  CHECK(simulate_json(a) == simulate_json(b));
+}
