@@ -16,13 +16,15 @@ const char* kUsage =
     "usage: stagecraft simulate (--model PRESET | --config job.json) [overrides]\n"
     "                           [--exhaustive] [--astra] [--json] [--timeline]\n"
     "\n"
-    "Simulates one training step of every rank under ASTRA-sim's issue rules\n"
-    "(one compute and one communication stream per rank) on the job's network\n"
+    "Simulates one training step of every rank with Megatron-LM's streams (tp,\n"
+    "cp, ep collectives and pipeline sends on the compute stream, dp reductions\n"
+    "beside it, slowing compute by the SMs they take) on the job's network\n"
     "(its \"network\" block, defaults from the hardware profile) and prints the\n"
     "step time, MFU, tokens per second, per-stage busy / bubble / exposed\n"
     "communication by kind, and the critical path. Ranks that are alike are\n"
     "simulated once; --exhaustive simulates every rank. --astra follows\n"
-    "ASTRA-sim's analytical backend on the network an export writes.";
+    "ASTRA-sim's analytical backend (one compute and one communication stream\n"
+    "per rank) on the network an export writes.";
 
 }  // namespace
 

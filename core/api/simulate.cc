@@ -54,18 +54,25 @@ double sig(double v) {  // 9 significant digits: stable, readable
 }  // namespace
 
 Result<SimulateReport> simulate_state(const GeneratorState& s, const SimulateOptions& o) {
+  // The summary already simulated the job with the default options.
+  if (s.default_simulation && o.reuse_summary && !o.exhaustive && !o.astra && !o.timeline && o.comm_sm_share_domain < 0 &&
+      o.comm_sm_share_scale_out < 0)
+    return *s.default_simulation;
   const Job& job = s.job;
   const int64_t world = s.layout.world_size();
   SimulateReport r;
   r.astra = o.astra;
   r.exhaustive = o.exhaustive;
   SC_ASSIGN_OR_RETURN(r.network, resolve_network(job, world, o.astra));
+  if (o.comm_sm_share_domain >= 0) r.network.comm_sm_share_domain = o.comm_sm_share_domain;
+  if (o.comm_sm_share_scale_out >= 0) r.network.comm_sm_share_scale_out = o.comm_sm_share_scale_out;
   std::vector<SimStage> stages(static_cast<size_t>(s.num_stages()));
   for (int64_t st = 0; st < s.num_stages(); ++st) label_nodes(s, st, &stages[static_cast<size_t>(st)]);
   const int64_t max_key = s.groups.empty() ? 0 : s.groups.rbegin()->first;
   SimOptions so;
   so.exhaustive = o.exhaustive;
   so.timeline = o.timeline;
+  so.streams = o.astra ? SimStreams::kAstra : SimStreams::kMegatron;
   SC_ASSIGN_OR_RETURN(r.sim, simulate_programs(stages, s.layout, max_key, r.network, so));
 
   // Model FLOPs per step, as flops.model_per_iteration (api/summary.cc).
@@ -120,7 +127,10 @@ json network_json(const NetworkModel& n) {
           {"scale_out_latency_us", sig(n.scale_out_lat)},
           {"oversubscription", sig(n.oversubscription)},
           {"algorithm", n.algorithm},
-          {"nodes", n.nodes}};
+          {"nodes", n.nodes},
+          {"streams", "megatron"},
+          {"comm_sm_share_domain", sig(n.comm_sm_share_domain)},
+          {"comm_sm_share_scale_out", sig(n.comm_sm_share_scale_out)}};
 }
 
 json kinds_json(const double* v, double scale) {

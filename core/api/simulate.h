@@ -16,6 +16,12 @@ struct SimulateOptions {
   bool exhaustive = false;  // every rank, not one per symmetry class
   bool astra = false;       // ASTRA-sim's analytical rules on the exported network
   bool timeline = false;    // per-stage intervals (rank 0's pipeline)
+  // Compute slowdown while communication runs beside it (default mode;
+  // docs/simulate.md); negative: the network model's default.
+  double comm_sm_share_domain = -1, comm_sm_share_scale_out = -1;
+  // Default options return the run summary.json's time block already made
+  // (Generator::create); false simulates again (benchmarks).
+  bool reuse_summary = true;
 };
 
 struct SimulateReport {

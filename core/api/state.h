@@ -1,6 +1,7 @@
 // Internal state behind Generator (not part of the public API).
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "graph/graph.h"
@@ -10,6 +11,8 @@
 #include "api/api.h"
 
 namespace sc {
+
+struct SimulateReport;
 
 // One rank role per pipeline stage: its sharded graph and lowered program.
 struct StageState {
@@ -25,6 +28,10 @@ struct GeneratorState {
   GroupTable groups;
   std::string config_hash;
   std::string summary;  // summary.json text
+  // simulate with default options, run once for summary.json's time block
+  // (api/summary.cc) and reused by simulate (api/simulate.cc).
+  // Written while the summary is built (Generator::create), read-only after.
+  mutable std::shared_ptr<const SimulateReport> default_simulation;
 
   int64_t num_stages() const { return static_cast<int64_t>(stages.size()); }
   const Graph& graph_of(int64_t stage) const { return stages[static_cast<size_t>(stage)].graph; }

@@ -160,15 +160,23 @@ json pipeline_figures(const GeneratorState& s) {
               {"bubble_fraction_formula", p.pp == 1 ? 0.0
                                           : static_cast<double>(p.pp - 1) /
                                                 static_cast<double>(p.virtual_stages * m)}};
-  std::vector<RankTrace> stages;
+  // The programs are read in place; only the peers' stages are written
+  // (a ring-attention neighbour is on the same stage).
+  std::vector<const std::vector<TraceNode>*> stages;
+  std::vector<std::vector<int64_t>> peers(static_cast<size_t>(p.pp));
   for (int64_t st = 0; st < p.pp; ++st) {
-    RankTrace t = instantiate_rank(s.program_of(st), s.layout, s.layout.with_coord(0, "pp", st));
-    for (auto& n : t.nodes)
-      if (n.kind == TraceNodeKind::kSend || n.kind == TraceNodeKind::kRecv)
-        n.peer = static_cast<int32_t>(s.layout.coord(n.peer, "pp"));
-    stages.push_back(std::move(t));
+    const RoleProgram& prog = s.program_of(st);
+    stages.push_back(&prog.nodes);
+    auto& v = peers[static_cast<size_t>(st)];
+    v.assign(prog.nodes.size(), -1);
+    for (size_t i = 0; i < prog.nodes.size(); ++i) {
+      const TraceNodeKind k = prog.nodes[i].kind;
+      if (k != TraceNodeKind::kSend && k != TraceNodeKind::kRecv) continue;
+      const bool ring = i < prog.ring_offset.size() && prog.ring_offset[i] != 0;
+      v[i] = ring ? st : prog.peer_stage[i];
+    }
   }
-  PipelineTiming timing = replay_pipeline(stages);
+  PipelineTiming timing = replay_pipeline(stages, peers);
   double makespan = 0, busiest = 0;
   for (size_t i = 0; i < stages.size(); ++i) {
     makespan = std::max(makespan, timing.end_micros[i]);
@@ -185,6 +193,7 @@ json pipeline_figures(const GeneratorState& s) {
 // complete (a bug) leaves the figures null with the reason.
 Result<json> time_figures(const GeneratorState& s) {
   Result<SimulateReport> r = simulate_state(s, {});
+  if (r.ok()) s.default_simulation = std::make_shared<const SimulateReport>(*r);
   if (!r.ok()) {
     if (r.error().code != ErrorCode::kInternal) return r.error();
     return json{{"step_seconds", nullptr}, {"mfu", nullptr}, {"tokens_per_second", nullptr},

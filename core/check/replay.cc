@@ -11,11 +11,11 @@ namespace {
 
 struct RankState {
   std::vector<int> waiting;        // unfinished deps per node
-  std::vector<std::vector<uint32_t>> children;
+  std::vector<uint32_t> child_at, child;  // children of i: child[child_at[i] .. child_at[i + 1])
   std::set<uint32_t> ready;        // ascending id = issue order
   bool compute_busy = false, comm_busy = false;
   std::map<int64_t, int64_t> issued_on_group;  // group -> count
-  std::set<uint32_t> in_flight;
+  std::vector<char> in_flight;      // per node: issued, not finished
   int64_t finished = 0;
 };
 
@@ -29,34 +29,47 @@ struct Event {
 class Replayer {
  public:
   Replayer(const std::vector<RankTrace>& r, const GroupTable& g, double bw, bool instant = false)
-      : ranks_(r), groups_(g), bw_(bw), instant_(instant) {}
+      : groups_(g), bw_(bw), instant_(instant) {
+    for (const RankTrace& t : r) nodes_.push_back(&t.nodes);
+  }
+  // Programs read in place (no per-rank copy); peers[r][i] replaces node
+  // i's peer.
+  Replayer(std::vector<const std::vector<TraceNode>*> nodes, std::vector<const std::vector<int64_t>*> peers,
+           const GroupTable& g, double bw, bool instant)
+      : nodes_(std::move(nodes)), peers_(std::move(peers)), groups_(g), bw_(bw), instant_(instant) {}
 
   ReplayResult run() {
-    st_.resize(ranks_.size());
-    for (size_t r = 0; r < ranks_.size(); ++r) {
-      const auto& nodes = ranks_[r].nodes;
+    st_.resize(nodes_.size());
+    for (size_t r = 0; r < nodes_.size(); ++r) {
+      const auto& nodes = *nodes_[r];
       auto& s = st_[r];
       s.waiting.assign(nodes.size(), 0);
-      s.children.resize(nodes.size());
+      s.in_flight.assign(nodes.size(), 0);
+      s.child_at.assign(nodes.size() + 1, 0);
       for (size_t i = 0; i < nodes.size(); ++i) {
         if (nodes[i].id != i) return fail("rank " + std::to_string(r) + ": node ids are not 0..n-1 in order");
         for (auto d : nodes[i].deps) {
           if (d >= nodes.size()) return fail("rank " + std::to_string(r) + " node " + std::to_string(i) + ": missing dependency " + std::to_string(d));
           s.waiting[i]++;
-          s.children[d].push_back(static_cast<uint32_t>(i));
+          s.child_at[d + 1]++;
         }
         if (s.waiting[i] == 0) s.ready.insert(static_cast<uint32_t>(i));
       }
+      for (size_t i = 0; i < nodes.size(); ++i) s.child_at[i + 1] += s.child_at[i];
+      s.child.resize(s.child_at[nodes.size()]);
+      std::vector<uint32_t> at(s.child_at.begin(), s.child_at.end() - 1);
+      for (size_t i = 0; i < nodes.size(); ++i)
+        for (auto d : nodes[i].deps) s.child[at[d]++] = static_cast<uint32_t>(i);
     }
-    for (size_t r = 0; r < ranks_.size(); ++r) issue(static_cast<int64_t>(r), 0);
+    for (size_t r = 0; r < nodes_.size(); ++r) issue(static_cast<int64_t>(r), 0);
     while (!events_.empty()) {
       Event e = events_.top();
       events_.pop();
       finish(e);
     }
     res_.completed = res_.problems.empty();
-    for (size_t r = 0; r < ranks_.size(); ++r) {
-      if (st_[r].finished == static_cast<int64_t>(ranks_[r].nodes.size())) continue;
+    for (size_t r = 0; r < nodes_.size(); ++r) {
+      if (st_[r].finished == static_cast<int64_t>(nodes_[r]->size())) continue;
       res_.completed = false;
       if (res_.problems.size() < 20) res_.problems.push_back(stuck(static_cast<int64_t>(r)));
     }
@@ -74,23 +87,24 @@ class Replayer {
     std::string out = "rank " + std::to_string(r) + " hangs";
     for (size_t i = 0; i < s.waiting.size(); ++i)
       if (s.waiting[i] >= 0) {
-        const auto& n = ranks_[r].nodes[i];
+         const auto& n = (*nodes_[r])[i];
         out += " at node " + std::to_string(n.id) + " '" + n.name + "'";
         break;
       }
-    for (uint32_t id : s.in_flight) {
-      const auto& n = ranks_[r].nodes[id];
+    for (uint32_t id = 0; id < s.in_flight.size(); ++id) {
+      if (!s.in_flight[id]) continue;
+      const auto& n = (*nodes_[r])[id];
       out += "; in flight: " + std::to_string(id) + " '" + n.name + "'";
       if (n.kind == TraceNodeKind::kCollective) out += " on group " + std::to_string(n.group);
       if (n.kind == TraceNodeKind::kSend || n.kind == TraceNodeKind::kRecv)
-        out += " peer " + std::to_string(n.peer) + " tag " + std::to_string(n.tag);
+ out += " peer " + std::to_string(peer(r, id)) + " tag " + std::to_string(n.tag);
     }
     return out;
   }
 
   void issue(int64_t r, double now) {
     auto& s = st_[r];
-    const auto& nodes = ranks_[r].nodes;
+    const auto& nodes = *nodes_[r];
     for (auto it = s.ready.begin(); it != s.ready.end();) {
       const TraceNode& n = nodes[*it];
       bool comp = n.kind == TraceNodeKind::kCompute;
@@ -98,7 +112,7 @@ class Replayer {
       if ((comp && s.compute_busy) || (!comp && !recv && s.comm_busy)) { ++it; continue; }
       uint32_t id = *it;
       it = s.ready.erase(it);
-      s.in_flight.insert(id);
+      s.in_flight[id] = 1;
       if (comp) {
         s.compute_busy = true;
         events_.push({now + static_cast<double>(n.duration_micros), r, id});
@@ -116,7 +130,7 @@ class Replayer {
   }
 
   void join_collective(int64_t r, uint32_t id, double now) {
-    const TraceNode& n = ranks_[r].nodes[id];
+    const TraceNode& n = (*nodes_[r])[id];
     auto g = groups_.find(n.group);
     if (g == groups_.end()) {
       res_.problems.push_back("rank " + std::to_string(r) + " node " + std::to_string(id) + ": group " + std::to_string(n.group) + " not in the group file");
@@ -139,10 +153,10 @@ class Replayer {
   }
 
   void join_p2p(int64_t r, uint32_t id, double now) {
-    const TraceNode& n = ranks_[r].nodes[id];
+    const TraceNode& n = (*nodes_[r])[id];
     bool send = n.kind == TraceNodeKind::kSend;
-    auto key = send ? std::make_tuple(r, static_cast<int64_t>(n.peer), n.tag, n.comm_size)
-                    : std::make_tuple(static_cast<int64_t>(n.peer), r, n.tag, n.comm_size);
+    const int64_t pr = peer(r, id);
+    auto key = send ? std::make_tuple(r, pr, n.tag, n.comm_size) : std::make_tuple(pr, r, n.tag, n.comm_size);
     auto& q = p2p_[key];
     q.push_back({r, id, now, send});
     // Match the oldest send with the oldest recv of the same key.
@@ -164,17 +178,17 @@ class Replayer {
 
   void finish(const Event& e) {
     auto& s = st_[e.rank];
-    const TraceNode& n = ranks_[e.rank].nodes[e.node];
+    const TraceNode& n = (*nodes_[e.rank])[e.node];
     if (on_finish_) on_finish_(e.rank, n, e.time);
     if (n.kind == TraceNodeKind::kCompute) s.compute_busy = false;
     else if (n.kind != TraceNodeKind::kRecv) s.comm_busy = false;
     s.waiting[e.node] = -1;
-    s.in_flight.erase(e.node);
+    s.in_flight[e.node] = 0;
     s.finished++;
     res_.nodes_finished++;
     res_.makespan_micros = std::max(res_.makespan_micros, e.time);
-    for (uint32_t c : s.children[e.node])
-      if (--s.waiting[c] == 0) s.ready.insert(c);
+    for (uint32_t ci = s.child_at[e.node]; ci < s.child_at[e.node + 1]; ++ci)
+      if (--s.waiting[s.child[ci]] == 0) s.ready.insert(s.child[ci]);
     issue(e.rank, e.time);
   }
 
@@ -191,7 +205,13 @@ class Replayer {
     bool send;
   };
 
-  const std::vector<RankTrace>& ranks_;
+  int64_t peer(int64_t r, uint32_t id) const {
+    if (static_cast<size_t>(r) < peers_.size() && peers_[r]) return (*peers_[r])[id];
+    return (*nodes_[r])[id].peer;
+  }
+
+  std::vector<const std::vector<TraceNode>*> nodes_;
+  std::vector<const std::vector<int64_t>*> peers_;
   const GroupTable& groups_;
   double bw_;
   bool instant_;
@@ -209,12 +229,12 @@ class Replayer {
 
 }  // namespace
 
-PipelineTiming replay_pipeline(const std::vector<RankTrace>& stages) {
+namespace {
+
+PipelineTiming replay_pipeline_with(Replayer& r, size_t n) {
   PipelineTiming t;
-  t.busy_micros.assign(stages.size(), 0);
-  t.end_micros.assign(stages.size(), 0);
-  GroupTable none;
-  Replayer r(stages, none, 1.0, true);
+  t.busy_micros.assign(n, 0);
+  t.end_micros.assign(n, 0);
   r.on_finish_ = [&](int64_t rank, const TraceNode& n, double time) {
     if (n.kind != TraceNodeKind::kCompute || n.name.rfind("opt.", 0) == 0) return;
     t.busy_micros[rank] += static_cast<double>(n.duration_micros);
@@ -222,6 +242,23 @@ PipelineTiming replay_pipeline(const std::vector<RankTrace>& stages) {
   };
   t.completed = r.run().completed;
   return t;
+}
+
+}  // namespace
+
+PipelineTiming replay_pipeline(const std::vector<RankTrace>& stages) {
+  GroupTable none;
+  Replayer r(stages, none, 1.0, true);
+  return replay_pipeline_with(r, stages.size());
+}
+
+PipelineTiming replay_pipeline(const std::vector<const std::vector<TraceNode>*>& stages,
+                               const std::vector<std::vector<int64_t>>& peers) {
+  GroupTable none;
+  std::vector<const std::vector<int64_t>*> p;
+  for (const auto& v : peers) p.push_back(&v);
+  Replayer r(stages, std::move(p), none, 1.0, true);
+  return replay_pipeline_with(r, stages.size());
 }
 
 ReplayResult replay_traces(const std::vector<RankTrace>& ranks, const GroupTable& groups, double bytes_per_micro) {

@@ -42,5 +42,9 @@ struct PipelineTiming {
   bool completed = false;
 };
 PipelineTiming replay_pipeline(const std::vector<RankTrace>& stages);
+// The same on nodes read in place (a role's program, not a per-rank copy):
+// peers[i][j] is the stage of node j's send/recv peer on stage i.
+PipelineTiming replay_pipeline(const std::vector<const std::vector<TraceNode>*>& stages,
+                               const std::vector<std::vector<int64_t>>& peers);
 
 }  // namespace sc

@@ -42,7 +42,7 @@ HardwareProfile preset(int i) {
     // A100 SXM4 80GB: no FP8. NVLink 3: 600 GB/s total = 300 per direction;
     // DGX A100: one 200 Gb/s HDR InfiniBand port per GPU = 25 GB/s.
     case 0: return make("a100", 19.5 * T, 156 * T, 312 * T, 0, 2039 * G, 80 * G, 300 * G, 25 * G,
-                        {108, 0.86, 0.73, 0.90, 2.4});
+                        {108, 0.80, 0.73, 0.90, 2.4});
     // H100 SXM5 80GB. NVLink 4: 900 GB/s total = 450 per direction;
     // DGX H100: one 400 Gb/s NDR ConnectX-7 per GPU = 50 GB/s.
     case 1: return make("h100", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 3350 * G, 80 * G, 450 * G, 50 * G,

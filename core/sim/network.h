@@ -55,6 +55,12 @@ struct NetworkModel {
   double scale_out_lat = 0;   // µs per step
   double oversubscription = 1;
   std::string algorithm = "ring";
+  // Communication kernels take SMs: while a collective or send runs on a
+  // stream other than the compute stream, the rank's compute runs this
+  // fraction slower (Calculon's assumption: 15% for NVLink traffic, 2% for
+  // the network; docs/simulate.md). Used by SimStreams::kMegatron only.
+  double comm_sm_share_domain = 0.15;
+  double comm_sm_share_scale_out = 0.02;
   int64_t nodes = 0;          // domains the job uses
   // astra mode
   std::vector<AstraDim> dims;

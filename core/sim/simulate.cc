@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <map>
 #include <queue>
 #include <set>
@@ -33,10 +34,21 @@ struct StagePlan {
   std::vector<int> axes;  // global axis index per collective slot
   std::vector<PeerSpec> peers;
   std::vector<int> slot;  // per node: collective slot, peer slot, or -1
-  std::vector<std::vector<uint32_t>> children;
+  // Children of node i: child[child_at[i] .. child_at[i + 1]), ascending
+  // (one flat array: millions of nodes, no allocation each).
+  std::vector<uint32_t> child_at, child;
   std::vector<int> ndeps;
   std::vector<int8_t> kind;  // per node: comm kind, -1 for compute
+  std::vector<int8_t> stream;  // per node: stream (kCompute...), -1 for receives (posted at once)
+  // Hot fields of the nodes, compact (a TraceNode is large: names, deps).
+  std::vector<TraceNodeKind> nkind;
+  std::vector<double> duration;  // µs, compute nodes
 };
+
+// Streams of a rank. ASTRA-sim's rule uses kCompute and kComm; Megatron's
+// puts tp/cp/ep collectives on kCompute, sends on kComm, dp reductions on
+// kReduce.
+inline constexpr int kCompute = 0, kComm = 1, kReduce = 2, kStreams = 3;
 
 struct Actor {
   int stage = 0;
@@ -48,20 +60,29 @@ struct Actor {
   std::vector<int64_t> peer_rank;
   // state
   std::vector<int> waiting;
-  std::set<uint32_t> ready_compute, ready_comm;
-  bool compute_busy = false, comm_busy = false;
+  // Ready nodes per stream, lowest id first (a heap: cheaper than a set).
+  std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> ready[kStreams];
+  bool busy[kStreams] = {false, false, false};
   std::vector<int64_t> issued;  // per collective slot
   int64_t finished = 0;
-  int64_t last_compute = -1, last_comm = -1;
+  int64_t last[kStreams] = {-1, -1, -1};
   std::vector<double> start, end, ready_at;
   std::vector<int32_t> pred_actor;
   std::vector<uint32_t> pred_node;
+  // Compute slowed by communication kernels sharing the SMs (kMegatron):
+  // the compute node in flight, its work left (µs at full speed) as of
+  // seg_start, and how many overlapping transfers of each tier run.
+  int64_t running = -1;
+  double work_left = 0, seg_start = 0, rate = 1;
+  uint32_t version = 0;
+  int sharing[2] = {0, 0};  // [0] inside a domain, [1] across domains
 };
 
 struct Event {
   double time;
   int actor;
   uint32_t node;
+  uint32_t version = 0;  // a compute node's end, rescheduled when its rate changes
   bool operator>(const Event& o) const { return std::tie(time, actor, node) > std::tie(o.time, o.actor, o.node); }
 };
 
@@ -69,7 +90,9 @@ class Engine {
  public:
   Engine(const std::vector<SimStage>& st, const RankLayout& layout, int64_t max_key, const NetworkModel& net,
          const SimOptions& opt)
-      : st_(st), L_(layout), max_key_(max_key), net_(net), opt_(opt) {}
+      : st_(st), L_(layout), max_key_(max_key), net_(net), opt_(opt),
+        sharing_(opt.streams == SimStreams::kMegatron && !net.astra &&
+                 (net.comm_sm_share_domain > 0 || net.comm_sm_share_scale_out > 0)) {}
 
   Result<SimResult> run() {
     SC_RETURN_IF_ERROR(plan());
@@ -79,6 +102,7 @@ class Engine {
     while (!events_.empty()) {
       Event e = events_.top();
       events_.pop();
+      if (stale(e)) continue;
       finish(e);
     }
     for (size_t a = 0; a < actors_.size(); ++a) {
@@ -106,7 +130,10 @@ class Engine {
       const size_t n = p.nodes.size();
       pl.slot.assign(n, -1);
       pl.kind.assign(n, -1);
-      pl.children.resize(n);
+      pl.stream.assign(n, kCompute);
+      pl.nkind.resize(n);
+      pl.duration.assign(n, 0);
+      pl.child_at.assign(n + 1, 0);
       pl.ndeps.assign(n, 0);
       std::map<int, int> axis_slot;
       std::map<PeerSpec, int> peer_slot;
@@ -115,10 +142,14 @@ class Engine {
         if (x.id != i) return make_error(ErrorCode::kInternal, "stage " + std::to_string(s) + ": node ids out of order");
         for (uint64_t d : x.deps) {
           if (d >= i) return make_error(ErrorCode::kInternal, "stage " + std::to_string(s) + " node " + std::to_string(i) + ": dependency " + std::to_string(d) + " is not earlier");
-          pl.children[d].push_back(static_cast<uint32_t>(i));
+          pl.child_at[d + 1]++;
           pl.ndeps[i]++;
         }
-        if (x.kind == TraceNodeKind::kCompute) continue;
+        pl.nkind[i] = x.kind;
+        if (x.kind == TraceNodeKind::kCompute) {
+          pl.duration[i] = static_cast<double>(x.duration_micros);
+          continue;
+        }
         const std::string& ax = p.node_axis[i];
         if (x.kind == TraceNodeKind::kCollective) {
           int g = axis_id(ax);
@@ -126,6 +157,8 @@ class Engine {
           if (fresh) pl.axes.push_back(g);
           pl.slot[i] = it->second;
           pl.kind[i] = static_cast<int8_t>(comm_kind_of_axis(ax));
+          if (opt_.streams == SimStreams::kAstra) pl.stream[i] = kComm;
+          else pl.stream[i] = pl.kind[i] <= 2 ? kCompute : kReduce;  // tp, cp, ep: compute stream
         } else {
           PeerSpec ps;
           const int64_t off = i < p.ring_offset.size() ? p.ring_offset[i] : 0;
@@ -135,8 +168,15 @@ class Engine {
           if (fresh) pl.peers.push_back(ps);
           pl.slot[i] = it->second;
           pl.kind[i] = static_cast<int8_t>(off != 0 ? comm_kind_of_axis(ax) : 3);
+          pl.stream[i] = x.kind == TraceNodeKind::kRecv ? -1
+                         : (opt_.streams == SimStreams::kMegatron && off == 0) ? kCompute : kComm;
         }
       }
+      for (size_t i = 0; i < n; ++i) pl.child_at[i + 1] += pl.child_at[i];
+      pl.child.resize(pl.child_at[n]);
+      std::vector<uint32_t> at(pl.child_at.begin(), pl.child_at.end() - 1);
+      for (size_t i = 0; i < n; ++i)
+        for (uint64_t d : p.nodes[i].deps) pl.child[at[d]++] = static_cast<uint32_t>(i);
     }
     return ok_status();
   }
@@ -287,10 +327,9 @@ class Engine {
   void make_ready(int ai, uint32_t i, double now) {
     Actor& a = actors_[ai];
     a.ready_at[i] = now;
-    const TraceNode& x = node(ai, i);
-    if (x.kind == TraceNodeKind::kCompute) a.ready_compute.insert(i);
-    else if (x.kind == TraceNodeKind::kRecv) post_p2p(ai, i, now);  // receives are outstanding at once
-    else a.ready_comm.insert(i);
+    const int s = plans_[a.stage].stream[i];
+    if (s < 0) post_p2p(ai, i, now);  // receives are outstanding at once
+    else a.ready[s].push(i);
   }
 
   // The node that freed the stream, when the node waited for it.
@@ -304,22 +343,31 @@ class Engine {
 
   void issue(int ai, double now) {
     Actor& a = actors_[ai];
-    if (!a.compute_busy && !a.ready_compute.empty()) {
-      uint32_t i = *a.ready_compute.begin();
-      a.ready_compute.erase(a.ready_compute.begin());
-      a.compute_busy = true;
-      stream_pred(ai, i, now, a.last_compute);
-      a.start[i] = now;
-      a.end[i] = now + static_cast<double>(node(ai, i).duration_micros);
-      events_.push({a.end[i], ai, i});
-    }
-    if (!a.comm_busy && !a.ready_comm.empty()) {
-      uint32_t i = *a.ready_comm.begin();
-      a.ready_comm.erase(a.ready_comm.begin());
-      a.comm_busy = true;
-      stream_pred(ai, i, now, a.last_comm);
-      if (node(ai, i).kind == TraceNodeKind::kCollective) join(ai, i, now);
-      else post_p2p(ai, i, now);
+    for (int s = 0; s < kStreams; ++s) {
+      if (a.busy[s] || a.ready[s].empty()) continue;
+      const uint32_t i = a.ready[s].top();
+      a.ready[s].pop();
+      a.busy[s] = true;
+      stream_pred(ai, i, now, a.last[s]);
+      const StagePlan& pl = plans_[a.stage];
+      const TraceNodeKind k = pl.nkind[i];
+      if (k == TraceNodeKind::kCompute) {
+        a.start[i] = now;
+        a.end[i] = now + pl.duration[i];
+        if (sharing_) {
+          a.running = i;
+          a.work_left = pl.duration[i];
+          a.seg_start = now;
+          a.rate = rate_of(a);
+          a.end[i] = now + a.work_left / a.rate;
+          ++a.version;
+        }
+        events_.push({a.end[i], ai, i, a.version});
+      } else if (k == TraceNodeKind::kCollective) {
+        join(ai, i, now);
+      } else {
+        post_p2p(ai, i, now);
+      }
     }
   }
 
@@ -339,7 +387,7 @@ class Engine {
     const int s = plans_[b.stage].slot[i];
     const int g = plans_[b.stage].axes[s];
     const int64_t k = b.issued[s]++;
-    auto key = std::make_pair(g, k);
+    const uint64_t key = (static_cast<uint64_t>(g) << 48) | static_cast<uint64_t>(k);
     Inst& inst = insts_[key];
     for (int ai : dependents_[g][bi]) {
       Slot& sl = inst.slots[ai];
@@ -353,6 +401,7 @@ class Engine {
       const TraceNode& x = node(ai, n);
       a.start[n] = sl.start;
       a.end[n] = sl.start + collective_micros(net_, a.shape[a.slot_of_axis[g]], x.coll, x.comm_size);
+      share(ai, n, a.shape[a.slot_of_axis[g]].domains > 1, +1, sl.start);
       if (sl.last_actor != ai) {  // waited for a member: continue the path before its issue
         a.pred_actor[n] = actors_[sl.last_actor].pred_actor[sl.last_node];
         a.pred_node[n] = actors_[sl.last_actor].pred_node[sl.last_node];
@@ -364,9 +413,21 @@ class Engine {
     if (inst.done == users_[g]) insts_.erase(key);
   }
 
+  struct P2PKey {
+    int from, to;
+    int32_t tag;
+    bool operator==(const P2PKey&) const = default;
+  };
+  struct P2PHash {
+    size_t operator()(const P2PKey& k) const {
+      uint64_t h = static_cast<uint32_t>(k.from) * 0x9E3779B97F4A7C15ull;
+      h ^= (static_cast<uint64_t>(static_cast<uint32_t>(k.to)) << 32 | static_cast<uint32_t>(k.tag)) + (h << 6) + (h >> 2);
+      return static_cast<size_t>(h * 0xBF58476D1CE4E5B9ull);
+    }
+  };
   struct P2P {
-    std::vector<std::pair<int, uint32_t>> sends, recvs;  // FIFO
-    std::vector<double> send_t, recv_t;
+    std::deque<std::pair<int, uint32_t>> sends, recvs;  // FIFO
+    std::deque<double> send_t, recv_t;
   };
 
   void post_p2p(int ai, uint32_t i, double now) {
@@ -375,7 +436,7 @@ class Engine {
     const int s = plans_[a.stage].slot[i];
     const int peer = a.peer_actor[s];
     const bool send = x.kind == TraceNodeKind::kSend;
-    auto key = send ? std::make_tuple(ai, peer, x.tag) : std::make_tuple(peer, ai, x.tag);
+    const P2PKey key{send ? ai : peer, send ? peer : ai, x.tag};
     P2P& q = p2p_[key];
     (send ? q.sends : q.recvs).push_back({ai, i});
     (send ? q.send_t : q.recv_t).push_back(now);
@@ -383,10 +444,10 @@ class Engine {
     auto [sa, sn] = q.sends.front();
     auto [ra, rn] = q.recvs.front();
     const double ts = q.send_t.front(), tr = q.recv_t.front();
-    q.sends.erase(q.sends.begin());
-    q.recvs.erase(q.recvs.begin());
-    q.send_t.erase(q.send_t.begin());
-    q.recv_t.erase(q.recv_t.begin());
+    q.sends.pop_front();
+    q.recvs.pop_front();
+    q.send_t.pop_front();
+    q.recv_t.pop_front();
     if (q.sends.empty() && q.recvs.empty()) p2p_.erase(key);
     Actor& S = actors_[sa];
     Actor& R = actors_[ra];
@@ -395,25 +456,74 @@ class Engine {
     const double end = start + p2p_micros(net_, S.rank, S.peer_rank[ss], node(sa, sn).comm_size);
     S.start[sn] = R.start[rn] = start;
     S.end[sn] = R.end[rn] = end;
+    const bool cross = domain_of(net_, S.rank) != domain_of(net_, S.peer_rank[ss]);
+    share(sa, sn, cross, +1, start);
+    share(ra, rn, cross, +1, start);
     if (ts >= tr) R.pred_actor[rn] = S.pred_actor[sn], R.pred_node[rn] = S.pred_node[sn];
     events_.push({end, sa, sn});
     events_.push({end, ra, rn});
   }
 
+  // ---- SM sharing (kMegatron) -----------------------------------------------
+
+  bool stale(const Event& e) const {
+    // Every start or rate change of a compute node bumps its actor's
+    // version; only the latest end event of a compute node counts.
+    const Actor& a = actors_[e.actor];
+    return sharing_ && plans_[a.stage].nkind[e.node] == TraceNodeKind::kCompute && e.version != a.version;
+  }
+
+  double rate_of(const Actor& a) const {
+    double f = 0;
+    if (a.sharing[0] > 0) f = std::max(f, net_.comm_sm_share_domain);
+    if (a.sharing[1] > 0) f = std::max(f, net_.comm_sm_share_scale_out);
+    return 1.0 - std::min(f, 0.9);
+  }
+
+  // A transfer of node i starts (+1) or ends (-1) at `now` on actor ai; if it
+  // runs beside the compute stream, the compute node in flight continues at
+  // the new rate from now.
+  void share(int ai, uint32_t i, bool cross, int delta, double now) {
+    if (!sharing_) return;
+    Actor& a = actors_[ai];
+    const int s = plans_[a.stage].stream[i];
+    if (s == kCompute) return;  // on the compute stream: nothing runs beside it
+    a.sharing[cross ? 1 : 0] += delta;
+    const double r = rate_of(a);
+    if (a.running < 0 || r == a.rate) return;
+    const uint32_t n = static_cast<uint32_t>(a.running);
+    a.work_left = std::max(0.0, a.work_left - (now - a.seg_start) * a.rate);
+    a.seg_start = now;
+    a.rate = r;
+    a.end[n] = now + a.work_left / r;
+    events_.push({a.end[n], ai, n, ++a.version});
+  }
+
   void finish(const Event& e) {
     Actor& a = actors_[e.actor];
-    const TraceNode& x = node(e.actor, e.node);
-    if (x.kind == TraceNodeKind::kCompute) a.compute_busy = false, a.last_compute = e.node;
-    else if (x.kind != TraceNodeKind::kRecv) a.comm_busy = false, a.last_comm = e.node;
+    const TraceNodeKind xk = plans_[a.stage].nkind[e.node];
+    if (sharing_ && static_cast<int64_t>(e.node) == a.running) a.running = -1;
+    const int s = plans_[a.stage].stream[e.node];
+    if (s >= 0) a.busy[s] = false, a.last[s] = e.node;
+    if (sharing_ && xk != TraceNodeKind::kCompute) {
+      const int slot = plans_[a.stage].slot[e.node];
+      bool cross = false;
+      if (xk == TraceNodeKind::kCollective) cross = a.shape[slot].domains > 1;
+      else cross = domain_of(net_, a.rank) != domain_of(net_, a.peer_rank[slot]);
+      share(e.actor, e.node, cross, -1, e.time);
+    }
     a.waiting[e.node] = -1;
     a.finished++;
     step_ = std::max(step_, e.time);
-    for (uint32_t c : plans_[a.stage].children[e.node])
+    const StagePlan& pl = plans_[a.stage];
+    for (uint32_t ci = pl.child_at[e.node]; ci < pl.child_at[e.node + 1]; ++ci) {
+      const uint32_t c = pl.child[ci];
       if (--a.waiting[c] == 0) {
         a.pred_actor[c] = e.actor;
         a.pred_node[c] = e.node;
         make_ready(e.actor, c, e.time);
       }
+    }
     issue(e.actor, e.time);
   }
 
@@ -570,14 +680,18 @@ class Engine {
   int64_t max_key_;
   const NetworkModel& net_;
   SimOptions opt_;
+  bool sharing_ = false;
   std::vector<StagePlan> plans_;
   std::vector<std::string> axis_names_;
   std::vector<Actor> actors_;
   std::vector<int> color_;
   std::vector<std::vector<std::vector<int>>> dependents_;  // axis -> issuer -> actors waiting on it
   std::vector<int64_t> users_;                            // axis -> actors using it
-  std::map<std::pair<int, int64_t>, Inst> insts_;
-  std::map<std::tuple<int, int, int32_t>, P2P> p2p_;
+  // (axis << 48 | k-th collective); (sender actor, receiver actor, tag).
+  // Every receive is posted at start, so the p2p table holds the whole
+  // run's receives: hashed, not a tree.
+  std::unordered_map<uint64_t, Inst> insts_;
+  std::unordered_map<P2PKey, P2P, P2PHash> p2p_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   double step_ = 0;
   int64_t nodes_ = 0;

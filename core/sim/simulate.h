@@ -1,10 +1,10 @@
 // The whole job's step time, from the per-rank programs the traces hold
-// (docs/simulate.md). Issue rules of ASTRA-sim (one compute and one
-// communication node in flight per rank, receives outstanding in any
-// number, ready nodes issued in ascending id, the k-th collective on a
-// group joins the k-th of every member, a send matches the receive with
-// the same (source, destination, tag)); times from the network model
-// (sim/network.h).
+// (docs/simulate.md). Issue rules of ASTRA-sim (one node in flight per
+// stream of a rank, receives outstanding in any number, ready nodes issued
+// in ascending id, the k-th collective on a group joins the k-th of every
+// member, a send matches the receive with the same (source, destination,
+// tag)); the streams are ASTRA-sim's (one compute, one communication) or
+// Megatron-LM's (SimStreams); times from the network model (sim/network.h).
 //
 // Symmetry: ranks are partitioned into classes that run the same program
 // and whose groups and peers are alike — the coarsest partition stable
@@ -35,9 +35,20 @@ struct SimStage {
   std::vector<int32_t> micro_batch;  // per node, -1 when not per micro-batch
 };
 
+// Which CUDA stream a node runs on (docs/simulate.md, "Execution model").
+enum class SimStreams : uint8_t {
+  // ASTRA-sim's rule: one compute and one communication stream per rank.
+  kAstra = 0,
+  // Megatron-LM's: tp, cp and ep collectives run on the compute stream
+  // (the next kernel waits for them); sends (pipeline, ring attention) on
+  // a point-to-point stream; dp/ZeRO reductions on their own stream.
+  kMegatron = 1,
+};
+
 struct SimOptions {
   bool exhaustive = false;
   bool timeline = false;  // per-stage intervals in the result
+  SimStreams streams = SimStreams::kAstra;
 };
 
 // Kinds of communication, by the group's parallel dimension.

@@ -16,6 +16,7 @@ Published step time: 96 B s L h^2 (1 + s/6h + V/16Lh) / (GPUs * TFLOP/s).
 import json
 import subprocess
 import sys
+import tempfile
 
 BIN = sys.argv[1] if len(sys.argv) > 1 else "build/native/stagecraft"
 HW = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
@@ -41,8 +42,11 @@ for name, a, h, L, t, p, G, B, tf in ROWS:
            "training": {"seq_len": S, "micro_batch_size": 1, "global_batch_size": B, "recompute": RECOMPUTE,
                         "dtype": "fp16", "grad_reduce_dtype": "fp16"},
            "hardware": hw}
-    r = subprocess.run([BIN, "inspect", "--config", "/dev/stdin", "--json"], input=json.dumps(job),
-                       capture_output=True, text=True, check=True)
+    # inspect reads regular files only (not /dev/stdin).
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump(job, f)
+        f.flush()
+        r = subprocess.run([BIN, "inspect", "--config", f.name, "--json"], capture_output=True, text=True, check=True)
     s = json.loads(r.stdout)
     m = s["micro_batches_per_iteration"]
     st = max(s["stages"], key=lambda x: x["trace"]["compute_micros_per_rank"])

@@ -80,6 +80,35 @@ def render(spec, results):
     return "\n".join(lines) + "\n"
 
 
+def render_tflops(spec, results):
+    # Rows that give their whole job and a throughput in TFLOP/s per GPU
+    # whose FLOP count the source does not define: the published step is
+    # taken as simulate's model FLOPs per step / (GPUs x TFLOP/s), so the
+    # error is the ratio of the MFUs.
+    lines = ["| run | GPUs | t | cp | p | d | seq | B | published TFLOP/s | published s/iter "
+             "| simulated s/iter | simulated TFLOP/s | error | simulated bubble | exposed comm (tp / cp / pp / dp) s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    errors = []
+    for row, sim in zip(spec["rows"], results):
+        if sim["world_size"] != row["gpus"]:
+            raise SystemExit(f"{row['name']}: the job has {sim['world_size']} ranks, the row {row['gpus']} GPUs")
+        flops = sim["model_flops_per_step"]
+        pub = flops / (row["gpus"] * row["published_tflops_per_gpu"] * 1e12)
+        step = sim["step_seconds"]
+        err = (step - pub) / pub
+        errors.append(abs(err))
+        e = sim["exposed_comm_seconds"]
+        lines.append(f"| {row['name']} | {row['gpus']} | {row['tp']} | {row['cp']} | {row['pp']} | {row['dp']} "
+                     f"| {row['seq_len']} | {row['global_batch']} | {row['published_tflops_per_gpu']} | {pub:.3f} "
+                     f"| {step:.3f} | {flops / (row['gpus'] * step) / 1e12:.1f} | {100 * err:+.1f}% "
+                     f"| {sim['bubble_fraction']:.3f} | {e['tp']:.3f} / {e['cp']:.3f} / {e['pp']:.3f} / {e['dp']:.3f} |")
+    within = sum(1 for x in errors if x <= 0.10)
+    lines.append("")
+    lines.append(f"Rows within 10%: {within} of {len(errors)}; mean |error| {100 * sum(errors) / len(errors):.1f}%, "
+                 f"largest {100 * max(errors):.1f}%.")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     if len(sys.argv) < 4:
         raise SystemExit(__doc__)
@@ -88,11 +117,12 @@ def main():
     spec = json.load(open(spec_path))
     name = os.path.splitext(os.path.basename(spec_path))[0]
     workdir = os.environ.get("TMPDIR", "/tmp")
-    jobs = [job(spec, row) for row in spec["rows"]]
+    tflops = spec.get("kind") == "tflops"
+    jobs = [row["job"] if tflops else job(spec, row) for row in spec["rows"]]
     with ThreadPoolExecutor(max_workers=int(os.environ.get("JOBS", "2"))) as pool:
         results = list(pool.map(lambda ij: simulate(cli, ij[1], workdir, f"{name}-{os.getpid()}-{ij[0]}"),
                                 enumerate(jobs)))
-    table = render(spec, results)
+    table = render_tflops(spec, results) if tflops else render(spec, results)
     begin, end = f"<!-- fidelity:{name}:begin -->\n", f"<!-- fidelity:{name}:end -->"
     doc = open(doc_path).read()
     if begin not in doc or end not in doc:
