@@ -104,17 +104,33 @@ class Builder {
     return y;
   }
 
-  // Normalizes over the last dim (h for the residual stream; MLA's latents).
-  int norm(const std::string& name, int x) {
-    const Dim d = g_.tensors[x].dims.back();
+  // Normalizes over the last dim (h for the residual stream; MLA's latents),
+  // or over the last `span` dims (OLMo-2's q/k norms over heads x d): the
+  // normalized dims are unsharded (gathered over tp first).
+  int norm(const std::string& name, int x, size_t span = 1) {
+    const std::vector<Dim> xd = g_.tensors[x].dims;  // weight() grows g_.tensors
+    const std::vector<Dim> nd(xd.end() - static_cast<std::ptrdiff_t>(span), xd.end());
     bool ln = m_.norm == NormKind::kLayerNorm;
-    std::vector<int> in{x, weight(prefix_ + name + ".weight", {d}, "", layer_)};
-    if (ln) in.push_back(weight(prefix_ + name + ".bias", {d}, "", layer_));
-    int y = act(name, g_.tensors[x].dims, o_.dtype);
+    std::vector<int> in{x, weight(prefix_ + name + ".weight", nd, "", layer_)};
+    if (ln) in.push_back(weight(prefix_ + name + ".bias", nd, "", layer_));
+    int y = act(name, xd, o_.dtype);
     Op o = op(name, ln ? ops::kLayerNorm : ops::kRMSNorm, std::move(in), {y});
     o.flops = rule_flops(g_, o);
-    o.unshardable = {d.label};
-    o.sp_region = d.label == "h";
+    for (const Dim& d : nd) o.unshardable.insert(d.label);
+    o.sp_region = span == 1 && nd[0].label == "h";
+    add(std::move(o));
+    return y;
+  }
+
+  // RoPE on q or k ([b, s, heads, d]); partial rotary rotates the first
+  // rotary_dim ("dro") features of each head only (operator table
+  // rope.partial: 3 FLOPs per rotated element, rope_bwd the same).
+  int rope(const std::string& name, int x) {
+    if (m_.rope_dim() == m_.head_dim) return pointwise(name, ops::kRope, {x}, false);
+    const std::vector<Dim> xd = g_.tensors[x].dims;
+    int y = act(name, xd, g_.tensors[x].dtype);
+    Op o = op(name, ops::kRopePartial, {x}, {y});
+    o.flops = B().size * S("s") * xd[xd.size() - 2].size * S("dro") * Expr(ops::kRopePartial.flops_per_element);
     add(std::move(o));
     return y;
   }
@@ -151,13 +167,14 @@ class Builder {
     Op split = op("attn.split", ops::kSplit, {q_k_v}, {q, k, v});
     split.out_labels = {lab({"qkv", "d"}), lab({"qkv", "d"}), lab({"qkv", "d"})};
     add(std::move(split));
-    if (m_.qk_norm) {  // per-head RMSNorm over d (weights of d, replicated over tp)
-      q = norm("attn.q_norm", q);
-      k = norm("attn.k_norm", k);
+    if (m_.qk_norm) {  // per-head RMSNorm over d (weights of d, replicated over tp), or over all heads (OLMo-2)
+      const size_t span = m_.qk_norm_across_heads ? 2 : 1;
+      q = norm("attn.q_norm", q, span);
+      k = norm("attn.k_norm", k, span);
     }
     if (m_.position == PositionKind::kRope) {  // learned: at the embedding; none (NoPE): nothing
-      q = pointwise("attn.rope_q", ops::kRope, {q}, false);
-      k = pointwise("attn.rope_k", ops::kRope, {k}, false);
+      q = rope("attn.rope_q", q);
+      k = rope("attn.rope_k", k);
     }
     return attention_out(attention_core(q, k, v, d, d));
   }
@@ -591,14 +608,15 @@ class Builder {
           x = hybrid_block(m_.block(l), x);
           continue;
         }
-        int h1 = norm("ln1", x);
+        // post_norms (OLMo-2): the sublayers read the stream itself.
+        int h1 = m_.post_norms ? x : norm("ln1", x);
         int attn = attention(h1);
-        if (m_.sandwich_norms) attn = norm("ln1_post", attn);  // post-attention norm (Gemma-2/3)
+        if (m_.sandwich_norms || m_.post_norms) attn = norm("ln1_post", attn);  // post-attention norm (Gemma-2/3, OLMo-2)
         if (m_.residual_multiplier != 1) attn = pointwise("attn.scale", ops::kScale, {attn}, true);
         x = pointwise("attn.residual", ops::kAdd, {x, attn}, true);
-        int h2 = norm("ln2", x);
+        int h2 = m_.post_norms ? x : norm("ln2", x);
         int ffn = m_.moe_layer(l) ? moe(h2) : mlp(h2);
-        if (m_.sandwich_norms) ffn = norm("ln2_post", ffn);  // post-feedforward norm
+        if (m_.sandwich_norms || m_.post_norms) ffn = norm("ln2_post", ffn);  // post-feedforward norm
         if (m_.residual_multiplier != 1) ffn = pointwise("mlp.scale", ops::kScale, {ffn}, true);
         x = pointwise("mlp.residual", ops::kAdd, {x, ffn}, true);
       }
@@ -669,6 +687,7 @@ Bindings model_bindings(const ModelConfig& m, int64_t micro_batch, int64_t seq_l
              {"P", m.max_positions > 0 ? m.max_positions : 1},
              {"qkv", (m.num_heads + 2 * m.num_kv_heads) * m.head_dim}};
   if (m.sliding_window > 0) b["w"] = std::min(seq_len, m.sliding_window);
+  if (m.rope_dim() != m.head_dim) b["dro"] = m.rope_dim();
   if (m.is_moe()) {
     b["E"] = m.num_experts;
     b["k"] = m.experts_per_token;
