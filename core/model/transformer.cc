@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "graph/ops.h"
 
@@ -228,12 +229,19 @@ class Builder {
     Dim a{"a", S("a")};
     const std::vector<std::string> q_lab = lab({"a", qk.label}), k_lab = lab({"a", qk.label}, true),
                                    v_lab = lab({"a", vd.label}, true);
-    Expr scores_flops = Expr(2) * B().size * S("a") * S("s") * S("s") * qk.size;
-    Expr values_flops = Expr(2) * B().size * S("a") * S("s") * S("s") * vd.size;
-    // Sliding window: keys per query min(s, window), bound as "w".
+    // Full attention counts every query against all s keys (the causal
+    // mask's upper triangle included, Megatron's convention).
+    // A windowed layer's kernel visits only the causal band: query i sees
+    // min(i + 1, w) keys, wk = sum over i of that (bound by model_bindings;
+    // s^2 when the window covers the sequence), and stores w score columns
+    // per query (a band of s x w, "w" = min(s, window)).
     const bool windowed = m_.windowed_layer(layer_);
-    Expr scores_window = Expr(2) * B().size * S("a") * S("s") * S("w") * qk.size;
-    Expr values_window = Expr(2) * B().size * S("a") * S("s") * S("w") * vd.size;
+    const Expr keys = windowed ? S("wk") : S("s") * S("s");
+    Expr scores_flops = Expr(2) * B().size * S("a") * keys * qk.size;
+    Expr values_flops = Expr(2) * B().size * S("a") * keys * vd.size;
+    const std::vector<Dim> key_dims = windowed ? std::vector<Dim>{{"w", S("w")}} : seq("t", "tc");
+    const std::set<std::string> key_labels = windowed ? std::set<std::string>{"w"}
+                                                      : std::set<std::string>{"t", "tc"};
     int ctx = act("attn.ctx", BS({a, vd}), o_.dtype);
     if (o_.cp_ring) {
       // Ring attention (flash-style blocks): K/V keep their sequence shard;
@@ -250,27 +258,28 @@ class Builder {
       Op o = op("attn.flash", ops::kFlashAttention, {q, k, v}, {ctx, lse});
       o.in_labels = {q_lab, k_lab, v_lab};
       o.unshardable = {"t", "tc"};
-      o.flops = windowed ? scores_window + values_window : scores_flops + values_flops;
+      o.flops = scores_flops + values_flops;
       o.model_flops = o.flops;
       add(std::move(o));
     } else {
-      int scores = act("attn.scores", cat(cat({B(), a}, seq()), seq("t", "tc")), o_.dtype);
+      // Scores [b, a, s, keys]: s x s, or the s x w band of a windowed layer.
+      int scores = act("attn.scores", cat(cat({B(), a}, seq()), key_dims), o_.dtype);
       Op qk_op = op("attn.qk", ops::kAttentionScores, {q, k}, {scores});
       qk_op.in_labels = {q_lab, k_lab};
-      qk_op.flops = scores_flops;  // masked: the full s x s even when windowed
-      qk_op.model_flops = windowed ? scores_window : scores_flops;
+      qk_op.flops = scores_flops;
+      qk_op.model_flops = scores_flops;
       add(std::move(qk_op));
       if (m_.attn_softcap > 0) scores = pointwise("attn.softcap", ops::kAttentionSoftcap, {scores}, false);
-      int probs = act("attn.softmax", cat(cat({B(), a}, seq()), seq("t", "tc")), o_.dtype);
+      int probs = act("attn.softmax", cat(cat({B(), a}, seq()), key_dims), o_.dtype);
       Op sm = op("attn.softmax", ops::kSoftmax, {scores}, {probs});
       sm.flops = rule_flops(g_, sm);
-      sm.unshardable = {"t", "tc"};
+      sm.unshardable = key_labels;
       add(std::move(sm));
       probs = dropout("attn.softmax_dropout", probs, false, ops::kAttentionDropout);
       Op av = op("attn.av", ops::kAttentionValues, {probs, v}, {ctx});
       av.in_labels = {{}, v_lab};
       av.flops = values_flops;
-      av.model_flops = windowed ? values_window : values_flops;
+      av.model_flops = values_flops;
       add(std::move(av));
     }
     return ctx;
@@ -686,7 +695,14 @@ Bindings model_bindings(const ModelConfig& m, int64_t micro_batch, int64_t seq_l
              {"kv", m.num_kv_heads}, {"d", m.head_dim}, {"f", m.ffn_hidden}, {"V", m.vocab},
              {"P", m.max_positions > 0 ? m.max_positions : 1},
              {"qkv", (m.num_heads + 2 * m.num_kv_heads) * m.head_dim}};
-  if (m.sliding_window > 0) b["w"] = std::min(seq_len, m.sliding_window);
+  if (m.sliding_window > 0) {
+    // Score columns stored per query, and keys visited over all queries
+    // (causal band: sum over i < s of min(i + 1, w); the full s^2 when the
+    // window covers the sequence, as for an unwindowed layer).
+    const int64_t w = std::min(seq_len, m.sliding_window);
+    b["w"] = w;
+    b["wk"] = m.sliding_window >= seq_len ? seq_len * seq_len : w * seq_len - w * (w - 1) / 2;
+  }
   if (m.rope_dim() != m.head_dim) b["dro"] = m.rope_dim();
   if (m.is_moe()) {
     b["E"] = m.num_experts;

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -248,11 +249,11 @@ TEST_CASE("HF import: sliding-window attention, FLOPs by hand") {
   m = model_from_hf_config(testing::slurp(hf_dir() / "phi-3-mini-4k-instruct.config.json"));
   REQUIRE(m.ok());
   CHECK(m->sliding_window == 2047);
-  // L = 2 layers, a = 4 heads of d = 16, s = 64, one sequence, window 16:
-  // fused attention computes scores and values over min(s, w) keys, so per
-  // layer and forward pass 2 * 2 * a * s * (s - w) * d fewer FLOPs; training
-  // is 3x forward. Non-fused attention masks the full s x s: executed FLOPs
-  // unchanged, model FLOPs as the window's.
+  // L = 2 layers, a = 4 heads of d = 16, s = 64, one sequence, window 16.
+  // A windowed layer visits the causal band: query i sees min(i + 1, 16)
+  // keys, 16 x 17 / 2 + (64 - 16) x 16 = 904 keys over all queries, where
+  // full attention counts s^2 = 4096. Scores and values are two GEMMs of
+  // 2 a d FLOPs per visited key; training is 3x forward (model FLOPs).
   auto run = [](bool flash, int window, int pattern = 0) {
     nlohmann::json cfg = {{"model_type", "mistral"}, {"hidden_size", 64}, {"num_hidden_layers", 2},
                           {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"intermediate_size", 128},
@@ -266,23 +267,36 @@ TEST_CASE("HF import: sliding-window attention, FLOPs by hand") {
     Generator g = testing::make(*j);
     auto s = testing::summary(g);
     testing::check_complete_balanced_and_summed(g, s);
-    return std::pair<int64_t, int64_t>(s["flops"]["model_per_iteration"].get<int64_t>(),
-                                       s["flops"]["executed_per_iteration"].get<int64_t>());
+    return std::tuple<int64_t, int64_t, int64_t>(s["flops"]["model_per_iteration"].get<int64_t>(),
+                                                 s["flops"]["executed_per_iteration"].get<int64_t>(),
+                                                 s["stages"][0]["activation_bytes_by_layer"]["0"].get<int64_t>());
   };
-  const int64_t saved = 3 * 2 * (2 * 2 * 4 * 64 * (64 - 16) * 16);
+  const int64_t keys_full = 64 * 64, keys_band = 16 * 17 / 2 + (64 - 16) * 16;
+  CHECK(keys_band == 904);
+  const int64_t saved = 3 * 2 * (2 * 2 * 4 * 16 * (keys_full - keys_band));
   auto full_flash = run(true, 0), win_flash = run(true, 16);
-  CHECK(full_flash.first - win_flash.first == saved);
+  CHECK(std::get<0>(full_flash) - std::get<0>(win_flash) == saved);
   // Executed: the fused backward also recomputes Q K^T (5 GEMM-sized
   // products against the forward's 2: 7 executed per 6 model).
-  CHECK(full_flash.second - win_flash.second == saved / 6 * 7);
+  CHECK(std::get<1>(full_flash) - std::get<1>(win_flash) == saved / 6 * 7);
+  // Fused attention saves q, k, v, o and the row statistics, none s^2:
+  // its activation memory does not depend on the window.
+  CHECK(std::get<2>(full_flash) == std::get<2>(win_flash));
+  // Non-fused: the band kernel's scores are s x w (not s x s): the same
+  // GEMM saving, and the softmax (5 forward + 4 backward FLOPs per score)
+  // runs on a (s^2 - s w) smaller band per layer.
   auto full_eager = run(false, 0), win_eager = run(false, 16);
-  CHECK(full_eager.first - win_eager.first == saved);
-  CHECK(full_eager.second == win_eager.second);
+  CHECK(std::get<0>(full_eager) - std::get<0>(win_eager) == saved);
+  CHECK(std::get<1>(full_eager) - std::get<1>(win_eager) == saved + 2 * 4 * (64 * 64 - 64 * 16) * (5 + 4));
+  // Memory: the probabilities saved for the backward, per rank (tp 2: 2
+  // heads) and layer, bf16: 2 x (s^2 - s w) x 2 bytes less.
+  CHECK(std::get<2>(full_eager) - std::get<2>(win_eager) == 2 * (64 * 64 - 64 * 16) * 2);
   // Local/global alternation (Gemma-2's pattern 2): layer 0 local, layer 1
   // global, so half the saving.
-  CHECK(full_flash.first - run(true, 16, 2).first == saved / 2);
+  CHECK(std::get<0>(full_flash) - std::get<0>(run(true, 16, 2)) == saved / 2);
   // A window at least the sequence changes nothing.
   CHECK(run(true, 64) == full_flash);
+  CHECK(run(false, 64) == full_eager);
   // cp with a window is refused naming parallel.cp.
   auto cp = parse_job(R"({"model":{"preset":"llama3-8b","num_layers":2,"sliding_window":16},
       "parallel":{"cp":2},"training":{"seq_len":64,"global_batch_size":1}})");
