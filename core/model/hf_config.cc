@@ -205,8 +205,13 @@ Status read_partial_rotary(const HfReader& r, Import& im, ModelConfig* m) {
 Status check_common(const HfReader& r, Import& im, bool windowed_family, ModelConfig* m,
                     bool pattern_family = false, bool partial_rotary_family = false) {
   if (windowed_family && present(r, "sliding_window")) {
-    SC_ASSIGN_OR_RETURN(m->sliding_window, r.optional("sliding_window", 0, limits::kMaxPositions));
-    im.features.push_back("sliding-window attention (" + std::to_string(m->sliding_window) + ")");
+    SC_ASSIGN_OR_RETURN(int64_t w, r.optional("sliding_window", 0, limits::kMaxPositions));
+    if (w < m->max_positions) {
+      m->sliding_window = w;
+      im.features.push_back("sliding-window attention (" + std::to_string(w) + ")");
+    } else {  // Phi-4-mini: 262144 over 131072 positions; no query ever reaches past it
+      im.features.push_back("sliding_window " + std::to_string(w) + " >= max_position_embeddings: full attention");
+    }
   }
   // One dropout switch covers the attention and the hidden dropouts.
   SC_ASSIGN_OR_RETURN(bool attn_drop, r.any_positive({"attention_dropout"}, false));

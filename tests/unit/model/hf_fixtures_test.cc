@@ -429,6 +429,7 @@ TEST_CASE("HF import: partial rotary (Phi-4-mini), no parameters, RoPE FLOPs by 
   REQUIRE_MESSAGE(p.ok(), p.error().to_string());
   CHECK(p->head_dim == 128);
   CHECK(p->rotary_dim == 96);  // int(128 x 0.75)
+  CHECK(p->sliding_window == 0);  // 262144 >= max_position_embeddings 131072: never reached (cp stays allowed)
   CHECK(p->tied_embeddings);
   // L = 2, a = 4, kv = 2, d = 16, s = 64: factor 0.5 rotates 8 of 16
   // features; RoPE costs 3 FLOPs per rotated element forward and 3
