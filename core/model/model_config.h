@@ -41,12 +41,10 @@ struct ModelConfig {
   // two weights of head_dim per layer, replicated over tp.
   bool qk_norm = false;
   // Sliding-window attention (Mistral-7B-v0.1, Phi-3): a windowed layer's
-  // queries attend to the last sliding_window keys only; 0 = full attention. Fused
-  // attention (flash) computes only the window: score and value FLOPs with
-  // an effective key length min(s, window). Non-fused attention materializes
-  // the full s x s scores and masks them (transformers' eager attention), so
-  // it executes the full FLOPs; its model FLOPs are the window's.
-  // Training memory is unchanged (every key is computed and saved anyway).
+  // queries attend to the last sliding_window keys only; 0 = full attention.
+  // Its kernel visits the causal band (query i: min(i + 1, w) keys; score
+  // and value FLOPs over those keys, fused or not), and non-fused attention
+  // stores s x min(s, w) scores instead of s x s (docs/hf-import.md).
   int64_t sliding_window = 0;
   // Local/global alternation of a windowed model (Gemma-2/3): 0 or 1, every
   // layer windowed; p >= 2, layer l is global (full attention) iff
