@@ -282,7 +282,7 @@ Status read_qwen_window(const HfReader& r, Import& im, ModelConfig* m) {
 Status qwen_moe_layers(const HfReader& r, Import& im, ModelConfig* m) {
   SC_ASSIGN_OR_RETURN(int64_t step, r.optional("decoder_sparse_step", 1, limits::kMaxLayers));
   m->moe_layer_step = step >= 2 ? step : 0;
-  if (step >= 2) im.features.push_back("MoE on every " + std::to_string(step) + "th layer (decoder_sparse_step)");
+  if (step >= 2) im.features.push_back("MoE on layers l with (l + 1) % " + std::to_string(step) + " = 0 (decoder_sparse_step)");
   m->first_dense_layers = 0;
   if (const Json* v = jsonf::find(r.obj, "mlp_only_layers")) {
     const std::string key = jsonf::join(r.path, "mlp_only_layers");
