@@ -40,6 +40,12 @@ std::string grouped(int64_t v) {
 
 const char* on_off(bool b) { return b ? "on" : "off"; }
 
+int64_t moe_layer_count(const ModelConfig& m) {
+  int64_t n = 0;
+  for (int64_t l = 0; l < m.num_layers; ++l) n += m.moe_layer(l) ? 1 : 0;
+  return n;
+}
+
 void print_job(const Job& job) {
   const ModelConfig& m = job.model;
   const TrainingConfig& t = job.training;
@@ -62,7 +68,9 @@ void print_job(const Job& job) {
     std::cout << "experts     " << m.num_experts << " routed (top-" << m.experts_per_token << ", width "
               << m.moe_ffn_hidden << ")" << (m.shared_experts ? " + " + std::to_string(m.shared_experts) + " shared" : "")
               << (m.is_hybrid() ? std::string(", MoE in the pattern's E layers")
-                                : ", MoE from layer " + std::to_string(m.first_dense_layers))
+                  : m.moe_layer_step >= 2 || !m.dense_layers.empty()
+                      ? ", MoE on " + std::to_string(moe_layer_count(m)) + " of " + std::to_string(m.num_layers) + " layers"
+                      : ", MoE from layer " + std::to_string(m.first_dense_layers))
               << ", capacity factor " << m.capacity_factor << "\n";
   if (m.is_hybrid())
     std::cout << "hybrid      " << m.hybrid_pattern << (m.has_mamba() ? "" : "\n");

@@ -136,6 +136,15 @@ void vjp_rope(VjpContext& c, const Op& f) {
          out_numel(c, f) * Expr(ops::kRopeBwd.flops_per_element));
 }
 
+// Partial rotary: the inverse rotation of the rotated features only, as
+// many FLOPs per rotated element as the forward (the rest of dy passes).
+void vjp_rope_partial(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  c.emit(f, ".bwd", ops::kRopeBwd, {dy}, {c.graph().labels_out(f, 0)}, {{f.inputs[0], 0}},
+         f.flops / Expr(ops::kRopePartial.flops_per_element) * Expr(ops::kRopeBwd.flops_per_element));
+}
+
 // dx = mask * dy / (1 - p), reading the saved mask.
 void vjp_dropout(VjpContext& c, const Op& f) {
   const int dy = output_grads(c, f)[0];
@@ -415,6 +424,11 @@ const OpDef kConcat{"concat", "concat", OpKind::kElementwise, FC::kLayout, PR::k
                     Saves::kNothing, false, false, vjp_concat, "a slice of dy and a sum over heads"};
 const OpDef kRope{"rope", "rope", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kSameAsInput,
                   FR::kPerOutputElement, 3, Saves::kNothing, false, false, vjp_rope, "rope_bwd (inverse rotation)"};
+// Partial rotary (Phi-4-mini's partial_rotary_factor): 3 FLOPs per rotated
+// element, the first rotary_dim of each head; the builder states the count.
+const OpDef kRopePartial{"rope.partial", "rope", OpKind::kElementwise, FC::kPointwise, PR::kFactors,
+                         SR::kSameAsInput, FR::kGiven, 3, Saves::kNothing, false, false, vjp_rope_partial,
+                         "rope_bwd on the rotated features (inverse rotation)"};
 const OpDef kGelu{"gelu", "gelu", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kSameAsInput,
                   FR::kPerOutputElement, 8, Saves::kInputs, false, false, vjp_pointwise_reads_x<ops::kGeluBwd>,
                   "gelu_bwd from the input"};
@@ -612,7 +626,7 @@ const std::vector<const OpDef*>& op_table() {
   using namespace ops;
   static const std::vector<const OpDef*> table = {
       &kMatmul, &kAttentionScores, &kAttentionValues, &kSoftmax, &kAttentionDropout, &kFlashAttention,
-      &kRingAttention, &kSplit, &kMerge, &kConcat, &kRope, &kGelu, &kSwiGLU, &kGeGLU, &kAttentionSoftcap, &kSoftcap, &kScale, &kSigmoidGate, &kBiasAdd, &kAdd, &kDropout,
+      &kRingAttention, &kSplit, &kMerge, &kConcat, &kRope, &kRopePartial, &kGelu, &kSwiGLU, &kGeGLU, &kAttentionSoftcap, &kSoftcap, &kScale, &kSigmoidGate, &kBiasAdd, &kAdd, &kDropout,
       &kLayerNorm, &kRMSNorm, &kEmbedding, &kLossMax, &kLossSum, &kCrossEntropy, &kTopK, &kMoePermute,
       &kMoeCombine, &kSend, &kRecv, &kReLU2, &kCausalConv1d, &kSsdScan, &kGatedRMSNorm, &kSelectiveScan,
       &kSplitReduced,

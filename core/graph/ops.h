@@ -119,6 +119,7 @@ extern const OpDef kFlashAttention;
 extern const OpDef kRingAttention;
 extern const OpDef kSplit, kMerge, kConcat;  // views / MLA key concat
 extern const OpDef kRope, kGelu, kSwiGLU, kBiasAdd, kAdd;
+extern const OpDef kRopePartial;  // RoPE on the first rotary_dim features of each head (partial rotary)
 extern const OpDef kGeGLU;  // gated GeLU MLP activation (Gemma)
 extern const OpDef kAttentionSoftcap, kSoftcap;
 extern const OpDef kScale;  // y = c x (embedding/residual/logit multipliers)

@@ -48,6 +48,12 @@ std::string job_to_canonical_json(const Job& job) {
   if (m.window_pattern > 0) model["window_pattern"] = m.window_pattern;
   if (m.sandwich_norms) model["sandwich_norms"] = true;
   if (m.shared_expert_gate) model["shared_expert_gate"] = true;
+  if (m.post_norms) model["post_norms"] = true;
+  if (m.qk_norm_across_heads) model["qk_norm_across_heads"] = true;
+  if (m.rotary_dim > 0) model["rotary_dim"] = m.rotary_dim;
+  if (m.window_first_layer > 0) model["window_first_layer"] = m.window_first_layer;
+  if (m.moe_layer_step > 0) model["moe_layer_step"] = m.moe_layer_step;
+  if (!m.dense_layers.empty()) model["dense_layers"] = m.dense_layers;
   if (m.attn_softcap > 0) model["attn_softcap"] = m.attn_softcap;
   if (m.final_softcap > 0) model["final_softcap"] = m.final_softcap;
   if (m.embedding_multiplier != 1) model["embedding_multiplier"] = m.embedding_multiplier;

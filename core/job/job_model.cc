@@ -86,6 +86,22 @@ Status apply_fields(const Json& obj, const std::string& path, ModelConfig* m, Gi
   SC_RETURN_IF_ERROR(get("window_pattern", kMaxLayers, &m->window_pattern, nullptr, 0));
   SC_RETURN_IF_ERROR(flag("sandwich_norms", &m->sandwich_norms));
   SC_RETURN_IF_ERROR(flag("shared_expert_gate", &m->shared_expert_gate));
+  SC_RETURN_IF_ERROR(flag("post_norms", &m->post_norms));
+  SC_RETURN_IF_ERROR(flag("qk_norm_across_heads", &m->qk_norm_across_heads));
+  SC_RETURN_IF_ERROR(get("rotary_dim", kMaxHeadDim, &m->rotary_dim, nullptr, 0));
+  SC_RETURN_IF_ERROR(get("window_first_layer", kMaxLayers, &m->window_first_layer, nullptr, 0));
+  SC_RETURN_IF_ERROR(get("moe_layer_step", kMaxLayers, &m->moe_layer_step, nullptr, 0));
+  if (const Json* v = jsonf::find(obj, "dense_layers")) {  // order and range: validate_model
+    if (!v->is_array()) {
+      return make_error(ErrorCode::kInvalidArgument, "must be an array of layer indices", join(path, "dense_layers"));
+    }
+    m->dense_layers.clear();
+    for (size_t i = 0; i < v->size(); ++i) {
+      SC_ASSIGN_OR_RETURN(int64_t l, jsonf::get_int((*v)[i], join(path, "dense_layers") + "[" + std::to_string(i) + "]",
+                                                    0, kMaxLayers - 1));
+      m->dense_layers.push_back(l);
+    }
+  }
   for (auto [key, out] : {std::pair{"attn_softcap", &m->attn_softcap}, std::pair{"final_softcap", &m->final_softcap},
                           std::pair{"embedding_multiplier", &m->embedding_multiplier},
                           std::pair{"residual_multiplier", &m->residual_multiplier},
@@ -148,7 +164,8 @@ Result<ModelConfig> parse_model_section(const Json& v, const std::string& path) 
           "capacity_factor", "router_bias", "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim",
           "v_head_dim", "hybrid_pattern", "mamba_heads", "mamba_head_dim", "mamba_groups", "mamba_state",
           "mamba_conv_kernel", "mamba1_inner", "mamba1_dt_rank", "mamba1_dt_bc_norms", "qkv_bias", "qk_norm", "sliding_window", "window_pattern", "sandwich_norms", "attn_softcap", "final_softcap", "embedding_multiplier", "residual_multiplier",
-          "logit_multiplier", "shared_expert_gate", "strict"},
+          "logit_multiplier", "shared_expert_gate", "post_norms", "qk_norm_across_heads", "rotary_dim",
+          "window_first_layer", "moe_layer_step", "dense_layers", "strict"},
       path));
   const Json* preset = jsonf::find(v, "preset");
   const Json* hf = jsonf::find(v, "hf_config");

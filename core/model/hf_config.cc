@@ -2,6 +2,7 @@
 // exact or refused.
 #include "model/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <tuple>
@@ -179,16 +180,39 @@ Status check_llama_biases(const HfReader& r, Import& im) {
                        "biases on the attention linears only or on the MLP only (the model has one switch)");
 }
 
+// Phi-3's partial_rotary_factor (Phi-4-mini: 0.75): RoPE on the first
+// int(head_dim x factor) features of each head (transformers' rotary_ndims).
+Status read_partial_rotary(const HfReader& r, Import& im, ModelConfig* m) {
+  const char* key = "partial_rotary_factor";
+  SC_ASSIGN_OR_RETURN(double f, jsonf::get_number_in(*jsonf::find(r.obj, key), jsonf::join(r.path, key), 1e-9, 1));
+  const int64_t dim = static_cast<int64_t>(static_cast<double>(m->head_dim) * f);
+  if (dim < 2 || dim % 2 != 0) {
+    return im.unmodelled(r, key, "partial rotary over an odd or empty number of features (" +
+                                     std::to_string(dim) + " of head_dim " + std::to_string(m->head_dim) + ")");
+  }
+  if (dim != m->head_dim) {
+    m->rotary_dim = dim;
+    im.features.push_back("partial rotary (" + std::to_string(dim) + " of " + std::to_string(m->head_dim) +
+                          " features per head)");
+  }
+  return ok_status();
+}
+
 // Keys of the llama-like families that change compute or memory and have
 // no model option yet: refused (strict) or listed.
 // windowed_family: sliding_window (when not null) windows every layer
 // (mistral, mixtral, phi3), modelled as ModelConfig::sliding_window.
 // pattern_family: layer_types and soft-capping are read by the family (gemma2/3).
 Status check_common(const HfReader& r, Import& im, bool windowed_family, ModelConfig* m,
-                    bool pattern_family = false) {
+                    bool pattern_family = false, bool partial_rotary_family = false) {
   if (windowed_family && present(r, "sliding_window")) {
-    SC_ASSIGN_OR_RETURN(m->sliding_window, r.optional("sliding_window", 0, limits::kMaxPositions));
-    im.features.push_back("sliding-window attention (" + std::to_string(m->sliding_window) + ")");
+    SC_ASSIGN_OR_RETURN(int64_t w, r.optional("sliding_window", 0, limits::kMaxPositions));
+    if (w < m->max_positions) {
+      m->sliding_window = w;
+      im.features.push_back("sliding-window attention (" + std::to_string(w) + ")");
+    } else {  // Phi-4-mini: 262144 over 131072 positions; no query ever reaches past it
+      im.features.push_back("sliding_window " + std::to_string(w) + " >= max_position_embeddings: full attention");
+    }
   }
   // One dropout switch covers the attention and the hidden dropouts.
   SC_ASSIGN_OR_RETURN(bool attn_drop, r.any_positive({"attention_dropout"}, false));
@@ -205,15 +229,26 @@ Status check_common(const HfReader& r, Import& im, bool windowed_family, ModelCo
   }
   if (const Json* v = jsonf::find(r.obj, "partial_rotary_factor")) {
     if (!(v->is_number() && v->get<double>() == 1.0)) {
-      SC_RETURN_IF_ERROR(im.unmodelled(r, "partial_rotary_factor", "partial rotary embedding"));
+      if (partial_rotary_family) {
+        SC_RETURN_IF_ERROR(read_partial_rotary(r, im, m));
+      } else {
+        SC_RETURN_IF_ERROR(im.unmodelled(r, "partial_rotary_factor", "partial rotary embedding"));
+      }
     }
   }
   if (const Json* v = jsonf::find(r.obj, "layer_types"); v && !pattern_family) {
-    bool all_full = v->is_array();
-    if (all_full) {
-      for (const Json& e : *v) all_full = all_full && e.is_string() && e.get<std::string>() == "full_attention";
+    // Must spell the layout read from the other keys (full everywhere, or
+    // the windowed layers of sliding_window / max_window_layers).
+    bool same = v->is_array();
+    for (size_t l = 0; same && l < v->size(); ++l) {
+      const Json& e = (*v)[l];
+      same = e.is_string() && e.get<std::string>() == (m->windowed_layer(static_cast<int64_t>(l))
+                                                           ? "sliding_attention" : "full_attention");
     }
-    if (!all_full) SC_RETURN_IF_ERROR(im.unmodelled(r, "layer_types", "per-layer attention types other than full"));
+    if (!same) {
+      SC_RETURN_IF_ERROR(im.unmodelled(r, "layer_types", "per-layer attention types other than the layout "
+                                                         "sliding_window (and max_window_layers) give"));
+    }
   }
   if (present(r, "quantization_config")) {
     im.features.push_back("quantization_config ignored: the job's dtype sets the bytes per parameter");
@@ -221,40 +256,83 @@ Status check_common(const HfReader& r, Import& im, bool windowed_family, ModelCo
   return ok_status();
 }
 
-// Qwen2/Qwen3's windowing is on only with use_sliding_window.
-Status check_qwen_window(const HfReader& r, Import& im) {
+// Qwen2/Qwen3's windowing is on only with use_sliding_window: then layers
+// l >= max_window_layers attend to the last sliding_window keys
+// (transformers' layer_types rule); Qwen2Config's defaults 4096 and 28.
+Status read_qwen_window(const HfReader& r, Import& im, ModelConfig* m) {
   SC_ASSIGN_OR_RETURN(bool on, r.flag("use_sliding_window", false));
-  if (on) {
-    return im.unmodelled(r, "use_sliding_window",
-                         "sliding-window attention (layers >= max_window_layers)");
+  if (!on) return ok_status();
+  SC_ASSIGN_OR_RETURN(int64_t w, r.optional("sliding_window", 4096, limits::kMaxPositions));
+  SC_ASSIGN_OR_RETURN(int64_t first, r.optional("max_window_layers", 28, limits::kMaxLayers, /*lo=*/0));
+  if (first >= m->num_layers) {
+    im.features.push_back("use_sliding_window with max_window_layers " + std::to_string(first) + " >= " +
+                          std::to_string(m->num_layers) + " layers: no layer windowed");
+    return ok_status();
   }
+  m->sliding_window = w;
+  m->window_first_layer = first;
+  im.features.push_back("sliding-window attention (" + std::to_string(w) + ") on layers " + std::to_string(first) +
+                        ".." + std::to_string(m->num_layers - 1));
   return ok_status();
 }
 
 // Qwen MoE layer rule: layer i is MoE iff i is not in mlp_only_layers and
-// (i + 1) % decoder_sparse_step == 0. Modelled when that is "every layer
-// from k on" (mlp_only_layers = [0, k), step 1): first_dense_layers = k.
+// (i + 1) % decoder_sparse_step == 0; other layers keep a dense MLP of
+// intermediate_size. A leading run 0..k-1 is first_dense_layers = k, other
+// indices dense_layers, the step moe_layer_step.
 Status qwen_moe_layers(const HfReader& r, Import& im, ModelConfig* m) {
   SC_ASSIGN_OR_RETURN(int64_t step, r.optional("decoder_sparse_step", 1, limits::kMaxLayers));
-  if (step != 1) {
-    return im.unmodelled(r, "decoder_sparse_step", "MoE in every decoder_sparse_step-th layer only");
-  }
+  m->moe_layer_step = step >= 2 ? step : 0;
+  if (step >= 2) im.features.push_back("MoE on layers l with (l + 1) % " + std::to_string(step) + " = 0 (decoder_sparse_step)");
   m->first_dense_layers = 0;
   if (const Json* v = jsonf::find(r.obj, "mlp_only_layers")) {
-    if (!v->is_array()) {
-      return make_error(ErrorCode::kInvalidArgument, "must be an array of layer indices",
-                        jsonf::join(r.path, "mlp_only_layers"));
+    const std::string key = jsonf::join(r.path, "mlp_only_layers");
+    if (!v->is_array()) return make_error(ErrorCode::kInvalidArgument, "must be an array of layer indices", key);
+    std::vector<int64_t> layers;
+    for (size_t i = 0; i < v->size(); ++i) {
+      SC_ASSIGN_OR_RETURN(int64_t l, jsonf::get_int((*v)[i], key + "[" + std::to_string(i) + "]", 0,
+                                                    limits::kMaxLayers - 1));
+      layers.push_back(l);
     }
-    int64_t k = 0;
-    for (const Json& e : *v) {
-      if (!e.is_number_integer() || e.get<int64_t>() != k) {
-        return im.unmodelled(r, "mlp_only_layers", "dense layers other than a prefix 0..k-1");
-      }
-      ++k;
+    std::sort(layers.begin(), layers.end());
+    layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
+    size_t k = 0;
+    while (k < layers.size() && layers[k] == static_cast<int64_t>(k)) ++k;
+    m->first_dense_layers = static_cast<int64_t>(k);
+    m->dense_layers.assign(layers.begin() + static_cast<std::ptrdiff_t>(k), layers.end());
+    if (!layers.empty()) {
+      std::string list;
+      for (int64_t l : layers) list += (list.empty() ? "" : ", ") + std::to_string(l);
+      im.features.push_back("dense MLP on layers " + list + " (mlp_only_layers)");
     }
-    m->first_dense_layers = k;
   }
   return ok_status();
+}
+
+// OLMo-2: llama shapes, a norm after each sublayer and none before
+// (post_attention_layernorm, post_feedforward_layernorm), and q/k RMSNorms
+// over all heads' features (a x d and kv x d), untied.
+void read_olmo2(Import& im, ModelConfig* m) {
+  m->post_norms = true;
+  m->qk_norm = true;
+  m->qk_norm_across_heads = true;
+  im.features.push_back("post-sublayer norms (no pre-norm)");
+  im.features.push_back("q/k RMSNorm over all heads");
+}
+
+// Gemma3TextConfig's defaults (transformers), for the keys a multimodal
+// gemma3 config's text_config leaves out (gemma-3-4b-it names six).
+nlohmann::json gemma3_text_config(const Json& text) {
+  nlohmann::json t = text;
+  const std::pair<const char*, nlohmann::json> defaults[] = {
+      {"vocab_size", 262208}, {"hidden_size", 2304}, {"intermediate_size", 9216}, {"num_hidden_layers", 26},
+      {"num_attention_heads", 8}, {"num_key_value_heads", 4}, {"head_dim", 256},
+      {"max_position_embeddings", 131072}, {"sliding_window", 4096}, {"rms_norm_eps", 1e-6},
+      {"hidden_activation", "gelu_pytorch_tanh"}};
+  for (const auto& [key, value] : defaults)
+    if (!t.contains(key)) t[key] = value;
+  t["model_type"] = "gemma3_text";
+  return t;
 }
 
 // Mixtral: a llama-style config whose every MLP is a top-k mixture of
@@ -387,13 +465,45 @@ Status read_gemma23_layers(const HfReader& r, Import& im, bool gemma2, ModelConf
 
 // Families read here (docs/hf-import.md); others are refused by name.
 const char* const kSupported =
-    "llama, mistral, mixtral, granite, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, phi3, deepseek_v2, deepseek_v3, gpt2, nemotron_h, jamba";
+    "llama, mistral, mixtral, granite, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, gemma3 (text model), olmo2, phi3, deepseek_v2, deepseek_v3, gpt2, nemotron_h, jamba";
 
 // Known families whose structure is not modelled yet, with what is missing.
 const char* not_yet(const std::string& t) {
-  if (t == "gemma3") return "the multimodal model (its text_config is a gemma3_text config: import that)";
-  if (t == "olmo2") return "post-sublayer norms and q/k norms over all heads";
   return nullptr;
+}
+
+// Gemma-3 multimodal (Gemma3ForConditionalGeneration): the text model of
+// text_config (Gemma3TextConfig's defaults for the keys it leaves out) is
+// imported; the vision tower (vision_config, SigLIP) and the projector are
+// not modelled: refused (strict), or imported as the text model with a
+// warning (strict: false).
+Result<ModelConfig> gemma3_multimodal(const HfReader& r, bool strict) {
+  Import im;
+  im.strict = strict;
+  if (present(r, "vision_config")) {
+    std::string what = "the vision tower";
+    if (const Json* v = jsonf::find(r.obj, "vision_config"); v->is_object()) {
+      const Json* layers = jsonf::find(*v, "num_hidden_layers");
+      const Json* type = jsonf::find(*v, "model_type");
+      what += " (" + (type && type->is_string() ? type->get<std::string>() : std::string("vision model")) +
+              (layers && layers->is_number_integer() ? ", " + std::to_string(layers->get<int64_t>()) + " layers" : "") + ")";
+    }
+    what += " and the multimodal projector (the text model alone is what a strict: false import builds)";
+    SC_RETURN_IF_ERROR(im.unmodelled(r, "vision_config", what));
+  }
+  const std::string text_path = jsonf::join(r.path, "text_config");
+  const Json* text = jsonf::find(r.obj, "text_config");
+  if (!text) return make_error(ErrorCode::kInvalidArgument, "required key is missing (the text model)", text_path);
+  SC_RETURN_IF_ERROR(jsonf::expect_object(*text, text_path));
+  SC_ASSIGN_OR_RETURN(ModelConfig m, model_from_hf_config(gemma3_text_config(*text).dump(), text_path, strict));
+  m.name = "hf:gemma3";
+  m.hf_family = "gemma3";
+  std::vector<std::string> features{"text model of a multimodal config (text_config, gemma3_text)"};
+  features.insert(features.end(), m.hf_features.begin(), m.hf_features.end());
+  m.hf_features = std::move(features);
+  im.warnings.insert(im.warnings.end(), m.hf_warnings.begin(), m.hf_warnings.end());
+  m.hf_warnings = std::move(im.warnings);
+  return m;
 }
 
 }  // namespace
@@ -412,6 +522,7 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
   const std::string type_path = jsonf::join(path, "model_type");
   if (model_internal::is_hybrid_hf_family(model_type))  // hf_hybrid.cc
     return model_internal::hybrid_from_hf_config(j, path, model_type, strict, nonstandard);
+  if (model_type == "gemma3") return gemma3_multimodal(r, strict);
   if (const char* missing = not_yet(model_type)) {
     return make_error(ErrorCode::kUnsupported,
                       "architecture \"" + model_type + "\" is not supported yet (" + missing +
@@ -423,7 +534,7 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
   const bool deepseek = model_type == "deepseek_v2" || model_type == "deepseek_v3";
   const bool qwen3_moe = model_type == "qwen3_moe";
   const bool qwen2_moe = model_type == "qwen2_moe";
-  const bool llama_like = model_type.empty() || model_type == "llama" || model_type == "granite" || model_type == "mistral" ||
+  const bool llama_like = model_type.empty() || model_type == "llama" || model_type == "granite" || model_type == "mistral" || model_type == "olmo2" ||
                           mixtral || model_type == "qwen2" || qwen2_moe || model_type == "qwen3" || qwen3_moe ||
                           model_type == "gemma" || model_type == "gemma2" || model_type == "gemma3_text" || model_type == "phi3" || deepseek;
   if (!gpt2 && !llama_like) {
@@ -476,7 +587,7 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
       m.qk_norm = true;
       im.features.push_back("per-head q/k RMSNorm");
     }
-    SC_RETURN_IF_ERROR(check_qwen_window(r, im));
+    SC_RETURN_IF_ERROR(read_qwen_window(r, im, &m));
     SC_RETURN_IF_ERROR(check_common(r, im, false, &m));
     if (qwen3_moe || qwen2_moe) {
       using namespace limits;
@@ -504,7 +615,9 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
     // and FLOPs as split projections), or no model_type (llama style).
     SC_ASSIGN_OR_RETURN(m, from_llama_style(r, model_type));
     SC_RETURN_IF_ERROR(check_llama_biases(r, im));
-    SC_RETURN_IF_ERROR(check_common(r, im, model_type != "llama" && !model_type.empty(), &m));
+    if (model_type == "olmo2") read_olmo2(im, &m);
+    const bool windowed = model_type != "llama" && model_type != "olmo2" && !model_type.empty();
+    SC_RETURN_IF_ERROR(check_common(r, im, windowed, &m, false, /*partial_rotary_family=*/model_type == "phi3"));
     if (model_type == "granite") {
       // Scalars without parameters; attention_multiplier replaces 1/sqrt(d) (no op).
       SC_ASSIGN_OR_RETURN(m.embedding_multiplier, r.number("embedding_multiplier", 1.0));

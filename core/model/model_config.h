@@ -2,6 +2,7 @@
 // Pure data: the builder (model/transformer.h) turns it into a graph.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -40,12 +41,10 @@ struct ModelConfig {
   // two weights of head_dim per layer, replicated over tp.
   bool qk_norm = false;
   // Sliding-window attention (Mistral-7B-v0.1, Phi-3): a windowed layer's
-  // queries attend to the last sliding_window keys only; 0 = full attention. Fused
-  // attention (flash) computes only the window: score and value FLOPs with
-  // an effective key length min(s, window). Non-fused attention materializes
-  // the full s x s scores and masks them (transformers' eager attention), so
-  // it executes the full FLOPs; its model FLOPs are the window's.
-  // Training memory is unchanged (every key is computed and saved anyway).
+  // queries attend to the last sliding_window keys only; 0 = full attention.
+  // Its kernel visits the causal band (query i: min(i + 1, w) keys; score
+  // and value FLOPs over those keys, fused or not), and non-fused attention
+  // stores s x min(s, w) scores instead of s x s (docs/hf-import.md).
   int64_t sliding_window = 0;
   // Local/global alternation of a windowed model (Gemma-2/3): 0 or 1, every
   // layer windowed; p >= 2, layer l is global (full attention) iff
@@ -54,6 +53,20 @@ struct ModelConfig {
   // Pre- and post-sublayer norms (Gemma-2/3's four per layer): each
   // sublayer's output is normalized before the residual add.
   bool sandwich_norms = false;
+  // Post-sublayer norms only (OLMo-2): no norm before attention or the
+  // MLP; each sublayer's output is normalized before the residual add.
+  // Two norms per layer, like the pre-norm layout.
+  bool post_norms = false;
+  // With qk_norm: one RMSNorm over all heads' features of q (a x d) and
+  // one over k (kv x d) (OLMo-2), instead of per head over d (Qwen3).
+  bool qk_norm_across_heads = false;
+  // Partial rotary embedding (Phi-4-mini's partial_rotary_factor 0.75):
+  // RoPE rotates the first rotary_dim features of each q/k head only;
+  // 0 = the whole head_dim. No parameters; the rope ops' FLOPs scale.
+  int64_t rotary_dim = 0;
+  // With sliding_window: layers below window_first_layer use full
+  // attention (Qwen2's max_window_layers); 0 = every layer may be windowed.
+  int64_t window_first_layer = 0;
   // Logit soft-capping c tanh(x / c) (Gemma-2): on the attention scores
   // (attn_softcap = c; non-fused attention only) and on the output logits
   // (final_softcap = c); 0 = off. An element-wise op each.
@@ -93,6 +106,13 @@ struct ModelConfig {
   // The shared experts' output is scaled by sigmoid(x . w_g), w_g of h
   // (Qwen2-MoE's shared_expert_gate).
   bool shared_expert_gate = false;
+  // Qwen-MoE layer rule (decoder_sparse_step / mlp_only_layers): with
+  // moe_layer_step p >= 2 only layers l with (l + 1) % p == 0 are MoE;
+  // layers in dense_layers keep a dense MLP of width ffn_hidden (as do the
+  // first first_dense_layers). 0 or 1 and empty: every layer from
+  // first_dense_layers on is MoE.
+  int64_t moe_layer_step = 0;
+  std::vector<int64_t> dense_layers;
 
   // Multi-head latent attention (DeepSeek; on when kv_lora_rank > 0).
   // head_dim is then the no-RoPE part of a query/key head
@@ -129,8 +149,17 @@ struct ModelConfig {
   bool is_moe() const { return num_experts > 0; }
   // Whether layer `layer`'s attention is windowed.
   bool windowed_layer(int64_t layer) const {
-    return sliding_window > 0 && (window_pattern < 2 || (layer + 1) % window_pattern != 0);
+    return sliding_window > 0 && layer >= window_first_layer &&
+           (window_pattern < 2 || (layer + 1) % window_pattern != 0);
   }
+  // Key positions layer `layer` attends to (and keeps in a KV cache) for
+  // a query at the end of a context of `context` tokens: the window on a
+  // windowed layer, else the whole context.
+  int64_t kv_positions(int64_t layer, int64_t context) const {
+    return windowed_layer(layer) && sliding_window < context ? sliding_window : context;
+  }
+  // The RoPE width of a q/k head (partial rotary: rotary_dim).
+  int64_t rope_dim() const { return rotary_dim > 0 ? rotary_dim : head_dim; }
   bool gated_mlp() const { return mlp == MlpKind::kSwiGLU || mlp == MlpKind::kGeGLU; }
   bool is_mla() const { return kv_lora_rank > 0; }
   bool is_hybrid() const { return !hybrid_pattern.empty(); }
@@ -143,7 +172,9 @@ struct ModelConfig {
   bool has_ssm() const { return has_mamba() || has_mamba1(); }  // any state-space mixer
   bool moe_layer(int64_t layer) const {
     if (is_hybrid()) return block(layer) == 'E';
-    return is_moe() && layer >= first_dense_layers;
+    if (!is_moe() || layer < first_dense_layers) return false;
+    if (moe_layer_step >= 2 && (layer + 1) % moe_layer_step != 0) return false;
+    return !std::binary_search(dense_layers.begin(), dense_layers.end(), layer);  // sorted (validate_model)
   }
   int64_t mamba_inner() const { return mamba_heads * mamba_head_dim; }                 // d_inner
   int64_t mamba_conv_dim() const { return mamba_inner() + 2 * mamba_groups * mamba_state; }  // [x, B, C]

@@ -31,8 +31,10 @@ __int128 attention_params(const ModelConfig& m) {
   if (!m.is_mla()) {
     const __int128 ad = a * m.head_dim, kvd = __int128(m.num_kv_heads) * m.head_dim;
     const bool qb = b || m.qkv_bias;
-    return linear(h, ad, qb) + 2 * linear(h, kvd, qb) + linear(ad, h, b) +  // q, k, v, o
-           (m.qk_norm ? 2 * norm_params(m, m.head_dim) : 0);                // q_norm, k_norm (per head)
+    __int128 qk_norms = 0;
+    if (m.qk_norm)  // q_norm, k_norm: per head (d each), or over all heads (OLMo-2: a d and kv d)
+      qk_norms = m.qk_norm_across_heads ? norm_params(m, ad) + norm_params(m, kvd) : 2 * norm_params(m, m.head_dim);
+    return linear(h, ad, qb) + 2 * linear(h, kvd, qb) + linear(ad, h, b) + qk_norms;  // q, k, v, o
   }
   // DeepSeek MLA: q = W_qb norm(W_qa x) (or W_q x); [c_kv, k_rope] = W_kva x;
   // [k_nope, v] = W_kvb norm(c_kv); o = W_o attn.
@@ -92,9 +94,10 @@ WideCount parameters_wide(const ModelConfig& m) {
     if (!m.tied_embeddings) c.total += __int128(m.vocab) * h;
     return c;
   }
-  const __int128 dense_layers =
-      m.is_moe() ? std::clamp<__int128>(m.first_dense_layers, 0, std::max<__int128>(L, 0)) : L;
-  const __int128 moe_layers = L - dense_layers;
+  __int128 moe_layers = 0;  // by the layer rule (first_dense_layers, moe_layer_step, dense_layers)
+  if (m.is_moe())
+    for (int64_t l = 0; l < m.num_layers; ++l) moe_layers += m.moe_layer(l) ? 1 : 0;
+  const __int128 dense_layers = L - moe_layers;
   const __int128 E = m.num_experts;
   const __int128 expert = mlp_params(m, m.moe_ffn_hidden);
   // Routed experts, the shared experts (one MLP of width shared x fe, as

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "graph/ops.h"
 
@@ -104,17 +105,33 @@ class Builder {
     return y;
   }
 
-  // Normalizes over the last dim (h for the residual stream; MLA's latents).
-  int norm(const std::string& name, int x) {
-    const Dim d = g_.tensors[x].dims.back();
+  // Normalizes over the last dim (h for the residual stream; MLA's latents),
+  // or over the last `span` dims (OLMo-2's q/k norms over heads x d): the
+  // normalized dims are unsharded (gathered over tp first).
+  int norm(const std::string& name, int x, size_t span = 1) {
+    const std::vector<Dim> xd = g_.tensors[x].dims;  // weight() grows g_.tensors
+    const std::vector<Dim> nd(xd.end() - static_cast<std::ptrdiff_t>(span), xd.end());
     bool ln = m_.norm == NormKind::kLayerNorm;
-    std::vector<int> in{x, weight(prefix_ + name + ".weight", {d}, "", layer_)};
-    if (ln) in.push_back(weight(prefix_ + name + ".bias", {d}, "", layer_));
-    int y = act(name, g_.tensors[x].dims, o_.dtype);
+    std::vector<int> in{x, weight(prefix_ + name + ".weight", nd, "", layer_)};
+    if (ln) in.push_back(weight(prefix_ + name + ".bias", nd, "", layer_));
+    int y = act(name, xd, o_.dtype);
     Op o = op(name, ln ? ops::kLayerNorm : ops::kRMSNorm, std::move(in), {y});
     o.flops = rule_flops(g_, o);
-    o.unshardable = {d.label};
-    o.sp_region = d.label == "h";
+    for (const Dim& d : nd) o.unshardable.insert(d.label);
+    o.sp_region = span == 1 && nd[0].label == "h";
+    add(std::move(o));
+    return y;
+  }
+
+  // RoPE on q or k ([b, s, heads, d]); partial rotary rotates the first
+  // rotary_dim ("dro") features of each head only (operator table
+  // rope.partial: 3 FLOPs per rotated element, rope_bwd the same).
+  int rope(const std::string& name, int x) {
+    if (m_.rope_dim() == m_.head_dim) return pointwise(name, ops::kRope, {x}, false);
+    const std::vector<Dim> xd = g_.tensors[x].dims;
+    int y = act(name, xd, g_.tensors[x].dtype);
+    Op o = op(name, ops::kRopePartial, {x}, {y});
+    o.flops = B().size * S("s") * xd[xd.size() - 2].size * S("dro") * Expr(ops::kRopePartial.flops_per_element);
     add(std::move(o));
     return y;
   }
@@ -151,13 +168,14 @@ class Builder {
     Op split = op("attn.split", ops::kSplit, {q_k_v}, {q, k, v});
     split.out_labels = {lab({"qkv", "d"}), lab({"qkv", "d"}), lab({"qkv", "d"})};
     add(std::move(split));
-    if (m_.qk_norm) {  // per-head RMSNorm over d (weights of d, replicated over tp)
-      q = norm("attn.q_norm", q);
-      k = norm("attn.k_norm", k);
+    if (m_.qk_norm) {  // per-head RMSNorm over d (weights of d, replicated over tp), or over all heads (OLMo-2)
+      const size_t span = m_.qk_norm_across_heads ? 2 : 1;
+      q = norm("attn.q_norm", q, span);
+      k = norm("attn.k_norm", k, span);
     }
     if (m_.position == PositionKind::kRope) {  // learned: at the embedding; none (NoPE): nothing
-      q = pointwise("attn.rope_q", ops::kRope, {q}, false);
-      k = pointwise("attn.rope_k", ops::kRope, {k}, false);
+      q = rope("attn.rope_q", q);
+      k = rope("attn.rope_k", k);
     }
     return attention_out(attention_core(q, k, v, d, d));
   }
@@ -211,12 +229,19 @@ class Builder {
     Dim a{"a", S("a")};
     const std::vector<std::string> q_lab = lab({"a", qk.label}), k_lab = lab({"a", qk.label}, true),
                                    v_lab = lab({"a", vd.label}, true);
-    Expr scores_flops = Expr(2) * B().size * S("a") * S("s") * S("s") * qk.size;
-    Expr values_flops = Expr(2) * B().size * S("a") * S("s") * S("s") * vd.size;
-    // Sliding window: keys per query min(s, window), bound as "w".
+    // Full attention counts every query against all s keys (the causal
+    // mask's upper triangle included, Megatron's convention).
+    // A windowed layer's kernel visits only the causal band: query i sees
+    // min(i + 1, w) keys, wk = sum over i of that (bound by model_bindings;
+    // s^2 when the window covers the sequence), and stores w score columns
+    // per query (a band of s x w, "w" = min(s, window)).
     const bool windowed = m_.windowed_layer(layer_);
-    Expr scores_window = Expr(2) * B().size * S("a") * S("s") * S("w") * qk.size;
-    Expr values_window = Expr(2) * B().size * S("a") * S("s") * S("w") * vd.size;
+    const Expr keys = windowed ? S("wk") : S("s") * S("s");
+    Expr scores_flops = Expr(2) * B().size * S("a") * keys * qk.size;
+    Expr values_flops = Expr(2) * B().size * S("a") * keys * vd.size;
+    const std::vector<Dim> key_dims = windowed ? std::vector<Dim>{{"w", S("w")}} : seq("t", "tc");
+    const std::set<std::string> key_labels = windowed ? std::set<std::string>{"w"}
+                                                      : std::set<std::string>{"t", "tc"};
     int ctx = act("attn.ctx", BS({a, vd}), o_.dtype);
     if (o_.cp_ring) {
       // Ring attention (flash-style blocks): K/V keep their sequence shard;
@@ -233,27 +258,28 @@ class Builder {
       Op o = op("attn.flash", ops::kFlashAttention, {q, k, v}, {ctx, lse});
       o.in_labels = {q_lab, k_lab, v_lab};
       o.unshardable = {"t", "tc"};
-      o.flops = windowed ? scores_window + values_window : scores_flops + values_flops;
+      o.flops = scores_flops + values_flops;
       o.model_flops = o.flops;
       add(std::move(o));
     } else {
-      int scores = act("attn.scores", cat(cat({B(), a}, seq()), seq("t", "tc")), o_.dtype);
+      // Scores [b, a, s, keys]: s x s, or the s x w band of a windowed layer.
+      int scores = act("attn.scores", cat(cat({B(), a}, seq()), key_dims), o_.dtype);
       Op qk_op = op("attn.qk", ops::kAttentionScores, {q, k}, {scores});
       qk_op.in_labels = {q_lab, k_lab};
-      qk_op.flops = scores_flops;  // masked: the full s x s even when windowed
-      qk_op.model_flops = windowed ? scores_window : scores_flops;
+      qk_op.flops = scores_flops;
+      qk_op.model_flops = scores_flops;
       add(std::move(qk_op));
       if (m_.attn_softcap > 0) scores = pointwise("attn.softcap", ops::kAttentionSoftcap, {scores}, false);
-      int probs = act("attn.softmax", cat(cat({B(), a}, seq()), seq("t", "tc")), o_.dtype);
+      int probs = act("attn.softmax", cat(cat({B(), a}, seq()), key_dims), o_.dtype);
       Op sm = op("attn.softmax", ops::kSoftmax, {scores}, {probs});
       sm.flops = rule_flops(g_, sm);
-      sm.unshardable = {"t", "tc"};
+      sm.unshardable = key_labels;
       add(std::move(sm));
       probs = dropout("attn.softmax_dropout", probs, false, ops::kAttentionDropout);
       Op av = op("attn.av", ops::kAttentionValues, {probs, v}, {ctx});
       av.in_labels = {{}, v_lab};
       av.flops = values_flops;
-      av.model_flops = windowed ? values_window : values_flops;
+      av.model_flops = values_flops;
       add(std::move(av));
     }
     return ctx;
@@ -645,14 +671,15 @@ class Builder {
           x = hybrid_block(m_.block(l), x);
           continue;
         }
-        int h1 = norm("ln1", x);
+        // post_norms (OLMo-2): the sublayers read the stream itself.
+        int h1 = m_.post_norms ? x : norm("ln1", x);
         int attn = attention(h1);
-        if (m_.sandwich_norms) attn = norm("ln1_post", attn);  // post-attention norm (Gemma-2/3)
+        if (m_.sandwich_norms || m_.post_norms) attn = norm("ln1_post", attn);  // post-attention norm (Gemma-2/3, OLMo-2)
         if (m_.residual_multiplier != 1) attn = pointwise("attn.scale", ops::kScale, {attn}, true);
         x = pointwise("attn.residual", ops::kAdd, {x, attn}, true);
-        int h2 = norm("ln2", x);
+        int h2 = m_.post_norms ? x : norm("ln2", x);
         int ffn = m_.moe_layer(l) ? moe(h2) : mlp(h2);
-        if (m_.sandwich_norms) ffn = norm("ln2_post", ffn);  // post-feedforward norm
+        if (m_.sandwich_norms || m_.post_norms) ffn = norm("ln2_post", ffn);  // post-feedforward norm
         if (m_.residual_multiplier != 1) ffn = pointwise("mlp.scale", ops::kScale, {ffn}, true);
         x = pointwise("mlp.residual", ops::kAdd, {x, ffn}, true);
       }
@@ -722,7 +749,15 @@ Bindings model_bindings(const ModelConfig& m, int64_t micro_batch, int64_t seq_l
              {"kv", m.num_kv_heads}, {"d", m.head_dim}, {"f", m.ffn_hidden}, {"V", m.vocab},
              {"P", m.max_positions > 0 ? m.max_positions : 1},
              {"qkv", (m.num_heads + 2 * m.num_kv_heads) * m.head_dim}};
-  if (m.sliding_window > 0) b["w"] = std::min(seq_len, m.sliding_window);
+  if (m.sliding_window > 0) {
+    // Score columns stored per query, and keys visited over all queries
+    // (causal band: sum over i < s of min(i + 1, w); the full s^2 when the
+    // window covers the sequence, as for an unwindowed layer).
+    const int64_t w = std::min(seq_len, m.sliding_window);
+    b["w"] = w;
+    b["wk"] = m.sliding_window >= seq_len ? seq_len * seq_len : w * seq_len - w * (w - 1) / 2;
+  }
+  if (m.rope_dim() != m.head_dim) b["dro"] = m.rope_dim();
   if (m.is_moe()) {
     b["E"] = m.num_experts;
     b["k"] = m.experts_per_token;

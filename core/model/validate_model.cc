@@ -180,6 +180,32 @@ Status validate_model(const ModelConfig& m, const std::string& path) {
                       "use flash_attention false (the scores are then capped element-wise)",
                       at("flash_attention"));
   }
+  SC_RETURN_IF_ERROR(in_range(m.window_first_layer, 0, kMaxLayers, at("window_first_layer")));
+  if (m.window_first_layer > 0 && m.sliding_window == 0) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "window_first_layer (" + to_string(m.window_first_layer) +
+                          ") needs sliding_window > 0 (got 0); leave it 0", at("window_first_layer"));
+  }
+  if (m.post_norms && m.sandwich_norms) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "post_norms (norms after each sublayer only) and sandwich_norms (before and after) "
+                      "exclude each other", at("post_norms"));
+  }
+  if (m.qk_norm_across_heads && !m.qk_norm) {
+    return make_error(ErrorCode::kInvalidArgument, "needs qk_norm true (it says how q and k are normalized)",
+                      at("qk_norm_across_heads"));
+  }
+  SC_RETURN_IF_ERROR(in_range(m.rotary_dim, 0, m.head_dim, at("rotary_dim")));
+  if (m.rotary_dim % 2 != 0) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "must be even (RoPE rotates pairs of features) (got " + to_string(m.rotary_dim) + ")",
+                      at("rotary_dim"));
+  }
+  if (m.rotary_dim > 0 && (m.position != PositionKind::kRope || m.is_mla())) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "partial rotary needs position \"rope\" and standard attention (MLA has its own "
+                      "qk_rope_head_dim)", at("rotary_dim"));
+  }
   SC_RETURN_IF_ERROR(in_range(m.max_positions, 1, kMaxPositions, at("max_positions")));
   if (m.num_heads % m.num_kv_heads != 0) {
     return make_error(ErrorCode::kNotDivisible,
@@ -254,6 +280,11 @@ Status validate_model(const ModelConfig& m, const std::string& path) {
                           "(got num_experts = 0)", at(field));
       }
     }
+    if (m.moe_layer_step != 0 || !m.dense_layers.empty()) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "is a mixture-of-experts setting and needs num_experts > 0 (got num_experts = 0)",
+                        at(m.moe_layer_step != 0 ? "moe_layer_step" : "dense_layers"));
+    }
     if (m.router_bias) {
       return make_error(ErrorCode::kInvalidArgument,
                         "router_bias is a mixture-of-experts setting and needs num_experts > 0 "
@@ -282,6 +313,21 @@ Status validate_model(const ModelConfig& m, const std::string& path) {
       return make_error(ErrorCode::kInvalidArgument,
                         "must be >= 0 and <= num_layers (" + to_string(m.num_layers) + ") (got " +
                         to_string(m.first_dense_layers) + ")", at("first_dense_layers"));
+    }
+    SC_RETURN_IF_ERROR(in_range(m.moe_layer_step, 0, kMaxLayers, at("moe_layer_step")));
+    for (size_t i = 0; i < m.dense_layers.size(); ++i) {
+      const std::string p = at("dense_layers") + "[" + to_string(i) + "]";
+      SC_RETURN_IF_ERROR(in_range(m.dense_layers[i], 0, kMaxLayers - 1, p));
+      if (i > 0 && m.dense_layers[i] <= m.dense_layers[i - 1]) {
+        return make_error(ErrorCode::kInvalidArgument,
+                          "layer indices must be strictly increasing (got " + to_string(m.dense_layers[i - 1]) +
+                              " then " + to_string(m.dense_layers[i]) + ")", p);
+      }
+    }
+    if (m.is_hybrid() && (m.moe_layer_step != 0 || !m.dense_layers.empty())) {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "must be unset with a hybrid_pattern (the pattern says which layers are MoE, 'E')",
+                        at(m.moe_layer_step != 0 ? "moe_layer_step" : "dense_layers"));
     }
     if (!(m.capacity_factor >= 1 && m.capacity_factor <= kMaxCapacityFactor)) {
       return make_error(ErrorCode::kInvalidArgument,

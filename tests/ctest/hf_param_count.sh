@@ -12,7 +12,7 @@ command -v python3 >/dev/null || { echo "hf_param_count: python3 is required (.c
 out=$(python3 "$dir/param_count.py" "$dir"/*.config.json)
 echo "$out"
 matches=$(grep -c ' MATCH' <<<"$out" || true)
-[ "$matches" -ge 27 ] || { echo "hf_param_count: expected at least 27 MATCH rows, got $matches"; exit 1; }
+[ "$matches" -ge 29 ] || { echo "hf_param_count: expected at least 29 MATCH rows, got $matches"; exit 1; }
 if grep -q 'MISMATCH' <<<"$out"; then echo "hf_param_count: MISMATCH"; exit 1; fi
 for f in "$dir"/refuse/*.json; do
   if python3 "$dir/param_count.py" "$f" >/dev/null 2>&1; then

@@ -418,5 +418,26 @@ export async function uxCases(context, base, only = '') {
     }
   });
 
+  await run('11. the Hugging Face card shows the family and features of the newer families; a multimodal Gemma-3 is refused until Strict HF import is off, then runs as its text model with the warning in words', async (page) => {
+    const olmo2 = { architectures: ['Olmo2ForCausalLM'], model_type: 'olmo2', hidden_size: 4096, intermediate_size: 11008,
+      num_attention_heads: 32, num_key_value_heads: 32, num_hidden_layers: 32, vocab_size: 100352, rms_norm_eps: 1e-6,
+      tie_word_embeddings: false, max_position_embeddings: 4096 };
+    await page.goto(jobUrl(base, { model: { hf_config: olmo2, num_layers: 2 }, training: { seq_len: 256, global_batch_size: 1 } }));
+    await ready(page);
+    const card = async () => page.textContent('#summary [data-card="hf-import"]');
+    const c1 = await card();
+    check(/olmo2/.test(c1) && /post-sublayer norms \(no pre-norm\)/.test(c1) && /q\/k RMSNorm over all heads/.test(c1), `olmo2 card: ${c1}`);
+    const gemma3 = { architectures: ['Gemma3ForConditionalGeneration'], model_type: 'gemma3',
+      text_config: { hidden_size: 2560, intermediate_size: 10240, model_type: 'gemma3_text', num_hidden_layers: 34, sliding_window: 1024 },
+      vision_config: { hidden_size: 1152, intermediate_size: 4304, model_type: 'siglip_vision_model', num_hidden_layers: 27, patch_size: 14 } };
+    await page.fill('textarea[name="model.hf_config"]', JSON.stringify(gemma3, null, 2));
+    await page.waitForFunction(() => /vision/.test(document.querySelector('#hf-drop-err')?.textContent ?? ''), null, { timeout: 30_000 });
+    await page.fill('input[name="model.num_layers"]', '2');
+    await page.selectOption('select[name="model.strict"]', 'false');
+    await page.waitForFunction(() => /gemma3/.test(document.querySelector('#summary [data-card="hf-import"]')?.textContent ?? '') && document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+    const c2 = await card();
+    check(/text model of a multimodal config/.test(c2) && /not modelled: .*vision tower \(siglip_vision_model, 27 layers\)/.test(c2), `gemma3 card: ${c2}`);
+  });
+
   return results;
 }

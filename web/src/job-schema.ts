@@ -34,6 +34,7 @@ export const JOB_SCHEMA: FieldSchema[] = [
   { path: 'model.linear_bias', title: 'Linear biases', type: 'boolean', group: 'model', advanced: true, description: 'Biases on all linear layers' },
   { path: 'model.dropout', title: 'Dropout', type: 'boolean', group: 'model', advanced: true, description: 'Hidden + attention dropout' },
   { path: 'model.flash_attention', title: 'Flash attention', type: 'boolean', group: 'model', advanced: true, description: 'Fused attention: no s² activations saved' },
+  { path: 'model.strict', title: 'Strict HF import', type: 'boolean', group: 'model', description: 'Hugging Face configs only: off imports a config with fields stagecraft does not model (e.g. the vision tower of a multimodal Gemma-3, which then runs as its text model) and lists them as warnings in the summary; on (the default) refuses them, naming the field' },
   // mixture of experts (MoE): num_experts > 0 turns every MLP from first_dense_layers on into a router + experts
   { path: 'model.num_experts', title: 'Experts (E)', type: 'integer', minimum: 0, group: 'model', advanced: true, description: 'Mixture of experts: routed experts per MoE layer (0 = dense model). Every expert is an MLP of width fe; all E count towards the parameters, but each token uses only k of them' },
   { path: 'model.experts_per_token', title: 'Experts per token (k)', type: 'integer', minimum: 1, group: 'model', advanced: true, description: 'Top-k routing: the router sends each token to k of the E experts, so a token’s FLOPs (and the active parameters) grow with k, not E' },

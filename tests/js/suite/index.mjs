@@ -7,5 +7,6 @@ import * as explain from './explain.mjs';
 import * as moe from './moe.mjs';
 import * as wire from './wire.mjs';
 import * as archive from './archive.mjs';
+import * as hf from './hf.mjs';
 
-export const suites = [basics, errors, traces, identity, explain, moe, wire, archive];
+export const suites = [basics, errors, traces, identity, explain, moe, wire, archive, hf];

@@ -42,6 +42,10 @@ const char* kJobs[] = {
         "sandwich_norms":true,"sliding_window":16,"window_pattern":2,"attn_softcap":50,"final_softcap":30,
         "embedding_multiplier":12,"residual_multiplier":0.22,"logit_multiplier":0.125},
         "parallel":{"tp":2,"dp":2,"pp":2,"sequence_parallel":true},"training":{"seq_len":64,"global_batch_size":4}})",
+    // OLMo-2's post-sublayer norms and q/k norms over all heads; partial rotary (Phi-4-mini).
+    R"({"model":{"preset":"llama3-8b","num_layers":2,"post_norms":true,"qk_norm":true,"qk_norm_across_heads":true,
+        "rotary_dim":64},"parallel":{"tp":2,"dp":2,"sequence_parallel":true},
+        "training":{"seq_len":64,"global_batch_size":2}})",
 };
 
 template <typename F>

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -28,8 +29,9 @@ fs::path hf_dir() { return fs::path(STAGECRAFT_SOURCE_DIR) / "tests" / "fixtures
 // Fixtures whose family (or one field) is not modelled yet, and the key the
 // refusal must name. Moving a family out of this list needs its exact count.
 const std::map<std::string, std::string> kRefused = {
-    {"olmo-2-1124-7b.config.json", "model_type"},
-    {"olmo-2-1124-13b.config.json", "model_type"},
+    // Multimodal: the vision tower is not modelled; strict: false imports
+    // the text model, whose count the fixture's total is.
+    {"gemma-3-4b-it.config.json", "vision_config"},
     // Granite 3.x trains with attention dropout only (0.1): the model's one
     // dropout switch would add the hidden dropouts too.
     {"granite-3.1-2b-instruct-abliterated.config.json", "attention_dropout"},
@@ -102,7 +104,7 @@ TEST_CASE("HF fixtures: every supported real config is exact, every other one re
     ++exact;
   }
   CHECK(seen.size() == expected.size());
-  CHECK(exact == 24);
+  CHECK(exact == 27);
   CHECK(refused == static_cast<int>(kRefused.size()));
 }
 
@@ -114,7 +116,8 @@ TEST_CASE("HF fixtures: the graph of each newly supported feature holds exactly 
       nlohmann::json::parse(testing::slurp(hf_dir() / "expected_counts.json"))["models"];
   for (const char* file : {"qwen2.5-7b.config.json", "qwen3-8b.config.json", "gemma-7b-sft-dolly.config.json",
                            "qwen3-30b-a3b.config.json", "gemma-3-1b-it.config.json", "gemma-2-9b-it.config.json",
-                           "qwen1.5-moe-a2.7b-wikihow.config.json"}) {
+                           "qwen1.5-moe-a2.7b-wikihow.config.json", "olmo-2-1124-7b.config.json",
+                           "phi-4-mini-instruct.config.json"}) {
     CAPTURE(file);
     nlohmann::json cfg = nlohmann::json::parse(testing::slurp(hf_dir() / file));
     const int64_t L = cfg["num_hidden_layers"].get<int64_t>();
@@ -167,9 +170,9 @@ TEST_CASE("HF import refuses unknown architectures and unmodelled families by mo
     CHECK(m.error().message.find("MoE blocks") != std::string::npos);
   }
   // Not strictness: a family refusal stays a refusal under strict = false.
-  m = model_from_hf_config(R"({"model_type":"olmo2","hidden_size":64})", "model.hf_config", false);
+  m = model_from_hf_config(R"({"model_type":"rwkv","hidden_size":64})", "model.hf_config", false);
   REQUIRE_FALSE(m.ok());
-  CHECK(m.error().message.find("post-sublayer norms") != std::string::npos);
+  CHECK(m.error().path == "model.hf_config.model_type");
 }
 
 TEST_CASE("HF import: non-standard Infinity/NaN outside strings read as null, strings untouched") {
@@ -204,13 +207,13 @@ TEST_CASE("HF import: per-family features and refusals name the field") {
   CHECK(closed_form_parameters(*gemma) == closed_form_parameters(*llama) - 100 * 64);
   // Fields that change compute and are not modelled, by name.
   struct Case { const char* extra; const char* key; };
-  for (Case c : {Case{R"("model_type":"qwen2","use_sliding_window":true,"sliding_window":4096)", "use_sliding_window"},
-                 Case{R"("model_type":"phi3","partial_rotary_factor":0.75)", "partial_rotary_factor"},
+  for (Case c : {Case{R"("model_type":"llama","partial_rotary_factor":0.75)", "partial_rotary_factor"},
+                 // Phi-3 models partial rotary, but not over an odd width: int(16 x 0.7) = 11.
+                 Case{R"("model_type":"phi3","partial_rotary_factor":0.7)", "partial_rotary_factor"},
                  Case{R"("model_type":"llama","attention_bias":true)", "attention_bias"},
-                 Case{R"("model_type":"qwen3_moe","num_experts":4,"num_experts_per_tok":2,
-                         "moe_intermediate_size":32,"decoder_sparse_step":2)", "decoder_sparse_step"},
-                 Case{R"("model_type":"qwen3_moe","num_experts":4,"num_experts_per_tok":2,
-                         "moe_intermediate_size":32,"mlp_only_layers":[1])", "mlp_only_layers"},
+                 // Qwen2 windows layers >= max_window_layers (1): layer_types must say so.
+                 Case{R"("model_type":"qwen2","use_sliding_window":true,"sliding_window":16,"max_window_layers":1,
+                         "layer_types":["sliding_attention","sliding_attention"])", "layer_types"},
                  Case{R"("model_type":"llama","layer_types":["full_attention","sliding_attention"])", "layer_types"}}) {
     CAPTURE(c.extra);
     Result<ModelConfig> r = model_from_hf_config(cfg(c.extra));
@@ -231,7 +234,7 @@ TEST_CASE("HF import: per-family features and refusals name the field") {
 }
 
 TEST_CASE("HF import: strict is a model-section key for hf_config only") {
-  auto j = parse_job(R"({"model":{"hf_config":{"model_type":"phi3","hidden_size":64,"num_hidden_layers":2,
+  auto j = parse_job(R"({"model":{"hf_config":{"model_type":"llama","hidden_size":64,"num_hidden_layers":2,
       "num_attention_heads":4,"intermediate_size":128,"vocab_size":100,"partial_rotary_factor":0.5},"strict":false},
       "training":{"seq_len":64,"global_batch_size":1}})");
   REQUIRE_MESSAGE(j.ok(), j.error().to_string());
@@ -249,11 +252,11 @@ TEST_CASE("HF import: sliding-window attention, FLOPs by hand") {
   m = model_from_hf_config(testing::slurp(hf_dir() / "phi-3-mini-4k-instruct.config.json"));
   REQUIRE(m.ok());
   CHECK(m->sliding_window == 2047);
-  // L = 2 layers, a = 4 heads of d = 16, s = 64, one sequence, window 16:
-  // fused attention computes scores and values over min(s, w) keys, so per
-  // layer and forward pass 2 * 2 * a * s * (s - w) * d fewer FLOPs; training
-  // is 3x forward. Non-fused attention masks the full s x s: executed FLOPs
-  // unchanged, model FLOPs as the window's.
+  // L = 2 layers, a = 4 heads of d = 16, s = 64, one sequence, window 16.
+  // A windowed layer visits the causal band: query i sees min(i + 1, 16)
+  // keys, 16 x 17 / 2 + (64 - 16) x 16 = 904 keys over all queries, where
+  // full attention counts s^2 = 4096. Scores and values are two GEMMs of
+  // 2 a d FLOPs per visited key; training is 3x forward (model FLOPs).
   auto run = [](bool flash, int window, int pattern = 0) {
     nlohmann::json cfg = {{"model_type", "mistral"}, {"hidden_size", 64}, {"num_hidden_layers", 2},
                           {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"intermediate_size", 128},
@@ -267,23 +270,36 @@ TEST_CASE("HF import: sliding-window attention, FLOPs by hand") {
     Generator g = testing::make(*j);
     auto s = testing::summary(g);
     testing::check_complete_balanced_and_summed(g, s);
-    return std::pair<int64_t, int64_t>(s["flops"]["model_per_iteration"].get<int64_t>(),
-                                       s["flops"]["executed_per_iteration"].get<int64_t>());
+    return std::tuple<int64_t, int64_t, int64_t>(s["flops"]["model_per_iteration"].get<int64_t>(),
+                                                 s["flops"]["executed_per_iteration"].get<int64_t>(),
+                                                 s["stages"][0]["activation_bytes_by_layer"]["0"].get<int64_t>());
   };
-  const int64_t saved = 3 * 2 * (2 * 2 * 4 * 64 * (64 - 16) * 16);
+  const int64_t keys_full = 64 * 64, keys_band = 16 * 17 / 2 + (64 - 16) * 16;
+  CHECK(keys_band == 904);
+  const int64_t saved = 3 * 2 * (2 * 2 * 4 * 16 * (keys_full - keys_band));
   auto full_flash = run(true, 0), win_flash = run(true, 16);
-  CHECK(full_flash.first - win_flash.first == saved);
+  CHECK(std::get<0>(full_flash) - std::get<0>(win_flash) == saved);
   // Executed: the fused backward also recomputes Q K^T (5 GEMM-sized
   // products against the forward's 2: 7 executed per 6 model).
-  CHECK(full_flash.second - win_flash.second == saved / 6 * 7);
+  CHECK(std::get<1>(full_flash) - std::get<1>(win_flash) == saved / 6 * 7);
+  // Fused attention saves q, k, v, o and the row statistics, none s^2:
+  // its activation memory does not depend on the window.
+  CHECK(std::get<2>(full_flash) == std::get<2>(win_flash));
+  // Non-fused: the band kernel's scores are s x w (not s x s): the same
+  // GEMM saving, and the softmax (5 forward + 4 backward FLOPs per score)
+  // runs on a (s^2 - s w) smaller band per layer.
   auto full_eager = run(false, 0), win_eager = run(false, 16);
-  CHECK(full_eager.first - win_eager.first == saved);
-  CHECK(full_eager.second == win_eager.second);
+  CHECK(std::get<0>(full_eager) - std::get<0>(win_eager) == saved);
+  CHECK(std::get<1>(full_eager) - std::get<1>(win_eager) == saved + 2 * 4 * (64 * 64 - 64 * 16) * (5 + 4));
+  // Memory: the probabilities saved for the backward, per rank (tp 2: 2
+  // heads) and layer, bf16: 2 x (s^2 - s w) x 2 bytes less.
+  CHECK(std::get<2>(full_eager) - std::get<2>(win_eager) == 2 * (64 * 64 - 64 * 16) * 2);
   // Local/global alternation (Gemma-2's pattern 2): layer 0 local, layer 1
   // global, so half the saving.
-  CHECK(full_flash.first - run(true, 16, 2).first == saved / 2);
+  CHECK(std::get<0>(full_flash) - std::get<0>(run(true, 16, 2)) == saved / 2);
   // A window at least the sequence changes nothing.
   CHECK(run(true, 64) == full_flash);
+  CHECK(run(false, 64) == full_eager);
   // cp with a window is refused naming parallel.cp.
   auto cp = parse_job(R"({"model":{"preset":"llama3-8b","num_layers":2,"sliding_window":16},
       "parallel":{"cp":2},"training":{"seq_len":64,"global_batch_size":1}})");
@@ -370,4 +386,192 @@ TEST_CASE("HF import: Granite's multipliers are element-wise ops, FLOPs by hand"
   auto with = run(true), without = run(false);
   CHECK(with.first == without.first);
   CHECK(with.second - without.second == 2 * (64 * 64 + 2 * 2 * 64 * 64 + 64 * 100));
+}
+
+TEST_CASE("HF import: OLMo-2 post-sublayer norms and q/k norms over all heads, counts and FLOPs by hand") {
+  Result<ModelConfig> o = model_from_hf_config(testing::slurp(hf_dir() / "olmo-2-1124-7b.config.json"));
+  REQUIRE_MESSAGE(o.ok(), o.error().to_string());
+  CHECK(o->post_norms);
+  CHECK(o->qk_norm);
+  CHECK(o->qk_norm_across_heads);
+  CHECK(!o->sandwich_norms);
+  CHECK(!o->tied_embeddings);
+  // Per layer, by hand: q,k,v,o 4 h^2 + q_norm (a d = 4096) + k_norm
+  // (kv d = 4096) + SwiGLU 3 h f + 2 norms of h; embedding and lm_head
+  // V h each; the final norm h.
+  const int64_t h = 4096, f = 11008, V = 100352, L = 32;
+  CHECK(closed_form_parameters(*o) == L * (4 * h * h + 2 * h + 3 * h * f + 2 * h) + 2 * V * h + h);
+  // A small OLMo-2 against the same llama: the two norms per layer move
+  // after the sublayers (same count, same FLOPs); the q/k norms add
+  // (a + kv) d weights per layer and, per token, 5 FLOPs per element
+  // forward, 10 (rmsnorm_bwd) + 3 (rmsnorm_wgrad) backward. L = 2, a = 4,
+  // kv = 2, d = 16, s = 64, one sequence, tp 1 (every FLOP counted once).
+  auto run = [](const char* type, const nlohmann::json& parallel) {
+    nlohmann::json cfg = {{"model_type", type}, {"hidden_size", 64}, {"num_hidden_layers", 2},
+                          {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"intermediate_size", 128},
+                          {"vocab_size", 100}, {"rms_norm_eps", 1e-6}};
+    return hf_job_flops(cfg, parallel, {{"seq_len", 64}, {"micro_batch_size", 1}, {"global_batch_size", 1}});
+  };
+  auto olmo = run("olmo2", nlohmann::json::object()), llama = run("llama", nlohmann::json::object());
+  CHECK(olmo.first == llama.first);  // model FLOPs: the GEMMs
+  // (+ the optimizer's 12 FLOPs per added parameter, as for every weight.)
+  CHECK(olmo.second - llama.second == 2 * 64 * (4 + 2) * 16 * (5 + 10 + 3) + 12 * 2 * (4 + 2) * 16);
+  // Under tp 2 with sequence parallelism the norms over all heads gather
+  // q and k first; the job still adds up and validates (hf_job_flops).
+  run("olmo2", {{"tp", 2}, {"sequence_parallel", true}});
+  Result<ModelConfig> llama_m = model_from_hf_config(R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":2,
+      "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":128,"vocab_size":100})");
+  Result<ModelConfig> olmo_m = model_from_hf_config(R"({"model_type":"olmo2","hidden_size":64,"num_hidden_layers":2,
+      "num_attention_heads":4,"num_key_value_heads":2,"intermediate_size":128,"vocab_size":100})");
+  REQUIRE((llama_m.ok() && olmo_m.ok()));
+  CHECK(closed_form_parameters(*olmo_m) - closed_form_parameters(*llama_m) == 2 * (4 + 2) * 16);
+}
+
+TEST_CASE("HF import: partial rotary (Phi-4-mini), no parameters, RoPE FLOPs by hand") {
+  Result<ModelConfig> p = model_from_hf_config(testing::slurp(hf_dir() / "phi-4-mini-instruct.config.json"));
+  REQUIRE_MESSAGE(p.ok(), p.error().to_string());
+  CHECK(p->head_dim == 128);
+  CHECK(p->rotary_dim == 96);  // int(128 x 0.75)
+  CHECK(p->sliding_window == 0);  // 262144 >= max_position_embeddings 131072: never reached (cp stays allowed)
+  CHECK(p->tied_embeddings);
+  // L = 2, a = 4, kv = 2, d = 16, s = 64: factor 0.5 rotates 8 of 16
+  // features; RoPE costs 3 FLOPs per rotated element forward and 3
+  // backward, on q (a heads) and k (kv heads). Model FLOPs unchanged.
+  auto run = [](double factor) {
+    nlohmann::json cfg = {{"model_type", "phi3"}, {"hidden_size", 64}, {"num_hidden_layers", 2},
+                          {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"intermediate_size", 128},
+                          {"vocab_size", 100}, {"partial_rotary_factor", factor}};
+    return hf_job_flops(cfg, {{"tp", 2}}, {{"seq_len", 64}, {"micro_batch_size", 1}, {"global_batch_size", 1}});
+  };
+  auto full = run(1.0), half = run(0.5);
+  CHECK(full.first == half.first);
+  CHECK(full.second - half.second == 2 * (3 + 3) * 64 * (4 + 2) * (16 - 8));
+  Result<ModelConfig> a = model_from_hf_config(R"({"model_type":"phi3","hidden_size":64,"num_hidden_layers":2,
+      "num_attention_heads":4,"intermediate_size":128,"vocab_size":100,"partial_rotary_factor":0.5})");
+  Result<ModelConfig> b = model_from_hf_config(R"({"model_type":"phi3","hidden_size":64,"num_hidden_layers":2,
+      "num_attention_heads":4,"intermediate_size":128,"vocab_size":100})");
+  REQUIRE((a.ok() && b.ok()));
+  CHECK(closed_form_parameters(*a) == closed_form_parameters(*b));
+  CHECK(a->hf_features.front().find("partial rotary (8 of 16") == 0);
+}
+
+TEST_CASE("HF import: Qwen2 use_sliding_window windows the layers from max_window_layers on") {
+  const std::string base = R"("hidden_size":64,"num_hidden_layers":2,"num_attention_heads":4,"num_key_value_heads":2,
+      "intermediate_size":128,"vocab_size":100)";
+  Result<ModelConfig> q = model_from_hf_config(
+      "{" + base + R"(,"model_type":"qwen2","use_sliding_window":true,"sliding_window":16,"max_window_layers":1,
+      "layer_types":["full_attention","sliding_attention"]})");
+  REQUIRE_MESSAGE(q.ok(), q.error().to_string());
+  CHECK(!q->windowed_layer(0));
+  CHECK(q->windowed_layer(1));
+  CHECK(q->kv_positions(1, 64) == 16);
+  CHECK(q->kv_positions(0, 64) == 64);
+  // The published files keep it off (use_sliding_window false): nothing windowed.
+  for (const char* file : {"qwen2.5-7b.config.json", "qwen3-8b.config.json", "qwen3-30b-a3b.config.json"}) {
+    Result<ModelConfig> real = model_from_hf_config(testing::slurp(hf_dir() / file));
+    REQUIRE(real.ok());
+    CHECK(real->sliding_window == 0);
+  }
+  // max_window_layers >= layers: none windowed.
+  Result<ModelConfig> none = model_from_hf_config(
+      "{" + base + R"(,"model_type":"qwen2","use_sliding_window":true,"sliding_window":16,"max_window_layers":2})");
+  REQUIRE(none.ok());
+  CHECK(none->sliding_window == 0);
+  // FLOPs: one windowed layer of two saves half of what windowing both
+  // (Mistral, same shapes) saves, fused attention.
+  auto run = [&](const std::string& extra) {
+    nlohmann::json cfg = nlohmann::json::parse("{" + base + "," + extra + "}");
+    nlohmann::json job = {{"model", {{"hf_config", cfg}, {"flash_attention", true}}},
+                          {"parallel", {{"tp", 2}}},
+                          {"training", {{"seq_len", 64}, {"micro_batch_size", 1}, {"global_batch_size", 1}}}};
+    auto j = parse_job(job.dump());
+    REQUIRE_MESSAGE(j.ok(), j.error().to_string());
+    auto s = testing::summary(testing::make(*j));
+    return s["flops"]["model_per_iteration"].get<int64_t>();
+  };
+  const int64_t full = run(R"("model_type":"mistral","sliding_window":null)");
+  const int64_t both = run(R"("model_type":"mistral","sliding_window":16)");
+  const int64_t one = run(R"("model_type":"qwen2","use_sliding_window":true,"sliding_window":16,"max_window_layers":1)");
+  const int64_t qwen_full = run(R"("model_type":"qwen2")");
+  CHECK(both < full);
+  CHECK(qwen_full - one == (full - both) / 2);
+}
+
+TEST_CASE("HF import: Qwen MoE decoder_sparse_step and mlp_only_layers, counts and FLOPs by hand") {
+  // L = 4, h = 64, f = 128 (dense), E = 4 experts of fe = 32, top-2, a = 4, kv = 2, d = 16.
+  const std::string base = R"("model_type":"qwen3_moe","hidden_size":64,"num_hidden_layers":4,"num_attention_heads":4,
+      "num_key_value_heads":2,"head_dim":16,"intermediate_size":128,"vocab_size":100,"num_experts":4,
+      "num_experts_per_tok":2,"moe_intermediate_size":32)";
+  auto import = [&](const std::string& extra) {
+    Result<ModelConfig> m = model_from_hf_config("{" + base + (extra.empty() ? "" : "," + extra) + "}");
+    REQUIRE_MESSAGE(m.ok(), m.error().to_string());
+    return *m;
+  };
+  const ModelConfig every = import("");
+  const ModelConfig step2 = import(R"("decoder_sparse_step":2)");                           // MoE on 1, 3
+  const ModelConfig step2_only3 = import(R"("decoder_sparse_step":2,"mlp_only_layers":[3])");  // MoE on 1
+  const ModelConfig listed = import(R"("mlp_only_layers":[2,0])");                              // MoE on 1, 3
+  CHECK(step2.moe_layer_step == 2);
+  CHECK(!step2.moe_layer(0));
+  CHECK(step2.moe_layer(1));
+  CHECK(!step2.moe_layer(2));
+  CHECK(step2.moe_layer(3));
+  CHECK(!step2_only3.moe_layer(3));
+  CHECK(step2_only3.moe_layer(1));
+  CHECK(listed.first_dense_layers == 1);
+  CHECK(listed.dense_layers == std::vector<int64_t>{2});
+  for (int64_t l = 0; l < 4; ++l) CHECK(listed.moe_layer(l) == step2.moe_layer(l));
+  // Per layer MLP parameters by hand: dense 3 h f; MoE E (3 h fe) + router h E.
+  const int64_t dense = 3 * 64 * 128, moe = 4 * 3 * 64 * 32 + 64 * 4, expert = 3 * 64 * 32;
+  CHECK(closed_form_parameters(step2) - closed_form_parameters(every) == 2 * (dense - moe));
+  CHECK(closed_form_parameters(step2_only3) - closed_form_parameters(every) == 3 * (dense - moe));
+  CHECK(closed_form_parameters(listed) == closed_form_parameters(step2));
+  // Active: the (E - k) idle experts of each MoE layer.
+  CHECK(closed_form_parameters(step2) - closed_form_active_parameters(step2) == 2 * (4 - 2) * expert);
+  // Model FLOPs (GEMMs, training = 3 x forward) per token and layer: dense
+  // 2 x 3 h f; MoE k x 2 x 3 h fe + the router's 2 h E. s = 64, one sequence.
+  auto flops = [&](const std::string& extra) {
+    nlohmann::json cfg = nlohmann::json::parse("{" + base + (extra.empty() ? "" : "," + extra) + "}");
+    return hf_job_flops(cfg, {{"tp", 2}, {"ep", 2}, {"dp", 2}, {"sequence_parallel", true}},
+                        {{"seq_len", 64}, {"micro_batch_size", 1}, {"global_batch_size", 2}}).first;
+  };
+  const int64_t per_token_dense = 2 * 3 * 64 * 128, per_token_moe = 2 * 2 * 3 * 64 * 32 + 2 * 64 * 4;
+  const int64_t tokens = 2 * 64;
+  CHECK(flops(R"("decoder_sparse_step":2)") - flops("") == 3 * tokens * 2 * (per_token_dense - per_token_moe));
+  CHECK(flops(R"("mlp_only_layers":[0,2])") == flops(R"("decoder_sparse_step":2)"));
+}
+
+TEST_CASE("HF import: Gemma-3 multimodal is refused naming vision_config, or its text model imported") {
+  const std::string text = testing::slurp(hf_dir() / "gemma-3-4b-it.config.json");
+  Result<ModelConfig> m = model_from_hf_config(text);
+  REQUIRE_FALSE(m.ok());
+  CHECK(m.error().path == "model.hf_config.vision_config");
+  CHECK(m.error().message.find("vision tower (siglip_vision_model, 27 layers)") != std::string::npos);
+  Result<ModelConfig> lax = model_from_hf_config(text, "model.hf_config", false);
+  REQUIRE_MESSAGE(lax.ok(), lax.error().to_string());
+  CHECK(lax->hf_family == "gemma3");
+  // text_config names six keys; Gemma3TextConfig's defaults give the rest.
+  CHECK(lax->num_heads == 8);
+  CHECK(lax->num_kv_heads == 4);
+  CHECK(lax->head_dim == 256);
+  CHECK(lax->vocab == 262208);
+  CHECK(lax->sliding_window == 1024);
+  CHECK(lax->window_pattern == 6);
+  CHECK(lax->tied_embeddings);
+  CHECK(lax->hf_features.front().find("text model") != std::string::npos);
+  REQUIRE(lax->hf_warnings.size() == 1);
+  CHECK(lax->hf_warnings[0].find("vision tower") != std::string::npos);
+  // The summary block says it, in words.
+  nlohmann::json job = {{"model", {{"hf_config", nlohmann::json::parse(text)}, {"num_layers", 2}, {"strict", false}}},
+                        {"training", {{"seq_len", 64}, {"global_batch_size", 1}}}};
+  auto j = parse_job(job.dump());
+  REQUIRE_MESSAGE(j.ok(), j.error().to_string());
+  auto s = testing::summary(testing::make(*j));
+  CHECK(s["hf_import"]["family"] == "gemma3");
+  REQUIRE(s["hf_import"]["warnings"].size() == 1);
+  CHECK(s["hf_import"]["warnings"][0].get<std::string>().find("vision tower") != std::string::npos);
+  // Text-config errors name the nested key.
+  m = model_from_hf_config(R"({"model_type":"gemma3","text_config":{"hidden_size":0}})", "model.hf_config", false);
+  REQUIRE_FALSE(m.ok());
+  CHECK(m.error().path == "model.hf_config.text_config.hidden_size");
 }

@@ -72,6 +72,7 @@ export function readJob(): JobJson {
   for (const f of JOB_SCHEMA) {
     const el = field<HTMLInputElement | HTMLSelectElement>(f.path);
     if (!el) continue;
+    if (f.path === 'model.strict' && !hf) continue;  // applies to a pasted HF config only
     if (el instanceof HTMLInputElement && el.type === 'checkbox') { if (el.checked) set(job, f.path, true); continue; }
     const v = el.value.trim();
     if (v === '') continue;
