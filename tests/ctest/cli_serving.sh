@@ -47,6 +47,10 @@ grep -q '^kv cache    70,272 bytes per token' "$out/ds.txt"
 [ ! -e "$out/ds/mixed" ]
 "$cli" replay "$out/ds/decode" | grep -q '^completed: 32 ranks'
 "$cli" replay "$out/ds/prefill" | grep -q '^completed: 16 ranks'
+# The KV cache moves from the 16 prefill ranks to the 32 decode ranks as send/recv.
+[ "$(ls "$out/ds/kv_transfer"/trace.*.et | wc -l)" -eq 48 ]
+"$cli" validate "$out/ds/kv_transfer" >/dev/null
+"$cli" replay "$out/ds/kv_transfer" | grep -q '^completed: 48 ranks'
 
 # The sweep: one row per concurrency.
 "$cli" simulate --config "$out/serve.json" --sweep-concurrency 1,8,64 | tee "$out/sweep.txt"
