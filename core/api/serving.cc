@@ -417,6 +417,7 @@ Result<Generator> create_serving_generator(const Job& job) {
   decode->summary = top.dump(2) + "\n";
   for (auto& [name, st] : kinds) {
     st->config_hash = hash;
+    st->serving_job.reset();  // only the decode Generator answers phase() and the sweep
     SC_ASSIGN_OR_RETURN(json js, kind_summary(*st));
     js["inference_iteration"] = name;
     st->summary = js.dump(2) + "\n";

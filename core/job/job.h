@@ -21,6 +21,8 @@
 //                "schedule": "1f1b" | "gpipe" | "interleaved-1f1b" | "zero-bubble",
 //                "recompute": "none" | "selective" | "full"},
 //   "hardware": "h100"                  // or {"preset":"h100", overrides}
+//   "mode": "training" | "inference",   // inference: a "serving" section instead of
+//   "serving": {...}                    // "training" (docs/inference.md, job_serving.cc)
 // }
 #pragma once
 
