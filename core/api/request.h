@@ -26,6 +26,9 @@
 //   plan           (gpus: number, constraints: object) {"ok":true,"plan":<stagecraft plan --json>};
 //                  the job is the base job (its parallel block is ignored) and
 //                  is parsed, not built (docs/plan.md); progress is called
+//   serving_sweep  (concurrency: [numbers]) {"ok":true,"sweep":[...]} (inference jobs)
+// Inference jobs: every job operation takes phase: "prefill" | "decode"
+// (the default) | "mixed" (docs/inference.md).
 // Every failure is {"ok":false,"error":{"code","message","path"}} with the
 // error in Response::error; a bad job is reported before bad arguments.
 // Adding an operation is one entry in the table in request.cc.

@@ -3,6 +3,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "graph/graph.h"
 #include "job/job.h"
@@ -32,6 +34,11 @@ struct GeneratorState {
   // (api/summary.cc) and reused by simulate (api/simulate.cc).
   // Written while the summary is built (Generator::create), read-only after.
   mutable std::shared_ptr<const SimulateReport> default_simulation;
+  // Inference jobs (api/serving.cc): the whole job (this state's `job` is
+  // its pool's), and the other iteration kinds ("prefill", "mixed"); this
+  // state is the decode iteration.
+  std::shared_ptr<const Job> serving_job;
+  std::vector<std::pair<std::string, Generator>> phases;
 
   int64_t num_stages() const { return static_cast<int64_t>(stages.size()); }
   const Graph& graph_of(int64_t stage) const { return stages[static_cast<size_t>(stage)].graph; }
@@ -54,5 +61,6 @@ namespace sc {
 // Read access to a Generator's state for the façade's own translation units.
 struct GeneratorAccess {
   static const GeneratorState& state(const Generator& g) { return *g.state_; }
+  static Generator make(std::unique_ptr<GeneratorState> s) { return Generator(std::move(s)); }
 };
 }  // namespace sc
