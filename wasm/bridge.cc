@@ -45,6 +45,21 @@ std::string graph_json(const std::string& job_json) { return call("graph_json", 
 std::string simulate(const std::string& job_json, const std::string& options_json) {
   return call("simulate", job_json, {{"options", options_json}, {"timeline_default", true}}).envelope;
 }
+// Inference jobs (docs/inference.md): the phase ("prefill" | "decode" |
+// "mixed") whose trace or groups are wanted; the request layer checks it.
+std::string groups_phase(const std::string& job_json, const std::string& phase) {
+  return call("groups", job_json, {{"phase", phase}}).envelope;
+}
+// servingSweep(job, argsJson): {"ok":true,"sweep":[{concurrency, ttft_seconds,
+// tpot_seconds, tokens_per_second_per_gpu, tokens_per_second_per_user}]}.
+// argsJson is {"concurrency":[1,2,4,...]}; text that is not a JSON object is
+// passed on as the value of "concurrency", which the request layer refuses
+// with that path.
+std::string serving_sweep(const std::string& job_json, const std::string& args_json) {
+  nlohmann::json args = nlohmann::json::parse(args_json, nullptr, /*allow_exceptions=*/false);
+  if (args.is_discarded() || !args.is_object()) args = nlohmann::json{{"concurrency", args_json}};
+  return call("serving_sweep", job_json, std::move(args)).envelope;
+}
 std::string graph_json_stage(const std::string& job_json, double stage) {
   return call("graph_json", job_json, {{"stage", stage}}).envelope;
 }
@@ -57,8 +72,7 @@ std::string rank_at(const std::string& job_json, const std::string& coords_json)
 }
 
 // {ok:true, bytes:Uint8Array} or {ok:false, error:{code,message,path}}.
-val rank_trace(const std::string& job_json, double rank) {
-  sc::Response r = call("rank_trace", job_json, {{"rank", rank}});
+val trace_object(const sc::Response& r) {
   val out = val::object();
   out.set("ok", r.ok());
   if (!r.ok()) {
@@ -75,6 +89,12 @@ val rank_trace(const std::string& job_json, double rank) {
   out.set("bytes", val::global("Uint8Array").new_(view));
   return out;
 }
+val rank_trace(const std::string& job_json, double rank) {
+  return trace_object(call("rank_trace", job_json, {{"rank", rank}}));
+}
+val rank_trace_phase(const std::string& job_json, double rank, const std::string& phase) {
+  return trace_object(call("rank_trace", job_json, {{"rank", rank}, {"phase", phase}}));
+}
 
 }  // namespace
 
@@ -84,7 +104,11 @@ EMSCRIPTEN_BINDINGS(stagecraft) {
   emscripten::function("inspect", &inspect);
   emscripten::function("graph", &graph);
   emscripten::function("groups", &groups);
+  // Overloaded by argument count: (job[, phase]) and (job, rank[, phase]).
+  emscripten::function("groups", &groups_phase);
   emscripten::function("rankTrace", &rank_trace);
+  emscripten::function("rankTrace", &rank_trace_phase);
+  emscripten::function("servingSweep", &serving_sweep);
   // Overloaded by argument count: graphJson(job) and graphJson(job, stage).
   emscripten::function("graphJson", &graph_json);
   emscripten::function("graphJson", &graph_json_stage);

@@ -14,10 +14,11 @@ interface WasmEngine {
   inspect(job: string): string;
   graph(job: string): string;
   graphJson(job: string, stage?: number): string;  // overloaded: (job) is stage 0
-  groups(job: string): string;
+  groups(job: string, phase?: string): string;  // overloaded: phase for inference jobs
   rankInfo(job: string, rank: number): string;
   rankAt(job: string, coords: string): string;
-  rankTrace(job: string, rank: number): { ok: true; bytes: Uint8Array } | { ok: false; error: EngineError };
+  rankTrace(job: string, rank: number, phase?: string): { ok: true; bytes: Uint8Array } | { ok: false; error: EngineError };
+  servingSweep?(job: string, args: string): string;  // inference jobs (docs/inference.md)
   simulate?(job: string, options: string): string;  // engines with core/sim (docs/simulate.md)
 }
 
@@ -97,7 +98,7 @@ async function archive(wasm: WasmEngine, id: number, job: string, prefix: string
 }
 
 async function handle(req: Request): Promise<{ reply: Reply; transfer: Transferable[] }> {
-  const payload = (req.payload ?? {}) as { job?: unknown; rank?: unknown; stage?: unknown; coords?: unknown; target?: unknown; prefix?: unknown };
+  const payload = (req.payload ?? {}) as { job?: unknown; rank?: unknown; stage?: unknown; coords?: unknown; target?: unknown; prefix?: unknown; phase?: unknown; concurrency?: unknown };
   if (req.type === 'cancel') {
     if (typeof payload.target === 'number') cancelled.add(payload.target);
     return { reply: { ok: true, result: { cancelled: true } }, transfer: [] };
@@ -114,7 +115,10 @@ async function handle(req: Request): Promise<{ reply: Reply; transfer: Transfera
       if (payload.stage === undefined) return { reply: fromJson(wasm.graphJson(job)), transfer: none };
       if (typeof payload.stage !== 'number') return { reply: fail('bad_request', 'stage must be a number', 'stage'), transfer: none };
       return { reply: fromJson(wasm.graphJson(job, payload.stage)), transfer: none };
-    case 'groups': return { reply: fromJson(wasm.groups(job)), transfer: none };
+    case 'groups':
+      if (payload.phase === undefined) return { reply: fromJson(wasm.groups(job)), transfer: none };
+      if (typeof payload.phase !== 'string') return { reply: fail('bad_request', 'phase must be a string', 'phase'), transfer: none };
+      return { reply: fromJson(wasm.groups(job, payload.phase)), transfer: none };
     case 'rankInfo':
       if (typeof payload.rank !== 'number') return { reply: fail('bad_request', 'rank must be a number', 'rank'), transfer: none };
       return { reply: fromJson(wasm.rankInfo(job, payload.rank)), transfer: none };
@@ -123,7 +127,8 @@ async function handle(req: Request): Promise<{ reply: Reply; transfer: Transfera
       return { reply: fromJson(wasm.rankAt(job, JSON.stringify(payload.coords))), transfer: none };
     case 'rankTrace': {
       if (typeof payload.rank !== 'number') return { reply: fail('bad_request', 'rank must be a number', 'rank'), transfer: none };
-      const r = wasm.rankTrace(job, payload.rank);
+      if (payload.phase !== undefined && typeof payload.phase !== 'string') return { reply: fail('bad_request', 'phase must be a string', 'phase'), transfer: none };
+      const r = payload.phase === undefined ? wasm.rankTrace(job, payload.rank) : wasm.rankTrace(job, payload.rank, payload.phase);
       if (!r.ok) return { reply: r, transfer: none };
       const bytes = r.bytes.buffer as ArrayBuffer;  // a fresh copy: safe to transfer
       return { reply: { ok: true, result: { bytes } }, transfer: [bytes] };
@@ -131,6 +136,10 @@ async function handle(req: Request): Promise<{ reply: Reply; transfer: Transfera
     case 'simulate':
       if (typeof wasm.simulate !== 'function') return { reply: fail('unsupported', 'this engine build has no simulator'), transfer: none };
       return { reply: fromJson(wasm.simulate(job, JSON.stringify({ timeline: true }))), transfer: none };
+    case 'servingSweep':
+      if (typeof wasm.servingSweep !== 'function') return { reply: fail('unsupported', 'this engine build has no serving sweep'), transfer: none };
+      if (!Array.isArray(payload.concurrency)) return { reply: fail('bad_request', 'concurrency must be an array of numbers', 'concurrency'), transfer: none };
+      return { reply: fromJson(wasm.servingSweep(job, JSON.stringify({ concurrency: payload.concurrency }))), transfer: none };
     case 'selfTestAbort':
       // Test hook: the path a real abort takes (Emscripten's abort() throws
       // a WebAssembly.RuntimeError out of the engine call), without a

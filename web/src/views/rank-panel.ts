@@ -17,6 +17,13 @@ import { showStage } from './graph-panel';
 import { selectTab } from './tabs';
 
 export const rankInput = () => $<HTMLInputElement>('#rank');
+// Inference jobs: the phase whose program is previewed (prefill, decode,
+// mixed); undefined for training jobs.
+export function rankPhase(): string | undefined {
+  const inference = state.summary?.inference !== undefined;
+  $('#phase-picker').hidden = !inference;
+  return inference ? $<HTMLSelectElement>('#rank-phase').value : undefined;
+}
 
 function renderCoords(info: RankInfo): void {
   const box = $('#coords');
@@ -53,8 +60,8 @@ export function renderRankStage(info: RankInfo): void {
 // dp_replicate), not combined ones such as dp+cp or the embedding group.
 // Their members come from the group file (fetched once per job, only when
 // needed), their axis from the collective's name, which ends in "(axis)".
-let groupFile: { job: string; table: Record<string, number[]> } | null = null;
-async function extraGroups(nodes: ChakraNode[], info: RankInfo): Promise<GroupOfRank[]> {
+let groupFile: { job: string; phase?: string; table: Record<string, number[]> } | null = null;
+async function extraGroups(nodes: ChakraNode[], info: RankInfo, phase?: string): Promise<GroupOfRank[]> {
   const known = new Set(info.groups.map((g) => String(g.key)));
   const axisOf = new Map<string, string>();
   for (const n of nodes) {
@@ -63,10 +70,10 @@ async function extraGroups(nodes: ChakraNode[], info: RankInfo): Promise<GroupOf
     axisOf.set(String(pg), /\(([^()]+)\)$/.exec(n.name)?.[1] ?? '?');
   }
   if (!axisOf.size) return [];
-  if (groupFile?.job !== state.jobText) {
+  if (groupFile?.job !== state.jobText || groupFile.phase !== phase) {
     const job = state.jobText;
-    const { text } = await client.request('groups', { job });
-    groupFile = { job, table: JSON.parse(text) as Record<string, number[]> };
+    const { text } = await client.request('groups', phase ? { job, phase } : { job });
+    groupFile = { job, phase, table: JSON.parse(text) as Record<string, number[]> };
   }
   const table = groupFile.table;
   return [...axisOf].filter(([key]) => table[key]).map(([key, axis]) => ({ axis, key: Number(key), members: table[key] }))
@@ -79,14 +86,15 @@ let rankSeq = 0;
 export async function showRank(rank: number, mine = state.generation): Promise<number> {
   const t0 = performance.now();
   const seq = ++rankSeq;
+  const phase = rankPhase();
   const [{ info }, { bytes }] = await Promise.all([
     client.request('rankInfo', { job: state.jobText, rank }),
-    client.request('rankTrace', { job: state.jobText, rank }),
+    client.request('rankTrace', phase ? { job: state.jobText, rank, phase } : { job: state.jobText, rank }),
   ]);
   if (!current(mine) || seq !== rankSeq) return performance.now() - t0;
   const u8 = new Uint8Array(bytes);
   const trace = decodeTrace(u8);
-  const extra = await extraGroups(trace.nodes, info);
+  const extra = await extraGroups(trace.nodes, info, phase);
   if (!current(mine) || seq !== rankSeq) return performance.now() - t0;
   const summary = state.summary;
   const hw = (summary?.job?.hardware ?? {}) as { intra_node_bw?: number; inter_node_bw?: number; gpus_per_node?: number };
@@ -99,7 +107,7 @@ export async function showRank(rank: number, mine = state.generation): Promise<n
   const stage = summary?.stages?.[Number(info.coords?.pp ?? 0)] ?? summary?.stages?.[0];
   const st = stage?.memory_bytes ?? {};
   const staticBytes = (st.weights ?? 0) + (st.gradients ?? 0) + (st.optimizer ?? 0);
-  const preview = { rank, info, nodes: trace.nodes, sched, memory: memoryOverTime(trace.nodes, sched, staticBytes, stage?.live_activation_timeline),
+  const preview = { rank, phase, info, nodes: trace.nodes, sched, memory: memoryOverTime(trace.nodes, sched, staticBytes, stage?.live_activation_timeline),
     capacity: st.capacity ?? 0, staticBytes, bytes: u8.length, raw: u8 };
   state.preview = preview;
   if (rankInput() !== document.activeElement) rankInput().value = String(rank);
@@ -111,6 +119,7 @@ export async function showRank(rank: number, mine = state.generation): Promise<n
   renderMemory($('#memory'), preview);
   renderTable($('#node-table'), preview, $<HTMLInputElement>('#node-search').value);
   $('#rank-stats').dataset.rank = String(rank);
+  $('#rank-stats').dataset.phase = phase ?? '';
   const byKey = new Map(groups.map((g) => [String(g.key), { axis: g.axis, size: g.members.length }]));
   const wire = document.getElementById('wire');
   if (wire) renderWire(wire, rank, wireByGroupKind(trace.nodes, (pg) => byKey.get(pg)));
@@ -147,8 +156,8 @@ $('#rank-picker').addEventListener('change', async (e) => {
   const t = e.target as HTMLInputElement;
   clearRankErrors();
   try {
-    if (t.id === 'rank') {
-      await showRank(Number(t.value));
+    if (t.id === 'rank' || t.id === 'rank-phase') {
+      await showRank(Number(rankInput().value) || 0);
     } else if (t.name?.startsWith('coord-')) {
       const coords: Record<string, number> = {};
       for (const inp of $('#coords').querySelectorAll<HTMLInputElement>('input')) coords[inp.name.slice(6)] = Number(inp.value);
