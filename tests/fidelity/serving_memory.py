@@ -146,15 +146,100 @@ def examples():
                     s = seq_bytes_per_rank(c, kvd, tp, 8192, 1)
                     line += f"; kv {kvd} 8K seq/rank {s / 1e6:.1f} MB -> {max(0, free // s):.0f}"
                 print(line)
+        if c.get("n_routed_experts"):
+            # DP attention: tp 1, each of the dp ranks caches its own
+            # sequences; the routed experts spread over ep = dp ranks.
+            for dp, cap, gpu in ((8, H100, "H100"), (8, H200, "H200")):
+                for wd in ("bf16", "fp8"):
+                    w = weights_params_per_rank(c, 1, dp, 1) * BYTES[wd]
+                    free = cap - w
+                    line = f"  dp {dp} x ep {dp} {gpu} weights {wd}: {w:,} B/rank ({w / GB:.2f} GB), free {free / GB:.2f} GB"
+                    for kvd in ("bf16", "fp8"):
+                        s = seq_bytes_per_rank(c, kvd, 1, 8192, 1)
+                        n = max(0, free // s)
+                        line += f"; kv {kvd} -> {n:.0f} per rank, {n * dp:.0f} in all"
+                    print(line)
         rows.append(name)
 
 
 # ---------------------------------------------------------------- the check
+# (name, config, parallel, serving, hardware): GQA, MHA, MLA, MoE, fp8.
+JOBS = [
+    ("Llama 3 70B, tp 8, 8K context (GQA)", "meta-llama-3-70b", {"tp": 8},
+     {"prompt_tokens": 7680, "output_tokens": 512}, "h100"),
+    ("Llama 3 70B, tp 8, fp8 weights and KV cache", "meta-llama-3-70b", {"tp": 8},
+     {"prompt_tokens": 7680, "output_tokens": 512, "weights_dtype": "fp8", "kv_dtype": "fp8"}, "h100"),
+    ("Llama 3.1 8B, tp 1, fp8 KV cache, 256-token pages", "llama-3.1-8b", {"tp": 1},
+     {"prompt_tokens": 5000, "output_tokens": 500, "kv_dtype": "fp8", "page_tokens": 256}, "h100"),
+    ("Llama 2 7B, tp 2 (MHA)", "llama-2-7b", {"tp": 2},
+     {"prompt_tokens": 2048, "output_tokens": 2048}, "h100"),
+    ("DeepSeek-V2-Lite, tp 1 (MLA, MoE)", "deepseek-coder-v2-lite-base", {"tp": 1},
+     {"prompt_tokens": 8000, "output_tokens": 192}, "h100"),
+    ("DeepSeek-V2-Lite, DP attention 2 x ep 2, fp8 KV cache (MLA, MoE)", "deepseek-coder-v2-lite-base",
+     {"tp": 1, "dp": 2, "ep": 2, "expert_tp": 1},
+     {"prompt_tokens": 4096, "output_tokens": 1024, "kv_dtype": "fp8"}, "h100"),
+    ("Mixtral 8x7B, DP attention 2 x ep 2 (GQA, MoE)", "mixtral-8x7b-v0.1", {"tp": 1, "dp": 2, "ep": 2, "expert_tp": 1},
+     {"prompt_tokens": 4096, "output_tokens": 512}, "h100"),
+    ("DeepSeek-V3, DP attention 8 x ep 8, fp8 weights, H200 (MLA, MoE)", "deepseek-v3",
+     {"tp": 1, "dp": 8, "ep": 8, "expert_tp": 1},
+     {"prompt_tokens": 7680, "output_tokens": 512, "weights_dtype": "fp8"}, "h200"),
+]
+CAPACITY = {"h100": H100, "h200": H200}
+
+
+def inspect(cli, job):
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"serving-memory-{os.getpid()}.json")
+    with open(path, "w") as f:
+        json.dump(job, f)
+    try:
+        out = subprocess.run([cli, "inspect", "--config", path, "--json"], capture_output=True, text=True)
+    finally:
+        os.remove(path)
+    if out.returncode != 0:
+        return None, out.stderr.strip()
+    return json.loads(out.stdout), None
+
+
+def check(cli):
+    failures = 0
+    for name, cfg_name, par, serving, hw in JOBS:
+        c = config(cfg_name)
+        job = {"mode": "inference", "model": {"hf_config": c}, "parallel": par, "serving": serving, "hardware": hw}
+        s, err = inspect(cli, job)
+        if s is None:
+            print(f"FAIL {name}: inspect failed: {err}")
+            failures += 1
+            continue
+        inf = s["inference"]
+        kvd, wd = serving.get("kv_dtype", "bf16"), serving.get("weights_dtype", "bf16")
+        tp, ep, etp = par.get("tp", 1), par.get("ep", 1), par.get("expert_tp", par.get("tp", 1))
+        tokens = serving["prompt_tokens"] + serving["output_tokens"]
+        page = serving.get("page_tokens", 16)
+        want_kv = kv_bytes_per_token(c, kvd)
+        want_w = weights_params_per_rank(c, tp, ep, etp) * BYTES[wd]
+        per_seq = seq_bytes_per_rank(c, kvd, tp, tokens, page)
+        mem = inf.get("memory_bytes_per_rank", {})
+        workspace = int(mem.get("workspace", 0)) + int(mem.get("activations", 0))
+        want_n = fit(CAPACITY[hw], want_w, workspace, per_seq)
+        rows = [("kv_cache_bytes_per_token", want_kv, inf["kv_cache_bytes_per_token"]),
+                ("weights_bytes_per_rank", want_w, inf["weights_bytes_per_rank"]),
+                ("max_concurrent_sequences", want_n, inf["max_concurrent_sequences"])]
+        bad = [(k, w, g) for k, w, g in rows if w != g]
+        status = "ok  " if not bad else "FAIL"
+        print(f"{status} {name}: " + "; ".join(f"{k} {g:,} (by hand {w:,})" for k, w, g in rows) +
+              f"; workspace per rank {workspace:,} B, one sequence {per_seq:,} B per rank")
+        failures += bool(bad)
+    print(f"{len(JOBS) - failures} of {len(JOBS)} serving jobs match the hand formulas")
+    return failures
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--examples":
         examples()
         return
-    raise SystemExit(__doc__)
+    if len(sys.argv) != 2:
+        raise SystemExit(__doc__)
+    sys.exit(1 if check(sys.argv[1]) else 0)
 
 
 if __name__ == "__main__":
