@@ -19,7 +19,7 @@ How a predicted number is read from the summary (docs/inference.md,
   the end: TensorRT-LLM's gptSessionBenchmark) batch x output tokens /
   (TTFT + (output - 1) x TPOT) / GPUs, with TTFT the prefill of the batch.
 - prefill_tokens_per_second_per_gpu: prompt tokens x concurrency (the
-  prompts each attention-dp rank prefills together) / TTFT.
+  prompts the instance's attention-dp ranks prefill together) / TTFT / GPUs.
 """
 import json
 import os
@@ -69,7 +69,7 @@ def predict(row, metric, s):
             return b * out / (inf["ttft_seconds"] + (out - 1) * inf["tpot_seconds"]) / row["gpus"]
         return inf["tokens_per_second_per_gpu"]
     if metric == "prefill_tokens_per_second_per_gpu":
-        return sv["prompt_tokens"] * sv["concurrency"] / inf["ttft_seconds"]
+        return sv["prompt_tokens"] * sv["concurrency"] / inf["ttft_seconds"] / row["gpus"]
     raise SystemExit(f"unknown metric {metric}")
 
 

@@ -117,7 +117,7 @@ export function renderSweep(el: HTMLElement, sweep: SweepPoint[], own: number): 
     c.append(s('title', {}, `concurrency ${p.concurrency}: ${rate(p.tokens_per_second_per_gpu)} tokens/s per GPU, TPOT ${sec(p.tpot_seconds)}, TTFT ${sec(p.ttft_seconds)}`));
     g.append(c, s('text', { x: p.px + 6, y: p.py - 6, 'font-size': 10, fill: '#495057' }, String(p.concurrency)));
   }
-  const table = h('table', { class: 'sweep' }, h('caption', {}, 'Serving sweep: one row per concurrency (sequences decoded together per attention-dp rank)'),
+  const table = h('table', { class: 'sweep' }, h('caption', {}, 'Serving sweep: one row per concurrency (sequences the instance decodes together)'),
     h('thead', {}, h('tr', {}, ...['concurrency', 'TTFT', 'TPOT', 'tokens/s per user', 'tokens/s per GPU'].map((t) => h('th', { scope: 'col' }, t)))),
     h('tbody', {}, ...sweep.map((p) => h('tr', { 'data-concurrency': String(p.concurrency), class: p.concurrency === own ? 'own' : undefined },
       h('th', { scope: 'row' }, String(p.concurrency)), h('td', { class: 'num' }, sec(p.ttft_seconds)), h('td', { class: 'num' }, sec(p.tpot_seconds)),
