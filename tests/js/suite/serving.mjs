@@ -117,8 +117,26 @@ export const cases = [
       // The chart helpers: axes cover every point.
       const c = curvePoints(r.sweep, 100, 50);
       assert.ok(c.points.every((p) => p.px >= 0 && p.px <= 100 && p.py >= 0 && p.py <= 50), 'points inside the plot');
-      assert.equal(niceCeil(1234), 2000, 'niceCeil');
+    },
+  },
+  {
+    name: 'chart helpers: the sweep list doubles up to what fits, thins past 12 points, keeps the job\'s own; nice axis ends',
+    run({ assert }) {
+      assert.equal(sweepConcurrencies(185).join(), '1,2,4,8,16,32,64,128,185', 'doubling, then the maximum');
+      assert.equal(sweepConcurrencies(185, 50).join(), '1,2,4,8,16,32,50,64,128,185', 'the job\'s own concurrency added');
+      assert.equal(sweepConcurrencies(5000).join(), '1,4,16,64,256,1024,4096,5000', 'thinned to every other power');
+      assert.equal(sweepConcurrencies(1).join(), '1', 'one sequence');
       assert.equal(sweepConcurrencies(0).length, 0, 'no sweep when nothing fits');
+      assert.equal(niceCeil(1234), 2000, 'niceCeil 1234');
+      assert.equal(niceCeil(0.3), 0.5, 'niceCeil 0.3');
+      assert.equal(niceCeil(100), 100, 'niceCeil 100');
+      const sweep = [1, 10].map((c) => ({ concurrency: c, ttft_seconds: 0.1, tpot_seconds: 0.01 * c, tokens_per_second_per_gpu: 100 * c, tokens_per_second_per_user: 100 / c }));
+      const g = curvePoints(sweep, 200, 100);
+      assert.equal(g.xMax, 1000, 'x axis ends at 1,000 tokens/s');
+      assert.equal(g.yMax, 100, 'y axis ends at 100 ms');
+      assert.equal(g.points[1].px, 200, 'the fastest point at the right edge');
+      assert.equal(g.points[1].py, 0, 'the slowest point at the top');
+      assert.equal(g.points[0].py, 90, 'TPOT 10 ms of 100 at 90 % down');
     },
   },
   {
