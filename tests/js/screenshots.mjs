@@ -28,8 +28,7 @@ try {
   const page = await context.newPage();
   if (process.argv.includes('--serving')) {
     await serving(page);
-    console.log(`serving.png written to ${OUT}`);
-    process.exit(0);
+    throw new Error('done');  // only serving.png: skip the others (caught below)
   }
   // First visit: the getting-started panel.
   await page.goto(`${base}/`);
@@ -75,6 +74,9 @@ try {
   await page.setViewportSize({ width: 1440, height: 900 });
   await serving(page);
   console.log(`screenshots written to ${OUT}`);
+} catch (e) {
+  if (e.message !== 'done') throw e;
+  console.log(`serving.png written to ${OUT}`);
 } finally {
   await browser.close();
   server.close();
