@@ -14,6 +14,7 @@ import { state, current, client } from '../state';
 import { renderDownloads } from './downloads';
 import { $, h } from '../util';
 import { showStage } from './graph-panel';
+import { servingMemory } from './serving';
 import { selectTab } from './tabs';
 
 export const rankInput = () => $<HTMLInputElement>('#rank');
@@ -106,9 +107,14 @@ export async function showRank(rank: number, mine = state.generation): Promise<n
   // The rank runs its pipeline stage's program: that stage's memory figures.
   const stage = summary?.stages?.[Number(info.coords?.pp ?? 0)] ?? summary?.stages?.[0];
   const st = stage?.memory_bytes ?? {};
-  const staticBytes = (st.weights ?? 0) + (st.gradients ?? 0) + (st.optimizer ?? 0);
+  // A serving rank holds its weights and its sequences' KV cache for the
+  // whole run (summary.inference, docs/inference.md); a training rank its
+  // weights, gradients and optimizer state.
+  const inf = summary?.inference;
+  const served = inf ? servingMemory(inf) : null;
+  const staticBytes = served ? served.weights + served.kv_cache : (st.weights ?? 0) + (st.gradients ?? 0) + (st.optimizer ?? 0);
   const preview = { rank, phase, info, nodes: trace.nodes, sched, memory: memoryOverTime(trace.nodes, sched, staticBytes, stage?.live_activation_timeline),
-    capacity: st.capacity ?? 0, staticBytes, bytes: u8.length, raw: u8 };
+    capacity: served ? served.capacity : st.capacity ?? 0, staticBytes, bytes: u8.length, raw: u8 };
   state.preview = preview;
   if (rankInput() !== document.activeElement) rankInput().value = String(rank);
   renderCoords(info);
