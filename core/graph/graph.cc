@@ -14,6 +14,7 @@ const char* tensor_kind_name(TensorKind k) {
     case TensorKind::kMask: return "mask";
     case TensorKind::kGradient: return "grad";
     case TensorKind::kWeightGrad: return "wgrad";
+    case TensorKind::kCache: return "cache";
   }
   return "?";
 }
@@ -193,7 +194,7 @@ std::string graph_to_named_text(const Graph& g, const std::string& header) {
   std::ostringstream out;
   out << header << "\n";
   for (const auto& t : g.tensors)
-    if (t.producer < 0 && (t.kind == TensorKind::kWeight || t.kind == TensorKind::kInput))
+    if (t.producer < 0 && (t.kind == TensorKind::kWeight || t.kind == TensorKind::kInput || t.kind == TensorKind::kCache))
       out << tensor_kind_name(t.kind) << " " << ref(t) << "\n";
   for (int id : g.order) {
     const Op& op = g.ops[id];
@@ -218,7 +219,7 @@ std::string graph_to_text(const Graph& g, const std::string& header) {
   std::ostringstream out;
   out << header << "\n";
   for (const auto& t : g.tensors)
-    if (t.producer < 0 && (t.kind == TensorKind::kWeight || t.kind == TensorKind::kInput))
+    if (t.producer < 0 && (t.kind == TensorKind::kWeight || t.kind == TensorKind::kInput || t.kind == TensorKind::kCache))
       out << tensor_kind_name(t.kind) << " " << tensor_ref(t) << "\n";
   for (int id : g.order) {
     const Op& op = g.ops[id];

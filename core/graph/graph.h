@@ -37,7 +37,9 @@ struct Sharding {
   }
 };
 
-enum class TensorKind { kInput, kWeight, kActivation, kMask, kGradient, kWeightGrad };
+// kCache: an inference job's KV cache (persistent state the attention reads;
+// neither a parameter nor a transient activation).
+enum class TensorKind { kInput, kWeight, kActivation, kMask, kGradient, kWeightGrad, kCache };
 const char* tensor_kind_name(TensorKind k);
 
 struct Tensor {

@@ -529,6 +529,23 @@ const OpDef kCollective{"collective", "collective", OpKind::kCollective, FC::kCo
                         SR::kSameAsInput, FR::kGiven, 0, Saves::kNothing, false, true};
 const OpDef kSlice{"slice", "slice", OpKind::kView, FC::kLayout, PR::kInserted, SR::kGiven, FR::kGiven, 0,
                    Saves::kNothing, false, true};
+// Inference (serving, docs/inference.md): forward only, no gradient.
+// kv_cache_write: the iteration's new K/V (or MLA's latent and RoPE key)
+// stored into the paged cache at the cache dtype; bytes = what it reads
+// and writes (the new entries only). paged_attention: the iteration's
+// queries against the cached keys/values (decode: one query per sequence
+// over every cached token; prefill: causal over the prompt; chunked
+// prefill: the chunk over the cached prefix and itself); FLOPs given from
+// the query-key pairs; bytes = q, the whole K/V cache read, the output, so
+// decode is memory-bound by construction. token_select: the rows whose
+// next token is sampled (a view: the last prompt token of each prefilled
+// sequence, every decode token).
+const OpDef kKvCacheWrite{"kv_cache_write", "kv_cache_write", OpKind::kElementwise, FC::kLayout, PR::kFactors,
+                          SR::kGiven, FR::kGiven, 0, Saves::kNothing};
+const OpDef kPagedAttention{"paged_attention", "paged_attention", OpKind::kAttention, FC::kAttention,
+                            PR::kFactors, SR::kGiven, FR::kGiven, 0, Saves::kNothing};
+const OpDef kTokenSelect{"token_select", "token_select", OpKind::kView, FC::kLayout, PR::kFactors, SR::kGiven,
+                         FR::kGiven, 0, Saves::kNothing};
 }  // namespace ops
 
 const char* fusion_class_name(FusionClass c) {
@@ -562,7 +579,9 @@ const std::vector<const OpDef*>& op_table() {
       &kMergeBwd, &kGradAccumulate, &kAdam, &kReLU2Bwd, &kCausalConv1dBwd, &kCausalConv1dWgrad, &kSsdScanBwd,
       &kSsdScanWgrad, &kGatedRMSNormBwd, &kGatedRMSNormWgrad,
       // inserted
-      &kCollective, &kSlice};
+      &kCollective, &kSlice,
+      // inference (forward only)
+      &kKvCacheWrite, &kPagedAttention, &kTokenSelect};
   return table;
 }
 

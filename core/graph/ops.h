@@ -149,6 +149,10 @@ extern const OpDef kGatedRMSNormBwd, kGatedRMSNormWgrad;
 // Inserted by the later passes.
 extern const OpDef kCollective;  // any CollectiveType (Op::coll)
 extern const OpDef kSlice;       // a local slice to a sharded layout (no traffic)
+// Inference (serving): forward only.
+extern const OpDef kKvCacheWrite;    // new K/V (MLA: latent + RoPE key) into the paged cache
+extern const OpDef kPagedAttention;  // queries over the cached keys/values (decode, prefill, chunks)
+extern const OpDef kTokenSelect;     // the rows whose next token is sampled (a view)
 }  // namespace ops
 
 }  // namespace sc

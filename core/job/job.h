@@ -108,13 +108,43 @@ struct NetworkConfig {
   int64_t nodes = 0;                   // domains available; 0 = as many as the job needs
 };
 
+// Serving (docs/inference.md, "Job"; parsed in job/job_serving.cc).
+enum class JobMode { kTraining, kInference };
+
+// One pool's layout in a disaggregated serving job: attention tp, pipeline
+// stages, attention data parallelism (DP attention), expert parallelism,
+// expert tp, and independent replicas of the pool.
+struct PoolLayout {
+  int64_t tp = 1, pp = 1, dp = 1, ep = 1, expert_tp = 0, replicas = 1;
+};
+
+struct ServingConfig {
+  int64_t prompt_tokens = 1024;  // per request
+  int64_t output_tokens = 256;   // per request
+  int64_t concurrency = 0;       // sequences decoded together per attention-dp rank; 0 = as many as fit
+  int64_t chunk_tokens = 0;      // chunked prefill: prompt tokens per iteration; 0 = the whole prompt
+  DType kv_dtype = DType::kBF16;       // KV cache: bf16 | fp8
+  DType weights_dtype = DType::kBF16;  // weights and GEMMs: bf16 | fp8
+  int64_t page_tokens = 16;      // paged KV cache block size (tokens)
+  int64_t replicas = 1;          // independent copies of the serving instance
+  bool disaggregated = false;    // separate prefill and decode pools
+  PoolLayout prefill, decode;    // their layouts (disaggregated only)
+};
+
 struct Job {
   ModelConfig model;
   ParallelConfig parallel;
   TrainingConfig training;
   HardwareProfile hardware;
   NetworkConfig network;
+  JobMode mode = JobMode::kTraining;
+  ServingConfig serving;  // mode == kInference only
+  bool inference() const { return mode == JobMode::kInference; }
 };
+
+// The job one pool of an inference job runs: its layout in `parallel`
+// (disaggregated: that pool's; else the job's own). prefill selects the pool.
+Job serving_pool_job(const Job& job, bool prefill);
 
 // Parses and validates a job JSON text. Malformed JSON reports line and
 // column; unknown keys are errors (kUnknownField) naming the full path.

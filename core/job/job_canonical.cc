@@ -110,6 +110,7 @@ std::string job_to_canonical_json(const Job& job) {
       {"kernel_floor_micros", hw.kernel_floor_micros},
   };
   Json root = {{"model", model}, {"parallel", parallel}, {"training", training}, {"hardware", hardware}};
+  if (job.inference()) serving_canonical(job, &root);  // training jobs' canonical JSON is unchanged
   return root.dump(2, ' ', /*ensure_ascii=*/true);
 }
 

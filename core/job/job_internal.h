@@ -31,4 +31,17 @@ std::optional<OptimizerKind> parse_optimizer(const std::string& s);
 // master copy and two fp32 moments (12); SGD a master copy and momentum (8).
 int64_t default_optimizer_bytes(OptimizerKind k);
 
+// Inference jobs (job_serving.cc): the "serving" section and the
+// training-only fields an inference job refuses; the resolved internal
+// training settings; the canonical form's serving part.
+Status parse_serving(const jsonf::Json& root, Job* job);
+void resolve_serving(Job* job);
+void serving_canonical(const Job& job, jsonf::Json* root);
+
 }  // namespace sc::job_internal
+
+namespace sc {
+// validate_job for an inference job: the serving fields, then each pool's
+// layout by `validate_layout` (the training checks of the layout).
+Status validate_serving(const Job& job, Status (*validate_layout)(const Job&));
+}  // namespace sc

@@ -201,8 +201,18 @@ Result<Job> parse_job(const std::string& json_text) {
     return make_error(ErrorCode::kInvalidArgument,
                       std::string("the job must be a JSON object (got ") + jsonf::type_name(j) + ")");
   }
-  SC_RETURN_IF_ERROR(jsonf::check_keys(j, {"model", "parallel", "training", "hardware", "network"}, ""));
+  SC_RETURN_IF_ERROR(
+      jsonf::check_keys(j, {"model", "parallel", "training", "hardware", "network", "mode", "serving"}, ""));
   Job job;
+  if (const Json* mode = jsonf::find(j, "mode")) {
+    SC_ASSIGN_OR_RETURN(std::string s, jsonf::get_string(*mode, "mode"));
+    if (s == "inference") job.mode = JobMode::kInference;
+    else if (s != "training")
+      return make_error(ErrorCode::kInvalidArgument,
+                        "unknown mode \"" + jsonf::clip(s) + "\" (known: training, inference)", "mode");
+  }
+  if (!job.inference() && jsonf::find(j, "serving"))
+    return make_error(ErrorCode::kInvalidArgument, "a serving section needs \"mode\": \"inference\"", "serving");
   const Json* model = jsonf::find(j, "model");
   if (!model) {
     return make_error(ErrorCode::kInvalidArgument,
@@ -216,7 +226,11 @@ Result<Job> parse_job(const std::string& json_text) {
     SC_RETURN_IF_ERROR(parse_parallel(*p, &job.parallel, &world_size));
   }
   bool batch_given = false;
-  if (const Json* t = jsonf::find(j, "training")) {
+  if (job.inference()) {
+    SC_RETURN_IF_ERROR(parse_serving(j, &job));
+    resolve_serving(&job);
+    batch_given = true;
+  } else if (const Json* t = jsonf::find(j, "training")) {
     SC_ASSIGN_OR_RETURN(batch_given, parse_training(*t, &job.training));
   }
   SC_ASSIGN_OR_RETURN(job.hardware, hardware_preset("h100"));

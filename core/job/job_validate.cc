@@ -174,7 +174,15 @@ static Status validate_experts_and_sharding(const Job& job) {
   return ok_status();
 }
 
+static Status validate_layout(const Job& job);
+
 Status validate_job(const Job& job) {
+  if (job.inference()) return validate_serving(job, validate_layout);
+  return validate_layout(job);
+}
+
+// The training checks; for an inference job, of one pool's layout.
+static Status validate_layout(const Job& job) {
   const ParallelConfig& p = job.parallel;
   const TrainingConfig& t = job.training;
   const ModelConfig& m = job.model;

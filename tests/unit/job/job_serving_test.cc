@@ -1,0 +1,113 @@
+// Inference jobs: "mode": "inference" and the serving section (docs/inference.md, "Job").
+#include <doctest/doctest.h>
+
+#include "job/job.h"
+
+using namespace sc;
+
+namespace {
+
+Error must_fail(const std::string& text) {
+  Result<Job> job = parse_job(text);
+  REQUIRE_MESSAGE(!job.ok(), text);
+  return job.error();
+}
+
+bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("serving: defaults, fields and the canonical round trip") {
+  Result<Job> j = parse_job(R"({"mode": "inference", "model": "llama3-70b", "parallel": {"tp": 8},
+    "serving": {"prompt_tokens": 4000, "output_tokens": 192, "concurrency": 16, "chunk_tokens": 512,
+                "kv_dtype": "fp8", "weights_dtype": "fp8", "page_tokens": 32, "replicas": 2}})");
+  REQUIRE_MESSAGE(j.ok(), j.error().message);
+  CHECK(j->inference());
+  CHECK(j->serving.prompt_tokens == 4000);
+  CHECK(j->serving.output_tokens == 192);
+  CHECK(j->serving.concurrency == 16);
+  CHECK(j->serving.chunk_tokens == 512);
+  CHECK(j->serving.kv_dtype == DType::kFP8);
+  CHECK(j->serving.weights_dtype == DType::kFP8);
+  CHECK(j->serving.page_tokens == 32);
+  CHECK(j->serving.replicas == 2);
+  CHECK(j->training.dtype == DType::kFP8);  // the GEMMs run in the weights' dtype
+  const std::string canon = job_to_canonical_json(*j);
+  CHECK(has(canon, "\"mode\": \"inference\""));
+  CHECK(!has(canon, "\"training\""));
+  CHECK(!has(canon, "\"zero\""));
+  Result<Job> back = parse_job(canon);
+  REQUIRE_MESSAGE(back.ok(), back.error().message);
+  CHECK(job_to_canonical_json(*back) == canon);
+
+  Result<Job> d = parse_job(R"({"mode": "inference", "model": "llama3-8b"})");
+  REQUIRE(d.ok());
+  CHECK(d->serving.prompt_tokens == 1024);
+  CHECK(d->serving.output_tokens == 256);
+  CHECK(d->serving.concurrency == 0);
+  CHECK(d->serving.page_tokens == 16);
+  CHECK(d->serving.kv_dtype == DType::kBF16);
+  // A training job's canonical form has no mode or serving.
+  Result<Job> t = parse_job(R"({"model": "llama3-8b"})");
+  REQUIRE(t.ok());
+  CHECK(!t->inference());
+  CHECK(!has(job_to_canonical_json(*t), "serving"));
+}
+
+TEST_CASE("serving: training-only fields and bad values name the field") {
+  Error e = must_fail(R"({"mode": "inference", "model": "llama3-8b", "training": {"seq_len": 4096}})");
+  CHECK(e.path == "training.seq_len");
+  CHECK(has(e.message, "training setting"));
+  for (const char* key : {"zero", "cp", "sequence_parallel", "virtual_stages", "shard_group", "cp_algorithm"}) {
+    e = must_fail(std::string(R"({"mode": "inference", "model": "llama3-8b", "parallel": {")") + key + R"(": 1}})");
+    CHECK(e.path == std::string("parallel.") + key);
+  }
+  e = must_fail(R"({"mode": "serve", "model": "llama3-8b"})");
+  CHECK(e.path == "mode");
+  e = must_fail(R"({"model": "llama3-8b", "serving": {}})");
+  CHECK(e.path == "serving");
+  e = must_fail(R"({"mode": "inference", "model": "llama3-8b", "serving": {"kv_dtype": "int4"}})");
+  CHECK(e.path == "serving.kv_dtype");
+  e = must_fail(R"({"mode": "inference", "model": "llama3-8b", "serving": {"prompt_tokens": 0}})");
+  CHECK(e.path == "serving.prompt_tokens");
+  e = must_fail(R"({"mode": "inference", "model": "llama3-8b", "serving": {"batch": 3}})");
+  CHECK(e.code == ErrorCode::kUnknownField);
+  CHECK(e.path == "serving.batch");
+  // Llama 3 70B's context is 8192 tokens (max_position_embeddings).
+  e = must_fail(R"({"mode": "inference", "model": "llama3-70b", "serving": {"prompt_tokens": 8000, "output_tokens": 193}})");
+  CHECK(e.path == "serving.prompt_tokens");
+  CHECK(has(e.message, "8193"));
+  CHECK(has(e.message, "8192"));
+  e = must_fail(R"({"mode": "inference", "model": "nemotron-h-8b"})");
+  CHECK(e.path == "model.hybrid_pattern");
+  e = must_fail(R"({"mode": "inference", "model": "mixtral-8x7b", "parallel": {"tp": 2}})");
+  CHECK(e.path == "parallel.tp");
+  CHECK(e.code == ErrorCode::kUnsupported);
+  e = must_fail(R"({"mode": "inference", "model": "llama3-8b", "parallel": {"dp": 4}, "serving": {"concurrency": 6}})");
+  CHECK(e.path == "serving.concurrency");
+}
+
+TEST_CASE("serving: disaggregated pools, their errors name the pool's field") {
+  Result<Job> j = parse_job(R"({"mode": "inference", "model": "deepseek-v3",
+    "parallel": {"dp": 8, "ep": 8},
+    "serving": {"disaggregated": {"prefill": {"dp": 8, "ep": 8, "replicas": 3}, "decode": {"dp": 32, "ep": 32}}}})");
+  REQUIRE_MESSAGE(j.ok(), j.error().message);
+  CHECK(j->serving.disaggregated);
+  CHECK(j->serving.prefill.replicas == 3);
+  CHECK(j->serving.decode.dp == 32);
+  CHECK(serving_pool_job(*j, false).parallel.world_size() == 32);
+  CHECK(serving_pool_job(*j, true).parallel.world_size() == 8);
+  Result<Job> back = parse_job(job_to_canonical_json(*j));
+  REQUIRE_MESSAGE(back.ok(), back.error().message);
+  CHECK(job_to_canonical_json(*back) == job_to_canonical_json(*j));
+
+  Error e = must_fail(R"({"mode": "inference", "model": "llama3-70b",
+    "serving": {"disaggregated": {"prefill": {"tp": 8}, "decode": {"tp": 16}}}})");
+  CHECK(e.path == "serving.disaggregated.decode.tp");
+  CHECK(has(e.message, "decode pool"));
+  e = must_fail(R"({"mode": "inference", "model": "llama3-70b", "serving": {"disaggregated": {"prefill": {"tp": 8}}}})");
+  CHECK(e.path == "serving.disaggregated.decode");
+  e = must_fail(R"({"mode": "inference", "model": "deepseek-v3",
+    "serving": {"disaggregated": {"prefill": {"dp": 8, "ep": 7}, "decode": {"dp": 8, "ep": 8}}}})");
+  CHECK(e.path == "serving.disaggregated.prefill.ep");
+}
