@@ -66,6 +66,9 @@ std::string graph_json_stage(const std::string& job_json, double stage) {
 std::string rank_info(const std::string& job_json, double rank) {
   return call("rank_info", job_json, {{"rank", rank}}).envelope;
 }
+std::string rank_info_phase(const std::string& job_json, double rank, const std::string& phase) {
+  return call("rank_info", job_json, {{"rank", rank}, {"phase", phase}}).envelope;
+}
 // coords_json is passed on as text: malformed text is the core's parse error.
 std::string rank_at(const std::string& job_json, const std::string& coords_json) {
   return call("rank_at", job_json, {{"coords", coords_json}}).envelope;
@@ -113,6 +116,7 @@ EMSCRIPTEN_BINDINGS(stagecraft) {
   emscripten::function("graphJson", &graph_json);
   emscripten::function("graphJson", &graph_json_stage);
   emscripten::function("rankInfo", &rank_info);
+  emscripten::function("rankInfo", &rank_info_phase);
   emscripten::function("rankAt", &rank_at);
   emscripten::function("simulate", &simulate);
 }

@@ -13,6 +13,10 @@ engine's own workspace figure (activations + workspace per rank) is the
 one number taken from its output: the check then verifies that the
 sequences it reports are exactly those whose cache fits beside it.
 
+The sequences that fit are summed over the attention-dp ranks (each
+caches its own sequences), as summary.inference.max_concurrent_sequences
+counts them.
+
 Conventions (docs/inference.md, "Formulas"):
 - KV cache per token, whole model, all layers: GQA/MQA/MHA 2 (K and V)
   x layers x kv_heads x head_dim x dtype bytes; MLA (DeepSeek) layers x
@@ -219,15 +223,17 @@ def check(cli):
         want_w = weights_params_per_rank(c, tp, ep, etp) * BYTES[wd]
         per_seq = seq_bytes_per_rank(c, kvd, tp, tokens, page)
         mem = inf.get("memory_bytes_per_rank", {})
-        workspace = int(mem.get("workspace", 0)) + int(mem.get("activations", 0))
-        want_n = fit(CAPACITY[hw], want_w, workspace, per_seq)
+        workspace = int(mem.get("activations", 0))
+        # Per rank, then over the attention-dp ranks: each caches only its
+        # own sequences (docs/inference.md, "Summary").
+        want_n = fit(CAPACITY[hw], want_w, workspace, per_seq) * par.get("dp", 1)
         rows = [("kv_cache_bytes_per_token", want_kv, inf["kv_cache_bytes_per_token"]),
                 ("weights_bytes_per_rank", want_w, inf["weights_bytes_per_rank"]),
                 ("max_concurrent_sequences", want_n, inf["max_concurrent_sequences"])]
         bad = [(k, w, g) for k, w, g in rows if w != g]
         status = "ok  " if not bad else "FAIL"
         print(f"{status} {name}: " + "; ".join(f"{k} {g:,} (by hand {w:,})" for k, w, g in rows) +
-              f"; workspace per rank {workspace:,} B, one sequence {per_seq:,} B per rank")
+              f"; activations per rank {workspace:,} B, one sequence {per_seq:,} B per rank")
         failures += bool(bad)
     print(f"{len(JOBS) - failures} of {len(JOBS)} serving jobs match the hand formulas")
     return failures

@@ -15,7 +15,7 @@ interface WasmEngine {
   graph(job: string): string;
   graphJson(job: string, stage?: number): string;  // overloaded: (job) is stage 0
   groups(job: string, phase?: string): string;  // overloaded: phase for inference jobs
-  rankInfo(job: string, rank: number): string;
+  rankInfo(job: string, rank: number, phase?: string): string;
   rankAt(job: string, coords: string): string;
   rankTrace(job: string, rank: number, phase?: string): { ok: true; bytes: Uint8Array } | { ok: false; error: EngineError };
   servingSweep?(job: string, args: string): string;  // inference jobs (docs/inference.md)
@@ -53,14 +53,28 @@ const post = (msg: Response, transfer: Transferable[] = []) => self.postMessage(
 // Lets queued messages (cancel) run between ranks.
 const yieldToEvents = () => new Promise<void>((r) => setTimeout(r, 0));
 
+// The Chakra archive, in the CLI's layout (docs/inference.md "Archive"):
+// a training job's <prefix>.<r>.et for every rank, comm_groups.json and
+// summary.json; an inference job's summary.json and one folder per
+// iteration kind (prefill/, decode/, and mixed/ unless disaggregated), each
+// with its pool's traces and comm_groups.json.
 async function archive(wasm: WasmEngine, id: number, job: string, prefix: string): Promise<Reply> {
-  const g = fromJson(wasm.groups(job));
-  if (!g.ok) return g;
-  const { worldSize, text } = g.result as { worldSize: number; text: string };
   const s = fromJson(wasm.inspect(job));
   if (!s.ok) return s;
+  const summary = (s.result as { summary: Record<string, any> }).summary;
+  const inference = summary.inference !== undefined;
+  const phases: (string | undefined)[] = inference
+    ? ['prefill', 'decode', ...(summary.job?.serving?.disaggregated ? [] : ['mixed'])]
+    : [undefined];
+  const parts: { phase?: string; worldSize: number; text: string }[] = [];
+  for (const phase of phases) {
+    const g = fromJson(phase ? wasm.groups(job, phase) : wasm.groups(job));
+    if (!g.ok) return g;
+    parts.push({ phase, ...(g.result as { worldSize: number; text: string }) });
+  }
+  const total = parts.reduce((a, p) => a + p.worldSize, 0);
   const chunks: Uint8Array[] = [];
-  let bytes = 0, zipError: Error | null = null, finished = false;
+  let bytes = 0, files = 0, zipError: Error | null = null, finished = false;
   const zip = new Zip((err, chunk, final) => {
     if (err) { zipError = err; return; }
     chunks.push(chunk);
@@ -73,28 +87,33 @@ async function archive(wasm: WasmEngine, id: number, job: string, prefix: string
     const f = new ZipPassThrough(name);
     zip.add(f);
     f.push(data, true);
+    files++;
   };
   const enc = new TextEncoder();
-  let last = 0;
-  for (let rank = 0; rank < worldSize; rank++) {
-    if (cancelled.delete(id)) { zip.terminate(); return fail('cancelled', 'archive cancelled'); }
-    const r = wasm.rankTrace(job, rank);
-    if (!r.ok) return { ok: false, error: r.error };
-    add(`${prefix}.${rank}.et`, r.bytes);
-    if (zipError) return fail('engine_unavailable', String(zipError));
-    const now = performance.now();
-    if (now - last > 50 || rank === worldSize - 1) {
-      last = now;
-      post({ v: PROTOCOL_VERSION, id, progress: { done: rank + 1, total: worldSize, phase: 'traces' } });
-      await yieldToEvents();
+  let last = 0, done = 0;
+  for (const part of parts) {
+    const dir = part.phase ? `${part.phase}/` : '';
+    for (let rank = 0; rank < part.worldSize; rank++) {
+      if (cancelled.delete(id)) { zip.terminate(); return fail('cancelled', 'archive cancelled'); }
+      const r = part.phase ? wasm.rankTrace(job, rank, part.phase) : wasm.rankTrace(job, rank);
+      if (!r.ok) return { ok: false, error: r.error };
+      add(`${dir}${prefix}.${rank}.et`, r.bytes);
+      if (zipError) return fail('engine_unavailable', String(zipError));
+      done++;
+      const now = performance.now();
+      if (now - last > 50 || done === total) {
+        last = now;
+        post({ v: PROTOCOL_VERSION, id, progress: { done, total, phase: part.phase ?? 'traces' } });
+        await yieldToEvents();
+      }
     }
+    add(`${dir}comm_groups.json`, enc.encode(part.text));
   }
-  add('comm_groups.json', enc.encode(text));
-  add('summary.json', enc.encode(JSON.stringify((s.result as { summary: unknown }).summary, null, 2) + '\n'));
+  add('summary.json', enc.encode(JSON.stringify(summary, null, 2) + '\n'));
   zip.end();
   if (zipError || !finished) return fail('engine_unavailable', `zip failed: ${String(zipError)}`);
   const blob = new Blob(chunks as BlobPart[], { type: 'application/zip' });
-  return { ok: true, result: { blob, bytes, files: worldSize + 2 } };
+  return { ok: true, result: { blob, bytes, files } };
 }
 
 async function handle(req: Request): Promise<{ reply: Reply; transfer: Transferable[] }> {
@@ -121,7 +140,9 @@ async function handle(req: Request): Promise<{ reply: Reply; transfer: Transfera
       return { reply: fromJson(wasm.groups(job, payload.phase)), transfer: none };
     case 'rankInfo':
       if (typeof payload.rank !== 'number') return { reply: fail('bad_request', 'rank must be a number', 'rank'), transfer: none };
-      return { reply: fromJson(wasm.rankInfo(job, payload.rank)), transfer: none };
+      if (payload.phase === undefined) return { reply: fromJson(wasm.rankInfo(job, payload.rank)), transfer: none };
+      if (typeof payload.phase !== 'string') return { reply: fail('bad_request', 'phase must be a string', 'phase'), transfer: none };
+      return { reply: fromJson(wasm.rankInfo(job, payload.rank, payload.phase)), transfer: none };
     case 'rankAt':
       if (typeof payload.coords !== 'object' || payload.coords === null) return { reply: fail('bad_request', 'coords must be an object', 'coords'), transfer: none };
       return { reply: fromJson(wasm.rankAt(job, JSON.stringify(payload.coords))), transfer: none };

@@ -102,7 +102,7 @@ export interface Methods {
   graphJson: [{ job: JobJson | string; stage?: number }, { graph: GraphJson }];
   // phase: inference jobs only ("prefill" | "decode" | "mixed"; docs/inference.md).
   groups: [{ job: JobJson | string; phase?: string }, { worldSize: number; text: string }];
-  rankInfo: [{ job: JobJson | string; rank: number }, { info: RankInfo }];
+  rankInfo: [{ job: JobJson | string; rank: number; phase?: string }, { info: RankInfo }];
   rankAt: [{ job: JobJson | string; coords: Record<string, number> }, { rank: number }];
   // bytes: the complete .et file, transferred (not copied) to the page.
   rankTrace: [{ job: JobJson | string; rank: number; phase?: string }, { bytes: ArrayBuffer }];
@@ -110,7 +110,9 @@ export interface Methods {
   // latency-throughput curve); docs/inference.md.
   servingSweep: [{ job: JobJson | string; concurrency: number[] }, { sweep: SweepPoint[] }];
   // The Chakra archive (zip: trace.<r>.et for every rank, comm_groups.json,
-  // summary.json), built in the worker with fflate; reports progress and
+  // summary.json; an inference job: summary.json and one folder per phase,
+  // prefill/ decode/ mixed/, of traces and comm_groups.json — the CLI's
+  // layout), built in the worker with fflate; reports progress and
   // can be cancelled. The Blob is assembled from streamed zip chunks.
   archive: [{ job: JobJson | string; prefix?: string }, { blob: Blob; bytes: number; files: number }];
   cancel: [{ target: number }, { cancelled: boolean }];

@@ -23,7 +23,16 @@ export const rankInput = () => $<HTMLInputElement>('#rank');
 export function rankPhase(): string | undefined {
   const inference = state.summary?.inference !== undefined;
   $('#phase-picker').hidden = !inference;
-  return inference ? $<HTMLSelectElement>('#rank-phase').value : undefined;
+  if (!inference) return undefined;
+  // A disaggregated job has no mixed iteration (docs/inference.md).
+  const sel = $<HTMLSelectElement>('#rank-phase');
+  const mixed = sel.querySelector<HTMLOptionElement>('option[value="mixed"]')!;
+  mixed.hidden = mixed.disabled = Boolean(state.summary?.job?.serving?.disaggregated);
+  if (mixed.disabled && sel.value === 'mixed') sel.value = 'decode';
+  // Each phase has its own world (a disaggregated job's pools differ).
+  const world = Number(state.summary?.inference?.iterations?.[sel.value]?.world_size);
+  if (world > 0) rankInput().max = String(world - 1);
+  return sel.value;
 }
 
 function renderCoords(info: RankInfo): void {
@@ -88,8 +97,9 @@ export async function showRank(rank: number, mine = state.generation): Promise<n
   const t0 = performance.now();
   const seq = ++rankSeq;
   const phase = rankPhase();
+  if (phase && rank > Number(rankInput().max)) rank = 0;  // this phase's pool is smaller
   const [{ info }, { bytes }] = await Promise.all([
-    client.request('rankInfo', { job: state.jobText, rank }),
+    client.request('rankInfo', phase ? { job: state.jobText, rank, phase } : { job: state.jobText, rank }),
     client.request('rankTrace', phase ? { job: state.jobText, rank, phase } : { job: state.jobText, rank }),
   ]);
   if (!current(mine) || seq !== rankSeq) return performance.now() - t0;
@@ -167,7 +177,7 @@ $('#rank-picker').addEventListener('change', async (e) => {
     } else if (t.name?.startsWith('coord-')) {
       const coords: Record<string, number> = {};
       for (const inp of $('#coords').querySelectorAll<HTMLInputElement>('input')) coords[inp.name.slice(6)] = Number(inp.value);
-      const { rank } = await client.request('rankAt', { job: state.jobText, coords });
+      const { rank } = await client.request('rankAt', { job: state.jobText, coords });  // rank_at: the decode layout
       await showRank(rank);
     }
   } catch (err) { rankError(err, t.id === 'rank' ? 'rank' : `coords.${t.name.slice(6)}`); }
