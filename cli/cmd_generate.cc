@@ -99,6 +99,51 @@ Status check_output_budget(const Job& job, const ExportOptions& opt, bool allow_
   return ok_status();
 }
 
+// An inference job (docs/inference.md, "Archive"): one folder per iteration
+// kind (prefill/, decode/, mixed/), each a complete export of that kind's
+// ranks, and the job's summary.json on top; built under a temporary name
+// and renamed when complete.
+int generate_serving(const Generator& gen, const ExportOptions& opt, bool replace, ExportStats* total) {
+  if (opt.format != OutputFormat::kDirectory)
+    return usage_error(kCmd, "an inference job is written to a directory (prefill/, decode/, mixed/); "
+                             "archives of inference jobs are not supported yet");
+  const fs::path tmp = opt.out.string() + ".tmp-" + std::to_string(::getpid());
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  fs::create_directories(tmp, ec);
+  auto fail = [&](const Error& e) {
+    std::error_code ignore;
+    fs::remove_all(tmp, ignore);
+    reraise_if_signalled();
+    return report_error(kCmd, e);
+  };
+  if (ec) return fail(make_error(ErrorCode::kIoError, ec.message(), tmp.string()));
+  for (const std::string& name : gen.phase_names()) {
+    const Generator* pg = gen.phase(name);
+    Result<RankEncoder> enc = RankEncoder::create(*pg);
+    if (!enc.ok()) return fail(enc.error());
+    ExportOptions o = opt;
+    o.out = tmp / name;
+    o.force = false;
+    o.ranks = all_ranks(pg->world_size());
+    o.progress = ProgressMode::kQuiet;
+    ExportStats st;
+    if (Status s = run_export(*pg, *enc, o, &st); !s.ok()) return fail(s.error());
+    total->ranks += st.ranks;
+    total->trace_bytes += st.trace_bytes;
+  }
+  {
+    const std::string summary = gen.summary_json();
+    FILE* f = std::fopen((tmp / "summary.json").c_str(), "wb");
+    if (!f || std::fwrite(summary.data(), 1, summary.size(), f) != summary.size() || std::fclose(f) != 0)
+      return fail(make_error(ErrorCode::kIoError, std::strerror(errno), (tmp / "summary.json").string()));
+  }
+  if (replace) fs::remove_all(opt.out, ec);
+  fs::rename(tmp, opt.out, ec);
+  if (ec) return fail(make_error(ErrorCode::kIoError, ec.message(), opt.out.string()));
+  return kExitOk;
+}
+
 }  // namespace
 
 int cmd_generate(const std::vector<std::string>& argv) {
@@ -168,6 +213,19 @@ int cmd_generate(const std::vector<std::string>& argv) {
   int rc = kExitOk;
   std::optional<Generator> gen = build_generator(kCmd, args, job, &rc);
   if (!gen) return rc;
+  if (job.inference()) {
+    if (args.has("--ranks")) return usage_error(kCmd, "--ranks is not supported for inference jobs (every kind's ranks are written)");
+    ExportStats stats;
+    if (int r = generate_serving(*gen, opt, replace, &stats); r != kExitOk) return r;
+    if (!quiet)
+      std::cout << "wrote " << stats.ranks << " ranks (" << stats.trace_bytes << " bytes of traces) in "
+                << gen->phase_names().size() << " iteration kinds (" << [&] {
+                     std::string k;
+                     for (const auto& n : gen->phase_names()) k += (k.empty() ? "" : ", ") + n + "/";
+                     return k;
+                   }() << ") + summary.json to " << dir.string() << "\n";
+    return kExitOk;
+  }
   Result<RankEncoder> enc = RankEncoder::create(*gen);
   if (!enc.ok()) return report_error(kCmd, enc.error());
 

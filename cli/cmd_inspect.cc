@@ -80,12 +80,13 @@ void print_job(const Job& job) {
   if (m.is_moe())
     std::cout << "            experts: ep " << p.ep << " x expert tp " << p.expert_tp_degree() << " x expert dp "
               << p.expert_dp() << " (the same ranks, re-divided)\n";
+  if (!job.inference())
   std::cout
             << "training    seq " << t.seq_len << ", micro-batch " << t.micro_batch_size
             << ", global batch " << t.global_batch_size << " (" << t.num_micro_batches(job.parallel)
             << " micro-batches per rank), " << dtype_name(t.dtype) << ", grads "
-            << dtype_name(t.grad_reduce_dtype) << "\n"
-            << "hardware    " << hw.name << ": " << fmt("%.1f", hw.peak_for(t.dtype) / 1e12)
+            << dtype_name(t.grad_reduce_dtype) << "\n";
+  std::cout << "hardware    " << hw.name << ": " << fmt("%.1f", hw.peak_for(t.dtype) / 1e12)
             << " TFLOP/s " << dtype_name(t.dtype) << ", " << fmt("%.2f", hw.mem_bandwidth / 1e12)
             << " TB/s HBM, " << fmt("%.0f", hw.memory_bytes / 1e9) << " GB, efficiency "
             << fmt("%.2f", hw.compute_efficiency) << " compute / " << fmt("%.2f", hw.memory_efficiency)
@@ -111,6 +112,43 @@ void print_flat(const nlohmann::json& v, const std::string& path) {
   std::cout << "  " << path << ": " << text << "\n";
 }
 
+std::string gib(double bytes) { return fmt("%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0)); }
+std::string ms(const nlohmann::json& v) { return v.is_number() ? fmt("%.1f ms", v.get<double>() * 1e3) : "?"; }
+
+// An inference job's serving figures (summary.json's "inference", docs/inference.md).
+void print_serving(const Job& job, const nlohmann::json& inf) {
+  const ServingConfig& s = job.serving;
+  const int64_t seq = s.prompt_tokens + s.output_tokens;
+  const int64_t paged = (seq + s.page_tokens - 1) / s.page_tokens * s.page_tokens;
+  const nlohmann::json& mem = inf["memory_bytes_per_rank"];
+  auto num = [](const nlohmann::json& v) { return v.is_number() ? v.get<double>() : 0.0; };
+  std::cout << "serving     prompt " << s.prompt_tokens << " + output " << s.output_tokens << " tokens, weights "
+            << dtype_name(s.weights_dtype) << ", KV cache " << dtype_name(s.kv_dtype) << " in pages of "
+            << s.page_tokens << ", prefill "
+            << (s.chunk_tokens > 0 ? "in chunks of " + std::to_string(s.chunk_tokens) : std::string("whole"))
+            << (s.disaggregated ? ", disaggregated pools (prefill tp " + std::to_string(s.prefill.tp) + " dp " +
+                                      std::to_string(s.prefill.dp) + " ep " + std::to_string(s.prefill.ep) +
+                                      ", decode tp " + std::to_string(s.decode.tp) + " dp " +
+                                      std::to_string(s.decode.dp) + " ep " + std::to_string(s.decode.ep) + ")"
+                                : std::string())
+            << "\n"
+            << "kv cache    " << grouped(inf["kv_cache_bytes_per_token"].get<int64_t>())
+            << " bytes per token (whole model), " << grouped(inf["kv_cache_bytes_per_token_per_rank"].get<int64_t>())
+            << " per rank; " << gib(num(inf["kv_cache_bytes_per_sequence"])) << " per sequence of " << seq
+            << " tokens (" << paged << " paged)\n"
+            << "fit         " << grouped(inf["max_concurrent_sequences"].get<int64_t>()) << " sequences of " << seq
+            << " tokens fit per instance; per rank: weights " << gib(num(mem["weights"])) << " + activations "
+            << gib(num(mem["activations"])) << " + KV " << gib(num(mem["kv_cache"])) << " of "
+            << gib(num(mem["capacity"])) << "\n"
+            << "concurrency " << grouped(inf["concurrency"].get<int64_t>())
+            << (s.concurrency == 0 ? " (as many as fit)" : "") << "\n"
+            << "ttft        " << ms(inf["ttft_seconds"]) << "\n"
+            << "tpot        " << ms(inf["tpot_seconds"]) << " ("
+            << fmt("%.1f", num(inf["tokens_per_second_per_user"])) << " tokens/s per user)\n"
+            << "throughput  " << fmt("%.1f", num(inf["tokens_per_second_per_gpu"])) << " output tokens/s per GPU ("
+            << grouped(inf["gpus"].get<int64_t>()) << " GPUs)\n";
+}
+
 }  // namespace
 
 int cmd_inspect(const std::vector<std::string>& argv) {
@@ -129,6 +167,8 @@ int cmd_inspect(const std::vector<std::string>& argv) {
   }
   print_job(job);
   nlohmann::json parsed = nlohmann::json::parse(summary, nullptr, false);
+  if (!parsed.is_discarded() && job.inference() && parsed.contains("inference"))
+    print_serving(job, parsed["inference"]);
   if (!parsed.is_discarded()) {
     std::cout << "summary\n";
     print_flat(parsed, "");

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/budget.h"
+#include "api/serving.h"
 #include "api/state.h"
 #include "emit/chakra_writer.h"
 #include "graph/autodiff.h"
@@ -68,6 +69,7 @@ Generator::~Generator() = default;
 Result<Generator> Generator::create(const Job& job) {
   SC_RETURN_IF_ERROR(validate_job(job));
   SC_RETURN_IF_ERROR(check_budget(job));  // refuse before building (api/budget.h)
+  if (job.inference()) return create_serving_generator(job);  // api/serving.cc
   auto s = std::make_unique<GeneratorState>();
   s->job = job;
   const auto& p = job.parallel;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "job/job.h"
@@ -54,6 +55,13 @@ class Generator {
   Result<RankTrace> rank_trace(int64_t rank) const;
   // Complete bytes of prefix.<rank>.et.
   Result<std::string> rank_trace_bytes(int64_t rank) const;
+
+  // Inference jobs (docs/inference.md): the Generator of an iteration kind,
+  // "prefill", "decode" (this one) or "mixed" (colocated jobs); nullptr for
+  // another name or a training job. phase_names(): those that exist ({} for
+  // a training job).
+  const Generator* phase(const std::string& name) const;
+  std::vector<std::string> phase_names() const;
 
   const GroupTable& groups() const;
   std::string groups_json() const;  // the communicator-group file

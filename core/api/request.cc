@@ -6,6 +6,7 @@
 
 #include "base/json.h"
 #include "base/json_fields.h"
+#include "api/serving.h"
 #include "api/simulate.h"
 #include "model/model_config.h"
 
@@ -163,11 +164,50 @@ Response op_simulate(const Context& c) {
   return ok_raw("simulation", simulate_json(*r));
 }
 
+// {"concurrency": [1, 8, 64]}: the latency-throughput curve of an
+// inference job (api/serving.h, docs/inference.md).
+Response op_serving_sweep(const Context& c) {
+  auto it = c.args.find("concurrency");
+  if (it == c.args.end() || !it->is_array() || it->empty() || it->size() > 64)
+    return failed(make_error(ErrorCode::kInvalidArgument, "must be a list of 1 to 64 integers", "concurrency"));
+  std::vector<int64_t> values;
+  for (size_t i = 0; i < it->size(); ++i) {
+    int64_t v = 0;
+    json one = {{"v", (*it)[i]}};
+    if (!integer_arg(one, "v", 1, 1048577.0, &v))
+      return failed(make_error(ErrorCode::kInvalidArgument, "must be an integer in [1, 1048576]",
+                               "concurrency[" + std::to_string(i) + "]"));
+    values.push_back(v);
+  }
+  Result<std::vector<ServingPoint>> r = serving_sweep(*c.gen, values);
+  if (!r.ok()) return failed(r.error());
+  return ok_raw("sweep", serving_sweep_json(*r));
+}
+
 struct RequestOp {
   const char* name;
   bool needs_job;
   Response (*run)(const Context&);
 };
+
+// args.phase ("prefill" | "decode" | "mixed"): the operation on that
+// iteration kind of an inference job (docs/inference.md, "Requests").
+Response run_op(const RequestOp& op, const Generator* gen, const json& args) {
+  if (auto it = args.find("phase"); it != args.end()) {
+    const std::vector<std::string> names = gen->phase_names();
+    if (names.empty())
+      return failed(make_error(ErrorCode::kInvalidArgument,
+                               "phase is for inference jobs (\"mode\": \"inference\")", "phase"));
+    const Generator* g = it->is_string() ? gen->phase(it->get<std::string>()) : nullptr;
+    if (!g) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+      return failed(make_error(ErrorCode::kInvalidArgument, "must be one of " + known, "phase"));
+    }
+    gen = g;
+  }
+  return op.run(Context{gen, args});
+}
 
 // The operations. Adding one is one line here (and its function above).
 constexpr RequestOp kOps[] = {
@@ -181,6 +221,7 @@ constexpr RequestOp kOps[] = {
     {"rank_at", true, op_rank_at},
     {"rank_trace", true, op_rank_trace},
     {"simulate", true, op_simulate},
+    {"serving_sweep", true, op_serving_sweep},
 };
 
 }  // namespace
@@ -206,11 +247,11 @@ Response RequestHandler::handle(const Request& request) {
   const json& args = request.args.is_object() ? request.args : json::object();
   if (!op->needs_job) return op->run(Context{nullptr, args});
 
-  if (request.generator) return op->run(Context{request.generator, args});
+  if (request.generator) return run_op(*op, request.generator, args);
   if (request.job) {  // a parsed job: built for this request only
     Result<Generator> gen = Generator::create(*request.job);
     if (!gen.ok()) return failed(gen.error());
-    return op->run(Context{&gen.value(), args});
+    return run_op(*op, &gen.value(), args);
   }
   if (!cached_ || cached_job_json_ != request.job_json) {
     cached_.reset();
@@ -222,7 +263,7 @@ Response RequestHandler::handle(const Request& request) {
     cached_.emplace(std::move(gen).value());
     cached_job_json_ = request.job_json;
   }
-  return op->run(Context{&*cached_, args});
+  return run_op(*op, &*cached_, args);
 }
 
 Response RequestHandler::handle_json(const std::string& request_json) {

@@ -18,6 +18,9 @@
 //   rank_info      (rank: number)  {"ok":true,"info":{...}}
 //   rank_at        (coords: object or its JSON text) {"ok":true,"rank":N}
 //   rank_trace     (rank: number)  {"ok":true,"bytes":<size>}, body = the .et bytes
+//   serving_sweep  (concurrency: [numbers]) {"ok":true,"sweep":[...]} (inference jobs)
+// Inference jobs: every job operation takes phase: "prefill" | "decode"
+// (the default) | "mixed" (docs/inference.md).
 // Every failure is {"ok":false,"error":{"code","message","path"}} with the
 // error in Response::error; a bad job is reported before bad arguments.
 // Adding an operation is one entry in the table in request.cc.

@@ -1,7 +1,10 @@
 // Internal state behind Generator (not part of the public API).
 #pragma once
 
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "graph/graph.h"
 #include "job/job.h"
@@ -25,6 +28,11 @@ struct GeneratorState {
   GroupTable groups;
   std::string config_hash;
   std::string summary;  // summary.json text
+  // Inference jobs (api/serving.cc): the whole job (this state's `job` is
+  // its pool's), and the other iteration kinds ("prefill", "mixed"); this
+  // state is the decode iteration.
+  std::shared_ptr<const Job> serving_job;
+  std::vector<std::pair<std::string, Generator>> phases;
 
   int64_t num_stages() const { return static_cast<int64_t>(stages.size()); }
   const Graph& graph_of(int64_t stage) const { return stages[static_cast<size_t>(stage)].graph; }
@@ -47,5 +55,6 @@ namespace sc {
 // Read access to a Generator's state for the façade's own translation units.
 struct GeneratorAccess {
   static const GeneratorState& state(const Generator& g) { return *g.state_; }
+  static Generator make(std::unique_ptr<GeneratorState> s) { return Generator(std::move(s)); }
 };
 }  // namespace sc

@@ -159,6 +159,7 @@ class Builder {
       q = pointwise("attn.rope_q", ops::kRope, {q}, false);
       k = pointwise("attn.rope_k", ops::kRope, {k}, false);
     }
+    if (o_.inference) return attention_out(cached_attention(q, k, v, d));
     return attention_out(attention_core(q, k, v, d, d));
   }
 
@@ -167,6 +168,7 @@ class Builder {
   // replicated over tp, the up projections column-parallel over heads.
   // Keys' RoPE part (dr) is one head shared by all heads.
   int mla_attention(int x) {
+    if (o_.inference && o_.mla_absorbed) return mla_absorbed_attention(x);
     Dim a{"a", S("a")}, dq{"dq", S("dq")}, dn{"d", S("d")}, dv{"dv", S("dv")}, dr{"dr", S("dr")};
     int q;
     if (m_.q_lora_rank > 0) {
@@ -195,12 +197,138 @@ class Builder {
     rq.flops = tokens * S("a") * S("dr") * Expr(ops::kRope.flops_per_element);  // the dr part only
     add(std::move(rq));
     kr = pointwise("attn.rope_k", ops::kRope, {kr}, false);
+    if (o_.inference) write_latent(ckv, kr);
     // k = [k_nope | k_rope broadcast over heads].
     int k = act("attn.k", BS({a, dq}), o_.dtype);
     Op cat = op("attn.k_concat", ops::kConcat, {kn, kr}, {k});
     cat.out_labels = {lab({"a", "dq"})};
     add(std::move(cat));
+    if (o_.inference) {  // prefill: MHA over the fresh (decompressed) keys and values
+      Expr fl = Expr(2) * B().size * S("a") * S("pairs") * (dq.size + dv.size);
+      return attention_out(paged_attention({qr_, k, v}, {lab({"a", "dq"}), lab({"a", "dq"}, true), lab({"a", "dv"}, true)},
+                                           dv, fl));
+    }
     return attention_out(attention_core(qr_, k, v, dq, dv));
+  }
+
+  // ---- Inference (serving) --------------------------------------------------
+  // A layer's cache: persistent, the batch on dp, heads (if any) on tp.
+  int cache(const std::string& name, std::vector<Dim> dims, const std::string& tp_label) {
+    Tensor t = make_tensor(prefix_ + name, std::move(dims), o_.kv_dtype, TensorKind::kCache);
+    t.sharding_fixed = true;
+    t.layer = layer_;
+    int id = g_.add_tensor(std::move(t));
+    shard_batch(id);
+    auto& c = g_.tensors[id];
+    for (size_t i = 0; i < c.dims.size(); ++i)
+      if (o_.has_tp && c.dims[i].label == tp_label) c.sharding.dim_axis[i] = "tp";
+    return id;
+  }
+
+  // The iteration's new entries stored into the cache (at the cache dtype).
+  void cache_write(std::vector<int> in, std::vector<std::vector<std::string>> in_labels, std::vector<Dim> dims,
+                   std::vector<std::string> out_labels) {
+    int w = act("attn.kv_cache_write", std::move(dims), o_.kv_dtype);
+    Op o = op("attn.kv_cache_write", ops::kKvCacheWrite, std::move(in), {w});
+    o.in_labels = std::move(in_labels);
+    o.out_labels = {std::move(out_labels)};
+    o.flops = Expr(0);
+    add(std::move(o));
+  }
+
+  // Attention of the iteration's queries (first input) over keys/values
+  // (the cache, or fresh ones): FLOPs given, model FLOPs the same.
+  int paged_attention(std::vector<int> in, std::vector<std::vector<std::string>> labels, const Dim& vd, Expr flops) {
+    Dim a{"a", S("a")};
+    int ctx = act("attn.ctx", BS({a, vd}), o_.dtype);
+    Op o = op("attn.paged", ops::kPagedAttention, std::move(in), {ctx});
+    o.in_labels = std::move(labels);
+    o.unshardable = {"Lk", "t", "kvc"};
+    o.flops = flops;
+    o.model_flops = flops;
+    add(std::move(o));
+    return ctx;
+  }
+
+  // MHA/GQA/MQA: K and V written to the cache, attention over Lk cached tokens.
+  int cached_attention(int q, int k, int v, const Dim& d) {
+    Dim kvh{"kv", S("kv")}, Lk{"Lk", S("Lk")};
+    cache_write({k, v}, {lab({"a", "d"}), lab({"a", "d"})}, BS({Dim{"g2", Expr(2)}, kvh, d}), lab({"g2", "a", "d"}));
+    int kc = cache("attn.k_cache", {B(), Lk, kvh, d}, "kv");
+    int vc = cache("attn.v_cache", {B(), Lk, kvh, d}, "kv");
+    Expr fl = Expr(2) * B().size * S("a") * S("pairs") * (d.size + d.size);
+    return paged_attention({q, kc, vc}, {lab({"a", "d"}), {"b", "Lk", "a", "d"}, {"b", "Lk", "a", "d"}}, d, fl);
+  }
+
+  // MLA caches the normalized latent and the RoPE key: kvr + dr per token.
+  void write_latent(int ckv, int kr) {
+    cache_write({ckv, kr}, {lab({"kvr"}), lab({"dr"})}, BS({Dim{"kvc", S("kvr") + S("dr")}}), lab({"kvc"}));
+  }
+
+  // MLA's absorbed form (decode, chunks over a cached prefix): W_UK folded
+  // into the query (q_nope . W_UK: per head, dn -> kvr), attention over the
+  // latent cache (scores over kvr + dr, values over kvr), W_UV after
+  // (kvr -> dv per head); the weights are kv_up's two halves.
+  int mla_absorbed_attention(int x) {
+    Dim a{"a", S("a")}, dq{"dq", S("dq")}, dn{"d", S("d")}, dv{"dv", S("dv")}, dr{"dr", S("dr")},
+        kvr{"kvr", S("kvr")}, Lk{"Lk", S("Lk")};
+    int q;
+    if (m_.q_lora_rank > 0) {
+      Dim qr{"qr", S("qr")};
+      int cq = linear("attn.q_down", x, H(), {qr}, "", false);
+      cq = norm("attn.q_norm", cq);
+      q = linear("attn.q_up", cq, qr, {a, dq}, "a", false);
+    } else {
+      q = linear("attn.q", x, H(), {a, dq}, "a", false);
+    }
+    int ckv = linear("attn.kv_down", x, H(), {kvr}, "", false);
+    int kr = linear("attn.k_rope", x, H(), {dr}, "", false);
+    ckv = norm("attn.kv_norm", ckv);
+    kr = pointwise("attn.rope_k", ops::kRope, {kr}, false);
+    write_latent(ckv, kr);
+    int qn = act("attn.q_nope", BS({a, dn}), o_.dtype);
+    int qp = act("attn.q_pe", BS({a, dr}), o_.dtype);
+    Op split = op("attn.q_split", ops::kSplit, {q}, {qn, qp});
+    split.out_labels = {lab({"a", "dq"}), lab({"a", "dq"})};
+    add(std::move(split));
+    qp = pointwise("attn.rope_q", ops::kRope, {qp}, false);
+    const Expr tokens = B().size * S("s");
+    int wuk = weight(prefix_ + "attn.kv_up_k.weight", {kvr, a, dn}, "a", layer_);
+    int ql = act("attn.q_latent", BS({a, kvr}), o_.dtype);
+    Op absorb = op("attn.q_absorb", ops::kMatmul, {qn, wuk}, {ql});
+    absorb.in_labels = {lab({"a", "d"}), {"kvr", "a", "d"}};
+    absorb.flops = Expr(2) * tokens * S("a") * S("d") * S("kvr");
+    absorb.model_flops = absorb.flops;
+    add(std::move(absorb));
+    int lc = cache("attn.latent_cache", {B(), Lk, Dim{"kvc", S("kvr") + S("dr")}}, "");
+    Expr fl = Expr(2) * B().size * S("a") * S("pairs") * (S("kvr") + S("dr")) +
+              Expr(2) * B().size * S("a") * S("pairs") * S("kvr");
+    int cl = paged_attention({ql, qp, lc}, {lab({"a", "kvr"}), lab({"a", "dr"}), {"b", "Lk", "kvc"}}, kvr, fl);
+    int wuv = weight(prefix_ + "attn.kv_up_v.weight", {kvr, a, dv}, "a", layer_);
+    int ctx = act("attn.ctx_v", BS({a, dv}), o_.dtype);
+    Op up = op("attn.v_absorb", ops::kMatmul, {cl, wuv}, {ctx});
+    up.in_labels = {lab({"a", "kvr"}), {"kvr", "a", "dv"}};
+    up.flops = Expr(2) * tokens * S("a") * S("kvr") * S("dv");
+    up.model_flops = up.flops;
+    add(std::move(up));
+    return attention_out(ctx);
+  }
+
+  // Logits of the sampled tokens only (the sampler itself is not modelled).
+  void serving_head(int x, int wout) {
+    Dim n{"n", S("n")}, V{"V", S("V")};
+    int sel = act("output.select", {B(), n, H()}, o_.dtype);
+    Op so = op("output.select", ops::kTokenSelect, {x}, {sel});
+    so.in_labels = {lab({"h"})};
+    so.out_labels = {{"b", "n", "h"}};
+    so.unshardable = {"s", "n"};
+    add(std::move(so));
+    int logits = act("output.logits", {B(), n, V}, o_.dtype);
+    Op lo = op("output.logits", ops::kMatmul, {sel, wout}, {logits});
+    lo.in_labels = {{"b", "n", "h"}, {"V", "h"}};
+    lo.flops = Expr(2) * B().size * S("n") * S("h") * S("V");
+    lo.model_flops = lo.flops;
+    add(std::move(lo));
   }
 
   // Scores, softmax, (dropout) and the weighted sum, or one fused op
@@ -575,7 +703,7 @@ class Builder {
     const bool last = chunks.back().virtual_stage == last_virtual;
     const bool pipelined = num_virtual > 1;
     int tokens = first ? input("tokens", BS({}), DType::kInt64) : -1;
-    int labels = last ? input("labels", BS({}), DType::kInt64) : -1;
+    int labels = last && !o_.inference ? input("labels", BS({}), DType::kInt64) : -1;
     Dim V{"V", S("V")};
     int wte = first ? weight("embedding.word.weight", {V, H()}, "V", -1) : -1;
     for (size_t c = 0; c < chunks.size(); ++c) {
@@ -618,7 +746,8 @@ class Builder {
         wout = weight("embedding.word.weight", {V, H()}, "V", -1);
         g_.tensors[wout].tied_copy = true;
       }
-      head(x, wout, labels);
+      if (o_.inference) serving_head(x, wout);
+      else head(x, wout, labels);
     }
     if (pipelined && m_.tied_embeddings) {
       for (auto& t : g_.tensors)

@@ -36,6 +36,14 @@ struct BuildOptions {
   // The chunks this rank role runs, in order; empty = the whole model.
   std::vector<Chunk> chunks;
   int64_t num_virtual = 1;  // virtual stages of the whole pipeline (pp * v)
+  // Inference (docs/inference.md): forward only over one serving
+  // iteration's tokens, flattened per attention-dp rank (b = 1, s = the
+  // iteration's tokens). K/V (MLA: the latent and the RoPE key) are written
+  // to the paged cache; attention reads Lk cached tokens over `pairs`
+  // query-key pairs; the head computes logits of the `n` sampled tokens.
+  bool inference = false;
+  bool mla_absorbed = false;  // MLA: attention over the cached latent (W_UK into q, W_UV after)
+  DType kv_dtype = DType::kBF16;
 };
 
 // Splits the layers over pp * v virtual stages (even, or `layout`), and

@@ -1,0 +1,476 @@
+// Inference jobs: three iteration kinds built from the same builder
+// (forward only, BuildOptions::inference), sharded by the same propagation
+// and lowered by the same lowering as training; memory, the fit and the
+// times on top (docs/inference.md, "Formulas").
+#include "api/serving.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "api/simulate.h"
+#include "base/json_fields.h"
+#include "base/cancel.h"
+#include "api/state.h"
+#include "model/transformer.h"
+#include "parallel/propagate.h"
+
+namespace sc {
+namespace {
+
+using json = nlohmann::json;
+using std::to_string;
+
+// Tokens one attention-dp rank processes in an iteration, KV entries its
+// attention reads, query-key pairs, and sampled tokens.
+struct Shape {
+  int64_t tokens = 1, cached = 1, pairs = 1, sampled = 1;
+};
+
+enum class Kind { kPrefill, kDecode, kMixed };
+const char* kind_name(Kind k) { return k == Kind::kPrefill ? "prefill" : k == Kind::kDecode ? "decode" : "mixed"; }
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The layout, groups and graphs of one iteration kind (numbers bound later).
+Result<std::unique_ptr<GeneratorState>> build_kind(const Job& full, Kind kind) {
+  const Job job = serving_pool_job(full, kind == Kind::kPrefill);
+  auto s = std::make_unique<GeneratorState>();
+  s->job = job;
+  s->serving_job = std::make_shared<Job>(full);
+  const auto& p = job.parallel;
+  std::vector<MeshAxis> axes;
+  for (const auto& name : p.order)
+    axes.push_back({name, name == "tp" ? p.tp : name == "dp" ? p.dp : name == "cp" ? p.cp : p.pp});
+  s->layout = RankLayout(std::move(axes));
+  if (job.model.tied_embeddings) s->layout.enable_embedding_groups();
+  const bool moe = job.model.is_moe();
+  const int64_t etp = p.expert_tp_degree(), edp = p.expert_dp();
+  if (moe) s->layout.add_derived({"tp", "cp", "dp"}, {{"etp", etp}, {"ep", p.ep}, {"edp", edp}});
+  s->groups = s->layout.all_groups();
+  for (int64_t stage = 0; stage < p.pp; ++stage) {
+    SC_RETURN_IF_ERROR(check_cancelled("the graph build"));
+    BuildOptions bo;
+    bo.has_tp = p.tp > 1;
+    bo.has_dp = p.dp > 1;
+    bo.has_ep = moe && p.ep > 1;
+    bo.has_etp = moe && etp > 1;
+    bo.has_edp = moe && edp > 1;
+    bo.dtype = job.serving.weights_dtype;
+    bo.kv_dtype = job.serving.kv_dtype;
+    bo.inference = true;
+    bo.mla_absorbed = kind != Kind::kPrefill;  // prefill of a whole prompt: MHA over decompressed K/V
+    bo.num_virtual = p.pp;
+    bo.chunks = stage_chunks(job.model.num_layers, p.pp, 1, p.pipeline_layout, stage);
+    Graph g = build_transformer_forward(job.model, bo);
+    PropagationOptions po;
+    if (bo.has_edp) po.axes_outer_first.push_back("edp");
+    if (bo.has_dp) po.axes_outer_first.push_back("dp");
+    if (bo.has_tp) po.axes_outer_first.push_back("tp");
+    if (bo.has_ep) po.axes_outer_first.push_back("ep");
+    if (bo.has_etp) po.axes_outer_first.push_back("etp");
+    po.kept_gather_axes = {"etp"};
+    propagate_shardings(g, po);
+    s->stages.push_back({std::move(g), RoleProgram{}});
+  }
+  s->config_hash = "";
+  return s;
+}
+
+// Binds the iteration's numbers and lowers every stage's program.
+Status lower_kind(GeneratorState& s, const Shape& sh) {
+  const Job& job = s.job;
+  const auto& p = job.parallel;
+  s.bind = model_bindings(job.model, 1, sh.tokens);
+  s.bind["tp"] = p.tp;
+  s.bind["dp"] = p.dp;
+  s.bind["cp"] = 1;
+  s.bind["Lk"] = sh.cached;
+  s.bind["pairs"] = sh.pairs;
+  s.bind["n"] = sh.sampled;
+  if (job.model.is_moe()) {
+    s.bind["ep"] = p.ep;
+    s.bind["etp"] = p.expert_tp_degree();
+    s.bind["edp"] = p.expert_dp();
+    s.bind["cap"] = std::max<int64_t>(1, moe_capacity(job.model, sh.tokens));
+  }
+  for (int64_t st = 0; st < s.num_stages(); ++st) {
+    LowerOptions lo;
+    lo.micro_batches = 1;
+    lo.pp = p.pp;
+    lo.stage = st;
+    lo.schedule = Schedule::kOneFOneB;
+    lo.compute_dtype = job.serving.weights_dtype;
+    lo.optimizer_bytes_per_param = 0;
+    SC_ASSIGN_OR_RETURN(RoleProgram prog, lower_program(s.stages[st].graph, s.bind, job.hardware, lo));
+    SC_RETURN_IF_ERROR(check_role_program(prog, s.layout, p.pp, st));
+    s.stages[st].program = std::move(prog);
+  }
+  return ok_status();
+}
+
+// Per-rank bytes (largest stage) of the weights, and of one cached token;
+// the whole model's bytes of one cached token.
+struct Footprint {
+  int64_t weights_per_rank = 0, kv_token_per_rank = 0, kv_token_model = 0;
+};
+
+Result<Footprint> footprint(const GeneratorState& s) {
+  Footprint f;
+  Bindings one = s.bind;
+  one["Lk"] = 1;
+  one["b"] = 1;
+  Bindings global = one;
+  global["dp"] = 1;
+  for (int64_t st = 0; st < s.num_stages(); ++st) {
+    int64_t w = 0, kv = 0;
+    for (const Tensor& t : s.graph_of(st).tensors) {
+      if (t.kind == TensorKind::kWeight && t.producer < 0) {
+        SC_ASSIGN_OR_RETURN(int64_t b, t.local_bytes().eval(s.bind, t.name));
+        w += b;
+      } else if (t.kind == TensorKind::kCache) {
+        SC_ASSIGN_OR_RETURN(int64_t b, t.local_bytes().eval(one, t.name));
+        SC_ASSIGN_OR_RETURN(int64_t g, (t.global_numel() * Expr(dtype_bytes(t.dtype))).eval(global, t.name));
+        kv += b;
+        f.kv_token_model += g;
+      }
+    }
+    f.weights_per_rank = std::max(f.weights_per_rank, w);
+    f.kv_token_per_rank = std::max(f.kv_token_per_rank, kv);
+  }
+  return f;
+}
+
+int64_t activation_peak(const GeneratorState& s) {
+  int64_t a = 0;
+  for (int64_t st = 0; st < s.num_stages(); ++st) a = std::max(a, s.program_of(st).live_activation_peak);
+  return a;
+}
+
+Result<double> step_seconds(const GeneratorState& s) {
+  SC_ASSIGN_OR_RETURN(SimulateReport r, simulate_state(s, {}));
+  return r.step_seconds;
+}
+
+// Everything one concurrency gives.
+struct Serving {
+  std::unique_ptr<GeneratorState> prefill, decode, mixed;  // mixed: colocated jobs only
+  Footprint fp;
+  int64_t per_dp = 0;  // sequences per attention-dp rank of the decode pool
+  int64_t concurrency = 0, max_concurrency = 0;
+  int64_t kv_seq_rank = 0, act = 0, chunks = 1;
+  Shape dshape, pshape, mshape;
+  double t_prefill = 0, t_decode = 0, t_mixed = 0, t_transfer = 0;
+  double ttft = 0, tpot = 0, tps_gpu = 0;
+  int64_t gpus = 0;
+  bool fits = true;
+};
+
+struct Shapes {
+  Shape prefill, decode, mixed;
+  int64_t chunks = 1;
+};
+
+Shapes shapes_for(const ServingConfig& sv, int64_t per_dp) {
+  Shapes out;
+  const int64_t P = sv.prompt_tokens, L = sv.prompt_tokens + sv.output_tokens / 2;
+  out.prefill = {P, P, P * (P + 1) / 2, 1};
+  out.decode = {per_dp, per_dp * L, per_dp * L, per_dp};
+  const int64_t C = sv.chunk_tokens > 0 ? std::min(sv.chunk_tokens, P) : P;
+  out.chunks = ceil_div(P, C);
+  const int64_t o = C * (out.chunks - 1) / 2;  // the average prefix a chunk attends to
+  const int64_t d = per_dp - 1;                // the decode batch beside the chunk
+  out.mixed = {C + d, o + C + d * L, C * o + C * (C + 1) / 2 + d * L, d + 1};
+  return out;
+}
+
+std::string gib(double bytes) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return b;
+}
+
+// What would make a model fit: more model parallelism, fp8 where not yet.
+std::string fit_hints(const ServingConfig& cfg) {
+  std::string h = "more tensor or pipeline parallelism (parallel.tp, parallel.pp; MoE: more dp with ep)";
+  if (cfg.weights_dtype != DType::kFP8) h += ", serving.weights_dtype \"fp8\" (half the weights)";
+  if (cfg.kv_dtype != DType::kFP8) h += ", serving.kv_dtype \"fp8\" (half the cache)";
+  return h + " or fewer tokens per sequence would help";
+}
+
+// Builds the kinds, finds the concurrency and lowers at it. `want`: the
+// sequences per instance (0 = the job's, or as many as fit).
+Status plan(const Job& full, Serving* sv, int64_t want, bool strict) {
+  const ServingConfig& cfg = full.serving;
+  const Job dj = serving_pool_job(full, false), pj = serving_pool_job(full, true);
+  const int64_t dp = dj.parallel.dp;
+  if (!sv->decode) {
+    SC_ASSIGN_OR_RETURN(sv->prefill, build_kind(full, Kind::kPrefill));
+    SC_ASSIGN_OR_RETURN(sv->decode, build_kind(full, Kind::kDecode));
+    if (!cfg.disaggregated) {
+      SC_ASSIGN_OR_RETURN(sv->mixed, build_kind(full, Kind::kMixed));
+    }
+  }
+  Shapes one = shapes_for(cfg, 1);
+  SC_RETURN_IF_ERROR(lower_kind(*sv->prefill, one.prefill));
+  SC_RETURN_IF_ERROR(lower_kind(*sv->decode, one.decode));
+  SC_ASSIGN_OR_RETURN(sv->fp, footprint(*sv->decode));
+  SC_ASSIGN_OR_RETURN(Footprint pfp, footprint(*sv->prefill));
+  const double cap = full.hardware.memory_bytes;
+  const int64_t pages = ceil_div(cfg.prompt_tokens + cfg.output_tokens, cfg.page_tokens);
+  sv->kv_seq_rank = pages * cfg.page_tokens * sv->fp.kv_token_per_rank;
+  const int64_t act1 = std::max(activation_peak(*sv->prefill), activation_peak(*sv->decode));
+  auto fit = [&](int64_t act) -> int64_t {
+    const double free = cap - static_cast<double>(sv->fp.weights_per_rank) - static_cast<double>(act);
+    if (free <= 0 || sv->kv_seq_rank <= 0) return free > 0 ? INT32_MAX : 0;
+    return static_cast<int64_t>(std::floor(free / static_cast<double>(sv->kv_seq_rank)));
+  };
+  int64_t n = std::min<int64_t>(fit(act1), 1 << 20);
+  if (n < 1) {
+    const double need = static_cast<double>(sv->fp.weights_per_rank + act1 + sv->kv_seq_rank);
+    return make_error(
+        ErrorCode::kInvalidArgument,
+        "the model does not fit even at one sequence: a rank needs " + gib(need) + " (weights " +
+            gib(static_cast<double>(sv->fp.weights_per_rank)) + ", activations " + gib(static_cast<double>(act1)) +
+            ", one sequence's KV cache " + gib(static_cast<double>(sv->kv_seq_rank)) + ") but has " + gib(cap) +
+            ", short by " + gib(need - cap) + "; " + fit_hints(cfg),
+        cfg.disaggregated ? "serving.disaggregated.decode" : "parallel.tp");
+  }
+  if (cfg.disaggregated) {  // the prefill pool holds its weights and one prompt's cache
+    const int64_t pkv = ceil_div(cfg.prompt_tokens, cfg.page_tokens) * cfg.page_tokens * pfp.kv_token_per_rank;
+    const double need = static_cast<double>(pfp.weights_per_rank + activation_peak(*sv->prefill) + pkv);
+    if (need > cap)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "the prefill pool does not fit one prompt: a rank needs " + gib(need) + " but has " + gib(cap) +
+                            ", short by " + gib(need - cap) +
+                            "; more tp or pp in the prefill pool, or serving.weights_dtype \"fp8\"",
+                        "serving.disaggregated.prefill");
+  }
+  // One refinement: the decode iteration's activations at that batch.
+  if (want == 0) {
+    Shapes sh = shapes_for(cfg, n);
+    SC_RETURN_IF_ERROR(lower_kind(*sv->decode, sh.decode));
+    const int64_t act = std::max(activation_peak(*sv->prefill), activation_peak(*sv->decode));
+    n = std::max<int64_t>(1, std::min(n, fit(act)));
+  }
+  sv->max_concurrency = n * dp;
+  sv->per_dp = want > 0 ? want / dp : n;
+  sv->concurrency = sv->per_dp * dp;
+  Shapes sh = shapes_for(cfg, sv->per_dp);
+  sv->pshape = sh.prefill;
+  sv->dshape = sh.decode;
+  sv->mshape = sh.mixed;
+  sv->chunks = sh.chunks;
+  SC_RETURN_IF_ERROR(lower_kind(*sv->decode, sh.decode));
+  if (sv->mixed) SC_RETURN_IF_ERROR(lower_kind(*sv->mixed, sh.mixed));
+  sv->act = std::max(activation_peak(*sv->prefill), activation_peak(*sv->decode));
+  if (sv->mixed) sv->act = std::max(sv->act, activation_peak(*sv->mixed));
+  const double used = static_cast<double>(sv->fp.weights_per_rank + sv->act + sv->per_dp * sv->kv_seq_rank);
+  sv->fits = used <= cap;
+  if (!sv->fits && strict)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "concurrency (" + to_string(sv->concurrency) + ") does not fit: a rank would need " + gib(used) +
+                          " but has " + gib(cap) + "; at most " + to_string(sv->max_concurrency) +
+                          " sequences of prompt_tokens + output_tokens fit (0 = as many as fit)",
+                      "serving.concurrency");
+
+  // Times (docs/inference.md, "Formulas").
+  SC_ASSIGN_OR_RETURN(sv->t_prefill, step_seconds(*sv->prefill));
+  SC_ASSIGN_OR_RETURN(sv->t_decode, step_seconds(*sv->decode));
+  if (sv->mixed) {
+    SC_ASSIGN_OR_RETURN(sv->t_mixed, step_seconds(*sv->mixed));
+  }
+  const int64_t world_d = dj.parallel.world_size(), world_p = pj.parallel.world_size();
+  const double O = static_cast<double>(cfg.output_tokens);
+  sv->tpot = sv->t_decode;
+  if (cfg.disaggregated) {
+    // One prompt's cache moves from the prefill to the decode ranks over the
+    // scale-out network, every sending rank at its NIC's bandwidth.
+    const double bytes = static_cast<double>(ceil_div(cfg.prompt_tokens, cfg.page_tokens) * cfg.page_tokens) *
+                         static_cast<double>(sv->fp.kv_token_model);
+    const double bw = full.hardware.inter_node_bw * static_cast<double>(std::min(world_p, world_d));
+    sv->t_transfer = bw > 0 ? bytes / bw : 0;
+    sv->ttft = sv->t_prefill + sv->t_transfer;
+    const int64_t rp = full.serving.prefill.replicas, rd = full.serving.decode.replicas;
+    sv->gpus = world_p * rp + world_d * rd;
+    const double decode_rate = static_cast<double>(sv->concurrency) / sv->t_decode * static_cast<double>(rd);
+    const double prefill_rate = static_cast<double>(pj.parallel.dp) / sv->t_prefill * O * static_cast<double>(rp);
+    sv->tps_gpu = std::min(decode_rate, prefill_rate) / static_cast<double>(sv->gpus);
+  } else {
+    double prefill_cost = sv->t_prefill;  // per request, on its dp rank
+    if (cfg.chunk_tokens > 0) {
+      sv->ttft = static_cast<double>(sv->chunks) * sv->t_mixed;
+      prefill_cost = static_cast<double>(sv->chunks) * std::max(0.0, sv->t_mixed - sv->t_decode);
+    } else {
+      sv->ttft = sv->t_prefill;
+    }
+    sv->gpus = world_d * cfg.replicas;
+    const double cycle = static_cast<double>(sv->per_dp) * prefill_cost + O * sv->t_decode;
+    sv->tps_gpu = static_cast<double>(sv->concurrency) * O / cycle / static_cast<double>(world_d);
+  }
+  return ok_status();
+}
+
+double sig(double v) {
+  if (v == 0 || !std::isfinite(v)) return 0;
+  char b[40];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  return std::strtod(b, nullptr);
+}
+
+// summary.json of one kind: the training keys that still mean something.
+Result<json> kind_summary(const GeneratorState& s) {
+  SC_ASSIGN_OR_RETURN(std::string text, build_summary(s));
+  json j = json::parse(text, nullptr, false);
+  j.erase("time");
+  j.erase("pipeline");
+  j.erase("micro_batches_per_iteration");
+  for (json& st : j["stages"]) {
+    json& m = st["memory_bytes"];
+    const int64_t w = m["weights"].get<int64_t>();
+    m["gradients"] = 0;
+    m["optimizer"] = 0;
+    m["peak"] = w + m["activations_peak"].get<int64_t>();
+    m["peak_live"] = w + m["activations_live_peak"].get<int64_t>();
+  }
+  return j;
+}
+
+json iteration_json(const GeneratorState& s, const Shape& sh, double seconds) {
+  return {{"world_size", s.layout.world_size()},
+          {"tokens_per_rank", sh.tokens},
+          {"cached_tokens_per_rank", sh.cached},
+          {"seconds", sig(seconds)}};
+}
+
+json inference_json(const Job& full, const Serving& sv) {
+  const double cap = full.hardware.memory_bytes;
+  const int64_t kv = sv.per_dp * sv.kv_seq_rank;
+  const int64_t total = sv.fp.weights_per_rank + sv.act + kv;
+  const int64_t pages =
+      ceil_div(full.serving.prompt_tokens + full.serving.output_tokens, full.serving.page_tokens);
+  json it = {{"prefill", iteration_json(*sv.prefill, sv.pshape, sv.t_prefill)},
+             {"decode", iteration_json(*sv.decode, sv.dshape, sv.t_decode)}};
+  if (sv.mixed) it["mixed"] = iteration_json(*sv.mixed, sv.mshape, sv.t_mixed);
+  json out = {
+      {"kv_cache_bytes_per_token", sv.fp.kv_token_model},
+      {"kv_cache_bytes_per_sequence", pages * full.serving.page_tokens * sv.fp.kv_token_model},
+      {"kv_cache_bytes_per_token_per_rank", sv.fp.kv_token_per_rank},
+      {"max_concurrent_sequences", sv.max_concurrency},
+      {"concurrency", sv.concurrency},
+      {"weights_bytes_per_rank", sv.fp.weights_per_rank},
+      {"memory_bytes_per_rank",
+       {{"weights", sv.fp.weights_per_rank},
+        {"kv_cache", kv},
+        {"activations", sv.act},
+        {"total", total},
+        {"capacity", static_cast<int64_t>(cap)},
+        {"free", static_cast<int64_t>(cap) - total}}},
+      {"ttft_seconds", sig(sv.ttft)},
+      {"tpot_seconds", sig(sv.tpot)},
+      {"tokens_per_second_per_gpu", sig(sv.tps_gpu)},
+      {"tokens_per_second_per_user", sig(sv.tpot > 0 ? 1.0 / sv.tpot : 0)},
+      {"gpus", sv.gpus},
+      {"prefill_chunks", sv.chunks},
+      {"iterations", it},
+  };
+  if (full.serving.disaggregated) out["kv_transfer_seconds"] = sig(sv.t_transfer);
+  return out;
+}
+
+std::string fnv1a_hex(const std::string& str) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : str) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+}  // namespace
+
+Result<Generator> create_serving_generator(const Job& job) {
+  Serving sv;
+  SC_RETURN_IF_ERROR(plan(job, &sv, job.serving.concurrency, /*strict=*/true));
+  const std::string hash = fnv1a_hex(job_to_canonical_json(job));
+  json inference = inference_json(job, sv);  // before the states move
+  std::vector<std::pair<std::string, std::unique_ptr<GeneratorState>>> kinds;
+  kinds.emplace_back("prefill", std::move(sv.prefill));
+  if (sv.mixed) kinds.emplace_back("mixed", std::move(sv.mixed));
+  std::unique_ptr<GeneratorState> decode = std::move(sv.decode);
+  decode->config_hash = hash;
+  SC_ASSIGN_OR_RETURN(json top, kind_summary(*decode));
+  top["inference"] = inference;
+  decode->summary = top.dump(2) + "\n";
+  for (auto& [name, st] : kinds) {
+    st->config_hash = hash;
+    SC_ASSIGN_OR_RETURN(json js, kind_summary(*st));
+    js["inference_iteration"] = name;
+    st->summary = js.dump(2) + "\n";
+    decode->phases.emplace_back(name, GeneratorAccess::make(std::move(st)));
+  }
+  return GeneratorAccess::make(std::move(decode));
+}
+
+const Generator* Generator::phase(const std::string& name) const {
+  if (!state_->serving_job) return nullptr;
+  if (name == "decode") return this;
+  for (const auto& [n, g] : state_->phases)
+    if (n == name) return &g;
+  return nullptr;
+}
+
+std::vector<std::string> Generator::phase_names() const {
+  if (!state_->serving_job) return {};
+  std::vector<std::string> out{"prefill", "decode"};
+  for (const auto& [n, g] : state_->phases)
+    if (n != "prefill") out.push_back(n);
+  return out;
+}
+
+Result<std::vector<ServingPoint>> serving_sweep(const Generator& g, const std::vector<int64_t>& concurrency) {
+  const GeneratorState& s = GeneratorAccess::state(g);
+  if (!s.serving_job)
+    return make_error(ErrorCode::kInvalidArgument, "serving_sweep needs an inference job (\"mode\": \"inference\")",
+                      "mode");
+  const Job& full = *s.serving_job;
+  const int64_t dp = serving_pool_job(full, false).parallel.dp;
+  std::vector<ServingPoint> out;
+  Serving sv;
+  for (size_t i = 0; i < concurrency.size(); ++i) {
+    const int64_t c = concurrency[i];
+    if (c < 1 || c > limits::kMaxMicroBatch || c % dp != 0)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "must be a multiple of the decode pool's dp (" + to_string(dp) + ") in [1, " +
+                            to_string(limits::kMaxMicroBatch) + "] (got " + to_string(c) + ")",
+                        "concurrency[" + to_string(i) + "]");
+    SC_RETURN_IF_ERROR(plan(full, &sv, c, /*strict=*/false));
+    ServingPoint p;
+    p.concurrency = c;
+    p.fits = sv.fits;
+    p.ttft_seconds = sig(sv.ttft);
+    p.tpot_seconds = sig(sv.tpot);
+    p.tokens_per_second_per_gpu = sig(sv.tps_gpu);
+    p.tokens_per_second_per_user = sig(sv.tpot > 0 ? 1.0 / sv.tpot : 0);
+    out.push_back(p);
+  }
+  return out;
+}
+
+std::string serving_sweep_json(const std::vector<ServingPoint>& points) {
+  json a = json::array();
+  for (const ServingPoint& p : points)
+    a.push_back({{"concurrency", p.concurrency},
+                 {"fits", p.fits},
+                 {"ttft_seconds", p.ttft_seconds},
+                 {"tpot_seconds", p.tpot_seconds},
+                 {"tokens_per_second_per_gpu", p.tokens_per_second_per_gpu},
+                 {"tokens_per_second_per_user", p.tokens_per_second_per_user}});
+  return a.dump();
+}
+
+}  // namespace sc
