@@ -13,13 +13,16 @@ in DOC with --update; without it exits 1 when the block differs (drift).
 
 How a predicted number is read from the summary (docs/inference.md,
 "Formulas"; nothing here is fitted):
-- ttft_seconds, tpot_seconds: summary.inference's.
-- output_tokens_per_second_per_gpu: summary.inference.tokens_per_second_per_gpu;
-  for a static-batch benchmark (the whole batch prefilled, then decoded to
-  the end: TensorRT-LLM's gptSessionBenchmark) batch x output tokens /
-  (TTFT + (output - 1) x TPOT) / GPUs, with TTFT the prefill of the batch.
-- prefill_tokens_per_second_per_gpu: prompt tokens x concurrency (the
-  prompts the instance's attention-dp ranks prefill together) / TTFT / GPUs.
+- ttft_seconds, tpot_seconds, output_tokens_per_second_per_gpu:
+  summary.inference's ttft_seconds, tpot_seconds, tokens_per_second_per_gpu
+  (a static-batch benchmark included: the engine's steady-state cycle
+  prefills the batch's prompts one after another where TensorRT-LLM's
+  gptSessionBenchmark prefills them in one pass; the doc says so).
+- decode_tokens_per_second_per_gpu (a decode pool measured alone):
+  concurrency / TPOT / GPUs.
+- prefill_tokens_per_second_per_gpu (a prefill pool measured alone): the
+  engine prefills one prompt per attention-dp rank per iteration (TTFT), so
+  prompt tokens x dp / TTFT / GPUs.
 """
 import json
 import os
@@ -36,7 +39,7 @@ PRESETS = {"llama2-70b"}  # rows that use the engine's preset (no config.json fi
 # same HBM and tensor cores (NVIDIA's H800 datasheet).
 HARDWARE = {"h100": "h100", "h200": "h200", "h800": {"preset": "h100", "intra_node_bw": 200e9}}
 METRIC = {"ttft_seconds": "TTFT", "tpot_seconds": "TPOT", "output_tokens_per_second_per_gpu": "output tok/s/GPU",
-          "prefill_tokens_per_second_per_gpu": "prefill tok/s/GPU"}
+          "decode_tokens_per_second_per_gpu": "decode tok/s/GPU", "prefill_tokens_per_second_per_gpu": "prefill tok/s/GPU"}
 
 
 def job(row):
@@ -64,12 +67,11 @@ def predict(row, metric, s):
     if metric in ("ttft_seconds", "tpot_seconds"):
         return inf[metric]
     if metric == "output_tokens_per_second_per_gpu":
-        if row.get("static_batch"):
-            b, out = sv["concurrency"], sv["output_tokens"]
-            return b * out / (inf["ttft_seconds"] + (out - 1) * inf["tpot_seconds"]) / row["gpus"]
         return inf["tokens_per_second_per_gpu"]
+    if metric == "decode_tokens_per_second_per_gpu":
+        return inf["concurrency"] / inf["tpot_seconds"] / row["gpus"]
     if metric == "prefill_tokens_per_second_per_gpu":
-        return sv["prompt_tokens"] * sv["concurrency"] / inf["ttft_seconds"] / row["gpus"]
+        return sv["prompt_tokens"] * row["parallel"].get("dp", 1) / inf["ttft_seconds"] / row["gpus"]
     raise SystemExit(f"unknown metric {metric}")
 
 
