@@ -4,7 +4,7 @@ regenerated from `stagecraft inspect --json`.
 
 usage: serving_table.py CLI SPEC.json DOC.md [--update]
 
-Builds one serving job per row of SPEC (tests/fidelity/serving-published.json:
+Builds one serving job per row of SPEC (tests/fidelity/serving/serving-published.json:
 the published setup), runs `CLI inspect --config job.json --json`, and
 renders one table line per published number: measured, predicted, error =
 (predicted - measured) / measured. Replaces the block between
