@@ -36,6 +36,20 @@ export function servingMemory(inf: Summary): Record<string, number> {
   return { weights, kv_cache: kv, workspace, free, capacity };
 }
 
+// How the GPUs are laid out: tp × pp × dp (attention data parallelism),
+// the experts re-dividing the same ranks by ep, and for a disaggregated job
+// each pool's ranks.
+function ranksNote(summary: Summary): string {
+  const layout = summary.layout ?? {};
+  const it = summary.inference?.iterations ?? {};
+  const sv = summary.job?.serving ?? {};
+  const axes = ['tp', 'pp', 'dp'].filter((k) => Number(layout[k]) > 1).map((k) => `${k === 'dp' ? 'dp (attention)' : k} ${layout[k]}`);
+  let note = `${axes.join(' × ') || 'one rank'}${Number(layout.ep) > 1 ? `; experts over ep ${layout.ep} of the same ranks` : ''}`;
+  if (sv.disaggregated) note = `decode pool ${it.decode?.world_size ?? summary.world_size} ranks (${note}), prefill pool ${it.prefill?.world_size ?? '?'} ranks`;
+  if (Number(sv.replicas) > 1) note += `; × ${sv.replicas} replicas`;
+  return note;
+}
+
 function card(title: string, value: string, note: string, key?: string): HTMLElement {
   return h('div', { class: 'card', 'data-card': key }, h('div', { class: 'card-title' }, title), h('div', { class: 'card-value' }, value), h('div', { class: 'card-note' }, note));
 }
@@ -73,13 +87,13 @@ export function renderServingSummary(el: HTMLElement, summary: Summary): void {
   const used = Number(inf.concurrency ?? inf.concurrency_used ?? sv.concurrency);
   const mem = servingMemory(inf);
   const cards = h('div', { class: 'cards' },
-    card('Ranks', fmtCount(summary.world_size), Object.entries(summary.layout ?? {}).filter(([k, v]) => typeof v === 'number' && v > 1 && ['tp', 'pp', 'dp', 'ep'].includes(k)).map(([k, v]) => `${k} ${v}`).join(' × ') || 'one GPU'),
+    card('GPUs', fmtCount(Number(inf.gpus ?? summary.world_size)), ranksNote(summary), 'gpus'),
     card('KV cache per token', fmtBytes(kvTok), `whole model, all layers, ${sv.kv_dtype ?? 'bf16'}; ${fmtBytes(kvTok * context)} per sequence of ${fmtCount(context)} tokens`, 'kv-per-token'),
     card('Sequences that fit', fmtCount(Number(inf.max_concurrent_sequences)), `of ${fmtCount(context)} tokens (prompt ${fmtCount(Number(sv.prompt_tokens))} + output ${fmtCount(Number(sv.output_tokens))}), beside weights, activations and workspace on every rank`, 'max-seqs'),
     card('Weights per rank', fmtBytes(Number(inf.weights_bytes_per_rank)), `${sv.weights_dtype ?? 'bf16'}, the largest rank`, 'weights'),
-    card('Time to first token', sec(Number(inf.ttft_seconds)), `TTFT: prefill of a ${fmtCount(Number(sv.prompt_tokens))}-token prompt`, 'ttft'),
+    card('Time to first token', sec(Number(inf.ttft_seconds)), `TTFT: prefill of a ${fmtCount(Number(sv.prompt_tokens))}-token prompt${sv.disaggregated ? ', plus its KV cache sent to the decode pool' : ''}`, 'ttft'),
     card('Time per output token', sec(Number(inf.tpot_seconds)), `TPOT: one decode step at concurrency ${Number.isFinite(used) ? used : '?'} (${rate(1 / Number(inf.tpot_seconds))} tokens/s per user)`, 'tpot'),
-    card('Tokens / s per GPU', rate(Number(inf.tokens_per_second_per_gpu)), `output tokens of all ${Number.isFinite(used) ? used : ''} sequences ÷ TPOT ÷ GPUs`, 'tps'),
+    card('Tokens / s per GPU', rate(Number(inf.tokens_per_second_per_gpu)), `output tokens per second per GPU in steady state: ${Number.isFinite(used) ? used : ''} sequences, each prefilled once and decoded for ${fmtCount(Number(sv.output_tokens))} steps`, 'tps'),
   );
   el.replaceChildren(
     cards,
