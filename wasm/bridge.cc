@@ -36,6 +36,11 @@ sc::Response call(const char* op, const std::string& job_json, nlohmann::json ar
 std::string version() { return call("version", "").body; }
 std::string presets() { return call("presets", "").envelope; }
 std::string inspect(const std::string& job_json) { return call("summary", job_json).envelope; }
+// An inference job's phase ("prefill" | "decode" | "mixed"): that
+// iteration's own summary (the CLI writes it as <phase>/summary.json).
+std::string inspect_phase(const std::string& job_json, const std::string& phase) {
+  return call("summary", job_json, {{"phase", phase}}).envelope;
+}
 std::string graph(const std::string& job_json) { return call("graph", job_json).envelope; }
 std::string groups(const std::string& job_json) { return call("groups", job_json).envelope; }
 std::string graph_json(const std::string& job_json) { return call("graph_json", job_json).envelope; }
@@ -105,6 +110,7 @@ EMSCRIPTEN_BINDINGS(stagecraft) {
   emscripten::function("version", &version);
   emscripten::function("presets", &presets);
   emscripten::function("inspect", &inspect);
+  emscripten::function("inspect", &inspect_phase);
   emscripten::function("graph", &graph);
   emscripten::function("groups", &groups);
   // Overloaded by argument count: (job[, phase]) and (job, rank[, phase]).

@@ -11,7 +11,7 @@ import { PROTOCOL_VERSION, type EngineError, type Request, type Response } from 
 interface WasmEngine {
   version(): string;
   presets(): string;
-  inspect(job: string): string;
+  inspect(job: string, phase?: string): string;  // overloaded: an inference job's phase
   graph(job: string): string;
   graphJson(job: string, stage?: number): string;  // overloaded: (job) is stage 0
   groups(job: string, phase?: string): string;  // overloaded: phase for inference jobs
@@ -57,7 +57,8 @@ const yieldToEvents = () => new Promise<void>((r) => setTimeout(r, 0));
 // a training job's <prefix>.<r>.et for every rank, comm_groups.json and
 // summary.json; an inference job's summary.json and one folder per
 // iteration kind (prefill/, decode/, and mixed/ unless disaggregated), each
-// with its pool's traces and comm_groups.json.
+// a complete export of that iteration: its pool's traces, comm_groups.json
+// and its own summary.json.
 async function archive(wasm: WasmEngine, id: number, job: string, prefix: string): Promise<Reply> {
   const s = fromJson(wasm.inspect(job));
   if (!s.ok) return s;
@@ -66,11 +67,17 @@ async function archive(wasm: WasmEngine, id: number, job: string, prefix: string
   const phases: (string | undefined)[] = inference
     ? ['prefill', 'decode', ...(summary.job?.serving?.disaggregated ? [] : ['mixed'])]
     : [undefined];
-  const parts: { phase?: string; worldSize: number; text: string }[] = [];
+  const parts: { phase?: string; worldSize: number; text: string; summary?: unknown }[] = [];
   for (const phase of phases) {
     const g = fromJson(phase ? wasm.groups(job, phase) : wasm.groups(job));
     if (!g.ok) return g;
-    parts.push({ phase, ...(g.result as { worldSize: number; text: string }) });
+    let phaseSummary: unknown;
+    if (phase) {  // each phase folder is a complete export, its own summary.json included
+      const ps = fromJson(wasm.inspect(job, phase));
+      if (!ps.ok) return ps;
+      phaseSummary = (ps.result as { summary: unknown }).summary;
+    }
+    parts.push({ phase, summary: phaseSummary, ...(g.result as { worldSize: number; text: string }) });
   }
   const total = parts.reduce((a, p) => a + p.worldSize, 0);
   const chunks: Uint8Array[] = [];
@@ -108,6 +115,7 @@ async function archive(wasm: WasmEngine, id: number, job: string, prefix: string
       }
     }
     add(`${dir}comm_groups.json`, enc.encode(part.text));
+    if (part.summary !== undefined) add(`${dir}summary.json`, enc.encode(JSON.stringify(part.summary, null, 2) + '\n'));
   }
   add('summary.json', enc.encode(JSON.stringify(summary, null, 2) + '\n'));
   zip.end();
