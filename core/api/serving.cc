@@ -248,12 +248,21 @@ Status plan(const Job& full, Serving* sv, int64_t want, bool strict) {
                             "; more tp or pp in the prefill pool, or serving.weights_dtype \"fp8\"",
                         "serving.disaggregated.prefill");
   }
-  // One refinement: the decode iteration's activations at that batch.
+  // As many as fit: the decode and mixed iterations' activations grow with
+  // the batch; shrink it until they fit beside its cache (a few rounds).
   if (want == 0) {
-    Shapes sh = shapes_for(cfg, n);
-    SC_RETURN_IF_ERROR(lower_kind(*sv->decode, sh.decode));
-    const int64_t act = std::max(activation_peak(*sv->prefill), activation_peak(*sv->decode));
-    n = std::max<int64_t>(1, std::min(n, fit(act)));
+    for (int round = 0; round < 4; ++round) {
+      Shapes sh = shapes_for(cfg, n);
+      SC_RETURN_IF_ERROR(lower_kind(*sv->decode, sh.decode));
+      int64_t act = std::max(activation_peak(*sv->prefill), activation_peak(*sv->decode));
+      if (sv->mixed) {
+        SC_RETURN_IF_ERROR(lower_kind(*sv->mixed, sh.mixed));
+        act = std::max(act, activation_peak(*sv->mixed));
+      }
+      const int64_t next = std::max<int64_t>(1, std::min(n, fit(act)));
+      if (next == n) break;
+      n = next;
+    }
   }
   sv->max_concurrency = n * dp;
   sv->per_dp = want > 0 ? want / dp : n;

@@ -1,0 +1,298 @@
+// Inference jobs (docs/inference.md): KV bytes and weights per rank from
+// the published configs by hand, the fit, the physics of a decode step,
+// MLA's absorbed FLOPs, the three iteration kinds' traces, the sweep and
+// the request layer. Expected values are derived here, never read back
+// from the code under test.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "api/api.h"
+#include "api/request.h"
+#include "api/serving.h"
+#include "api/state.h"
+#include "check/replay.h"
+
+using namespace sc;
+using json = nlohmann::json;
+
+namespace {
+
+Generator build(const std::string& text) {
+  Result<Job> job = parse_job(text);
+  REQUIRE_MESSAGE(job.ok(), job.error().message);
+  Result<Generator> g = Generator::create(*job);
+  REQUIRE_MESSAGE(g.ok(), g.error().message);
+  return std::move(g).value();
+}
+
+Error build_error(const std::string& text) {
+  Result<Job> job = parse_job(text);
+  REQUIRE_MESSAGE(job.ok(), job.error().message);
+  Result<Generator> g = Generator::create(*job);
+  REQUIRE(!g.ok());
+  return g.error();
+}
+
+json inference_of(const Generator& g) { return json::parse(g.summary_json())["inference"]; }
+
+const char* kLlama70bTp8 = R"({"mode": "inference", "model": "llama3-70b", "parallel": {"tp": 8},
+  "serving": {"prompt_tokens": 8000, "output_tokens": 192}})";
+
+// Llama-3-70B (meta-llama/Meta-Llama-3-70B config.json): 80 layers, 8 KV
+// heads of 128, hidden 8192, 64 heads, vocab 128256, untied, RMSNorm.
+constexpr int64_t kLlamaLayers = 80, kLlamaKvHeads = 8, kLlamaHeadDim = 128;
+constexpr int64_t kLlamaParams = 70553706496;  // the published count (docs/job-format.md)
+constexpr int64_t kLlamaNormParams = 80 * 2 * 8192 + 8192;  // two RMSNorms per layer + the final one, replicated
+
+}  // namespace
+
+TEST_CASE("serving: KV bytes per token by hand, GQA and MLA, bf16 and fp8") {
+  Generator g = build(kLlama70bTp8);
+  json inf = inference_of(g);
+  // 80 layers x (K and V) x 8 kv heads x 128 x 2 bytes.
+  const int64_t llama_bf16 = kLlamaLayers * 2 * kLlamaKvHeads * kLlamaHeadDim * 2;
+  CHECK(llama_bf16 == 327680);
+  CHECK(inf["kv_cache_bytes_per_token"].get<int64_t>() == llama_bf16);
+  CHECK(inf["kv_cache_bytes_per_token_per_rank"].get<int64_t>() == llama_bf16 / 8);  // kv heads split over tp
+  // A sequence of 8000 + 192 = 8192 tokens: 512 pages of 16.
+  CHECK(inf["kv_cache_bytes_per_sequence"].get<int64_t>() == 8192 * llama_bf16);
+
+  Generator f = build(R"({"mode": "inference", "model": "llama3-70b", "parallel": {"tp": 8},
+    "serving": {"prompt_tokens": 1000, "output_tokens": 10, "kv_dtype": "fp8", "page_tokens": 64}})");
+  json finf = inference_of(f);
+  CHECK(finf["kv_cache_bytes_per_token"].get<int64_t>() == llama_bf16 / 2);
+  CHECK(finf["kv_cache_bytes_per_sequence"].get<int64_t>() == 1024 * llama_bf16 / 2);  // 1010 -> 16 pages of 64
+
+  // DeepSeek-V3 (deepseek-ai/DeepSeek-V3 config.json): 61 layers cache the
+  // compressed latent (kv_lora_rank 512) and the shared RoPE key (64).
+  const int64_t ds_bf16 = 61 * (512 + 64) * 2;
+  CHECK(ds_bf16 == 70272);
+  Generator d = build(R"({"mode": "inference", "model": "deepseek-v3", "parallel": {"dp": 32, "ep": 32},
+    "serving": {"prompt_tokens": 2000, "output_tokens": 500, "weights_dtype": "fp8", "concurrency": 256}})");
+  json dinf = inference_of(d);
+  CHECK(dinf["kv_cache_bytes_per_token"].get<int64_t>() == ds_bf16);
+  // DP attention: each rank holds every layer's latent of its own sequences.
+  CHECK(dinf["kv_cache_bytes_per_token_per_rank"].get<int64_t>() == ds_bf16);
+  Generator d8 = build(R"({"mode": "inference", "model": "deepseek-v3", "parallel": {"dp": 32, "ep": 32},
+    "serving": {"prompt_tokens": 2000, "output_tokens": 500, "weights_dtype": "fp8", "kv_dtype": "fp8", "concurrency": 256}})");
+  CHECK(inference_of(d8)["kv_cache_bytes_per_token"].get<int64_t>() == ds_bf16 / 2);
+}
+
+TEST_CASE("serving: weights per rank and the sequences that fit beside them") {
+  Generator g = build(kLlama70bTp8);
+  json inf = inference_of(g);
+  // Every matrix (embedding, attention, MLP, output) is split over tp 8; the norms are replicated.
+  const int64_t weights = ((kLlamaParams - kLlamaNormParams) / 8 + kLlamaNormParams) * 2;
+  CHECK(inf["weights_bytes_per_rank"].get<int64_t>() == weights);
+  const json& mem = inf["memory_bytes_per_rank"];
+  CHECK(mem["weights"].get<int64_t>() == weights);
+  const int64_t cap = 80000000000;  // H100 SXM 80 GB
+  CHECK(mem["capacity"].get<int64_t>() == cap);
+  const int64_t act = mem["activations"].get<int64_t>();
+  CHECK(act > 0);
+  CHECK(act < cap / 50);  // one iteration's activations are small beside the cache
+  // Per rank a sequence of 8192 tokens holds 8192 x 40960 bytes.
+  const int64_t seq_rank = 8192 * (327680 / 8);
+  const int64_t n = inf["max_concurrent_sequences"].get<int64_t>();
+  CHECK(n * seq_rank + weights + act <= cap);
+  CHECK((n + 1) * seq_rank + weights + act > cap);
+  // No request given: as many as fit.
+  CHECK(inf["concurrency"].get<int64_t>() == n);
+  CHECK(mem["kv_cache"].get<int64_t>() == n * seq_rank);
+  // Roughly (80e9 - 17.6e9) / 0.34e9 = 184 sequences of 8K tokens.
+  CHECK(n > 170);
+  CHECK(n < 190);
+}
+
+TEST_CASE("serving: a decode step never beats (weights + KV read) / memory bandwidth") {
+  struct Case {
+    const char* job;
+    int64_t kv_token_rank, per_rank_sequences;
+  };
+  // Llama: 40960 B per token per rank; DeepSeek with DP attention: 70272 B
+  // (the whole latent), concurrency / dp sequences per rank.
+  const Case cases[] = {
+      {R"({"mode": "inference", "model": "llama3-70b", "parallel": {"tp": 8},
+          "serving": {"prompt_tokens": 4000, "output_tokens": 1000, "concurrency": 64}})", 40960, 64},
+      {R"({"mode": "inference", "model": "llama3-70b", "parallel": {"tp": 8},
+          "serving": {"prompt_tokens": 100, "output_tokens": 100, "concurrency": 1}})", 40960, 1},
+      {R"({"mode": "inference", "model": "deepseek-v3", "parallel": {"dp": 32, "ep": 32},
+          "serving": {"prompt_tokens": 2000, "output_tokens": 500, "weights_dtype": "fp8", "concurrency": 512}})", 70272,
+       16},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.job);
+    Generator g = build(c.job);
+    json inf = inference_of(g);
+    const Job& job = g.job();
+    // KV length of a decoding sequence on average: prompt + output / 2.
+    const int64_t L = job.serving.prompt_tokens + job.serving.output_tokens / 2;
+    const double kv_read = static_cast<double>(c.per_rank_sequences * L * c.kv_token_rank);
+    const double weights = inf["weights_bytes_per_rank"].get<double>();
+    const double bound = (weights + kv_read) / job.hardware.mem_bandwidth;
+    const double tpot = inf["tpot_seconds"].get<double>();
+    CHECK(tpot >= bound);
+    CHECK(tpot < 3 * bound);  // and decode is memory-bound: within a small factor of it
+    CHECK(inf["tokens_per_second_per_user"].get<double>() == doctest::Approx(1.0 / tpot).epsilon(1e-6));
+    CHECK(inf["ttft_seconds"].get<double>() > 0);
+    CHECK(inf["tokens_per_second_per_gpu"].get<double>() > 0);
+  }
+}
+
+TEST_CASE("serving: MLA decode runs the absorbed form, FLOPs counted that way") {
+  Generator g = build(R"({"mode": "inference", "model": "deepseek-v3", "parallel": {"dp": 32, "ep": 32},
+    "serving": {"prompt_tokens": 2000, "output_tokens": 500, "weights_dtype": "fp8", "concurrency": 256}})");
+  const GeneratorState& s = GeneratorAccess::state(g);
+  const Graph& graph = s.graph_of(0);
+  // Per rank 8 sequences, each query over 2000 + 250 cached tokens.
+  const int64_t pairs = 8 * 2250, heads = 128, kvr = 512, dr = 64, dn = 128, dv = 128;
+  int found = 0;
+  for (const Op& o : graph.ops) {
+    if (o.name == "L0.attn.paged") {
+      ++found;
+      // Scores over the latent and the RoPE key, values over the latent.
+      CHECK(o.local_flops.eval(s.bind, "f").value() == 2 * heads * pairs * (kvr + dr) + 2 * heads * pairs * kvr);
+      // Its inputs: the absorbed query, the RoPE query and the latent cache.
+      REQUIRE(o.inputs.size() == 3);
+      const Tensor& cache = graph.tensors[o.inputs[2]];
+      CHECK(cache.kind == TensorKind::kCache);
+      CHECK(cache.local_bytes().eval(s.bind, "c").value() == 8 * 2250 * (kvr + dr) * 2);
+    }
+    if (o.name == "L0.attn.q_absorb") {  // W_UK folded into the query: 8 tokens x 128 heads x 128 -> 512
+      ++found;
+      CHECK(o.local_flops.eval(s.bind, "f").value() == 2 * 8 * heads * dn * kvr);
+    }
+    if (o.name == "L0.attn.v_absorb") {
+      ++found;
+      CHECK(o.local_flops.eval(s.bind, "f").value() == 2 * 8 * heads * kvr * dv);
+    }
+    CHECK(o.name.find("kv_up.") == std::string::npos);  // no decompression in decode
+  }
+  CHECK(found == 3);
+  // Prefill of a whole prompt decompresses (MHA form) and caches the latent.
+  const Generator* pre = g.phase("prefill");
+  REQUIRE(pre != nullptr);
+  const GeneratorState& ps = GeneratorAccess::state(*pre);
+  bool decompress = false, write = false;
+  for (const Op& o : ps.graph_of(0).ops) {
+    decompress |= o.name == "L0.attn.kv_up";
+    if (o.name == "L0.attn.kv_cache_write") {
+      write = true;
+      CHECK(o.outputs.size() == 1);
+      CHECK(ps.graph_of(0).tensors[o.outputs[0]].local_bytes().eval(ps.bind, "w").value() == 2000 * (kvr + dr) * 2);
+    }
+  }
+  CHECK(decompress);
+  CHECK(write);
+}
+
+TEST_CASE("serving: errors name the field: too big to fit, too many sequences") {
+  Error e = build_error(R"({"mode": "inference", "model": "llama3-70b"})");  // 141 GB of bf16 weights on one H100
+  CHECK(e.path == "parallel.tp");
+  CHECK(e.message.find("short by") != std::string::npos);
+  CHECK(e.message.find("weights_dtype \"fp8\"") != std::string::npos);
+  e = build_error(R"({"mode": "inference", "model": "llama3-70b", "parallel": {"tp": 8},
+    "serving": {"prompt_tokens": 8000, "output_tokens": 192, "concurrency": 400}})");
+  CHECK(e.path == "serving.concurrency");
+  CHECK(e.message.find("at most") != std::string::npos);
+  // fp8 weights: 70.6 GB on one H100 fit where bf16's 141 GB do not.
+  Generator fp8 = build(R"({"mode": "inference", "model": "llama3-70b",
+    "serving": {"prompt_tokens": 1000, "output_tokens": 100, "weights_dtype": "fp8"}})");
+  CHECK(inference_of(fp8)["max_concurrent_sequences"].get<int64_t>() >= 1);
+}
+
+TEST_CASE("serving: prefill, decode and mixed traces replay; disaggregated pools have their own worlds") {
+  Generator g = build(R"({"mode": "inference", "model": "llama3-8b", "parallel": {"tp": 2, "pp": 2, "dp": 2},
+    "serving": {"prompt_tokens": 512, "output_tokens": 64, "concurrency": 8, "chunk_tokens": 128}})");
+  CHECK(g.phase_names() == std::vector<std::string>{"prefill", "decode", "mixed"});
+  for (const std::string& k : g.phase_names()) {
+    CAPTURE(k);
+    const Generator* pg = g.phase(k);
+    REQUIRE(pg != nullptr);
+    CHECK(pg->world_size() == 8);
+    std::vector<RankTrace> ranks;
+    for (int64_t r = 0; r < pg->world_size(); ++r) {
+      Result<RankTrace> t = pg->rank_trace(r);
+      REQUIRE(t.ok());
+      ranks.push_back(std::move(t).value());
+    }
+    ReplayResult rr = replay_traces(ranks, pg->groups());
+    const std::string why = rr.problems.empty() ? std::string() : rr.problems[0];
+    CHECK_MESSAGE(rr.completed, why);
+  }
+  json inf = inference_of(g);
+  CHECK(inf["prefill_chunks"].get<int64_t>() == 4);
+  // Chunked prefill: TTFT is four mixed iterations.
+  CHECK(inf["ttft_seconds"].get<double>() ==
+        doctest::Approx(4 * inf["iterations"]["mixed"]["seconds"].get<double>()).epsilon(1e-6));
+  CHECK(g.phase("nope") == nullptr);
+
+  Generator d = build(R"({"mode": "inference", "model": "deepseek-v3", "parallel": {"dp": 32, "ep": 32},
+    "serving": {"prompt_tokens": 2000, "output_tokens": 500, "weights_dtype": "fp8",
+      "disaggregated": {"prefill": {"dp": 16, "ep": 16, "replicas": 2}, "decode": {"dp": 32, "ep": 32}}}})");
+  CHECK(d.phase_names() == std::vector<std::string>{"prefill", "decode"});
+  CHECK(d.phase("prefill")->world_size() == 16);
+  CHECK(d.world_size() == 32);
+  json dinf = inference_of(d);
+  CHECK(dinf["gpus"].get<int64_t>() == 16 * 2 + 32);
+  // TTFT = the prefill pool's iteration + moving one prompt's cache (2000 x 70272 B) to the decode pool.
+  CHECK(dinf["ttft_seconds"].get<double>() ==
+        doctest::Approx(dinf["iterations"]["prefill"]["seconds"].get<double>() +
+                        dinf["kv_transfer_seconds"].get<double>())
+            .epsilon(1e-6));
+  CHECK(dinf["kv_transfer_seconds"].get<double>() > 0);
+
+  // A training job has no iteration kinds.
+  Generator t = build(R"({"model": "llama3-8b", "parallel": {"tp": 2}, "training": {"seq_len": 256}})");
+  CHECK(t.phase_names().empty());
+  CHECK(t.phase("decode") == nullptr);
+}
+
+TEST_CASE("serving: the concurrency sweep and the request layer") {
+  Generator g = build(R"({"mode": "inference", "model": "llama3-8b", "parallel": {"tp": 1},
+    "serving": {"prompt_tokens": 1024, "output_tokens": 256}})");
+  Result<std::vector<ServingPoint>> sw = serving_sweep(g, {1, 8, 64});
+  REQUIRE(sw.ok());
+  REQUIRE(sw->size() == 3);
+  for (size_t i = 1; i < sw->size(); ++i) {
+    // More sequences per step: each step is no faster, the GPU produces more tokens.
+    CHECK((*sw)[i].tpot_seconds >= (*sw)[i - 1].tpot_seconds);
+    CHECK((*sw)[i].tokens_per_second_per_gpu > (*sw)[i - 1].tokens_per_second_per_gpu);
+  }
+  // Batch 1 decode of an 8B model: about 16 GB of weights at 3.35 TB/s, ~5 ms.
+  CHECK((*sw)[0].tpot_seconds > 16.06e9 / 3.35e12);
+  Result<std::vector<ServingPoint>> bad = serving_sweep(g, {0});
+  REQUIRE(!bad.ok());
+  CHECK(bad.error().path == "concurrency[0]");
+
+  RequestHandler h;
+  const std::string job = R"({"mode": "inference", "model": "llama3-8b", "parallel": {"tp": 2},
+    "serving": {"prompt_tokens": 256, "output_tokens": 32, "concurrency": 4}})";
+  Response r = h.handle_json(R"({"op": "serving_sweep", "job": )" + job + R"(, "concurrency": [1, 2]})");
+  REQUIRE_MESSAGE(r.ok(), r.envelope);
+  json env = json::parse(r.envelope);
+  CHECK(env["ok"] == true);
+  REQUIRE(env["sweep"].size() == 2);
+  for (const char* key : {"concurrency", "ttft_seconds", "tpot_seconds", "tokens_per_second_per_gpu",
+                          "tokens_per_second_per_user"})
+    CHECK(env["sweep"][0].contains(key));
+  for (const char* phase : {"prefill", "decode", "mixed"}) {
+    Response t = h.handle_json(R"({"op": "rank_trace", "rank": 1, "phase": ")" + std::string(phase) + R"(", "job": )" + job + "}");
+    CHECK_MESSAGE(t.ok(), t.envelope);
+    Response gr = h.handle_json(R"({"op": "groups", "phase": ")" + std::string(phase) + R"(", "job": )" + job + "}");
+    CHECK(gr.ok());
+  }
+  Response pre = h.handle_json(R"({"op": "rank_trace", "rank": 0, "phase": "prefill", "job": )" + job + "}");
+  Response dec = h.handle_json(R"({"op": "rank_trace", "rank": 0, "phase": "decode", "job": )" + job + "}");
+  CHECK(pre.body != dec.body);
+  Response bad_phase = h.handle_json(R"({"op": "rank_trace", "rank": 0, "phase": "train", "job": )" + job + "}");
+  CHECK(!bad_phase.ok());
+  CHECK(bad_phase.error->path == "phase");
+  Response training = h.handle_json(R"({"op": "groups", "phase": "decode", "job": {"model": "llama3-8b"}})");
+  CHECK(!training.ok());
+  CHECK(training.error->path == "phase");
+}
