@@ -179,9 +179,10 @@ JOBS = [
      {"prompt_tokens": 2048, "output_tokens": 2048}, "h100"),
     ("DeepSeek-V2-Lite, tp 1 (MLA, MoE)", "deepseek-coder-v2-lite-base", {"tp": 1},
      {"prompt_tokens": 8000, "output_tokens": 192}, "h100"),
-    # An explicit concurrency: with 0 (as many as fit) this job is refused
-    # by the engine (the fit it reports does not fit; reported as a core bug).
-    ("DeepSeek-V2-Lite, DP attention 2 x ep 2, fp8 KV cache, 512 sequences (MLA, MoE)", "deepseek-coder-v2-lite-base",
+    ("DeepSeek-V2-Lite, DP attention 2 x ep 2, fp8 KV cache (MLA, MoE)", "deepseek-coder-v2-lite-base",
+     {"tp": 1, "dp": 2, "ep": 2, "expert_tp": 1},
+     {"prompt_tokens": 4096, "output_tokens": 1024, "kv_dtype": "fp8"}, "h100"),
+    ("DeepSeek-V2-Lite, DP attention 2 x ep 2, fp8 KV cache, 512 sequences", "deepseek-coder-v2-lite-base",
      {"tp": 1, "dp": 2, "ep": 2, "expert_tp": 1},
      {"prompt_tokens": 4096, "output_tokens": 1024, "kv_dtype": "fp8", "concurrency": 512}, "h100"),
     ("Mixtral 8x7B, DP attention 2 x ep 2 (GQA, MoE)", "mixtral-8x7b-v0.1", {"tp": 1, "dp": 2, "ep": 2, "expert_tp": 1},
