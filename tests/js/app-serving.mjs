@@ -119,6 +119,27 @@ export async function servingCases(context, base) {
     check(/trace\.1\.et/.test(await page.textContent('#dl-rank')), 'the rank download names the rank');
   });
 
+  await run('DeepSeek-V3 disaggregated example: pools in words, a sweep in multiples of the decode dp, no mixed phase', async (page) => {
+    await page.goto(`${base}/`);
+    await ready(page);
+    await page.selectOption('#job-preset', 'deepseek-v3-serve');
+    await page.waitForFunction(() => document.querySelector('#summary')?.dataset.mode === 'inference' && document.body.dataset.state === 'ready', null, { timeout: 120_000 });
+    const gpus = await page.textContent('[data-card="gpus"]');
+    // Decode pool dp 16 (ep 16), prefill pool dp 8: 24 GPUs.
+    check(/24/.test(gpus) && /decode pool 16 ranks/.test(gpus) && /prefill pool 8 ranks/.test(gpus) && /ep 16/.test(gpus), `GPUs card: ${gpus}`);
+    check(/decode pool/.test(await page.textContent('[data-card="ttft"]')), 'TTFT includes the KV transfer to the decode pool');
+    await page.waitForFunction(() => Number(document.querySelector('#sweep')?.dataset.points) > 2, null, { timeout: 120_000 });
+    const cs = await page.$$eval('#sweep tbody tr', (rs) => rs.map((r) => Number(r.getAttribute('data-concurrency'))));
+    check(cs.every((c) => c % 16 === 0) && cs.includes(32), `every concurrency a multiple of the decode dp 16, the job's 32 among them: ${cs}`);
+    await page.click('#tab-rank');
+    await page.waitForFunction(() => document.querySelector('#rank-stats')?.dataset.phase === 'decode', null, { timeout: 60_000 });
+    check(await page.$eval('#rank-phase option[value="mixed"]', (o) => o.disabled), 'no mixed iteration in a disaggregated job');
+    check(await page.getAttribute('#rank', 'max') === '15', 'decode pool: ranks 0-15');
+    await page.selectOption('#rank-phase', 'prefill');
+    await page.waitForFunction(() => document.querySelector('#rank-stats')?.dataset.phase === 'prefill', null, { timeout: 60_000 });
+    check(await page.getAttribute('#rank', 'max') === '7', 'prefill pool: ranks 0-7');
+  });
+
   await run('archive of a serving job equals the native CLI output file for file', async (page) => {
     await page.goto(jobUrl(base, SERVE_JOB));
     await ready(page);

@@ -251,7 +251,8 @@ async function loadSweep(mine: number): Promise<void> {
   const inf = (state.summary as any)?.inference;
   if (!el || !inf) return;
   const own = Number(inf.concurrency ?? inf.concurrency_used ?? 0);
-  const list = sweepConcurrencies(Number(inf.max_concurrent_sequences), own);
+  // Multiples of the decode iteration's attention dp (summary.layout).
+  const list = sweepConcurrencies(Number(inf.max_concurrent_sequences), own, 12, Number((state.summary as any)?.layout?.dp) || 1);
   if (!list.length) { sweepUnavailable(el, 'No sequence fits beside the weights on every rank, so there is no curve: raise tp (or ep), use fp8 weights or an fp8 KV cache, or shorten the sequences.'); return; }
   try {
     const { sweep } = await client.request('servingSweep', { job: state.jobText, concurrency: list });

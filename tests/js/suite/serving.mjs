@@ -131,6 +131,8 @@ export const cases = [
       assert.equal(sweepConcurrencies(185, 50).join(), '1,2,4,8,16,32,50,64,128,185', 'the job\'s own concurrency added');
       assert.equal(sweepConcurrencies(5000).join(), '1,4,16,64,256,1024,4096,5000', 'thinned to every other power');
       assert.equal(sweepConcurrencies(1).join(), '1', 'one sequence');
+      assert.equal(sweepConcurrencies(100, 32, 12, 16).join(), '16,32,64,96', 'multiples of the decode dp (16), the maximum rounded down to one');
+      assert.equal(sweepConcurrencies(8, 0, 12, 16).length, 0, 'fewer sequences than dp ranks: no sweep');
       assert.equal(sweepConcurrencies(0).length, 0, 'no sweep when nothing fits');
       assert.equal(niceCeil(1234), 2000, 'niceCeil 1234');
       assert.equal(niceCeil(0.3), 0.5, 'niceCeil 0.3');

@@ -4,19 +4,23 @@
 // Plain JS (with serving.d.ts) so that the shared test suite checks it in
 // Node and Chromium without a bundler.
 
-// Concurrencies for the sweep: 1, 2, 4, … doubling up to `max` (the
-// sequences that fit, summary.inference.max_concurrent_sequences), then max
-// itself, and the job's own concurrency; sorted, distinct, at most `limit`
-// points (the doubling thinned by taking every other power when there are
-// more). Empty when nothing fits (max < 1).
-export function sweepConcurrencies(max, own = 0, limit = 12) {
-  if (!(max >= 1)) return [];
+// Concurrencies for the sweep: step × 1, 2, 4, … doubling up to `max`
+// (the sequences that fit, summary.inference.max_concurrent_sequences), then
+// max itself, and the job's own concurrency; sorted, distinct, at most
+// `limit` points (the doubling thinned by taking every other power when
+// there are more). `step` is the decode pool's attention dp: each dp rank
+// decodes concurrency / dp sequences, so every value is a multiple of it
+// (max already is). Empty when nothing fits (max < step).
+export function sweepConcurrencies(max, own = 0, limit = 12, step = 1) {
+  step = Math.max(1, Math.floor(step));
+  if (!(max >= step)) return [];
+  max = Math.floor(max / step) * step;
   const pow = [];
-  for (let c = 1; c < max; c *= 2) pow.push(c);
+  for (let c = step; c < max; c *= 2) pow.push(c);
   let picked = pow;
   while (picked.length > limit - 2) picked = picked.filter((_, i) => i % 2 === 0);
   const all = new Set([...picked, max]);
-  if (own >= 1 && own <= max) all.add(own);
+  if (own >= 1 && own <= max && own % step === 0) all.add(own);
   return [...all].sort((a, b) => a - b);
 }
 
