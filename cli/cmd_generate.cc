@@ -20,6 +20,8 @@
 #include "api/api.h"
 #include "api/budget.h"
 #include "api/export.h"
+#include "api/serving.h"
+#include "emit/chakra_writer.h"
 #include "export.h"
 #include "args.h"
 #include "commands.h"
@@ -132,6 +134,28 @@ int generate_serving(const Generator& gen, const ExportOptions& opt, bool replac
     total->ranks += st.ranks;
     total->trace_bytes += st.trace_bytes;
   }
+  auto write_file = [&](const fs::path& path, const std::string& bytes) -> Status {
+    FILE* f = std::fopen(path.c_str(), "wb");
+    const bool ok = f && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+    if (f && std::fclose(f) != 0) return make_error(ErrorCode::kIoError, std::strerror(errno), path.string());
+    if (!ok) return make_error(ErrorCode::kIoError, std::strerror(errno), path.string());
+    return ok_status();
+  };
+  if (gen.phase("mixed") == nullptr) {  // disaggregated pools: the KV transfer between them
+    Result<KvTransfer> kv = kv_transfer_traces(gen);
+    if (!kv.ok()) return fail(kv.error());
+    const fs::path d = tmp / "kv_transfer";
+    fs::create_directories(d, ec);
+    if (ec) return fail(make_error(ErrorCode::kIoError, ec.message(), d.string()));
+    for (const RankTrace& t : kv->ranks) {
+      std::string bytes;
+      if (Status st = write_chakra_trace(t, kv->meta, &bytes); !st.ok()) return fail(st.error());
+      if (Status st = write_file(d / trace_name(opt.prefix, t.rank), bytes); !st.ok()) return fail(st.error());
+      total->ranks += 1;
+      total->trace_bytes += bytes.size();
+    }
+    if (Status st = write_file(d / "comm_groups.json", group_table_json(kv->groups)); !st.ok()) return fail(st.error());
+  }
   {
     const std::string summary = gen.summary_json();
     FILE* f = std::fopen((tmp / "summary.json").c_str(), "wb");
@@ -219,9 +243,10 @@ int cmd_generate(const std::vector<std::string>& argv) {
     if (int r = generate_serving(*gen, opt, replace, &stats); r != kExitOk) return r;
     if (!quiet)
       std::cout << "wrote " << stats.ranks << " ranks (" << stats.trace_bytes << " bytes of traces) in "
-                << gen->phase_names().size() << " iteration kinds (" << [&] {
+                << "folders (" << [&] {
                      std::string k;
                      for (const auto& n : gen->phase_names()) k += (k.empty() ? "" : ", ") + n + "/";
+                     if (!gen->phase("mixed")) k += ", kv_transfer/";
                      return k;
                    }() << ") + summary.json to " << dir.string() << "\n";
     return kExitOk;

@@ -1,9 +1,15 @@
 // stagecraft simulate: the step time of the whole job (docs/simulate.md),
 // from the same per-rank programs the traces hold. Same job inputs as
 // inspect; the network is the job's "network" block (docs/job-format.md).
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "api/api.h"
+#include "api/serving.h"
 #include "api/simulate.h"
 #include "args.h"
 #include "commands.h"
@@ -22,7 +28,39 @@ const char* kUsage =
     "step time, MFU, tokens per second, per-stage busy / bubble / exposed\n"
     "communication by kind, and the critical path. Ranks that are alike are\n"
     "simulated once; --exhaustive simulates every rank. --astra follows\n"
-    "ASTRA-sim's analytical backend on the network an export writes.";
+    "ASTRA-sim's analytical backend on the network an export writes.\n"
+    "An inference job (\"mode\": \"inference\") prints TTFT, TPOT and throughput\n"
+    "at its concurrency, or with --sweep-concurrency 1,8,64 at each of those\n"
+    "(docs/inference.md).";
+
+// "1,8,64" -> {1, 8, 64}; false on anything else.
+bool parse_list(const std::string& text, std::vector<int64_t>* out) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string part = text.substr(start, comma - start);
+    if (part.empty() || part.size() > 7 || part.find_first_not_of("0123456789") != std::string::npos) return false;
+    out->push_back(std::stoll(part));
+    start = comma + 1;
+  }
+  return !out->empty() && out->size() <= 64;
+}
+
+int sweep(const Generator& gen, const std::vector<int64_t>& values, bool as_json) {
+  Result<std::vector<ServingPoint>> r = serving_sweep(gen, values);
+  if (!r.ok()) return report_error(kCmd, r.error());
+  if (as_json) {
+    std::cout << "{\"sweep\":" << serving_sweep_json(*r) << "}\n";
+    return kExitOk;
+  }
+  std::printf("%12s %12s %12s %16s %16s %5s\n", "concurrency", "ttft_ms", "tpot_ms", "tok/s/gpu", "tok/s/user", "fits");
+  for (const ServingPoint& p : *r)
+    std::printf("%12lld %12.2f %12.2f %16.1f %16.1f %5s\n", static_cast<long long>(p.concurrency),
+                p.ttft_seconds * 1e3, p.tpot_seconds * 1e3, p.tokens_per_second_per_gpu, p.tokens_per_second_per_user,
+                p.fits ? "yes" : "no");
+  return kExitOk;
+}
 
 }  // namespace
 
@@ -32,14 +70,29 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   specs.push_back({"--astra", nullptr, false, "", "ASTRA-sim analytical rules on the exported astra-sim/ network"});
   specs.push_back({"--json", nullptr, false, "", "print the result as JSON"});
   specs.push_back({"--timeline", nullptr, false, "", "with --json: per-stage intervals of rank 0's pipeline"});
+  specs.push_back({"--sweep-concurrency", nullptr, true, "LIST",
+                   "inference jobs: TTFT, TPOT and throughput at each concurrency, e.g. 1,8,64,256"});
   Args args;
   if (std::optional<int> rc = parse_or_exit(kCmd, argv, specs, kUsage, &args)) return *rc;
   if (!args.positional.empty()) return usage_error(kCmd, "unexpected argument '" + args.positional[0] + "'");
   if (args.has("--timeline") && !args.has("--json")) return usage_error(kCmd, "--timeline needs --json");
   Job job;
   if (int rc = load_job(kCmd, args, &job); rc != kExitOk) return rc;
+  std::vector<int64_t> values;
+  if (args.has("--sweep-concurrency")) {
+    if (!job.inference())
+      return usage_error(kCmd, "--sweep-concurrency needs an inference job (\"mode\": \"inference\")");
+    if (!parse_list(*args.get("--sweep-concurrency"), &values))
+      return usage_error(kCmd, "--sweep-concurrency must be a comma-separated list of 1 to 64 positive integers (got '" +
+                                   *args.get("--sweep-concurrency") + "')");
+  }
   Result<Generator> gen = Generator::create(job);
   if (!gen.ok()) return report_error(kCmd, gen.error());
+  if (job.inference() && values.empty()) {  // the job's own concurrency (as many as fit when 0)
+    const auto summary = nlohmann::json::parse(gen->summary_json(), nullptr, false);
+    values.push_back(summary["inference"]["concurrency"].get<int64_t>());
+  }
+  if (!values.empty()) return sweep(*gen, values, args.has("--json"));
   SimulateOptions o;
   o.exhaustive = args.has("--exhaustive");
   o.astra = args.has("--astra");

@@ -245,6 +245,16 @@ TEST_CASE("serving: prefill, decode and mixed traces replay; disaggregated pools
                         dinf["kv_transfer_seconds"].get<double>())
             .epsilon(1e-6));
   CHECK(dinf["kv_transfer_seconds"].get<double>() > 0);
+  // The transfer's traces: 16 prefill ranks each prefilled one 2000-token
+  // prompt (125 pages of 16) of 70,272 B per token; 32 pairs carry it.
+  Result<KvTransfer> kv = kv_transfer_traces(d);
+  REQUIRE(kv.ok());
+  CHECK(kv->ranks.size() == 48);
+  CHECK(kv->bytes_per_pair == 16 * 2000 * int64_t{70272} / 32);
+  ReplayResult kr = replay_traces(kv->ranks, kv->groups);
+  CHECK(kr.completed);
+  CHECK(kr.nodes_finished == 64);
+  CHECK(!kv_transfer_traces(g).ok());  // colocated: nothing to transfer
 
   // A training job has no iteration kinds.
   Generator t = build(R"({"model": "llama3-8b", "parallel": {"tp": 2}, "training": {"seq_len": 256}})");
