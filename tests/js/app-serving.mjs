@@ -117,6 +117,11 @@ export async function servingCases(context, base) {
     check(decodeNodes > 0, `decode program has nodes (${decodeNodes})`);
     await page.click('#tab-downloads');
     check(/trace\.1\.et/.test(await page.textContent('#dl-rank')), 'the rank download names the rank');
+    // The graph of a serving job: forward only, the cache written and read.
+    await page.click('#tab-graph');
+    await page.waitForSelector('#graph svg [data-op]', { timeout: 30_000 });
+    const labels = await page.$$eval('#graph [data-op]', (els) => els.map((el) => el.getAttribute('aria-label') ?? ''));
+    check(labels.some((l) => /kv_cache_write/.test(l)) && labels.some((l) => /paged/.test(l)), `decode graph writes and reads the KV cache: ${labels.slice(0, 12)}`);
   });
 
   await run('DeepSeek-V3 disaggregated example: pools in words, a sweep in multiples of the decode dp, no mixed phase', async (page) => {
