@@ -64,8 +64,10 @@ async function archive(wasm: WasmEngine, id: number, job: string, prefix: string
   if (!s.ok) return s;
   const summary = (s.result as { summary: Record<string, any> }).summary;
   const inference = summary.inference !== undefined;
+  // The iterations the job has (summary.inference.iterations: no mixed one
+  // in a disaggregated job), in the CLI's order.
   const phases: (string | undefined)[] = inference
-    ? ['prefill', 'decode', ...(summary.job?.serving?.disaggregated ? [] : ['mixed'])]
+    ? ['prefill', 'decode', 'mixed'].filter((p) => summary.inference.iterations?.[p] !== undefined)
     : [undefined];
   const parts: { phase?: string; worldSize: number; text: string; summary?: unknown }[] = [];
   for (const phase of phases) {

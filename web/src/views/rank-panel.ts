@@ -14,7 +14,7 @@ import { state, current, client } from '../state';
 import { renderDownloads } from './downloads';
 import { $, h } from '../util';
 import { showStage } from './graph-panel';
-import { servingMemory } from './serving';
+import { servingMemory, isDisaggregated } from './serving';
 import { selectTab } from './tabs';
 
 export const rankInput = () => $<HTMLInputElement>('#rank');
@@ -27,7 +27,7 @@ export function rankPhase(): string | undefined {
   // A disaggregated job has no mixed iteration (docs/inference.md).
   const sel = $<HTMLSelectElement>('#rank-phase');
   const mixed = sel.querySelector<HTMLOptionElement>('option[value="mixed"]')!;
-  mixed.hidden = mixed.disabled = Boolean(state.summary?.job?.serving?.disaggregated);
+  mixed.hidden = mixed.disabled = isDisaggregated(state.summary!);
   if (mixed.disabled && sel.value === 'mixed') sel.value = 'decode';
   // Each phase has its own world (a disaggregated job's pools differ).
   const world = Number(state.summary?.inference?.iterations?.[sel.value]?.world_size);

@@ -36,6 +36,12 @@ export function servingMemory(inf: Summary): Record<string, number> {
   return { weights, kv_cache: kv, workspace, free, capacity };
 }
 
+// Disaggregated prefill and decode pools: summary.job is the decode pool's
+// job, so the pools show in summary.inference (a KV transfer, no mixed
+// iteration).
+export const isDisaggregated = (summary: Summary): boolean =>
+  summary.inference?.kv_transfer_seconds !== undefined || (summary.inference?.iterations !== undefined && summary.inference.iterations.mixed === undefined);
+
 // How the GPUs are laid out: tp × pp × dp (attention data parallelism),
 // the experts re-dividing the same ranks by ep, and for a disaggregated job
 // each pool's ranks.
@@ -45,7 +51,7 @@ function ranksNote(summary: Summary): string {
   const sv = summary.job?.serving ?? {};
   const axes = ['tp', 'pp', 'dp'].filter((k) => Number(layout[k]) > 1).map((k) => `${k === 'dp' ? 'dp (attention)' : k} ${layout[k]}`);
   let note = `${axes.join(' × ') || 'one rank'}${Number(layout.ep) > 1 ? `; experts over ep ${layout.ep} of the same ranks` : ''}`;
-  if (sv.disaggregated) note = `decode pool ${it.decode?.world_size ?? summary.world_size} ranks (${note}), prefill pool ${it.prefill?.world_size ?? '?'} ranks`;
+  if (isDisaggregated(summary)) note = `decode pool ${it.decode?.world_size ?? summary.world_size} ranks (${note}), prefill pool ${it.prefill?.world_size ?? '?'} ranks`;
   if (Number(sv.replicas) > 1) note += `; × ${sv.replicas} replicas`;
   return note;
 }
@@ -91,7 +97,7 @@ export function renderServingSummary(el: HTMLElement, summary: Summary): void {
     card('KV cache per token', fmtBytes(kvTok), `whole model, all layers, ${sv.kv_dtype ?? 'bf16'}; ${fmtBytes(kvTok * context)} per sequence of ${fmtCount(context)} tokens`, 'kv-per-token'),
     card('Sequences that fit', fmtCount(Number(inf.max_concurrent_sequences)), `of ${fmtCount(context)} tokens (prompt ${fmtCount(Number(sv.prompt_tokens))} + output ${fmtCount(Number(sv.output_tokens))}), beside weights, activations and workspace on every rank`, 'max-seqs'),
     card('Weights per rank', fmtBytes(Number(inf.weights_bytes_per_rank)), `${sv.weights_dtype ?? 'bf16'}, the largest rank`, 'weights'),
-    card('Time to first token', sec(Number(inf.ttft_seconds)), `TTFT: prefill of a ${fmtCount(Number(sv.prompt_tokens))}-token prompt${sv.disaggregated ? ', plus its KV cache sent to the decode pool' : ''}`, 'ttft'),
+    card('Time to first token', sec(Number(inf.ttft_seconds)), `TTFT: prefill of a ${fmtCount(Number(sv.prompt_tokens))}-token prompt${isDisaggregated(summary) ? ', plus its KV cache sent to the decode pool' : ''}`, 'ttft'),
     card('Time per output token', sec(Number(inf.tpot_seconds)), `TPOT: one decode step at concurrency ${Number.isFinite(used) ? used : '?'} (${rate(1 / Number(inf.tpot_seconds))} tokens/s per user)`, 'tpot'),
     card('Tokens / s per GPU', rate(Number(inf.tokens_per_second_per_gpu)), `output tokens per second per GPU in steady state: ${Number.isFinite(used) ? used : ''} sequences, each prefilled once and decoded for ${fmtCount(Number(sv.output_tokens))} steps`, 'tps'),
   );
