@@ -296,6 +296,16 @@ TEST_CASE("serving: the concurrency sweep and the request layer") {
     Response gr = h.handle_json(R"({"op": "groups", "phase": ")" + std::string(phase) + R"(", "job": )" + job + "}");
     CHECK(gr.ok());
   }
+  // The browser's rank preview on every iteration kind: the stage graph with its explanations, rank info, summary.
+  for (const char* phase : {"prefill", "decode", "mixed"}) {
+    CAPTURE(phase);
+    for (const char* op : {"graph_json", "summary", "graph"}) {
+      Response x = h.handle_json(R"({"op": ")" + std::string(op) + R"(", "phase": ")" + phase + R"(", "job": )" + job + "}");
+      CHECK_MESSAGE(x.ok(), x.envelope.substr(0, 300));
+    }
+    Response info = h.handle_json(R"({"op": "rank_info", "rank": 1, "phase": ")" + std::string(phase) + R"(", "job": )" + job + "}");
+    CHECK(info.ok());
+  }
   Response pre = h.handle_json(R"({"op": "rank_trace", "rank": 0, "phase": "prefill", "job": )" + job + "}");
   Response dec = h.handle_json(R"({"op": "rank_trace", "rank": 0, "phase": "decode", "job": )" + job + "}");
   CHECK(pre.body != dec.body);
