@@ -36,6 +36,11 @@ sc::Response call(const char* op, const std::string& job_json, nlohmann::json ar
 std::string version() { return call("version", "").body; }
 std::string presets() { return call("presets", "").envelope; }
 std::string inspect(const std::string& job_json) { return call("summary", job_json).envelope; }
+// An inference job's phase ("prefill" | "decode" | "mixed"): that
+// iteration's own summary (the CLI writes it as <phase>/summary.json).
+std::string inspect_phase(const std::string& job_json, const std::string& phase) {
+  return call("summary", job_json, {{"phase", phase}}).envelope;
+}
 std::string graph(const std::string& job_json) { return call("graph", job_json).envelope; }
 std::string groups(const std::string& job_json) { return call("groups", job_json).envelope; }
 std::string graph_json(const std::string& job_json) { return call("graph_json", job_json).envelope; }
@@ -45,11 +50,29 @@ std::string graph_json(const std::string& job_json) { return call("graph_json", 
 std::string simulate(const std::string& job_json, const std::string& options_json) {
   return call("simulate", job_json, {{"options", options_json}, {"timeline_default", true}}).envelope;
 }
+// Inference jobs (docs/inference.md): the phase ("prefill" | "decode" |
+// "mixed") whose trace or groups are wanted; the request layer checks it.
+std::string groups_phase(const std::string& job_json, const std::string& phase) {
+  return call("groups", job_json, {{"phase", phase}}).envelope;
+}
+// servingSweep(job, argsJson): {"ok":true,"sweep":[{concurrency, ttft_seconds,
+// tpot_seconds, tokens_per_second_per_gpu, tokens_per_second_per_user}]}.
+// argsJson is {"concurrency":[1,2,4,...]}; text that is not a JSON object is
+// passed on as the value of "concurrency", which the request layer refuses
+// with that path.
+std::string serving_sweep(const std::string& job_json, const std::string& args_json) {
+  nlohmann::json args = nlohmann::json::parse(args_json, nullptr, /*allow_exceptions=*/false);
+  if (args.is_discarded() || !args.is_object()) args = nlohmann::json{{"concurrency", args_json}};
+  return call("serving_sweep", job_json, std::move(args)).envelope;
+}
 std::string graph_json_stage(const std::string& job_json, double stage) {
   return call("graph_json", job_json, {{"stage", stage}}).envelope;
 }
 std::string rank_info(const std::string& job_json, double rank) {
   return call("rank_info", job_json, {{"rank", rank}}).envelope;
+}
+std::string rank_info_phase(const std::string& job_json, double rank, const std::string& phase) {
+  return call("rank_info", job_json, {{"rank", rank}, {"phase", phase}}).envelope;
 }
 // coords_json is passed on as text: malformed text is the core's parse error.
 std::string rank_at(const std::string& job_json, const std::string& coords_json) {
@@ -74,9 +97,11 @@ val bytes_response(const sc::Response& r) {
   out.set("bytes", val::global("Uint8Array").new_(view));
   return out;
 }
-
 val rank_trace(const std::string& job_json, double rank) {
   return bytes_response(call("rank_trace", job_json, {{"rank", rank}}));
+}
+val rank_trace_phase(const std::string& job_json, double rank, const std::string& phase) {
+  return bytes_response(call("rank_trace", job_json, {{"rank", rank}, {"phase", phase}}));
 }
 
 // The archive (core/api/export.h): layout "files" (the browser's zip) or
@@ -91,6 +116,17 @@ val archive_entry(const std::string& job_json, const std::string& layout, const 
                   const std::string& name) {
   return bytes_response(call("archive_entry", job_json, {{"layout", layout}, {"prefix", prefix}, {"name", name}}));
 }
+// The same for one iteration kind of an inference job (its folder's entries).
+std::string archive_manifest_phase(const std::string& job_json, const std::string& layout, const std::string& prefix,
+                                   bool sizes, const std::string& phase) {
+  return call("archive_manifest", job_json, {{"layout", layout}, {"prefix", prefix}, {"sizes", sizes}, {"phase", phase}})
+      .envelope;
+}
+val archive_entry_phase(const std::string& job_json, const std::string& layout, const std::string& prefix,
+                        const std::string& name, const std::string& phase) {
+  return bytes_response(
+      call("archive_entry", job_json, {{"layout", layout}, {"prefix", prefix}, {"name", name}, {"phase", phase}}));
+}
 
 }  // namespace
 
@@ -98,15 +134,24 @@ EMSCRIPTEN_BINDINGS(stagecraft) {
   emscripten::function("version", &version);
   emscripten::function("presets", &presets);
   emscripten::function("inspect", &inspect);
+  emscripten::function("inspect", &inspect_phase);
   emscripten::function("graph", &graph);
   emscripten::function("groups", &groups);
+  // Overloaded by argument count: (job[, phase]) and (job, rank[, phase]).
+  emscripten::function("groups", &groups_phase);
   emscripten::function("rankTrace", &rank_trace);
+  emscripten::function("rankTrace", &rank_trace_phase);
+  emscripten::function("servingSweep", &serving_sweep);
   // Overloaded by argument count: graphJson(job) and graphJson(job, stage).
   emscripten::function("graphJson", &graph_json);
   emscripten::function("graphJson", &graph_json_stage);
   emscripten::function("rankInfo", &rank_info);
+  emscripten::function("rankInfo", &rank_info_phase);
   emscripten::function("rankAt", &rank_at);
   emscripten::function("simulate", &simulate);
   emscripten::function("archiveManifest", &archive_manifest);
   emscripten::function("archiveEntry", &archive_entry);
+  // Overloaded by argument count: an inference job's phase last.
+  emscripten::function("archiveManifest", &archive_manifest_phase);
+  emscripten::function("archiveEntry", &archive_entry_phase);
 }

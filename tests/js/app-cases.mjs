@@ -9,6 +9,7 @@ import { unzipSync } from 'fflate';
 import { decodeTrace } from '../../web/src/lib/chakra.js';
 import { IDENTITY_JOB } from './suite/jobs.mjs';
 import { uxCases } from './app-ux.mjs';
+import { servingCases } from './app-serving.mjs';
 
 const ready = (page) => page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
 const jobUrl = (base, job) => `${base}/#job=${encodeURIComponent(JSON.stringify(job))}`;
@@ -251,5 +252,7 @@ export async function appCases(context, base, fixturesDir) {
   });
   // Issue 14: the app tried as a new user would.
   results.push(...await uxCases(context, base));
+  // Issue 16: inference mode.
+  results.push(...await servingCases(context, base));
   return results;
 }

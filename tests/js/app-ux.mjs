@@ -340,7 +340,7 @@ export async function uxCases(context, base, only = '') {
     check(stops === 1, `one tab stop in the tab list: ${stops}`);
   });
 
-  await run('10a. first visit: a getting-started panel with three example jobs; closing it is remembered', async (page) => {
+  await run('10a. first visit: a getting-started panel with four example jobs (one serving); closing it is remembered', async (page) => {
     await page.goto(`${base}/`);
     await page.evaluate(() => localStorage.removeItem('stagecraft.welcome.closed'));
     await page.goto('about:blank');
@@ -348,7 +348,7 @@ export async function uxCases(context, base, only = '') {
     await ready(page);
     check(!(await page.$eval('#welcome', (el) => el.hidden)), 'shown on a first visit');
     const examples = await page.$$eval('#welcome-examples button', (bs) => bs.map((b) => b.dataset.example));
-    check(examples.length === 3, `three examples: ${examples}`);
+    check(examples.length === 4 && examples.includes('llama3-70b-serve'), `four examples, one serving: ${examples}`);
     await page.click('#welcome-examples button[data-example="pipeline"]');
     await page.waitForFunction(() => document.querySelector('#summary')?.dataset.worldSize === '4' && document.body.dataset.state === 'ready', null, { timeout: 30_000 });
     check(/"pp":4/.test(decodeURIComponent(page.url())), 'the pipeline example is loaded');

@@ -1,6 +1,7 @@
 // Takes the screenshots of docs/web-app.md (docs/screenshots/*.png) from the
 // built app (build/web) in headless Chromium at a laptop/projector size.
-//   node tests/js/screenshots.mjs
+//   node tests/js/screenshots.mjs             (all of them)
+//   node tests/js/screenshots.mjs --serving   (only serving.png)
 import fs from 'node:fs';
 import path from 'node:path';
 import { serveStatic, launchChromium } from './launch.mjs';
@@ -14,8 +15,21 @@ fs.mkdirSync(OUT, { recursive: true });
 const { server, base } = await serveStatic([['/', WEB_DIR]]);
 const browser = await launchChromium({ viewport: { width: 1440, height: 900 } });
 const { context } = browser;
+const SERVE = { mode: 'inference', model: { preset: 'llama3-70b' }, parallel: { tp: 8 }, serving: { prompt_tokens: 7680, output_tokens: 512 } };
+async function serving(page) {
+  // Inference mode: Llama 3 70B on 8 H100s, the memory bar and the curve.
+  await page.goto('about:blank');
+  await page.goto(`${base}/#job=${encodeURIComponent(JSON.stringify(SERVE))}`);
+  await page.waitForFunction(() => Number(document.querySelector('#sweep')?.dataset.points) > 0, null, { timeout: 120_000 });
+  await page.evaluate(() => { document.querySelector('#welcome').hidden = true; });
+  await page.screenshot({ path: path.join(OUT, 'serving.png'), fullPage: true });
+}
 try {
   const page = await context.newPage();
+  if (process.argv.includes('--serving')) {
+    await serving(page);
+    throw new Error('done');  // only serving.png: skip the others (caught below)
+  }
   // First visit: the getting-started panel.
   await page.goto(`${base}/`);
   await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 120_000 });
@@ -57,7 +71,12 @@ try {
   await page.click('#tab-summary');
   await page.locator('#panel-summary').scrollIntoViewIfNeeded();
   await page.screenshot({ path: path.join(OUT, 'phone.png') });
+  await page.setViewportSize({ width: 1440, height: 900 });
+  await serving(page);
   console.log(`screenshots written to ${OUT}`);
+} catch (e) {
+  if (e.message !== 'done') throw e;
+  console.log(`serving.png written to ${OUT}`);
 } finally {
   await browser.close();
   server.close();

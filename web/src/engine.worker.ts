@@ -11,16 +11,17 @@ import { PROTOCOL_VERSION, type EngineError, type Request, type Response } from 
 interface WasmEngine {
   version(): string;
   presets(): string;
-  inspect(job: string): string;
+  inspect(job: string, phase?: string): string;  // overloaded: an inference job's phase
   graph(job: string): string;
   graphJson(job: string, stage?: number): string;  // overloaded: (job) is stage 0
-  groups(job: string): string;
-  rankInfo(job: string, rank: number): string;
+  groups(job: string, phase?: string): string;  // overloaded: phase for inference jobs
+  rankInfo(job: string, rank: number, phase?: string): string;
   rankAt(job: string, coords: string): string;
-  rankTrace(job: string, rank: number): { ok: true; bytes: Uint8Array } | { ok: false; error: EngineError };
+  rankTrace(job: string, rank: number, phase?: string): { ok: true; bytes: Uint8Array } | { ok: false; error: EngineError };
+  servingSweep?(job: string, args: string): string;  // inference jobs (docs/inference.md)
   simulate?(job: string, options: string): string;  // engines with core/sim (docs/simulate.md)
-  archiveManifest(job: string, layout: string, prefix: string, sizes: boolean): string;
-  archiveEntry(job: string, layout: string, prefix: string, name: string): { ok: true; bytes: Uint8Array } | { ok: false; error: EngineError };
+  archiveManifest(job: string, layout: string, prefix: string, sizes: boolean, phase?: string): string;  // overloaded: an inference job's phase
+  archiveEntry(job: string, layout: string, prefix: string, name: string, phase?: string): { ok: true; bytes: Uint8Array } | { ok: false; error: EngineError };
 }
 
 declare const self: DedicatedWorkerGlobalScope;
@@ -58,14 +59,26 @@ interface ArchiveManifest { entries: { name: string; kind: 'trace' | 'file' | 'm
 
 // The zip is the engine's archive list (archiveManifest, layout "files":
 // core/api/export.h), each entry's bytes from archiveEntry: the same files,
-// in the same order, as `stagecraft generate -o DIR`.
+// in the same order, as `stagecraft generate -o DIR`. An inference job
+// (docs/inference.md "Archive") is one such list per iteration kind, in a
+// folder of its name (prefill/, decode/, and mixed/ unless disaggregated),
+// then the job's summary.json on top, as the CLI writes it.
 async function archive(wasm: WasmEngine, id: number, job: string, prefix: string): Promise<Reply> {
-  const m = fromJson(wasm.archiveManifest(job, 'files', prefix, false));
-  if (!m.ok) return m;
-  const { entries } = (m.result as { manifest: ArchiveManifest }).manifest;
-  const total = entries.filter((e) => e.kind === 'trace').length;
+  const s = fromJson(wasm.inspect(job));
+  if (!s.ok) return s;
+  const summary = (s.result as { summary: Record<string, any> }).summary;
+  const phases: (string | undefined)[] = summary.inference !== undefined
+    ? ['prefill', 'decode', 'mixed'].filter((p) => summary.inference.iterations?.[p] !== undefined)
+    : [undefined];
+  const lists: { phase?: string; entries: ArchiveManifest['entries'] }[] = [];
+  for (const phase of phases) {
+    const m = fromJson(phase ? wasm.archiveManifest(job, 'files', prefix, false, phase) : wasm.archiveManifest(job, 'files', prefix, false));
+    if (!m.ok) return m;
+    lists.push({ phase, entries: (m.result as { manifest: ArchiveManifest }).manifest.entries });
+  }
+  const total = lists.reduce((a, l) => a + l.entries.filter((e) => e.kind === 'trace').length, 0);
   const chunks: Uint8Array[] = [];
-  let bytes = 0, zipError: Error | null = null, finished = false;
+  let bytes = 0, files = 0, zipError: Error | null = null, finished = false;
   const zip = new Zip((err, chunk, final) => {
     if (err) { zipError = err; return; }
     chunks.push(chunk);
@@ -78,74 +91,36 @@ async function archive(wasm: WasmEngine, id: number, job: string, prefix: string
     const f = new ZipPassThrough(name);
     zip.add(f);
     f.push(data, true);
+    files++;
   };
   let last = 0, done = 0;
-  for (const e of entries) {
-    if (cancelled.delete(id)) { zip.terminate(); return fail('cancelled', 'archive cancelled'); }
-    const r = wasm.archiveEntry(job, 'files', prefix, e.name);
-    if (!r.ok) return { ok: false, error: r.error };
-    add(e.name, r.bytes);
-    if (zipError) return fail('engine_unavailable', String(zipError));
-    if (e.kind !== 'trace') continue;
-    done++;
-    const now = performance.now();
-    if (now - last > 50 || done === total) {
-      last = now;
-      post({ v: PROTOCOL_VERSION, id, progress: { done, total, phase: 'traces' } });
-      await yieldToEvents();
+  for (const list of lists) {
+    const dir = list.phase ? `${list.phase}/` : '';
+    for (const e of list.entries) {
+      if (cancelled.delete(id)) { zip.terminate(); return fail('cancelled', 'archive cancelled'); }
+      const r = list.phase ? wasm.archiveEntry(job, 'files', prefix, e.name, list.phase) : wasm.archiveEntry(job, 'files', prefix, e.name);
+      if (!r.ok) return { ok: false, error: r.error };
+      add(dir + e.name, r.bytes);
+      if (zipError) return fail('engine_unavailable', String(zipError));
+      if (e.kind !== 'trace') continue;
+      done++;
+      const now = performance.now();
+      if (now - last > 50 || done === total) {
+        last = now;
+        post({ v: PROTOCOL_VERSION, id, progress: { done, total, phase: list.phase ?? 'traces' } });
+        await yieldToEvents();
+      }
     }
+  }
+  if (phases[0] !== undefined) {  // an inference job: its summary.json on top
+    const r = wasm.archiveEntry(job, 'files', prefix, 'summary.json');
+    if (!r.ok) return { ok: false, error: r.error };
+    add('summary.json', r.bytes);
   }
   zip.end();
   if (zipError || !finished) return fail('engine_unavailable', `zip failed: ${String(zipError)}`);
   const blob = new Blob(chunks as BlobPart[], { type: 'application/zip' });
-  return { ok: true, result: { blob, bytes, files: entries.length } };
-}
-
-async function handle(req: Request): Promise<{ reply: Reply; transfer: Transferable[] }> {
-  const payload = (req.payload ?? {}) as { job?: unknown; rank?: unknown; stage?: unknown; coords?: unknown; target?: unknown; prefix?: unknown };
-  if (req.type === 'cancel') {
-    if (typeof payload.target === 'number') cancelled.add(payload.target);
-    return { reply: { ok: true, result: { cancelled: true } }, transfer: [] };
-  }
-  const wasm = await loadEngine();
-  const job = typeof payload.job === 'string' ? payload.job : JSON.stringify(payload.job ?? null);
-  const none: Transferable[] = [];
-  switch (req.type) {
-    case 'version': return { reply: { ok: true, result: { version: wasm.version() } }, transfer: none };
-    case 'presets': return { reply: fromJson(wasm.presets()), transfer: none };
-    case 'inspect': return { reply: fromJson(wasm.inspect(job)), transfer: none };
-    case 'graph': return { reply: fromJson(wasm.graph(job)), transfer: none };
-    case 'graphJson':
-      if (payload.stage === undefined) return { reply: fromJson(wasm.graphJson(job)), transfer: none };
-      if (typeof payload.stage !== 'number') return { reply: fail('bad_request', 'stage must be a number', 'stage'), transfer: none };
-      return { reply: fromJson(wasm.graphJson(job, payload.stage)), transfer: none };
-    case 'groups': return { reply: fromJson(wasm.groups(job)), transfer: none };
-    case 'rankInfo':
-      if (typeof payload.rank !== 'number') return { reply: fail('bad_request', 'rank must be a number', 'rank'), transfer: none };
-      return { reply: fromJson(wasm.rankInfo(job, payload.rank)), transfer: none };
-    case 'rankAt':
-      if (typeof payload.coords !== 'object' || payload.coords === null) return { reply: fail('bad_request', 'coords must be an object', 'coords'), transfer: none };
-      return { reply: fromJson(wasm.rankAt(job, JSON.stringify(payload.coords))), transfer: none };
-    case 'rankTrace': {
-      if (typeof payload.rank !== 'number') return { reply: fail('bad_request', 'rank must be a number', 'rank'), transfer: none };
-      const r = wasm.rankTrace(job, payload.rank);
-      if (!r.ok) return { reply: r, transfer: none };
-      const bytes = r.bytes.buffer as ArrayBuffer;  // a fresh copy: safe to transfer
-      return { reply: { ok: true, result: { bytes } }, transfer: [bytes] };
-    }
-    case 'simulate':
-      if (typeof wasm.simulate !== 'function') return { reply: fail('unsupported', 'this engine build has no simulator'), transfer: none };
-      return { reply: fromJson(wasm.simulate(job, JSON.stringify({ timeline: true }))), transfer: none };
-    case 'selfTestAbort':
-      // Test hook: the path a real abort takes (Emscripten's abort() throws
-      // a WebAssembly.RuntimeError out of the engine call), without a
-      // multi-GB job to provoke one.
-      throw new WebAssembly.RuntimeError('Aborted(self-test)');
-    case 'archive':
-      return { reply: await archive(wasm, req.id, job, typeof payload.prefix === 'string' ? payload.prefix : 'trace'), transfer: none };
-    default:
-      return { reply: fail('bad_request', `unknown request type ${JSON.stringify((req as { type: unknown }).type)}`), transfer: none };
-  }
+  return { ok: true, result: { blob, bytes, files } };
 }
 
 self.onmessage = async (event: MessageEvent<Request>) => {

@@ -13,9 +13,18 @@ export interface FieldSchema {
   step?: number;
   default?: number | string | boolean;  // shown as placeholder; left out of the job when empty
   description: string;          // tooltip / help text (what it teaches)
-  group: 'model' | 'parallel' | 'training' | 'hardware';
+  group: 'model' | 'parallel' | 'training' | 'serving' | 'hardware';
   advanced?: boolean;           // folded under "more options"
+  // Only in this mode (docs/inference.md): the training group is training
+  // only, the serving group inference only; other fields say so here
+  // (cp, ZeRO, ... are training settings an inference job refuses).
+  mode?: 'training' | 'inference';
 }
+
+export type JobMode = 'training' | 'inference';
+/** Whether a field belongs in a job of this mode. */
+export const inMode = (f: FieldSchema, mode: JobMode): boolean =>
+  (f.mode ?? (f.group === 'training' ? 'training' : f.group === 'serving' ? 'inference' : mode)) === mode;
 
 export const JOB_SCHEMA: FieldSchema[] = [
   // model: overrides on the preset (or HF config); empty = the base's value
@@ -49,17 +58,17 @@ export const JOB_SCHEMA: FieldSchema[] = [
   { path: 'model.qk_rope_head_dim', title: 'MLA RoPE head dim (dr)', type: 'integer', minimum: 0, group: 'model', advanced: true, description: 'MLA: rotary part of each query/key head; the key part is one shared head for all heads' },
   { path: 'model.v_head_dim', title: 'MLA value head dim (dv)', type: 'integer', minimum: 0, group: 'model', advanced: true, description: 'MLA: width of a value head' },
   // parallel
-  { path: 'parallel.dp', title: 'Data parallel (dp)', type: 'integer', minimum: 1, default: 1, group: 'parallel', description: 'Replicas that each process a slice of the batch; gradients are all-reduced over dp' },
+  { path: 'parallel.dp', title: 'Data parallel (dp)', type: 'integer', minimum: 1, default: 1, group: 'parallel', description: 'Training: replicas that each process a slice of the batch; gradients are all-reduced over dp. Inference: attention data parallelism (DeepSeek’s DP attention): each dp rank runs attention for its own sequences and caches only their KV, while the MoE layers’ experts are spread over the same ranks by ep' },
   { path: 'parallel.tp', title: 'Tensor parallel (tp)', type: 'integer', minimum: 1, default: 1, group: 'parallel', description: 'Megatron tensor parallelism: weights split across tp ranks; activations reduced over tp' },
-  { path: 'parallel.sequence_parallel', title: 'Sequence parallel', type: 'boolean', default: false, group: 'parallel', description: 'Megatron SP: norms/dropout run sequence-sharded; all-reduces become reduce-scatter + all-gather' },
+  { path: 'parallel.sequence_parallel', title: 'Sequence parallel', type: 'boolean', default: false, group: 'parallel', mode: 'training', description: 'Megatron SP: norms/dropout run sequence-sharded; all-reduces become reduce-scatter + all-gather' },
   { path: 'parallel.pp', title: 'Pipeline stages (pp)', type: 'integer', minimum: 1, default: 1, group: 'parallel', description: 'Layers split over pp stages; activations and their gradients cross stage boundaries as send/recv per micro-batch' },
-  { path: 'parallel.cp', title: 'Context parallel (cp)', type: 'integer', minimum: 1, default: 1, group: 'parallel', description: 'The sequence split over cp ranks; attention all-gathers K and V (Llama 3) and reduce-scatters their gradients' },
-  { path: 'parallel.cp_algorithm', title: 'CP algorithm', type: 'string', enum: ['allgather', 'ring'], default: 'allgather', group: 'parallel', advanced: true, description: 'allgather: K/V gathered over cp (Llama 3); ring: K/V blocks passed around the ring, overlapped with attention' },
-  { path: 'parallel.virtual_stages', title: 'Virtual stages (v)', type: 'integer', minimum: 1, default: 1, group: 'parallel', advanced: true, description: 'Model chunks per pipeline rank (interleaved 1F1B): bubble (p-1)/(v m) instead of (p-1)/m' },
+  { path: 'parallel.cp', title: 'Context parallel (cp)', type: 'integer', minimum: 1, default: 1, group: 'parallel', mode: 'training', description: 'The sequence split over cp ranks; attention all-gathers K and V (Llama 3) and reduce-scatters their gradients' },
+  { path: 'parallel.cp_algorithm', title: 'CP algorithm', type: 'string', enum: ['allgather', 'ring'], default: 'allgather', group: 'parallel', mode: 'training', advanced: true, description: 'allgather: K/V gathered over cp (Llama 3); ring: K/V blocks passed around the ring, overlapped with attention' },
+  { path: 'parallel.virtual_stages', title: 'Virtual stages (v)', type: 'integer', minimum: 1, default: 1, group: 'parallel', mode: 'training', advanced: true, description: 'Model chunks per pipeline rank (interleaved 1F1B): bubble (p-1)/(v m) instead of (p-1)/m' },
   { path: 'parallel.ep', title: 'Expert parallel (ep)', type: 'integer', minimum: 1, default: 1, group: 'parallel', description: 'MoE models only: each MoE layer’s E experts split over ep ranks (E/ep each); tokens travel to their experts by all-to-all over ep (dispatch) and back (combine). As in Megatron-LM, ep takes no extra GPUs: a stage’s tp × cp × dp ranks are re-divided as expert tp × ep × expert dp for the MoE layers (with tp > 1 a MoE model needs sequence parallelism)' },
   { path: 'parallel.expert_tp', title: 'Expert tensor parallel', type: 'integer', minimum: 1, default: 'tp', group: 'parallel', advanced: true, description: 'Tensor parallelism inside each expert (default: tp): expert weights split over etp ranks; dispatched tokens are all-gathered over etp and the expert outputs reduce-scattered. Ranks left over after etp × ep form expert data parallelism (edp), over which expert gradients are reduced' },
-  { path: 'parallel.zero', title: 'ZeRO stage', type: 'integer', minimum: 0, maximum: 3, default: 0, group: 'parallel', description: '1: optimizer state sharded over dp; 2: + gradients; 3: + parameters (FSDP), gathered per layer' },
-  { path: 'parallel.shard_group', title: 'ZeRO shard group (HSDP)', type: 'integer', minimum: 1, default: 'dp·cp', group: 'parallel', advanced: true, description: 'Hybrid sharded data parallelism (needs ZeRO ≥ 1): state sharded over this many data-parallel ranks (reduce-scatter / all-gather over dp_shard, e.g. within a node) and replicated across the rest (gradient all-reduce over dp_replicate)' },
+  { path: 'parallel.zero', title: 'ZeRO stage', type: 'integer', minimum: 0, maximum: 3, default: 0, group: 'parallel', mode: 'training', description: '1: optimizer state sharded over dp; 2: + gradients; 3: + parameters (FSDP), gathered per layer' },
+  { path: 'parallel.shard_group', title: 'ZeRO shard group (HSDP)', type: 'integer', minimum: 1, default: 'dp·cp', group: 'parallel', mode: 'training', advanced: true, description: 'Hybrid sharded data parallelism (needs ZeRO ≥ 1): state sharded over this many data-parallel ranks (reduce-scatter / all-gather over dp_shard, e.g. within a node) and replicated across the rest (gradient all-reduce over dp_replicate)' },
   { path: 'parallel.order', title: 'Rank order', type: 'string', enum: ['megatron', 'llama3'], default: 'megatron', group: 'parallel', advanced: true, description: 'Which axis varies fastest across ranks: Megatron [tp, cp, dp, pp] or Llama 3 [tp, cp, pp, dp]' },
   // training
   { path: 'training.seq_len', title: 'Sequence length (s)', type: 'integer', minimum: 1, default: 2048, group: 'training', description: 'Tokens per sequence' },
@@ -72,6 +81,20 @@ export const JOB_SCHEMA: FieldSchema[] = [
   { path: 'training.dp_bucket_mb', title: 'DP bucket (MiB)', type: 'number', minimum: 0, default: 25, group: 'training', advanced: true, description: 'DDP gradient bucket size' },
   { path: 'training.optimizer', title: 'Optimizer', type: 'string', enum: ['adamw', 'adam', 'sgd'], default: 'adamw', group: 'training', advanced: true, description: 'Optimizer kind' },
   { path: 'training.optimizer_bytes_per_param', title: 'Optimizer bytes/param', type: 'integer', minimum: 0, group: 'training', advanced: true, description: '12 for Adam (fp32 master + 2 moments)' },
+  // serving (inference mode only; docs/inference.md)
+  { path: 'serving.prompt_tokens', title: 'Prompt tokens', type: 'integer', minimum: 1, default: 1024, group: 'serving', description: 'Tokens of each request’s prompt: prefill processes them all at once (causal attention over the prompt) and writes their keys and values into the KV cache' },
+  { path: 'serving.output_tokens', title: 'Output tokens', type: 'integer', minimum: 1, default: 256, group: 'serving', description: 'Tokens each request generates: one decode step per token, each reading the weights and every cached token of the sequence' },
+  { path: 'serving.concurrency', title: 'Concurrency', type: 'integer', minimum: 0, default: 0, group: 'serving', description: 'Sequences decoded together by the instance (split evenly over its attention-dp ranks): the batch of a decode step. 0 = as many as fit beside the weights: more sequences share each read of the weights (throughput) but every step reads more KV cache (latency)' },
+  { path: 'serving.kv_dtype', title: 'KV-cache dtype', type: 'string', enum: ['bf16', 'fp8'], default: 'bf16', group: 'serving', description: 'bf16 (2 bytes) or fp8 (1 byte) per cached value: fp8 halves the cache, so twice the sequences fit and a decode step reads half the bytes' },
+  { path: 'serving.weights_dtype', title: 'Weights dtype', type: 'string', enum: ['bf16', 'fp8'], default: 'bf16', group: 'serving', description: 'bf16 or fp8 weights (and GEMMs): fp8 halves the weights per rank, leaving more memory for the KV cache and halving the bytes each decode step must read' },
+  { path: 'serving.chunk_tokens', title: 'Prefill chunk (tokens)', type: 'integer', minimum: 0, default: 0, group: 'serving', advanced: true, description: 'Chunked prefill: prompt tokens per iteration, mixed into decode iterations (continuous batching); 0 = the whole prompt in one prefill' },
+  { path: 'serving.page_tokens', title: 'KV page (tokens)', type: 'integer', minimum: 1, default: 16, group: 'serving', advanced: true, description: 'Paged KV cache block size: a sequence takes whole pages, so on average half a page per sequence is wasted (fragmentation)' },
+  { path: 'serving.replicas', title: 'Replicas', type: 'integer', minimum: 1, default: 1, group: 'serving', advanced: true, description: 'Independent copies of the whole serving instance (no communication between them): they multiply throughput, not latency' },
+  ...(['prefill', 'decode'] as const).flatMap((pool) => (['tp', 'pp', 'dp', 'ep', 'expert_tp', 'replicas'] as const).map((k): FieldSchema => ({
+    path: `serving.disaggregated.${pool}.${k}`, title: `${pool === 'prefill' ? 'Prefill' : 'Decode'} pool ${k}`, type: 'integer', minimum: 1, group: 'serving', advanced: true,
+    description: `Disaggregated serving: a separate ${pool} pool with its own layout (set both pools; empty = the job’s own ${k}${k === 'replicas' ? ', 1' : ''}). ` +
+      (pool === 'prefill' ? 'Prefill ranks compute the prompt’s KV cache and send it to the decode ranks (send/recv in the traces).' : 'Decode ranks receive each sequence’s KV cache and generate its tokens, never slowed by a long prefill.'),
+  }))),
   // hardware
   { path: 'hardware.preset', title: 'GPU', type: 'string', enum: ['h100', 'a100', 'h200', 'b200'], default: 'h100', group: 'hardware', description: 'Hardware profile: peak FLOP/s, memory, NVLink and network bandwidth' },
   { path: 'hardware.compute_efficiency', title: 'Compute efficiency', type: 'number', minimum: 0, maximum: 1, step: 0.05, group: 'hardware', advanced: true, description: 'Fraction of peak FLOP/s a GEMM reaches' },
@@ -93,5 +116,8 @@ export const JOB_PRESETS: JobPreset[] = [
   { id: 'mixtral-8x7b', title: 'Mixtral 8×7B: tp 2 × dp 4 × pp 4, ep 4, SP (32 H100)', job: { model: { preset: 'mixtral-8x7b' }, parallel: { dp: 4, tp: 2, pp: 4, ep: 4, sequence_parallel: true }, training: { seq_len: 4096, micro_batch_size: 1, global_batch_size: 32 } } },
   { id: 'deepseek-v3-small', title: 'DeepSeek-V3, 4 of 61 layers: MLA + 256 experts, tp 2 × dp 8, ep 8, ZeRO-1 (16 GPUs)', job: { model: { preset: 'deepseek-v3', num_layers: 4, first_dense_layers: 1 }, parallel: { dp: 8, tp: 2, ep: 8, expert_tp: 1, zero: 1, sequence_parallel: true }, training: { seq_len: 1024, micro_batch_size: 1, global_batch_size: 16 } } },
   { id: 'teach-hsdp', title: 'Teaching: HSDP, ZeRO-3 sharded over 4 of dp 8', job: { model: { preset: 'gpt3-1.7b', num_layers: 2 }, parallel: { dp: 8, zero: 3, shard_group: 4 }, training: { seq_len: 1024, micro_batch_size: 1, global_batch_size: 8 } } },
+  { id: 'llama3-70b-serve', title: 'Serving: Llama 3 70B on 8 H100, tp 8, 8K context', job: { mode: 'inference', model: { preset: 'llama3-70b' }, parallel: { tp: 8 }, serving: { prompt_tokens: 7680, output_tokens: 512 } } },
+  { id: 'llama3-8b-serve-fp8', title: 'Serving: Llama 3 8B on 1 H100, fp8 weights and KV cache, 64 requests', job: { mode: 'inference', model: { preset: 'llama3-8b' }, parallel: { tp: 1 }, serving: { prompt_tokens: 2048, output_tokens: 512, concurrency: 64, weights_dtype: 'fp8', kv_dtype: 'fp8' } } },
+  { id: 'deepseek-v3-serve', title: 'Serving: DeepSeek-V3, 4 of 61 layers, disaggregated: prefill dp 8 × ep 8, decode dp 16 × ep 16 (MLA, DP attention)', job: { mode: 'inference', model: { preset: 'deepseek-v3', num_layers: 4, first_dense_layers: 1 }, parallel: { tp: 1, dp: 8, ep: 8, expert_tp: 1 }, serving: { prompt_tokens: 2048, output_tokens: 256, concurrency: 32, weights_dtype: 'fp8', disaggregated: { prefill: { dp: 8, ep: 8 }, decode: { dp: 16, ep: 16 } } } } },
   { id: 'huge', title: 'GPT-3 175B on 32,768 GPUs (tp 8 × dp 4096)', job: { model: { preset: 'gpt3-175b' }, parallel: { dp: 4096, tp: 8, sequence_parallel: true }, training: { seq_len: 2048, micro_batch_size: 1, global_batch_size: 4096 } } },
 ];

@@ -10,10 +10,12 @@ import { JOB_PRESETS } from './job-schema';
 import type { EngineError, JobJson } from './protocol';
 import { renderSummary } from './views/summary';
 import { renderSimulation } from './views/simulate';
+import { renderServingSummary, renderSweep, sweepUnavailable } from './views/serving';
+import { sweepConcurrencies } from './lib/serving';
 import { loadGraph } from './views/graph-panel';
 import { showRank, previewUnavailable, rankInput } from './views/rank-panel';
 import './views/tabs';
-import { buildEditor, readJob, writeJob, clearErrors, showError, useHfConfig, usePreset, renderModelSource, hfText, presetSelect, hfActive } from './views/editor';
+import { buildEditor, readJob, writeJob, clearErrors, showError, useHfConfig, usePreset, renderModelSource, hfText, presetSelect, hfActive, applyMode, modeSelect } from './views/editor';
 import { initWelcome, fetchHfConfig } from './views/welcome';
 import { explain, isTooBig } from './messages';
 import { state, current, client } from './state';
@@ -127,7 +129,10 @@ async function update(): Promise<void> {
     clearErrors();
     state.summary = r.summary;
     state.summaryJob = state.jobText;
-    renderSummary(summaryEl, r.summary);
+    const inference = (r.summary as any).inference !== undefined;
+    if (inference) renderServingSummary(summaryEl, r.summary);
+    else renderSummary(summaryEl, r.summary);
+    summaryEl.dataset.mode = inference ? 'inference' : 'training';
     summaryEl.classList.remove('stale');
     summaryEl.dataset.worldSize = String(r.summary.world_size);
     summaryEl.dataset.job = state.jobText;
@@ -146,7 +151,8 @@ async function update(): Promise<void> {
     }
     if (!current(mine)) return;
     setBusy('ready');
-    void loadGraph(mine).then(() => loadSimulation(mine));
+    if (inference) void loadGraph(mine).then(() => loadSweep(mine));
+    else void loadGraph(mine).then(() => loadSimulation(mine));
   } catch (e) {
     if (!current(mine)) return;
     const err = e instanceof EngineRequestError ? e.error : { code: 'error', message: String(e), path: '' };
@@ -174,6 +180,8 @@ form.addEventListener('input', (e) => {
     renderModelSource(null);
   } else if (t === presetSelect()) {
     usePreset();
+  } else if (t === modeSelect()) {
+    applyMode();
   }
   edited();
 });
@@ -232,6 +240,29 @@ async function loadSimulation(mine: number): Promise<void> {
     el.hidden = err.code === 'unsupported';
     el.dataset.step = '';
     el.replaceChildren(h('h3', {}, 'Step time (simulated)'), h('p', { class: 'hint' }, `Not available for this job: ${explain(err).text}`));
+  }
+}
+
+// Inference jobs: the latency-throughput curve from the engine's
+// serving_sweep, over 1, 2, 4, … up to the sequences that fit.
+async function loadSweep(mine: number): Promise<void> {
+  $('#simulation').hidden = true;
+  const el = document.getElementById('sweep');
+  const inf = (state.summary as any)?.inference;
+  if (!el || !inf) return;
+  const own = Number(inf.concurrency ?? inf.concurrency_used ?? 0);
+  // Multiples of the decode iteration's attention dp (summary.layout).
+  const list = sweepConcurrencies(Number(inf.max_concurrent_sequences), own, 12, Number((state.summary as any)?.layout?.dp) || 1);
+  if (!list.length) { sweepUnavailable(el, 'No sequence fits beside the weights on every rank, so there is no curve: raise tp (or ep), use fp8 weights or an fp8 KV cache, or shorten the sequences.'); return; }
+  try {
+    const { sweep } = await client.request('servingSweep', { job: state.jobText, concurrency: list });
+    if (!current(mine)) return;
+    renderSweep(el, sweep, own);
+  } catch (e) {
+    if (!current(mine)) return;
+    const err = e instanceof EngineRequestError ? e.error : { code: 'error', message: String(e), path: '' };
+    if (err.code === 'superseded') return;
+    sweepUnavailable(el, `Not available for this job: ${explain(err).text}`);
   }
 }
 

@@ -86,6 +86,12 @@ export interface Simulation {
   [k: string]: unknown;
 }
 
+// One point of serving_sweep (docs/inference.md): seconds and tokens/s.
+export interface SweepPoint {
+  concurrency: number; ttft_seconds: number; tpot_seconds: number;
+  tokens_per_second_per_gpu: number; tokens_per_second_per_user: number;
+}
+
 // type -> [payload, result]
 export interface Methods {
   version: [Record<string, never>, { version: string }];
@@ -94,14 +100,20 @@ export interface Methods {
   graph: [{ job: JobJson | string }, { text: string }];
   // stage: the pipeline stage, 0 when left out; outside [0, pp): invalid_argument, path "stage".
   graphJson: [{ job: JobJson | string; stage?: number }, { graph: GraphJson }];
-  groups: [{ job: JobJson | string }, { worldSize: number; text: string }];
-  rankInfo: [{ job: JobJson | string; rank: number }, { info: RankInfo }];
+  // phase: inference jobs only ("prefill" | "decode" | "mixed"; docs/inference.md).
+  groups: [{ job: JobJson | string; phase?: string }, { worldSize: number; text: string }];
+  rankInfo: [{ job: JobJson | string; rank: number; phase?: string }, { info: RankInfo }];
   rankAt: [{ job: JobJson | string; coords: Record<string, number> }, { rank: number }];
   // bytes: the complete .et file, transferred (not copied) to the page.
-  rankTrace: [{ job: JobJson | string; rank: number }, { bytes: ArrayBuffer }];
+  rankTrace: [{ job: JobJson | string; rank: number; phase?: string }, { bytes: ArrayBuffer }];
+  // Inference jobs: TTFT, TPOT and throughput at each concurrency (the
+  // latency-throughput curve); docs/inference.md.
+  servingSweep: [{ job: JobJson | string; concurrency: number[] }, { sweep: SweepPoint[] }];
   // The Chakra archive (zip of the engine's archive list, layout "files":
   // trace.<r>.et for every rank, comm_groups.json, summary.json, the bytes of
-  // `stagecraft generate -o DIR`), built in the worker with fflate; reports
+  // `stagecraft generate -o DIR`; an inference job: one folder per phase,
+  // prefill/ decode/ mixed/, each that phase's list, and summary.json on
+  // top — the CLI's layout), built in the worker with fflate; reports
   // progress and can be cancelled. The Blob is assembled from streamed zip chunks.
   archive: [{ job: JobJson | string; prefix?: string }, { blob: Blob; bytes: number; files: number }];
   cancel: [{ target: number }, { cancelled: boolean }];

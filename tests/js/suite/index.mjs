@@ -8,5 +8,6 @@ import * as moe from './moe.mjs';
 import * as wire from './wire.mjs';
 import * as archive from './archive.mjs';
 import * as hf from './hf.mjs';
+import * as serving from './serving.mjs';
 
-export const suites = [basics, errors, traces, identity, explain, moe, wire, archive, hf];
+export const suites = [basics, errors, traces, identity, explain, moe, wire, archive, hf, serving];

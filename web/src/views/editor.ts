@@ -6,7 +6,7 @@
 // from the previous model (they would silently reshape the new one).
 // Engine errors land next to the field named by their path, in words
 // (messages.ts).
-import { JOB_SCHEMA, type FieldSchema } from '../job-schema';
+import { JOB_SCHEMA, inMode, type FieldSchema, type JobMode } from '../job-schema';
 import type { EngineError, JobJson } from '../protocol';
 import { explain } from '../messages';
 import { $, h } from '../util';
@@ -15,6 +15,26 @@ const form = () => $<HTMLFormElement>('#job-form');
 const field = <T extends Element>(name: string) => form().elements.namedItem(name) as unknown as T;
 export const presetSelect = () => field<HTMLSelectElement>('model.preset');
 export const hfText = () => field<HTMLTextAreaElement>('model.hf_config');
+export const modeSelect = () => field<HTMLSelectElement>('mode');
+export const jobMode = (): JobMode => (modeSelect()?.value === 'inference' ? 'inference' : 'training');
+
+// Training or inference (docs/inference.md): each mode shows only the
+// fields a job of that mode takes (the engine refuses training settings in
+// an inference job, naming the field).
+export function applyMode(mode: JobMode = jobMode()): void {
+  document.body.dataset.mode = mode;
+  for (const f of JOB_SCHEMA) {
+    const label = form().querySelector<HTMLElement>(`label[data-path="${f.path}"]`);
+    if (label) label.hidden = !inMode(f, mode);
+  }
+  for (const fs of form().querySelectorAll<HTMLElement>('fieldset[data-group]')) {
+    const g = fs.dataset.group;
+    fs.hidden = (g === 'training' && mode === 'inference') || (g === 'serving' && mode === 'training');
+  }
+  for (const d of form().querySelectorAll<HTMLElement>('details')) {
+    d.hidden = ![...d.children].some((c) => c.tagName !== 'SUMMARY' && !(c as HTMLElement).hidden);
+  }
+}
 
 const get = (o: JobJson, path: string): unknown => path.split('.').reduce<unknown>((a, k) => (a && typeof a === 'object' ? (a as JobJson)[k] : undefined), o);
 function set(o: JobJson, path: string, v: unknown): void {
@@ -58,7 +78,7 @@ export function buildEditor(modelPresets: string[]): void {
     if (f.advanced) fs.querySelector('details')!.append(el);
     else fs.querySelector('details')!.before(el);
   }
-  for (const d of form().querySelectorAll('details')) if (d.children.length <= 1) d.hidden = true;
+  applyMode();
 }
 
 export function readJob(): JobJson {
@@ -69,7 +89,10 @@ export function readJob(): JobJson {
   // (useHfConfig), and a config left in the box is used even if not.
   if (hf) set(job, 'model.hf_config', hf);
   else set(job, 'model.preset', preset || 'gpt3-1.7b');
+  const mode = jobMode();
+  if (mode === 'inference') job.mode = 'inference';
   for (const f of JOB_SCHEMA) {
+    if (!inMode(f, mode)) continue;
     const el = field<HTMLInputElement | HTMLSelectElement>(f.path);
     if (!el) continue;
     if (f.path === 'model.strict' && !hf) continue;  // applies to a pasted HF config only
@@ -95,6 +118,8 @@ export function writeJob(job: JobJson): void {
   hfText().dataset.active = hf === undefined ? '' : '1';
   const norm: JobJson = { ...job, model };
   if (typeof job.hardware === 'string') norm.hardware = { preset: job.hardware };
+  modeSelect().value = job.mode === 'inference' ? 'inference' : 'training';
+  applyMode();
   for (const f of JOB_SCHEMA) {
     const el = field<HTMLInputElement | HTMLSelectElement>(f.path);
     if (!el) continue;

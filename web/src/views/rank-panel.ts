@@ -14,9 +14,26 @@ import { state, current, client } from '../state';
 import { renderDownloads } from './downloads';
 import { $, h } from '../util';
 import { showStage } from './graph-panel';
+import { servingMemory, isDisaggregated } from './serving';
 import { selectTab } from './tabs';
 
 export const rankInput = () => $<HTMLInputElement>('#rank');
+// Inference jobs: the phase whose program is previewed (prefill, decode,
+// mixed); undefined for training jobs.
+export function rankPhase(): string | undefined {
+  const inference = state.summary?.inference !== undefined;
+  $('#phase-picker').hidden = !inference;
+  if (!inference) return undefined;
+  // A disaggregated job has no mixed iteration (docs/inference.md).
+  const sel = $<HTMLSelectElement>('#rank-phase');
+  const mixed = sel.querySelector<HTMLOptionElement>('option[value="mixed"]')!;
+  mixed.hidden = mixed.disabled = isDisaggregated(state.summary!);
+  if (mixed.disabled && sel.value === 'mixed') sel.value = 'decode';
+  // Each phase has its own world (a disaggregated job's pools differ).
+  const world = Number(state.summary?.inference?.iterations?.[sel.value]?.world_size);
+  if (world > 0) rankInput().max = String(world - 1);
+  return sel.value;
+}
 
 function renderCoords(info: RankInfo): void {
   const box = $('#coords');
@@ -53,8 +70,8 @@ export function renderRankStage(info: RankInfo): void {
 // dp_replicate), not combined ones such as dp+cp or the embedding group.
 // Their members come from the group file (fetched once per job, only when
 // needed), their axis from the collective's name, which ends in "(axis)".
-let groupFile: { job: string; table: Record<string, number[]> } | null = null;
-async function extraGroups(nodes: ChakraNode[], info: RankInfo): Promise<GroupOfRank[]> {
+let groupFile: { job: string; phase?: string; table: Record<string, number[]> } | null = null;
+async function extraGroups(nodes: ChakraNode[], info: RankInfo, phase?: string): Promise<GroupOfRank[]> {
   const known = new Set(info.groups.map((g) => String(g.key)));
   const axisOf = new Map<string, string>();
   for (const n of nodes) {
@@ -63,10 +80,10 @@ async function extraGroups(nodes: ChakraNode[], info: RankInfo): Promise<GroupOf
     axisOf.set(String(pg), /\(([^()]+)\)$/.exec(n.name)?.[1] ?? '?');
   }
   if (!axisOf.size) return [];
-  if (groupFile?.job !== state.jobText) {
+  if (groupFile?.job !== state.jobText || groupFile.phase !== phase) {
     const job = state.jobText;
-    const { text } = await client.request('groups', { job });
-    groupFile = { job, table: JSON.parse(text) as Record<string, number[]> };
+    const { text } = await client.request('groups', phase ? { job, phase } : { job });
+    groupFile = { job, phase, table: JSON.parse(text) as Record<string, number[]> };
   }
   const table = groupFile.table;
   return [...axisOf].filter(([key]) => table[key]).map(([key, axis]) => ({ axis, key: Number(key), members: table[key] }))
@@ -79,14 +96,16 @@ let rankSeq = 0;
 export async function showRank(rank: number, mine = state.generation): Promise<number> {
   const t0 = performance.now();
   const seq = ++rankSeq;
+  const phase = rankPhase();
+  if (phase && rank > Number(rankInput().max)) rank = 0;  // this phase's pool is smaller
   const [{ info }, { bytes }] = await Promise.all([
-    client.request('rankInfo', { job: state.jobText, rank }),
-    client.request('rankTrace', { job: state.jobText, rank }),
+    client.request('rankInfo', phase ? { job: state.jobText, rank, phase } : { job: state.jobText, rank }),
+    client.request('rankTrace', phase ? { job: state.jobText, rank, phase } : { job: state.jobText, rank }),
   ]);
   if (!current(mine) || seq !== rankSeq) return performance.now() - t0;
   const u8 = new Uint8Array(bytes);
   const trace = decodeTrace(u8);
-  const extra = await extraGroups(trace.nodes, info);
+  const extra = await extraGroups(trace.nodes, info, phase);
   if (!current(mine) || seq !== rankSeq) return performance.now() - t0;
   const summary = state.summary;
   const hw = (summary?.job?.hardware ?? {}) as { intra_node_bw?: number; inter_node_bw?: number; gpus_per_node?: number };
@@ -98,9 +117,14 @@ export async function showRank(rank: number, mine = state.generation): Promise<n
   // The rank runs its pipeline stage's program: that stage's memory figures.
   const stage = summary?.stages?.[Number(info.coords?.pp ?? 0)] ?? summary?.stages?.[0];
   const st = stage?.memory_bytes ?? {};
-  const staticBytes = (st.weights ?? 0) + (st.gradients ?? 0) + (st.optimizer ?? 0);
-  const preview = { rank, info, nodes: trace.nodes, sched, memory: memoryOverTime(trace.nodes, sched, staticBytes, stage?.live_activation_timeline),
-    capacity: st.capacity ?? 0, staticBytes, bytes: u8.length, raw: u8 };
+  // A serving rank holds its weights and its sequences' KV cache for the
+  // whole run (summary.inference, docs/inference.md); a training rank its
+  // weights, gradients and optimizer state.
+  const inf = summary?.inference;
+  const served = inf ? servingMemory(inf) : null;
+  const staticBytes = served ? served.weights + served.kv_cache : (st.weights ?? 0) + (st.gradients ?? 0) + (st.optimizer ?? 0);
+  const preview = { rank, phase, info, nodes: trace.nodes, sched, memory: memoryOverTime(trace.nodes, sched, staticBytes, stage?.live_activation_timeline),
+    capacity: served ? served.capacity : st.capacity ?? 0, staticBytes, bytes: u8.length, raw: u8 };
   state.preview = preview;
   if (rankInput() !== document.activeElement) rankInput().value = String(rank);
   renderCoords(info);
@@ -111,6 +135,7 @@ export async function showRank(rank: number, mine = state.generation): Promise<n
   renderMemory($('#memory'), preview);
   renderTable($('#node-table'), preview, $<HTMLInputElement>('#node-search').value);
   $('#rank-stats').dataset.rank = String(rank);
+  $('#rank-stats').dataset.phase = phase ?? '';
   const byKey = new Map(groups.map((g) => [String(g.key), { axis: g.axis, size: g.members.length }]));
   const wire = document.getElementById('wire');
   if (wire) renderWire(wire, rank, wireByGroupKind(trace.nodes, (pg) => byKey.get(pg)));
@@ -147,12 +172,12 @@ $('#rank-picker').addEventListener('change', async (e) => {
   const t = e.target as HTMLInputElement;
   clearRankErrors();
   try {
-    if (t.id === 'rank') {
-      await showRank(Number(t.value));
+    if (t.id === 'rank' || t.id === 'rank-phase') {
+      await showRank(Number(rankInput().value) || 0);
     } else if (t.name?.startsWith('coord-')) {
       const coords: Record<string, number> = {};
       for (const inp of $('#coords').querySelectorAll<HTMLInputElement>('input')) coords[inp.name.slice(6)] = Number(inp.value);
-      const { rank } = await client.request('rankAt', { job: state.jobText, coords });
+      const { rank } = await client.request('rankAt', { job: state.jobText, coords });  // rank_at: the decode layout
       await showRank(rank);
     }
   } catch (err) { rankError(err, t.id === 'rank' ? 'rank' : `coords.${t.name.slice(6)}`); }

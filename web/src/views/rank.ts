@@ -12,6 +12,7 @@ import { h, fmtBytes, fmtCount, fmtUs, COLL_COLOR, axisColor, axisExplain } from
 
 export interface Preview {
   rank: number;
+  phase?: string;  // inference jobs: prefill | decode | mixed
   info: RankInfo;
   nodes: ChakraNode[];
   sched: Schedule;

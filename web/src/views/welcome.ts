@@ -8,6 +8,7 @@ export const EXAMPLES: { id: string; what: string }[] = [
   { id: 'teach', what: 'a 2-layer GPT on 4 GPUs: see the tensor-parallel all-reduces and the data-parallel gradient reduction' },
   { id: 'pipeline', what: 'a 4-stage pipeline: stages, micro-batches, the bubble and send/recv between stages' },
   { id: 'mixtral-8x7b', what: 'Mixtral 8×7B on 32 GPUs: experts, all-to-all dispatch and combine' },
+  { id: 'llama3-70b-serve', what: 'serving Llama 3 70B on 8 H100s: the KV cache per token, how many 8K-token requests fit, time to first token, time per output token, and throughput against latency as more requests share each step' },
 ];
 const SEEN = 'stagecraft.welcome.closed';
 

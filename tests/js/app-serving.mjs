@@ -1,0 +1,190 @@
+// The web app's inference mode end to end (docs/web-app.md "Inference
+// mode"), in headless Chromium, run by app-cases.mjs: the mode switch and
+// the serving fields, the serving summary (KV cache per token, sequences
+// that fit, TTFT, TPOT, tokens/s per GPU, the per-rank memory bar), the
+// latency-throughput curve, the rank preview per phase, the archive (equal,
+// file for file, to what the native CLI writes for the same job), a 390 px
+// phone and an axe-core audit.
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { unzipSync } from 'fflate';
+import { decodeTrace } from '../../web/src/lib/chakra.js';
+import { cliPath } from './native.mjs';
+
+const require = createRequire(import.meta.url);
+const AXE = require.resolve('axe-core/axe.min.js');
+const ready = (page, timeout = 60_000) => page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout });
+const jobUrl = (base, job) => `${base}/#job=${encodeURIComponent(JSON.stringify(job))}`;
+function check(cond, what) { if (!cond) throw new Error(what); }
+
+// A small serving job: Llama 3 8B cut to 4 layers on tp 2.
+export const SERVE_JOB = { mode: 'inference', model: { preset: 'llama3-8b', num_layers: 4 }, parallel: { tp: 2 },
+  serving: { prompt_tokens: 1000, output_tokens: 200, concurrency: 8 } };
+
+// Every file the native CLI writes for `job` (relative path -> bytes),
+// subdirectories included.
+function nativeFiles(job) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stagecraft-serve-'));
+  try {
+    fs.writeFileSync(path.join(dir, 'job.json'), JSON.stringify(job));
+    execFileSync(cliPath(), ['generate', '--config', path.join(dir, 'job.json'), '-o', path.join(dir, 'out')], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const files = new Map();
+    const walk = (d, rel) => {
+      for (const name of fs.readdirSync(d).sort()) {
+        const p = path.join(d, name), r = rel ? `${rel}/${name}` : name;
+        if (fs.statSync(p).isDirectory()) walk(p, r);
+        else files.set(r, new Uint8Array(fs.readFileSync(p)));
+      }
+    };
+    walk(path.join(dir, 'out'), '');
+    return files;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function servingCases(context, base) {
+  const results = [];
+  const run = async (name, fn) => {
+    const t0 = performance.now();
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    try {
+      await fn(page);
+      check(errors.length === 0, `page errors: ${errors.join('; ')}`);
+      results.push({ suite: 'app-serving', name, status: 'pass', message: '', ms: performance.now() - t0 });
+    } catch (e) {
+      results.push({ suite: 'app-serving', name, status: 'fail', message: String(e && e.stack ? e.stack : e), ms: performance.now() - t0 });
+    } finally {
+      await page.close();
+    }
+  };
+
+  await run('mode switch: serving fields replace the training ones; the Llama 3 70B example shows the KV cache, TTFT, TPOT and the curve', async (page) => {
+    await page.goto(`${base}/`);
+    await ready(page);
+    check(await page.$eval('fieldset[data-group="serving"]', (el) => el.hidden), 'training mode: serving fields hidden');
+    await page.selectOption('#f-mode', 'inference');
+    await page.waitForFunction(() => document.body.dataset.mode === 'inference', null, { timeout: 10_000 });
+    check(await page.$eval('fieldset[data-group="training"]', (el) => el.hidden), 'inference mode: training fields hidden');
+    check(await page.isVisible('input[name="serving.prompt_tokens"]') && await page.isVisible('select[name="serving.kv_dtype"]'), 'serving fields shown');
+    check(!(await page.isVisible('input[name="parallel.cp"]')), 'training-only parallel fields hidden (cp)');
+    const help = await page.getAttribute('label[data-path="serving.concurrency"]', 'title');
+    check(/as many as fit/.test(help ?? ''), `concurrency explains 0: ${help}`);
+
+    const t0 = performance.now();
+    await page.selectOption('#job-preset', 'llama3-70b-serve');
+    await page.waitForFunction(() => document.querySelector('#summary')?.dataset.mode === 'inference' && document.querySelector('#summary')?.dataset.worldSize === '8' && document.body.dataset.state === 'ready', null, { timeout: 120_000 });
+    const ms = performance.now() - t0;
+    check(decodeURIComponent(page.url()).includes('"mode":"inference"'), `URL carries the mode: ${page.url()}`);
+    // 2 x 80 layers x 8 KV heads x 128 x 2 bytes = 327,680 B = 320 KiB.
+    const kv = await page.textContent('[data-card="kv-per-token"] .card-value');
+    check(kv === '320.0 KiB', `KV per token: ${kv}`);
+    const fit = Number((await page.textContent('[data-card="max-seqs"] .card-value')).replace(/,/g, ''));
+    // By hand (docs/inference.md): at most 185 8K sequences fit beside 17.64 GB of bf16 weights per rank.
+    check(fit > 100 && fit <= 185, `8K-token sequences that fit: ${fit}`);
+    for (const k of ['ttft', 'tpot', 'tps']) check(/\d/.test(await page.textContent(`[data-card="${k}"] .card-value`)), `${k} card has a number`);
+    for (const part of ['weights', 'kv_cache', 'workspace', 'free']) check(await page.$(`#summary figure.mem rect[data-part="${part}"]`), `memory bar part ${part}`);
+    const weights = Number(await page.getAttribute('#summary figure.mem', 'data-weights'));
+    check(Math.abs(weights - 17640734720) < 1, `weights per rank ${weights} (hand: 17,640,734,720 B)`);
+    await page.waitForFunction(() => Number(document.querySelector('#sweep')?.dataset.points) > 2, null, { timeout: 120_000 });
+    const points = await page.$$eval('#sweep svg circle', (cs) => cs.map((c) => Number(c.getAttribute('data-concurrency'))));
+    const rows = await page.$$eval('#sweep tbody tr', (rs) => rs.map((r) => Number(r.getAttribute('data-concurrency'))));
+    check(points.length === rows.length && points.join() === rows.join() && points[0] === 1, `one point and one row per concurrency: ${points} / ${rows}`);
+    const tps = await page.$$eval('#sweep tbody tr td:last-child', (tds) => tds.map((td) => Number(td.textContent.replace(/,/g, ''))));
+    check(tps[tps.length - 1] > tps[0], `throughput rises with concurrency: ${tps}`);
+    check(await page.$('#simulation[hidden]'), 'the training step-time section is hidden');
+    console.log(`[app-serving] llama3-70b-serve ready in ${ms.toFixed(0)} ms; ${fit} sequences fit; sweep ${points.join(', ')}`);
+  });
+
+  await run('rank preview per phase: prefill and decode programs of a rank', async (page) => {
+    await page.goto(jobUrl(base, SERVE_JOB));
+    await ready(page);
+    await page.click('#tab-rank');
+    check(await page.isVisible('#phase-picker'), 'phase picker shown for a serving job');
+    await page.waitForFunction(() => document.querySelector('#rank-stats')?.dataset.phase === 'decode', null, { timeout: 30_000 });
+    const decodeNodes = await page.$$eval('#node-table tbody tr', (r) => r.length);
+    await page.selectOption('#rank-phase', 'prefill');
+    await page.waitForFunction(() => document.querySelector('#rank-stats')?.dataset.phase === 'prefill', null, { timeout: 30_000 });
+    await page.fill('#rank', '1');
+    await page.dispatchEvent('#rank', 'change');
+    await page.waitForFunction(() => document.querySelector('#rank-stats')?.dataset.rank === '1', null, { timeout: 30_000 });
+    check(await page.$eval('#rank-stats', (el) => el.dataset.phase) === 'prefill', 'the phase stays when the rank changes');
+    check(decodeNodes > 0, `decode program has nodes (${decodeNodes})`);
+    await page.click('#tab-downloads');
+    check(/trace\.1\.et/.test(await page.textContent('#dl-rank')), 'the rank download names the rank');
+    // The graph of a serving job: forward only, the cache written and read.
+    await page.click('#tab-graph');
+    await page.waitForSelector('#graph svg [data-op]', { timeout: 30_000 });
+    const labels = await page.$$eval('#graph [data-op]', (els) => els.map((el) => el.getAttribute('aria-label') ?? ''));
+    check(labels.some((l) => /kv_cache_write/.test(l)) && labels.some((l) => /paged/.test(l)), `decode graph writes and reads the KV cache: ${labels.slice(0, 12)}`);
+  });
+
+  await run('DeepSeek-V3 disaggregated example: pools in words, a sweep in multiples of the decode dp, no mixed phase', async (page) => {
+    await page.goto(`${base}/`);
+    await ready(page);
+    await page.selectOption('#job-preset', 'deepseek-v3-serve');
+    await page.waitForFunction(() => document.querySelector('#summary')?.dataset.mode === 'inference' && document.body.dataset.state === 'ready', null, { timeout: 120_000 });
+    const gpus = await page.textContent('[data-card="gpus"]');
+    // Decode pool dp 16 (ep 16), prefill pool dp 8: 24 GPUs.
+    check(/24/.test(gpus) && /decode pool 16 ranks/.test(gpus) && /prefill pool 8 ranks/.test(gpus) && /ep 16/.test(gpus), `GPUs card: ${gpus}`);
+    check(/decode pool/.test(await page.textContent('[data-card="ttft"]')), 'TTFT includes the KV transfer to the decode pool');
+    await page.waitForFunction(() => Number(document.querySelector('#sweep')?.dataset.points) > 2, null, { timeout: 120_000 });
+    const cs = await page.$$eval('#sweep tbody tr', (rs) => rs.map((r) => Number(r.getAttribute('data-concurrency'))));
+    check(cs.every((c) => c % 16 === 0) && cs.includes(32), `every concurrency a multiple of the decode dp 16, the job's 32 among them: ${cs}`);
+    await page.click('#tab-rank');
+    await page.waitForFunction(() => document.querySelector('#rank-stats')?.dataset.phase === 'decode', null, { timeout: 60_000 });
+    check(await page.$eval('#rank-phase option[value="mixed"]', (o) => o.disabled), 'no mixed iteration in a disaggregated job');
+    check(await page.getAttribute('#rank', 'max') === '15', 'decode pool: ranks 0-15');
+    await page.selectOption('#rank-phase', 'prefill');
+    await page.waitForFunction(() => document.querySelector('#rank-stats')?.dataset.phase === 'prefill', null, { timeout: 60_000 });
+    check(await page.getAttribute('#rank', 'max') === '7', 'prefill pool: ranks 0-7');
+  });
+
+  await run('archive of a serving job equals the native CLI output file for file', async (page) => {
+    await page.goto(jobUrl(base, SERVE_JOB));
+    await ready(page);
+    await page.click('#tab-downloads');
+    const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 120_000 }), page.click('#dl-archive')]);
+    const zip = unzipSync(new Uint8Array(fs.readFileSync(await dl.path())));
+    const want = nativeFiles(SERVE_JOB);
+    const got = Object.keys(zip).filter((n) => !n.endsWith('/')).sort();
+    check(got.join() === [...want.keys()].sort().join(), `archive files ${got} vs the CLI's ${[...want.keys()]}`);
+    let traces = 0;
+    for (const [name, bytes] of want) {
+      if (name.endsWith('summary.json')) {
+        check(JSON.stringify(JSON.parse(new TextDecoder().decode(zip[name]))) === JSON.stringify(JSON.parse(new TextDecoder().decode(bytes))), `${name} equals the CLI's`);
+        continue;
+      }
+      check(zip[name].length === bytes.length && zip[name].every((b, i) => b === bytes[i]), `${name} differs from the CLI's`);
+      if (name.endsWith('.et')) { traces++; check(decodeTrace(zip[name]).nodes.length > 0, `${name} decodes`); }
+    }
+    check(traces >= 4, `traces of both phases for both ranks (${traces})`);
+  });
+
+  await run('serving views at 390 px and under axe-core (WCAG 2.1 AA)', async (page) => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(jobUrl(base, SERVE_JOB));
+    await ready(page);
+    await page.waitForFunction(() => Number(document.querySelector('#sweep')?.dataset.points) > 0, null, { timeout: 60_000 });
+    const widths = {};
+    for (const tab of ['summary', 'rank', 'downloads']) {
+      await page.click(`#tab-${tab}`);
+      await page.waitForTimeout(100);
+      widths[tab] = await page.evaluate(() => Math.max(document.documentElement.scrollWidth, document.body.scrollWidth));
+    }
+    check(Object.values(widths).every((w) => w <= 390), `page widths at 390 px: ${JSON.stringify(widths)}`);
+    await page.click('#tab-summary');
+    await page.addScriptTag({ path: AXE });
+    const r = await page.evaluate(async () => {
+      const out = await window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations'] });
+      return out.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ')}`);
+    });
+    check(r.length === 0, `axe on the serving summary:\n${r.join('\n')}`);
+  });
+  return results;
+}

@@ -1,0 +1,185 @@
+// Serving jobs ("mode": "inference", docs/inference.md) through the bridge:
+// the KV cache per token and the weights per rank against hand formulas
+// (written from the models' papers, not from the engine), the sequences
+// that fit against the memory they leave, the latency-throughput sweep's
+// physics, per-phase traces and groups, and errors that name the field.
+import { json } from './jobs.mjs';
+import { decodeTrace } from '../../../web/src/lib/chakra.js';
+import { sweepConcurrencies, curvePoints, niceCeil } from '../../../web/src/lib/serving.js';
+
+export const name = 'serving';
+
+// Llama 3 8B cut to 4 layers, tp 2 (GQA: 32 query heads, 8 KV heads of 128).
+export const SERVE_GQA = {
+  mode: 'inference', model: { preset: 'llama3-8b', num_layers: 4 }, parallel: { tp: 2 },
+  serving: { prompt_tokens: 1000, output_tokens: 200, concurrency: 8 },
+};
+// DeepSeek-V3 cut to 4 layers (1 dense), DP attention 4 x ep 4 (MLA).
+export const SERVE_MLA = {
+  mode: 'inference', model: { preset: 'deepseek-v3', num_layers: 4, first_dense_layers: 1 },
+  parallel: { tp: 1, dp: 4, ep: 4, expert_tp: 1 },
+  serving: { prompt_tokens: 512, output_tokens: 64, concurrency: 4, weights_dtype: 'fp8' },
+};
+
+const ok = (assert, text, what) => {
+  const r = JSON.parse(text);
+  assert.equal(r.ok, true, `${what}: ${r.error ? `${r.error.path}: ${r.error.message}` : 'ok'}`);
+  return r;
+};
+
+// Hand formulas (docs/inference.md "Worked examples").
+const GQA_KV_PER_TOKEN = (layers, kvHeads, headDim, bytes) => 2 * layers * kvHeads * headDim * bytes;
+const MLA_KV_PER_TOKEN = (layers, latent, rope, bytes) => layers * (latent + rope) * bytes;
+// Llama 3 8B shape at tp: vocab-parallel embedding and output layer, the
+// attention and MLP split over tp, norms on every rank.
+function llama8bParamsPerRank(layers, tp) {
+  const h = 4096, V = 128256, f = 14336, a = 32, kv = 8, d = 128;
+  const layer = 2 * h + (h * a * d) / tp + 2 * h * Math.max(kv / tp, 1) * d + (a * d * h) / tp + (3 * h * f) / tp;
+  return (2 * V * h) / tp + h + layers * layer;
+}
+
+export const cases = [
+  {
+    name: 'KV cache per token by hand: GQA 2·L·kv·d·bytes, MLA L·(latent + RoPE key)·bytes, bf16 and fp8',
+    run({ engine, assert }) {
+      const gqa = ok(assert, engine.inspect(json(SERVE_GQA)), 'GQA inspect').summary;
+      assert.ok(gqa.inference, 'summary.inference present for an inference job');
+      assert.equal(gqa.inference.kv_cache_bytes_per_token, GQA_KV_PER_TOKEN(4, 8, 128, 2), 'Llama 3 8B (4 layers) bf16: 2·4·8·128·2');
+      const fp8 = ok(assert, engine.inspect(json({ ...SERVE_GQA, serving: { ...SERVE_GQA.serving, kv_dtype: 'fp8' } })), 'fp8').summary;
+      assert.equal(fp8.inference.kv_cache_bytes_per_token, GQA_KV_PER_TOKEN(4, 8, 128, 1), 'fp8 halves it');
+      const mla = ok(assert, engine.inspect(json(SERVE_MLA)), 'MLA inspect').summary;
+      assert.equal(mla.inference.kv_cache_bytes_per_token, MLA_KV_PER_TOKEN(4, 512, 64, 2), 'DeepSeek-V3 (4 layers): 4·(512 + 64)·2');
+      // A training job has no inference block.
+      const train = ok(assert, engine.inspect(json({ model: { preset: 'gpt3-1.7b', num_layers: 2 }, training: { seq_len: 128, global_batch_size: 1 } })), 'training').summary;
+      assert.equal(train.inference, undefined, 'training summary has no inference block');
+    },
+  },
+  {
+    name: 'weights per rank by hand (tp splits all but the norms); fp8 weights halve them',
+    run({ engine, assert }) {
+      const s = ok(assert, engine.inspect(json(SERVE_GQA)), 'inspect').summary;
+      assert.equal(s.inference.weights_bytes_per_rank, 2 * llama8bParamsPerRank(4, 2), 'Llama 3 8B, 4 layers, tp 2, bf16');
+      const f = ok(assert, engine.inspect(json({ ...SERVE_GQA, serving: { ...SERVE_GQA.serving, weights_dtype: 'fp8' } })), 'fp8').summary;
+      assert.equal(f.inference.weights_bytes_per_rank * 2, s.inference.weights_bytes_per_rank, 'fp8 weights are half of bf16');
+    },
+  },
+  {
+    name: 'sequences that fit: the cache of max sequences fits beside weights and workspace, one more does not',
+    run({ engine, assert }) {
+      const s = ok(assert, engine.inspect(json(SERVE_GQA)), 'inspect').summary;
+      const inf = s.inference;
+      const n = inf.max_concurrent_sequences;
+      assert.ok(Number.isInteger(n) && n > 0, `max_concurrent_sequences ${n}`);
+      // Per rank: tp 2 holds 4 of the 8 KV heads; a sequence of 1,200 tokens
+      // takes ceil(1200/16) = 75 pages of 16 tokens.
+      const perSeq = Math.ceil(1200 / 16) * 16 * GQA_KV_PER_TOKEN(4, 4, 128, 2);
+      const capacity = 80e9;  // the h100 profile (docs/hardware.md)
+      const left = capacity - inf.weights_bytes_per_rank;
+      assert.ok(n * perSeq <= left, `${n} sequences (${n * perSeq} B) fit in what the weights leave (${left} B)`);
+      const mem = inf.memory_bytes_per_rank ?? {};
+      const workspace = Number(mem.workspace ?? 0) + Number(mem.activations ?? 0);
+      assert.ok(workspace >= 0, 'workspace is not negative');
+      assert.ok(n * perSeq + workspace <= left, `… with the workspace (${workspace} B)`);
+      assert.ok((n + 1) * perSeq + workspace > left, `${n + 1} sequences do not fit`);
+      // A model that cannot fit: Llama 3 70B, all 80 layers, on one H100 in bf16.
+      const big = JSON.parse(engine.inspect(json({ mode: 'inference', model: { preset: 'llama3-70b' }, parallel: { tp: 1 }, serving: { prompt_tokens: 1024, output_tokens: 128 } })));
+      if (big.ok) assert.equal(big.summary.inference.max_concurrent_sequences, 0, 'nothing fits beside 141 GB of weights');
+      else assert.match(big.error.message, /tp|fp8/, `the refusal says what would make it fit: ${big.error.message}`);
+    },
+  },
+  {
+    name: 'sweep: tokens/s per GPU rise with concurrency to a plateau, TPOT never falls, per-user = 1/TPOT, a decode step >= weights ÷ HBM bandwidth',
+    run({ engine, assert }) {
+      const job = json(SERVE_GQA);
+      const s = ok(assert, engine.inspect(job), 'inspect').summary;
+      const list = sweepConcurrencies(s.inference.max_concurrent_sequences, 8);
+      assert.ok(list.length >= 3, `sweep list ${list}`);
+      const r = ok(assert, engine.servingSweep(job, JSON.stringify({ concurrency: list })), 'servingSweep');
+      assert.equal(r.sweep.length, list.length, 'one point per concurrency');
+      const hbm = 3350e9;  // h100 profile HBM bandwidth, bytes/s (docs/hardware.md)
+      for (let i = 0; i < r.sweep.length; i++) {
+        const p = r.sweep[i];
+        assert.equal(p.concurrency, list[i], 'points in request order');
+        assert.ok(p.tpot_seconds > 0 && p.ttft_seconds > 0, `point ${p.concurrency} has times`);
+        assert.ok(Math.abs(p.tokens_per_second_per_user * p.tpot_seconds - 1) < 1e-6, `per-user tokens/s = 1/TPOT at ${p.concurrency}`);
+        // Physics: a decode step reads at least the rank's weights and the
+        // cache of every sequence it decodes (each at least its 1,000-token
+        // prompt; tp 2 holds 4 of the 8 KV heads: 2·4·4·128·2 B per token).
+        const floor = (s.inference.weights_bytes_per_rank + p.concurrency * 1000 * GQA_KV_PER_TOKEN(4, 4, 128, 2)) / hbm;
+        assert.ok(p.tpot_seconds >= floor, `TPOT ${p.tpot_seconds} s >= (weights + KV cache read) / bandwidth = ${floor} s at ${p.concurrency}`);
+        if (i > 0) {
+          const q = r.sweep[i - 1];
+          assert.ok(p.tpot_seconds >= q.tpot_seconds * (1 - 1e-9), `TPOT does not fall from ${q.concurrency} to ${p.concurrency}`);
+          // Past a few hundred sequences the step is dominated by the cache
+          // read and throughput saturates (a plateau, within 1 %).
+          assert.ok(p.tokens_per_second_per_gpu >= q.tokens_per_second_per_gpu * 0.99, `throughput does not fall from ${q.concurrency} to ${p.concurrency}: ${q.tokens_per_second_per_gpu} -> ${p.tokens_per_second_per_gpu}`);
+        }
+      }
+      // At concurrency 1 a step is memory-bound: more sequences cost far
+      // less than proportionally (the weights are read once per step).
+      const first = r.sweep[0], last = r.sweep[r.sweep.length - 1];
+      assert.ok(last.tokens_per_second_per_gpu > 2 * first.tokens_per_second_per_gpu, `batching raises throughput: ${first.tokens_per_second_per_gpu} -> ${last.tokens_per_second_per_gpu}`);
+      // The chart helpers: axes cover every point.
+      const c = curvePoints(r.sweep, 100, 50);
+      assert.ok(c.points.every((p) => p.px >= 0 && p.px <= 100 && p.py >= 0 && p.py <= 50), 'points inside the plot');
+    },
+  },
+  {
+    name: 'chart helpers: the sweep list doubles up to what fits, thins past 12 points, keeps the job\'s own; nice axis ends',
+    run({ assert }) {
+      assert.equal(sweepConcurrencies(185).join(), '1,2,4,8,16,32,64,128,185', 'doubling, then the maximum');
+      assert.equal(sweepConcurrencies(185, 50).join(), '1,2,4,8,16,32,50,64,128,185', 'the job\'s own concurrency added');
+      assert.equal(sweepConcurrencies(5000).join(), '1,4,16,64,256,1024,4096,5000', 'thinned to every other power');
+      assert.equal(sweepConcurrencies(1).join(), '1', 'one sequence');
+      assert.equal(sweepConcurrencies(100, 32, 12, 16).join(), '16,32,64,96', 'multiples of the decode dp (16), the maximum rounded down to one');
+      assert.equal(sweepConcurrencies(8, 0, 12, 16).length, 0, 'fewer sequences than dp ranks: no sweep');
+      assert.equal(sweepConcurrencies(0).length, 0, 'no sweep when nothing fits');
+      assert.equal(niceCeil(1234), 2000, 'niceCeil 1234');
+      assert.equal(niceCeil(0.3), 0.5, 'niceCeil 0.3');
+      assert.equal(niceCeil(100), 100, 'niceCeil 100');
+      const sweep = [1, 10].map((c) => ({ concurrency: c, ttft_seconds: 0.1, tpot_seconds: 0.01 * c, tokens_per_second_per_gpu: 100 * c, tokens_per_second_per_user: 100 / c }));
+      const g = curvePoints(sweep, 200, 100);
+      assert.equal(g.xMax, 1000, 'x axis ends at 1,000 tokens/s');
+      assert.equal(g.yMax, 100, 'y axis ends at 100 ms');
+      assert.equal(g.points[1].px, 200, 'the fastest point at the right edge');
+      assert.equal(g.points[1].py, 0, 'the slowest point at the top');
+      assert.equal(g.points[0].py, 90, 'TPOT 10 ms of 100 at 90 % down');
+    },
+  },
+  {
+    name: 'phases: prefill and decode traces of one rank differ; decode reads the cache; groups per phase',
+    run({ engine, assert }) {
+      const job = json(SERVE_GQA);
+      const pre = engine.rankTrace(job, 0, 'prefill');
+      const dec = engine.rankTrace(job, 0, 'decode');
+      assert.equal(pre.ok, true, `prefill trace ${pre.error?.message ?? ''}`);
+      assert.equal(dec.ok, true, `decode trace ${dec.error?.message ?? ''}`);
+      const tp = decodeTrace(pre.bytes), td = decodeTrace(dec.bytes);
+      assert.ok(tp.nodes.length > 0 && td.nodes.length > 0, 'both have nodes');
+      const busy = (t) => t.nodes.reduce((a, n) => a + Number(n.duration || 0), 0);
+      // Prefill of 8 prompts of 1,000 tokens does far more work than one
+      // decode step of 8 tokens.
+      assert.ok(busy(tp) > busy(td), `prefill compute ${busy(tp)} µs > decode step ${busy(td)} µs`);
+      const g = ok(assert, engine.groups(job, 'decode'), 'groups(decode)');
+      assert.equal(g.worldSize, 2, 'tp 2: two ranks');
+      assert.ok(Object.values(JSON.parse(g.text)).some((m) => m.length === 2), 'the tp group of 2 ranks');
+      // Same bytes twice (determinism).
+      assert.bytesEqual(engine.rankTrace(job, 0, 'decode').bytes, dec.bytes, 'decode trace deterministic');
+    },
+  },
+  {
+    name: 'errors name the field: training settings in an inference job, bad phase, bad sweep argument, context too long',
+    run({ engine, assert }) {
+      assert.error(JSON.parse(engine.inspect(json({ ...SERVE_GQA, training: { seq_len: 512 } }))), 'invalid_argument', 'training.seq_len');
+      assert.error(JSON.parse(engine.inspect(json({ ...SERVE_GQA, parallel: { tp: 2, zero: 1 } }))), 'invalid_argument', 'parallel.zero');
+      assert.error(JSON.parse(engine.inspect(json({ ...SERVE_GQA, serving: { ...SERVE_GQA.serving, kv_dtype: 'int4' } }))), 'invalid_argument', 'serving.kv_dtype');
+      assert.error(JSON.parse(engine.inspect(json({ ...SERVE_GQA, serving: { prompt_tokens: 8000, output_tokens: 500 } }))), 'invalid_argument', 'serving.prompt_tokens');
+      const badPhase = engine.rankTrace(json(SERVE_GQA), 0, 'warmup');
+      assert.equal(badPhase.ok, false, 'unknown phase refused');
+      assert.match(badPhase.error.path, /phase/, `path names the phase: ${badPhase.error.path}`);
+      const badSweep = JSON.parse(engine.servingSweep(json(SERVE_GQA), 'not json'));
+      assert.equal(badSweep.ok, false, 'a sweep argument that is not a list is refused');
+      assert.match(badSweep.error.path, /concurrency/, `path names concurrency: ${badSweep.error.path}`);
+    },
+  },
+];

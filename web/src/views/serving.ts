@@ -1,0 +1,154 @@
+// Inference mode (docs/inference.md, docs/web-app.md "Inference mode"):
+// what a serving job costs per rank and what it delivers — the KV-cache
+// memory bar (weights / KV cache / activations + workspace / free), the
+// KV cache per token and the sequences that fit, TTFT, TPOT and tokens/s
+// per GPU, and the latency-throughput curve over concurrency (the
+// engine's serving_sweep). Plain SVG with <title>s and a table as the
+// text alternative.
+import type { SweepPoint } from '../protocol';
+import { curvePoints } from '../lib/serving';
+import { h, s, fmtBytes, fmtCount, fmtUs } from '../util';
+
+type Summary = Record<string, any>;  // docs/summary.md, docs/inference.md
+
+const sec = (x: number) => (Number.isFinite(x) ? fmtUs(x * 1e6) : '—');
+const rate = (x: number) => (Number.isFinite(x) ? `${x >= 100 ? Math.round(x).toLocaleString('en') : x.toFixed(1)}` : '—');
+
+// The per-rank memory of a serving job, in the bar's order.
+export const SERVING_PARTS: [string, string, string][] = [
+  ['weights', 'Weights', '#1864ab'],
+  ['kv_cache', 'KV cache', '#2b8a3e'],
+  ['workspace', 'Activations + workspace', '#c2255c'],
+  ['free', 'Free', '#e9ecef'],
+];
+
+// summary.inference's per-rank breakdown, normalised to SERVING_PARTS
+// (bytes). `free` is what the GPU has left; negative when the job does not
+// fit.
+export function servingMemory(inf: Summary): Record<string, number> {
+  const m = (inf.memory_bytes_per_rank ?? inf.memory_per_rank ?? inf.memory ?? {}) as Record<string, number>;
+  const num = (v: unknown) => (Number.isFinite(Number(v)) ? Number(v) : 0);
+  const weights = num(m.weights ?? inf.weights_bytes_per_rank);
+  const kv = num(m.kv_cache ?? m.kv);
+  const workspace = num(m.workspace ?? 0) + num(m.activations ?? 0);
+  const capacity = num(m.capacity ?? inf.capacity_bytes);
+  const free = m.free !== undefined ? num(m.free) : capacity - weights - kv - workspace;
+  return { weights, kv_cache: kv, workspace, free, capacity };
+}
+
+// Disaggregated prefill and decode pools: summary.job is the decode pool's
+// job, so the pools show in summary.inference (a KV transfer, no mixed
+// iteration).
+export const isDisaggregated = (summary: Summary): boolean =>
+  summary.inference?.kv_transfer_seconds !== undefined || (summary.inference?.iterations !== undefined && summary.inference.iterations.mixed === undefined);
+
+// How the GPUs are laid out: tp × pp × dp (attention data parallelism),
+// the experts re-dividing the same ranks by ep, and for a disaggregated job
+// each pool's ranks.
+function ranksNote(summary: Summary): string {
+  const layout = summary.layout ?? {};
+  const it = summary.inference?.iterations ?? {};
+  const sv = summary.job?.serving ?? {};
+  const axes = ['tp', 'pp', 'dp'].filter((k) => Number(layout[k]) > 1).map((k) => `${k === 'dp' ? 'dp (attention)' : k} ${layout[k]}`);
+  let note = `${axes.join(' × ') || 'one rank'}${Number(layout.ep) > 1 ? `; experts over ep ${layout.ep} of the same ranks` : ''}`;
+  if (isDisaggregated(summary)) note = `decode pool ${it.decode?.world_size ?? summary.world_size} ranks (${note}), prefill pool ${it.prefill?.world_size ?? '?'} ranks`;
+  if (Number(sv.replicas) > 1) note += `; × ${sv.replicas} replicas`;
+  return note;
+}
+
+function card(title: string, value: string, note: string, key?: string): HTMLElement {
+  return h('div', { class: 'card', 'data-card': key }, h('div', { class: 'card-title' }, title), h('div', { class: 'card-value' }, value), h('div', { class: 'card-note' }, note));
+}
+
+function memoryBar(mem: Record<string, number>, label: string): HTMLElement {
+  const W = 640, H = 44;
+  const cap = mem.capacity || mem.weights + mem.kv_cache + mem.workspace + Math.max(0, mem.free);
+  const used = mem.weights + mem.kv_cache + mem.workspace;
+  const scale = Math.max(cap, used) || 1;
+  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, width: '100%', role: 'img', 'aria-label': `${label}: weights ${fmtBytes(mem.weights)}, KV cache ${fmtBytes(mem.kv_cache)}, activations and workspace ${fmtBytes(mem.workspace)}, free ${fmtBytes(Math.max(0, mem.free))} of ${fmtBytes(cap)}` });
+  let x = 0;
+  for (const [k, name, color] of SERVING_PARTS) {
+    const v = Math.max(0, mem[k] || 0);
+    const w = (v / scale) * W;
+    const r = s('rect', { x, y: 6, width: w, height: 28, fill: color, 'data-part': k, stroke: k === 'free' ? '#adb5bd' : 'none' });
+    r.append(s('title', {}, `${name}: ${fmtBytes(v)}`));
+    svg.append(r);
+    x += w;
+  }
+  const over = used > cap;
+  const legend = h('ul', { class: 'legend' }, ...SERVING_PARTS.map(([k, name, color]) =>
+    h('li', {}, h('span', { class: 'swatch', style: `background:${color};${k === 'free' ? 'border:1px solid #adb5bd' : ''}` }), `${name} ${fmtBytes(Math.max(0, mem[k] || 0))}`)));
+  return h('figure', { class: 'mem', 'data-kv': String(mem.kv_cache), 'data-weights': String(mem.weights), 'data-free': String(mem.free) },
+    h('figcaption', {}, `${label}: `, h('strong', { class: over ? 'bad' : 'good' }, `${fmtBytes(used)} of ${fmtBytes(cap)}`),
+      over ? ' — does not fit: more tp (or ep for experts), fp8 weights, fp8 KV cache, fewer or shorter sequences' : ''),
+    svg, legend);
+}
+
+export function renderServingSummary(el: HTMLElement, summary: Summary): void {
+  const inf = summary.inference ?? {};
+  const job = summary.job ?? {};
+  const sv = job.serving ?? {};
+  const context = Number(sv.prompt_tokens) + Number(sv.output_tokens);
+  const kvTok = Number(inf.kv_cache_bytes_per_token);
+  const used = Number(inf.concurrency ?? inf.concurrency_used ?? sv.concurrency);
+  const mem = servingMemory(inf);
+  const cards = h('div', { class: 'cards' },
+    card('GPUs', fmtCount(Number(inf.gpus ?? summary.world_size)), ranksNote(summary), 'gpus'),
+    card('KV cache per token', fmtBytes(kvTok), `whole model, all layers, ${sv.kv_dtype ?? 'bf16'}; ${fmtBytes(kvTok * context)} per sequence of ${fmtCount(context)} tokens`, 'kv-per-token'),
+    card('Sequences that fit', fmtCount(Number(inf.max_concurrent_sequences)), `of ${fmtCount(context)} tokens (prompt ${fmtCount(Number(sv.prompt_tokens))} + output ${fmtCount(Number(sv.output_tokens))}), beside weights, activations and workspace on every rank`, 'max-seqs'),
+    card('Weights per rank', fmtBytes(Number(inf.weights_bytes_per_rank)), `${sv.weights_dtype ?? 'bf16'}, the largest rank`, 'weights'),
+    card('Time to first token', sec(Number(inf.ttft_seconds)), `TTFT: prefill of a ${fmtCount(Number(sv.prompt_tokens))}-token prompt${isDisaggregated(summary) ? ', plus its KV cache sent to the decode pool' : ''}`, 'ttft'),
+    card('Time per output token', sec(Number(inf.tpot_seconds)), `TPOT: one decode step at concurrency ${Number.isFinite(used) ? used : '?'} (${rate(1 / Number(inf.tpot_seconds))} tokens/s per user)`, 'tpot'),
+    card('Tokens / s per GPU', rate(Number(inf.tokens_per_second_per_gpu)), `output tokens per second per GPU in steady state: ${Number.isFinite(used) ? used : ''} sequences, each prefilled once and decoded for ${fmtCount(Number(sv.output_tokens))} steps`, 'tps'),
+  );
+  el.replaceChildren(
+    cards,
+    h('h3', {}, 'Memory per rank: weights, KV cache, activations + workspace, free'),
+    memoryBar(mem, 'Per rank'),
+    h('p', { class: 'hint' }, 'Decode is memory-bound: every step reads the rank’s weights and the KV cache of every sequence it decodes, so a step can never take less than those bytes ÷ the GPU’s memory bandwidth. More sequences per step share one read of the weights (throughput grows) but add their cache to each read (latency grows): the curve below.'),
+    h('section', { id: 'sweep', 'aria-label': 'Latency against throughput' }, h('h3', {}, 'Latency against throughput'), h('p', { class: 'hint' }, 'waiting for the engine’s sweep…')),
+  );
+  el.dataset.inference = '1';
+}
+
+// The latency-throughput curve: one point per concurrency; x = tokens/s per
+// GPU, y = TPOT (ms). The job's own concurrency is the filled point.
+export function renderSweep(el: HTMLElement, sweep: SweepPoint[], own: number): void {
+  const W = 640, H = 300, L = 56, B = 40, T = 12, R = 16;
+  const pw = W - L - R, ph = H - T - B;
+  const { xMax, yMax, points } = curvePoints(sweep, pw, ph, 'tpot');
+  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, width: '100%', role: 'img', class: 'sweep-chart',
+    'aria-label': `Time per output token against tokens per second per GPU, ${sweep.length} concurrencies from ${sweep[0]?.concurrency ?? 0} to ${sweep[sweep.length - 1]?.concurrency ?? 0}; the table below lists them` });
+  const g = s('g', { transform: `translate(${L},${T})` });
+  svg.append(g);
+  g.append(s('rect', { x: 0, y: 0, width: pw, height: ph, fill: '#fff', stroke: '#adb5bd' }));
+  for (let i = 0; i <= 4; i++) {
+    const gx = (i / 4) * pw, gy = ph - (i / 4) * ph;
+    g.append(s('line', { x1: gx, x2: gx, y1: 0, y2: ph, stroke: '#f1f3f5' }), s('line', { x1: 0, x2: pw, y1: gy, y2: gy, stroke: '#f1f3f5' }));
+    g.append(s('text', { x: gx, y: ph + 16, 'text-anchor': 'middle', 'font-size': 11, fill: '#343a40' }, rate((i / 4) * xMax)));
+    g.append(s('text', { x: -6, y: gy + 4, 'text-anchor': 'end', 'font-size': 11, fill: '#343a40' }, `${+((i / 4) * yMax).toPrecision(3)}`));
+  }
+  g.append(s('text', { x: pw / 2, y: ph + 34, 'text-anchor': 'middle', 'font-size': 12, fill: '#212529' }, 'output tokens / s per GPU (throughput) →'));
+  g.append(s('text', { x: -44, y: ph / 2, 'text-anchor': 'middle', 'font-size': 12, fill: '#212529', transform: `rotate(-90 -44 ${ph / 2})` }, 'TPOT, ms (latency) →'));
+  if (points.length > 1) g.append(s('polyline', { points: points.map((p) => `${p.px},${p.py}`).join(' '), fill: 'none', stroke: '#1864ab', 'stroke-width': 2 }));
+  for (const p of points) {
+    const mine = p.concurrency === own;
+    const c = s('circle', { cx: p.px, cy: p.py, r: mine ? 6 : 4, fill: mine ? '#c2255c' : '#1864ab', 'data-concurrency': p.concurrency });
+    c.append(s('title', {}, `concurrency ${p.concurrency}: ${rate(p.tokens_per_second_per_gpu)} tokens/s per GPU, TPOT ${sec(p.tpot_seconds)}, TTFT ${sec(p.ttft_seconds)}`));
+    g.append(c, s('text', { x: p.px + 6, y: p.py - 6, 'font-size': 10, fill: '#495057' }, String(p.concurrency)));
+  }
+  const table = h('table', { class: 'sweep' }, h('caption', {}, 'Serving sweep: one row per concurrency (sequences the instance decodes together)'),
+    h('thead', {}, h('tr', {}, ...['concurrency', 'TTFT', 'TPOT', 'tokens/s per user', 'tokens/s per GPU'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('tbody', {}, ...sweep.map((p) => h('tr', { 'data-concurrency': String(p.concurrency), class: p.concurrency === own ? 'own' : undefined },
+      h('th', { scope: 'row' }, String(p.concurrency)), h('td', { class: 'num' }, sec(p.ttft_seconds)), h('td', { class: 'num' }, sec(p.tpot_seconds)),
+      h('td', { class: 'num' }, rate(p.tokens_per_second_per_user)), h('td', { class: 'num' }, rate(p.tokens_per_second_per_gpu))))));
+  el.replaceChildren(h('h3', {}, 'Latency against throughput'), svg,
+    h('p', { class: 'hint' }, 'Each point is one concurrency (labelled). Going right, more sequences share each step: tokens/s per GPU rise while the weights dominate the bytes a step reads, then flatten as the KV cache read (and compute) grows; going up, each user waits longer per token. The filled point is this job.'),
+    h('div', { class: 'table-scroll', tabindex: 0, role: 'region', 'aria-label': 'Serving sweep table' }, table));
+  el.dataset.points = String(sweep.length);
+}
+
+export function sweepUnavailable(el: HTMLElement, why: string): void {
+  el.replaceChildren(h('h3', {}, 'Latency against throughput'), h('p', { class: 'hint' }, why));
+  el.dataset.points = '0';
+}
