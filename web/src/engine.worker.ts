@@ -19,6 +19,9 @@ interface WasmEngine {
   rankAt(job: string, coords: string): string;
   rankTrace(job: string, rank: number): { ok: true; bytes: Uint8Array } | { ok: false; error: EngineError };
   simulate?(job: string, options: string): string;  // engines with core/sim (docs/simulate.md)
+  // The planner (docs/plan.md): args is {"gpus","constraints"} as JSON text;
+  // onProgress is called synchronously from inside the search.
+  plan?(job: string, args: string, onProgress: (done: number, total: number, phase: string) => void): string;
 }
 
 declare const self: DedicatedWorkerGlobalScope;
@@ -131,6 +134,22 @@ async function handle(req: Request): Promise<{ reply: Reply; transfer: Transfera
     case 'simulate':
       if (typeof wasm.simulate !== 'function') return { reply: fail('unsupported', 'this engine build has no simulator'), transfer: none };
       return { reply: fromJson(wasm.simulate(job, JSON.stringify({ timeline: true }))), transfer: none };
+    case 'plan': {
+      if (typeof wasm.plan !== 'function') return { reply: fail('unsupported', 'this engine build has no planner'), transfer: none };
+      const { gpus, constraints } = payload as { gpus?: unknown; constraints?: unknown };
+      if (typeof gpus !== 'number') return { reply: fail('bad_request', 'gpus must be a number', 'gpus'), transfer: none };
+      // The search runs synchronously inside this call; progress messages
+      // leave the worker at once (the page is free to draw them), at most
+      // every 50 ms, and always the last one.
+      let last = 0;
+      const onProgress = (done: number, total: number, phase: string) => {
+        const now = performance.now();
+        if (now - last < 50 && done < total) return;
+        last = now;
+        post({ v: PROTOCOL_VERSION, id: req.id, progress: { done, total, phase } });
+      };
+      return { reply: fromJson(wasm.plan(job, JSON.stringify({ gpus, constraints: constraints ?? {} }), onProgress)), transfer: none };
+    }
     case 'selfTestAbort':
       // Test hook: the path a real abort takes (Emscripten's abort() throws
       // a WebAssembly.RuntimeError out of the engine call), without a
