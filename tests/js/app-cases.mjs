@@ -9,6 +9,7 @@ import { unzipSync } from 'fflate';
 import { decodeTrace } from '../../web/src/lib/chakra.js';
 import { IDENTITY_JOB } from './suite/jobs.mjs';
 import { uxCases } from './app-ux.mjs';
+import { planCases } from './app-plan.mjs';
 
 const ready = (page) => page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
 const jobUrl = (base, job) => `${base}/#job=${encodeURIComponent(JSON.stringify(job))}`;
@@ -252,5 +253,6 @@ export async function appCases(context, base, fixturesDir) {
   });
   // Issue 14: the app tried as a new user would.
   results.push(...await uxCases(context, base));
+  results.push(...await planCases(context, base));
   return results;
 }

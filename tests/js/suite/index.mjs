@@ -6,5 +6,6 @@ import * as identity from './identity.mjs';
 import * as explain from './explain.mjs';
 import * as moe from './moe.mjs';
 import * as wire from './wire.mjs';
+import * as plan from './plan.mjs';
 
-export const suites = [basics, errors, traces, identity, explain, moe, wire];
+export const suites = [basics, errors, traces, identity, explain, moe, wire, plan];

@@ -1,7 +1,7 @@
 export interface PlanLayout {
   tp: number; sp: boolean; cp: number; pp: number; vp: number; schedule: string; dp: number;
   zero: number; shard_group?: number; ep: number; expert_tp?: number; recompute: string;
-  micro_batch_size: number; order?: string;
+  micro_batch_size: number; order?: string[] | string;  // innermost first
 }
 export interface PlanCandidate {
   rank: number; layout: PlanLayout; step_seconds: number; mfu: number; tokens_per_second: number;
@@ -13,7 +13,7 @@ export interface PlanMiss { layout: PlanLayout; reason: string; short_by_bytes?:
 export interface Plan {
   gpus: number; objective: string;
   counts: { considered: number; rejected: Record<string, number>; simulated: number };
-  candidates: PlanCandidate[]; why_winner: string | string[]; closest_misses: PlanMiss[]; complete: boolean;
+  candidates: PlanCandidate[]; why_winner: string; closest_misses: PlanMiss[]; complete: boolean;
   [k: string]: unknown;
 }
 export type SortKey = 'rank' | 'layout' | 'step' | 'mfu' | 'tokens' | 'memory' | 'bubble' | 'exposed';

@@ -77,7 +77,9 @@ export function layoutText(l) {
   if ((l.zero ?? 0) > 0) parts.push(`ZeRO ${l.zero}${l.shard_group ? ` / ${l.shard_group}` : ''}`);
   parts.push(`mbs ${l.micro_batch_size ?? 1}`);
   if (l.recompute && l.recompute !== 'none') parts.push(`recompute ${l.recompute}`);
-  if (l.order && l.order !== 'megatron') parts.push(`order ${l.order}`);
+  // Rank order, innermost first; Megatron's [tp, cp, dp, pp] is the default.
+  const order = Array.isArray(l.order) ? l.order.join('-') : l.order;
+  if (order && order !== 'megatron' && order !== 'tp-cp-dp-pp') parts.push(`order ${order}`);
   return parts.join(' · ');
 }
 

@@ -19,10 +19,15 @@ import { $, h, s, fmtBytes } from '../util';
 const DEGREES: [string, string][] = [
   ['tp', 'tensor parallel (tp)'], ['cp', 'context parallel (cp)'], ['pp', 'pipeline stages (pp)'],
   ['vp', 'virtual stages (v)'], ['dp', 'data parallel (dp)'], ['ep', 'expert parallel (ep)'],
-  ['micro_batch_size', 'micro-batch'],
+  ['mbs', 'micro-batch'],
 ];
-const SCHEDULES = ['1f1b', 'gpipe', 'interleaved-1f1b', 'zero-bubble'];
-const RECOMPUTE = ['none', 'selective', 'full'];
+// Allow-lists (all allowed when every box is ticked; nothing is sent then).
+const ALLOW: [string, string, string[]][] = [
+  ['schedules', 'Pipeline schedules', ['1f1b', 'gpipe', 'interleaved-1f1b', 'zero-bubble']],
+  ['recompute', 'Recompute modes', ['none', 'selective', 'full']],
+  ['zero', 'ZeRO stages', ['0', '1', '2', '3']],
+  ['orders', 'Rank orders', ['megatron', 'llama3']],
+];
 const GIB = 1024 ** 3;
 
 const sec = (x: number) => (x >= 1 ? `${x.toFixed(2)} s` : `${(x * 1e3).toFixed(1)} ms`);
@@ -48,6 +53,7 @@ export function initPlan(load: (job: JobJson, c: PlanCandidate) => void): void {
     h('label', {}, `${label} `, h('input', { type: 'number', name, min: 1, step: 1, inputmode: 'numeric', ...attrs }));
   const degreeRows = DEGREES.map(([k, t]) => h('tr', {}, h('th', { scope: 'row' }, t),
     h('td', {}, h('input', { type: 'number', name: `fix-${k}`, min: 1, step: 1, inputmode: 'numeric', 'aria-label': `${t}: fixed to` })),
+    h('td', {}, h('input', { type: 'number', name: `min-${k}`, min: 1, step: 1, inputmode: 'numeric', 'aria-label': `${t}: at least` })),
     h('td', {}, h('input', { type: 'number', name: `max-${k}`, min: 1, step: 1, inputmode: 'numeric', 'aria-label': `${t}: at most` }))));
   const checks = (name: string, legend: string, values: string[]) => h('fieldset', { class: 'plan-checks' }, h('legend', {}, legend),
     ...values.map((v) => h('label', { class: 'check' }, h('input', { type: 'checkbox', name, value: v, checked: true }), ` ${v}`)));
@@ -57,14 +63,14 @@ export function initPlan(load: (job: JobJson, c: PlanCandidate) => void): void {
       num('gpus', 'GPUs', { id: 'plan-gpus', required: true }),
       h('label', {}, 'Rank by ', h('select', { name: 'objective', id: 'plan-objective' },
         h('option', { value: 'step_time' }, 'step time'), h('option', { value: 'tokens_per_gpu' }, 'tokens / s per GPU'))),
-      h('label', {}, 'Memory reserve (GiB) ', h('input', { type: 'number', name: 'reserve', min: 0, step: 'any', placeholder: 'default', inputmode: 'decimal' }))),
+      h('label', {}, 'Memory reserve (GiB) ', h('input', { type: 'number', name: 'reserve', min: 0, step: 'any', placeholder: '10 % of GPU', inputmode: 'decimal' })),
+      num('top', 'Layouts ranked', { value: 10, max: 200 })),
     h('details', {}, h('summary', {}, 'constraints: fix or bound degrees, schedules, recompute'),
       h('div', { class: 'table-scroll' }, h('table', { class: 'plan-degrees' },
         h('caption', {}, 'Degrees (empty: searched)'),
-        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'degree'), h('th', { scope: 'col' }, 'fixed to'), h('th', { scope: 'col' }, 'at most'))),
+        h('thead', {}, h('tr', {}, ...['degree', 'fixed to', 'at least', 'at most'].map((x) => h('th', { scope: 'col' }, x)))),
         h('tbody', {}, ...degreeRows))),
-      checks('schedule', 'Pipeline schedules allowed', SCHEDULES),
-      checks('recompute', 'Recompute modes allowed', RECOMPUTE)),
+      ...ALLOW.map(([k, t, values]) => checks(k, `${t} allowed`, values))),
     h('p', { class: 'toolbar' },
       h('button', { type: 'submit', id: 'plan-run' }, 'Run plan'),
       h('button', { type: 'button', id: 'plan-cancel', hidden: true }, 'Cancel'),
@@ -97,13 +103,15 @@ export function planArgs(): { gpus: number; constraints: Record<string, unknown>
   const constraints: Record<string, unknown> = { objective: val('objective') };
   for (const [k] of DEGREES) {
     if (val(`fix-${k}`)) constraints[k] = Number(val(`fix-${k}`));
+    if (val(`min-${k}`)) constraints[`min_${k}`] = Number(val(`min-${k}`));
     if (val(`max-${k}`)) constraints[`max_${k}`] = Number(val(`max-${k}`));
   }
-  const allowed = (name: string) => [...form.querySelectorAll<HTMLInputElement>(`input[name=${name}]:checked`)].map((x) => x.value);
-  const sch = allowed('schedule'), rc = allowed('recompute');
-  if (sch.length < SCHEDULES.length) constraints.schedules = sch;
-  if (rc.length < RECOMPUTE.length) constraints.recompute = rc;
-  if (val('reserve')) constraints.memory_reserve_bytes = Math.round(Number(val('reserve')) * GIB);
+  for (const [k, , values] of ALLOW) {
+    const on = [...form.querySelectorAll<HTMLInputElement>(`input[name=${k}]:checked`)].map((x) => x.value);
+    if (on.length < values.length) constraints[k] = k === 'zero' ? on.map(Number) : on;
+  }
+  if (val('reserve')) constraints.memory_reserve_gib = Number(val('reserve'));
+  if (val('top')) constraints.top = Number(val('top'));
   return { gpus: Number(val('gpus')), constraints };
 }
 
@@ -179,7 +187,7 @@ export function renderPlan(plan: Plan): void {
     `${(rej.bound ?? 0).toLocaleString('en')} cannot beat the best by a lower bound; `,
     `${(c?.simulated ?? 0).toLocaleString('en')} simulated.`,
     plan.complete === false ? ' The search stopped early: this is the best found so far.' : '');
-  const why = Array.isArray(plan.why_winner) ? plan.why_winner : plan.why_winner ? [plan.why_winner] : [];
+  const why = plan.why_winner ? [plan.why_winner] : [];
   const parts: (HTMLElement | SVGElement)[] = [h('h3', {}, 'Plan'), counts];
   if (!plan.candidates.length) {
     parts.push(h('div', { class: 'banner', role: 'alert', id: 'plan-nothing' },
