@@ -19,9 +19,11 @@ const BASE = { model: { preset: 'gpt3-1.7b', num_layers: 2 }, parallel: { dp: 8 
 const BIG = { model: { preset: 'gpt3-1.7b', num_layers: 8 }, parallel: { dp: 64 }, training: { seq_len: 1024, global_batch_size: 64 } };
 const rowRanks = (page) => page.$$eval('#plan-table tbody tr', (rs) => rs.map((r) => Number(r.dataset.rank)));
 
-export async function planCases(context, base) {
+// only: run the cases whose name starts with it (while developing).
+export async function planCases(context, base, only = '') {
   const results = [];
   const run = async (name, fn) => {
+    if (only && !name.startsWith(only)) return;
     const t0 = performance.now();
     const page = await context.newPage();
     const errors = [];

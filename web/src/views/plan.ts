@@ -280,7 +280,7 @@ function renderTable(): void {
       document.querySelector<HTMLButtonElement>(`#plan-table button[data-sort="${k}"]`)?.focus();
     });
     return th;
-  }), h('th', { scope: 'col' }, 'bound by'), h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'load')));
+  }), h('th', { scope: 'col' }, 'bound by'), h('th', { scope: 'col' }, 'editor'));
   const body = rows.map((c) => {
     const exposed = Object.entries(c.exposed_comm_seconds ?? {}).filter(([, v]) => v > 0);
     const load = h('button', { type: 'button', class: 'plan-load', 'data-rank': c.rank, 'aria-label': `Load layout #${c.rank} into the editor` }, 'Load');
