@@ -48,6 +48,8 @@ export const cases = [
       assert.equal(JSON.stringify(sortCandidates(shuffled, 'memory', 'asc').map((c) => c.rank)), JSON.stringify(PLAN_SORTS['memory asc']), 'shuffled');
       assert.equal(JSON.stringify(sortCandidates(shuffled, 'rank').map((c) => c.rank)), '[1,2,3,4,5,6,7,8]', 'back to rank order');
       assert.equal(layoutText(PLAN_FIXTURE.candidates[3].layout), 'tp 2 + sp · dp 4 · ZeRO 1 · mbs 1', 'layout text');
+      const hsdp = { ...PLAN_FIXTURE.candidates[3].layout, dp: 8, zero: 3, shard_group: 4, order: ['tp', 'cp', 'pp', 'dp'] };
+      assert.equal(layoutText(hsdp), 'tp 2 + sp · dp 8 · ZeRO 3 (HSDP, shard 4) · mbs 1 · order llama3', 'HSDP and Llama 3 order');
     },
   },
   {

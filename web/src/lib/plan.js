@@ -74,12 +74,15 @@ export function layoutText(l) {
   if ((l.pp ?? 1) > 1) parts.push(`pp ${l.pp}${(l.vp ?? 1) > 1 ? ` × v ${l.vp}` : ''}${l.schedule ? ` (${l.schedule})` : ''}`);
   parts.push(`dp ${l.dp ?? 1}`);
   if ((l.ep ?? 1) > 1) parts.push(`ep ${l.ep}${l.expert_tp !== undefined && l.expert_tp !== l.tp ? ` etp ${l.expert_tp}` : ''}`);
-  if ((l.zero ?? 0) > 0) parts.push(`ZeRO ${l.zero}${l.shard_group ? ` / ${l.shard_group}` : ''}`);
+  // The shard group is dp·cp unless HSDP shards over fewer ranks.
+  const hsdp = l.shard_group > 0 && l.shard_group < (l.dp ?? 1) * (l.cp ?? 1);
+  if ((l.zero ?? 0) > 0) parts.push(`ZeRO ${l.zero}${hsdp ? ` (HSDP, shard ${l.shard_group})` : ''}`);
   parts.push(`mbs ${l.micro_batch_size ?? 1}`);
   if (l.recompute && l.recompute !== 'none') parts.push(`recompute ${l.recompute}`);
   // Rank order, innermost first; Megatron's [tp, cp, dp, pp] is the default.
   const order = Array.isArray(l.order) ? l.order.join('-') : l.order;
-  if (order && order !== 'megatron' && order !== 'tp-cp-dp-pp') parts.push(`order ${order}`);
+  const named = { 'tp-cp-dp-pp': 'megatron', 'tp-cp-pp-dp': 'llama3' }[order] ?? order;
+  if (named && named !== 'megatron') parts.push(`order ${named}`);
   return parts.join(' · ');
 }
 

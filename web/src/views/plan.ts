@@ -198,7 +198,7 @@ export function renderPlan(plan: Plan): void {
     return;
   }
   parts.push(h('ul', { id: 'plan-why', class: 'why-lines' }, ...why.map((w) => h('li', {}, w)),
-    ...plan.candidates.slice(0, 3).filter((x) => x.bound).map((x) => h('li', {}, `#${x.rank} is bound by ${x.bound}.`))));
+    ...plan.candidates.slice(0, 3).filter((x) => x.bound).map((x) => h('li', {}, `#${x.rank}: ${x.bound}`))));
   parts.push(scatter(plan), h('div', { id: 'plan-table', class: 'table-scroll', tabindex: 0, role: 'region', 'aria-label': 'Ranked layouts (scrolls)' }));
   out.replaceChildren(...parts);
   renderTable();
