@@ -25,6 +25,7 @@ std::string main_usage() {
          "  replay     replay a generated directory's ranks together; check they run to completion\n"
          "  validate   check a directory's traces across ranks for what makes the simulator abort or hang\n"
          "  simulate   the step time of the whole job: MFU, bubble, exposed communication, critical path\n"
+         "  plan       the fastest parallel layout of a model on N GPUs that fits in memory\n"
          "  help       show this help, or 'stagecraft help <command>'\n"
          "\n"
          "Options:\n"
@@ -64,7 +65,7 @@ int run(int argc, char** argv) {
     command = rest[0];
     rest = {"--help"};
     if (command != "generate" && command != "inspect" && command != "graph" && command != "dump" &&
-        command != "replay" && command != "validate" && command != "simulate") {
+        command != "replay" && command != "validate" && command != "simulate" && command != "plan") {
       return usage_error("help", "unknown command '" + command + "'");
     }
   }
@@ -76,6 +77,7 @@ int run(int argc, char** argv) {
   if (command == "replay") return cmd_replay(rest);
   if (command == "validate") return cmd_validate(rest);
   if (command == "simulate") return cmd_simulate(rest);
+  if (command == "plan") return cmd_plan(rest);
   std::cerr << "stagecraft: unknown command '" << command << "'\n"
             << "(see 'stagecraft help')\n";
   return kExitUsage;

@@ -6,6 +6,7 @@
 
 #include "base/json.h"
 #include "base/json_fields.h"
+#include "api/plan.h"
 #include "api/simulate.h"
 #include "model/model_config.h"
 
@@ -57,6 +58,8 @@ Error rank_error(int64_t world) {
 struct Context {
   const Generator* gen = nullptr;  // null for operations without a job
   const json& args;
+  const Job* job = nullptr;          // job-only operations (plan)
+  const Request* request = nullptr;  // its progress callback
 };
 
 Response op_version(const Context&) { return ok_text("version", stagecraft_version()); }
@@ -163,24 +166,57 @@ Response op_simulate(const Context& c) {
   return ok_raw("simulation", simulate_json(*r));
 }
 
+// args.gpus: the GPU count; args.constraints: docs/plan.md's "plan" block
+// (an object or its JSON text). The job is parsed only: building the base
+// job's own layout would be wasted (and may be huge).
+Response op_plan(const Context& c) {
+  int64_t gpus = 0;
+  if (!integer_arg(c.args, "gpus", 1, 1 << 24, &gpus))
+    return failed(make_error(ErrorCode::kInvalidArgument, "gpus must be an integer in [1, 16777216)", "gpus"));
+  json cons = json::object();
+  if (auto it = c.args.find("constraints"); it != c.args.end()) {
+    if (it->is_string()) {
+      const std::string& text = it->get_ref<const std::string&>();
+      cons = json::parse(text.empty() ? "{}" : text, nullptr, /*allow_exceptions=*/false);
+    } else {
+      cons = *it;
+    }
+  }
+  if (cons.is_discarded() || !cons.is_object())
+    return failed(make_error(ErrorCode::kInvalidArgument, "must be a JSON object", "constraints"));
+  Result<PlanConstraints> pc = parse_plan_constraints(cons, "constraints");
+  if (!pc.ok()) return failed(pc.error());
+  PlanOptions o;
+  o.gpus = gpus;
+  o.constraints = std::move(pc).value();
+  if (c.request && c.request->progress) o.progress = c.request->progress;
+  Result<PlanResult> r = plan(*c.job, o);
+  if (!r.ok()) return failed(r.error());
+  return ok_raw("plan", plan_json(*r));
+}
+
+// What an operation needs: nothing, the parsed job, or the built job.
+enum class Needs { kNothing, kJob, kGenerator };
+
 struct RequestOp {
   const char* name;
-  bool needs_job;
+  Needs needs;
   Response (*run)(const Context&);
 };
 
 // The operations. Adding one is one line here (and its function above).
 constexpr RequestOp kOps[] = {
-    {"version", false, op_version},
-    {"presets", false, op_presets},
-    {"summary", true, op_summary},
-    {"graph", true, op_graph},
-    {"groups", true, op_groups},
-    {"graph_json", true, op_graph_json},
-    {"rank_info", true, op_rank_info},
-    {"rank_at", true, op_rank_at},
-    {"rank_trace", true, op_rank_trace},
-    {"simulate", true, op_simulate},
+    {"version", Needs::kNothing, op_version},
+    {"presets", Needs::kNothing, op_presets},
+    {"summary", Needs::kGenerator, op_summary},
+    {"graph", Needs::kGenerator, op_graph},
+    {"groups", Needs::kGenerator, op_groups},
+    {"graph_json", Needs::kGenerator, op_graph_json},
+    {"rank_info", Needs::kGenerator, op_rank_info},
+    {"rank_at", Needs::kGenerator, op_rank_at},
+    {"rank_trace", Needs::kGenerator, op_rank_trace},
+    {"simulate", Needs::kGenerator, op_simulate},
+    {"plan", Needs::kJob, op_plan},
 };
 
 }  // namespace
@@ -204,7 +240,24 @@ Response RequestHandler::handle(const Request& request) {
                              "op"));
   }
   const json& args = request.args.is_object() ? request.args : json::object();
-  if (!op->needs_job) return op->run(Context{nullptr, args});
+  if (op->needs == Needs::kNothing) return op->run(Context{nullptr, args});
+  if (op->needs == Needs::kJob) {
+    if (request.generator) return op->run(Context{nullptr, args, &request.generator->job(), &request});
+    if (request.job) return op->run(Context{nullptr, args, &*request.job, &request});
+    // A "plan" block in the job (docs/plan.md) is the constraints when
+    // args has none; it is not part of the job itself.
+    std::string text = request.job_json;
+    json merged = args;
+    json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    if (parsed.is_object() && parsed.contains("plan")) {
+      if (!merged.contains("constraints")) merged["constraints"] = parsed["plan"];
+      parsed.erase("plan");
+      text = parsed.dump();
+    }
+    Result<Job> job = parse_job(text);
+    if (!job.ok()) return failed(job.error());
+    return op->run(Context{nullptr, merged, &job.value(), &request});
+  }
 
   if (request.generator) return op->run(Context{request.generator, args});
   if (request.job) {  // a parsed job: built for this request only

@@ -18,11 +18,15 @@
 //   rank_info      (rank: number)  {"ok":true,"info":{...}}
 //   rank_at        (coords: object or its JSON text) {"ok":true,"rank":N}
 //   rank_trace     (rank: number)  {"ok":true,"bytes":<size>}, body = the .et bytes
+//   plan           (gpus: number, constraints: object) {"ok":true,"plan":<stagecraft plan --json>};
+//                  the job is the base job (its parallel block is ignored) and
+//                  is parsed, not built (docs/plan.md); progress is called
 // Every failure is {"ok":false,"error":{"code","message","path"}} with the
 // error in Response::error; a bad job is reported before bad arguments.
 // Adding an operation is one entry in the table in request.cc.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +49,9 @@ struct Request {
   const Generator* generator = nullptr;
   // Per-operation arguments: {"rank": 3}, {"stage": 1}, {"coords": {...}}.
   nlohmann::json args = nlohmann::json::object();
+  // Progress of long operations (plan): (done, total, phase), called on
+  // the calling thread; may be empty.
+  std::function<void(int64_t done, int64_t total, const std::string& phase)> progress;
 };
 
 struct Response {

@@ -1,0 +1,447 @@
+// stagecraft plan: the fastest parallel layout of a model on N GPUs that
+// fits in memory (docs/plan.md). The search is core/api/plan.h; this file
+// maps flags onto the base job and the constraints, runs it on every core,
+// draws progress on stderr and prints the ranking (text, --json, --csv),
+// and with --export-best writes the winner's archive as generate does.
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "api/budget.h"
+#include "api/export.h"
+#include "api/plan.h"
+#include "args.h"
+#include "base/cancel.h"
+#include "base/json_fields.h"
+#include "commands.h"
+#include "export.h"
+#include "progress.h"
+
+namespace sc::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+const char* kCmd = "plan";
+const char* kUsage =
+    "usage: stagecraft plan (--model PRESET | --config job.json) --gpus N [job flags]\n"
+    "                       [constraints] [--json | --csv] [--export-best -o OUT]\n"
+    "\n"
+    "Searches every parallel layout of the job on N GPUs (tp, sequence parallelism,\n"
+    "cp, pp, virtual stages, schedule, dp, ZeRO / HSDP shard group, ep and expert\n"
+    "tp, recompute, micro-batch size, rank order), keeps those that fit in the\n"
+    "GPU's memory less a reserve, times the ones that can still win with the\n"
+    "simulator, and prints them ranked by step time, with what bounds each and\n"
+    "why the winner wins. Constraints also come from the job JSON's \"plan\"\n"
+    "block (flags win). Ctrl-C prints the best found so far. See docs/plan.md.";
+
+std::vector<FlagSpec> specs() {
+  std::vector<FlagSpec> s = {
+      {"--config", "-c", true, "FILE", "job JSON (model, training, hardware, network; a \"plan\" block)"},
+      {"--model", nullptr, true, "PRESET", "model preset, e.g. llama3-70b"},
+      {"--layers", nullptr, true, "N", "override model.num_layers"},
+      {"--gpus", nullptr, true, "N", "GPUs to lay the job out on (required)"},
+      {"--hardware", nullptr, true, "H", "hardware preset: a100, h100, h200, b200"},
+      {"--seq-len", nullptr, true, "N", "sequence length in tokens"},
+      {"--global-batch-size", nullptr, true, "N", "sequences per iteration"},
+      {"--dtype", nullptr, true, "D", "compute dtype: bf16, fp16, fp32, tf32, fp8"},
+      {"--tp", nullptr, true, "N", "fix tensor parallelism"},
+      {"--pp", nullptr, true, "N", "fix pipeline stages"},
+      {"--cp", nullptr, true, "N", "fix context parallelism"},
+      {"--dp", nullptr, true, "N", "fix data parallelism"},
+      {"--ep", nullptr, true, "N", "fix expert parallelism (MoE)"},
+      {"--vp", nullptr, true, "N", "fix virtual stages per pipeline rank"},
+      {"--mbs", nullptr, true, "N", "fix the micro-batch size"},
+      {"--min-tp", nullptr, true, "N", "bound tp from below (likewise --min-pp, -cp, -dp, -ep, -vp, -mbs)"},
+      {"--max-tp", nullptr, true, "N", "bound tp from above (default: GPUs per node)"},
+      {"--min-pp", nullptr, true, "N", ""},
+      {"--max-pp", nullptr, true, "N", ""},
+      {"--min-cp", nullptr, true, "N", ""},
+      {"--max-cp", nullptr, true, "N", "(default 16)"},
+      {"--min-dp", nullptr, true, "N", ""},
+      {"--max-dp", nullptr, true, "N", ""},
+      {"--min-ep", nullptr, true, "N", ""},
+      {"--max-ep", nullptr, true, "N", ""},
+      {"--min-vp", nullptr, true, "N", ""},
+      {"--max-vp", nullptr, true, "N", ""},
+      {"--min-mbs", nullptr, true, "N", ""},
+      {"--max-mbs", nullptr, true, "N", "(default 8)"},
+      {"--schedules", nullptr, true, "LIST", "allowed schedules: 1f1b,gpipe,interleaved-1f1b,zero-bubble"},
+      {"--recompute", nullptr, true, "LIST", "allowed recompute modes: none,selective,full"},
+      {"--zero", nullptr, true, "LIST", "allowed ZeRO stages, e.g. 0,1"},
+      {"--orders", nullptr, true, "LIST", "allowed rank orders: megatron,llama3"},
+      {"--memory-reserve-gib", nullptr, true, "X", "GiB per GPU kept free (default: 10% of capacity)"},
+      {"--memory-reserve-fraction", nullptr, true, "F", "the reserve as a fraction of capacity"},
+      {"--objective", nullptr, true, "O", "step_time (default) or tokens_per_gpu"},
+      {"--top", nullptr, true, "N", "candidates to rank (default 5)"},
+      {"--json", nullptr, false, "", "print the plan as JSON (docs/plan.md)"},
+      {"--csv", nullptr, false, "", "print the ranking as CSV"},
+      {"--export-best", nullptr, false, "", "write the winner's archive to -o (as generate does)"},
+      {"-o", "--output", true, "OUT", "with --export-best: directory or OUT.zip / OUT.tar.gz"},
+      {"--force", nullptr, false, "", "with --export-best: replace OUT if it is a previous export"},
+      {"--threads", nullptr, true, "N", "worker threads (default: one per core)"},
+      {"--progress", nullptr, true, "MODE", "bar | lines | none (default: bar on a terminal, else lines)"},
+      {"--quiet", "-q", false, "", "no progress"},
+      {"--allow-large", nullptr, false, "", "raise the work budget per candidate (docs/promises.md)"},
+      {"--help", "-h", false, "", "show this help"},
+  };
+  return s;
+}
+
+std::optional<int64_t> to_int(const std::string& s) {
+  try {
+    size_t used = 0;
+    long long v = std::stoll(s, &used);
+    if (used != s.size()) return std::nullopt;
+    return v;
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// Which flag set a constraint key, for error messages.
+std::string flag_of_key(const std::string& key) {
+  std::string f = "--" + key;
+  for (char& ch : f)
+    if (ch == '_') ch = '-';
+  return f;
+}
+
+// The base job and the constraints: the config's JSON, its "plan" block,
+// then the flags on top.
+int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus) {
+  json j = json::object();
+  if (const std::string* config = args.get("--config")) {
+    Result<std::string> text = read_file(*config, kMaxJobFileBytes);
+    if (!text.ok()) return report_error(kCmd, text.error());
+    Result<json> parsed = jsonf::parse_text(*text);
+    if (!parsed.ok()) {
+      Error e = parsed.error();
+      e.message = *config + ": " + e.message;
+      return report_error(kCmd, e);
+    }
+    j = std::move(parsed).value();
+  } else if (!args.has("--model")) {
+    return usage_error(kCmd, "give --model PRESET or --config FILE");
+  }
+  if (!j.is_object()) return report_error(kCmd, make_error(ErrorCode::kInvalidArgument, "a job is a JSON object", ""));
+  json planj = j.contains("plan") ? j["plan"] : json::object();
+  j.erase("plan");
+  if (!planj.is_object())
+    return report_error(kCmd, make_error(ErrorCode::kInvalidArgument, "must be an object", "plan"));
+  if (const std::string* m = args.get("--model")) {
+    if (!j.contains("model") || !j["model"].is_object()) j["model"] = json::object();
+    j["model"].erase("hf_config");
+    j["model"]["preset"] = *m;
+  }
+  auto section = [&](const char* name) -> json& {
+    if (!j.contains(name) || !j[name].is_object()) j[name] = json::object();
+    return j[name];
+  };
+  struct IntFlag { const char* flag; const char* sec; const char* key; };
+  for (const IntFlag& f : {IntFlag{"--layers", "model", "num_layers"}, IntFlag{"--seq-len", "training", "seq_len"},
+                           IntFlag{"--global-batch-size", "training", "global_batch_size"}}) {
+    const std::string* v = args.get(f.flag);
+    if (!v) continue;
+    std::optional<int64_t> n = to_int(*v);
+    if (!n) return usage_error(kCmd, std::string(f.flag) + " expects an integer (got '" + *v + "')");
+    section(f.sec)[f.key] = *n;
+  }
+  if (const std::string* v = args.get("--dtype")) section("training")["dtype"] = *v;
+  if (const std::string* h = args.get("--hardware")) {
+    if (j.contains("hardware") && j["hardware"].is_object()) j["hardware"]["preset"] = *h;
+    else j["hardware"] = *h;
+  }
+  // What the plan chooses is not part of the base job.
+  if (j.contains("parallel") && j["parallel"].is_object()) {
+    json keep = json::object();
+    if (j["parallel"].contains("cp_algorithm")) keep["cp_algorithm"] = j["parallel"]["cp_algorithm"];
+    j["parallel"] = keep;
+  }
+  if (j.contains("training") && j["training"].is_object())
+    for (const char* k : {"micro_batch_size", "schedule", "recompute"}) j["training"].erase(k);
+  Result<Job> parsed = parse_job(j.dump());
+  if (!parsed.ok()) return report_error(kCmd, parsed.error());
+  *job = std::move(parsed).value();
+
+  // Constraint flags onto the plan block.
+  for (int d = 0; d < kPlanDegrees; ++d) {
+    const std::string n = kPlanDegreeNames[d];
+    for (const std::string& key : {n, "min_" + n, "max_" + n}) {
+      const std::string flag = flag_of_key(key);
+      const std::string* v = args.get(flag);
+      if (!v) continue;
+      std::optional<int64_t> x = to_int(*v);
+      if (!x) return usage_error(kCmd, flag + " expects an integer (got '" + *v + "')");
+      planj[key] = *x;
+    }
+  }
+  for (const char* key : {"schedules", "recompute", "orders"})
+    if (const std::string* v = args.get(flag_of_key(key))) planj[key] = split(*v);
+  if (const std::string* v = args.get("--zero")) {
+    json z = json::array();
+    for (const std::string& s : split(*v)) {
+      std::optional<int64_t> x = to_int(s);
+      if (!x) return usage_error(kCmd, "--zero expects a list of 0..3 (got '" + *v + "')");
+      z.push_back(*x);
+    }
+    planj["zero"] = z;
+  }
+  for (const char* key : {"memory_reserve_gib", "memory_reserve_fraction"})
+    if (const std::string* v = args.get(flag_of_key(key))) {
+      try {
+        size_t used = 0;
+        double x = std::stod(*v, &used);
+        if (used != v->size()) throw 0;
+        planj[key] = x;
+        planj.erase(std::string(key) == "memory_reserve_gib" ? "memory_reserve_fraction" : "memory_reserve_gib");
+      } catch (...) {
+        return usage_error(kCmd, flag_of_key(key) + " expects a number (got '" + *v + "')");
+      }
+    }
+  if (const std::string* v = args.get("--objective")) planj["objective"] = *v;
+  if (const std::string* v = args.get("--top")) {
+    std::optional<int64_t> x = to_int(*v);
+    if (!x) return usage_error(kCmd, "--top expects an integer (got '" + *v + "')");
+    planj["top"] = *x;
+  }
+  Result<PlanConstraints> pc = parse_plan_constraints(planj, "plan");
+  if (!pc.ok()) {
+    Error e = pc.error();
+    const std::string key = e.path.rfind("plan.", 0) == 0 ? e.path.substr(5) : "";
+    const std::string base_key = key.substr(0, key.find('['));
+    if (!base_key.empty() && args.has(flag_of_key(base_key))) e.message += " (from " + flag_of_key(base_key) + ")";
+    return report_error(kCmd, e);
+  }
+  *cons = std::move(pc).value();
+  const std::string* g = args.get("--gpus");
+  if (!g) return usage_error(kCmd, "missing --gpus N");
+  std::optional<int64_t> n = to_int(*g);
+  if (!n || *n < 1) return usage_error(kCmd, "--gpus expects a positive integer (got '" + *g + "')");
+  *gpus = *n;
+  Budget b = engine_budget();
+  b.max_engine_bytes = std::max(b.max_engine_bytes, kCliEngineBudgetBytes);
+  set_engine_budget(b);
+  return kExitOk;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string gib(int64_t b) { return fmt("%.1f", static_cast<double>(b) / (1024.0 * 1024.0 * 1024.0)); }
+
+std::string pad(std::string s, size_t w, bool right = false) {
+  if (s.size() >= w) return s;
+  return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
+}
+
+void print_text(const PlanResult& r, const Job& base, double seconds) {
+  const bool moe = base.model.is_moe();
+  std::cout << "plan        " << base.model.name << " on " << r.gpus << " x " << base.hardware.name << ", seq "
+            << base.training.seq_len << ", global batch " << base.training.global_batch_size << "; memory "
+            << gib(r.usable_memory_bytes) << " of " << gib(r.memory_capacity_bytes) << " GiB usable per GPU\n";
+  const PlanCounts& c = r.counts;
+  std::cout << "searched    " << c.considered << " layouts: " << c.divisibility << " do not divide, " << c.memory
+            << " do not fit, " << c.dominated << " dominated, " << c.bound << " cut by the step-time bound, "
+            << c.simulated << " simulated (" << fmt("%.1f", seconds) << " s)"
+            << (r.complete ? "" : "; INTERRUPTED: best so far") << "\n\n";
+  if (r.candidates.empty()) {
+    std::cout << "no layout fits on " << r.gpus << " GPUs.\n";
+  } else {
+    size_t w = 6;
+    for (const PlanCandidate& p : r.candidates) w = std::max(w, layout_label(p.layout, moe).size());
+    std::cout << pad("#", 3) << pad("layout", w + 2) << pad("step s", 9, true) << pad("MFU", 7, true)
+              << pad("tokens/s", 12, true) << pad("mem GiB", 9, true) << pad("bubble", 8, true)
+              << "   exposed s: tp / cp / ep / pp / dp\n";
+    for (size_t i = 0; i < r.candidates.size(); ++i) {
+      const PlanCandidate& p = r.candidates[i];
+      std::cout << pad(std::to_string(i + 1), 3) << pad(layout_label(p.layout, moe), w + 2)
+                << pad(fmt("%.3f", p.step_seconds), 9, true) << pad(fmt("%.1f%%", 100 * p.mfu), 7, true)
+                << pad(fmt("%.0f", p.tokens_per_second), 12, true) << pad(gib(p.peak_memory_bytes), 9, true)
+                << pad(fmt("%.1f%%", 100 * p.bubble_fraction), 8, true) << "   ";
+      for (int k = 0; k < 5; ++k) std::cout << (k ? " / " : "") << fmt("%.3f", p.exposed[k]);
+      std::cout << "\n";
+    }
+    std::cout << "\n";
+    for (size_t i = 0; i < r.candidates.size(); ++i)
+      std::cout << "#" << i + 1 << " " << r.candidates[i].bound << "\n";
+    std::cout << "why #1      " << r.why_winner << "\n";
+  }
+  if (!r.closest_misses.empty()) {
+    std::cout << (r.candidates.empty() ? "closest misses:\n" : "faster layouts that do not fit:\n");
+    for (const PlanMiss& m : r.closest_misses)
+      std::cout << "  " << layout_label(m.layout, moe) << ": " << m.reason << "\n";
+  }
+}
+
+void print_csv(const PlanResult& r) {
+  std::cout << "rank,tp,sp,cp,pp,vp,schedule,dp,zero,shard_group,ep,expert_tp,recompute,micro_batch_size,order,"
+               "step_seconds,mfu,tokens_per_second,tokens_per_second_per_gpu,peak_memory_bytes,"
+               "memory_capacity_bytes,bubble_fraction,exposed_tp,exposed_cp,exposed_ep,exposed_pp,exposed_dp\n";
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    const PlanCandidate& p = r.candidates[i];
+    const PlanLayout& l = p.layout;
+    std::string order;
+    for (const std::string& a : l.order) order += (order.empty() ? "" : "-") + a;
+    std::cout << i + 1 << "," << l.tp << "," << (l.sp ? "true" : "false") << "," << l.cp << "," << l.pp << ","
+              << l.vp << "," << schedule_name(l.schedule) << "," << l.dp << "," << l.zero << "," << l.shard_group
+              << "," << l.ep << "," << l.expert_tp << "," << recompute_name(l.recompute) << "," << l.mbs << ","
+              << order << "," << fmt("%.9g", p.step_seconds) << "," << fmt("%.9g", p.mfu) << ","
+              << fmt("%.9g", p.tokens_per_second) << "," << fmt("%.9g", p.tokens_per_second_per_gpu) << ","
+              << p.peak_memory_bytes << "," << p.memory_capacity_bytes << "," << fmt("%.9g", p.bubble_fraction);
+    for (double e : p.exposed) std::cout << "," << fmt("%.9g", e);
+    std::cout << "\n";
+  }
+}
+
+// Progress on stderr: the plan's phases (estimate, simulate), drawn like
+// generate's (cli/progress.h: a bar on a terminal, else a line every
+// STAGECRAFT_PROGRESS_INTERVAL seconds).
+class PlanProgress {
+ public:
+  explicit PlanProgress(Progress::Mode mode) : mode_(mode), start_(std::chrono::steady_clock::now()), last_(start_) {
+    interval_ = mode == Progress::Mode::kBar ? 0.2 : 10.0;
+    if (const char* e = std::getenv("STAGECRAFT_PROGRESS_INTERVAL")) interval_ = std::atof(e);
+  }
+  void update(int64_t done, int64_t total, const std::string& phase) {
+    if (mode_ == Progress::Mode::kQuiet) return;
+    auto now = std::chrono::steady_clock::now();
+    if (std::chrono::duration<double>(now - last_).count() < interval_ && done < total) return;
+    last_ = now;
+    const double el = std::chrono::duration<double>(now - start_).count();
+    const int pct = total > 0 ? static_cast<int>(100.0 * done / total) : 100;
+    if (mode_ == Progress::Mode::kBar) {
+      char bar[29];
+      const int fill = total > 0 ? static_cast<int>(28 * done / total) : 28;
+      for (int i = 0; i < 28; ++i) bar[i] = i < fill ? '#' : '.';
+      bar[28] = 0;
+      std::fprintf(stderr, "\r\033[K%3d%% [%s] %s %lld/%lld  %s", pct, bar, phase.c_str(),
+                   static_cast<long long>(done), static_cast<long long>(total), Progress::format_eta(el).c_str());
+      drawn_ = true;
+    } else if (el >= interval_) {
+      std::fprintf(stderr, "progress: %s %lld/%lld (%d%%), %s elapsed\n", phase.c_str(), static_cast<long long>(done),
+                   static_cast<long long>(total), pct, Progress::format_eta(el).c_str());
+    }
+    std::fflush(stderr);
+  }
+  void finish() {
+    if (drawn_) std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
+
+ private:
+  Progress::Mode mode_;
+  std::chrono::steady_clock::time_point start_, last_;
+  double interval_;
+  bool drawn_ = false;
+};
+
+int export_best(const Args& args, const PlanResult& r) {
+  if (r.candidates.empty()) return report_error(kCmd, make_error(ErrorCode::kInvalidArgument, "no layout fits: nothing to export", "--export-best"));
+  const std::string* out = args.get("-o");
+  fs::path dir = fs::path(*out).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();
+  ExportOptions opt;
+  opt.out = dir;
+  opt.format = format_for(dir.string());
+  opt.force = args.has("--force");
+  opt.progress = args.has("--quiet") ? ProgressMode::kQuiet : ProgressMode::kAuto;
+  bool replace = false;
+  if (Status st = check_output(dir, opt.format, opt.force, &replace); !st.ok()) return report_error(kCmd, st.error());
+  int rc = kExitOk;
+  std::optional<Generator> gen = build_generator(kCmd, args, r.candidates.front().job, &rc);
+  if (!gen) return rc;
+  opt.ranks = all_ranks(gen->world_size());
+  Result<RankEncoder> enc = RankEncoder::create(*gen);
+  if (!enc.ok()) return report_error(kCmd, enc.error());
+  ExportStats stats;
+  Status s = run_export(*gen, *enc, opt, &stats);
+  if (!s.ok()) {
+    reraise_if_signalled();
+    return report_error(kCmd, s.error());
+  }
+  std::cerr << "stagecraft plan: wrote the winner's " << stats.ranks << " ranks to " << dir.string() << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+int cmd_plan(const std::vector<std::string>& argv) {
+  std::vector<FlagSpec> flag_specs = specs();
+  Args args;
+  if (std::optional<int> rc = parse_or_exit(kCmd, argv, flag_specs, kUsage, &args)) return *rc;
+  if (!args.positional.empty()) return usage_error(kCmd, "unexpected argument '" + args.positional[0] + "'");
+  if (args.has("--json") && args.has("--csv")) return usage_error(kCmd, "give --json or --csv, not both");
+  if (args.has("--export-best") && !args.has("-o")) return usage_error(kCmd, "--export-best needs -o OUT");
+  if (args.has("-o") && !args.has("--export-best")) return usage_error(kCmd, "-o is for --export-best");
+  Job base;
+  PlanOptions o;
+  if (int rc = load(args, &base, &o.constraints, &o.gpus); rc != kExitOk) return rc;
+  if (args.has("--allow-large")) {
+    Budget b = engine_budget();
+    b.max_engine_bytes = std::max<int64_t>(b.max_engine_bytes, int64_t{32} << 30);
+    set_engine_budget(b);
+  }
+  o.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (const std::string* t = args.get("--threads")) {
+    std::optional<int64_t> n = to_int(*t);
+    if (!n || *n < 1 || *n > 256) return usage_error(kCmd, "--threads must be an integer 1..256 (got '" + *t + "')");
+    o.threads = static_cast<int>(*n);
+  }
+  Progress::Mode mode = Progress::auto_mode();
+  if (const std::string* m = args.get("--progress")) {
+    if (*m == "bar") mode = Progress::Mode::kBar;
+    else if (*m == "lines") mode = Progress::Mode::kLines;
+    else if (*m == "none") mode = Progress::Mode::kQuiet;
+    else return usage_error(kCmd, "--progress must be bar, lines or none (got '" + *m + "')");
+  }
+  if (args.has("--quiet")) mode = Progress::Mode::kQuiet;
+  PlanProgress bar(mode);
+  o.progress = [&](int64_t d, int64_t t, const std::string& ph) { bar.update(d, t, ph); };
+  install_signal_cleanup();  // SIGINT/SIGTERM: the search stops and prints its best so far
+  const auto start = std::chrono::steady_clock::now();
+  Result<PlanResult> r = plan(base, o);
+  bar.finish();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!r.ok()) {
+    Error e = r.error();
+    if (e.path.rfind("plan.", 0) == 0 && args.has(flag_of_key(e.path.substr(5))))
+      e.message += " (from " + flag_of_key(e.path.substr(5)) + ")";
+    return report_error(kCmd, e);
+  }
+  if (args.has("--json")) std::cout << plan_json(*r);
+  else if (args.has("--csv")) print_csv(*r);
+  else print_text(*r, base, seconds);
+  std::cout.flush();
+  if (!r->complete) {
+    std::cerr << "stagecraft plan: interrupted by " << (pending_signal() == SIGTERM ? "SIGTERM" : "SIGINT")
+              << "; printed the best found so far\n";
+    reraise_if_signalled();
+    return kExitError;
+  }
+  if (args.has("--export-best")) return export_best(args, *r);
+  return r->candidates.empty() ? kExitError : kExitOk;
+}
+
+}  // namespace sc::cli

@@ -1,0 +1,1029 @@
+#include "api/plan.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <set>
+#include <thread>
+#include <tuple>
+
+#include "api/api.h"
+#include "api/state.h"
+#include "base/cancel.h"
+#include "base/json_fields.h"
+#include "model/transformer.h"
+#include "sim/network.h"
+#include "trace/schedule.h"
+
+namespace sc {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr int kTp = 0, kPp = 1, kCp = 2, kDp = 3, kEp = 4, kVp = 5, kMbs = 6;
+
+// ---------------------------------------------------------------- helpers
+
+std::vector<int64_t> divisors(int64_t n) {
+  std::vector<int64_t> d;
+  for (int64_t i = 1; i * i <= n; ++i)
+    if (n % i == 0) {
+      d.push_back(i);
+      if (i != n / i) d.push_back(n / i);
+    }
+  std::sort(d.begin(), d.end());
+  return d;
+}
+
+std::vector<std::string> order_of(const std::string& name) {
+  if (name == "llama3") return {"tp", "cp", "pp", "dp"};
+  return {"tp", "cp", "dp", "pp"};  // megatron
+}
+std::string order_name(const std::vector<std::string>& o) {
+  return o == order_of("llama3") ? "llama3" : "megatron";
+}
+
+int schedule_index(Schedule s) {
+  switch (s) {
+    case Schedule::kOneFOneB: return 0;
+    case Schedule::kInterleaved: return 1;
+    case Schedule::kZeroBubble: return 2;
+    case Schedule::kGPipe: return 3;
+  }
+  return 4;
+}
+
+// Runs fn(i) for i in [0, n) on `threads` threads (fn must only write its
+// own slot); progress on the calling thread.
+template <typename Fn>
+void parallel_for(int64_t n, int threads, Fn fn, const std::function<void(int64_t)>& tick = nullptr) {
+  if (threads <= 1 || n <= 1) {
+    for (int64_t i = 0; i < n; ++i) {
+      fn(i);
+      if (tick) tick(i + 1);
+    }
+    return;
+  }
+  std::atomic<int64_t> next{0}, done{0};
+  std::vector<std::thread> pool;
+  const int t = static_cast<int>(std::min<int64_t>(threads, n));
+  for (int k = 0; k < t; ++k)
+    pool.emplace_back([&] {
+      for (int64_t i; (i = next.fetch_add(1)) < n;) {
+        fn(i);
+        done.fetch_add(1);
+      }
+    });
+  if (tick) {
+    while (done.load() < n) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      tick(done.load());
+    }
+  }
+  for (auto& th : pool) th.join();
+  if (tick) tick(n);
+}
+
+// ---------------------------------------------------------------- proxy
+
+// Per transformer layer of the proxy (or the embedding side "pre", the
+// head side "post"): local parameters, saved activations per micro-batch,
+// those read by weight-gradient ops, compute microseconds per micro-batch.
+struct Part {
+  int64_t params_dense = 0, params_expert = 0, saved = 0, for_w = 0;
+  double f_us = 0, fb_us = 0;
+  double comm_us = 0;  // tp and cp collectives per micro-batch, on the real network
+};
+
+struct Proxy {
+  bool ok = false;
+  Error error;
+  std::vector<Part> layers;  // proxy layers; model layer l uses layers[min(l, size-1)]
+  Part pre, post;
+  int64_t transient = 0;  // live activation peak - saved activation peak (one micro-batch)
+};
+
+struct ProxyKey {
+  int64_t tp, cp, mbs, ep, etp;
+  bool sp;
+  Recompute rc;
+  auto tie() const { return std::tie(tp, cp, mbs, ep, etp, sp, rc); }
+  bool operator<(const ProxyKey& o) const { return tie() < o.tie(); }
+};
+
+ProxyKey key_of(const PlanLayout& l) { return {l.tp, l.cp, l.mbs, l.ep, l.expert_tp, l.sp, l.recompute}; }
+
+int64_t proxy_layers(const ModelConfig& m) {
+  if (m.is_hybrid()) return m.num_layers;
+  if (m.is_moe()) return std::min<int64_t>(m.num_layers, m.first_dense_layers + 1);
+  return 1;
+}
+
+bool is_weight(const Tensor& t) { return t.kind == TensorKind::kWeight && t.producer < 0; }
+
+// The group of rank 0 along the first `n` indices of an axis whose index
+// i sits at rank i * stride: its shape on the network.
+GroupShape strided_shape(const NetworkModel& net, int64_t n, int64_t stride) {
+  GroupShapeBuilder b;
+  for (int64_t i = 0; i < n; ++i) b.add(net, i * stride);
+  return b.finish(net);
+}
+
+Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
+  Proxy px;
+  Job j = base;
+  j.model.num_layers = proxy_layers(base.model);
+  ParallelConfig& p = j.parallel;
+  p = ParallelConfig{};
+  p.tp = k.tp;
+  p.cp = k.cp;
+  p.sequence_parallel = k.sp;
+  p.cp_algorithm = base.parallel.cp_algorithm;
+  int64_t dp = 1;
+  if (base.model.is_moe()) {
+    p.ep = k.ep;
+    p.expert_tp = k.etp;
+    const int64_t need = k.ep * k.etp, have = k.tp * k.cp;
+    dp = need / std::gcd(need, have);
+  }
+  p.dp = dp;
+  j.training.micro_batch_size = k.mbs;
+  j.training.global_batch_size = dp * k.mbs;
+  j.training.recompute = k.rc;
+  j.training.schedule = Schedule::kOneFOneB;
+  Result<Generator> gen = Generator::create(j);
+  if (!gen.ok()) {
+    px.error = gen.error();
+    return px;
+  }
+  const GeneratorState& s = GeneratorAccess::state(*gen);
+  const Graph& g = s.graph_of(0);
+  const RoleProgram& prog = s.program_of(0);
+  px.layers.assign(static_cast<size_t>(j.model.num_layers), Part{});
+  // Position of each op in program order; the first/last layered forward
+  // and backward ops split layer -1 into the embedding and head sides.
+  std::vector<int> pos(g.ops.size(), -1);
+  int first_fwd = INT32_MAX, last_bwd = -1;
+  for (size_t i = 0; i < g.order.size(); ++i) {
+    const Op& o = g.ops[g.order[i]];
+    pos[g.order[i]] = static_cast<int>(i);
+    if (o.layer >= 0 && o.phase == Phase::kForward) first_fwd = std::min(first_fwd, static_cast<int>(i));
+    if (o.layer >= 0 && o.phase == Phase::kBackward) last_bwd = std::max(last_bwd, static_cast<int>(i));
+  }
+  auto part_of_op = [&](int id) -> Part* {
+    const Op& o = g.ops[id];
+    if (o.layer >= 0 && o.layer < static_cast<int>(px.layers.size())) return &px.layers[static_cast<size_t>(o.layer)];
+    if (o.phase == Phase::kForward) return pos[id] < first_fwd ? &px.pre : &px.post;
+    if (o.phase == Phase::kBackward) return pos[id] > last_bwd ? &px.pre : &px.post;
+    return nullptr;
+  };
+  // Weights: the part of their first forward reader.
+  std::vector<Part*> weight_part(g.tensors.size(), nullptr);
+  for (int id : g.order) {
+    const Op& o = g.ops[id];
+    if (o.phase != Phase::kForward) continue;
+    for (int t : o.inputs)
+      if (is_weight(g.tensors[t]) && !weight_part[t]) weight_part[t] = part_of_op(id);
+  }
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const Tensor& tt = g.tensors[t];
+    if (!is_weight(tt)) continue;
+    Result<int64_t> n = tt.local_numel().eval(s.bind, tt.name);
+    if (!n.ok()) { px.error = n.error(); return px; }
+    Part* part = weight_part[t] ? weight_part[t] : &px.pre;
+    (tt.expert ? part->params_expert : part->params_dense) += *n;
+  }
+  // Saved activations: the part of their first backward reader (as
+  // summary.json's activation_bytes_by_layer), layer -1 by its producer.
+  std::set<int> seen, seen_w;
+  for (int id : g.order) {
+    const Op& o = g.ops[id];
+    if (o.phase != Phase::kBackward) continue;
+    for (int t : o.inputs) {
+      if (!is_saved_activation(g, t)) continue;
+      const bool first = seen.insert(t).second, first_w = o.wgrad && seen_w.insert(t).second;
+      if (!first && !first_w) continue;
+      Part* part = nullptr;
+      if (o.layer >= 0) part = part_of_op(id);
+      else {
+        const int prod = g.tensors[t].producer;
+        part = prod < 0 || pos[prod] < first_fwd ? &px.pre : &px.post;
+      }
+      Result<int64_t> b = g.tensors[t].local_bytes().eval(s.bind, g.tensors[t].name);
+      if (!b.ok()) { px.error = b.error(); return px; }
+      if (first) part->saved += *b;
+      if (first_w) part->for_w += *b;
+    }
+  }
+  // Compute microseconds: node names are "[mbN.]fwd|bwd|opt.<op>[.suffix]".
+  std::map<std::string, int, std::less<>> by_name;
+  for (size_t i = 0; i < g.ops.size(); ++i) by_name.emplace(g.ops[i].name, static_cast<int>(i));
+  for (const TraceNode& n : prog.nodes) {
+    if (n.kind != TraceNodeKind::kCompute) continue;
+    std::string_view rest = n.name;
+    if (rest.rfind("mb", 0) == 0) rest.remove_prefix(std::min(rest.size(), rest.find('.') + 1));
+    const bool fwd = rest.rfind("fwd.", 0) == 0, bwd = rest.rfind("bwd.", 0) == 0;
+    if (!fwd && !bwd) continue;  // the optimizer is left out of the bound
+    rest.remove_prefix(4);
+    int op = -1;
+    for (std::string_view r = rest; !r.empty();) {
+      if (auto it = by_name.find(r); it != by_name.end()) { op = it->second; break; }
+      const size_t dot = r.rfind('.');
+      if (dot == std::string_view::npos) break;
+      r = r.substr(0, dot);
+    }
+    if (op < 0) continue;  // unattributed: left out (the bound stays a bound)
+    Part* part = part_of_op(op);
+    if (!part) continue;
+    const double us = static_cast<double>(n.duration_micros);
+    part->fb_us += us;
+    if (fwd) part->f_us += us;
+  }
+  // tp and cp collectives of the forward and backward: their groups are
+  // the innermost axes in every rank order, so their shapes are the real
+  // job's (rank 0's tp group: ranks 0..tp-1; cp group: stride tp).
+  if (!net.astra && net.algorithm != "hierarchical") {
+    const GroupShape tp_shape = strided_shape(net, k.tp, 1), cp_shape = strided_shape(net, k.cp, k.tp);
+    for (size_t i = 0; i < prog.nodes.size(); ++i) {
+      const TraceNode& n = prog.nodes[i];
+      const std::string& axis = prog.node_axis[i];
+      if (n.kind != TraceNodeKind::kCollective || (axis != "tp" && axis != "cp")) continue;
+      std::string_view rest = n.name;
+      if (rest.rfind("mb", 0) == 0) rest.remove_prefix(std::min(rest.size(), rest.find('.') + 1));
+      if (rest.rfind("fwd.", 0) != 0 && rest.rfind("bwd.", 0) != 0) continue;
+      rest.remove_prefix(4);
+      int op = -1;
+      for (std::string_view r = rest; !r.empty();) {
+        if (auto it = by_name.find(r); it != by_name.end()) { op = it->second; break; }
+        const size_t dot = r.rfind('.');
+        if (dot == std::string_view::npos) break;
+        r = r.substr(0, dot);
+      }
+      Part* part = op >= 0 ? part_of_op(op) : nullptr;
+      if (part) part->comm_us += collective_micros(net, axis == "tp" ? tp_shape : cp_shape, n.coll, n.comm_size);
+    }
+  }
+  px.transient = std::max<int64_t>(0, prog.live_activation_peak - prog.activation_peak);
+  px.ok = true;
+  return px;
+}
+
+const Part& layer_part(const Proxy& px, int64_t layer) {
+  return px.layers[static_cast<size_t>(std::min<int64_t>(layer, static_cast<int64_t>(px.layers.size()) - 1))];
+}
+
+// ---------------------------------------------------------------- estimates
+
+struct Estimate {
+  bool ok = false;
+  int64_t lower = 0, upper = 0;  // bytes
+  double bound_us = 0;
+};
+
+// Per chunk of a stage: saved, for_w, f, fb of its layers (+ ends).
+struct ChunkSums {
+  int64_t saved = 0, for_w = 0, params_dense = 0, params_expert = 0;
+  double f_us = 0, fb_us = 0, comm_us = 0;
+  int64_t pre_post_dense = 0;  // of params_dense: the embedding / head units
+};
+
+ChunkSums chunk_sums(const Proxy& px, const Chunk& c, int64_t num_virtual, bool tied) {
+  ChunkSums s;
+  auto add = [&](const Part& p) {
+    s.saved += p.saved;
+    s.for_w += p.for_w;
+    s.params_dense += p.params_dense;
+    s.params_expert += p.params_expert;
+    s.f_us += p.f_us;
+    s.fb_us += p.fb_us;
+    s.comm_us += p.comm_us;
+  };
+  for (int64_t l = c.first_layer; l < c.end_layer; ++l) add(layer_part(px, l));
+  if (c.virtual_stage == 0) add(px.pre), s.pre_post_dense += px.pre.params_dense;
+  if (c.virtual_stage == num_virtual - 1) {
+    add(px.post);
+    s.pre_post_dense += px.post.params_dense;
+    // A tied embedding is a second copy on the last stage when pp > 1.
+    if (tied && num_virtual > 1 && c.virtual_stage != 0) s.params_dense += px.pre.params_dense;
+  }
+  return s;
+}
+
+// Rank 0's group over the first n indices of the combined (cp, dp) index
+// (cp inner, as the layout derives "dp+cp" and HSDP's dp_shard), in the
+// job's rank order: its shape on the network.
+GroupShape dp_group_shape(const NetworkModel& net, const ParallelConfig& p, int64_t n) {
+  std::vector<int64_t> strides(4, 1);  // tp, cp, dp, pp
+  int64_t stride = 1;
+  for (const std::string& a : p.order) {
+    const int i = a == "tp" ? 0 : a == "cp" ? 1 : a == "dp" ? 2 : 3;
+    strides[static_cast<size_t>(i)] = stride;
+    stride *= i == 0 ? p.tp : i == 1 ? p.cp : i == 2 ? p.dp : p.pp;
+  }
+  std::vector<int64_t> members;
+  for (int64_t j = 0; j < n; ++j) members.push_back((j % p.cp) * strides[1] + (j / p.cp) * strides[2]);
+  std::sort(members.begin(), members.end());
+  GroupShapeBuilder b;
+  for (int64_t r : members) b.add(net, r);
+  return b.finish(net);
+}
+
+// A lower bound of the data-parallel communication one rank of a stage
+// issues (its one communication stream runs it all): the gradient
+// reduction and ZeRO's gathers as single collectives (the buckets' extra
+// latencies left out), dense parameters only.
+double dp_comm_bound(const Job& job, const NetworkModel& net, int64_t dense, int64_t unit_dense_max_sum,
+                     const std::vector<int64_t>& units, int64_t m) {
+  (void)unit_dense_max_sum;
+  const ParallelConfig& p = job.parallel;
+  const int64_t n = p.dp * p.cp;
+  if (n <= 1 || dense <= 0) return 0;
+  const int64_t gbytes = dense * dtype_bytes(job.training.grad_reduce_dtype);
+  const int64_t wbytes = dense * dtype_bytes(job.training.dtype);
+  const GroupShape all = dp_group_shape(net, p, n);
+  if (p.zero == 0) return collective_micros(net, all, CollectiveType::kAllReduce, gbytes);
+  if (p.zero < 3)
+    return collective_micros(net, all, CollectiveType::kReduceScatter, gbytes) +
+           collective_micros(net, all, CollectiveType::kAllGather, (wbytes + n - 1) / n);
+  const int64_t sg = p.shard_degree();
+  if (sg <= 1) return 0;
+  const GroupShape shard = sg == n ? all : dp_group_shape(net, p, sg);
+  double t = collective_micros(net, shard, CollectiveType::kReduceScatter, gbytes);
+  // Each FSDP unit is gathered before its forward and its backward, per micro-batch.
+  for (int64_t u : units) {
+    const int64_t ub = u * dtype_bytes(job.training.dtype);
+    t += 2.0 * static_cast<double>(m) * collective_micros(net, shard, CollectiveType::kAllGather, (ub + sg - 1) / sg);
+  }
+  return t;
+}
+
+Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net) {
+  Estimate e;
+  if (!px.ok) return e;
+  const ParallelConfig& p = job.parallel;
+  const TrainingConfig& t = job.training;
+  const int64_t L = job.model.num_layers, v = p.virtual_stages, nv = p.pp * v;
+  const int64_t m = t.num_micro_batches(p);
+  const int64_t group = p.shard_degree(), expert_group = job.model.is_moe() ? p.expert_dp() : 1;
+  double fill_first_chunks = 0, last_busy = 0, max_busy = 0, max_comm = 0;
+  const bool comm_bound = net && !net->astra && net->algorithm != "hierarchical";
+  for (int64_t st = 0; st < p.pp; ++st) {
+    const std::vector<Chunk> chunks = stage_chunks(L, p.pp, v, {}, st);
+    std::vector<ChunkSums> cs;
+    int64_t dense = 0, expert = 0;
+    double busy = 0, comm = 0;
+    std::vector<int64_t> units;  // FSDP units: the layers, the embedding, the head
+    for (const Chunk& c : chunks) {
+      cs.push_back(chunk_sums(px, c, nv, job.model.tied_embeddings));
+      dense += cs.back().params_dense;
+      expert += cs.back().params_expert;
+      busy += cs.back().fb_us * static_cast<double>(m);
+      comm += cs.back().comm_us * static_cast<double>(m);
+      if (comm_bound && job.parallel.zero == 3) {
+        for (int64_t l = c.first_layer; l < c.end_layer; ++l) units.push_back(layer_part(px, l).params_dense);
+        if (cs.back().pre_post_dense > 0) units.push_back(cs.back().pre_post_dense);
+      }
+    }
+    if (comm_bound) comm += dp_comm_bound(job, *net, dense, 0, units, m);
+    max_comm = std::max(max_comm, comm);
+    if (st < p.pp - 1 && !cs.empty()) fill_first_chunks += cs.front().f_us;
+    if (st == p.pp - 1) last_busy = busy;
+    max_busy = std::max(max_busy, busy);
+    // summary.json's memory formula (api/summary.cc).
+    const int64_t local = dense + expert;
+    auto sharded = [&](int64_t bpp, int64_t stage) {
+      if (p.zero < stage) return local * bpp;
+      return (dense * bpp + group - 1) / group + (expert * bpp + expert_group - 1) / expert_group;
+    };
+    const int64_t static_bytes = sharded(dtype_bytes(t.dtype), 3) + sharded(dtype_bytes(t.grad_reduce_dtype), 2) +
+                                 sharded(t.optimizer_bytes_per_param, 1);
+    // Saved activations over the schedule, as lowering counts them.
+    const bool split_w = t.schedule == Schedule::kZeroBubble;
+    int64_t alive = 0, peak = 0;
+    for (const Step& s : pipeline_schedule(t.schedule, p.pp, v, st, m)) {
+      const ChunkSums& c = cs[static_cast<size_t>(s.chunk)];
+      const int64_t w = split_w ? c.for_w : 0;
+      if (s.kind == StepKind::kForward) alive += c.saved;
+      if (s.kind == StepKind::kBackward) alive -= c.saved - w;
+      if (s.kind == StepKind::kWeight) alive -= w;
+      peak = std::max(peak, alive);
+    }
+    e.lower = std::max(e.lower, static_bytes + peak);
+    e.upper = std::max(e.upper, static_bytes + peak + px.transient);
+  }
+  // One compute stream per rank: a stage is busy at least its compute;
+  // the last stage starts only after micro-batch 0's forward went through
+  // the first chunk of every earlier stage.
+  // One communication stream per rank too: a stage's collectives run one
+  // at a time.
+  e.bound_us = std::max({max_busy, last_busy + fill_first_chunks, max_comm});
+  e.ok = true;
+  return e;
+}
+
+// ---------------------------------------------------------------- enumeration
+
+bool allowed_deg(const PlanConstraints& c, int d, int64_t v) {
+  if (c.fixed[d] && *c.fixed[d] != v) return false;
+  if (c.min[d] && v < *c.min[d]) return false;
+  if (c.max[d] && v > *c.max[d]) return false;
+  return true;
+}
+
+template <typename T>
+bool in_list(const std::vector<T>& list, const T& v) {
+  return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
+}
+
+struct Cand {
+  PlanLayout l;
+  Job job;
+  // state
+  enum { kNew, kDivisibility, kMemory, kDominated, kBound, kSimulated } state = kNew;
+  std::string reason;
+  int64_t short_by = 0;
+  Estimate est;
+  int proxy = -1;
+};
+
+auto tie_key(const PlanLayout& l) {
+  return std::make_tuple(l.tp, l.cp, l.pp, l.vp, schedule_index(l.schedule), l.dp, l.zero, l.shard_group, l.ep,
+                         l.expert_tp, static_cast<int>(l.recompute), l.mbs, l.sp ? 0 : 1, order_name(l.order));
+}
+
+Status check_constraints(const Job& base, const PlanOptions& o) {
+  const PlanConstraints& c = o.constraints;
+  if (o.gpus < 1) return make_error(ErrorCode::kInvalidArgument, "must be a positive integer", "gpus");
+  for (int d = 0; d < kPlanDegrees; ++d) {
+    const std::string n = kPlanDegreeNames[d];
+    if (c.min[d] && c.max[d] && *c.min[d] > *c.max[d])
+      return make_error(ErrorCode::kInvalidArgument,
+                        "min_" + n + " " + std::to_string(*c.min[d]) + " is above max_" + n + " " +
+                            std::to_string(*c.max[d]) + ": no " + n + " satisfies both",
+                        "plan.min_" + n);
+    if (c.fixed[d] && c.max[d] && *c.fixed[d] > *c.max[d])
+      return make_error(ErrorCode::kInvalidArgument,
+                        n + " " + std::to_string(*c.fixed[d]) + " conflicts with max_" + n + " " +
+                            std::to_string(*c.max[d]),
+                        "plan." + n);
+    if (c.fixed[d] && c.min[d] && *c.fixed[d] < *c.min[d])
+      return make_error(ErrorCode::kInvalidArgument,
+                        n + " " + std::to_string(*c.fixed[d]) + " conflicts with min_" + n + " " +
+                            std::to_string(*c.min[d]),
+                        "plan." + n);
+  }
+  // The fixed world degrees must divide the GPUs.
+  int64_t prod = 1;
+  std::string names;
+  for (int d : {kTp, kPp, kCp, kDp})
+    if (c.fixed[d]) {
+      prod *= *c.fixed[d];
+      names += (names.empty() ? "" : " x ") + std::string(kPlanDegreeNames[d]) + " " + std::to_string(*c.fixed[d]);
+    }
+  if (o.gpus % prod != 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "gpus " + std::to_string(o.gpus) + " is not divisible by the fixed degrees " + names + " = " +
+                          std::to_string(prod),
+                      "gpus");
+  if (c.fixed[kTp] && c.fixed[kPp] && c.fixed[kCp] && c.fixed[kDp] && prod != o.gpus)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the fixed degrees " + names + " = " + std::to_string(prod) + " use " + std::to_string(prod) +
+                          " GPUs, not gpus " + std::to_string(o.gpus),
+                      "gpus");
+  if (!base.model.is_moe() && ((c.fixed[kEp] && *c.fixed[kEp] != 1) || (c.min[kEp] && *c.min[kEp] > 1)))
+    return make_error(ErrorCode::kInvalidArgument, base.model.name + " has no experts: ep must be 1", "plan.ep");
+  if (c.top < 1) return make_error(ErrorCode::kInvalidArgument, "must be >= 1", "plan.top");
+  return ok_status();
+}
+
+std::vector<Cand> enumerate(const Job& base, const PlanOptions& o) {
+  const PlanConstraints& c = o.constraints;
+  const ModelConfig& m = base.model;
+  const int64_t G = o.gpus, B = base.training.global_batch_size, L = m.num_layers;
+  const int64_t node = base.hardware.gpus_per_node > 0 ? base.hardware.gpus_per_node : 8;
+  std::vector<std::string> orders = c.orders.empty() ? std::vector<std::string>{"megatron", "llama3"} : c.orders;
+  std::vector<int64_t> zeros = c.zero.empty() ? std::vector<int64_t>{0, 1, 2, 3} : c.zero;
+  const Recompute rcs[] = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  std::vector<Cand> out;
+  for (int64_t tp : divisors(G)) {
+    // Default bounds (docs/plan.md): tp within a node, cp <= 16, mbs <= 8.
+    if (!c.fixed[kTp] && !c.max[kTp] && tp > node) continue;
+    if (!allowed_deg(c, kTp, tp)) continue;
+    for (int64_t cp : divisors(G / tp)) {
+      if (!c.fixed[kCp] && !c.max[kCp] && cp > 16) continue;
+      if (!allowed_deg(c, kCp, cp)) continue;
+      for (int64_t pp : divisors(G / tp / cp)) {
+        if (pp > L || !allowed_deg(c, kPp, pp)) continue;
+        const int64_t dp = G / tp / cp / pp;
+        if (!allowed_deg(c, kDp, dp)) continue;
+        // (schedule, vp): pp = 1 runs every schedule as plain accumulation.
+        std::vector<std::pair<Schedule, int64_t>> sched;
+        if (pp == 1) sched.push_back({Schedule::kOneFOneB, 1});
+        else {
+          for (Schedule s : {Schedule::kOneFOneB, Schedule::kZeroBubble, Schedule::kGPipe}) sched.push_back({s, 1});
+          for (int64_t v : divisors(L / std::max<int64_t>(1, pp)))
+            if (v >= 2 && L % (pp * v) == 0) sched.push_back({Schedule::kInterleaved, v});
+        }
+        for (auto [s, v] : sched) {
+          if (!in_list(c.schedules, std::string(schedule_name(s))) || !allowed_deg(c, kVp, v)) continue;
+          for (int64_t mbs = 1; mbs <= std::max<int64_t>(1, B / dp); ++mbs) {
+            if (!c.fixed[kMbs] && !c.max[kMbs] && mbs > 8) break;
+            if (!allowed_deg(c, kMbs, mbs)) continue;
+            if (B % dp == 0 && (B / dp) % mbs != 0) continue;  // not a layout: the batch does not split
+            if (B % dp != 0 && mbs > 1) break;
+            for (bool sp : {true, false}) {
+              if (sp && tp == 1) continue;
+              for (Recompute rc : rcs) {
+                if (!in_list(c.recompute, std::string(recompute_name(rc)))) continue;
+                // Experts: ep divides E and tp*cp*dp / etp; etp in {tp, 1}.
+                std::vector<std::pair<int64_t, int64_t>> experts;
+                if (!m.is_moe()) experts.push_back({1, tp});
+                else
+                  for (int64_t etp : tp == 1 ? std::vector<int64_t>{1} : std::vector<int64_t>{tp, 1})
+                    for (int64_t ep : divisors(m.num_experts))
+                      if ((tp * cp * dp) % (ep * etp) == 0 && allowed_deg(c, kEp, ep)) experts.push_back({ep, etp});
+                for (auto [ep, etp] : experts)
+                  for (int64_t z : zeros) {
+                    // Shard group: all of dp x cp; with ZeRO-3 also HSDP
+                    // groups of node x 2^k ranks.
+                    std::vector<int64_t> groups = {dp * cp};
+                    if (z == 3)
+                      for (int64_t g = node; g < dp * cp; g *= 2)
+                        if ((dp * cp) % g == 0) groups.push_back(g);
+                    if (z > 0 && dp * cp == 1) continue;  // nothing to shard: same as ZeRO 0
+                    for (int64_t sg : groups)
+                      for (const std::string& on : orders) {
+                        if (on == "llama3" && (pp == 1 || dp == 1)) continue;  // same ranks as megatron
+                        Cand cd;
+                        cd.l.tp = tp, cd.l.cp = cp, cd.l.pp = pp, cd.l.vp = v, cd.l.dp = dp, cd.l.zero = z;
+                        cd.l.shard_group = sg, cd.l.ep = ep, cd.l.expert_tp = etp, cd.l.mbs = mbs, cd.l.sp = sp;
+                        cd.l.schedule = s, cd.l.recompute = rc, cd.l.order = order_of(on);
+                        out.push_back(std::move(cd));
+                      }
+                  }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- evaluation
+
+struct Eval {
+  bool done = false, fits = false, failed = false, cancelled = false;
+  Error error;
+  PlanCandidate c;
+};
+
+double num(const json& j, const char* k) {
+  auto it = j.find(k);
+  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
+Eval evaluate(const Cand& cd, int64_t usable) {
+  Eval ev;
+  ev.done = true;
+  Result<Generator> gen = Generator::create(cd.job);
+  if (!gen.ok()) {
+    ev.failed = true;
+    ev.cancelled = gen.error().code == ErrorCode::kCancelled;
+    ev.error = gen.error();
+    return ev;
+  }
+  json s = json::parse(gen->summary_json(), nullptr, false);
+  PlanCandidate& c = ev.c;
+  c.layout = cd.l;
+  c.job = cd.job;
+  for (const json& st : s["stages"]) {
+    const json& mb = st["memory_bytes"];
+    c.peak_memory_bytes = std::max<int64_t>(c.peak_memory_bytes, mb.value("peak_live", int64_t{0}));
+  }
+  c.memory_capacity_bytes = static_cast<int64_t>(cd.job.hardware.memory_bytes);
+  c.usable_memory_bytes = usable;
+  const json& t = s["time"];
+  if (!t.contains("step_seconds") || !t["step_seconds"].is_number()) {
+    ev.failed = true;
+    ev.error = make_error(ErrorCode::kInternal, "simulation did not complete: " + t.value("error", std::string()));
+    return ev;
+  }
+  c.step_seconds = num(t, "step_seconds");
+  c.mfu = num(t, "mfu");
+  c.tokens_per_second = num(t, "tokens_per_second");
+  c.tokens_per_second_per_gpu = c.tokens_per_second / static_cast<double>(cd.job.parallel.world_size());
+  c.bubble_fraction = num(t, "bubble_fraction");
+  const char* kinds[] = {"tp", "cp", "ep", "pp", "dp"};
+  for (int k = 0; k < 5; ++k) c.exposed[k] = t.contains("exposed_comm_seconds") ? num(t["exposed_comm_seconds"], kinds[k]) : 0;
+  c.bound_seconds = cd.est.bound_us / 1e6;
+  ev.fits = c.peak_memory_bytes <= usable;
+  return ev;
+}
+
+std::string gib(int64_t b) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(b) / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+std::string pct(double f) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.0f%%", f * 100);
+  return buf;
+}
+
+std::string bound_line(const PlanCandidate& c) {
+  const char* kinds[] = {"tp", "cp", "ep", "pp", "dp"};
+  double exposed = 0;
+  int top = 0;
+  for (int k = 0; k < 5; ++k) {
+    exposed += c.exposed[k];
+    if (c.exposed[k] > c.exposed[top]) top = k;
+  }
+  const double step = c.step_seconds > 0 ? c.step_seconds : 1;
+  const double compute = std::max(0.0, 1 - c.bubble_fraction - exposed / step);
+  const double mem = c.usable_memory_bytes > 0 ? static_cast<double>(c.peak_memory_bytes) / c.usable_memory_bytes : 0;
+  std::string lead;
+  if (compute >= 0.5) lead = "compute-bound";
+  else if (c.bubble_fraction >= exposed / step) lead = "bubble-bound";
+  else lead = std::string(kinds[top]) + "-communication-bound";
+  std::string s = lead + ": compute " + pct(compute) + ", bubble " + pct(c.bubble_fraction);
+  if (c.exposed[top] > 0) s += ", exposed " + std::string(kinds[top]) + " comm " + pct(c.exposed[top] / step);
+  s += "; memory " + gib(c.peak_memory_bytes) + " of " + gib(c.usable_memory_bytes) + " usable";
+  if (mem > 0.9) s += " (memory-bound: little headroom)";
+  return s;
+}
+
+std::string why_line(const PlanCandidate& a, const PlanCandidate& b, bool moe) {
+  char buf[256];
+  const double d = b.step_seconds - a.step_seconds;
+  auto comp = [](const PlanCandidate& c) {
+    double e = 0;
+    for (double x : c.exposed) e += x;
+    return std::max(0.0, c.step_seconds * (1 - c.bubble_fraction) - e);
+  };
+  struct Part { const char* what; double delta; };
+  const char* kinds[] = {"exposed tp comm", "exposed cp comm", "exposed ep comm", "exposed pp comm", "exposed dp comm"};
+  std::vector<Part> parts = {{"compute", comp(b) - comp(a)},
+                             {"bubble", (b.bubble_fraction * b.step_seconds) - (a.bubble_fraction * a.step_seconds)}};
+  for (int k = 0; k < 5; ++k) parts.push_back({kinds[k], b.exposed[k] - a.exposed[k]});
+  const Part* best = &parts[0];
+  for (const Part& p : parts)
+    if (p.delta > best->delta) best = &p;
+  std::snprintf(buf, sizeof buf, "#1 (%s) is %.3f s (%.1f%%) faster than #2 (%s): mostly %.3f s less %s",
+                layout_label(a.layout, moe).c_str(), d, b.step_seconds > 0 ? 100 * d / b.step_seconds : 0.0,
+                layout_label(b.layout, moe).c_str(), best->delta, best->what);
+  return buf;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- public
+
+Job layout_job(const Job& base, const PlanLayout& l) {
+  Job j = base;
+  ParallelConfig& p = j.parallel;
+  const std::string cp_alg = base.parallel.cp_algorithm;
+  p = ParallelConfig{};
+  p.cp_algorithm = cp_alg;
+  p.tp = l.tp, p.cp = l.cp, p.pp = l.pp, p.virtual_stages = l.vp, p.dp = l.dp, p.zero = l.zero;
+  p.sequence_parallel = l.sp;
+  p.shard_group = l.zero > 0 && l.shard_group != l.dp * l.cp ? l.shard_group : 0;
+  if (base.model.is_moe()) {
+    p.ep = l.ep;
+    p.expert_tp = l.expert_tp == l.tp ? 0 : l.expert_tp;
+  }
+  p.order = l.order;
+  j.training.micro_batch_size = l.mbs;
+  j.training.schedule = l.schedule;
+  j.training.recompute = l.recompute;
+  return j;
+}
+
+PlanEstimate estimate_layout(const Job& job) {
+  PlanEstimate out;
+  PlanLayout l;
+  l.tp = job.parallel.tp, l.cp = job.parallel.cp, l.mbs = job.training.micro_batch_size;
+  l.ep = job.parallel.ep, l.expert_tp = job.parallel.expert_tp_degree(), l.sp = job.parallel.sequence_parallel;
+  l.recompute = job.training.recompute;
+  Result<NetworkModel> net = resolve_network(job, job.parallel.world_size(), false);
+  if (!net.ok()) {
+    out.error = net.error();
+    return out;
+  }
+  Proxy px = build_proxy(job, key_of(l), *net);
+  if (!px.ok) {
+    out.error = px.error;
+    return out;
+  }
+  Estimate e = estimate(job, px, &*net);
+  out.ok = e.ok;
+  out.peak_lower_bytes = e.lower;
+  out.peak_upper_bytes = e.upper;
+  out.bound_seconds = e.bound_us / 1e6;
+  return out;
+}
+
+std::string layout_label(const PlanLayout& l, bool moe) {
+  std::string s = "tp" + std::to_string(l.tp) + (l.sp ? "+sp" : "") + " cp" + std::to_string(l.cp) + " pp" +
+                  std::to_string(l.pp);
+  if (l.vp > 1) s += " v" + std::to_string(l.vp);
+  if (l.pp > 1) s += std::string(" ") + schedule_name(l.schedule);
+  s += " dp" + std::to_string(l.dp);
+  if (moe) s += " ep" + std::to_string(l.ep) + " etp" + std::to_string(l.expert_tp);
+  s += " zero" + std::to_string(l.zero);
+  if (l.zero > 0 && l.shard_group != l.dp * l.cp) s += "/hsdp" + std::to_string(l.shard_group);
+  s += std::string(" rc-") + recompute_name(l.recompute) + " mbs" + std::to_string(l.mbs);
+  if (l.pp > 1 && l.dp > 1) s += " " + order_name(l.order);
+  return s;
+}
+
+nlohmann::ordered_json layout_json(const PlanLayout& l) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  j["tp"] = l.tp;
+  j["sp"] = l.sp;
+  j["cp"] = l.cp;
+  j["pp"] = l.pp;
+  j["vp"] = l.vp;
+  j["schedule"] = schedule_name(l.schedule);
+  j["dp"] = l.dp;
+  j["zero"] = l.zero;
+  j["shard_group"] = l.shard_group;
+  j["ep"] = l.ep;
+  j["expert_tp"] = l.expert_tp;
+  j["recompute"] = recompute_name(l.recompute);
+  j["micro_batch_size"] = l.mbs;
+  j["order"] = l.order;
+  return j;
+}
+
+Result<PlanResult> plan(const Job& base_in, const PlanOptions& o) {
+  SC_RETURN_IF_ERROR(check_constraints(base_in, o));
+  const PlanConstraints& c = o.constraints;
+  Job base = base_in;
+  base.parallel.pipeline_layout.clear();
+  PlanResult r;
+  r.gpus = o.gpus;
+  r.objective = c.objective;
+  const int64_t capacity = static_cast<int64_t>(base.hardware.memory_bytes);
+  double reserve = c.memory_reserve_gib ? *c.memory_reserve_gib * 1024.0 * 1024.0 * 1024.0
+                                        : capacity * c.memory_reserve_fraction.value_or(kDefaultMemoryReserveFraction);
+  const int64_t usable = capacity - static_cast<int64_t>(reserve);
+  r.memory_capacity_bytes = capacity;
+  r.usable_memory_bytes = usable;
+  if (usable <= 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the memory reserve (" + gib(static_cast<int64_t>(reserve)) + ") leaves nothing of the GPU's " +
+                          gib(capacity),
+                      c.memory_reserve_gib ? "plan.memory_reserve_gib" : "plan.memory_reserve_fraction");
+  auto progress = [&](int64_t d, int64_t t, const char* ph) {
+    if (o.progress) o.progress(d, t, ph);
+  };
+
+  Job net_job = base;
+  net_job.parallel.dp = o.gpus;  // the network of o.gpus ranks
+  SC_ASSIGN_OR_RETURN(NetworkModel net, resolve_network(net_job, o.gpus, false));
+
+  // 1. Enumerate; reject what the job validation refuses.
+  std::vector<Cand> cands = enumerate(base, o);
+  r.counts.considered = static_cast<int64_t>(cands.size());
+  progress(0, r.counts.considered, "validate");
+  for (size_t i = 0; i < cands.size(); ++i) {
+    Cand& cd = cands[i];
+    cd.job = layout_job(base, cd.l);
+    if (cd.job.training.global_batch_size % (cd.l.dp * cd.l.mbs) != 0) {
+      cd.state = Cand::kDivisibility;
+      cd.reason = "training.global_batch_size: " + std::to_string(cd.job.training.global_batch_size) +
+                  " is not divisible by dp x micro_batch_size = " + std::to_string(cd.l.dp * cd.l.mbs);
+      continue;
+    }
+    Status st = validate_job(cd.job);
+    if (!st.ok()) {
+      cd.state = Cand::kDivisibility;
+      cd.reason = st.error().path + ": " + st.error().message;
+    }
+  }
+
+  // 2. One proxy per stage-program key.
+  std::map<ProxyKey, int> key_index;
+  std::vector<ProxyKey> keys;
+  for (Cand& cd : cands) {
+    if (cd.state != Cand::kNew) continue;
+    auto [it, added] = key_index.emplace(key_of(cd.l), static_cast<int>(keys.size()));
+    if (added) keys.push_back(it->first);
+    cd.proxy = it->second;
+  }
+  std::vector<Proxy> proxies(keys.size());
+  std::atomic<bool> cancelled{false};
+  parallel_for(
+      static_cast<int64_t>(keys.size()), o.threads,
+      [&](int64_t i) {
+        if (cancel_requested()) { cancelled = true; return; }
+        proxies[static_cast<size_t>(i)] = build_proxy(base, keys[static_cast<size_t>(i)], net);
+      },
+      [&](int64_t d) { progress(d, static_cast<int64_t>(keys.size()), "estimate"); });
+
+  // 3. Memory and bound of each layout (activation peaks cached: they do
+  // not depend on ZeRO, the shard group or the rank order).
+  for (Cand& cd : cands) {
+    if (cd.state != Cand::kNew) continue;
+    const Proxy& px = proxies[static_cast<size_t>(cd.proxy)];
+    if (!px.ok) {
+      if (cancel_requested()) { cancelled = true; cd.state = Cand::kBound; continue; }
+      cd.state = Cand::kDivisibility;
+      cd.reason = px.error.path + ": " + px.error.message;
+      continue;
+    }
+    cd.est = estimate(cd.job, px, &net);
+    if (cd.est.lower > usable) {
+      cd.state = Cand::kMemory;
+      cd.short_by = cd.est.lower - usable;
+      cd.reason = "memory: needs at least " + gib(cd.est.lower) + " per GPU, " + gib(usable) + " usable (short by " +
+                  gib(cd.short_by) + ")";
+    }
+  }
+
+  // 4. Dominance (applied as the search goes, below): ZeRO 2 and 3 do the
+  // work of ZeRO 1 plus more communication (gathers before every layer's
+  // forward and backward with 3; the same reductions with 2) and differ
+  // only in memory; once the ZeRO 1 layout of the same everything else was
+  // simulated and fits, they are dominated.
+  auto sibling = [](const PlanLayout& l) {
+    PlanLayout k = l;
+    k.zero = 0;
+    k.shard_group = 0;
+    return layout_label(k, true);
+  };
+  std::set<std::string> zero1_fits;
+  auto dominated = [&](const Cand& cd) {
+    return !o.exhaustive && cd.l.zero >= 2 && zero1_fits.count(sibling(cd.l)) > 0;
+  };
+
+  // 5. Time the rest in order of their bound; stop when the bound cannot
+  // beat the top-th best step. Evaluated in batches of `threads`, then
+  // accepted in order as a sequential search would, so the result and the
+  // counts do not depend on the thread count.
+  std::vector<int> order;
+  for (size_t i = 0; i < cands.size(); ++i)
+    if (cands[i].state == Cand::kNew) order.push_back(static_cast<int>(i));
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    if (cands[a].est.bound_us != cands[b].est.bound_us) return cands[a].est.bound_us < cands[b].est.bound_us;
+    return tie_key(cands[a].l) < tie_key(cands[b].l);
+  });
+  const size_t top = static_cast<size_t>(c.top);
+  std::vector<double> best;  // accepted steps (µs), sorted
+  std::vector<PlanCandidate> accepted;
+  auto threshold = [&] {
+    return !o.exhaustive && best.size() >= top ? best[top - 1] : std::numeric_limits<double>::infinity();
+  };
+  size_t next = 0;
+  const int batch = std::max(1, o.threads);
+  bool stop = cancelled.load(), exhausted = false;
+  while (!stop && !exhausted && next < order.size()) {
+    // The next positions up to `batch` candidates to simulate (those
+    // dominated already are passed over, and marked in the replay).
+    std::vector<int> chunk;
+    size_t end = next;
+    for (; end < order.size() && chunk.size() < static_cast<size_t>(batch); ++end) {
+      if (!(cands[order[end]].est.bound_us < threshold())) break;
+      if (!dominated(cands[order[end]])) chunk.push_back(order[end]);
+    }
+    if (end == next) break;
+    std::vector<Eval> evs(chunk.size());
+    parallel_for(static_cast<int64_t>(chunk.size()), o.threads, [&](int64_t i) {
+      if (cancel_requested()) return;
+      evs[static_cast<size_t>(i)] = evaluate(cands[chunk[static_cast<size_t>(i)]], usable);
+    });
+    // Replayed in order, as a one-at-a-time search decides.
+    size_t ci = 0;
+    for (size_t k = next; k < end; ++k) {
+      Cand& cd = cands[order[k]];
+      Eval* ev = ci < chunk.size() && chunk[ci] == order[k] ? &evs[ci++] : nullptr;
+      // Thresholds only fall: past the first candidate cut, all are cut.
+      if (!(cd.est.bound_us < threshold())) { exhausted = true; break; }
+      if (dominated(cd)) {
+        cd.state = Cand::kDominated;
+        next = k + 1;
+        continue;
+      }
+      if (!ev || !ev->done || ev->cancelled) { stop = true; break; }
+      next = k + 1;
+      if (ev->failed) {
+        cd.state = Cand::kDivisibility;
+        cd.reason = ev->error.path + ": " + ev->error.message;
+        continue;
+      }
+      if (!ev->fits) {
+        cd.state = Cand::kMemory;
+        cd.short_by = ev->c.peak_memory_bytes - usable;
+        cd.reason = "memory: peak " + gib(ev->c.peak_memory_bytes) + " per GPU (summary.json), " + gib(usable) +
+                    " usable (short by " + gib(cd.short_by) + ")";
+        continue;
+      }
+      cd.state = Cand::kSimulated;
+      if (cd.l.zero == 1) zero1_fits.insert(sibling(cd.l));
+      best.insert(std::upper_bound(best.begin(), best.end(), ev->c.step_seconds * 1e6), ev->c.step_seconds * 1e6);
+      accepted.push_back(std::move(ev->c));
+    }
+    if (cancel_requested()) stop = true;
+    progress(static_cast<int64_t>(next), static_cast<int64_t>(order.size()), "simulate");
+  }
+  r.complete = !stop && !cancelled.load();
+  for (Cand& cd : cands)
+    if (cd.state == Cand::kNew) cd.state = Cand::kBound;
+
+  for (const Cand& cd : cands) {
+    switch (cd.state) {
+      case Cand::kDivisibility: ++r.counts.divisibility; break;
+      case Cand::kMemory: ++r.counts.memory; break;
+      case Cand::kDominated: ++r.counts.dominated; break;
+      case Cand::kBound: ++r.counts.bound; break;
+      case Cand::kSimulated: ++r.counts.simulated; break;
+      default: break;
+    }
+  }
+
+  // 6. Rank: objective value, then the layout key. With every GPU used
+  // both objectives order alike (tokens/s/GPU = tokens per step / step / GPUs).
+  std::sort(accepted.begin(), accepted.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
+    if (a.step_seconds != b.step_seconds) return a.step_seconds < b.step_seconds;
+    return tie_key(a.layout) < tie_key(b.layout);
+  });
+  if (accepted.size() > top) accepted.resize(top);
+  for (PlanCandidate& pc : accepted) pc.bound = bound_line(pc);
+  r.candidates = std::move(accepted);
+  const bool moe = base.model.is_moe();
+  if (r.candidates.size() >= 2) r.why_winner = why_line(r.candidates[0], r.candidates[1], moe);
+  else if (r.candidates.size() == 1) r.why_winner = "#1 is the only layout that fits";
+  else r.why_winner = "no layout fits";
+
+  // 7. Closest misses: smallest memory shortfall (those that would beat
+  // the winner when something fits), else the validation errors.
+  std::vector<const Cand*> mem;
+  for (const Cand& cd : cands)
+    if (cd.state == Cand::kMemory &&
+        (r.candidates.empty() || cd.est.bound_us / 1e6 < r.candidates.front().step_seconds))
+      mem.push_back(&cd);
+  std::sort(mem.begin(), mem.end(), [](const Cand* a, const Cand* b) {
+    if (a->short_by != b->short_by) return a->short_by < b->short_by;
+    return tie_key(a->l) < tie_key(b->l);
+  });
+  const size_t want = r.candidates.empty() ? 5 : 3;
+  for (size_t i = 0; i < mem.size() && i < want; ++i) r.closest_misses.push_back({mem[i]->l, mem[i]->reason, mem[i]->short_by});
+  if (r.candidates.empty() && r.closest_misses.empty()) {
+    std::set<std::string> seen;
+    for (const Cand& cd : cands)
+      if (cd.state == Cand::kDivisibility && seen.insert(cd.reason).second && r.closest_misses.size() < 5)
+        r.closest_misses.push_back({cd.l, "divisibility: " + cd.reason, 0});
+  }
+  return r;
+}
+
+std::string plan_json(const PlanResult& r) {
+  using ojson = nlohmann::ordered_json;
+  ojson out = ojson::object();
+  out["gpus"] = r.gpus;
+  out["objective"] = r.objective;
+  out["counts"] = {{"considered", r.counts.considered},
+                   {"rejected",
+                    {{"divisibility", r.counts.divisibility},
+                     {"memory", r.counts.memory},
+                     {"dominated", r.counts.dominated},
+                     {"bound", r.counts.bound}}},
+                   {"simulated", r.counts.simulated}};
+  ojson cands = ojson::array();
+  for (size_t i = 0; i < r.candidates.size(); ++i) {
+    const PlanCandidate& c = r.candidates[i];
+    ojson j = ojson::object();
+    j["rank"] = static_cast<int64_t>(i + 1);
+    j["layout"] = layout_json(c.layout);
+    j["step_seconds"] = c.step_seconds;
+    j["mfu"] = c.mfu;
+    j["tokens_per_second"] = c.tokens_per_second;
+    j["tokens_per_second_per_gpu"] = c.tokens_per_second_per_gpu;
+    j["peak_memory_bytes"] = c.peak_memory_bytes;
+    j["memory_capacity_bytes"] = c.memory_capacity_bytes;
+    j["bubble_fraction"] = c.bubble_fraction;
+    j["exposed_comm_seconds"] = {{"tp", c.exposed[0]}, {"cp", c.exposed[1]}, {"ep", c.exposed[2]},
+                                 {"pp", c.exposed[3]}, {"dp", c.exposed[4]}};
+    j["bound"] = c.bound;
+    j["job"] = ojson::parse(job_to_canonical_json(c.job), nullptr, false);
+    cands.push_back(std::move(j));
+  }
+  out["candidates"] = std::move(cands);
+  out["why_winner"] = r.why_winner;
+  ojson misses = ojson::array();
+  for (const PlanMiss& m : r.closest_misses)
+    misses.push_back({{"layout", layout_json(m.layout)}, {"reason", m.reason}, {"short_by_bytes", m.short_by_bytes}});
+  out["closest_misses"] = std::move(misses);
+  out["complete"] = r.complete;
+  return out.dump(2) + "\n";
+}
+
+}  // namespace sc

@@ -1,0 +1,323 @@
+// The planner (core/api/plan.h, docs/plan.md): its estimates against the
+// real build, the pruned search against the exhaustive one, determinism
+// across thread counts, constraints and bad input, the request op.
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "../test_jobs.h"
+#include "api/plan.h"
+#include "api/request.h"
+#include "base/cancel.h"
+
+using namespace sc;
+using namespace sc::testing;
+using nlohmann::json;
+
+namespace {
+
+Job base_job(const std::string& model_json, int64_t seq, int64_t gbs) {
+  Result<Job> j = parse_job(R"({"model": )" + model_json + R"(, "training": {"seq_len": )" + std::to_string(seq) +
+                            R"(, "global_batch_size": )" + std::to_string(gbs) + R"(}, "hardware": "h100"})");
+  REQUIRE_MESSAGE(j.ok(), j.error().to_string());
+  return j.value();
+}
+
+PlanLayout lay(int64_t tp, bool sp, int64_t cp, int64_t pp, int64_t vp, Schedule s, int64_t dp, int64_t zero,
+               Recompute rc, int64_t mbs, const char* order = "megatron") {
+  PlanLayout l;
+  l.tp = tp, l.sp = sp, l.cp = cp, l.pp = pp, l.vp = vp, l.schedule = s, l.dp = dp, l.zero = zero;
+  l.shard_group = dp * cp, l.recompute = rc, l.mbs = mbs, l.expert_tp = tp;
+  l.order = std::string(order) == "llama3" ? std::vector<std::string>{"tp", "cp", "pp", "dp"}
+                                           : std::vector<std::string>{"tp", "cp", "dp", "pp"};
+  return l;
+}
+
+struct Real {
+  int64_t peak = 0, peak_live = 0;
+  double step = 0;
+};
+
+Real real_of(const Job& j) {
+  json s = summary(make(j));
+  Real r;
+  for (const json& st : s["stages"]) {
+    r.peak = std::max(r.peak, st["memory_bytes"]["peak"].get<int64_t>());
+    r.peak_live = std::max(r.peak_live, st["memory_bytes"]["peak_live"].get<int64_t>());
+  }
+  r.step = s["time"]["step_seconds"].get<double>();
+  return r;
+}
+
+}  // namespace
+
+// The estimate's memory lower bound is summary.json's "peak" (weights,
+// gradients, optimizer, saved activations at the busiest schedule step)
+// exactly, the upper one is at least "peak_live", and the step-time bound
+// never exceeds the simulated step: what makes memory and bound pruning
+// exact. Layouts cover every searched dimension.
+TEST_CASE("plan: estimates agree with the real summary and the bound is a lower bound") {
+  const Job dense = base_job(R"({"preset": "llama3-8b", "num_layers": 4})", 1024, 16);
+  const Job moe = base_job(R"({"preset": "mixtral-8x7b", "num_layers": 2})", 1024, 16);
+  struct Case {
+    const Job* base;
+    PlanLayout l;
+  };
+  const Case cases[] = {
+      {&dense, lay(1, false, 1, 1, 1, Schedule::kOneFOneB, 8, 0, Recompute::kNone, 1)},
+      {&dense, lay(2, true, 1, 2, 1, Schedule::kOneFOneB, 2, 1, Recompute::kSelective, 2)},
+      {&dense, lay(2, false, 2, 2, 2, Schedule::kInterleaved, 2, 0, Recompute::kNone, 1)},
+      {&dense, lay(1, false, 1, 4, 1, Schedule::kZeroBubble, 2, 0, Recompute::kFull, 1)},
+      {&dense, lay(2, true, 1, 2, 1, Schedule::kGPipe, 2, 2, Recompute::kNone, 1, "llama3")},
+      {&dense, lay(1, false, 2, 1, 1, Schedule::kOneFOneB, 4, 3, Recompute::kSelective, 2)},
+      {&dense, lay(4, true, 2, 1, 1, Schedule::kOneFOneB, 1, 0, Recompute::kNone, 4)},
+      {&dense, lay(1, false, 1, 2, 2, Schedule::kInterleaved, 4, 3, Recompute::kNone, 1, "llama3")},
+      {&moe, [] { PlanLayout l = lay(2, true, 1, 1, 1, Schedule::kOneFOneB, 4, 1, Recompute::kNone, 1); l.ep = 4; l.expert_tp = 1; return l; }()},
+      {&moe, [] { PlanLayout l = lay(1, false, 1, 2, 1, Schedule::kOneFOneB, 4, 0, Recompute::kSelective, 1); l.ep = 2; l.expert_tp = 1; return l; }()},
+  };
+  for (const Case& c : cases) {
+    const Job j = layout_job(*c.base, c.l);
+    INFO(layout_label(c.l, c.base->model.is_moe()));
+    REQUIRE(validate_job(j).ok());
+    const PlanEstimate e = estimate_layout(j);
+    REQUIRE_MESSAGE(e.ok, e.error.to_string());
+    const Real r = real_of(j);
+    CHECK(e.peak_lower_bytes == r.peak);
+    // The upper estimate adds one micro-batch's transient buffers as the
+    // proxy has them (without dp's buckets or ZeRO's gathered layers): close
+    // to the live peak, not a bound.
+    CHECK(e.peak_upper_bytes >= e.peak_lower_bytes);
+    CHECK(std::abs(static_cast<double>(e.peak_upper_bytes - r.peak_live)) <= 0.3 * static_cast<double>(r.peak_live));
+    CHECK(e.bound_seconds <= r.step);
+    CHECK(e.bound_seconds > 0.3 * r.step);  // a bound that prunes, not zero
+  }
+}
+
+// The pruned search (bounds, dominance) returns the same ranking head as
+// simulating every layout that fits, on spaces small enough to do both;
+// one of them memory-tight so memory pruning and ZeRO dominance act.
+TEST_CASE("plan: the pruned search returns the exhaustive search's head") {
+  struct Space {
+    Job base;
+    int64_t gpus;
+    json constraints;
+  };
+  const Space spaces[] = {
+      {base_job(R"({"preset": "llama3-8b", "num_layers": 4})", 1024, 16), 8,
+       {{"max_mbs", 2}, {"max_cp", 2}, {"top", 3}}},
+      {base_job(R"({"preset": "llama3-8b", "num_layers": 8})", 2048, 8), 8,
+       {{"max_mbs", 1}, {"max_cp", 1}, {"max_tp", 4}, {"top", 3}, {"memory_reserve_gib", 66}}},
+      {base_job(R"({"preset": "mixtral-8x7b", "num_layers": 2})", 512, 8), 4,
+       {{"max_mbs", 1}, {"max_cp", 1}, {"top", 3}, {"recompute", {"none"}}}},
+  };
+  for (const Space& sp : spaces) {
+    INFO(sp.base.model.name << " on " << sp.gpus << " " << sp.constraints.dump());
+    PlanOptions o;
+    o.gpus = sp.gpus;
+    o.constraints = parse_plan_constraints(sp.constraints).value();
+    Result<PlanResult> pruned = plan(sp.base, o);
+    REQUIRE_MESSAGE(pruned.ok(), pruned.error().to_string());
+    // Exhaustive: every layout that fits simulated, the whole ranking kept.
+    o.exhaustive = true;
+    o.constraints.top = 100000;
+    Result<PlanResult> all = plan(sp.base, o);
+    REQUIRE(all.ok());
+    const bool moe = sp.base.model.is_moe();
+    REQUIRE(!all->candidates.empty());
+    // Dominance holds on the exhaustive ranking: a ZeRO 2/3 layout is never
+    // faster than its ZeRO 1 twin that fits; the head without those twins
+    // is what the pruned search must return.
+    auto twin = [&](const PlanLayout& l) {
+      PlanLayout k = l;
+      k.zero = 1;
+      k.shard_group = l.dp * l.cp;
+      return layout_label(k, moe);
+    };
+    std::map<std::string, double> step_of;
+    for (const PlanCandidate& c : all->candidates) step_of[layout_label(c.layout, moe)] = c.step_seconds;
+    std::vector<PlanCandidate> expected;
+    for (const PlanCandidate& c : all->candidates) {
+      auto it = c.layout.zero >= 2 ? step_of.find(twin(c.layout)) : step_of.end();
+      if (it != step_of.end()) {
+        CHECK(c.step_seconds >= it->second);
+        continue;
+      }
+      if (expected.size() < static_cast<size_t>(sp.constraints["top"].get<int64_t>())) expected.push_back(c);
+    }
+    REQUIRE(pruned->candidates.size() == expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) {
+      CHECK(layout_label(pruned->candidates[i].layout, moe) == layout_label(expected[i].layout, moe));
+      CHECK(pruned->candidates[i].step_seconds == expected[i].step_seconds);
+    }
+    // The pruned search did prune, and every layout is accounted for.
+    CHECK(pruned->counts.simulated < all->counts.simulated);
+    for (const PlanResult* r : {&*pruned, &*all}) {
+      const PlanCounts& c = r->counts;
+      CHECK(c.considered == c.divisibility + c.memory + c.dominated + c.bound + c.simulated);
+    }
+    CHECK(all->counts.bound == 0);
+    CHECK(all->counts.dominated == 0);
+  }
+}
+
+TEST_CASE("plan: the result does not depend on the thread count") {
+  const Job base = base_job(R"({"preset": "llama3-8b", "num_layers": 4})", 1024, 16);
+  PlanOptions o;
+  o.gpus = 8;
+  o.constraints = parse_plan_constraints(json{{"max_mbs", 2}, {"max_cp", 2}, {"top", 4}}).value();
+  Result<PlanResult> one = plan(base, o);
+  o.threads = 3;
+  Result<PlanResult> three = plan(base, o);
+  REQUIRE(one.ok());
+  REQUIRE(three.ok());
+  CHECK(plan_json(*one) == plan_json(*three));
+}
+
+// Ranked by step time, each candidate within capacity less the reserve,
+// its job feedable back (parse_job) and equal to its layout.
+TEST_CASE("plan: candidates are ranked, fit, and carry their job") {
+  const Job base = base_job(R"({"preset": "llama3-8b", "num_layers": 4})", 1024, 16);
+  PlanOptions o;
+  o.gpus = 8;
+  o.constraints = parse_plan_constraints(json{{"max_mbs", 2}, {"top", 4}, {"memory_reserve_gib", 10}}).value();
+  Result<PlanResult> r = plan(base, o);
+  REQUIRE(r.ok());
+  REQUIRE(r->candidates.size() == 4);
+  const int64_t usable = static_cast<int64_t>(base.hardware.memory_bytes) - (int64_t{10} << 30);
+  json j = json::parse(plan_json(*r));
+  for (size_t i = 0; i < r->candidates.size(); ++i) {
+    const PlanCandidate& c = r->candidates[i];
+    if (i > 0) CHECK(c.step_seconds >= r->candidates[i - 1].step_seconds);
+    CHECK(c.peak_memory_bytes <= usable);
+    CHECK(c.job.parallel.world_size() == 8);
+    // The job JSON is the candidate's: re-parsed, it simulates to the same step.
+    Result<Job> back = parse_job(j["candidates"][i]["job"].dump());
+    REQUIRE(back.ok());
+    CHECK(real_of(*back).step == c.step_seconds);
+    CHECK(j["candidates"][i]["rank"] == i + 1);
+    CHECK(j["candidates"][i]["tokens_per_second"].get<double>() ==
+          doctest::Approx(1024.0 * 16 / c.step_seconds).epsilon(1e-6));
+    CHECK(!c.bound.empty());
+  }
+  // The documented key order.
+  std::vector<std::string> keys;
+  nlohmann::ordered_json oj = nlohmann::ordered_json::parse(plan_json(*r));
+  for (auto it = oj.begin(); it != oj.end(); ++it) keys.push_back(it.key());
+  CHECK(keys == std::vector<std::string>{"gpus", "objective", "counts", "candidates", "why_winner", "closest_misses",
+                                         "complete"});
+  CHECK(j["complete"] == true);
+  CHECK(j["why_winner"].get<std::string>().find("faster than #2") != std::string::npos);
+}
+
+TEST_CASE("plan: impossible constraints name the conflicting keys") {
+  const Job base = base_job(R"({"preset": "llama3-8b", "num_layers": 4})", 1024, 16);
+  auto err = [&](int64_t gpus, const json& c) {
+    Result<PlanConstraints> pc = parse_plan_constraints(c);
+    if (!pc.ok()) return pc.error();
+    PlanOptions o;
+    o.gpus = gpus;
+    o.constraints = *pc;
+    Result<PlanResult> r = plan(base, o);
+    REQUIRE_FALSE(r.ok());
+    return r.error();
+  };
+  Error e = err(8, {{"tp", 8}, {"max_tp", 4}});
+  CHECK(e.path == "plan.tp");
+  CHECK(e.message.find("max_tp 4") != std::string::npos);
+  e = err(8, {{"min_pp", 4}, {"max_pp", 2}});
+  CHECK(e.path == "plan.min_pp");
+  e = err(12, {{"tp", 8}});
+  CHECK(e.path == "gpus");
+  CHECK(e.message.find("tp 8") != std::string::npos);
+  e = err(8, {{"tp", 2}, {"pp", 2}, {"cp", 1}, {"dp", 1}});
+  CHECK(e.path == "gpus");
+  e = err(8, {{"ep", 2}});
+  CHECK(e.path == "plan.ep");
+  e = err(8, {{"schedules", {"2f2b"}}});
+  CHECK(e.path == "plan.schedules[0]");
+  e = err(8, {{"tpp", 2}});
+  CHECK(e.code == ErrorCode::kUnknownField);
+  CHECK(e.path == "plan.tpp");
+  e = err(8, {{"memory_reserve_gib", 100}});
+  CHECK(e.path == "plan.memory_reserve_gib");
+}
+
+TEST_CASE("plan: nothing fits: closest misses say by how much, or which divisibility fails") {
+  // llama3-8b whole on 8 GPUs with 60 of 74.5 GiB reserved: nothing fits.
+  const Job base = base_job(R"({"preset": "llama3-8b"})", 4096, 8);
+  PlanOptions o;
+  o.gpus = 8;
+  o.constraints = parse_plan_constraints(json{{"memory_reserve_gib", 70}, {"max_mbs", 1}}).value();
+  Result<PlanResult> r = plan(base, o);
+  REQUIRE(r.ok());
+  CHECK(r->candidates.empty());
+  REQUIRE(!r->closest_misses.empty());
+  for (size_t i = 0; i < r->closest_misses.size(); ++i) {
+    CHECK(r->closest_misses[i].short_by_bytes > 0);
+    CHECK(r->closest_misses[i].reason.find("short by") != std::string::npos);
+    if (i) CHECK(r->closest_misses[i].short_by_bytes >= r->closest_misses[i - 1].short_by_bytes);
+  }
+  CHECK(r->counts.memory == r->counts.considered - r->counts.divisibility);
+  // 7 GPUs: 7 divides neither the heads nor the batch of 16.
+  const Job b16 = base_job(R"({"preset": "llama3-8b", "num_layers": 4})", 1024, 16);
+  o.gpus = 7;
+  o.constraints = PlanConstraints{};
+  r = plan(b16, o);
+  REQUIRE(r.ok());
+  CHECK(r->candidates.empty());
+  REQUIRE(!r->closest_misses.empty());
+  CHECK(r->closest_misses[0].reason.rfind("divisibility: ", 0) == 0);
+  CHECK(r->counts.divisibility == r->counts.considered);
+}
+
+TEST_CASE("plan: cancellation returns the best so far, marked incomplete") {
+  const Job base = base_job(R"({"preset": "llama3-8b", "num_layers": 4})", 1024, 16);
+  PlanOptions o;
+  o.gpus = 8;
+  o.constraints = parse_plan_constraints(json{{"max_mbs", 1}}).value();
+  int calls = 0;
+  // Cancel once the simulations start: some candidates are timed already.
+  o.progress = [&](int64_t done, int64_t, const std::string& phase) {
+    ++calls;
+    if (phase == "simulate" && done >= 1) request_cancel();
+  };
+  Result<PlanResult> r = plan(base, o);
+  clear_cancel();
+  REQUIRE(r.ok());
+  CHECK(calls > 0);
+  CHECK_FALSE(r->complete);
+  CHECK(!r->candidates.empty());
+  CHECK(json::parse(plan_json(*r))["complete"] == false);
+}
+
+TEST_CASE("plan: the request op answers with the plan JSON and reports progress") {
+  const std::string job = R"({"model": {"preset": "llama3-8b", "num_layers": 4}, "training": {"seq_len": 1024,
+      "global_batch_size": 16}, "hardware": "h100"})";
+  RequestHandler h;
+  Request req;
+  req.op = "plan";
+  req.job_json = job;
+  req.args = {{"gpus", 8}, {"constraints", {{"max_mbs", 1}, {"top", 2}}}};
+  int64_t calls = 0;
+  req.progress = [&](int64_t, int64_t, const std::string&) { ++calls; };
+  Response r = h.handle(req);
+  REQUIRE_MESSAGE(r.ok(), r.envelope);
+  CHECK(calls > 0);
+  json env = json::parse(r.envelope);
+  CHECK(env["ok"] == true);
+  CHECK(env["plan"] == json::parse(r.body));
+  CHECK(env["plan"]["candidates"].size() == 2);
+  // The same constraints as the job's "plan" block.
+  Response r2 = h.handle_json(R"({"op": "plan", "gpus": 8, "job": {"model": {"preset": "llama3-8b", "num_layers": 4},
+      "training": {"seq_len": 1024, "global_batch_size": 16}, "hardware": "h100",
+      "plan": {"max_mbs": 1, "top": 2}}})");
+  REQUIRE_MESSAGE(r2.ok(), r2.envelope);
+  CHECK(r2.body == r.body);
+  // Bad arguments are errors with their path.
+  Response bad = h.handle_json(R"({"op": "plan", "gpus": 0, "job": {"model": "llama3-8b"}})");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error->path == "gpus");
+  bad = h.handle_json(R"({"op": "plan", "gpus": 8, "constraints": {"tp": 8, "max_tp": 4}, "job": {"model": "llama3-8b"}})");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.error->path == "plan.tp");
+}
