@@ -90,6 +90,7 @@ std::vector<FlagSpec> specs() {
       {"-o", "--output", true, "OUT", "with --export-best: directory or OUT.zip / OUT.tar.gz"},
       {"--force", nullptr, false, "", "with --export-best: replace OUT if it is a previous export"},
       {"--threads", nullptr, true, "N", "worker threads (default: one per core)"},
+      {"--time-limit", nullptr, true, "S", "stop simulating after S seconds; print the best so far (marked incomplete)"},
       {"--progress", nullptr, true, "MODE", "bar | lines | none (default: bar on a terminal, else lines)"},
       {"--quiet", "-q", false, "", "no progress"},
       {"--allow-large", nullptr, false, "", "raise the work budget per candidate (docs/promises.md)"},
@@ -265,7 +266,7 @@ void print_text(const PlanResult& r, const Job& base, double seconds) {
   std::cout << "searched    " << c.considered << " layouts: " << c.divisibility << " do not divide, " << c.memory
             << " do not fit, " << c.dominated << " dominated, " << c.bound << " cut by the step-time bound, "
             << c.simulated << " simulated (" << fmt("%.1f", seconds) << " s)"
-            << (r.complete ? "" : "; INTERRUPTED: best so far") << "\n\n";
+            << (r.complete ? "" : "; INCOMPLETE (interrupted or time limit): best so far") << "\n\n";
   if (r.candidates.empty()) {
     std::cout << "no layout fits on " << r.gpus << " GPUs.\n";
   } else {
@@ -409,6 +410,12 @@ int cmd_plan(const std::vector<std::string>& argv) {
     if (!n || *n < 1 || *n > 256) return usage_error(kCmd, "--threads must be an integer 1..256 (got '" + *t + "')");
     o.threads = static_cast<int>(*n);
   }
+  if (const std::string* t = args.get("--time-limit")) {
+    char* end = nullptr;
+    const double v = std::strtod(t->c_str(), &end);
+    if (t->empty() || *end || !(v > 0)) return usage_error(kCmd, "--time-limit must be a positive number of seconds (got '" + *t + "')");
+    o.time_limit_seconds = v;
+  }
   Progress::Mode mode = Progress::auto_mode();
   if (const std::string* m = args.get("--progress")) {
     if (*m == "bar") mode = Progress::Mode::kBar;
@@ -418,7 +425,11 @@ int cmd_plan(const std::vector<std::string>& argv) {
   }
   if (args.has("--quiet")) mode = Progress::Mode::kQuiet;
   PlanProgress bar(mode);
-  o.progress = [&](int64_t d, int64_t t, const std::string& ph) { bar.update(d, t, ph); };
+  o.progress = [&](int64_t d, int64_t t, const std::string& ph) {
+    bar.update(d, t, ph);
+    // Tests: a signal here stops a search that has simulated some layouts.
+    if (ph == "simulate" && d >= 1) test_pause("plan-simulate");
+  };
   install_signal_cleanup();  // SIGINT/SIGTERM: the search stops and prints its best so far
   const auto start = std::chrono::steady_clock::now();
   Result<PlanResult> r = plan(base, o);
@@ -434,7 +445,10 @@ int cmd_plan(const std::vector<std::string>& argv) {
   else if (args.has("--csv")) print_csv(*r);
   else print_text(*r, base, seconds);
   std::cout.flush();
-  if (!r->complete) {
+  if (!r->complete && pending_signal() == 0) {
+    std::cerr << "stagecraft plan: stopped at the time limit (" << o.time_limit_seconds
+              << " s); printed the best found so far\n";
+  } else if (!r->complete) {
     std::cerr << "stagecraft plan: interrupted by " << (pending_signal() == SIGTERM ? "SIGTERM" : "SIGINT")
               << "; printed the best found so far\n";
     reraise_if_signalled();

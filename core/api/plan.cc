@@ -1,6 +1,8 @@
 #include "api/plan.h"
 
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -98,6 +100,10 @@ struct Part {
   int64_t params_dense = 0, params_expert = 0, saved = 0, for_w = 0;
   double f_us = 0, fb_us = 0;
   double comm_us = 0;  // tp and cp collectives per micro-batch, on the real network
+  // Of those, the ones between two consecutive compute nodes A -> B with
+  // A feeding the collective and the collective feeding B: the compute
+  // stream waits for all of it.
+  double serial_us = 0;
 };
 
 struct Proxy {
@@ -249,10 +255,12 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
   // job's (rank 0's tp group: ranks 0..tp-1; cp group: stride tp).
   if (!net.astra && net.algorithm != "hierarchical") {
     const GroupShape tp_shape = strided_shape(net, k.tp, 1), cp_shape = strided_shape(net, k.cp, k.tp);
+    std::map<uint64_t, size_t> index;
+    for (size_t i = 0; i < prog.nodes.size(); ++i) index[prog.nodes[i].id] = i;
+    std::vector<double> coll_us(prog.nodes.size(), -1);  // >= 0: a tp/cp collective of fwd/bwd
+    std::vector<Part*> node_part(prog.nodes.size(), nullptr);
     for (size_t i = 0; i < prog.nodes.size(); ++i) {
       const TraceNode& n = prog.nodes[i];
-      const std::string& axis = prog.node_axis[i];
-      if (n.kind != TraceNodeKind::kCollective || (axis != "tp" && axis != "cp")) continue;
       std::string_view rest = n.name;
       if (rest.rfind("mb", 0) == 0) rest.remove_prefix(std::min(rest.size(), rest.find('.') + 1));
       if (rest.rfind("fwd.", 0) != 0 && rest.rfind("bwd.", 0) != 0) continue;
@@ -264,8 +272,28 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
         if (dot == std::string_view::npos) break;
         r = r.substr(0, dot);
       }
-      Part* part = op >= 0 ? part_of_op(op) : nullptr;
-      if (part) part->comm_us += collective_micros(net, axis == "tp" ? tp_shape : cp_shape, n.coll, n.comm_size);
+      node_part[i] = op >= 0 ? part_of_op(op) : nullptr;
+      const std::string& axis = prog.node_axis[i];
+      if (n.kind != TraceNodeKind::kCollective || (axis != "tp" && axis != "cp")) continue;
+      coll_us[i] = collective_micros(net, axis == "tp" ? tp_shape : cp_shape, n.coll, n.comm_size);
+      if (node_part[i]) node_part[i]->comm_us += coll_us[i];
+    }
+    int64_t prev_compute = -1;
+    for (size_t i = 0; i < prog.nodes.size(); ++i) {
+      const TraceNode& b = prog.nodes[i];
+      if (b.kind != TraceNodeKind::kCompute) continue;
+      if (prev_compute >= 0 && node_part[i]) {
+        const uint64_t a = prog.nodes[static_cast<size_t>(prev_compute)].id;
+        double wait = 0;
+        for (uint64_t d : b.deps) {
+          auto it = index.find(d);
+          if (it == index.end() || coll_us[it->second] < 0) continue;
+          const TraceNode& c = prog.nodes[it->second];
+          if (std::find(c.deps.begin(), c.deps.end(), a) != c.deps.end()) wait += coll_us[it->second];
+        }
+        node_part[i]->serial_us += wait;
+      }
+      prev_compute = static_cast<int64_t>(i);
     }
   }
   px.transient = std::max<int64_t>(0, prog.live_activation_peak - prog.activation_peak);
@@ -288,7 +316,7 @@ struct Estimate {
 // Per chunk of a stage: saved, for_w, f, fb of its layers (+ ends).
 struct ChunkSums {
   int64_t saved = 0, for_w = 0, params_dense = 0, params_expert = 0;
-  double f_us = 0, fb_us = 0, comm_us = 0;
+  double f_us = 0, fb_us = 0, comm_us = 0, serial_us = 0;
   int64_t pre_post_dense = 0;  // of params_dense: the embedding / head units
 };
 
@@ -302,6 +330,7 @@ ChunkSums chunk_sums(const Proxy& px, const Chunk& c, int64_t num_virtual, bool 
     s.f_us += p.f_us;
     s.fb_us += p.fb_us;
     s.comm_us += p.comm_us;
+    s.serial_us += p.serial_us;
   };
   for (int64_t l = c.first_layer; l < c.end_layer; ++l) add(layer_part(px, l));
   if (c.virtual_stage == 0) add(px.pre), s.pre_post_dense += px.pre.params_dense;
@@ -382,7 +411,7 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net) {
       cs.push_back(chunk_sums(px, c, nv, job.model.tied_embeddings));
       dense += cs.back().params_dense;
       expert += cs.back().params_expert;
-      busy += cs.back().fb_us * static_cast<double>(m);
+      busy += (cs.back().fb_us + cs.back().serial_us) * static_cast<double>(m);
       comm += cs.back().comm_us * static_cast<double>(m);
       if (comm_bound && job.parallel.zero == 3) {
         for (int64_t l = c.first_layer; l < c.end_layer; ++l) units.push_back(layer_part(px, l).params_dense);
@@ -390,6 +419,14 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net) {
       }
     }
     if (comm_bound) comm += dp_comm_bound(job, *net, dense, 0, units, m);
+    // ZeRO 1/2 all-gather the updated parameters after the optimizer
+    // step, which starts after the stage's last compute node.
+    const int64_t n = job.parallel.dp * job.parallel.cp;
+    if (comm_bound && (job.parallel.zero == 1 || job.parallel.zero == 2) && n > 1 && dense > 0) {
+      const int64_t wbytes = dense * dtype_bytes(t.dtype);
+      busy += collective_micros(*net, dp_group_shape(*net, job.parallel, n), CollectiveType::kAllGather,
+                                (wbytes + n - 1) / n);
+    }
     max_comm = std::max(max_comm, comm);
     if (st < p.pp - 1 && !cs.empty()) fill_first_chunks += cs.front().f_us;
     if (st == p.pp - 1) last_busy = busy;
@@ -424,6 +461,84 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net) {
   e.bound_us = std::max({max_busy, last_busy + fill_first_chunks, max_comm});
   e.ok = true;
   return e;
+}
+
+// Whether two layouts that differ only in rank order simulate alike: the
+// simulator's times depend on the shapes of a rank's groups and the link
+// classes of its pipeline peers, so when every rank (by its coordinates)
+// has equal group shapes on every axis and equal peer links under both
+// orders, the two runs are the same up to renaming the ranks.
+bool orders_equivalent(const ParallelConfig& a, const ParallelConfig& b, const NetworkModel& net, bool tied) {
+  if (net.astra) return false;
+  const int64_t T = a.tp, C = a.cp, D = a.dp, P = a.pp, W = T * C * D * P;
+  if (W > (int64_t{1} << 20)) return false;
+  auto strides = [](const ParallelConfig& p) {
+    std::vector<int64_t> st(4, 1);
+    int64_t s = 1;
+    for (const std::string& ax : p.order) {
+      const int i = ax == "tp" ? 0 : ax == "cp" ? 1 : ax == "dp" ? 2 : 3;
+      st[static_cast<size_t>(i)] = s;
+      s *= i == 0 ? p.tp : i == 1 ? p.cp : i == 2 ? p.dp : p.pp;
+    }
+    return st;
+  };
+  const std::vector<int64_t> sa = strides(a), sb = strides(b);
+  const int64_t sg = a.zero > 0 ? a.shard_degree() : C * D;
+  // Coordinates by canonical index: t + T (c + C (d + D p)).
+  auto rank = [&](const std::vector<int64_t>& st, int64_t t, int64_t c, int64_t d, int64_t p) {
+    return t * st[0] + c * st[1] + d * st[2] + p * st[3];
+  };
+  // A group: members listed by coordinates; compare shapes under both orders.
+  auto same = [&](const std::vector<std::array<int64_t, 4>>& members) {
+    std::vector<int64_t> ra, rb;
+    for (const auto& m : members) {
+      ra.push_back(rank(sa, m[0], m[1], m[2], m[3]));
+      rb.push_back(rank(sb, m[0], m[1], m[2], m[3]));
+    }
+    std::sort(ra.begin(), ra.end());
+    std::sort(rb.begin(), rb.end());
+    GroupShapeBuilder ga, gb;
+    for (int64_t r : ra) ga.add(net, r);
+    for (int64_t r : rb) gb.add(net, r);
+    return ga.finish(net) == gb.finish(net);
+  };
+  std::vector<std::array<int64_t, 4>> m;
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t p = 0; p < P; ++p) {
+      // The combined (cp, dp) index j = c + C d: dp, cp x dp, HSDP shard and replica groups.
+      for (int64_t c = 0; c < C; ++c) {
+        m.clear();
+        for (int64_t d = 0; d < D; ++d) m.push_back({t, c, d, p});
+        if (D > 1 && !same(m)) return false;
+      }
+      m.clear();
+      for (int64_t j = 0; j < C * D; ++j) m.push_back({t, j % C, j / C, p});
+      if (C * D > 1 && C > 1 && D > 1 && !same(m)) return false;
+      if (sg > 1 && sg < C * D)
+        for (int64_t g = 0; g < C * D / sg; ++g) {
+          m.clear();
+          for (int64_t j = g * sg; j < (g + 1) * sg; ++j) m.push_back({t, j % C, j / C, p});
+          if (!same(m)) return false;
+          m.clear();
+          for (int64_t j = g; j < C * D; j += sg) m.push_back({t, j % C, j / C, p});
+          if (m.size() > 1 && !same(m)) return false;
+        }
+    }
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t d = 0; d < D; ++d) {
+        if (P > 1) {
+          m.clear();
+          for (int64_t p = 0; p < P; ++p) m.push_back({t, c, d, p});
+          if (!same(m)) return false;
+          if (tied && !same({{t, c, d, 0}, {t, c, d, P - 1}})) return false;
+        }
+        for (int64_t p = 0; p + 1 < P; ++p)
+          if (link_class(net, rank(sa, t, c, d, p), rank(sa, t, c, d, p + 1)) !=
+              link_class(net, rank(sb, t, c, d, p), rank(sb, t, c, d, p + 1)))
+            return false;
+      }
+  return true;
 }
 
 // ---------------------------------------------------------------- enumeration
@@ -629,7 +744,9 @@ Eval evaluate(const Cand& cd, int64_t usable) {
 
 std::string gib(int64_t b) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(b) / (1024.0 * 1024.0 * 1024.0));
+  const double g = static_cast<double>(b) / (1024.0 * 1024.0 * 1024.0);
+  if (g < 1 && g > -1) std::snprintf(buf, sizeof buf, "%.0f MiB", g * 1024);
+  else std::snprintf(buf, sizeof buf, "%.1f GiB", g);
   return buf;
 }
 std::string pct(double f) {
@@ -660,26 +777,60 @@ std::string bound_line(const PlanCandidate& c) {
   return s;
 }
 
-std::string why_line(const PlanCandidate& a, const PlanCandidate& b, bool moe) {
-  char buf[256];
+// What differs between two layouts, "pp 4 -> 8, zero 1 -> 2".
+std::string layout_diff(const PlanLayout& a, const PlanLayout& b) {
+  std::string d;
+  auto add = [&](const char* what, const std::string& x, const std::string& y) {
+    if (x != y) d += (d.empty() ? "" : ", ") + std::string(what) + " " + x + " vs " + y;
+  };
+  add("tp", std::to_string(a.tp), std::to_string(b.tp));
+  add("sp", a.sp ? "on" : "off", b.sp ? "on" : "off");
+  add("cp", std::to_string(a.cp), std::to_string(b.cp));
+  add("pp", std::to_string(a.pp), std::to_string(b.pp));
+  add("vp", std::to_string(a.vp), std::to_string(b.vp));
+  add("schedule", schedule_name(a.schedule), schedule_name(b.schedule));
+  add("dp", std::to_string(a.dp), std::to_string(b.dp));
+  add("zero", std::to_string(a.zero), std::to_string(b.zero));
+  add("shard group", std::to_string(a.shard_group), std::to_string(b.shard_group));
+  add("ep", std::to_string(a.ep), std::to_string(b.ep));
+  add("expert tp", std::to_string(a.expert_tp), std::to_string(b.expert_tp));
+  add("recompute", recompute_name(a.recompute), recompute_name(b.recompute));
+  add("micro-batch", std::to_string(a.mbs), std::to_string(b.mbs));
+  add("order", order_name(a.order), order_name(b.order));
+  return d;
+}
+
+// Why #1 beats the next candidate whose step differs (equal steps are
+// ties, broken by the layout key).
+std::string why_line(const std::vector<PlanCandidate>& c) {
+  char buf[512];
+  const PlanCandidate& a = c[0];
+  size_t k = 1;
+  while (k < c.size() && c[k].step_seconds == a.step_seconds) ++k;
+  std::string tie;
+  if (k > 1)
+    tie = "ties #2 (" + layout_diff(a.layout, c[1].layout) + ": the same step; ranked by the layout key); ";
+  if (k == c.size()) return tie + "no other candidate has a different step";
+  const PlanCandidate& b = c[k];
   const double d = b.step_seconds - a.step_seconds;
-  auto comp = [](const PlanCandidate& c) {
+  auto comp = [](const PlanCandidate& x) {
     double e = 0;
-    for (double x : c.exposed) e += x;
-    return std::max(0.0, c.step_seconds * (1 - c.bubble_fraction) - e);
+    for (double v : x.exposed) e += v;
+    return std::max(0.0, x.step_seconds * (1 - x.bubble_fraction) - e);
   };
   struct Part { const char* what; double delta; };
-  const char* kinds[] = {"exposed tp comm", "exposed cp comm", "exposed ep comm", "exposed pp comm", "exposed dp comm"};
+  const char* kinds[] = {"exposed tp communication", "exposed cp communication", "exposed ep communication",
+                         "exposed pp communication", "exposed dp communication"};
   std::vector<Part> parts = {{"compute", comp(b) - comp(a)},
-                             {"bubble", (b.bubble_fraction * b.step_seconds) - (a.bubble_fraction * a.step_seconds)}};
-  for (int k = 0; k < 5; ++k) parts.push_back({kinds[k], b.exposed[k] - a.exposed[k]});
+                             {"bubble", b.bubble_fraction * b.step_seconds - a.bubble_fraction * a.step_seconds}};
+  for (int i = 0; i < 5; ++i) parts.push_back({kinds[i], b.exposed[i] - a.exposed[i]});
   const Part* best = &parts[0];
   for (const Part& p : parts)
     if (p.delta > best->delta) best = &p;
-  std::snprintf(buf, sizeof buf, "#1 (%s) is %.3f s (%.1f%%) faster than #2 (%s): mostly %.3f s less %s",
-                layout_label(a.layout, moe).c_str(), d, b.step_seconds > 0 ? 100 * d / b.step_seconds : 0.0,
-                layout_label(b.layout, moe).c_str(), best->delta, best->what);
-  return buf;
+  std::snprintf(buf, sizeof buf, "beats #%zu by %.3f s (%.1f%%) with %s: mostly %.3f s less %s", k + 1, d,
+                b.step_seconds > 0 ? 100 * d / b.step_seconds : 0.0, layout_diff(a.layout, b.layout).c_str(),
+                best->delta, best->what);
+  return tie + buf;
 }
 
 }  // namespace
@@ -864,6 +1015,25 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o) {
   auto dominated = [&](const Cand& cd) {
     return !o.exhaustive && cd.l.zero >= 2 && zero1_fits.count(sibling(cd.l)) > 0;
   };
+  // A layout whose rank order simulates exactly as the megatron order's
+  // (orders_equivalent) is a duplicate: its megatron twin stands for it.
+  if (!o.exhaustive && !base.model.is_moe() && in_list(c.orders, std::string("megatron"))) {
+    std::map<std::tuple<int64_t, int64_t, int64_t, int64_t, int64_t, int64_t>, bool> memo;
+    for (Cand& cd : cands) {
+      if (cd.state != Cand::kNew || order_name(cd.l.order) != "llama3") continue;
+      const auto key = std::make_tuple(cd.l.tp, cd.l.cp, cd.l.dp, cd.l.pp, cd.l.zero > 0 ? cd.l.shard_group : 0, 0);
+      auto it = memo.find(key);
+      if (it == memo.end()) {
+        ParallelConfig mg = cd.job.parallel;
+        mg.order = order_of("megatron");
+        it = memo.emplace(key, orders_equivalent(cd.job.parallel, mg, net, base.model.tied_embeddings)).first;
+      }
+      if (it->second) {
+        cd.state = Cand::kDominated;
+        cd.reason = "simulates exactly as its megatron-order twin";
+      }
+    }
+  }
 
   // 5. Time the rest in order of their bound; stop when the bound cannot
   // beat the top-th best step. Evaluated in batches of `threads`, then
@@ -884,6 +1054,11 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o) {
   };
   size_t next = 0;
   const int batch = std::max(1, o.threads);
+  const auto started = std::chrono::steady_clock::now();
+  auto out_of_time = [&] {
+    return o.time_limit_seconds > 0 &&
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() >= o.time_limit_seconds;
+  };
   bool stop = cancelled.load(), exhausted = false;
   while (!stop && !exhausted && next < order.size()) {
     // The next positions up to `batch` candidates to simulate (those
@@ -931,8 +1106,13 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o) {
       best.insert(std::upper_bound(best.begin(), best.end(), ev->c.step_seconds * 1e6), ev->c.step_seconds * 1e6);
       accepted.push_back(std::move(ev->c));
     }
-    if (cancel_requested()) stop = true;
-    progress(static_cast<int64_t>(next), static_cast<int64_t>(order.size()), "simulate");
+    if (cancel_requested() || out_of_time()) stop = true;
+    // Total: the candidates the search still has to decide on (those whose
+    // bound is under today's threshold), so the bar shrinks as it learns.
+    const auto cut = std::partition_point(order.begin(), order.end(),
+                                          [&](int i) { return cands[i].est.bound_us < threshold(); });
+    progress(static_cast<int64_t>(next), std::max<int64_t>(static_cast<int64_t>(next), cut - order.begin()),
+             "simulate");
   }
   r.complete = !stop && !cancelled.load();
   for (Cand& cd : cands)
@@ -958,8 +1138,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o) {
   if (accepted.size() > top) accepted.resize(top);
   for (PlanCandidate& pc : accepted) pc.bound = bound_line(pc);
   r.candidates = std::move(accepted);
-  const bool moe = base.model.is_moe();
-  if (r.candidates.size() >= 2) r.why_winner = why_line(r.candidates[0], r.candidates[1], moe);
+  if (r.candidates.size() >= 2) r.why_winner = why_line(r.candidates);
   else if (r.candidates.size() == 1) r.why_winner = "#1 is the only layout that fits";
   else r.why_winner = "no layout fits";
 

@@ -54,6 +54,9 @@ struct PlanOptions {
   int64_t gpus = 0;
   PlanConstraints constraints;
   int threads = 1;  // > 1 only natively (the CLI); wasm runs single-threaded
+  // Stop the simulations after this many seconds (0: no limit) and return
+  // the best so far with complete = false.
+  double time_limit_seconds = 0;
   // Tests: simulate every layout that fits, no bound or dominance pruning.
   bool exhaustive = false;
   // Called from the calling thread only: (done, total, phase).

@@ -135,12 +135,22 @@ TEST_CASE("plan: the pruned search returns the exhaustive search's head") {
     };
     std::map<std::string, double> step_of;
     for (const PlanCandidate& c : all->candidates) step_of[layout_label(c.layout, moe)] = c.step_seconds;
+    // Rank orders that simulate alike are duplicates: the megatron twin stands.
+    auto megatron_twin = [&](const PlanLayout& l) {
+      PlanLayout k = l;
+      k.order = {"tp", "cp", "dp", "pp"};
+      return layout_label(k, moe);
+    };
     std::vector<PlanCandidate> expected;
     for (const PlanCandidate& c : all->candidates) {
       auto it = c.layout.zero >= 2 ? step_of.find(twin(c.layout)) : step_of.end();
       if (it != step_of.end()) {
         CHECK(c.step_seconds >= it->second);
         continue;
+      }
+      if (!moe && c.layout.order[2] == "pp") {
+        auto m = step_of.find(megatron_twin(c.layout));
+        if (m != step_of.end() && m->second == c.step_seconds) continue;
       }
       if (expected.size() < static_cast<size_t>(sp.constraints["top"].get<int64_t>())) expected.push_back(c);
     }
@@ -206,7 +216,7 @@ TEST_CASE("plan: candidates are ranked, fit, and carry their job") {
   CHECK(keys == std::vector<std::string>{"gpus", "objective", "counts", "candidates", "why_winner", "closest_misses",
                                          "complete"});
   CHECK(j["complete"] == true);
-  CHECK(j["why_winner"].get<std::string>().find("faster than #2") != std::string::npos);
+  CHECK(j["why_winner"].get<std::string>().find("beats #") != std::string::npos);
 }
 
 TEST_CASE("plan: impossible constraints name the conflicting keys") {
