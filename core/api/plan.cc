@@ -402,7 +402,7 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net) {
   double fill_first_chunks = 0, last_busy = 0, max_busy = 0, max_comm = 0;
   const bool comm_bound = net && !net->astra && net->algorithm != "hierarchical";
   for (int64_t st = 0; st < p.pp; ++st) {
-    const std::vector<Chunk> chunks = stage_chunks(L, p.pp, v, {}, st);
+    const std::vector<Chunk> chunks = stage_chunks(L, p.pp, v, p.pipeline_layout, st);
     std::vector<ChunkSums> cs;
     int64_t dense = 0, expert = 0;
     double busy = 0, comm = 0;
@@ -851,6 +851,16 @@ Job layout_job(const Job& base, const PlanLayout& l) {
     p.expert_tp = l.expert_tp == l.tp ? 0 : l.expert_tp;
   }
   p.order = l.order;
+  // Layers that do not split evenly over the virtual stages: the extra
+  // layers go to the middle stages, the first and last (which also hold
+  // the embedding and the head) get fewer, as Llama 3 405B's 7, 8 x 14, 7.
+  const int64_t L = base.model.num_layers, n = l.pp * l.vp;
+  if (n > 1 && L % n != 0 && L >= n) {
+    const int64_t each = L / n, extra = L % n;
+    p.pipeline_layout.assign(static_cast<size_t>(n), each);
+    const int64_t first = (n - extra) / 2;
+    for (int64_t i = 0; i < extra; ++i) ++p.pipeline_layout[static_cast<size_t>(first + i)];
+  }
   j.training.micro_batch_size = l.mbs;
   j.training.schedule = l.schedule;
   j.training.recompute = l.recompute;

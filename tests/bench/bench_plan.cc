@@ -2,7 +2,7 @@
 // figures; docs/performance.md records them and the command.
 //
 //   build/native/stagecraft_bench_plan [--model llama3-70b] [--gpus 4096] [--seq-len 8192]
-//       [--global-batch-size 2048] [--hardware h100] [--threads N] [--top 5]
+//       [--global-batch-size 2048] [--hardware h100] [--threads N] [--top 5] [--time-limit S]
 //
 // Runs the search as `stagecraft plan` does (threads: one per core by
 // default) and prints its wall and CPU time and counts; then the baseline,
@@ -40,6 +40,7 @@ double cpu_seconds() {
 int main(int argc, char** argv) {
   std::string model = "llama3-70b", hardware = "h100";
   int64_t gpus = 4096, seq = 8192, gbs = 2048, top = 5;
+  double limit = 0;
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
@@ -50,6 +51,7 @@ int main(int argc, char** argv) {
     else if (k == "--global-batch-size") gbs = std::atoll(v.c_str());
     else if (k == "--threads") threads = std::max(1, std::atoi(v.c_str()));
     else if (k == "--top") top = std::atoll(v.c_str());
+    else if (k == "--time-limit") limit = std::atof(v.c_str());
     else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;
@@ -69,6 +71,7 @@ int main(int argc, char** argv) {
   o.gpus = gpus;
   o.threads = threads;
   o.constraints.top = top;
+  o.time_limit_seconds = limit;
   const double cpu0 = cpu_seconds();
   const auto t0 = clk::now();
   sc::Result<sc::PlanResult> r = sc::plan(*base, o);
@@ -87,7 +90,8 @@ int main(int argc, char** argv) {
               static_cast<long long>(c.simulated));
   std::printf("winner     %s  %.3f s\n", sc::layout_label(r->candidates[0].layout, base->model.is_moe()).c_str(),
               r->candidates[0].step_seconds);
-  std::printf("plan       %.1f s wall, %.1f s CPU\n", wall, cpu);
+  std::printf("plan       %.1f s wall, %.1f s CPU, %s\n", wall, cpu,
+              r->complete ? "complete" : "INCOMPLETE (time limit): best so far");
   const double bcpu0 = cpu_seconds();
   const auto b0 = clk::now();
   sc::Result<sc::Generator> g = sc::Generator::create(r->candidates[0].job);

@@ -59,6 +59,7 @@ Real real_of(const Job& j) {
 TEST_CASE("plan: estimates agree with the real summary and the bound is a lower bound") {
   const Job dense = base_job(R"({"preset": "llama3-8b", "num_layers": 4})", 1024, 16);
   const Job moe = base_job(R"({"preset": "mixtral-8x7b", "num_layers": 2})", 1024, 16);
+  const Job uneven = base_job(R"({"preset": "llama3-8b", "num_layers": 7})", 1024, 16);  // 7 layers on pp 4: 1,2,2,2... balanced
   struct Case {
     const Job* base;
     PlanLayout l;
@@ -72,6 +73,7 @@ TEST_CASE("plan: estimates agree with the real summary and the bound is a lower 
       {&dense, lay(1, false, 2, 1, 1, Schedule::kOneFOneB, 4, 3, Recompute::kSelective, 2)},
       {&dense, lay(4, true, 2, 1, 1, Schedule::kOneFOneB, 1, 0, Recompute::kNone, 4)},
       {&dense, lay(1, false, 1, 2, 2, Schedule::kInterleaved, 4, 3, Recompute::kNone, 1, "llama3")},
+      {&uneven, lay(1, false, 1, 4, 1, Schedule::kOneFOneB, 2, 1, Recompute::kSelective, 1)},
       {&moe, [] { PlanLayout l = lay(2, true, 1, 1, 1, Schedule::kOneFOneB, 4, 1, Recompute::kNone, 1); l.ep = 4; l.expert_tp = 1; return l; }()},
       {&moe, [] { PlanLayout l = lay(1, false, 1, 2, 1, Schedule::kOneFOneB, 4, 0, Recompute::kSelective, 1); l.ep = 2; l.expert_tp = 1; return l; }()},
   };
