@@ -79,6 +79,30 @@ std::string rank_at(const std::string& job_json, const std::string& coords_json)
   return call("rank_at", job_json, {{"coords", coords_json}}).envelope;
 }
 
+// plan(job, args, onProgress): {"ok":true,"plan":{...}} (docs/plan.md). args
+// is JSON text {"gpus": N, "constraints": {...}}; text that does not parse
+// is a parse_error at path "args" (the request layer checks the rest).
+// onProgress(done, total, phase) is called synchronously from inside the
+// search (a JS function, or undefined for none); the worker posts it to the
+// page while this call runs. Cancelling = terminating the worker.
+std::string plan(const std::string& job_json, const std::string& args_json, val on_progress) {
+  nlohmann::json args = nlohmann::json::parse(args_json, nullptr, /*allow_exceptions=*/false);
+  if (args.is_discarded() || !args.is_object()) {
+    return sc::error_envelope({sc::ErrorCode::kParseError, "plan arguments must be a JSON object {\"gpus\", \"constraints\"}", "args"});
+  }
+  sc::Request r;
+  r.op = "plan";
+  r.job_json = job_json;
+  r.args = std::move(args);
+  if (on_progress.typeOf().as<std::string>() == "function") {
+    r.progress = [&on_progress](int64_t done, int64_t total, const std::string& phase) {
+      // JS numbers: exact up to 2^53, far beyond any candidate count.
+      on_progress(static_cast<double>(done), static_cast<double>(total), phase);
+    };
+  }
+  return handler().handle(r).envelope;
+}
+
 // {ok:true, bytes:Uint8Array} or {ok:false, error:{code,message,path}}.
 val bytes_response(const sc::Response& r) {
   val out = val::object();
@@ -154,4 +178,5 @@ EMSCRIPTEN_BINDINGS(stagecraft) {
   // Overloaded by argument count: an inference job's phase last.
   emscripten::function("archiveManifest", &archive_manifest_phase);
   emscripten::function("archiveEntry", &archive_entry_phase);
+  emscripten::function("plan", &plan);
 }

@@ -10,6 +10,7 @@ import { decodeTrace } from '../../web/src/lib/chakra.js';
 import { IDENTITY_JOB } from './suite/jobs.mjs';
 import { uxCases } from './app-ux.mjs';
 import { servingCases } from './app-serving.mjs';
+import { planCases } from './app-plan.mjs';
 
 const ready = (page) => page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
 const jobUrl = (base, job) => `${base}/#job=${encodeURIComponent(JSON.stringify(job))}`;
@@ -254,5 +255,6 @@ export async function appCases(context, base, fixturesDir) {
   results.push(...await uxCases(context, base));
   // Issue 16: inference mode.
   results.push(...await servingCases(context, base));
+  results.push(...await planCases(context, base));
   return results;
 }

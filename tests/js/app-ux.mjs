@@ -172,7 +172,7 @@ export async function uxCases(context, base, only = '') {
     await page.goto(jobUrl(base, { model: { preset: 'llama2-70b', num_layers: 4 }, parallel: { dp: 16, tp: 8, sequence_parallel: true, pp: 1 }, training: { seq_len: 4096, micro_batch_size: 1, global_batch_size: 16 } }));
     await ready(page);
     const widths = {};
-    for (const tab of ['summary', 'graph', 'rank', 'downloads']) {
+    for (const tab of ['summary', 'graph', 'rank', 'downloads', 'plan']) {
       await page.click(`#tab-${tab}`);
       if (tab === 'graph') await page.waitForSelector('#graph svg [data-op]', { timeout: 30_000 });
       await page.waitForTimeout(100);
@@ -324,18 +324,20 @@ export async function uxCases(context, base, only = '') {
     await audit('rank preview');
     await page.click('#tab-downloads');
     await audit('downloads');
+    await page.click('#tab-plan');
+    await audit('plan (before a run)');
     await page.fill('input[name="parallel.tp"]', '3');
     await page.waitForSelector('label[data-path="parallel.tp"].invalid', { timeout: 20_000 });
     await audit('an error shown');
     // Keyboard: one tab stop for the tab list, arrows move and select.
-    await page.focus('#tab-downloads');
+    await page.focus('#tab-plan');
     await page.keyboard.press('ArrowRight');
     check(await page.evaluate(() => document.activeElement.id) === 'tab-summary', 'ArrowRight wraps to the first tab');
     check(await page.getAttribute('#tab-summary', 'aria-selected') === 'true' && !(await page.$eval('#panel-summary', (el) => el.hidden)), 'and selects it');
     await page.keyboard.press('End');
-    check(await page.evaluate(() => document.activeElement.id) === 'tab-downloads', 'End');
+    check(await page.evaluate(() => document.activeElement.id) === 'tab-plan', 'End');
     await page.keyboard.press('ArrowLeft');
-    check(await page.getAttribute('#tab-rank', 'aria-selected') === 'true', 'ArrowLeft');
+    check(await page.getAttribute('#tab-downloads', 'aria-selected') === 'true', 'ArrowLeft');
     const stops = await page.$$eval('[role=tab]', (ts) => ts.filter((t) => t.tabIndex === 0).length);
     check(stops === 1, `one tab stop in the tab list: ${stops}`);
   });

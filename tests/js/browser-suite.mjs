@@ -26,10 +26,18 @@ function fixtureNativeProvider(manifest) {
   };
 }
 
+// ctx.spawnWorker(): the engine in a module Worker (./plan-worker.mjs;
+// from the suite's own Worker too: Chromium nests dedicated workers).
+function spawnWorker() {
+  const w = new Worker('/tests/js/plan-worker.mjs', { type: 'module' });
+  return { post: (m) => w.postMessage(m), onMessage: (f) => w.addEventListener('message', (e) => f(e.data)),
+    onError: (f) => w.addEventListener('error', (e) => f(new Error(e.message))), terminate: () => w.terminate() };
+}
+
 export async function runInThisRealm(log) {
   const { default: createStagecraft } = await import('/build/wasm/stagecraft_wasm.js');
   // In the browser the loader fetches stagecraft_wasm.wasm next to the .js.
   const engine = await createStagecraft();
   const manifest = await (await fetch('/fixtures/manifest.json')).json();
-  return runSuites(suites, { engine, native: fixtureNativeProvider(manifest), log });
+  return runSuites(suites, { engine, native: fixtureNativeProvider(manifest), log, spawnWorker });
 }

@@ -9,6 +9,8 @@
 //           the native CLI's output for NATIVE_JOBS[job] (suite/jobs.mjs;
 //           default 'identity', i.e. IDENTITY_JOB), see suite/identity.mjs
 //   log     prints a line (e.g. why a case was skipped)
+//   spawnWorker()  the engine in a fresh worker (./plan-worker.mjs):
+//           { post(msg), onMessage(f), onError(f), terminate() }
 // A case skips itself by returning the string "skip: <reason>".
 
 export class AssertionError extends Error {

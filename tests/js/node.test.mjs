@@ -4,10 +4,18 @@ import { describe, test, before } from 'node:test';
 import { assert } from './harness.mjs';
 import { loadWasmInNode, nodeNativeProvider } from './native.mjs';
 import { suites } from './suite/index.mjs';
+import { Worker } from 'node:worker_threads';
+
+// ctx.spawnWorker(): the engine in a worker thread (./plan-worker.mjs), with
+// the same interface as the browser's (browser-suite.mjs).
+function spawnWorker() {
+  const w = new Worker(new URL('./plan-worker.mjs', import.meta.url));
+  return { post: (m) => w.postMessage(m), onMessage: (f) => w.on('message', f), onError: (f) => w.on('error', f), terminate: () => w.terminate() };
+}
 
 let ctx;
 before(async () => {
-  ctx = { engine: await loadWasmInNode(), native: nodeNativeProvider(), log: console.log };
+  ctx = { engine: await loadWasmInNode(), native: nodeNativeProvider(), log: console.log, spawnWorker };
 });
 
 for (const suite of suites) {

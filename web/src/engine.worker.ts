@@ -22,6 +22,9 @@ interface WasmEngine {
   simulate?(job: string, options: string): string;  // engines with core/sim (docs/simulate.md)
   archiveManifest(job: string, layout: string, prefix: string, sizes: boolean, phase?: string): string;  // overloaded: an inference job's phase
   archiveEntry(job: string, layout: string, prefix: string, name: string, phase?: string): { ok: true; bytes: Uint8Array } | { ok: false; error: EngineError };
+  // The planner (docs/plan.md): args is {"gpus","constraints"} as JSON text;
+  // onProgress is called synchronously from inside the search.
+  plan?(job: string, args: string, onProgress: (done: number, total: number, phase: string) => void): string;
 }
 
 declare const self: DedicatedWorkerGlobalScope;
@@ -121,6 +124,79 @@ async function archive(wasm: WasmEngine, id: number, job: string, prefix: string
   if (zipError || !finished) return fail('engine_unavailable', `zip failed: ${String(zipError)}`);
   const blob = new Blob(chunks as BlobPart[], { type: 'application/zip' });
   return { ok: true, result: { blob, bytes, files } };
+}
+
+async function handle(req: Request): Promise<{ reply: Reply; transfer: Transferable[] }> {
+  const payload = (req.payload ?? {}) as { job?: unknown; rank?: unknown; stage?: unknown; coords?: unknown; target?: unknown; prefix?: unknown; phase?: unknown; concurrency?: unknown };
+  if (req.type === 'cancel') {
+    if (typeof payload.target === 'number') cancelled.add(payload.target);
+    return { reply: { ok: true, result: { cancelled: true } }, transfer: [] };
+  }
+  const wasm = await loadEngine();
+  const job = typeof payload.job === 'string' ? payload.job : JSON.stringify(payload.job ?? null);
+  const none: Transferable[] = [];
+  switch (req.type) {
+    case 'version': return { reply: { ok: true, result: { version: wasm.version() } }, transfer: none };
+    case 'presets': return { reply: fromJson(wasm.presets()), transfer: none };
+    case 'inspect': return { reply: fromJson(wasm.inspect(job)), transfer: none };
+    case 'graph': return { reply: fromJson(wasm.graph(job)), transfer: none };
+    case 'graphJson':
+      if (payload.stage === undefined) return { reply: fromJson(wasm.graphJson(job)), transfer: none };
+      if (typeof payload.stage !== 'number') return { reply: fail('bad_request', 'stage must be a number', 'stage'), transfer: none };
+      return { reply: fromJson(wasm.graphJson(job, payload.stage)), transfer: none };
+    case 'groups':
+      if (payload.phase === undefined) return { reply: fromJson(wasm.groups(job)), transfer: none };
+      if (typeof payload.phase !== 'string') return { reply: fail('bad_request', 'phase must be a string', 'phase'), transfer: none };
+      return { reply: fromJson(wasm.groups(job, payload.phase)), transfer: none };
+    case 'rankInfo':
+      if (typeof payload.rank !== 'number') return { reply: fail('bad_request', 'rank must be a number', 'rank'), transfer: none };
+      if (payload.phase === undefined) return { reply: fromJson(wasm.rankInfo(job, payload.rank)), transfer: none };
+      if (typeof payload.phase !== 'string') return { reply: fail('bad_request', 'phase must be a string', 'phase'), transfer: none };
+      return { reply: fromJson(wasm.rankInfo(job, payload.rank, payload.phase)), transfer: none };
+    case 'rankAt':
+      if (typeof payload.coords !== 'object' || payload.coords === null) return { reply: fail('bad_request', 'coords must be an object', 'coords'), transfer: none };
+      return { reply: fromJson(wasm.rankAt(job, JSON.stringify(payload.coords))), transfer: none };
+    case 'rankTrace': {
+      if (typeof payload.rank !== 'number') return { reply: fail('bad_request', 'rank must be a number', 'rank'), transfer: none };
+      if (payload.phase !== undefined && typeof payload.phase !== 'string') return { reply: fail('bad_request', 'phase must be a string', 'phase'), transfer: none };
+      const r = payload.phase === undefined ? wasm.rankTrace(job, payload.rank) : wasm.rankTrace(job, payload.rank, payload.phase);
+      if (!r.ok) return { reply: r, transfer: none };
+      const bytes = r.bytes.buffer as ArrayBuffer;  // a fresh copy: safe to transfer
+      return { reply: { ok: true, result: { bytes } }, transfer: [bytes] };
+    }
+    case 'simulate':
+      if (typeof wasm.simulate !== 'function') return { reply: fail('unsupported', 'this engine build has no simulator'), transfer: none };
+      return { reply: fromJson(wasm.simulate(job, JSON.stringify({ timeline: true }))), transfer: none };
+    case 'plan': {
+      if (typeof wasm.plan !== 'function') return { reply: fail('unsupported', 'this engine build has no planner'), transfer: none };
+      const { gpus, constraints } = payload as { gpus?: unknown; constraints?: unknown };
+      if (typeof gpus !== 'number') return { reply: fail('bad_request', 'gpus must be a number', 'gpus'), transfer: none };
+      // The search runs synchronously inside this call; progress messages
+      // leave the worker at once (the page is free to draw them), at most
+      // every 50 ms, and always the last one.
+      let last = 0;
+      const onProgress = (done: number, total: number, phase: string) => {
+        const now = performance.now();
+        if (now - last < 50 && done < total) return;
+        last = now;
+        post({ v: PROTOCOL_VERSION, id: req.id, progress: { done, total, phase } });
+      };
+      return { reply: fromJson(wasm.plan(job, JSON.stringify({ gpus, constraints: constraints ?? {} }), onProgress)), transfer: none };
+    }
+    case 'servingSweep':
+      if (typeof wasm.servingSweep !== 'function') return { reply: fail('unsupported', 'this engine build has no serving sweep'), transfer: none };
+      if (!Array.isArray(payload.concurrency)) return { reply: fail('bad_request', 'concurrency must be an array of numbers', 'concurrency'), transfer: none };
+      return { reply: fromJson(wasm.servingSweep(job, JSON.stringify({ concurrency: payload.concurrency }))), transfer: none };
+    case 'selfTestAbort':
+      // Test hook: the path a real abort takes (Emscripten's abort() throws
+      // a WebAssembly.RuntimeError out of the engine call), without a
+      // multi-GB job to provoke one.
+      throw new WebAssembly.RuntimeError('Aborted(self-test)');
+    case 'archive':
+      return { reply: await archive(wasm, req.id, job, typeof payload.prefix === 'string' ? payload.prefix : 'trace'), transfer: none };
+    default:
+      return { reply: fail('bad_request', `unknown request type ${JSON.stringify((req as { type: unknown }).type)}`), transfer: none };
+  }
 }
 
 self.onmessage = async (event: MessageEvent<Request>) => {

@@ -15,10 +15,12 @@ import { sweepConcurrencies } from './lib/serving';
 import { loadGraph } from './views/graph-panel';
 import { showRank, previewUnavailable, rankInput } from './views/rank-panel';
 import './views/tabs';
+import { initPlan, planJobChanged, renderPlan } from './views/plan';
+import type { Plan } from './lib/plan';
 import { buildEditor, readJob, writeJob, clearErrors, showError, useHfConfig, usePreset, renderModelSource, hfText, presetSelect, hfActive, applyMode, modeSelect } from './views/editor';
 import { initWelcome, fetchHfConfig } from './views/welcome';
 import { explain, isTooBig } from './messages';
-import { state, current, client } from './state';
+import { state, current, client, planClient } from './state';
 import { $, h } from './util';
 
 const form = $<HTMLFormElement>('#job-form');
@@ -121,6 +123,7 @@ async function update(): Promise<void> {
   const job = readJob();
   jobToUrl(job);
   state.jobText = JSON.stringify(job);
+  planJobChanged(state.jobText);
   setBusy('working');
   renderModelSource(null);
   try {
@@ -266,12 +269,26 @@ async function loadSweep(mine: number): Promise<void> {
   }
 }
 
+// A planned layout into the editor: its parallel and training fields over
+// the editor's job (the model source and hardware stay as the user gave
+// them; the planner kept them too).
+initPlan((planned) => {
+  const base = readJob();
+  writeJob({ ...base, parallel: planned.parallel ?? {}, training: { ...(base.training as JobJson ?? {}), ...(planned.training as JobJson ?? {}) } });
+  renderModelSource(null);
+  edited(0);
+});
+
 // For the benchmark and tests.
 (window as unknown as { stagecraftApp: unknown }).stagecraftApp = {
   preview: (rank: number) => showRank(rank),
   state: () => document.body.dataset.state,
   engine: () => ({ spawned: client.spawned, busy: client.busy }),
   selfTestAbort: () => client.request('selfTestAbort', {}).catch((e: EngineRequestError) => e.error),
+  planEngine: () => ({ spawned: planClient().spawned, busy: planClient().busy }),
+  // Draws a plan answer without running the search (hand-made plans in tests).
+  showPlan: (plan: Plan) => renderPlan(plan),
+  job: () => readJob(),
 };
 
 async function boot(): Promise<void> {

@@ -1,10 +1,13 @@
 // The page <-> engine-worker message protocol (docs/wasm-bridge.md).
 // Versioned so that a stale cached worker and a new page fail loudly:
 //   request  {v: 2, id, type, payload}
-//   progress {v: 2, id, progress: {done, total, phase}}   (long requests only)
+//   progress {v: 2, id, progress: {done, total, phase}}   (archive, plan)
 //   response {v: 2, id, ok: true, result} | {v: 2, id, ok: false, error}
 //   cancel   {v: 2, id: <new>, type: 'cancel', payload: {target: <id>}}
 // Errors travel as data; the UI branches on error.code, never on message.
+
+import type { Plan } from './lib/plan';
+export type { Plan };
 
 export const PROTOCOL_VERSION = 2;
 
@@ -121,6 +124,12 @@ export interface Methods {
   // pipeline as one timeline per stage; `unsupported` from an engine
   // built without the simulator.
   simulate: [{ job: JobJson | string }, { simulation: Simulation }];
+  // The planner (docs/plan.md) on the job as the base: gpus and constraints
+  // as `stagecraft plan`; progress {done, total, phase} while it runs. The
+  // engine call is synchronous: cancel by replacing the worker
+  // (EngineClient.restart), not with a `cancel` message. `unsupported` from
+  // an engine without the planner.
+  plan: [{ job: JobJson | string; gpus: number; constraints?: Record<string, unknown> }, { plan: Plan }];
   // Test hook: fails like a wasm abort (engine_aborted); the client then
   // replaces the worker.
   selfTestAbort: [Record<string, never>, Record<string, never>];

@@ -31,3 +31,7 @@ export const current = (gen: number) => gen === state.generation;
 export const client = new EngineClient();
 let archiveEngine: EngineClient | null = null;
 export const archiveClient = () => (archiveEngine ??= new EngineClient());
+// The Plan tab's own worker: a plan runs for seconds to a minute, so edits
+// must not kill it, and its Cancel (a worker restart) must not kill theirs.
+let planEngine: EngineClient | null = null;
+export const planClient = () => (planEngine ??= new EngineClient());

@@ -9,5 +9,6 @@ import * as wire from './wire.mjs';
 import * as archive from './archive.mjs';
 import * as hf from './hf.mjs';
 import * as serving from './serving.mjs';
+import * as plan from './plan.mjs';
 
-export const suites = [basics, errors, traces, identity, explain, moe, wire, archive, hf, serving];
+export const suites = [basics, errors, traces, identity, explain, moe, wire, archive, hf, serving, plan];
