@@ -401,6 +401,7 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net) {
   const int64_t group = p.shard_degree(), expert_group = job.model.is_moe() ? p.expert_dp() : 1;
   double fill_first_chunks = 0, last_busy = 0, max_busy = 0, max_comm = 0;
   const bool comm_bound = net && !net->astra && net->algorithm != "hierarchical";
+  const bool megatron = comm_bound;  // the default simulation's streams (sim/simulate.h SimStreams)
   for (int64_t st = 0; st < p.pp; ++st) {
     const std::vector<Chunk> chunks = stage_chunks(L, p.pp, v, p.pipeline_layout, st);
     std::vector<ChunkSums> cs;
@@ -411,8 +412,12 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net) {
       cs.push_back(chunk_sums(px, c, nv, job.model.tied_embeddings));
       dense += cs.back().params_dense;
       expert += cs.back().params_expert;
-      busy += (cs.back().fb_us + cs.back().serial_us) * static_cast<double>(m);
-      comm += cs.back().comm_us * static_cast<double>(m);
+      // Megatron-LM's streams (the default simulation): tp/cp collectives
+      // run on the compute stream, so all of their time adds to it; under
+      // ASTRA-sim's rules (one communication stream) only the waits do, and
+      // the communication stream carries them beside the dp reductions.
+      busy += (cs.back().fb_us + (megatron ? cs.back().comm_us : cs.back().serial_us)) * static_cast<double>(m);
+      if (!megatron) comm += cs.back().comm_us * static_cast<double>(m);
       if (comm_bound && job.parallel.zero == 3) {
         for (int64_t l = c.first_layer; l < c.end_layer; ++l) units.push_back(layer_part(px, l).params_dense);
         if (cs.back().pre_post_dense > 0) units.push_back(cs.back().pre_post_dense);
@@ -456,8 +461,8 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net) {
   // One compute stream per rank: a stage is busy at least its compute;
   // the last stage starts only after micro-batch 0's forward went through
   // the first chunk of every earlier stage.
-  // One communication stream per rank too: a stage's collectives run one
-  // at a time.
+  // The stream that carries the dp reductions (with ASTRA-sim's rules, all
+  // communication) runs its collectives one at a time.
   e.bound_us = std::max({max_busy, last_busy + fill_first_chunks, max_comm});
   e.ok = true;
   return e;
@@ -1010,11 +1015,12 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o) {
     }
   }
 
-  // 4. Dominance (applied as the search goes, below): ZeRO 2 and 3 do the
-  // work of ZeRO 1 plus more communication (gathers before every layer's
-  // forward and backward with 3; the same reductions with 2) and differ
-  // only in memory; once the ZeRO 1 layout of the same everything else was
-  // simulated and fits, they are dominated.
+  // 4. Dominance (applied as the search goes, below): ZeRO 2 issues the
+  // same reductions and the same gather after the step as ZeRO 1 and
+  // differs only in memory; once the ZeRO 1 layout of the same everything
+  // else was simulated and fits, it is dominated. ZeRO 3 is not: its
+  // per-layer gathers overlap the forward on the dp stream, while ZeRO 1's
+  // gather after the optimizer step is exposed, so either may be faster.
   auto sibling = [](const PlanLayout& l) {
     PlanLayout k = l;
     k.zero = 0;
@@ -1023,7 +1029,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o) {
   };
   std::set<std::string> zero1_fits;
   auto dominated = [&](const Cand& cd) {
-    return !o.exhaustive && cd.l.zero >= 2 && zero1_fits.count(sibling(cd.l)) > 0;
+    return !o.exhaustive && cd.l.zero == 2 && zero1_fits.count(sibling(cd.l)) > 0;
   };
   // A layout whose rank order simulates exactly as the megatron order's
   // (orders_equivalent) is a duplicate: its megatron twin stands for it.
