@@ -1,6 +1,7 @@
 // Inference jobs: "mode": "inference" and the "serving" section (parsing,
 // validation, canonical form). docs/inference.md, "Job".
 #include <algorithm>
+#include <numeric>
 
 #include "job/job_internal.h"
 
@@ -208,13 +209,31 @@ Status validate_serving(const Job& job, Status (*validate_layout)(const Job&)) {
   for (const bool prefill : {true, false}) {
     const Job pj = serving_pool_job(job, prefill);
     const char* pool = prefill ? "prefill" : "decode";
-    if (m.is_moe() && pj.parallel.tp > 1)
+    if (m.is_moe() && pj.parallel.tp > 1) {
+      // The MoE layer routes each tp rank's own slice of the tokens, cut along
+      // the sequence (sequence parallelism, as in training). A decode step has
+      // one token per sequence: there is no sequence to cut, and routing a
+      // slice of the batch instead is not modelled. So the suggestion keeps
+      // the rank count and moves tp into attention data parallelism, with
+      // expert parallelism over those ranks (ep = the largest divisor of the
+      // expert count that divides them).
+      const int64_t ranks = pj.parallel.tp * pj.parallel.dp;
+      int64_t ep = std::gcd(ranks, m.num_experts);
+      std::string conc;
+      // concurrency is the decode pool's (colocated: the one pool's)
+      if ((!prefill || !s.disaggregated) && s.concurrency > 0 && s.concurrency % ranks != 0)
+        conc = ", and a concurrency divisible by " + to_string(ranks);
       return in_pool(make_error(ErrorCode::kUnsupported,
                                 "a mixture-of-experts model with tp > 1 (" + to_string(pj.parallel.tp) +
-                                    ") is not modelled in inference: serve it with attention data parallelism "
-                                    "(parallel.dp) and expert parallelism (parallel.ep), DeepSeek-style",
+                                    ") is not modelled in inference: its MoE layers route each tp rank's share of "
+                                    "the tokens cut along the sequence (sequence parallelism, a training setting), "
+                                    "and a decode step has one token per sequence. Serve it DeepSeek-style with attention data "
+                                    "parallelism and expert parallelism over the same " + to_string(ranks) +
+                                    " ranks: \"tp\": 1, \"dp\": " + to_string(ranks) + ", \"ep\": " +
+                                    to_string(ep) + conc,
                                 "parallel.tp"),
                      job, pool);
+    }
     Status st = validate_layout(pj);
     if (!st.ok()) return in_pool(st.error(), job, pool);
     if (!job.serving.disaggregated) break;

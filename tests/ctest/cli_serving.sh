@@ -68,4 +68,11 @@ grep -q 'short by' "$out/err.txt"
 echo '{"mode": "inference", "model": "llama3-70b", "parallel": {"tp": 8}, "serving": {"prompt_tokens": 8000, "output_tokens": 500}}' >"$out/long.json"
 if "$cli" inspect --config "$out/long.json" 2>"$out/err.txt"; then echo "accepted 8500 tokens on an 8192 context"; exit 1; fi
 grep -q 'serving.prompt_tokens' "$out/err.txt"
+# MoE with attention tp: refused, saying why and what layout to use instead (Mixtral's 8 experts, 2 ranks).
+echo '{"mode": "inference", "model": "mixtral-8x7b", "parallel": {"tp": 2}}' >"$out/moe_tp.json"
+if "$cli" inspect --config "$out/moe_tp.json" 2>"$out/err.txt"; then echo "accepted MoE with tp 2"; exit 1; fi
+grep -q '^.*parallel.tp: a mixture-of-experts model with tp > 1 (2)' "$out/err.txt"
+grep -q '"tp": 1, "dp": 2, "ep": 2' "$out/err.txt"
+echo '{"mode": "inference", "model": "mixtral-8x7b", "parallel": {"tp": 1, "dp": 2, "ep": 2}}' >"$out/moe_dp.json"
+"$cli" inspect --config "$out/moe_dp.json" >/dev/null
 echo "cli_serving: ok"
