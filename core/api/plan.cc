@@ -99,6 +99,10 @@ void parallel_for(int64_t n, int threads, Fn fn, const std::function<void(int64_
 struct Part {
   int64_t params_dense = 0, params_expert = 0, saved = 0, for_w = 0;
   double f_us = 0, fb_us = 0;
+  // Of fb_us: the backward ops on the input-gradient chain (neither
+  // weight-gradient GEMMs nor recomputed forward ops): each depends on the
+  // gradient received from the next stage and feeds the one sent back.
+  double bc_us = 0;
   double comm_us = 0;  // tp and cp collectives per micro-batch, on the real network
   // Of those, the ones between two consecutive compute nodes A -> B with
   // A feeding the collective and the collective feeding B: the compute
@@ -249,6 +253,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
     const double us = static_cast<double>(n.duration_micros);
     part->fb_us += us;
     if (fwd) part->f_us += us;
+    if (bwd && !g.ops[op].wgrad && !g.ops[op].recomputed) part->bc_us += us;
   }
   // tp and cp collectives of the forward and backward: their groups are
   // the innermost axes in every rank order, so their shapes are the real
@@ -316,7 +321,7 @@ struct Estimate {
 // Per chunk of a stage: saved, for_w, f, fb of its layers (+ ends).
 struct ChunkSums {
   int64_t saved = 0, for_w = 0, params_dense = 0, params_expert = 0;
-  double f_us = 0, fb_us = 0, comm_us = 0, serial_us = 0;
+  double f_us = 0, fb_us = 0, bc_us = 0, comm_us = 0, serial_us = 0;
   int64_t pre_post_dense = 0;  // of params_dense: the embedding / head units
 };
 
@@ -329,6 +334,7 @@ ChunkSums chunk_sums(const Proxy& px, const Chunk& c, int64_t num_virtual, bool 
     s.params_expert += p.params_expert;
     s.f_us += p.f_us;
     s.fb_us += p.fb_us;
+    s.bc_us += p.bc_us;
     s.comm_us += p.comm_us;
     s.serial_us += p.serial_us;
   };
@@ -399,13 +405,16 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net) {
   const int64_t L = job.model.num_layers, v = p.virtual_stages, nv = p.pp * v;
   const int64_t m = t.num_micro_batches(p);
   const int64_t group = p.shard_degree(), expert_group = job.model.is_moe() ? p.expert_dp() : 1;
-  double fill_first_chunks = 0, last_busy = 0, max_busy = 0, max_comm = 0;
+  // fill / drain: the first chunks' forward / input-gradient backward of
+  // the stages before this one, one micro-batch each.
+  double fill = 0, drain = 0, best = 0, max_comm = 0;
+  const bool has_drain = t.schedule != Schedule::kZeroBubble;
   const bool comm_bound = net && !net->astra && net->algorithm != "hierarchical";
   for (int64_t st = 0; st < p.pp; ++st) {
     const std::vector<Chunk> chunks = stage_chunks(L, p.pp, v, p.pipeline_layout, st);
     std::vector<ChunkSums> cs;
     int64_t dense = 0, expert = 0;
-    double busy = 0, comm = 0;
+    double busy = 0, comm = 0, gather = 0, trail = 0;
     std::vector<int64_t> units;  // FSDP units: the layers, the embedding, the head
     for (const Chunk& c : chunks) {
       cs.push_back(chunk_sums(px, c, nv, job.model.tied_embeddings));
@@ -413,6 +422,7 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net) {
       expert += cs.back().params_expert;
       busy += (cs.back().fb_us + cs.back().serial_us) * static_cast<double>(m);
       comm += cs.back().comm_us * static_cast<double>(m);
+      trail = std::max(trail, cs.back().fb_us - cs.back().f_us - cs.back().bc_us + cs.back().serial_us);
       if (comm_bound && job.parallel.zero == 3) {
         for (int64_t l = c.first_layer; l < c.end_layer; ++l) units.push_back(layer_part(px, l).params_dense);
         if (cs.back().pre_post_dense > 0) units.push_back(cs.back().pre_post_dense);
@@ -424,13 +434,20 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net) {
     const int64_t n = job.parallel.dp * job.parallel.cp;
     if (comm_bound && (job.parallel.zero == 1 || job.parallel.zero == 2) && n > 1 && dense > 0) {
       const int64_t wbytes = dense * dtype_bytes(t.dtype);
-      busy += collective_micros(*net, dp_group_shape(*net, job.parallel, n), CollectiveType::kAllGather,
-                                (wbytes + n - 1) / n);
+      gather = collective_micros(*net, dp_group_shape(*net, job.parallel, n), CollectiveType::kAllGather,
+                                 (wbytes + n - 1) / n);
     }
     max_comm = std::max(max_comm, comm);
-    if (st < p.pp - 1 && !cs.empty()) fill_first_chunks += cs.front().f_us;
-    if (st == p.pp - 1) last_busy = busy;
-    max_busy = std::max(max_busy, busy);
+    // The stage's compute runs on one stream, after micro-batch 0's forward
+    // went through the first chunk of every earlier stage; ZeRO's gather
+    // follows its last compute. Without zero-bubble's deferred weight
+    // gradients, the gradient of the last micro-batch leaves the stage at
+    // most `trail` (the weight-gradient and recompute work of one chunk)
+    // before its compute ends and then crosses the input-gradient chain of
+    // the first chunk of every earlier stage.
+    best = std::max(best, fill + busy + gather);
+    if (has_drain && st > 0) best = std::max(best, fill + busy - trail + drain);
+    if (!cs.empty()) fill += cs.front().f_us, drain += cs.front().bc_us;
     // summary.json's memory formula (api/summary.cc).
     const int64_t local = dense + expert;
     auto sharded = [&](int64_t bpp, int64_t stage) {
@@ -453,12 +470,9 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net) {
     e.lower = std::max(e.lower, static_bytes + peak);
     e.upper = std::max(e.upper, static_bytes + peak + px.transient);
   }
-  // One compute stream per rank: a stage is busy at least its compute;
-  // the last stage starts only after micro-batch 0's forward went through
-  // the first chunk of every earlier stage.
   // One communication stream per rank too: a stage's collectives run one
   // at a time.
-  e.bound_us = std::max({max_busy, last_busy + fill_first_chunks, max_comm});
+  e.bound_us = std::max(best, max_comm);
   e.ok = true;
   return e;
 }

@@ -169,6 +169,13 @@ TEST_CASE("plan: the pruned search returns the exhaustive search's head") {
     }
     CHECK(all->counts.bound == 0);
     CHECK(all->counts.dominated == 0);
+    // The bound the pruning trusts is below the simulated step of every
+    // layout that fits, not only of the head.
+    for (const PlanCandidate& c : all->candidates) {
+      INFO(layout_label(c.layout, moe));
+      CHECK(c.bound_seconds > 0);
+      CHECK(c.bound_seconds <= c.step_seconds);
+    }
   }
 }
 
