@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "api/api.h"
+#include "api/simulate.h"
 #include "api/state.h"
 #include "base/cancel.h"
 #include "base/json_fields.h"
@@ -713,44 +714,77 @@ struct Eval {
   PlanCandidate c;
 };
 
-double num(const json& j, const char* k) {
-  auto it = j.find(k);
-  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+
+// summary.json's rounding of the time figures (9 significant digits), so
+// the plan reports the numbers `inspect` / `generate` print.
+double sig9(double v) {
+  if (v == 0 || !std::isfinite(v)) return 0;
+  char b[40];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  return std::strtod(b, nullptr);
 }
 
+// Builds the layout's programs without summary.json (whose bubble replay
+// the plan does not read) and simulates them once: the same figures as
+// summary.json's stages[].memory_bytes.peak_live and time.*.
 Eval evaluate(const Cand& cd, int64_t usable) {
   Eval ev;
   ev.done = true;
-  Result<Generator> gen = Generator::create(cd.job);
+  Generator::CreateOptions co;
+  co.summary = false;
+  Result<Generator> gen = Generator::create(cd.job, co);
   if (!gen.ok()) {
     ev.failed = true;
     ev.cancelled = gen.error().code == ErrorCode::kCancelled;
     ev.error = gen.error();
     return ev;
   }
-  json s = json::parse(gen->summary_json(), nullptr, false);
+  const GeneratorState& s = GeneratorAccess::state(*gen);
   PlanCandidate& c = ev.c;
   c.layout = cd.l;
   c.job = cd.job;
-  for (const json& st : s["stages"]) {
-    const json& mb = st["memory_bytes"];
-    c.peak_memory_bytes = std::max<int64_t>(c.peak_memory_bytes, mb.value("peak_live", int64_t{0}));
+  const ParallelConfig& par = cd.job.parallel;
+  const TrainingConfig& tr = cd.job.training;
+  const int64_t group = par.shard_degree(), expert_group = cd.job.model.is_moe() ? par.expert_dp() : 1;
+  for (int64_t st = 0; st < s.num_stages(); ++st) {
+    int64_t local = 0, expert = 0;
+    for (const Tensor& t : s.graph_of(st).tensors) {
+      if (!is_weight(t)) continue;
+      Result<int64_t> n = t.local_numel().eval(s.bind, t.name);
+      if (!n.ok()) {
+        ev.failed = true;
+        ev.error = n.error();
+        return ev;
+      }
+      local += *n;
+      if (t.expert) expert += *n;
+    }
+    const int64_t dense = local - expert;
+    auto sharded = [&](int64_t bpp, int64_t stage) {
+      if (par.zero < stage) return local * bpp;
+      return (dense * bpp + group - 1) / group + (expert * bpp + expert_group - 1) / expert_group;
+    };
+    const int64_t live = sharded(dtype_bytes(tr.dtype), 3) + sharded(dtype_bytes(tr.grad_reduce_dtype), 2) +
+                         sharded(tr.optimizer_bytes_per_param, 1) + s.program_of(st).live_activation_peak;
+    c.peak_memory_bytes = std::max(c.peak_memory_bytes, live);
   }
   c.memory_capacity_bytes = static_cast<int64_t>(cd.job.hardware.memory_bytes);
   c.usable_memory_bytes = usable;
-  const json& t = s["time"];
-  if (!t.contains("step_seconds") || !t["step_seconds"].is_number()) {
+  Result<SimulateReport> rep = simulate_state(s, {});
+  if (!rep.ok()) {
     ev.failed = true;
-    ev.error = make_error(ErrorCode::kInternal, "simulation did not complete: " + t.value("error", std::string()));
+    ev.cancelled = rep.error().code == ErrorCode::kCancelled;
+    ev.error = rep.error().code != ErrorCode::kInternal
+                   ? rep.error()
+                   : make_error(ErrorCode::kInternal, "simulation did not complete: " + rep.error().message);
     return ev;
   }
-  c.step_seconds = num(t, "step_seconds");
-  c.mfu = num(t, "mfu");
-  c.tokens_per_second = num(t, "tokens_per_second");
+  c.step_seconds = sig9(rep->step_seconds);
+  c.mfu = sig9(rep->mfu);
+  c.tokens_per_second = sig9(rep->tokens_per_second);
   c.tokens_per_second_per_gpu = c.tokens_per_second / static_cast<double>(cd.job.parallel.world_size());
-  c.bubble_fraction = num(t, "bubble_fraction");
-  const char* kinds[] = {"tp", "cp", "ep", "pp", "dp"};
-  for (int k = 0; k < 5; ++k) c.exposed[k] = t.contains("exposed_comm_seconds") ? num(t["exposed_comm_seconds"], kinds[k]) : 0;
+  c.bubble_fraction = sig9(rep->bubble_fraction);
+  for (int k = 0; k < 5; ++k) c.exposed[k] = sig9(rep->exposed_comm_seconds[k]);
   c.bound_seconds = cd.est.bound_us / 1e6;
   ev.fits = c.peak_memory_bytes <= usable;
   return ev;
