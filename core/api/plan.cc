@@ -398,9 +398,26 @@ double dp_comm_bound(const Job& job, const NetworkModel& net, int64_t dense, int
   return t;
 }
 
-Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net) {
+// Per stage, the saved-activation peak over the schedule (bytes). Layouts
+// that differ only in ZeRO, the shard group or the rank order share it:
+// keyed by the proxy and (pp, vp, schedule, dp), which fix the chunks and
+// the micro-batch count.
+using PeakKey = std::tuple<int, int64_t, int64_t, int, int64_t>;
+using PeakCache = std::map<PeakKey, std::vector<int64_t>>;
+
+Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, PeakCache* cache = nullptr,
+                  int proxy_index = -1) {
   Estimate e;
   if (!px.ok) return e;
+  std::vector<int64_t>* peaks = nullptr;
+  bool have_peaks = false;
+  if (cache) {
+    const PeakKey key{proxy_index, job.parallel.pp, job.parallel.virtual_stages,
+                      static_cast<int>(job.training.schedule), job.parallel.dp};
+    auto [it, added] = cache->try_emplace(key);
+    peaks = &it->second;
+    have_peaks = !added;
+  }
   const ParallelConfig& p = job.parallel;
   const TrainingConfig& t = job.training;
   const int64_t L = job.model.num_layers, v = p.virtual_stages, nv = p.pp * v;
@@ -458,15 +475,20 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net) {
     const int64_t static_bytes = sharded(dtype_bytes(t.dtype), 3) + sharded(dtype_bytes(t.grad_reduce_dtype), 2) +
                                  sharded(t.optimizer_bytes_per_param, 1);
     // Saved activations over the schedule, as lowering counts them.
-    const bool split_w = t.schedule == Schedule::kZeroBubble;
-    int64_t alive = 0, peak = 0;
-    for (const Step& s : pipeline_schedule(t.schedule, p.pp, v, st, m)) {
-      const ChunkSums& c = cs[static_cast<size_t>(s.chunk)];
-      const int64_t w = split_w ? c.for_w : 0;
-      if (s.kind == StepKind::kForward) alive += c.saved;
-      if (s.kind == StepKind::kBackward) alive -= c.saved - w;
-      if (s.kind == StepKind::kWeight) alive -= w;
-      peak = std::max(peak, alive);
+    int64_t peak = 0;
+    if (have_peaks) peak = (*peaks)[static_cast<size_t>(st)];
+    else {
+      const bool split_w = t.schedule == Schedule::kZeroBubble;
+      int64_t alive = 0;
+      for (const Step& s : pipeline_schedule(t.schedule, p.pp, v, st, m)) {
+        const ChunkSums& c = cs[static_cast<size_t>(s.chunk)];
+        const int64_t w = split_w ? c.for_w : 0;
+        if (s.kind == StepKind::kForward) alive += c.saved;
+        if (s.kind == StepKind::kBackward) alive -= c.saved - w;
+        if (s.kind == StepKind::kWeight) alive -= w;
+        peak = std::max(peak, alive);
+      }
+      if (peaks) peaks->push_back(peak);
     }
     e.lower = std::max(e.lower, static_bytes + peak);
     e.upper = std::max(e.upper, static_bytes + peak + px.transient);
@@ -1040,6 +1062,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o) {
 
   // 3. Memory and bound of each layout (activation peaks cached: they do
   // not depend on ZeRO, the shard group or the rank order).
+  PeakCache peak_cache;
   for (Cand& cd : cands) {
     if (cd.state != Cand::kNew) continue;
     const Proxy& px = proxies[static_cast<size_t>(cd.proxy)];
@@ -1049,7 +1072,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o) {
       cd.reason = px.error.path + ": " + px.error.message;
       continue;
     }
-    cd.est = estimate(cd.job, px, &net);
+    cd.est = estimate(cd.job, px, &net, &peak_cache, cd.proxy);
     if (cd.est.lower > usable) {
       cd.state = Cand::kMemory;
       cd.short_by = cd.est.lower - usable;

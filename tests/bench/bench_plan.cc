@@ -72,6 +72,13 @@ int main(int argc, char** argv) {
   o.threads = threads;
   o.constraints.top = top;
   o.time_limit_seconds = limit;
+  // The simulate phase's last (done, total): total is the layouts whose
+  // bound is under the current top-N threshold, so total - done is what a
+  // stopped search still had to simulate (or prove dominated).
+  int64_t sim_done = 0, sim_total = 0;
+  o.progress = [&](int64_t d, int64_t t, const std::string& phase) {
+    if (phase == "simulate") sim_done = d, sim_total = t;
+  };
   const double cpu0 = cpu_seconds();
   const auto t0 = clk::now();
   sc::Result<sc::PlanResult> r = sc::plan(*base, o);
@@ -88,10 +95,14 @@ int main(int argc, char** argv) {
               static_cast<long long>(c.considered), static_cast<long long>(c.divisibility),
               static_cast<long long>(c.memory), static_cast<long long>(c.dominated), static_cast<long long>(c.bound),
               static_cast<long long>(c.simulated));
-  std::printf("winner     %s  %.3f s\n", sc::layout_label(r->candidates[0].layout, base->model.is_moe()).c_str(),
-              r->candidates[0].step_seconds);
+  std::printf("winner     %s  %.3f s (bound %.3f s)\n",
+              sc::layout_label(r->candidates[0].layout, base->model.is_moe()).c_str(), r->candidates[0].step_seconds,
+              r->candidates[0].bound_seconds);
   std::printf("plan       %.1f s wall, %.1f s CPU, %s\n", wall, cpu,
               r->complete ? "complete" : "INCOMPLETE (time limit): best so far");
+  if (!r->complete)
+    std::printf("remaining  %lld layouts with a bound under the current threshold not yet decided\n",
+                static_cast<long long>(sim_total - sim_done));
   const double bcpu0 = cpu_seconds();
   const auto b0 = clk::now();
   sc::Result<sc::Generator> g = sc::Generator::create(r->candidates[0].job);
