@@ -22,6 +22,7 @@
 #include "api/api.h"
 #include "api/budget.h"
 #include "api/plan.h"
+#include "api/simulate.h"
 
 using clk = std::chrono::steady_clock;
 
@@ -108,6 +109,23 @@ int main(int argc, char** argv) {
   sc::Result<sc::Generator> g = sc::Generator::create(r->candidates[0].job);
   const double base_wall = since(b0), base_cpu = cpu_seconds() - bcpu0;
   if (!g.ok()) return 1;
+  // What the plan pays per simulated layout: the build without
+  // summary.json plus one simulation, against the full build (which
+  // simulates inside summary.json); the least of 3 runs each.
+  double full_cpu = 1e30, light_cpu = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    double t0 = cpu_seconds();
+    if (!sc::Generator::create(r->candidates[0].job).ok()) return 1;
+    full_cpu = std::min(full_cpu, cpu_seconds() - t0);
+    t0 = cpu_seconds();
+    sc::Generator::CreateOptions co;
+    co.summary = false;
+    sc::Result<sc::Generator> lg = sc::Generator::create(r->candidates[0].job, co);
+    if (!lg.ok() || !sc::simulate(*lg, {}).ok()) return 1;
+    light_cpu = std::min(light_cpu, cpu_seconds() - t0);
+  }
+  std::printf("per layout full build %.3f s CPU, plan's build + simulation %.3f s CPU (%.2fx)\n", full_cpu, light_cpu,
+              full_cpu / light_cpu);
   const double fitting = static_cast<double>(c.dominated + c.bound + c.simulated);
   std::printf("baseline   one build + simulation of the winner: %.2f s wall, %.2f s CPU\n", base_wall, base_cpu);
   std::printf("ratio      plan / baseline = %.0f (CPU), %.0f (wall); exhaustive ~ %.0f x baseline = %.0f s CPU, "
