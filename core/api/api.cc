@@ -66,7 +66,9 @@ Generator::Generator(Generator&&) noexcept = default;
 Generator& Generator::operator=(Generator&&) noexcept = default;
 Generator::~Generator() = default;
 
-Result<Generator> Generator::create(const Job& job) {
+Result<Generator> Generator::create(const Job& job) { return create(job, CreateOptions{}); }
+
+Result<Generator> Generator::create(const Job& job, const CreateOptions& options) {
   SC_RETURN_IF_ERROR(validate_job(job));
   SC_RETURN_IF_ERROR(check_budget(job));  // refuse before building (api/budget.h)
   if (job.inference()) return create_serving_generator(job);  // api/serving.cc
@@ -172,7 +174,9 @@ Result<Generator> Generator::create(const Job& job) {
     s->stages.push_back({std::move(g), std::move(prog)});
   }
   s->config_hash = fnv1a_hex(job_to_canonical_json(job));
-  SC_ASSIGN_OR_RETURN(s->summary, build_summary(*s));
+  if (options.summary) {
+    SC_ASSIGN_OR_RETURN(s->summary, build_summary(*s));
+  }
   return Generator(std::move(s));
 }
 

@@ -21,6 +21,13 @@ class Generator {
   // Builds the symbolic graph, shards it, inserts communication and lowers
   // one program per distinct rank role. Errors name the job field.
   static Result<Generator> create(const Job& job);
+  // summary = false leaves summary_json() empty (its bubble replay and
+  // simulation are most of a build's time): for callers that read the
+  // programs and simulate themselves (the planner, api/plan.cc).
+  struct CreateOptions {
+    bool summary = true;
+  };
+  static Result<Generator> create(const Job& job, const CreateOptions& options);
 
   Generator(Generator&&) noexcept;
   Generator& operator=(Generator&&) noexcept;

@@ -15,6 +15,7 @@
 #include <tuple>
 
 #include "api/api.h"
+#include "api/simulate.h"
 #include "api/state.h"
 #include "base/cancel.h"
 #include "base/json_fields.h"
@@ -99,6 +100,10 @@ void parallel_for(int64_t n, int threads, Fn fn, const std::function<void(int64_
 struct Part {
   int64_t params_dense = 0, params_expert = 0, saved = 0, for_w = 0;
   double f_us = 0, fb_us = 0;
+  // Of fb_us: the backward ops on the input-gradient chain (neither
+  // weight-gradient GEMMs nor recomputed forward ops): each depends on the
+  // gradient received from the next stage and feeds the one sent back.
+  double bc_us = 0;
   double comm_us = 0;  // tp and cp collectives per micro-batch, on the real network
   // Of those, the ones between two consecutive compute nodes A -> B with
   // A feeding the collective and the collective feeding B: the compute
@@ -249,6 +254,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
     const double us = static_cast<double>(n.duration_micros);
     part->fb_us += us;
     if (fwd) part->f_us += us;
+    if (bwd && !g.ops[op].wgrad && !g.ops[op].recomputed) part->bc_us += us;
   }
   // tp and cp collectives of the forward and backward: their groups are
   // the innermost axes in every rank order, so their shapes are the real
@@ -316,7 +322,7 @@ struct Estimate {
 // Per chunk of a stage: saved, for_w, f, fb of its layers (+ ends).
 struct ChunkSums {
   int64_t saved = 0, for_w = 0, params_dense = 0, params_expert = 0;
-  double f_us = 0, fb_us = 0, comm_us = 0, serial_us = 0;
+  double f_us = 0, fb_us = 0, bc_us = 0, comm_us = 0, serial_us = 0;
   int64_t pre_post_dense = 0;  // of params_dense: the embedding / head units
 };
 
@@ -329,6 +335,7 @@ ChunkSums chunk_sums(const Proxy& px, const Chunk& c, int64_t num_virtual, bool 
     s.params_expert += p.params_expert;
     s.f_us += p.f_us;
     s.fb_us += p.fb_us;
+    s.bc_us += p.bc_us;
     s.comm_us += p.comm_us;
     s.serial_us += p.serial_us;
   };
@@ -391,22 +398,42 @@ double dp_comm_bound(const Job& job, const NetworkModel& net, int64_t dense, int
   return t;
 }
 
-Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net) {
+// Per stage, the saved-activation peak over the schedule (bytes). Layouts
+// that differ only in ZeRO, the shard group or the rank order share it:
+// keyed by the proxy and (pp, vp, schedule, dp), which fix the chunks and
+// the micro-batch count.
+using PeakKey = std::tuple<int, int64_t, int64_t, int, int64_t>;
+using PeakCache = std::map<PeakKey, std::vector<int64_t>>;
+
+Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, PeakCache* cache = nullptr,
+                  int proxy_index = -1) {
   Estimate e;
   if (!px.ok) return e;
+  std::vector<int64_t>* peaks = nullptr;
+  bool have_peaks = false;
+  if (cache) {
+    const PeakKey key{proxy_index, job.parallel.pp, job.parallel.virtual_stages,
+                      static_cast<int>(job.training.schedule), job.parallel.dp};
+    auto [it, added] = cache->try_emplace(key);
+    peaks = &it->second;
+    have_peaks = !added;
+  }
   const ParallelConfig& p = job.parallel;
   const TrainingConfig& t = job.training;
   const int64_t L = job.model.num_layers, v = p.virtual_stages, nv = p.pp * v;
   const int64_t m = t.num_micro_batches(p);
   const int64_t group = p.shard_degree(), expert_group = job.model.is_moe() ? p.expert_dp() : 1;
-  double fill_first_chunks = 0, last_busy = 0, max_busy = 0, max_comm = 0;
+  // fill / drain: the first chunks' forward / input-gradient backward of
+  // the stages before this one, one micro-batch each.
+  double fill = 0, drain = 0, best = 0, max_comm = 0;
+  const bool has_drain = t.schedule != Schedule::kZeroBubble;
   const bool comm_bound = net && !net->astra && net->algorithm != "hierarchical";
   const bool megatron = comm_bound;  // the default simulation's streams (sim/simulate.h SimStreams)
   for (int64_t st = 0; st < p.pp; ++st) {
     const std::vector<Chunk> chunks = stage_chunks(L, p.pp, v, p.pipeline_layout, st);
     std::vector<ChunkSums> cs;
     int64_t dense = 0, expert = 0;
-    double busy = 0, comm = 0;
+    double busy = 0, comm = 0, gather = 0, trail = 0;
     std::vector<int64_t> units;  // FSDP units: the layers, the embedding, the head
     for (const Chunk& c : chunks) {
       cs.push_back(chunk_sums(px, c, nv, job.model.tied_embeddings));
@@ -416,8 +443,10 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net) {
       // run on the compute stream, so all of their time adds to it; under
       // ASTRA-sim's rules (one communication stream) only the waits do, and
       // the communication stream carries them beside the dp reductions.
-      busy += (cs.back().fb_us + (megatron ? cs.back().comm_us : cs.back().serial_us)) * static_cast<double>(m);
+      const double on_compute = megatron ? cs.back().comm_us : cs.back().serial_us;
+      busy += (cs.back().fb_us + on_compute) * static_cast<double>(m);
       if (!megatron) comm += cs.back().comm_us * static_cast<double>(m);
+      trail = std::max(trail, cs.back().fb_us - cs.back().f_us - cs.back().bc_us + on_compute);
       if (comm_bound && job.parallel.zero == 3) {
         for (int64_t l = c.first_layer; l < c.end_layer; ++l) units.push_back(layer_part(px, l).params_dense);
         if (cs.back().pre_post_dense > 0) units.push_back(cs.back().pre_post_dense);
@@ -429,13 +458,20 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net) {
     const int64_t n = job.parallel.dp * job.parallel.cp;
     if (comm_bound && (job.parallel.zero == 1 || job.parallel.zero == 2) && n > 1 && dense > 0) {
       const int64_t wbytes = dense * dtype_bytes(t.dtype);
-      busy += collective_micros(*net, dp_group_shape(*net, job.parallel, n), CollectiveType::kAllGather,
-                                (wbytes + n - 1) / n);
+      gather = collective_micros(*net, dp_group_shape(*net, job.parallel, n), CollectiveType::kAllGather,
+                                 (wbytes + n - 1) / n);
     }
     max_comm = std::max(max_comm, comm);
-    if (st < p.pp - 1 && !cs.empty()) fill_first_chunks += cs.front().f_us;
-    if (st == p.pp - 1) last_busy = busy;
-    max_busy = std::max(max_busy, busy);
+    // The stage's compute runs on one stream, after micro-batch 0's forward
+    // went through the first chunk of every earlier stage; ZeRO's gather
+    // follows its last compute. Without zero-bubble's deferred weight
+    // gradients, the gradient of the last micro-batch leaves the stage at
+    // most `trail` (the weight-gradient and recompute work of one chunk)
+    // before its compute ends and then crosses the input-gradient chain of
+    // the first chunk of every earlier stage.
+    best = std::max(best, fill + busy + gather);
+    if (has_drain && st > 0) best = std::max(best, fill + busy - trail + drain);
+    if (!cs.empty()) fill += cs.front().f_us, drain += cs.front().bc_us;
     // summary.json's memory formula (api/summary.cc).
     const int64_t local = dense + expert;
     auto sharded = [&](int64_t bpp, int64_t stage) {
@@ -445,25 +481,27 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net) {
     const int64_t static_bytes = sharded(dtype_bytes(t.dtype), 3) + sharded(dtype_bytes(t.grad_reduce_dtype), 2) +
                                  sharded(t.optimizer_bytes_per_param, 1);
     // Saved activations over the schedule, as lowering counts them.
-    const bool split_w = t.schedule == Schedule::kZeroBubble;
-    int64_t alive = 0, peak = 0;
-    for (const Step& s : pipeline_schedule(t.schedule, p.pp, v, st, m)) {
-      const ChunkSums& c = cs[static_cast<size_t>(s.chunk)];
-      const int64_t w = split_w ? c.for_w : 0;
-      if (s.kind == StepKind::kForward) alive += c.saved;
-      if (s.kind == StepKind::kBackward) alive -= c.saved - w;
-      if (s.kind == StepKind::kWeight) alive -= w;
-      peak = std::max(peak, alive);
+    int64_t peak = 0;
+    if (have_peaks) peak = (*peaks)[static_cast<size_t>(st)];
+    else {
+      const bool split_w = t.schedule == Schedule::kZeroBubble;
+      int64_t alive = 0;
+      for (const Step& s : pipeline_schedule(t.schedule, p.pp, v, st, m)) {
+        const ChunkSums& c = cs[static_cast<size_t>(s.chunk)];
+        const int64_t w = split_w ? c.for_w : 0;
+        if (s.kind == StepKind::kForward) alive += c.saved;
+        if (s.kind == StepKind::kBackward) alive -= c.saved - w;
+        if (s.kind == StepKind::kWeight) alive -= w;
+        peak = std::max(peak, alive);
+      }
+      if (peaks) peaks->push_back(peak);
     }
     e.lower = std::max(e.lower, static_bytes + peak);
     e.upper = std::max(e.upper, static_bytes + peak + px.transient);
   }
-  // One compute stream per rank: a stage is busy at least its compute;
-  // the last stage starts only after micro-batch 0's forward went through
-  // the first chunk of every earlier stage.
   // The stream that carries the dp reductions (with ASTRA-sim's rules, all
   // communication) runs its collectives one at a time.
-  e.bound_us = std::max({max_busy, last_busy + fill_first_chunks, max_comm});
+  e.bound_us = std::max(best, max_comm);
   e.ok = true;
   return e;
 }
@@ -704,44 +742,77 @@ struct Eval {
   PlanCandidate c;
 };
 
-double num(const json& j, const char* k) {
-  auto it = j.find(k);
-  return it != j.end() && it->is_number() ? it->get<double>() : 0.0;
+
+// summary.json's rounding of the time figures (9 significant digits), so
+// the plan reports the numbers `inspect` / `generate` print.
+double sig9(double v) {
+  if (v == 0 || !std::isfinite(v)) return 0;
+  char b[40];
+  std::snprintf(b, sizeof b, "%.9g", v);
+  return std::strtod(b, nullptr);
 }
 
+// Builds the layout's programs without summary.json (whose bubble replay
+// the plan does not read) and simulates them once: the same figures as
+// summary.json's stages[].memory_bytes.peak_live and time.*.
 Eval evaluate(const Cand& cd, int64_t usable) {
   Eval ev;
   ev.done = true;
-  Result<Generator> gen = Generator::create(cd.job);
+  Generator::CreateOptions co;
+  co.summary = false;
+  Result<Generator> gen = Generator::create(cd.job, co);
   if (!gen.ok()) {
     ev.failed = true;
     ev.cancelled = gen.error().code == ErrorCode::kCancelled;
     ev.error = gen.error();
     return ev;
   }
-  json s = json::parse(gen->summary_json(), nullptr, false);
+  const GeneratorState& s = GeneratorAccess::state(*gen);
   PlanCandidate& c = ev.c;
   c.layout = cd.l;
   c.job = cd.job;
-  for (const json& st : s["stages"]) {
-    const json& mb = st["memory_bytes"];
-    c.peak_memory_bytes = std::max<int64_t>(c.peak_memory_bytes, mb.value("peak_live", int64_t{0}));
+  const ParallelConfig& par = cd.job.parallel;
+  const TrainingConfig& tr = cd.job.training;
+  const int64_t group = par.shard_degree(), expert_group = cd.job.model.is_moe() ? par.expert_dp() : 1;
+  for (int64_t st = 0; st < s.num_stages(); ++st) {
+    int64_t local = 0, expert = 0;
+    for (const Tensor& t : s.graph_of(st).tensors) {
+      if (!is_weight(t)) continue;
+      Result<int64_t> n = t.local_numel().eval(s.bind, t.name);
+      if (!n.ok()) {
+        ev.failed = true;
+        ev.error = n.error();
+        return ev;
+      }
+      local += *n;
+      if (t.expert) expert += *n;
+    }
+    const int64_t dense = local - expert;
+    auto sharded = [&](int64_t bpp, int64_t stage) {
+      if (par.zero < stage) return local * bpp;
+      return (dense * bpp + group - 1) / group + (expert * bpp + expert_group - 1) / expert_group;
+    };
+    const int64_t live = sharded(dtype_bytes(tr.dtype), 3) + sharded(dtype_bytes(tr.grad_reduce_dtype), 2) +
+                         sharded(tr.optimizer_bytes_per_param, 1) + s.program_of(st).live_activation_peak;
+    c.peak_memory_bytes = std::max(c.peak_memory_bytes, live);
   }
   c.memory_capacity_bytes = static_cast<int64_t>(cd.job.hardware.memory_bytes);
   c.usable_memory_bytes = usable;
-  const json& t = s["time"];
-  if (!t.contains("step_seconds") || !t["step_seconds"].is_number()) {
+  Result<SimulateReport> rep = simulate_state(s, {});
+  if (!rep.ok()) {
     ev.failed = true;
-    ev.error = make_error(ErrorCode::kInternal, "simulation did not complete: " + t.value("error", std::string()));
+    ev.cancelled = rep.error().code == ErrorCode::kCancelled;
+    ev.error = rep.error().code != ErrorCode::kInternal
+                   ? rep.error()
+                   : make_error(ErrorCode::kInternal, "simulation did not complete: " + rep.error().message);
     return ev;
   }
-  c.step_seconds = num(t, "step_seconds");
-  c.mfu = num(t, "mfu");
-  c.tokens_per_second = num(t, "tokens_per_second");
+  c.step_seconds = sig9(rep->step_seconds);
+  c.mfu = sig9(rep->mfu);
+  c.tokens_per_second = sig9(rep->tokens_per_second);
   c.tokens_per_second_per_gpu = c.tokens_per_second / static_cast<double>(cd.job.parallel.world_size());
-  c.bubble_fraction = num(t, "bubble_fraction");
-  const char* kinds[] = {"tp", "cp", "ep", "pp", "dp"};
-  for (int k = 0; k < 5; ++k) c.exposed[k] = t.contains("exposed_comm_seconds") ? num(t["exposed_comm_seconds"], kinds[k]) : 0;
+  c.bubble_fraction = sig9(rep->bubble_fraction);
+  for (int k = 0; k < 5; ++k) c.exposed[k] = sig9(rep->exposed_comm_seconds[k]);
   c.bound_seconds = cd.est.bound_us / 1e6;
   ev.fits = c.peak_memory_bytes <= usable;
   return ev;
@@ -997,6 +1068,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o) {
 
   // 3. Memory and bound of each layout (activation peaks cached: they do
   // not depend on ZeRO, the shard group or the rank order).
+  PeakCache peak_cache;
   for (Cand& cd : cands) {
     if (cd.state != Cand::kNew) continue;
     const Proxy& px = proxies[static_cast<size_t>(cd.proxy)];
@@ -1006,7 +1078,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o) {
       cd.reason = px.error.path + ": " + px.error.message;
       continue;
     }
-    cd.est = estimate(cd.job, px, &net);
+    cd.est = estimate(cd.job, px, &net, &peak_cache, cd.proxy);
     if (cd.est.lower > usable) {
       cd.state = Cand::kMemory;
       cd.short_by = cd.est.lower - usable;

@@ -22,6 +22,7 @@
 #include "api/api.h"
 #include "api/budget.h"
 #include "api/plan.h"
+#include "api/simulate.h"
 
 using clk = std::chrono::steady_clock;
 
@@ -72,6 +73,13 @@ int main(int argc, char** argv) {
   o.threads = threads;
   o.constraints.top = top;
   o.time_limit_seconds = limit;
+  // The simulate phase's last (done, total): total is the layouts whose
+  // bound is under the current top-N threshold, so total - done is what a
+  // stopped search still had to simulate (or prove dominated).
+  int64_t sim_done = 0, sim_total = 0;
+  o.progress = [&](int64_t d, int64_t t, const std::string& phase) {
+    if (phase == "simulate") sim_done = d, sim_total = t;
+  };
   const double cpu0 = cpu_seconds();
   const auto t0 = clk::now();
   sc::Result<sc::PlanResult> r = sc::plan(*base, o);
@@ -88,15 +96,36 @@ int main(int argc, char** argv) {
               static_cast<long long>(c.considered), static_cast<long long>(c.divisibility),
               static_cast<long long>(c.memory), static_cast<long long>(c.dominated), static_cast<long long>(c.bound),
               static_cast<long long>(c.simulated));
-  std::printf("winner     %s  %.3f s\n", sc::layout_label(r->candidates[0].layout, base->model.is_moe()).c_str(),
-              r->candidates[0].step_seconds);
+  std::printf("winner     %s  %.3f s (bound %.3f s)\n",
+              sc::layout_label(r->candidates[0].layout, base->model.is_moe()).c_str(), r->candidates[0].step_seconds,
+              r->candidates[0].bound_seconds);
   std::printf("plan       %.1f s wall, %.1f s CPU, %s\n", wall, cpu,
               r->complete ? "complete" : "INCOMPLETE (time limit): best so far");
+  if (!r->complete)
+    std::printf("remaining  %lld layouts with a bound under the current threshold not yet decided\n",
+                static_cast<long long>(sim_total - sim_done));
   const double bcpu0 = cpu_seconds();
   const auto b0 = clk::now();
   sc::Result<sc::Generator> g = sc::Generator::create(r->candidates[0].job);
   const double base_wall = since(b0), base_cpu = cpu_seconds() - bcpu0;
   if (!g.ok()) return 1;
+  // What the plan pays per simulated layout: the build without
+  // summary.json plus one simulation, against the full build (which
+  // simulates inside summary.json); the least of 3 runs each.
+  double full_cpu = 1e30, light_cpu = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    double t0 = cpu_seconds();
+    if (!sc::Generator::create(r->candidates[0].job).ok()) return 1;
+    full_cpu = std::min(full_cpu, cpu_seconds() - t0);
+    t0 = cpu_seconds();
+    sc::Generator::CreateOptions co;
+    co.summary = false;
+    sc::Result<sc::Generator> lg = sc::Generator::create(r->candidates[0].job, co);
+    if (!lg.ok() || !sc::simulate(*lg, {}).ok()) return 1;
+    light_cpu = std::min(light_cpu, cpu_seconds() - t0);
+  }
+  std::printf("per layout full build %.3f s CPU, plan's build + simulation %.3f s CPU (%.2fx)\n", full_cpu, light_cpu,
+              full_cpu / light_cpu);
   const double fitting = static_cast<double>(c.dominated + c.bound + c.simulated);
   std::printf("baseline   one build + simulation of the winner: %.2f s wall, %.2f s CPU\n", base_wall, base_cpu);
   std::printf("ratio      plan / baseline = %.0f (CPU), %.0f (wall); exhaustive ~ %.0f x baseline = %.0f s CPU, "

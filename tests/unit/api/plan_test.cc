@@ -170,6 +170,19 @@ TEST_CASE("plan: the pruned search returns the exhaustive search's head") {
     }
     CHECK(all->counts.bound == 0);
     CHECK(all->counts.dominated == 0);
+    // The plan's figures (built without summary.json) are summary.json's.
+    for (const PlanCandidate& c : pruned->candidates) {
+      const Real r = real_of(c.job);
+      CHECK(c.peak_memory_bytes == r.peak_live);
+      CHECK(c.step_seconds == r.step);
+    }
+    // The bound the pruning trusts is below the simulated step of every
+    // layout that fits, not only of the head.
+    for (const PlanCandidate& c : all->candidates) {
+      INFO(layout_label(c.layout, moe));
+      CHECK(c.bound_seconds > 0);
+      CHECK(c.bound_seconds <= c.step_seconds);
+    }
   }
 }
 
