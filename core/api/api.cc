@@ -15,13 +15,10 @@
 #include "parallel/zero.h"
 
 namespace sc {
-namespace {
 
-// FNV-1a 64-bit of the canonical job JSON: a stable provenance tag, not a
-// cryptographic digest.
-std::string fnv1a_hex(const std::string& s) {
+std::string config_hash_hex(const std::string& canonical_json) {
   uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) {
+  for (unsigned char c : canonical_json) {
     h ^= c;
     h *= 1099511628211ull;
   }
@@ -29,8 +26,6 @@ std::string fnv1a_hex(const std::string& s) {
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;
 }
-
-}  // namespace
 
 const char* stagecraft_version() { return "0.1.0"; }
 
@@ -173,7 +168,7 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
     SC_RETURN_IF_ERROR(check_role_program(prog, s->layout, p.pp, stage));
     s->stages.push_back({std::move(g), std::move(prog)});
   }
-  s->config_hash = fnv1a_hex(job_to_canonical_json(job));
+  s->config_hash = config_hash_hex(job_to_canonical_json(job));
   if (options.summary) {
     SC_ASSIGN_OR_RETURN(s->summary, build_summary(*s));
   }

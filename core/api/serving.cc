@@ -389,23 +389,12 @@ json inference_json(const Job& full, const Serving& sv) {
   return out;
 }
 
-std::string fnv1a_hex(const std::string& str) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : str) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
-}
-
 }  // namespace
 
 Result<Generator> create_serving_generator(const Job& job) {
   Serving sv;
   SC_RETURN_IF_ERROR(plan(job, &sv, job.serving.concurrency, /*strict=*/true));
-  const std::string hash = fnv1a_hex(job_to_canonical_json(job));
+  const std::string hash = config_hash_hex(job_to_canonical_json(job));
   json inference = inference_json(job, sv);  // before the states move
   std::vector<std::pair<std::string, std::unique_ptr<GeneratorState>>> kinds;
   kinds.emplace_back("prefill", std::move(sv.prefill));

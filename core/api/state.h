@@ -14,6 +14,10 @@
 
 namespace sc {
 
+// FNV-1a 64-bit of a job's canonical JSON (summary.json's config_hash): a
+// stable provenance tag, not a cryptographic digest (api.cc).
+std::string config_hash_hex(const std::string& canonical_json);
+
 struct SimulateReport;
 
 // One rank role per pipeline stage: its sharded graph and lowered program.

@@ -446,6 +446,20 @@ class Builder {
     return pointwise(prefix + ".gelu", ops::kGelu, {h1}, false);
   }
 
+  // The depthwise causal conv (width k) of both Mamba mixers over the
+  // channels c of `in`, with its weight and bias split over tp with the
+  // channels; SiLU included in its FLOPs.
+  int causal_conv(int in, const Dim& c, const Dim& k) {
+    int cw = weight(prefix_ + "mamba.conv1d.weight", {c, k}, c.label, layer_);
+    int cb = weight(prefix_ + "mamba.conv1d.bias", {c}, c.label, layer_);
+    int out = act("mamba.conv1d", BS({c}), o_.dtype);
+    Op conv = op("mamba.conv1d", ops::kCausalConv1d, {in, cw, cb}, {out});
+    conv.flops = numel(out) * (Expr(2) * S(k.label) + Expr(4));
+    conv.unshardable = {"s", "c", k.label};
+    add(std::move(conv));
+    return out;
+  }
+
   // Mamba-2 (SSD) mixer, as Megatron-Core's MambaMixer splits it over tp:
   // in_proj is column-parallel and yields this rank's heads of z, x and
   // dt and its groups of B and C; the depthwise conv, the scan and the
@@ -467,13 +481,7 @@ class Builder {
     split.out_labels = {lab({"mx", "mp"}), lab({"mx"}), lab({"mx"})};
     add(std::move(split));
     // Depthwise causal conv (width mk) over [x, B, C], then SiLU.
-    int cw = weight(prefix_ + "mamba.conv1d.weight", {mc, mk}, "mc", layer_);
-    int cb = weight(prefix_ + "mamba.conv1d.bias", {mc}, "mc", layer_);
-    int xbc_c = act("mamba.conv1d", BS({mc}), o_.dtype);
-    Op conv = op("mamba.conv1d", ops::kCausalConv1d, {xbc, cw, cb}, {xbc_c});
-    conv.flops = numel(xbc_c) * (Expr(2) * S("mk") + Expr(4));
-    conv.unshardable = {"s", "c", "mk"};
-    add(std::move(conv));
+    int xbc_c = causal_conv(xbc, mc, mk);
     int xs = act("mamba.x", BS({mh, mp}), o_.dtype);
     int bt = act("mamba.B", BS({mg, mn}), o_.dtype);
     int ct = act("mamba.C", BS({mg, mn}), o_.dtype);
@@ -523,13 +531,7 @@ class Builder {
     split.out_labels = {lab({"si"}), lab({"si"})};
     add(std::move(split));
     // Depthwise causal conv (width mk) over x, then SiLU.
-    int cw = weight(prefix_ + "mamba.conv1d.weight", {si, mk}, "si", layer_);
-    int cb = weight(prefix_ + "mamba.conv1d.bias", {si}, "si", layer_);
-    int xc = act("mamba.conv1d", BS({si}), o_.dtype);
-    Op conv = op("mamba.conv1d", ops::kCausalConv1d, {xs, cw, cb}, {xc});
-    conv.flops = numel(xc) * (Expr(2) * S("mk") + Expr(4));
-    conv.unshardable = {"s", "c", "mk"};
-    add(std::move(conv));
+    int xc = causal_conv(xs, si, mk);
     int dbc = linear("mamba.x_proj", xc, si, {sq}, "si", false, /*with_bias=*/false);
     int dt = act("mamba.dt_low", BS({sr}), o_.dtype);
     int bt = act("mamba.B", BS({mn}), o_.dtype);
