@@ -7,12 +7,12 @@
 // closest misses in words when nothing fits, a 390 px phone and axe-core.
 import { createRequire } from 'node:module';
 import { PLAN_FIXTURE, PLAN_FRONT_RANKS, PLAN_SORTS, PLAN_NOTHING_FITS } from './suite/plan-fixture.mjs';
+import { caseRunner, check } from './app-runner.mjs';
 
 const require = createRequire(import.meta.url);
 const AXE = require.resolve('axe-core/axe.min.js');
 const ready = (page, timeout = 60_000) => page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout });
 const jobUrl = (base, job) => `${base}/#job=${encodeURIComponent(JSON.stringify(job))}`;
-function check(cond, what) { if (!cond) throw new Error(what); }
 // The fixture's base job: 2 layers of GPT-3 1.7B (8 GPUs: dp 8).
 const BASE = { model: { preset: 'gpt3-1.7b', num_layers: 2 }, parallel: { dp: 8 }, training: { seq_len: 256, global_batch_size: 16 } };
 // A larger space for Cancel: progress arrives long before the end.
@@ -22,22 +22,7 @@ const rowRanks = (page) => page.$$eval('#plan-table tbody tr', (rs) => rs.map((r
 // only: run the cases whose name starts with it (while developing).
 export async function planCases(context, base, only = '') {
   const results = [];
-  const run = async (name, fn) => {
-    if (only && !name.startsWith(only)) return;
-    const t0 = performance.now();
-    const page = await context.newPage();
-    const errors = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
-    try {
-      await fn(page);
-      check(errors.length === 0, `page errors: ${errors.join('; ')}`);
-      results.push({ suite: 'app-plan', name, status: 'pass', message: '', ms: performance.now() - t0 });
-    } catch (e) {
-      results.push({ suite: 'app-plan', name, status: 'fail', message: String(e && e.stack ? e.stack : e), ms: performance.now() - t0 });
-    } finally {
-      await page.close();
-    }
-  };
+  const run = caseRunner(context, 'app-plan', results, only);
 
   await run('a plan runs in its worker with progress; Cancel mid-run replaces the worker; a new run answers', async (page) => {
     await page.goto(jobUrl(base, BIG));

@@ -13,12 +13,12 @@ import { createRequire } from 'node:module';
 import { unzipSync } from 'fflate';
 import { decodeTrace } from '../../web/src/lib/chakra.js';
 import { cliPath } from './native.mjs';
+import { caseRunner, check } from './app-runner.mjs';
 
 const require = createRequire(import.meta.url);
 const AXE = require.resolve('axe-core/axe.min.js');
 const ready = (page, timeout = 60_000) => page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout });
 const jobUrl = (base, job) => `${base}/#job=${encodeURIComponent(JSON.stringify(job))}`;
-function check(cond, what) { if (!cond) throw new Error(what); }
 
 // A small serving job: Llama 3 8B cut to 4 layers on tp 2.
 export const SERVE_JOB = { mode: 'inference', model: { preset: 'llama3-8b', num_layers: 4 }, parallel: { tp: 2 },
@@ -48,21 +48,7 @@ function nativeFiles(job) {
 
 export async function servingCases(context, base) {
   const results = [];
-  const run = async (name, fn) => {
-    const t0 = performance.now();
-    const page = await context.newPage();
-    const errors = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
-    try {
-      await fn(page);
-      check(errors.length === 0, `page errors: ${errors.join('; ')}`);
-      results.push({ suite: 'app-serving', name, status: 'pass', message: '', ms: performance.now() - t0 });
-    } catch (e) {
-      results.push({ suite: 'app-serving', name, status: 'fail', message: String(e && e.stack ? e.stack : e), ms: performance.now() - t0 });
-    } finally {
-      await page.close();
-    }
-  };
+  const run = caseRunner(context, 'app-serving', results);
 
   await run('mode switch: serving fields replace the training ones; the Llama 3 70B example shows the KV cache, TTFT, TPOT and the curve', async (page) => {
     await page.goto(`${base}/`);

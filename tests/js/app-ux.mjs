@@ -10,6 +10,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { handler as serveApp } from '../../web/serve.mjs';
 import { REPO_ROOT } from './native.mjs';
+import { caseRunner, check } from './app-runner.mjs';
 
 const require = createRequire(import.meta.url);
 const AXE = require.resolve('axe-core/axe.min.js');
@@ -17,7 +18,6 @@ const WEB_DIR = path.join(REPO_ROOT, 'build/web');
 
 const ready = (page, timeout = 60_000) => page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout });
 const jobUrl = (base, job, query = '') => `${base}/${query}#job=${encodeURIComponent(JSON.stringify(job))}`;
-function check(cond, what) { if (!cond) throw new Error(what); }
 const TEACH = { model: { preset: 'gpt3-1.7b', num_layers: 2 }, parallel: { dp: 2, tp: 2, sequence_parallel: true }, training: { seq_len: 256, micro_batch_size: 1, global_batch_size: 4 } };
 
 // A Llama-shaped config.json (transformers' field names).
@@ -33,22 +33,7 @@ async function listen(server) {
 // only: run the cases whose name starts with it (while developing).
 export async function uxCases(context, base, only = '') {
   const results = [];
-  const run = async (name, fn) => {
-    if (only && !name.startsWith(only)) return;
-    const t0 = performance.now();
-    const page = await context.newPage();
-    const errors = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
-    try {
-      await fn(page);
-      check(errors.length === 0, `page errors: ${errors.join('; ')}`);
-      results.push({ suite: 'app-ux', name, status: 'pass', message: '', ms: performance.now() - t0 });
-    } catch (e) {
-      results.push({ suite: 'app-ux', name, status: 'fail', message: String(e && e.stack ? e.stack : e), ms: performance.now() - t0 });
-    } finally {
-      await page.close();
-    }
-  };
+  const run = caseRunner(context, 'app-ux', results, only);
 
   await run('1. typing into dp while the engine is busy: superseded jobs never shown, the final summary arrives (latency printed)', async (page) => {
     // Llama 3 70B, 80 layers, tp 8 × pp 8, global batch 2048. Typing "1024"
