@@ -1,6 +1,7 @@
 // stagecraft generate: writes every rank's trace (or the --ranks subset),
 // comm_groups.json and summary.json to a directory, or one archive (.zip,
-// .tar.gz) that also holds a manifest and ASTRA-sim inputs. What the output
+// .tar.gz) that also holds a manifest and ASTRA-sim inputs; an inference
+// job's the same per part (prefill/, decode/, ...) plus its summary.json. What the output
 // holds, in which order, is core/api/export.h's archive_entries (the same
 // list the browser zips); the writing is cli/export.cc (streaming, one
 // worker per core); nothing is ever
@@ -22,8 +23,6 @@
 #include "api/api.h"
 #include "api/budget.h"
 #include "api/export.h"
-#include "api/serving.h"
-#include "emit/chakra_writer.h"
 #include "export.h"
 #include "args.h"
 #include "commands.h"
@@ -93,73 +92,6 @@ Status check_output_budget(const Job& job, const ExportOptions& opt, bool allow_
   return ok_status();
 }
 
-// An inference job (docs/inference.md, "Archive"): one folder per iteration
-// kind (prefill/, decode/, mixed/), each a complete export of that kind's
-// ranks, and the job's summary.json on top; built under a temporary name
-// and renamed when complete.
-int generate_serving(const Generator& gen, const ExportOptions& opt, bool replace, ExportStats* total) {
-  if (opt.format != OutputFormat::kDirectory)
-    return usage_error(kCmd, "an inference job is written to a directory (prefill/, decode/, mixed/); "
-                             "archives of inference jobs are not supported yet");
-  const fs::path tmp = opt.out.string() + ".tmp-" + std::to_string(::getpid());
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  fs::create_directories(tmp, ec);
-  auto fail = [&](const Error& e) {
-    std::error_code ignore;
-    fs::remove_all(tmp, ignore);
-    reraise_if_signalled();
-    return report_error(kCmd, e);
-  };
-  if (ec) return fail(make_error(ErrorCode::kIoError, ec.message(), tmp.string()));
-  for (const std::string& name : gen.phase_names()) {
-    const Generator* pg = gen.phase(name);
-    Result<RankEncoder> enc = RankEncoder::create(*pg);
-    if (!enc.ok()) return fail(enc.error());
-    ExportOptions o = opt;
-    o.out = tmp / name;
-    o.force = false;
-    o.ranks = all_ranks(pg->world_size());
-    o.progress = ProgressMode::kQuiet;
-    ExportStats st;
-    if (Status s = run_export(*pg, *enc, o, &st); !s.ok()) return fail(s.error());
-    total->ranks += st.ranks;
-    total->trace_bytes += st.trace_bytes;
-  }
-  auto write_file = [&](const fs::path& path, const std::string& bytes) -> Status {
-    FILE* f = std::fopen(path.c_str(), "wb");
-    const bool ok = f && std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-    if (f && std::fclose(f) != 0) return make_error(ErrorCode::kIoError, std::strerror(errno), path.string());
-    if (!ok) return make_error(ErrorCode::kIoError, std::strerror(errno), path.string());
-    return ok_status();
-  };
-  if (gen.phase("mixed") == nullptr) {  // disaggregated pools: the KV transfer between them
-    Result<KvTransfer> kv = kv_transfer_traces(gen);
-    if (!kv.ok()) return fail(kv.error());
-    const fs::path d = tmp / "kv_transfer";
-    fs::create_directories(d, ec);
-    if (ec) return fail(make_error(ErrorCode::kIoError, ec.message(), d.string()));
-    for (const RankTrace& t : kv->ranks) {
-      std::string bytes;
-      if (Status st = write_chakra_trace(t, kv->meta, &bytes); !st.ok()) return fail(st.error());
-      if (Status st = write_file(d / trace_name(opt.prefix, t.rank), bytes); !st.ok()) return fail(st.error());
-      total->ranks += 1;
-      total->trace_bytes += bytes.size();
-    }
-    if (Status st = write_file(d / "comm_groups.json", group_table_json(kv->groups)); !st.ok()) return fail(st.error());
-  }
-  {
-    const std::string summary = gen.summary_json();
-    FILE* f = std::fopen((tmp / "summary.json").c_str(), "wb");
-    if (!f || std::fwrite(summary.data(), 1, summary.size(), f) != summary.size() || std::fclose(f) != 0)
-      return fail(make_error(ErrorCode::kIoError, std::strerror(errno), (tmp / "summary.json").string()));
-  }
-  if (replace) fs::remove_all(opt.out, ec);
-  fs::rename(tmp, opt.out, ec);
-  if (ec) return fail(make_error(ErrorCode::kIoError, ec.message(), opt.out.string()));
-  return kExitOk;
-}
-
 }  // namespace
 
 int cmd_generate(const std::vector<std::string>& argv) {
@@ -217,7 +149,9 @@ int cmd_generate(const std::vector<std::string>& argv) {
   Job job;
   if (int rc = load_job(kCmd, args, &job); rc != kExitOk) return rc;
   auto start = std::chrono::steady_clock::now();
-  const int64_t world = job.parallel.world_size();
+  // An inference job's parts have worlds of their own: --ranks names ranks
+  // of each (docs/export.md, "Inference jobs").
+  const int64_t world = archive_world_size(job);
   if (args.has("--ranks")) {
     Result<RankSelection> sel = parse_rank_list(*args.get("--ranks"), world);
     if (!sel.ok()) return report_error(kCmd, sel.error());
@@ -229,21 +163,7 @@ int cmd_generate(const std::vector<std::string>& argv) {
   int rc = kExitOk;
   std::optional<Generator> gen = build_generator(kCmd, args, job, &rc);
   if (!gen) return rc;
-  if (job.inference()) {
-    if (args.has("--ranks")) return usage_error(kCmd, "--ranks is not supported for inference jobs (every kind's ranks are written)");
-    ExportStats stats;
-    if (int r = generate_serving(*gen, opt, replace, &stats); r != kExitOk) return r;
-    if (!quiet)
-      std::cout << "wrote " << stats.ranks << " ranks (" << stats.trace_bytes << " bytes of traces) in "
-                << "folders (" << [&] {
-                     std::string k;
-                     for (const auto& n : gen->phase_names()) k += (k.empty() ? "" : ", ") + n + "/";
-                     if (!gen->phase("mixed")) k += ", kv_transfer/";
-                     return k;
-                   }() << ") + summary.json to " << dir.string() << "\n";
-    return kExitOk;
-  }
-  Result<RankEncoder> enc = RankEncoder::create(*gen);
+  Result<ArchiveEncoder> enc = ArchiveEncoder::create(*gen);
   if (!enc.ok()) return report_error(kCmd, enc.error());
 
   ExportStats stats;
@@ -262,9 +182,17 @@ int cmd_generate(const std::vector<std::string>& argv) {
   if (quiet) return kExitOk;
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.2f", seconds);
-  const bool partial = !opt.ranks.all(gen->world_size());
-  std::cout << "wrote " << stats.ranks << (partial ? " of " + std::to_string(gen->world_size()) : std::string())
-            << " ranks (" << stats.trace_bytes << " bytes of traces) + comm_groups.json + summary.json";
+  const bool partial = !opt.ranks.all(world);
+  const std::vector<std::string> parts = archive_parts(*gen);
+  if (parts.empty()) {
+    std::cout << "wrote " << stats.ranks << (partial ? " of " + std::to_string(world) : std::string()) << " ranks ("
+              << stats.trace_bytes << " bytes of traces) + comm_groups.json + summary.json";
+  } else {  // "wrote 24 traces (... bytes) in prefill/, decode/, mixed/ + summary.json": each folder an export of its own
+    std::cout << "wrote " << stats.ranks << " traces (" << stats.trace_bytes << " bytes) in ";
+    for (size_t i = 0; i < parts.size(); ++i) std::cout << (i ? ", " : "") << parts[i] << "/";
+    if (partial) std::cout << " (ranks " << selection_text(opt.ranks) << " of each)";
+    std::cout << " + summary.json";
+  }
   if (opt.format != OutputFormat::kDirectory)
     std::cout << " + manifest.json + astra-sim/ (" << stats.output_bytes << " bytes)";
   std::cout << " to " << dir.string() << " in " << secs << " s\n";

@@ -211,11 +211,19 @@ int thread_count(int requested, int64_t work) {
 
 // The trace entries by worker threads (any order: they are separate
 // files), then the other entries.
-Status export_directory(const RankEncoder& enc, const std::vector<ArchiveEntry>& entries, const ExportOptions& opt,
+Status export_directory(const ArchiveEncoder& enc, const std::vector<ArchiveEntry>& entries, const ExportOptions& opt,
                         const fs::path& tmp, Progress* progress, ExportStats* stats) {
   std::vector<ArchiveEntry> trace_entries;
-  for (const ArchiveEntry& e : entries)
+  for (const ArchiveEntry& e : entries) {
     if (e.kind == ArchiveEntry::Kind::kTrace) trace_entries.push_back(e);
+    // An inference job's folders (prefill/, decode/, ...), before any worker writes.
+    if (const size_t slash = e.name.rfind('/'); slash != std::string::npos) {
+      const fs::path dir = tmp / e.name.substr(0, slash);
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      if (ec) return make_error(ErrorCode::kIoError, os_error("create", dir, ec.value()));
+    }
+  }
   const Traces pos{trace_entries.data(), static_cast<int64_t>(trace_entries.size())};
   const int nthreads = thread_count(opt.threads, pos.count());
   stats->threads = nthreads;
@@ -232,7 +240,7 @@ Status export_directory(const RankEncoder& enc, const std::vector<ArchiveEntry>&
       int64_t last = std::min(first + kChunk, pos.count());
       for (int64_t p = first; p < last && !fail.stop.load(std::memory_order_relaxed); ++p) {
         const ArchiveEntry& e = pos.at(p);
-        Result<std::string_view> b = enc.encode(e.rank, &scratch);
+        Result<std::string_view> b = enc.encode(e, &scratch);
         if (!b.ok()) return fail.set(b.error());
         if (Status s = write_whole_file(tmp / e.name, *b); !s.ok()) return fail.set(s.error());
         bytes.fetch_add(b->size(), std::memory_order_relaxed);
@@ -280,7 +288,7 @@ struct Lane {
 
 // Streams a run of trace entries into ar in order: worker threads encode
 // and hash ahead (bounded), this thread writes. Appends their members.
-Status stream_traces(const RankEncoder& enc, const Traces& pos, const ExportOptions& opt, ArchiveWriter* ar,
+Status stream_traces(const ArchiveEncoder& enc, const Traces& pos, const ExportOptions& opt, ArchiveWriter* ar,
                      Progress* progress, std::vector<ArchiveMember>* members, ExportStats* stats) {
   const int nthreads = thread_count(opt.threads, pos.count());
   stats->threads = nthreads;
@@ -291,7 +299,7 @@ Status stream_traces(const RankEncoder& enc, const Traces& pos, const ExportOpti
     RankEncoder::Scratch scratch;
     Lane& lane = lanes[static_cast<size_t>(w)];
     for (int64_t p = w; p < pos.count(); p += nthreads) {
-      Result<std::string_view> b = enc.encode(pos.at(p).rank, &scratch);
+      Result<std::string_view> b = enc.encode(pos.at(p), &scratch);
       if (!b.ok()) {
         fail.set(b.error());
         lane.cv.notify_all();
@@ -364,7 +372,7 @@ Status stream_traces(const RankEncoder& enc, const Traces& pos, const ExportOpti
 }
 
 // The entries in archive order; manifest.json from the members before it.
-Status export_archive(const Generator& gen, const RankEncoder& enc, const std::vector<ArchiveEntry>& entries,
+Status export_archive(const Generator& gen, const ArchiveEncoder& enc, const std::vector<ArchiveEntry>& entries,
                       const ArchiveSpec& spec, const ExportOptions& opt, int fd, const std::string& display,
                       Progress* progress, ExportStats* stats) {
   const auto kind = opt.format == OutputFormat::kZip ? ArchiveWriter::Kind::kZip : ArchiveWriter::Kind::kTarGz;
@@ -379,10 +387,13 @@ Status export_archive(const Generator& gen, const RankEncoder& enc, const std::v
         members.push_back({e.name, e.bytes.size(), to_hex(sha256(e.bytes))});
         ++i;
         break;
-      case ArchiveEntry::Kind::kManifest:
-        SC_RETURN_IF_ERROR(ar->add(e.name, archive_manifest_json(gen, spec, members), e.mode));
+      case ArchiveEntry::Kind::kManifest: {
+        const std::string m = archive_manifest_json(gen, spec, e, members);
+        SC_RETURN_IF_ERROR(ar->add(e.name, m, e.mode));
+        members.push_back({e.name, m.size(), to_hex(sha256(m))});  // an inference job's top manifest lists the parts'
         ++i;
         break;
+      }
       case ArchiveEntry::Kind::kTrace:
         SC_RETURN_IF_ERROR(stream_traces(enc, trace_run(entries, &i), opt, ar.get(), progress, &members, stats));
         break;
@@ -461,24 +472,44 @@ bool is_trace_file(const std::string& n) {
   return valid_trace_prefix(n.substr(0, dot));
 }
 
+bool is_part_name(const std::string& n) {
+  return n == "prefill" || n == "decode" || n == "mixed" || n == "kv_transfer";
+}
+
 // A previous directory export: summary.json and comm_groups.json, and
-// otherwise only <prefix>.<rank>.et regular files. *stranger names the
-// first entry that is not (for the message).
-bool previous_directory_export(const fs::path& dir, std::string* stranger) {
+// otherwise only <prefix>.<rank>.et regular files; or an inference job's
+// (docs/export.md): summary.json and part folders (prefill/, decode/,
+// mixed/, kv_transfer/), each one of the former (kv_transfer/ without a
+// summary.json). *stranger names the first entry that is not (for the
+// message).
+bool previous_directory_export(const fs::path& dir, std::string* stranger, bool top = true) {
   std::error_code ec;
-  bool summary = false, groups = false;
+  bool summary = false, groups = false, parts = false;
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string n = it->path().filename().string();
-    const bool regular = it->symlink_status(ec).type() == fs::file_type::regular;
+    const fs::file_type type = it->symlink_status(ec).type();
+    const bool regular = type == fs::file_type::regular;
     if (regular && n == "summary.json") summary = true;
     else if (regular && n == "comm_groups.json") groups = true;
-    else if (!(regular && is_trace_file(n))) {
+    else if (top && type == fs::file_type::directory && is_part_name(n)) {
+      std::string inner;
+      if (!previous_directory_export(it->path(), &inner, false) && !(n == "kv_transfer" && inner == "no summary.json")) {
+        *stranger = n + "/" + inner;
+        return false;
+      }
+      parts = true;
+    } else if (!(regular && is_trace_file(n))) {
       *stranger = n;
       return false;
     }
   }
   if (ec) {
     *stranger = "(unreadable: " + ec.message() + ")";
+    return false;
+  }
+  if (parts && !groups && summary) return true;  // an inference job's folders
+  if (parts) {
+    *stranger = groups ? "comm_groups.json beside inference folders" : "no summary.json";
     return false;
   }
   if (!summary || !groups) *stranger = summary ? "no comm_groups.json" : "no summary.json";
@@ -533,7 +564,8 @@ Status check_output(const fs::path& out, OutputFormat format, bool force, bool* 
     if (!previous_directory_export(out, &stranger))
       return refuse("--force replaces only a previous export (summary.json, comm_groups.json and <prefix>.<rank>.et "
                     "files), and this directory holds '" + stranger + "'; remove it yourself if you mean it");
-  } else if (archive_first_member(out.string()) != "comm_groups.json") {
+  } else if (const std::string first = archive_first_member(out.string());
+             first != "comm_groups.json" && first != "prefill/comm_groups.json") {
     return refuse("--force replaces only a previous stagecraft archive, and this file is not one; remove it yourself if you mean it");
   }
   *replace = true;
@@ -541,6 +573,10 @@ Status check_output(const fs::path& out, OutputFormat format, bool force, bool* 
 }
 
 Status run_export(const Generator& gen, const RankEncoder& enc, const ExportOptions& opt, ExportStats* stats) {
+  return run_export(gen, ArchiveEncoder(enc), opt, stats);
+}
+
+Status run_export(const Generator& gen, const ArchiveEncoder& enc, const ExportOptions& opt, ExportStats* stats) {
   auto start = std::chrono::steady_clock::now();
   const fs::path& out = opt.out;
   std::error_code ec;
@@ -566,7 +602,8 @@ Status run_export(const Generator& gen, const RankEncoder& enc, const ExportOpti
                     : opt.progress == ProgressMode::kBar   ? Progress::Mode::kBar
                     : opt.progress == ProgressMode::kLines ? Progress::Mode::kLines
                                                            : Progress::auto_mode(),
-                    opt.ranks.count());
+                    std::count_if(entries.begin(), entries.end(),
+                                  [](const ArchiveEntry& e) { return e.kind == ArchiveEntry::Kind::kTrace; }));
   Status result = ok_status();
   if (is_dir) {
     if (!fs::create_directory(tmp.path, ec))

@@ -63,11 +63,15 @@ struct ExportStats {
 // reason (e.g. "No space left on device"); kCancelled-like kIoError after
 // SIGINT/SIGTERM (see install_signal_cleanup).
 Status run_export(const Generator& gen, const RankEncoder& enc, const ExportOptions& opt, ExportStats* stats);
+// Any job's archive (an inference job's parts: api/export.h); gen is the
+// job's Generator (for an inference job the decode one, which has the parts).
+Status run_export(const Generator& gen, const ArchiveEncoder& enc, const ExportOptions& opt, ExportStats* stats);
 
 // Whether the export may go to out (docs/export.md, "Replacing an
 // output"): absent, or an empty directory, or with force a previous export
 // (a directory of only summary.json, comm_groups.json and traces, or an
-// archive whose first member is comm_groups.json). Never the working
+// inference job's summary.json and part folders of those; or an archive
+// whose first member is comm_groups.json, or prefill/comm_groups.json). Never the working
 // directory, one above it, home or /. *replace: out exists and will be
 // replaced. Errors are kIoError naming out.
 Status check_output(const std::filesystem::path& out, OutputFormat format, bool force, bool* replace);

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "api/astrasim.h"
+#include "api/kv_transfer.h"
 #include "api/state.h"
 #include "base/json.h"
 #include "base/sha256.h"
@@ -254,23 +255,96 @@ bool valid_trace_prefix(const std::string& p) {
 
 std::string trace_name(const std::string& prefix, int64_t rank) { return prefix + "." + std::to_string(rank) + ".et"; }
 
+std::vector<std::string> archive_parts(const Generator& g) {
+  std::vector<std::string> out = g.phase_names();
+  if (!out.empty() && g.phase("mixed") == nullptr) out.push_back("kv_transfer");
+  return out;
+}
+
+int64_t archive_world_size(const Job& job) {
+  if (!job.inference()) return job.parallel.world_size();
+  const int64_t wp = serving_pool_job(job, true).parallel.world_size();
+  const int64_t wd = serving_pool_job(job, false).parallel.world_size();
+  return job.serving.disaggregated ? wp + wd : std::max(wp, wd);
+}
+
+int64_t archive_world_size(const Generator& g) {
+  const std::vector<std::string> parts = archive_parts(g);
+  if (parts.empty()) return g.world_size();
+  int64_t w = 0;
+  for (const std::string& p : parts) {
+    const Generator* pg = g.phase(p);
+    w = std::max(w, pg ? pg->world_size() : g.phase("prefill")->world_size() + g.world_size());
+  }
+  return w;
+}
+
 namespace {
+
+// One folder of the archive: a training job's whole export (name "",
+// no folder) or an inference job's part.
+struct Part {
+  std::string name;               // "" for training
+  std::string dir;                // prefix of its members' names: "" or "prefill/"
+  const Generator* gen = nullptr; // null for kv_transfer
+  int64_t world = 0;
+  RankSelection ranks;            // the selection below world
+};
+
+RankSelection clip(const RankSelection& s, int64_t world) {
+  RankSelection out;
+  for (const auto& [lo, hi] : s.ranges)
+    if (lo < world) out.ranges.push_back({lo, std::min(hi, world - 1)});
+  return out;
+}
+
+bool inference(const Generator& g) { return !g.phase_names().empty(); }
 
 Status check_spec(const Generator& g, const ArchiveSpec& spec) {
   if (!valid_trace_prefix(spec.prefix))
     return make_error(ErrorCode::kInvalidArgument,
                       "must be a file name of letters, digits, '.', '_' or '-' (got " + json_quote(spec.prefix) + ")",
                       "prefix");
+  const std::vector<std::string> parts = archive_parts(g);
+  if (!spec.part.empty() && std::find(parts.begin(), parts.end(), spec.part) == parts.end()) {
+    if (parts.empty())
+      return make_error(ErrorCode::kInvalidArgument, "phase is for inference jobs (\"mode\": \"inference\")", "phase");
+    std::string known;
+    for (const auto& n : parts) known += (known.empty() ? "" : ", ") + n;
+    return make_error(ErrorCode::kInvalidArgument, "must be one of " + known, "phase");
+  }
+  const int64_t world = archive_world_size(g);
   int64_t prev = -1;
   for (const auto& [lo, hi] : spec.ranks.ranges) {
-    if (lo <= prev || hi < lo || hi >= g.world_size())
+    if (lo <= prev || hi < lo || hi >= world)
       return make_error(ErrorCode::kInvalidArgument,
-                        "rank ranges must be ascending, disjoint and inside 0.." + std::to_string(g.world_size() - 1) +
+                        "rank ranges must be ascending, disjoint and inside 0.." + std::to_string(world - 1) +
                             " (got " + selection_text(spec.ranks) + ")",
                         "ranks");
     prev = hi;
   }
   return ok_status();
+}
+
+// The parts the spec selects, in archive order.
+std::vector<Part> parts_of(const Generator& g, const ArchiveSpec& spec) {
+  std::vector<Part> out;
+  const std::vector<std::string> names = archive_parts(g);
+  if (names.empty()) {
+    out.push_back({"", "", &g, g.world_size(), spec.ranks});
+    return out;
+  }
+  for (const std::string& n : names) {
+    if (!spec.part.empty() && n != spec.part) continue;
+    Part p;
+    p.name = n;
+    p.dir = spec.part.empty() ? n + "/" : "";
+    p.gen = g.phase(n);
+    p.world = p.gen ? p.gen->world_size() : g.phase("prefill")->world_size() + g.world_size();
+    p.ranks = clip(spec.ranks, p.world);
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 ArchiveEntry file_entry(std::string name, std::string bytes, int mode = 0644) {
@@ -282,32 +356,48 @@ ArchiveEntry file_entry(std::string name, std::string bytes, int mode = 0644) {
   return e;
 }
 
-ArchiveEntry trace_entry(const std::string& prefix, int64_t rank) {
+ArchiveEntry trace_entry(const Part& p, const std::string& prefix, int64_t rank) {
   ArchiveEntry e;
   e.kind = ArchiveEntry::Kind::kTrace;
-  e.name = trace_name(prefix, rank);
+  e.name = p.dir + trace_name(prefix, rank);
   e.rank = rank;
+  e.part = p.name;
   return e;
 }
 
-// The members that are not traces, in archive order: those before the
-// traces and those after them.
-void other_entries(const Generator& g, const ArchiveSpec& spec, std::vector<ArchiveEntry>* before,
-                   std::vector<ArchiveEntry>* after) {
-  if (spec.layout == ArchiveLayout::kFiles) {
-    after->push_back(file_entry("comm_groups.json", g.groups_json()));
-    after->push_back(file_entry("summary.json", g.summary_json()));
-    return;
-  }
-  before->push_back(file_entry("comm_groups.json", g.groups_json()));
-  before->push_back(file_entry("summary.json", g.summary_json()));
-  const bool partial = !spec.ranks.all(g.world_size());
-  for (AstraSimFile& f : astra_sim_inputs(g.job().hardware, g.world_size(), spec.prefix, partial))
-    before->push_back(file_entry(std::move(f.name), std::move(f.text), f.mode));
+ArchiveEntry manifest_entry(std::string name, std::string part) {
   ArchiveEntry m;
   m.kind = ArchiveEntry::Kind::kManifest;
-  m.name = "manifest.json";
-  after->push_back(std::move(m));
+  m.name = std::move(name);
+  m.part = std::move(part);
+  return m;
+}
+
+// A part's members that are not traces, in archive order: those before
+// its traces and those after them.
+void other_entries(const Generator& g, const ArchiveSpec& spec, const Part& p, std::vector<ArchiveEntry>* before,
+                   std::vector<ArchiveEntry>* after) {
+  std::string groups = p.gen ? p.gen->groups_json() : group_table_json(GroupTable{});
+  std::vector<ArchiveEntry> files;
+  files.push_back(file_entry(p.dir + "comm_groups.json", std::move(groups)));
+  if (p.gen) files.push_back(file_entry(p.dir + "summary.json", p.gen->summary_json()));
+  if (spec.layout == ArchiveLayout::kFiles) {
+    for (ArchiveEntry& e : files) after->push_back(std::move(e));
+    return;
+  }
+  for (ArchiveEntry& e : files) before->push_back(std::move(e));
+  const bool partial = !p.ranks.all(p.world);
+  for (AstraSimFile& f : astra_sim_inputs(g.job().hardware, p.world, spec.prefix, partial))
+    before->push_back(file_entry(p.dir + std::move(f.name), std::move(f.text), f.mode));
+  after->push_back(manifest_entry(p.dir + "manifest.json", p.name));
+}
+
+// The top level of an inference job's whole archive: its summary.json (and
+// a bundle's manifest.json over every member).
+void top_entries(const Generator& g, const ArchiveSpec& spec, std::vector<ArchiveEntry>* out) {
+  if (!inference(g) || !spec.part.empty()) return;
+  out->push_back(file_entry("summary.json", g.summary_json()));
+  if (spec.layout == ArchiveLayout::kBundle) out->push_back(manifest_entry("manifest.json", ""));
 }
 
 bool selected(const RankSelection& s, int64_t rank) {
@@ -316,51 +406,97 @@ bool selected(const RankSelection& s, int64_t rank) {
   return false;
 }
 
+std::string ranks_text(const RankSelection& s, int64_t world) {
+  if (s.all(world)) return "all";
+  return s.ranges.empty() ? "none" : selection_text(s);
+}
+
+const Job& full_job(const Generator& g) {
+  const GeneratorState& s = GeneratorAccess::state(g);
+  return s.serving_job ? *s.serving_job : g.job();
+}
+
 }  // namespace
 
 Result<std::vector<ArchiveEntry>> archive_entries(const Generator& g, const ArchiveSpec& spec) {
   SC_RETURN_IF_ERROR(check_spec(g, spec));
-  std::vector<ArchiveEntry> out, after;
-  other_entries(g, spec, &out, &after);
-  out.reserve(out.size() + static_cast<size_t>(spec.ranks.count()) + after.size());
-  for (const auto& [lo, hi] : spec.ranks.ranges)
-    for (int64_t r = lo; r <= hi; ++r) out.push_back(trace_entry(spec.prefix, r));
-  for (ArchiveEntry& e : after) out.push_back(std::move(e));
+  std::vector<ArchiveEntry> out;
+  for (const Part& p : parts_of(g, spec)) {
+    std::vector<ArchiveEntry> after;
+    other_entries(g, spec, p, &out, &after);
+    out.reserve(out.size() + static_cast<size_t>(p.ranks.count()) + after.size());
+    for (const auto& [lo, hi] : p.ranks.ranges)
+      for (int64_t r = lo; r <= hi; ++r) out.push_back(trace_entry(p, spec.prefix, r));
+    for (ArchiveEntry& e : after) out.push_back(std::move(e));
+  }
+  top_entries(g, spec, &out);
   return out;
 }
 
 Result<ArchiveEntry> find_archive_entry(const Generator& g, const ArchiveSpec& spec, const std::string& name) {
   SC_RETURN_IF_ERROR(check_spec(g, spec));
-  // <prefix>.<rank>.et: the rank in canonical decimal (no sign, no leading zero).
-  const std::string head = spec.prefix + ".";
-  if (name.size() > head.size() + 3 && name.compare(0, head.size(), head) == 0 &&
-      name.compare(name.size() - 3, 3, ".et") == 0) {
-    const std::string digits = name.substr(head.size(), name.size() - head.size() - 3);
-    bool ok = !digits.empty() && digits.size() <= 18 && (digits == "0" || digits[0] != '0');
-    int64_t rank = 0;
-    for (char c : digits) {
-      ok = ok && c >= '0' && c <= '9';
-      if (ok) rank = rank * 10 + (c - '0');
+  std::vector<ArchiveEntry> others;
+  top_entries(g, spec, &others);
+  for (const Part& p : parts_of(g, spec)) {
+    if (name.compare(0, p.dir.size(), p.dir) != 0) continue;
+    // <dir><prefix>.<rank>.et: the rank in canonical decimal (no sign, no leading zero).
+    const std::string head = p.dir + spec.prefix + ".";
+    if (name.size() > head.size() + 3 && name.compare(0, head.size(), head) == 0 &&
+        name.compare(name.size() - 3, 3, ".et") == 0) {
+      const std::string digits = name.substr(head.size(), name.size() - head.size() - 3);
+      bool ok = !digits.empty() && digits.size() <= 18 && (digits == "0" || digits[0] != '0');
+      int64_t rank = 0;
+      for (char c : digits) {
+        ok = ok && c >= '0' && c <= '9';
+        if (ok) rank = rank * 10 + (c - '0');
+      }
+      if (ok && selected(p.ranks, rank)) return trace_entry(p, spec.prefix, rank);
     }
-    if (ok && selected(spec.ranks, rank)) return trace_entry(spec.prefix, rank);
+    other_entries(g, spec, p, &others, &others);
   }
-  std::vector<ArchiveEntry> before, after;
-  other_entries(g, spec, &before, &after);
-  for (std::vector<ArchiveEntry>* list : {&before, &after})
-    for (ArchiveEntry& e : *list)
-      if (e.name == name) return std::move(e);
+  for (ArchiveEntry& e : others)
+    if (e.name == name) return std::move(e);
   return make_error(ErrorCode::kInvalidArgument,
                     "no member " + json_quote(name) + " in this archive (archive_manifest lists them)", "name");
 }
 
-std::string archive_manifest_json(const Generator& g, const ArchiveSpec& spec, const std::vector<ArchiveMember>& members) {
-  const bool partial = !spec.ranks.all(g.world_size());
+std::string archive_manifest_json(const Generator& g, const ArchiveSpec& spec, const ArchiveEntry& entry,
+                                  const std::vector<ArchiveMember>& before) {
+  std::vector<ArchiveMember> members;
+  std::string head;
+  if (!inference(g)) {  // a training job: unchanged since the first manifest
+    const bool partial = !spec.ranks.all(g.world_size());
+    members = before;
+    head = ",\n  \"world_size\": " + std::to_string(g.world_size()) +
+           ",\n  \"ranks\": " + json_quote(partial ? selection_text(spec.ranks) : "all") +
+           ",\n  \"trace_prefix\": " + json_quote(spec.prefix);
+  } else if (!entry.part.empty()) {  // one part's folder
+    const std::vector<Part> parts = parts_of(g, spec);
+    auto p = std::find_if(parts.begin(), parts.end(), [&](const Part& x) { return x.name == entry.part; });
+    const Part part = p == parts.end() ? Part{} : *p;
+    for (const ArchiveMember& m : before)
+      if (m.name.compare(0, part.dir.size(), part.dir) == 0 && m.name != entry.name)
+        members.push_back({m.name.substr(part.dir.size()), m.bytes, m.sha256});
+    head = ",\n  \"inference_iteration\": " + json_quote(part.name) +
+           ",\n  \"world_size\": " + std::to_string(part.world) +
+           ",\n  \"ranks\": " + json_quote(ranks_text(part.ranks, part.world)) +
+           ",\n  \"trace_prefix\": " + json_quote(spec.prefix);
+  } else {  // the whole archive of an inference job
+    members = before;
+    std::string parts;
+    bool all = true;
+    for (const Part& p : parts_of(g, spec)) {
+      all = all && p.ranks.all(p.world);
+      parts += std::string(parts.empty() ? "" : ", ") + "{\"name\": " + json_quote(p.name) +
+               ", \"world_size\": " + std::to_string(p.world) + "}";
+    }
+    head = ",\n  \"inference_iterations\": [" + parts + "]" +
+           ",\n  \"ranks\": " + json_quote(all ? "all" : selection_text(spec.ranks)) +
+           ",\n  \"trace_prefix\": " + json_quote(spec.prefix);
+  }
   std::string m = "{\n  \"generator\": \"stagecraft\",\n  \"generator_version\": " + json_quote(stagecraft_version()) +
-                  ",\n  \"config_hash\": " + json_quote(g.metadata().config_hash) +
-                  ",\n  \"world_size\": " + std::to_string(g.world_size()) +
-                  ",\n  \"ranks\": " + json_quote(partial ? selection_text(spec.ranks) : "all") +
-                  ",\n  \"trace_prefix\": " + json_quote(spec.prefix) +
-                  ",\n  \"job\": " + job_to_canonical_json(g.job()) + ",\n  \"files\": [\n";
+                  ",\n  \"config_hash\": " + json_quote(g.metadata().config_hash) + head +
+                  ",\n  \"job\": " + job_to_canonical_json(full_job(g)) + ",\n  \"files\": [\n";
   for (size_t i = 0; i < members.size(); ++i)
     m += "    {\"name\": " + json_quote(members[i].name) + ", \"bytes\": " + std::to_string(members[i].bytes) +
          ", \"sha256\": " + json_quote(members[i].sha256) + "}" + (i + 1 == members.size() ? "\n" : ",\n");
@@ -368,29 +504,78 @@ std::string archive_manifest_json(const Generator& g, const ArchiveSpec& spec, c
   return m;
 }
 
+ArchiveEncoder::ArchiveEncoder(const RankEncoder& training) { parts_.push_back({"", &training}); }
+ArchiveEncoder::ArchiveEncoder(ArchiveEncoder&&) noexcept = default;
+ArchiveEncoder& ArchiveEncoder::operator=(ArchiveEncoder&&) noexcept = default;
+ArchiveEncoder::~ArchiveEncoder() = default;
+
+Result<ArchiveEncoder> ArchiveEncoder::create(const Generator& g) {
+  ArchiveEncoder out;
+  std::vector<std::string> parts = archive_parts(g);
+  if (parts.empty()) parts.push_back("");
+  for (const std::string& name : parts) {
+    if (name == "kv_transfer") {
+      SC_ASSIGN_OR_RETURN(KvTransfer kv, kv_transfer_traces(g));
+      for (const RankTrace& t : kv.ranks) {
+        std::string bytes;
+        SC_RETURN_IF_ERROR(write_chakra_trace(t, kv.meta, &bytes));
+        out.kv_.push_back(std::move(bytes));
+      }
+      continue;
+    }
+    SC_ASSIGN_OR_RETURN(RankEncoder enc, RankEncoder::create(name.empty() ? g : *g.phase(name)));
+    out.owned_.push_back(std::make_unique<RankEncoder>(std::move(enc)));
+    out.parts_.push_back({name, out.owned_.back().get()});
+  }
+  return out;
+}
+
+Result<std::string_view> ArchiveEncoder::encode(const ArchiveEntry& e, RankEncoder::Scratch* scratch) const {
+  if (e.part == "kv_transfer") {
+    if (e.rank < 0 || e.rank >= static_cast<int64_t>(kv_.size()))
+      return make_error(ErrorCode::kInvalidArgument, "rank " + std::to_string(e.rank) + " is outside the KV transfer",
+                        "rank");
+    return std::string_view(kv_[static_cast<size_t>(e.rank)]);
+  }
+  for (const auto& [name, enc] : parts_)
+    if (name == e.part) return enc->encode(e.rank, scratch);
+  return make_error(ErrorCode::kInvalidArgument, "no part " + json_quote(e.part) + " in this archive", "phase");
+}
+
 Result<std::string> archive_entry_bytes(const Generator& g, const ArchiveSpec& spec, const ArchiveEntry& entry) {
   switch (entry.kind) {
     case ArchiveEntry::Kind::kFile:
       return entry.bytes;
-    case ArchiveEntry::Kind::kTrace:
-      return g.rank_trace_bytes(entry.rank);
+    case ArchiveEntry::Kind::kTrace: {
+      if (entry.part.empty()) return g.rank_trace_bytes(entry.rank);
+      if (const Generator* pg = g.phase(entry.part)) return pg->rank_trace_bytes(entry.rank);
+      SC_ASSIGN_OR_RETURN(KvTransfer kv, kv_transfer_traces(g));
+      if (entry.rank < 0 || entry.rank >= static_cast<int64_t>(kv.ranks.size()))
+        return make_error(ErrorCode::kInvalidArgument, "rank outside the KV transfer", "rank");
+      std::string bytes;
+      SC_RETURN_IF_ERROR(write_chakra_trace(kv.ranks[static_cast<size_t>(entry.rank)], kv.meta, &bytes));
+      return bytes;
+    }
     case ArchiveEntry::Kind::kManifest:
       break;
   }
   SC_ASSIGN_OR_RETURN(std::vector<ArchiveEntry> entries, archive_entries(g, spec));
-  SC_ASSIGN_OR_RETURN(RankEncoder enc, RankEncoder::create(g));
+  SC_ASSIGN_OR_RETURN(ArchiveEncoder enc, ArchiveEncoder::create(g));
   RankEncoder::Scratch scratch;
   std::vector<ArchiveMember> members;
   for (const ArchiveEntry& e : entries) {
-    if (e.kind == ArchiveEntry::Kind::kManifest) break;
+    if (e.name == entry.name) break;
     if (e.kind == ArchiveEntry::Kind::kFile) {
       members.push_back({e.name, e.bytes.size(), sha256_hex(e.bytes)});
-    } else {
-      SC_ASSIGN_OR_RETURN(std::string_view b, enc.encode(e.rank, &scratch));
+    } else if (e.kind == ArchiveEntry::Kind::kTrace) {
+      SC_ASSIGN_OR_RETURN(std::string_view b, enc.encode(e, &scratch));
       members.push_back({e.name, b.size(), sha256_hex(b)});
+    } else {
+      const std::string m = archive_manifest_json(g, spec, e, members);
+      members.push_back({e.name, m.size(), sha256_hex(m)});
     }
   }
-  return archive_manifest_json(g, spec, members);
+  return archive_manifest_json(g, spec, entry, members);
 }
 
 }  // namespace sc

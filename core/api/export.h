@@ -62,6 +62,13 @@ class RankEncoder {
 // name, atomic commit, --force, signals, progress), and the browser zips
 // the kFiles layout through the request ops archive_manifest and
 // archive_entry (api/request.h). docs/export.md lists the members.
+//
+// An inference job's archive is one folder per part (archive_parts):
+// each folder holds what a training export holds (its traces, its
+// comm_groups.json, its summary.json; in a kBundle also its astra-sim/
+// and its manifest.json), so every folder is a workload of its own; the
+// job's summary.json (and in a kBundle a manifest.json over every member)
+// follow on top. docs/export.md, "Inference jobs".
 
 // A set of ranks as sorted, disjoint, inclusive ranges.
 struct RankSelection {
@@ -86,8 +93,24 @@ enum class ArchiveLayout {
 struct ArchiveSpec {
   ArchiveLayout layout = ArchiveLayout::kFiles;
   std::string prefix = "trace";  // traces are <prefix>.<rank>.et
-  RankSelection ranks;           // which traces (all_ranks(world) for all)
+  // Which traces (all_ranks(archive_world_size(g)) for all). An inference
+  // job's parts have worlds of their own: each part takes the selected
+  // ranks below its world size (rank r of every part).
+  RankSelection ranks;
+  // Inference jobs: "" for the whole archive, or one part's name for that
+  // folder alone (its entries named relative to it). Training: "".
+  std::string part;
 };
+
+// The folders of an inference job's archive, in order: "prefill",
+// "decode", then "mixed" (colocated) or "kv_transfer" (disaggregated pools:
+// api/kv_transfer.h). Empty for a training job.
+std::vector<std::string> archive_parts(const Generator& g);
+// One more than the largest rank a selection may name: the world size of
+// a training job; the largest part's world of an inference job (with
+// disaggregated pools kv_transfer's, both pools' ranks).
+int64_t archive_world_size(const Job& job);
+int64_t archive_world_size(const Generator& g);
 
 // A prefix generate accepts: letters, digits, '.', '_', '-'; not "." or "..".
 bool valid_trace_prefix(const std::string& prefix);
@@ -98,17 +121,21 @@ struct ArchiveEntry {
   enum class Kind {
     kTrace,     // a rank's .et: Generator::rank_trace_bytes(rank) (RankEncoder::encode is the fast path)
     kFile,      // bytes given here
-    kManifest,  // manifest.json: archive_manifest_json over every member before it
+    kManifest,  // manifest.json: archive_manifest_json over the members before it
   };
   Kind kind = Kind::kFile;
   std::string name;    // path inside the archive / directory
-  int64_t rank = -1;   // kTrace
+  int64_t rank = -1;   // kTrace: the rank in its part's world
   std::string bytes;   // kFile
   int mode = 0644;     // archive member mode (0755: run.sh)
+  // Inference jobs: the part whose trace or manifest this is ("" for the
+  // top-level manifest). Training: "".
+  std::string part;
 };
 
 // Every entry of the archive, in order. Errors (kInvalidArgument) for a
-// bad prefix (path "prefix") or a rank outside the world (path "ranks").
+// bad prefix (path "prefix"), a rank outside the world (path "ranks") or
+// an unknown part (path "phase").
 Result<std::vector<ArchiveEntry>> archive_entries(const Generator& g, const ArchiveSpec& spec);
 
 // The entry called name, without listing every trace: a
@@ -123,13 +150,39 @@ struct ArchiveMember {
   std::string sha256;  // 64 lowercase hex digits
 };
 
-// manifest.json of a kBundle: tool, job, rank selection, then members (every
-// member before it, in archive order) with size and sha256.
-std::string archive_manifest_json(const Generator& g, const ArchiveSpec& spec, const std::vector<ArchiveMember>& members);
+// The manifest.json `entry` of a kBundle: tool, job, rank selection, then
+// its members with size and sha256. `before`: every member of the archive
+// before the entry, in archive order, named as in the archive; a part's
+// manifest lists its folder's (named relative to it), the top-level one
+// all of them.
+std::string archive_manifest_json(const Generator& g, const ArchiveSpec& spec, const ArchiveEntry& entry,
+                                  const std::vector<ArchiveMember>& before);
 
-// The bytes of one entry. A kManifest entry hashes every other member of
-// the archive (each trace encoded once): the CLI, which has them already,
-// calls archive_manifest_json directly.
+// Encodes the trace entries of an archive: each part's RankEncoder (the
+// fast path) and the KV transfer's traces (encoded once, at create).
+class ArchiveEncoder {
+ public:
+  // A training job's archive over an encoder the caller keeps alive.
+  explicit ArchiveEncoder(const RankEncoder& training);
+  // Any job's; g must outlive it.
+  static Result<ArchiveEncoder> create(const Generator& g);
+  ArchiveEncoder(ArchiveEncoder&&) noexcept;
+  ArchiveEncoder& operator=(ArchiveEncoder&&) noexcept;
+  ~ArchiveEncoder();
+  // The bytes of a kTrace entry, valid until the next call with the same
+  // scratch (one scratch may serve every part).
+  Result<std::string_view> encode(const ArchiveEntry& entry, RankEncoder::Scratch* scratch) const;
+
+ private:
+  ArchiveEncoder() = default;
+  std::vector<std::pair<std::string, const RankEncoder*>> parts_;
+  std::vector<std::unique_ptr<RankEncoder>> owned_;
+  std::vector<std::string> kv_;  // kv_transfer's traces by rank
+};
+
+// The bytes of one entry. A kManifest entry hashes the members before it
+// (each trace encoded once): the CLI, which has them already, calls
+// archive_manifest_json directly.
 Result<std::string> archive_entry_bytes(const Generator& g, const ArchiveSpec& spec, const ArchiveEntry& entry);
 
 }  // namespace sc

@@ -172,10 +172,12 @@ Response op_simulate(const Context& c) {
 // ---- the archive (api/export.h): what generate writes and the browser zips.
 // args: layout "files" (default: a directory, the browser's zip) or
 // "bundle" (a .zip/.tar.gz of generate: + astra-sim/, manifest.json);
-// prefix (default "trace"). Every rank is selected.
+// prefix (default "trace"); phase (inference jobs: one part's folder alone,
+// "prefill" | "decode" | "mixed" | "kv_transfer"; without it the whole
+// archive, every part in its folder). Every rank is selected.
 Result<ArchiveSpec> archive_spec(const Context& c) {
   ArchiveSpec spec;
-  spec.ranks = all_ranks(c.gen->world_size());
+  spec.ranks = all_ranks(archive_world_size(*c.gen));
   if (auto it = c.args.find("layout"); it != c.args.end()) {
     const std::string layout = it->is_string() ? it->get<std::string>() : std::string();
     if (layout == "bundle") {
@@ -188,7 +190,18 @@ Result<ArchiveSpec> archive_spec(const Context& c) {
     if (!it->is_string()) return make_error(ErrorCode::kInvalidArgument, "must be a string", "prefix");
     spec.prefix = it->get<std::string>();
   }
+  if (auto it = c.args.find("phase"); it != c.args.end()) {
+    // archive_entries names the parts an unknown one could have been.
+    spec.part = it->is_string() ? it->get<std::string>() : std::string("?");
+  }
   return spec;
+}
+
+// The world of the archive's traces: one part's, or the whole archive's.
+int64_t archive_world(const Generator& g, const ArchiveSpec& spec) {
+  if (spec.part.empty()) return archive_world_size(g);
+  if (const Generator* pg = g.phase(spec.part)) return pg->world_size();
+  return archive_world_size(g);  // kv_transfer: both pools
 }
 
 const char* entry_kind_name(ArchiveEntry::Kind k) {
@@ -214,9 +227,9 @@ Response op_archive_manifest(const Context& c) {
   }
   Result<std::vector<ArchiveEntry>> entries = archive_entries(*c.gen, *spec);
   if (!entries.ok()) return failed(entries.error());
-  std::optional<RankEncoder> enc;
+  std::optional<ArchiveEncoder> enc;
   if (sizes) {
-    Result<RankEncoder> e = RankEncoder::create(*c.gen);
+    Result<ArchiveEncoder> e = ArchiveEncoder::create(*c.gen);
     if (!e.ok()) return failed(e.error());
     enc.emplace(std::move(e).value());
   }
@@ -226,17 +239,20 @@ Response op_archive_manifest(const Context& c) {
   for (const ArchiveEntry& e : *entries) {
     std::string item = "{\"name\":" + json_quote(e.name) + ",\"kind\":\"" + entry_kind_name(e.kind) + "\"";
     if (e.kind == ArchiveEntry::Kind::kTrace) item += ",\"rank\":" + std::to_string(e.rank);
+    if (!e.part.empty()) item += ",\"part\":" + json_quote(e.part);
     int64_t bytes = -1;
     if (e.kind == ArchiveEntry::Kind::kFile) {
       bytes = static_cast<int64_t>(e.bytes.size());
       if (sizes && spec->layout == ArchiveLayout::kBundle) members.push_back({e.name, e.bytes.size(), sha256_hex(e.bytes)});
     } else if (sizes && e.kind == ArchiveEntry::Kind::kTrace) {
-      Result<std::string_view> b = enc->encode(e.rank, &scratch);
+      Result<std::string_view> b = enc->encode(e, &scratch);
       if (!b.ok()) return failed(b.error());
       bytes = static_cast<int64_t>(b->size());
       if (spec->layout == ArchiveLayout::kBundle) members.push_back({e.name, b->size(), sha256_hex(*b)});
     } else if (sizes) {
-      bytes = static_cast<int64_t>(archive_manifest_json(*c.gen, *spec, members).size());
+      const std::string m = archive_manifest_json(*c.gen, *spec, e, members);
+      bytes = static_cast<int64_t>(m.size());
+      members.push_back({e.name, m.size(), sha256_hex(m)});
     }
     if (bytes >= 0) item += ",\"bytes\":" + std::to_string(bytes);
     item += std::string(",\"mode\":\"") + (e.mode == 0755 ? "0755" : "0644") + "\"}";
@@ -244,7 +260,7 @@ Response op_archive_manifest(const Context& c) {
   }
   return ok_raw("manifest", "{\"layout\":" + json_quote(spec->layout == ArchiveLayout::kBundle ? "bundle" : "files") +
                                 ",\"prefix\":" + json_quote(spec->prefix) +
-                                ",\"worldSize\":" + std::to_string(c.gen->world_size()) + ",\"entries\":[" + list + "]}");
+                                ",\"worldSize\":" + std::to_string(archive_world(*c.gen, *spec)) + ",\"entries\":[" + list + "]}");
 }
 
 // args.name: one entry of archive_manifest's list (same layout and
@@ -321,12 +337,13 @@ struct RequestOp {
   const char* name;
   Needs needs;
   Response (*run)(const Context&);
+  bool own_phase = false;  // reads args.phase itself (the archive's parts include kv_transfer)
 };
 
 // args.phase ("prefill" | "decode" | "mixed"): the operation on that
 // iteration kind of an inference job (docs/inference.md, "Requests").
 Response run_op(const RequestOp& op, const Generator* gen, const json& args) {
-  if (auto it = args.find("phase"); it != args.end()) {
+  if (auto it = args.find("phase"); it != args.end() && !op.own_phase) {
     const std::vector<std::string> names = gen->phase_names();
     if (names.empty())
       return failed(make_error(ErrorCode::kInvalidArgument,
@@ -354,8 +371,8 @@ constexpr RequestOp kOps[] = {
     {"rank_at", Needs::kGenerator, op_rank_at},
     {"rank_trace", Needs::kGenerator, op_rank_trace},
     {"simulate", Needs::kGenerator, op_simulate},
-    {"archive_manifest", Needs::kGenerator, op_archive_manifest},
-    {"archive_entry", Needs::kGenerator, op_archive_entry},
+    {"archive_manifest", Needs::kGenerator, op_archive_manifest, true},
+    {"archive_entry", Needs::kGenerator, op_archive_entry, true},
     {"plan", Needs::kJob, op_plan},
     {"serving_sweep", Needs::kGenerator, op_serving_sweep},
 };

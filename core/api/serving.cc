@@ -460,43 +460,6 @@ Result<std::vector<ServingPoint>> serving_sweep(const Generator& g, const std::v
   return out;
 }
 
-Result<KvTransfer> kv_transfer_traces(const Generator& g) {
-  const GeneratorState& s = GeneratorAccess::state(g);
-  if (!s.serving_job || !s.serving_job->serving.disaggregated)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "a KV transfer exists only between disaggregated pools (serving.disaggregated)",
-                      "serving.disaggregated");
-  const Job& full = *s.serving_job;
-  const Job pj = serving_pool_job(full, true), dj = serving_pool_job(full, false);
-  const int64_t wp = pj.parallel.world_size(), wd = dj.parallel.world_size();
-  SC_ASSIGN_OR_RETURN(Footprint fp, footprint(s));
-  const int64_t tokens = ceil_div(full.serving.prompt_tokens, full.serving.page_tokens) * full.serving.page_tokens;
-  const int64_t total = pj.parallel.dp * tokens * fp.kv_token_model;
-  const int64_t pairs = std::max(wp, wd);
-  KvTransfer out;
-  out.bytes_per_pair = ceil_div(total, pairs);
-  out.meta = g.metadata();
-  out.meta.world_size = wp + wd;
-  out.ranks.resize(static_cast<size_t>(wp + wd));
-  for (int64_t r = 0; r < wp + wd; ++r) out.ranks[static_cast<size_t>(r)].rank = r;
-  for (int64_t k = 0; k < pairs; ++k) {
-    const int64_t src = k % wp, dst = wp + k % wd;
-    for (const bool send : {true, false}) {
-      RankTrace& t = out.ranks[static_cast<size_t>(send ? src : dst)];
-      TraceNode n;
-      n.id = t.nodes.size();
-      n.kind = send ? TraceNodeKind::kSend : TraceNodeKind::kRecv;
-      n.name = std::string("kv_transfer.") + (send ? "send" : "recv") + to_string(k);
-      n.comm_size = out.bytes_per_pair;
-      n.peer = static_cast<int32_t>(send ? dst : src);
-      n.tag = static_cast<int32_t>(k);
-      n.output_bytes = send ? 0 : static_cast<uint64_t>(out.bytes_per_pair);
-      t.nodes.push_back(std::move(n));
-    }
-  }
-  return out;
-}
-
 std::string serving_sweep_json(const std::vector<ServingPoint>& points) {
   json a = json::array();
   for (const ServingPoint& p : points)

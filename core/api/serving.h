@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "api/api.h"
+#include "api/kv_transfer.h"
 #include "base/status.h"
 
 namespace sc {
@@ -27,19 +28,6 @@ Result<std::vector<ServingPoint>> serving_sweep(const Generator& g, const std::v
 // {"ok":true,"sweep":[...]}'s array as JSON text.
 std::string serving_sweep_json(const std::vector<ServingPoint>& points);
 
-// A disaggregated job's KV transfer (docs/inference.md, "Archive"): one
-// world of the prefill pool's ranks (0 .. Wp-1) then the decode pool's
-// (Wp .. Wp+Wd-1); the cache of the prefill iteration's prompts (one per
-// prefill dp rank, whole model, paged) moves as max(Wp, Wd) send/recv
-// pairs of equal size, pair k from prefill rank k mod Wp to decode rank
-// Wp + k mod Wd, tag k. An error (path "serving.disaggregated") for a
-// colocated or training job.
-struct KvTransfer {
-  std::vector<RankTrace> ranks;
-  GroupTable groups;  // none: point-to-point only
-  TraceMetadata meta;
-  int64_t bytes_per_pair = 0;
-};
-Result<KvTransfer> kv_transfer_traces(const Generator& g);
+// The KV transfer between disaggregated pools: api/kv_transfer.h.
 
 }  // namespace sc

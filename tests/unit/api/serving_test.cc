@@ -246,14 +246,16 @@ TEST_CASE("serving: prefill, decode and mixed traces replay; disaggregated pools
             .epsilon(1e-6));
   CHECK(dinf["kv_transfer_seconds"].get<double>() > 0);
   // The transfer's traces: 16 prefill ranks each prefilled one 2000-token
-  // prompt (125 pages of 16) of 70,272 B per token; 32 pairs carry it.
+  // prompt (125 pages of 16) of 70,272 B per token; prompt j goes whole to
+  // decode dp rank j (tp 1 on both sides): 16 pairs (api/kv_transfer.h).
   Result<KvTransfer> kv = kv_transfer_traces(d);
   REQUIRE(kv.ok());
   CHECK(kv->ranks.size() == 48);
-  CHECK(kv->bytes_per_pair == 16 * 2000 * int64_t{70272} / 32);
+  CHECK(kv->pairs.size() == 16);
+  CHECK(kv->total_bytes == 16 * 2000 * int64_t{70272});
   ReplayResult kr = replay_traces(kv->ranks, kv->groups);
   CHECK(kr.completed);
-  CHECK(kr.nodes_finished == 64);
+  CHECK(kr.nodes_finished == 32);
   CHECK(!kv_transfer_traces(g).ok());  // colocated: nothing to transfer
 
   // A training job has no iteration kinds.
