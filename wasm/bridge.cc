@@ -51,7 +51,8 @@ std::string simulate(const std::string& job_json, const std::string& options_jso
   return call("simulate", job_json, {{"options", options_json}, {"timeline_default", true}}).envelope;
 }
 // Inference jobs (docs/inference.md): the phase ("prefill" | "decode" |
-// "mixed") whose trace or groups are wanted; the request layer checks it.
+// "mixed", or "kv_transfer" with disaggregated pools) whose trace, groups or
+// rank info is wanted; the request layer checks it.
 std::string groups_phase(const std::string& job_json, const std::string& phase) {
   return call("groups", job_json, {{"phase", phase}}).envelope;
 }
@@ -131,7 +132,9 @@ val rank_trace_phase(const std::string& job_json, double rank, const std::string
 // The archive (core/api/export.h): layout "files" (the browser's zip) or
 // "bundle" (generate's .zip/.tar.gz), trace prefix. archiveManifest lists the
 // entries in order ({"ok":true,"manifest":{...}}; sizes: every trace's size
-// too); archiveEntry gives one entry's bytes, as rankTrace does.
+// too); archiveEntry gives one entry's bytes, as rankTrace does. An
+// inference job's list is the whole archive, every part in its folder
+// (prefill/..., kv_transfer/...), as `stagecraft generate` writes it.
 std::string archive_manifest(const std::string& job_json, const std::string& layout, const std::string& prefix,
                              bool sizes) {
   return call("archive_manifest", job_json, {{"layout", layout}, {"prefix", prefix}, {"sizes", sizes}}).envelope;
@@ -140,7 +143,8 @@ val archive_entry(const std::string& job_json, const std::string& layout, const 
                   const std::string& name) {
   return bytes_response(call("archive_entry", job_json, {{"layout", layout}, {"prefix", prefix}, {"name", name}}));
 }
-// The same for one iteration kind of an inference job (its folder's entries).
+// The same for one part of an inference job (its folder's entries, named
+// relative to it): "prefill" | "decode" | "mixed" | "kv_transfer".
 std::string archive_manifest_phase(const std::string& job_json, const std::string& layout, const std::string& prefix,
                                    bool sizes, const std::string& phase) {
   return call("archive_manifest", job_json, {{"layout", layout}, {"prefix", prefix}, {"sizes", sizes}, {"phase", phase}})

@@ -8,6 +8,8 @@
 #include "base/json_fields.h"
 #include "base/sha256.h"
 #include "api/export.h"
+#include "api/kv_transfer.h"
+#include "emit/chakra_writer.h"
 #include "api/plan.h"
 #include "api/serving.h"
 #include "api/simulate.h"
@@ -340,10 +342,48 @@ struct RequestOp {
   bool own_phase = false;  // reads args.phase itself (the archive's parts include kv_transfer)
 };
 
+// phase "kv_transfer" (disaggregated pools, api/kv_transfer.h) for the rank
+// preview: rank_trace (the rank's sends or receives), groups (none) and
+// rank_info (which pool the rank is in); it has no graph or summary of its own.
+Response kv_transfer_op(const std::string& op, const Generator& gen, const json& args) {
+  Result<KvTransfer> kv = kv_transfer_traces(gen);
+  if (!kv.ok()) return failed(kv.error());
+  const int64_t world = static_cast<int64_t>(kv->ranks.size());
+  if (op == "groups") {
+    Response r;
+    r.body = group_table_json(kv->groups);
+    r.envelope = R"({"ok":true,"worldSize":)" + std::to_string(world) + R"(,"text":)" + json_quote(r.body) + "}";
+    return r;
+  }
+  int64_t rank = 0;
+  if (!integer_arg(args, "rank", 0, static_cast<double>(world), &rank)) return failed(rank_error(world));
+  const RankTrace& t = kv->ranks[static_cast<size_t>(rank)];
+  if (op == "rank_trace") {
+    Response r;
+    if (Status st = write_chakra_trace(t, kv->meta, &r.body); !st.ok()) return failed(st.error());
+    r.envelope = R"({"ok":true,"bytes":)" + std::to_string(r.body.size()) + "}";
+    return r;
+  }
+  const bool prefill = rank < kv->prefill_world;
+  json info = {{"rank", rank},
+               {"world_size", world},
+               {"coords", json::object()},
+               {"axes", json::array()},
+               {"groups", json::array()},
+               {"pool", prefill ? "prefill" : "decode"},
+               {"pool_rank", prefill ? rank : rank - kv->prefill_world}};
+  return ok_raw("info", info.dump());
+}
+
 // args.phase ("prefill" | "decode" | "mixed"): the operation on that
 // iteration kind of an inference job (docs/inference.md, "Requests").
 Response run_op(const RequestOp& op, const Generator* gen, const json& args) {
   if (auto it = args.find("phase"); it != args.end() && !op.own_phase) {
+    const std::string name(op.name);
+    const bool disaggregated = !gen->phase_names().empty() && gen->phase("mixed") == nullptr;
+    if (disaggregated && it->is_string() && it->get<std::string>() == "kv_transfer" &&
+        (name == "rank_trace" || name == "rank_info" || name == "groups"))
+      return kv_transfer_op(name, *gen, args);
     const std::vector<std::string> names = gen->phase_names();
     if (names.empty())
       return failed(make_error(ErrorCode::kInvalidArgument,

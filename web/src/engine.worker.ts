@@ -58,28 +58,19 @@ const post = (msg: Response, transfer: Transferable[] = []) => self.postMessage(
 // Lets queued messages (cancel) run between ranks.
 const yieldToEvents = () => new Promise<void>((r) => setTimeout(r, 0));
 
-interface ArchiveManifest { entries: { name: string; kind: 'trace' | 'file' | 'manifest'; rank?: number }[] }
+interface ArchiveManifest { entries: { name: string; kind: 'trace' | 'file' | 'manifest'; rank?: number; part?: string }[] }
 
 // The zip is the engine's archive list (archiveManifest, layout "files":
 // core/api/export.h), each entry's bytes from archiveEntry: the same files,
-// in the same order, as `stagecraft generate -o DIR`. An inference job
-// (docs/inference.md "Archive") is one such list per iteration kind, in a
-// folder of its name (prefill/, decode/, and mixed/ unless disaggregated),
-// then the job's summary.json on top, as the CLI writes it.
+// in the same order, as `stagecraft generate -o DIR`. For an inference job
+// that list is already the whole archive (docs/export.md "Inference jobs"):
+// one folder per part (prefill/, decode/, mixed/ or kv_transfer/), then the
+// job's summary.json.
 async function archive(wasm: WasmEngine, id: number, job: string, prefix: string): Promise<Reply> {
-  const s = fromJson(wasm.inspect(job));
-  if (!s.ok) return s;
-  const summary = (s.result as { summary: Record<string, any> }).summary;
-  const phases: (string | undefined)[] = summary.inference !== undefined
-    ? ['prefill', 'decode', 'mixed'].filter((p) => summary.inference.iterations?.[p] !== undefined)
-    : [undefined];
-  const lists: { phase?: string; entries: ArchiveManifest['entries'] }[] = [];
-  for (const phase of phases) {
-    const m = fromJson(phase ? wasm.archiveManifest(job, 'files', prefix, false, phase) : wasm.archiveManifest(job, 'files', prefix, false));
-    if (!m.ok) return m;
-    lists.push({ phase, entries: (m.result as { manifest: ArchiveManifest }).manifest.entries });
-  }
-  const total = lists.reduce((a, l) => a + l.entries.filter((e) => e.kind === 'trace').length, 0);
+  const m = fromJson(wasm.archiveManifest(job, 'files', prefix, false));
+  if (!m.ok) return m;
+  const entries = (m.result as { manifest: ArchiveManifest }).manifest.entries;
+  const total = entries.filter((e) => e.kind === 'trace').length;
   const chunks: Uint8Array[] = [];
   let bytes = 0, files = 0, zipError: Error | null = null, finished = false;
   const zip = new Zip((err, chunk, final) => {
@@ -97,28 +88,20 @@ async function archive(wasm: WasmEngine, id: number, job: string, prefix: string
     files++;
   };
   let last = 0, done = 0;
-  for (const list of lists) {
-    const dir = list.phase ? `${list.phase}/` : '';
-    for (const e of list.entries) {
-      if (cancelled.delete(id)) { zip.terminate(); return fail('cancelled', 'archive cancelled'); }
-      const r = list.phase ? wasm.archiveEntry(job, 'files', prefix, e.name, list.phase) : wasm.archiveEntry(job, 'files', prefix, e.name);
-      if (!r.ok) return { ok: false, error: r.error };
-      add(dir + e.name, r.bytes);
-      if (zipError) return fail('engine_unavailable', String(zipError));
-      if (e.kind !== 'trace') continue;
-      done++;
-      const now = performance.now();
-      if (now - last > 50 || done === total) {
-        last = now;
-        post({ v: PROTOCOL_VERSION, id, progress: { done, total, phase: list.phase ?? 'traces' } });
-        await yieldToEvents();
-      }
-    }
-  }
-  if (phases[0] !== undefined) {  // an inference job: its summary.json on top
-    const r = wasm.archiveEntry(job, 'files', prefix, 'summary.json');
+  for (const e of entries) {
+    if (cancelled.delete(id)) { zip.terminate(); return fail('cancelled', 'archive cancelled'); }
+    const r = wasm.archiveEntry(job, 'files', prefix, e.name);
     if (!r.ok) return { ok: false, error: r.error };
-    add('summary.json', r.bytes);
+    add(e.name, r.bytes);
+    if (zipError) return fail('engine_unavailable', String(zipError));
+    if (e.kind !== 'trace') continue;
+    done++;
+    const now = performance.now();
+    if (now - last > 50 || done === total) {
+      last = now;
+      post({ v: PROTOCOL_VERSION, id, progress: { done, total, phase: e.part ?? 'traces' } });
+      await yieldToEvents();
+    }
   }
   zip.end();
   if (zipError || !finished) return fail('engine_unavailable', `zip failed: ${String(zipError)}`);

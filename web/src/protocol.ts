@@ -72,6 +72,9 @@ export interface RankInfo {
   // dp_shard/dp_replicate): not coordinates one picks a rank by.
   derived_axes?: { name: string; degree: number; coord: number }[];
   groups: { axis: string; key: number; members: number[]; derived?: boolean }[];
+  // phase "kv_transfer" (disaggregated serving): the transfer's world is the
+  // prefill pool's ranks, then the decode pool's; no axes, no groups.
+  pool?: 'prefill' | 'decode'; pool_rank?: number;
 }
 
 // simulate's answer (docs/wasm-bridge.md "simulate"): times in seconds,
@@ -103,7 +106,8 @@ export interface Methods {
   graph: [{ job: JobJson | string }, { text: string }];
   // stage: the pipeline stage, 0 when left out; outside [0, pp): invalid_argument, path "stage".
   graphJson: [{ job: JobJson | string; stage?: number }, { graph: GraphJson }];
-  // phase: inference jobs only ("prefill" | "decode" | "mixed"; docs/inference.md).
+  // phase: inference jobs only ("prefill" | "decode" | "mixed", or
+  // "kv_transfer" with disaggregated pools; docs/inference.md).
   groups: [{ job: JobJson | string; phase?: string }, { worldSize: number; text: string }];
   rankInfo: [{ job: JobJson | string; rank: number; phase?: string }, { info: RankInfo }];
   rankAt: [{ job: JobJson | string; coords: Record<string, number> }, { rank: number }];
@@ -114,9 +118,9 @@ export interface Methods {
   servingSweep: [{ job: JobJson | string; concurrency: number[] }, { sweep: SweepPoint[] }];
   // The Chakra archive (zip of the engine's archive list, layout "files":
   // trace.<r>.et for every rank, comm_groups.json, summary.json, the bytes of
-  // `stagecraft generate -o DIR`; an inference job: one folder per phase,
-  // prefill/ decode/ mixed/, each that phase's list, and summary.json on
-  // top — the CLI's layout), built in the worker with fflate; reports
+  // `stagecraft generate -o DIR`; an inference job: one folder per part,
+  // prefill/ decode/ and mixed/ or kv_transfer/, and summary.json on top —
+  // the engine's list of the CLI's layout), built in the worker with fflate; reports
   // progress and can be cancelled. The Blob is assembled from streamed zip chunks.
   archive: [{ job: JobJson | string; prefix?: string }, { blob: Blob; bytes: number; files: number }];
   cancel: [{ target: number }, { cancelled: boolean }];

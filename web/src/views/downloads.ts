@@ -19,10 +19,15 @@ export function renderDownloads(): void {
   $('#cli').textContent = cliCommand();
   const { summary, preview } = state;
   if (!summary || !preview) return;
-  const world = Number(summary.world_size);
+  // An inference job's archive holds every part's traces (docs/export.md):
+  // each iteration's world, and a disaggregated job's KV transfer (both pools).
+  const it = (summary.inference?.iterations ?? {}) as Record<string, { world_size?: number }>;
+  const parts = Object.values(it).map((x) => Number(x.world_size) || 0);
+  const kv = summary.inference !== undefined && it.mixed === undefined ? Number(it.prefill?.world_size) + Number(it.decode?.world_size) : 0;
+  const world = summary.inference !== undefined ? parts.reduce((a, b) => a + b, 0) + (kv || 0) : Number(summary.world_size);
   const estimate = preview.bytes * world;
   const tooBig = estimate > ARCHIVE_LIMIT;
-  $('#archive-estimate').textContent = `Estimated archive: ${fmtBytes(estimate)} (${world} traces of about ${fmtBytes(preview.bytes)} each, + comm_groups.json, summary.json).`;
+  $('#archive-estimate').textContent = `Estimated archive: ${fmtBytes(estimate)} (${world} traces of about ${fmtBytes(preview.bytes)} each, + comm_groups.json, summary.json${summary.inference !== undefined ? ', one folder per phase' : ''}).`;
   $<HTMLButtonElement>('#dl-archive').disabled = tooBig;
   $('#too-big').hidden = !tooBig;
   $<HTMLButtonElement>('#dl-rank').textContent = `trace.${preview.rank}.et (rank ${preview.rank})`;

@@ -24,13 +24,19 @@ export function rankPhase(): string | undefined {
   const inference = state.summary?.inference !== undefined;
   $('#phase-picker').hidden = !inference;
   if (!inference) return undefined;
-  // A disaggregated job has no mixed iteration (docs/inference.md).
+  // A disaggregated job has no mixed iteration but a KV transfer between
+  // its pools (docs/inference.md); a colocated one the other way round.
   const sel = $<HTMLSelectElement>('#rank-phase');
+  const disaggregated = isDisaggregated(state.summary!);
   const mixed = sel.querySelector<HTMLOptionElement>('option[value="mixed"]')!;
-  mixed.hidden = mixed.disabled = isDisaggregated(state.summary!);
-  if (mixed.disabled && sel.value === 'mixed') sel.value = 'decode';
-  // Each phase has its own world (a disaggregated job's pools differ).
-  const world = Number(state.summary?.inference?.iterations?.[sel.value]?.world_size);
+  const kv = sel.querySelector<HTMLOptionElement>('option[value="kv_transfer"]')!;
+  mixed.hidden = mixed.disabled = disaggregated;
+  kv.hidden = kv.disabled = !disaggregated;
+  if ((mixed.disabled && sel.value === 'mixed') || (kv.disabled && sel.value === 'kv_transfer')) sel.value = 'decode';
+  // Each phase has its own world (a disaggregated job's pools differ; the
+  // KV transfer's is both pools: prefill ranks first, then decode ranks).
+  const it = state.summary?.inference?.iterations ?? {};
+  const world = sel.value === 'kv_transfer' ? Number(it.prefill?.world_size) + Number(it.decode?.world_size) : Number(it[sel.value]?.world_size);
   if (world > 0) rankInput().max = String(world - 1);
   return sel.value;
 }

@@ -38,6 +38,11 @@ export function renderGroups(el: HTMLElement, info: RankInfo, extra: GroupOfRank
       : `${axisExplain(g.axis) || `the ${g.axis} group this rank’s collectives use`} — `,
     h('span', { class: 'mono' }, `[${members(g)}]`)));
   const other = all.filter((g) => g.derived || !coordinate.has(g.axis));
+  if (info.pool) {  // the KV transfer between disaggregated pools: send/recv only
+    el.replaceChildren(h('p', {}, `Rank ${info.rank} of ${info.world_size} in the KV transfer is `, h('strong', {}, `rank ${info.pool_rank} of the ${info.pool} pool`),
+      ` (the prefill pool's ranks come first, then the decode pool's). It ${info.pool === 'prefill' ? 'sends' : 'receives'} the KV cache of the layers and heads it holds point to point: no communicator groups.`));
+    return;
+  }
   el.replaceChildren(
     h('p', {}, `Rank ${info.rank} of ${info.world_size} sits at `, h('strong', { class: 'mono' },
       info.axes.map((a) => `${a.name}=${a.coord}`).join(', ')),
