@@ -4,7 +4,9 @@
 # 327,680, by hand), how many 8K-token sequences fit, TTFT and TPOT;
 # generate writes prefill/, decode/ and mixed/ traces that validate and
 # replay; DeepSeek-V3 with wide EP and disaggregated pools works the same
-# way; the concurrency sweep and the errors name their fields.
+# way; the concurrency sweep and the errors name their fields; serving
+# archives (zip, tar.gz, --ranks, --prefix, --force, interrupts) and the
+# KV transfer's bytes per pair by hand.
 set -euo pipefail
 cli=${STAGECRAFT_CLI:?}
 out=$(mktemp -d)
@@ -75,4 +77,123 @@ grep -q '^.*parallel.tp: a mixture-of-experts model with tp > 1 (2)' "$out/err.t
 grep -q '"tp": 1, "dp": 2, "ep": 2' "$out/err.txt"
 echo '{"mode": "inference", "model": "mixtral-8x7b", "parallel": {"tp": 1, "dp": 2, "ep": 2}}' >"$out/moe_dp.json"
 "$cli" inspect --config "$out/moe_dp.json" >/dev/null
+
+# Serving archives (docs/export.md, "Inference jobs"): one archive holds
+# every part's folder; zip and tar.gz are deterministic and hold the
+# directory export's files byte for byte plus, per folder, astra-sim/ and a
+# manifest.json (and one on top); --ranks shards merge into the full
+# export; --prefix, --force and an interrupted export behave as for training.
+# Llama 3 8B cut to 4 layers, pools prefill tp 4 pp 2 (8 ranks) and decode
+# tp 2 dp 2 (4 ranks): kv_transfer/ has 12.
+cat >"$out/dis.json" <<'J'
+{"mode": "inference", "model": {"preset": "llama3-8b", "num_layers": 4}, "parallel": {"tp": 2},
+ "serving": {"prompt_tokens": 1000, "output_tokens": 200, "concurrency": 2,
+   "disaggregated": {"prefill": {"tp": 4, "pp": 2, "dp": 1}, "decode": {"tp": 2, "pp": 1, "dp": 2}}}}
+J
+cat >"$out/col.json" <<'J'
+{"mode": "inference", "model": {"preset": "llama3-8b", "num_layers": 4}, "parallel": {"tp": 2, "pp": 2},
+ "serving": {"prompt_tokens": 1000, "output_tokens": 200, "concurrency": 8, "chunk_tokens": 256}}
+J
+for job in dis col; do
+  d="$out/$job"
+  "$cli" generate --config "$out/$job.json" -o "$d.dir" -q
+  for fmt in zip tar.gz; do
+    "$cli" generate --config "$out/$job.json" -o "$d.a.$fmt" -q
+    "$cli" generate --config "$out/$job.json" -o "$d.b.$fmt" -q --threads 3
+    cmp "$d.a.$fmt" "$d.b.$fmt" || { echo "$job: two $fmt archives of one job differ"; exit 1; }
+    mkdir "$d.x.$fmt"
+    if [ "$fmt" = zip ]; then (cd "$d.x.$fmt" && unzip -q "../$job.a.zip"); else tar xzf "$d.a.$fmt" -C "$d.x.$fmt"; fi
+    # Every file of the directory export, byte for byte; besides them only
+    # astra-sim/ and manifest.json, in every folder and on top.
+    (cd "$d.dir" && find . -type f | sort) >"$d.files"
+    while read -r f; do cmp "$d.dir/$f" "$d.x.$fmt/$f" || { echo "$job $fmt: $f differs"; exit 1; }; done <"$d.files"
+    extra=$(cd "$d.x.$fmt" && find . -type f | sort | comm -23 - "$d.files" | grep -Ev '^\./([a-z_]+/)?(astra-sim/(network.yml|system.json|remote_memory.json|run.sh)|manifest.json)$' || true)
+    [ -z "$extra" ] || { echo "$job $fmt: unexpected members: $extra"; exit 1; }
+    python3 - "$d.x.$fmt" "$job" <<'PY'
+import hashlib, json, os, sys
+root, job = sys.argv[1], sys.argv[2]
+parts = ["prefill", "decode", "kv_transfer"] if job == "dis" else ["prefill", "decode", "mixed"]
+worlds = {"prefill": 8, "decode": 4, "kv_transfer": 12} if job == "dis" else {p: 4 for p in parts}
+def check(folder):
+    m = json.load(open(os.path.join(folder, "manifest.json")))
+    for f in m["files"]:
+        b = open(os.path.join(folder, f["name"]), "rb").read()
+        assert len(b) == f["bytes"] and hashlib.sha256(b).hexdigest() == f["sha256"], (folder, f["name"])
+    return m
+top = check(root)
+assert [p["name"] for p in top["inference_iterations"]] == parts, top["inference_iterations"]
+assert top["ranks"] == "all" and top["job"]["mode"] == "inference"
+names = [f["name"] for f in top["files"]]
+assert names[0] == "prefill/comm_groups.json" and names[-1] == "summary.json", names
+for p in parts:
+    assert p + "/manifest.json" in names
+    m = check(os.path.join(root, p))
+    assert m["inference_iteration"] == p and m["world_size"] == worlds[p] and m["ranks"] == "all", (p, m["world_size"])
+    assert m["config_hash"] == top["config_hash"]
+    traces = [f for f in os.listdir(os.path.join(root, p)) if f.endswith(".et")]
+    assert len(traces) == worlds[p], (p, len(traces))
+    # Each folder is a workload of its own: its run.sh names its own world.
+    assert "npus_count: [ %d ]" % worlds[p] in open(os.path.join(root, p, "astra-sim/network.yml")).read()
+PY
+    for p in prefill decode; do "$cli" validate "$d.x.$fmt/$p" >/dev/null; done
+  done
+  # --ranks: rank numbers of every part's own world; shards merge into the full export.
+  "$cli" generate --config "$out/$job.json" -o "$d.s1" -q --ranks 0,2-3
+  "$cli" generate --config "$out/$job.json" -o "$d.s2.zip" -q --ranks 1
+  "$cli" generate --config "$out/$job.json" -o "$d.s3.tar.gz" -q --ranks "$([ "$job" = dis ] && echo 4-11,11 || echo 3)"
+  mkdir "$d.m" "$d.s2" "$d.s3"
+  (cd "$d.s2" && unzip -q "../$job.s2.zip")
+  tar xzf "$d.s3.tar.gz" -C "$d.s3"
+  [ "$(ls "$d.s1/decode" | grep -c '\.et$')" -eq 3 ] || { echo "$job: --ranks 0,2-3 wrote $(ls "$d.s1/decode")"; exit 1; }
+  [ "$(ls "$d.s2/prefill" | grep -c '\.et$')" -eq 1 ] || { echo "$job: --ranks 1 wrote $(ls "$d.s2/prefill")"; exit 1; }
+  grep -q '"ranks": "1"' "$d.s2/decode/manifest.json"
+  cp -r "$d.s1/." "$d.m/"
+  for s in s2 s3; do (cd "$d.$s" && find . -name '*.et' -exec cp --parents {} "$d.m/" \;); done
+  diff -r "$d.dir" "$d.m" || { echo "$job: merged --ranks shards differ from the full export"; exit 1; }
+done
+# A shard past a part's world holds none of its traces, and says so.
+grep -q '"ranks": "none"' "$out/dis.s3/decode/manifest.json"
+grep -q '"ranks": "4-11"' "$out/dis.s3/kv_transfer/manifest.json"
+[ "$(ls "$out/dis.s3/kv_transfer" | grep -c '\.et$')" -eq 8 ]
+if "$cli" generate --config "$out/dis.json" -o "$out/bad" --ranks 12 2>"$out/err.txt"; then echo "--ranks 12 accepted"; exit 1; fi
+grep -q -- '--ranks: rank 12 is outside 0..11' "$out/err.txt"
+if "$cli" generate --config "$out/col.json" -o "$out/bad" --ranks 4 2>"$out/err.txt"; then echo "--ranks 4 accepted"; exit 1; fi
+grep -q -- '--ranks: rank 4 is outside 0..3' "$out/err.txt"
+[ ! -e "$out/bad" ]
+
+# The KV transfer's bytes per pair (api/kv_transfer.h), by hand: prefill
+# (tp t, stage s) holds KV heads 2t, 2t+1 of layers 2s, 2s+1; decode tp t'
+# holds heads 4t'..4t'+3 of all layers: each of the 8 prefill ranks sends
+# one decode rank 2 layers x 2 heads x 1,008 tokens x 2 x 128 x 2 B = 2,064,384 B.
+for r in 0 1 2 3 4 5 6 7; do
+  "$cli" dump "$out/dis.dir/kv_transfer/trace.$r.et" | grep -c 'COMM_SEND_NODE.*comm_size=2064384$' | grep -qx 1 ||
+    { echo "prefill rank $r: $("$cli" dump "$out/dis.dir/kv_transfer/trace.$r.et")"; exit 1; }
+done
+recv=$(for r in 8 9 10 11; do "$cli" dump "$out/dis.dir/kv_transfer/trace.$r.et"; done | grep -c 'COMM_RECV_NODE.*comm_size=2064384$')
+[ "$recv" -eq 8 ] || { echo "decode ranks receive $recv pairs, expected 8"; exit 1; }
+"$cli" replay "$out/dis.x.zip/kv_transfer" | grep -q '^completed: 12 ranks'
+
+# --prefix names every folder's traces; --force replaces a previous serving
+# export (directory or archive) but nothing else.
+"$cli" generate --config "$out/dis.json" -o "$out/dis.p.zip" -q --prefix wl
+unzip -l "$out/dis.p.zip" | grep -q ' kv_transfer/wl\.11\.et$'
+"$cli" generate --config "$out/dis.json" -o "$out/dis.dir" -q --force
+"$cli" generate --config "$out/dis.json" -o "$out/dis.a.zip" -q --force
+cmp "$out/dis.a.zip" "$out/dis.b.zip"
+if "$cli" generate --config "$out/dis.json" -o "$out/dis.dir" -q 2>"$out/err.txt"; then echo "replaced without --force"; exit 1; fi
+echo note >"$out/dis.dir/decode/notes.txt"
+if "$cli" generate --config "$out/dis.json" -o "$out/dis.dir" -q --force 2>"$out/err.txt"; then echo "--force replaced a stranger"; exit 1; fi
+grep -q "holds 'decode/notes.txt'" "$out/err.txt"
+# Interrupted after the first trace: nothing left, exit by SIGTERM.
+for fmt in zip dir; do
+  o="$out/int.$fmt"; [ "$fmt" = dir ] && o="$out/int"
+  set +e
+  STAGECRAFT_TEST_PAUSE=rank "$cli" generate --config "$out/dis.json" -o "$o" -q 2>"$out/pause.err" &
+  pid=$!
+  for _ in $(seq 200); do grep -q "test pause at rank" "$out/pause.err" && break; sleep 0.05; done
+  kill -TERM "$pid"; wait "$pid"; rc=$?
+  set -e
+  [ "$rc" -eq 143 ] || { echo "interrupted $fmt export: exit $rc"; exit 1; }
+  [ -z "$(ls -d "$o"* 2>/dev/null)" ] || { echo "interrupted $fmt export left $(ls -d "$o"*)"; exit 1; }
+done
 echo "cli_serving: ok"
