@@ -24,6 +24,10 @@ const jobUrl = (base, job) => `${base}/#job=${encodeURIComponent(JSON.stringify(
 export const SERVE_JOB = { mode: 'inference', model: { preset: 'llama3-8b', num_layers: 4 }, parallel: { tp: 2 },
   serving: { prompt_tokens: 1000, output_tokens: 200, concurrency: 8 } };
 
+// Disaggregated: prefill tp 2 (2 ranks), decode tp 2 dp 2 (4 ranks).
+const SERVE_DIS_JOB = { mode: 'inference', model: { preset: 'llama3-8b', num_layers: 2 }, parallel: { tp: 2 },
+  serving: { prompt_tokens: 100, output_tokens: 20, concurrency: 2, disaggregated: { prefill: { tp: 2 }, decode: { tp: 2, dp: 2 } } } };
+
 // Every file the native CLI writes for `job` (relative path -> bytes),
 // subdirectories included.
 function nativeFiles(job) {
@@ -129,15 +133,25 @@ export async function servingCases(context, base) {
     await page.selectOption('#rank-phase', 'prefill');
     await page.waitForFunction(() => document.querySelector('#rank-stats')?.dataset.phase === 'prefill', null, { timeout: 60_000 });
     check(await page.getAttribute('#rank', 'max') === '7', 'prefill pool: ranks 0-7');
+    // The KV transfer: both pools' ranks, prefill first; a decode-pool rank receives.
+    check(!(await page.$eval('#rank-phase option[value="kv_transfer"]', (o) => o.disabled)), 'kv_transfer offered for disaggregated pools');
+    await page.selectOption('#rank-phase', 'kv_transfer');
+    await page.waitForFunction(() => document.querySelector('#rank-stats')?.dataset.phase === 'kv_transfer', null, { timeout: 60_000 });
+    check(await page.getAttribute('#rank', 'max') === '23', 'kv_transfer: 8 prefill + 16 decode ranks');
+    await page.fill('#rank', '8');
+    await page.dispatchEvent('#rank', 'change');
+    await page.waitForFunction(() => document.querySelector('#rank-stats')?.dataset.rank === '8', null, { timeout: 60_000 });
+    const groups = await page.textContent('#groups');
+    check(/rank 0 of the decode pool/.test(groups), `kv_transfer rank 8 is the decode pool's rank 0: ${groups}`);
   });
 
-  await run('archive of a serving job equals the native CLI output file for file', async (page) => {
-    await page.goto(jobUrl(base, SERVE_JOB));
+  for (const [what, job] of [['a serving job', SERVE_JOB], ['a disaggregated serving job (kv_transfer/ too)', SERVE_DIS_JOB]]) await run(`archive of ${what} equals the native CLI output file for file`, async (page) => {
+    await page.goto(jobUrl(base, job));
     await ready(page);
     await page.click('#tab-downloads');
     const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 120_000 }), page.click('#dl-archive')]);
     const zip = unzipSync(new Uint8Array(fs.readFileSync(await dl.path())));
-    const want = nativeFiles(SERVE_JOB);
+    const want = nativeFiles(job);
     const got = Object.keys(zip).filter((n) => !n.endsWith('/')).sort();
     check(got.join() === [...want.keys()].sort().join(), `archive files ${got} vs the CLI's ${[...want.keys()]}`);
     let traces = 0;
@@ -150,6 +164,7 @@ export async function servingCases(context, base) {
       if (name.endsWith('.et')) { traces++; check(decodeTrace(zip[name]).nodes.length > 0, `${name} decodes`); }
     }
     check(traces >= 4, `traces of both phases for both ranks (${traces})`);
+    if (job === SERVE_DIS_JOB) check([...want.keys()].filter((n) => n.startsWith('kv_transfer/') && n.endsWith('.et')).length === 6, 'kv_transfer/: 2 prefill + 4 decode ranks');
   });
 
   await run('serving views at 390 px and under axe-core (WCAG 2.1 AA)', async (page) => {

@@ -21,6 +21,14 @@ export const SERVE_MLA = {
   serving: { prompt_tokens: 512, output_tokens: 64, concurrency: 4, weights_dtype: 'fp8' },
 };
 
+// Llama 3 8B cut to 4 layers, disaggregated: prefill tp 4 pp 2 (8 ranks),
+// decode tp 2 dp 2 (4 ranks); the KV transfer's world is both, 12 ranks.
+export const SERVE_DIS = {
+  mode: 'inference', model: { preset: 'llama3-8b', num_layers: 4 }, parallel: { tp: 2 },
+  serving: { prompt_tokens: 1000, output_tokens: 200, concurrency: 2,
+    disaggregated: { prefill: { tp: 4, pp: 2, dp: 1 }, decode: { tp: 2, pp: 1, dp: 2 } } },
+};
+
 const ok = (assert, text, what) => {
   const r = JSON.parse(text);
   assert.equal(r.ok, true, `${what}: ${r.error ? `${r.error.path}: ${r.error.message}` : 'ok'}`);
@@ -165,6 +173,54 @@ export const cases = [
       assert.ok(Object.values(JSON.parse(g.text)).some((m) => m.length === 2), 'the tp group of 2 ranks');
       // Same bytes twice (determinism).
       assert.bytesEqual(engine.rankTrace(job, 0, 'decode').bytes, dec.bytes, 'decode trace deterministic');
+    },
+  },
+  {
+    name: 'archive of a disaggregated job: one folder per part, kv_transfer/ included; its bytes per pair by hand',
+    run({ engine, assert }) {
+      const job = json(SERVE_DIS);
+      const m = ok(assert, engine.archiveManifest(job, 'files', 'trace', false), 'archiveManifest').manifest;
+      assert.equal(m.worldSize, 12, 'the largest part: kv_transfer, 8 prefill + 4 decode ranks');
+      const names = m.entries.map((e) => e.name);
+      const count = (dir) => names.filter((n) => n.startsWith(dir) && n.endsWith('.et')).length;
+      assert.equal(count('prefill/'), 8, 'prefill/: 8 traces');
+      assert.equal(count('decode/'), 4, 'decode/: 4 traces');
+      assert.equal(count('kv_transfer/'), 12, 'kv_transfer/: 12 traces');
+      assert.ok(names.includes('kv_transfer/comm_groups.json') && !names.includes('kv_transfer/summary.json'), 'kv_transfer/ has groups, no summary');
+      assert.equal(names[names.length - 1], 'summary.json', 'the job\'s summary.json last');
+      assert.ok(!names.some((n) => n.startsWith('mixed/')), 'no mixed/ for disaggregated pools');
+      // One part alone (phase): the folder, names relative; the same bytes.
+      const kv = ok(assert, engine.archiveManifest(job, 'files', 'trace', false, 'kv_transfer'), 'archiveManifest kv_transfer').manifest;
+      assert.equal(kv.entries.length, 13, '12 traces and comm_groups.json');
+      let sent = 0, received = 0;
+      for (let r = 0; r < 12; r++) {
+        const whole = engine.archiveEntry(job, 'files', 'trace', `kv_transfer/trace.${r}.et`);
+        const part = engine.archiveEntry(job, 'files', 'trace', `trace.${r}.et`, 'kv_transfer');
+        const preview = engine.rankTrace(job, r, 'kv_transfer');
+        assert.equal(whole.ok && part.ok && preview.ok, true, `kv_transfer rank ${r}`);
+        assert.bytesEqual(part.bytes, whole.bytes, `rank ${r}: the folder alone = the whole archive's`);
+        assert.bytesEqual(preview.bytes, whole.bytes, `rank ${r}: the preview's trace = the archive's`);
+        for (const n of decodeTrace(whole.bytes).nodes) {
+          const size = Number(n.attrs.comm_size);
+          if (/send/.test(n.name)) sent += size; else if (/recv/.test(n.name)) received += size;
+          // By hand: prefill (tp t, stage s) holds KV heads 2t, 2t+1 of
+          // layers 2s, 2s+1 and sends them whole to decode tp t / 2: 2 layers
+          // x 2 heads x 1,008 tokens (63 pages of 16) x K,V x 128 x 2 B.
+          assert.equal(size, 2 * 2 * 1008 * 2 * 128 * 2, `${n.name} on rank ${r}: one pair's bytes`);
+        }
+      }
+      // The pairs carry the prompt's whole cache: 1,008 tokens x 2·4·8·128·2 B.
+      assert.equal(sent, 1008 * GQA_KV_PER_TOKEN(4, 8, 128, 2), 'sent = one prompt\'s KV cache');
+      assert.equal(received, sent, 'received = sent');
+      const info = ok(assert, engine.rankInfo(job, 9, 'kv_transfer'), 'rankInfo kv_transfer').info;
+      assert.equal(info.pool, 'decode', 'rank 9 of the transfer is in the decode pool');
+      assert.equal(info.pool_rank, 1, '… its rank 1');
+      const g = ok(assert, engine.groups(job, 'kv_transfer'), 'groups kv_transfer');
+      assert.equal(g.worldSize, 12, 'transfer world');
+      assert.equal(g.text.trim(), '{}', 'point to point: no groups');
+      // A colocated job has no kv_transfer part; a training job no parts.
+      assert.error(JSON.parse(engine.archiveManifest(json(SERVE_GQA), 'files', 'trace', false, 'kv_transfer')), 'invalid_argument', 'phase', 'colocated: no kv_transfer');
+      assert.error(JSON.parse(engine.archiveManifest(json({ model: { preset: 'gpt3-1.7b', num_layers: 2 }, training: { seq_len: 128, global_batch_size: 1 } }), 'files', 'trace', false, 'decode')), 'invalid_argument', 'phase', 'training: no phase');
     },
   },
   {
