@@ -55,8 +55,11 @@ const char* kUsage =
     "OUT/comm_groups.json and OUT/summary.json. Give ASTRA-sim OUT/<prefix> as\n"
     "the workload. With OUT ending in .zip or .tar.gz, writes one archive with\n"
     "the same files plus manifest.json (sizes, sha256) and astra-sim/ (network,\n"
-    "system and remote-memory configurations, run.sh). Output goes to\n"
-    "OUT.tmp-<pid> first and appears as OUT only when complete (see docs/export.md).";
+    "system and remote-memory configurations, run.sh). An inference job writes\n"
+    "the same per part, in folders prefill/, decode/ and mixed/ or kv_transfer/\n"
+    "(--ranks: ranks of each part's world), and its summary.json on top. Output\n"
+    "goes to OUT.tmp-<pid> first and appears as OUT only when complete (see\n"
+    "docs/export.md).";
 
 // Refuses, before anything is built, an export whose estimated size
 // (core/api/budget.h) is past kMaxOutputBytes, or with --allow-large past
