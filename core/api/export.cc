@@ -436,7 +436,6 @@ Result<std::vector<ArchiveEntry>> archive_entries(const Generator& g, const Arch
 Result<ArchiveEntry> find_archive_entry(const Generator& g, const ArchiveSpec& spec, const std::string& name) {
   SC_RETURN_IF_ERROR(check_spec(g, spec));
   std::vector<ArchiveEntry> others;
-  top_entries(g, spec, &others);
   for (const Part& p : parts_of(g, spec)) {
     if (name.compare(0, p.dir.size(), p.dir) != 0) continue;
     // <dir><prefix>.<rank>.et: the rank in canonical decimal (no sign, no leading zero).
@@ -454,6 +453,7 @@ Result<ArchiveEntry> find_archive_entry(const Generator& g, const ArchiveSpec& s
     }
     other_entries(g, spec, p, &others, &others);
   }
+  top_entries(g, spec, &others);
   for (ArchiveEntry& e : others)
     if (e.name == name) return std::move(e);
   return make_error(ErrorCode::kInvalidArgument,

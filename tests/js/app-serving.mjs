@@ -24,9 +24,11 @@ const jobUrl = (base, job) => `${base}/#job=${encodeURIComponent(JSON.stringify(
 export const SERVE_JOB = { mode: 'inference', model: { preset: 'llama3-8b', num_layers: 4 }, parallel: { tp: 2 },
   serving: { prompt_tokens: 1000, output_tokens: 200, concurrency: 8 } };
 
-// Disaggregated: prefill tp 2 (2 ranks), decode tp 2 dp 2 (4 ranks).
+// Disaggregated: prefill tp 2 dp 2, decode tp 2 dp 2 (4 ranks each): the
+// prompt of prefill dp rank j goes to decode dp rank j, so every rank of the
+// KV transfer sends or receives.
 const SERVE_DIS_JOB = { mode: 'inference', model: { preset: 'llama3-8b', num_layers: 2 }, parallel: { tp: 2 },
-  serving: { prompt_tokens: 100, output_tokens: 20, concurrency: 2, disaggregated: { prefill: { tp: 2 }, decode: { tp: 2, dp: 2 } } } };
+  serving: { prompt_tokens: 100, output_tokens: 20, concurrency: 2, disaggregated: { prefill: { tp: 2, dp: 2 }, decode: { tp: 2, dp: 2 } } } };
 
 // Every file the native CLI writes for `job` (relative path -> bytes),
 // subdirectories included.
@@ -164,7 +166,7 @@ export async function servingCases(context, base) {
       if (name.endsWith('.et')) { traces++; check(decodeTrace(zip[name]).nodes.length > 0, `${name} decodes`); }
     }
     check(traces >= 4, `traces of both phases for both ranks (${traces})`);
-    if (job === SERVE_DIS_JOB) check([...want.keys()].filter((n) => n.startsWith('kv_transfer/') && n.endsWith('.et')).length === 6, 'kv_transfer/: 2 prefill + 4 decode ranks');
+    if (job === SERVE_DIS_JOB) check([...want.keys()].filter((n) => n.startsWith('kv_transfer/') && n.endsWith('.et')).length === 8, 'kv_transfer/: 4 prefill + 4 decode ranks');
   });
 
   await run('serving views at 390 px and under axe-core (WCAG 2.1 AA)', async (page) => {
