@@ -53,31 +53,6 @@ grep -q '^kv cache    70,272 bytes per token' "$out/ds.txt"
 [ "$(ls "$out/ds/kv_transfer"/trace.*.et | wc -l)" -eq 48 ]
 "$cli" validate "$out/ds/kv_transfer" >/dev/null
 "$cli" replay "$out/ds/kv_transfer" | grep -q '^completed: 48 ranks'
-
-# The sweep: one row per concurrency.
-"$cli" simulate --config "$out/serve.json" --sweep-concurrency 1,8,64 | tee "$out/sweep.txt"
-[ "$(grep -cE '^ +(1|8|64) ' "$out/sweep.txt")" -eq 3 ]
-"$cli" simulate --config "$out/serve.json" --sweep-concurrency 1,8 --json | grep -q '"tpot_seconds"'
-
-# Errors name the field.
-echo '{"mode": "inference", "model": "llama3-70b", "training": {"seq_len": 4096}}' >"$out/bad.json"
-if "$cli" inspect --config "$out/bad.json" 2>"$out/err.txt"; then echo "accepted a training field"; exit 1; fi
-grep -q 'training.seq_len' "$out/err.txt"
-echo '{"mode": "inference", "model": "llama3-70b"}' >"$out/big.json"
-if "$cli" inspect --config "$out/big.json" 2>"$out/err.txt"; then echo "70B in bf16 on one H100 fit"; exit 1; fi
-grep -q 'parallel.tp: the model does not fit even at one sequence' "$out/err.txt"
-grep -q 'short by' "$out/err.txt"
-echo '{"mode": "inference", "model": "llama3-70b", "parallel": {"tp": 8}, "serving": {"prompt_tokens": 8000, "output_tokens": 500}}' >"$out/long.json"
-if "$cli" inspect --config "$out/long.json" 2>"$out/err.txt"; then echo "accepted 8500 tokens on an 8192 context"; exit 1; fi
-grep -q 'serving.prompt_tokens' "$out/err.txt"
-# MoE with attention tp: refused, saying why and what layout to use instead (Mixtral's 8 experts, 2 ranks).
-echo '{"mode": "inference", "model": "mixtral-8x7b", "parallel": {"tp": 2}}' >"$out/moe_tp.json"
-if "$cli" inspect --config "$out/moe_tp.json" 2>"$out/err.txt"; then echo "accepted MoE with tp 2"; exit 1; fi
-grep -q '^.*parallel.tp: a mixture-of-experts model with tp > 1 (2)' "$out/err.txt"
-grep -q '"tp": 1, "dp": 2, "ep": 2' "$out/err.txt"
-echo '{"mode": "inference", "model": "mixtral-8x7b", "parallel": {"tp": 1, "dp": 2, "ep": 2}}' >"$out/moe_dp.json"
-"$cli" inspect --config "$out/moe_dp.json" >/dev/null
-
 # Serving archives (docs/export.md, "Inference jobs"): one archive holds
 # every part's folder; zip and tar.gz are deterministic and hold the
 # directory export's files byte for byte plus, per folder, astra-sim/ and a
@@ -196,4 +171,29 @@ for fmt in zip dir; do
   [ "$rc" -eq 143 ] || { echo "interrupted $fmt export: exit $rc"; exit 1; }
   [ -z "$(ls -d "$o"* 2>/dev/null)" ] || { echo "interrupted $fmt export left $(ls -d "$o"*)"; exit 1; }
 done
+
+
+# The sweep: one row per concurrency.
+"$cli" simulate --config "$out/serve.json" --sweep-concurrency 1,8,64 | tee "$out/sweep.txt"
+[ "$(grep -cE '^ +(1|8|64) ' "$out/sweep.txt")" -eq 3 ]
+"$cli" simulate --config "$out/serve.json" --sweep-concurrency 1,8 --json | grep -q '"tpot_seconds"'
+
+# Errors name the field.
+echo '{"mode": "inference", "model": "llama3-70b", "training": {"seq_len": 4096}}' >"$out/bad.json"
+if "$cli" inspect --config "$out/bad.json" 2>"$out/err.txt"; then echo "accepted a training field"; exit 1; fi
+grep -q 'training.seq_len' "$out/err.txt"
+echo '{"mode": "inference", "model": "llama3-70b"}' >"$out/big.json"
+if "$cli" inspect --config "$out/big.json" 2>"$out/err.txt"; then echo "70B in bf16 on one H100 fit"; exit 1; fi
+grep -q 'parallel.tp: the model does not fit even at one sequence' "$out/err.txt"
+grep -q 'short by' "$out/err.txt"
+echo '{"mode": "inference", "model": "llama3-70b", "parallel": {"tp": 8}, "serving": {"prompt_tokens": 8000, "output_tokens": 500}}' >"$out/long.json"
+if "$cli" inspect --config "$out/long.json" 2>"$out/err.txt"; then echo "accepted 8500 tokens on an 8192 context"; exit 1; fi
+grep -q 'serving.prompt_tokens' "$out/err.txt"
+# MoE with attention tp: refused, saying why and what layout to use instead (Mixtral's 8 experts, 2 ranks).
+echo '{"mode": "inference", "model": "mixtral-8x7b", "parallel": {"tp": 2}}' >"$out/moe_tp.json"
+if "$cli" inspect --config "$out/moe_tp.json" 2>"$out/err.txt"; then echo "accepted MoE with tp 2"; exit 1; fi
+grep -q '^.*parallel.tp: a mixture-of-experts model with tp > 1 (2)' "$out/err.txt"
+grep -q '"tp": 1, "dp": 2, "ep": 2' "$out/err.txt"
+echo '{"mode": "inference", "model": "mixtral-8x7b", "parallel": {"tp": 1, "dp": 2, "ep": 2}}' >"$out/moe_dp.json"
+"$cli" inspect --config "$out/moe_dp.json" >/dev/null
 echo "cli_serving: ok"
