@@ -402,6 +402,9 @@ Result<Generator> create_serving_generator(const Job& job) {
   std::unique_ptr<GeneratorState> decode = std::move(sv.decode);
   decode->config_hash = hash;
   SC_ASSIGN_OR_RETURN(json top, kind_summary(*decode));
+  // The job as submitted (both pools of a disaggregated job), not the
+  // decode pool's job the decode iteration was built from.
+  top["job"] = json::parse(job_to_canonical_json(job), nullptr, false);
   top["inference"] = inference;
   decode->summary = top.dump(2) + "\n";
   for (auto& [name, st] : kinds) {

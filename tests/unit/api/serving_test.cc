@@ -239,6 +239,19 @@ TEST_CASE("serving: prefill, decode and mixed traces replay; disaggregated pools
   CHECK(d.world_size() == 32);
   json dinf = inference_of(d);
   CHECK(dinf["gpus"].get<int64_t>() == 16 * 2 + 32);
+  // summary.json's job is the whole job as submitted (both pools), its
+  // layout the decode iteration's; the job re-parses to the same canonical form.
+  json top = json::parse(d.summary_json());
+  CHECK(top["job"]["serving"]["disaggregated"]["prefill"]["dp"] == 16);
+  CHECK(top["job"]["serving"]["disaggregated"]["prefill"]["replicas"] == 2);
+  CHECK(top["job"]["serving"]["disaggregated"]["decode"]["dp"] == 32);
+  CHECK(top["layout"]["dp"] == 32);
+  Result<Job> again = parse_job(top["job"].dump());
+  REQUIRE(again.ok());
+  CHECK(json::parse(job_to_canonical_json(*again)) == top["job"]);
+  CHECK(json::parse(g.summary_json())["job"] == json::parse(job_to_canonical_json(*parse_job(R"({"mode": "inference",
+    "model": "llama3-8b", "parallel": {"tp": 2, "pp": 2, "dp": 2},
+    "serving": {"prompt_tokens": 512, "output_tokens": 64, "concurrency": 8, "chunk_tokens": 128}})"))));
   // TTFT = the prefill pool's iteration + moving one prompt's cache (2000 x 70272 B) to the decode pool.
   CHECK(dinf["ttft_seconds"].get<double>() ==
         doctest::Approx(dinf["iterations"]["prefill"]["seconds"].get<double>() +
