@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -15,6 +16,8 @@
 #include "api/serving.h"
 #include "api/state.h"
 #include "check/replay.h"
+#include "../test_jobs.h"
+#include "check/validate.h"
 
 using namespace sc;
 using json = nlohmann::json;
@@ -328,4 +331,92 @@ TEST_CASE("serving: the concurrency sweep and the request layer") {
   Response training = h.handle_json(R"({"op": "groups", "phase": "decode", "job": {"model": "llama3-8b"}})");
   CHECK(!training.ok());
   CHECK(training.error->path == "phase");
+}
+
+namespace {
+
+// Per-rank sums over one iteration's trace: all-reduces (count, bytes),
+// other collectives, and the FLOPs of nodes whose name contains `what`.
+struct RankCounts {
+  int64_t all_reduces = 0, all_reduce_bytes = 0, other_collectives = 0, flops = 0;
+  std::set<int64_t> groups;
+};
+
+RankCounts count_rank(const Generator& g, int64_t rank, const std::string& what) {
+  RankCounts c;
+  Result<RankTrace> t = g.rank_trace(rank);
+  REQUIRE(t.ok());
+  for (const TraceNode& n : t->nodes) {
+    if (n.kind == TraceNodeKind::kCollective) {
+      if (n.coll == CollectiveType::kAllReduce) {
+        ++c.all_reduces;
+        c.all_reduce_bytes += n.comm_size;
+        c.groups.insert(n.group);
+      } else {
+        ++c.other_collectives;
+      }
+    } else if (n.kind == TraceNodeKind::kCompute && n.name.find(what) != std::string::npos) {
+      c.flops += n.num_ops;
+    }
+  }
+  return c;
+}
+
+std::string mixtral2(const std::string& parallel) {
+  return R"({"mode": "inference", "model": {"preset": "mixtral-8x7b", "num_layers": 2}, "parallel": )" + parallel +
+         R"(, "serving": {"prompt_tokens": 128, "output_tokens": 32, "concurrency": 4}})";
+}
+
+}  // namespace
+
+TEST_CASE("serving: MoE with attention tp, experts over the tp ranks (expert tp or ep): one all-reduce per MoE layer") {
+  // Mixtral 8x7B (mistralai/Mixtral-8x7B-v0.1 config.json): hidden 4096,
+  // 32 heads and 8 KV heads of 128, 8 experts of width 14336 (SwiGLU), top-2,
+  // vocab 32000, untied; cut to 2 layers. Per layer: q,k,v 4096 x (4096 +
+  // 2 x 1024), o 4096 x 4096, router 4096 x 8, experts 8 x 3 x 4096 x 14336,
+  // two RMSNorms of 4096.
+  constexpr int64_t h = 4096, layers = 2, vocab = 32000;
+  constexpr int64_t attn = h * (4096 + 2 * 1024) + h * 4096, router = h * 8, experts = 8 * 3 * h * 14336;
+  constexpr int64_t norms = 2 * h;
+  // At tp 2 attention, experts (either each expert's width over 2 ranks, or
+  // 4 whole experts per rank) and the vocab-parallel embedding and output
+  // layer split in two; router and norms are whole on every rank.
+  constexpr int64_t per_rank = layers * (attn / 2 + experts / 2 + router + norms) + 2 * vocab * h / 2 + h;
+  CHECK(per_rank == 1582387200);
+  Generator single = build(mixtral2(R"({"tp": 1})"));
+  const int64_t expert_flops_tp1 = count_rank(*single.phase("decode"), 0, "moe.experts").flops;
+  REQUIRE(expert_flops_tp1 > 0);
+  for (const char* par : {R"({"tp": 2})", R"({"tp": 2, "ep": 2})"}) {
+    CAPTURE(par);
+    Generator g = build(mixtral2(par));
+    json inf = inference_of(g);
+    CHECK(inf["weights_bytes_per_rank"].get<int64_t>() == per_rank * 2);  // bf16
+    // Tokens per rank of each iteration: decode 4 sequences; prefill one
+    // 128-token prompt; mixed the 128-token prompt beside 3 decoding sequences.
+    const std::pair<const char*, int64_t> kinds[] = {{"decode", 4}, {"prefill", 128}, {"mixed", 131}};
+    for (const auto& [kind, tokens] : kinds) {
+      CAPTURE(kind);
+      const Generator* pg = g.phase(kind);
+      REQUIRE(pg != nullptr);
+      for (int64_t r = 0; r < 2; ++r) {
+        RankCounts c = count_rank(*pg, r, "moe.experts");
+        // The embedding's vocab-parallel partial sum, then per layer
+        // attention's and the MoE's: each [tokens, 4096] bf16 over the tp group.
+        CHECK(c.all_reduces == 1 + 2 * layers);
+        CHECK(c.all_reduce_bytes == (1 + 2 * layers) * tokens * h * 2);
+        CHECK(c.other_collectives == 0);  // no all-to-all: the tokens are already on every rank
+        CHECK(c.groups.size() == 1);
+        if (std::string(kind) == "decode") CHECK(c.flops * 2 == expert_flops_tp1);  // each token's expert work once
+      }
+      auto rep = testing::validate_generated(*pg);
+      if (!rep.ok()) MESSAGE(rep.text());
+      CHECK(rep.errors() == 0);
+      std::vector<RankTrace> ranks;
+      for (int64_t r = 0; r < pg->world_size(); ++r) ranks.push_back(pg->rank_trace(r).value());
+      CHECK(replay_traces(ranks, pg->groups()).completed);
+    }
+  }
+  // The two layouts hold the same bytes and do the same work, so a decode step costs the same.
+  CHECK(inference_of(build(mixtral2(R"({"tp": 2})")))["tpot_seconds"].get<double>() ==
+        doctest::Approx(inference_of(build(mixtral2(R"({"tp": 2, "ep": 2})")))["tpot_seconds"].get<double>()).epsilon(0.05));
 }
