@@ -89,4 +89,14 @@ grep -q 'parallel.ep: a mixture-of-experts model at tp 2' "$out/err.txt"
 grep -q '"tp": 1, "dp": 4, "ep": 4' "$out/err.txt"
 echo '{"mode": "inference", "model": "mixtral-8x7b", "parallel": {"tp": 1, "dp": 4, "ep": 4}}' >"$out/moe_dp.json"
 "$cli" inspect --config "$out/moe_dp.json" >/dev/null
+# A request mix: inspect and generate (the longest prompt's prefill) work, the traces validate.
+echo '{"mode": "inference", "model": "llama3-8b", "serving": {"requests": [{"prompt_tokens": 1000, "output_tokens": 100, "weight": 3},
+  {"prompt_tokens": 3000, "output_tokens": 300}], "concurrency": 8, "chunk_tokens": 512}}' >"$out/mix.json"
+"$cli" inspect --config "$out/mix.json" >/dev/null
+"$cli" generate --config "$out/mix.json" -o "$out/mix" -q
+for k in prefill decode mixed; do "$cli" validate "$out/mix/$k" >/dev/null; done
+grep -q '"requests"' "$out/mix/summary.json"
+echo '{"mode": "inference", "model": "llama3-8b", "serving": {"prompt_tokens": 10, "requests": [{"prompt_tokens": 1, "output_tokens": 1}]}}' >"$out/mixbad.json"
+if "$cli" inspect --config "$out/mixbad.json" 2>"$out/err.txt"; then echo "accepted requests with prompt_tokens"; exit 1; fi
+grep -q 'serving.requests' "$out/err.txt"
 echo "cli_serving: ok"

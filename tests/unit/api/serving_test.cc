@@ -420,3 +420,73 @@ TEST_CASE("serving: MoE with attention tp, experts over the tp ranks (expert tp 
   CHECK(inference_of(build(mixtral2(R"({"tp": 2})")))["tpot_seconds"].get<double>() ==
         doctest::Approx(inference_of(build(mixtral2(R"({"tp": 2, "ep": 2})")))["tpot_seconds"].get<double>()).epsilon(0.05));
 }
+
+TEST_CASE("serving: a request mix — the cache a sequence holds, TTFT per class and their mean, the decode batch's length") {
+  // Llama 3 8B (131,072 B of bf16 cache per token), one GPU, 16-token pages.
+  // Class A: 1000 + 100 tokens, weight 3; class B: 3000 + 300, weight 1.
+  const std::string mix = R"({"mode": "inference", "model": "llama3-8b",
+    "serving": {"requests": [{"prompt_tokens": 1000, "output_tokens": 100, "weight": 3},
+                             {"prompt_tokens": 3000, "output_tokens": 300, "weight": 1}], "concurrency": 8}})";
+  Generator g = build(mix);
+  json inf = inference_of(g);
+  // Shares 3/4 and 1/4. A sequence's cache at its end: A ceil(1100/16) = 69
+  // pages = 1104 slots, B ceil(3300/16) = 207 pages = 3312; the mean, 828 +
+  // 828 = 1656 slots, is what one sequence of the mix holds.
+  constexpr int64_t kv_token = 32 * 2 * 8 * 128 * 2;
+  CHECK(inf["kv_cache_bytes_per_sequence"].get<int64_t>() == 1656 * kv_token);
+  CHECK(inf["memory_bytes_per_rank"]["kv_cache"].get<int64_t>() == 8 * 1656 * kv_token);
+  REQUIRE(inf["requests"].size() == 2);
+  CHECK(inf["requests"][0]["share"].get<double>() == 0.75);
+  CHECK(inf["requests"][1]["kv_cache_bytes_per_sequence"].get<int64_t>() == 3312 * kv_token);
+  // The decode batch: a class holds a slot for O steps, so slots go 3 x 100
+  // : 1 x 300 = 1 : 1 to A and B, at their mean lengths 1050 and 3150:
+  // 2100 cached tokens per sequence, 8 x 2100 per step.
+  CHECK(inf["iterations"]["decode"]["cached_tokens_per_rank"].get<int64_t>() == 8 * 2100);
+  // The traced prefill is the longest prompt's; TTFT is per class, its mean weighted by requests.
+  CHECK(inf["iterations"]["prefill"]["tokens_per_rank"].get<int64_t>() == 3000);
+  const double ta = inf["requests"][0]["ttft_seconds"].get<double>(), tb = inf["requests"][1]["ttft_seconds"].get<double>();
+  CHECK(tb == doctest::Approx(inf["iterations"]["prefill"]["seconds"].get<double>()).epsilon(1e-8));
+  CHECK(ta < tb);
+  CHECK(inf["ttft_seconds"].get<double>() == doctest::Approx(0.75 * ta + 0.25 * tb).epsilon(1e-8));
+  // Class A's prefill is the fixed 1000-token job's prefill.
+  json fixed_a = inference_of(build(R"({"mode": "inference", "model": "llama3-8b",
+    "serving": {"prompt_tokens": 1000, "output_tokens": 100, "concurrency": 8}})"));
+  CHECK(ta == doctest::Approx(fixed_a["ttft_seconds"].get<double>()).epsilon(1e-8));
+  // Throughput: a slot serves requests back to back; per E[O] = 150 decode
+  // steps each of the 8 slots also prefills one request, E[prefill] = the
+  // mean TTFT here (no chunks): 8 x 150 / (8 x E[prefill] + 150 x TPOT).
+  const double tpot = inf["tpot_seconds"].get<double>();
+  CHECK(inf["tokens_per_second_per_gpu"].get<double>() ==
+        doctest::Approx(8 * 150 / (8 * (0.75 * ta + 0.25 * tb) + 150 * tpot)).epsilon(1e-6));
+  // The canonical job keeps the mix, not the longest class's lengths.
+  json job = json::parse(g.summary_json())["job"]["serving"];
+  CHECK(job["requests"].size() == 2);
+  CHECK(!job.contains("prompt_tokens"));
+
+  // One class is the fixed-length job: the same figures.
+  json one = inference_of(build(R"({"mode": "inference", "model": "llama3-8b",
+    "serving": {"requests": [{"prompt_tokens": 1000, "output_tokens": 100, "weight": 2}]}})"));
+  json fixed = inference_of(build(R"({"mode": "inference", "model": "llama3-8b",
+    "serving": {"prompt_tokens": 1000, "output_tokens": 100}})"));
+  for (const char* key : {"max_concurrent_sequences", "kv_cache_bytes_per_sequence", "ttft_seconds", "tpot_seconds",
+                          "tokens_per_second_per_gpu"})
+    CHECK(one[key] == fixed[key]);
+
+  // As many as fit: the mean sequence's cache beside weights and activations.
+  json fit = inference_of(build(R"({"mode": "inference", "model": "llama3-8b",
+    "serving": {"requests": [{"prompt_tokens": 1000, "output_tokens": 100, "weight": 3},
+                             {"prompt_tokens": 3000, "output_tokens": 300, "weight": 1}]}})"));
+  const json& mem = fit["memory_bytes_per_rank"];
+  const int64_t room = mem["capacity"].get<int64_t>() - mem["weights"].get<int64_t>() - mem["activations"].get<int64_t>();
+  CHECK(fit["max_concurrent_sequences"].get<int64_t>() == room / (1656 * kv_token));
+
+  // Disaggregated: a class's TTFT is its prefill plus moving its prompt's cache.
+  json d = inference_of(build(R"({"mode": "inference", "model": "llama3-8b",
+    "serving": {"requests": [{"prompt_tokens": 1000, "output_tokens": 100}, {"prompt_tokens": 2000, "output_tokens": 100}],
+      "concurrency": 4, "disaggregated": {"prefill": {"tp": 1}, "decode": {"tp": 1}}}})"));
+  CHECK(d["requests"][1]["ttft_seconds"].get<double>() ==
+        doctest::Approx(d["iterations"]["prefill"]["seconds"].get<double>() + d["kv_transfer_seconds"].get<double>())
+            .epsilon(1e-8));
+  const double t0 = d["requests"][0]["ttft_seconds"].get<double>(), t1 = d["requests"][1]["ttft_seconds"].get<double>();
+  CHECK(d["ttft_seconds"].get<double>() == doctest::Approx(0.5 * t0 + 0.5 * t1).epsilon(1e-8));
+}

@@ -1,9 +1,12 @@
 // Inference jobs: "mode": "inference" and the serving section (docs/inference.md, "Job").
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "job/job.h"
 
 using namespace sc;
+using json = nlohmann::json;
 
 namespace {
 
@@ -115,6 +118,51 @@ TEST_CASE("serving: training-only fields and bad values name the field") {
   CHECK(e.path == "serving.disaggregated.decode.ep");
   e = must_fail(R"({"mode": "inference", "model": "llama3-8b", "parallel": {"dp": 4}, "serving": {"concurrency": 6}})");
   CHECK(e.path == "serving.concurrency");
+}
+
+TEST_CASE("serving: a request mix — fields, canonical form, errors naming the class's field") {
+  Result<Job> j = parse_job(R"({"mode": "inference", "model": "llama3-8b", "serving": {"requests": [
+    {"prompt_tokens": 1000, "output_tokens": 100, "weight": 3}, {"prompt_tokens": 3000, "output_tokens": 300},
+    {"prompt_tokens": 3000, "output_tokens": 50, "weight": 0.5}]}})");
+  REQUIRE_MESSAGE(j.ok(), j.error().message);
+  REQUIRE(j->serving.requests.size() == 3);
+  CHECK(j->serving.requests[1].weight == 1);  // the default
+  // The longest prompt's class (the first of equals) gives the traced prefill.
+  CHECK(j->serving.prompt_tokens == 3000);
+  CHECK(j->serving.output_tokens == 300);
+  CHECK(j->training.seq_len == 3300);  // the longest context
+  json c = json::parse(job_to_canonical_json(*j));
+  CHECK(!c["serving"].contains("prompt_tokens"));
+  CHECK(c["serving"]["requests"][2]["weight"] == 0.5);
+  Result<Job> again = parse_job(c.dump());
+  REQUIRE(again.ok());
+  CHECK(job_to_canonical_json(*again) == job_to_canonical_json(*j));
+
+  Error e = must_fail(R"({"mode": "inference", "model": "llama3-8b", "serving": {"prompt_tokens": 10,
+    "requests": [{"prompt_tokens": 1, "output_tokens": 1}]}})");
+  CHECK(e.path == "serving.requests");
+  CHECK(has(e.message, "not both"));
+  e = must_fail(R"({"mode": "inference", "model": "llama3-8b", "serving": {"requests": []}})");
+  CHECK(e.path == "serving.requests");
+  e = must_fail(R"({"mode": "inference", "model": "llama3-8b", "serving": {"requests": [{"prompt_tokens": 1, "output_tokens": 1},
+    {"prompt_tokens": 5}]}})");
+  CHECK(e.path == "serving.requests[1].output_tokens");
+  e = must_fail(R"({"mode": "inference", "model": "llama3-8b", "serving": {"requests": [{"prompt_tokens": 1, "output_tokens": 1,
+    "weight": 0}]}})");
+  CHECK(e.path == "serving.requests[0].weight");
+  e = must_fail(R"({"mode": "inference", "model": "llama3-8b", "serving": {"requests": [{"prompt_tokens": 1, "output_tokens": 1,
+    "share": 1}]}})");
+  CHECK(e.path == "serving.requests[0].share");
+  // Llama 3 8B's context is 8192 tokens: the class that exceeds it is named.
+  e = must_fail(R"({"mode": "inference", "model": "llama3-8b", "serving": {"requests": [{"prompt_tokens": 100, "output_tokens": 1},
+    {"prompt_tokens": 8000, "output_tokens": 500}]}})");
+  CHECK(e.path == "serving.requests[1].prompt_tokens");
+  CHECK(has(e.message, "8500"));
+  std::string many = R"({"mode": "inference", "model": "llama3-8b", "serving": {"requests": [)";
+  for (int i = 0; i < 17; ++i) many += std::string(i ? "," : "") + R"({"prompt_tokens": 10, "output_tokens": 10})";
+  e = must_fail(many + "]}}");
+  CHECK(e.path == "serving.requests");
+  CHECK(has(e.message, "16"));
 }
 
 TEST_CASE("serving: disaggregated pools, their errors name the pool's field") {
