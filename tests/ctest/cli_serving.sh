@@ -92,7 +92,9 @@ echo '{"mode": "inference", "model": "mixtral-8x7b", "parallel": {"tp": 1, "dp":
 # A request mix: inspect and generate (the longest prompt's prefill) work, the traces validate.
 echo '{"mode": "inference", "model": "llama3-8b", "serving": {"requests": [{"prompt_tokens": 1000, "output_tokens": 100, "weight": 3},
   {"prompt_tokens": 3000, "output_tokens": 300}], "concurrency": 8, "chunk_tokens": 512}}' >"$out/mix.json"
-"$cli" inspect --config "$out/mix.json" >/dev/null
+"$cli" inspect --config "$out/mix.json" >"$out/mix.txt"
+grep -q '^requests    a mix of 2 classes: 1000 + 100 (75%' "$out/mix.txt"
+grep -Eq '^fit         [0-9,]+ sequences of the mix fit' "$out/mix.txt"
 "$cli" generate --config "$out/mix.json" -o "$out/mix" -q
 for k in prefill decode mixed; do "$cli" validate "$out/mix/$k" >/dev/null; done
 grep -q '"requests"' "$out/mix/summary.json"
