@@ -416,6 +416,17 @@ TEST_CASE("serving: MoE with attention tp, experts over the tp ranks (expert tp 
       CHECK(replay_traces(ranks, pg->groups()).completed);
     }
   }
+  // Why the MoE all-reduce is there: the combine's partial sum over tp.
+  Generator et = build(mixtral2(R"({"tp": 2})"));
+  json gj = json::parse(et.graph_json(0).value());
+  int moe_reduces = 0;
+  for (const json& op : gj["ops"])
+    if (op.contains("why") && op["why"]["text"].get<std::string>().find("moe.combine leaves a partial sum over tp") !=
+                                  std::string::npos) {
+      ++moe_reduces;
+      CHECK(op["why"]["text"].get<std::string>().find("own experts") != std::string::npos);
+    }
+  CHECK(moe_reduces == layers);
   // The two layouts hold the same bytes and do the same work, so a decode step costs the same.
   CHECK(inference_of(build(mixtral2(R"({"tp": 2})")))["tpot_seconds"].get<double>() ==
         doctest::Approx(inference_of(build(mixtral2(R"({"tp": 2, "ep": 2})")))["tpot_seconds"].get<double>()).epsilon(0.05));
