@@ -164,6 +164,7 @@ void print_serving(const Job& job, const nlohmann::json& inf) {
             << "ttft        " << ms(inf["ttft_seconds"]) << "\n"
             << "tpot        " << ms(inf["tpot_seconds"]) << " ("
             << fmt("%.1f", num(inf["tokens_per_second_per_user"])) << " tokens/s per user)\n"
+            << "itl         " << ms(inf["itl_seconds"]) << " (between a request's tokens: TPOT + other requests' prefills)\n"
             << "throughput  " << fmt("%.1f", num(inf["tokens_per_second_per_gpu"])) << " output tokens/s per GPU ("
             << grouped(inf["gpus"].get<int64_t>()) << " GPUs)\n";
 }

@@ -168,7 +168,7 @@ struct Serving {
   int64_t kv_seq_rank = 0, act = 0, chunks = 1;
   Shape dshape, pshape, mshape;
   double t_prefill = 0, t_decode = 0, t_mixed = 0, t_transfer = 0;
-  double ttft = 0, tpot = 0, tps_gpu = 0;
+  double ttft = 0, tpot = 0, itl = 0, tps_gpu = 0;
   int64_t gpus = 0;
   bool fits = true;
   std::vector<ClassTimes> classes;  // per request class (serving_requests order)
@@ -404,10 +404,15 @@ Status plan(const Job& full, Serving* sv, int64_t want, bool strict) {
     const double decode_rate = static_cast<double>(sv->concurrency) / sv->t_decode * static_cast<double>(rd);
     const double prefill_rate = static_cast<double>(pj.parallel.dp) / mean_prefill * O * static_cast<double>(rp);
     sv->tps_gpu = std::min(decode_rate, prefill_rate) / static_cast<double>(sv->gpus);
+    sv->itl = sv->tpot;  // the decode pool runs no prefills
   } else {
     sv->gpus = world_d * cfg.replicas;
     const double cycle = static_cast<double>(sv->per_dp) * mean_cost + O * sv->t_decode;
     sv->tps_gpu = static_cast<double>(sv->concurrency) * O / cycle / static_cast<double>(world_d);
+    // Inter-token latency as a request sees it: per E[O] decode steps each
+    // of the other c_r - 1 slots on its dp rank is refilled once, and that
+    // request's prefill stalls the decode batch (docs/inference.md, "ITL").
+    sv->itl = sv->tpot + static_cast<double>(sv->per_dp - 1) * mean_cost / O;
   }
   return ok_status();
 }
@@ -468,6 +473,7 @@ json inference_json(const Job& full, const Serving& sv) {
         {"free", static_cast<int64_t>(cap) - total}}},
       {"ttft_seconds", sig(sv.ttft)},
       {"tpot_seconds", sig(sv.tpot)},
+      {"itl_seconds", sig(sv.itl)},
       {"tokens_per_second_per_gpu", sig(sv.tps_gpu)},
       {"tokens_per_second_per_user", sig(sv.tpot > 0 ? 1.0 / sv.tpot : 0)},
       {"gpus", sv.gpus},

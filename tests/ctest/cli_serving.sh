@@ -18,6 +18,7 @@ grep -q '^kv cache    327,680 bytes per token' "$out/inspect.txt"
 grep -Eq '^fit         [0-9,]+ sequences of 8192 tokens fit' "$out/inspect.txt"
 grep -Eq '^ttft        [0-9.]+ ms' "$out/inspect.txt"
 grep -Eq '^tpot        [0-9.]+ ms' "$out/inspect.txt"
+grep -Eq '^itl         [0-9.]+ ms' "$out/inspect.txt"
 # The fit, by hand: per rank 8192 tokens x 40,960 B per sequence beside
 # 17,640,734,720 B of weights (70.55 B parameters, matrices over tp 8) in 80 GB.
 fit=$(sed -n 's/^fit         \([0-9,]*\) sequences.*/\1/p' "$out/inspect.txt" | tr -d ,)

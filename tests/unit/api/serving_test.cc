@@ -232,6 +232,12 @@ TEST_CASE("serving: prefill, decode and mixed traces replay; disaggregated pools
   // Chunked prefill: TTFT is four mixed iterations.
   CHECK(inf["ttft_seconds"].get<double>() ==
         doctest::Approx(4 * inf["iterations"]["mixed"]["seconds"].get<double>()).epsilon(1e-6));
+  // ITL: 8 sequences over dp 2 = 4 per rank; per 64 decode steps the 3
+  // other slots are refilled, each prompt's 4 chunks adding (mixed - decode).
+  const double t_mixed = inf["iterations"]["mixed"]["seconds"].get<double>(),
+               t_decode = inf["iterations"]["decode"]["seconds"].get<double>();
+  CHECK(inf["tpot_seconds"].get<double>() == doctest::Approx(t_decode).epsilon(1e-8));
+  CHECK(inf["itl_seconds"].get<double>() == doctest::Approx(t_decode + 3 * 4 * (t_mixed - t_decode) / 64).epsilon(1e-6));
   CHECK(g.phase("nope") == nullptr);
 
   Generator d = build(R"({"mode": "inference", "model": "deepseek-v3", "parallel": {"dp": 32, "ep": 32},
@@ -469,6 +475,8 @@ TEST_CASE("serving: a request mix — the cache a sequence holds, TTFT per class
   const double tpot = inf["tpot_seconds"].get<double>();
   CHECK(inf["tokens_per_second_per_gpu"].get<double>() ==
         doctest::Approx(8 * 150 / (8 * (0.75 * ta + 0.25 * tb) + 150 * tpot)).epsilon(1e-6));
+  // ITL: per 150 steps the 7 other slots are each refilled once, each prefill stalling the batch.
+  CHECK(inf["itl_seconds"].get<double>() == doctest::Approx(tpot + 7 * (0.75 * ta + 0.25 * tb) / 150).epsilon(1e-6));
   // The canonical job keeps the mix, not the longest class's lengths.
   json job = json::parse(g.summary_json())["job"]["serving"];
   CHECK(job["requests"].size() == 2);
@@ -499,5 +507,6 @@ TEST_CASE("serving: a request mix — the cache a sequence holds, TTFT per class
         doctest::Approx(d["iterations"]["prefill"]["seconds"].get<double>() + d["kv_transfer_seconds"].get<double>())
             .epsilon(1e-8));
   const double t0 = d["requests"][0]["ttft_seconds"].get<double>(), t1 = d["requests"][1]["ttft_seconds"].get<double>();
+  CHECK(d["itl_seconds"] == d["tpot_seconds"]);  // the decode pool runs no prefills
   CHECK(d["ttft_seconds"].get<double>() == doctest::Approx(0.5 * t0 + 0.5 * t1).epsilon(1e-8));
 }
