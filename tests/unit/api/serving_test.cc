@@ -510,3 +510,20 @@ TEST_CASE("serving: a request mix — the cache a sequence holds, TTFT per class
   CHECK(d["itl_seconds"] == d["tpot_seconds"]);  // the decode pool runs no prefills
   CHECK(d["ttft_seconds"].get<double>() == doctest::Approx(0.5 * t0 + 0.5 * t1).epsilon(1e-8));
 }
+
+TEST_CASE("serving: MoE over tp with shared experts (DeepSeek-V3 cut to 4 layers, tp 2): routed and shared summed, one all-reduce") {
+  // One dense layer, three MoE layers with a shared expert beside the 256
+  // routed ones. Per rank: the embedding's all-reduce, then per layer
+  // attention's and the MLP's or MoE's (routed + shared, both partial over
+  // tp, added before one all-reduce): 1 + 2 x 4, each [4 tokens, 7168] bf16.
+  Generator g = build(R"({"mode": "inference", "model": {"preset": "deepseek-v3", "num_layers": 4, "first_dense_layers": 1},
+    "parallel": {"tp": 2}, "serving": {"prompt_tokens": 128, "output_tokens": 32, "concurrency": 4}})");
+  for (int64_t r = 0; r < 2; ++r) {
+    RankCounts c = count_rank(*g.phase("decode"), r, "moe.experts");
+    CHECK(c.all_reduces == 1 + 2 * 4);
+    CHECK(c.all_reduce_bytes == (1 + 2 * 4) * 4 * 7168 * 2);
+    CHECK(c.other_collectives == 0);
+  }
+  auto rep = testing::validate_generated(*g.phase("decode"));
+  CHECK(rep.errors() == 0);
+}
