@@ -59,7 +59,9 @@ Result<std::unique_ptr<GeneratorState>> build_kind(const Job& full, Kind kind) {
     bo.has_etp = moe && etp > 1;
     bo.has_edp = moe && edp > 1;
     bo.experts_over_tp = moe && p.tp > 1;  // validate_serving: ep x expert_tp = tp
-    bo.dtype = job.serving.weights_dtype;
+    bo.dtype = DType::kBF16;  // activations; the GEMMs run at weights_dtype (lower_kind)
+    bo.has_weight_dtype = true;
+    bo.weight_dtype = job.serving.weights_dtype;
     bo.kv_dtype = job.serving.kv_dtype;
     bo.inference = true;
     bo.mla_absorbed = kind != Kind::kPrefill;  // prefill of a whole prompt: MHA over decompressed K/V

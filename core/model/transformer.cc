@@ -24,7 +24,8 @@ class Builder {
 
   // A weight, optionally sharded on tp along the dim labelled `tp_label`.
   int weight(const std::string& name, std::vector<Dim> dims, const std::string& tp_label, int layer) {
-    Tensor t = make_tensor(name, std::move(dims), o_.dtype, TensorKind::kWeight);
+    Tensor t = make_tensor(name, std::move(dims), o_.has_weight_dtype ? o_.weight_dtype : o_.dtype,
+                           TensorKind::kWeight);
     t.sharding_fixed = true;
     t.layer = layer;
     int id = g_.add_tensor(std::move(t));
@@ -658,7 +659,9 @@ class Builder {
       expert_out = src;
       if (o_.has_etp) expert_out.partial = {"etp"};  // fc2 contracts fe, split on etp
     }
-    int disp = act("moe.dispatch", disp_dims, o_.dtype);
+    // fp8 weights (inference): tokens are quantized before the dispatch and
+    // sent in fp8, the combine returns bf16 (DeepSeek-V3 report, DeepEP).
+    int disp = act("moe.dispatch", disp_dims, o_.has_weight_dtype ? o_.weight_dtype : o_.dtype);
     g_.tensors[disp].sharding = src;
     Op perm = op("moe.permute", ops::kMoePermute, {x, idx}, {disp});
     perm.remesh_in = {tokens, per_token};

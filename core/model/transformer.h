@@ -50,6 +50,11 @@ struct BuildOptions {
   // etp inner), each rank runs its experts (its fe slice) on the tokens
   // routed to them, and the combine leaves a partial sum over tp.
   bool experts_over_tp = false;
+  // The weights' dtype when it differs from the activations' (`dtype`):
+  // inference with fp8 weights keeps activations in bf16 (W8A8 engines
+  // quantize a GEMM's input on the fly; what moves between ops is bf16).
+  bool has_weight_dtype = false;
+  DType weight_dtype = DType::kBF16;
 };
 
 // Splits the layers over pp * v virtual stages (even, or `layout`), and
