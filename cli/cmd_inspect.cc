@@ -130,6 +130,17 @@ void print_serving(const Job& job, const nlohmann::json& inf) {
   const int64_t paged = (seq + s.page_tokens - 1) / s.page_tokens * s.page_tokens;
   const nlohmann::json& mem = inf["memory_bytes_per_rank"];
   auto num = [](const nlohmann::json& v) { return v.is_number() ? v.get<double>() : 0.0; };
+  std::string seq_text = std::to_string(seq) + " tokens (" + std::to_string(paged) + " paged)";
+  std::string fit_text = std::to_string(seq) + " tokens";
+  if (!s.requests.empty()) {  // a mix (docs/inference.md, "Request mixes"): the mean sequence of its classes
+    std::cout << "requests    a mix of " << s.requests.size() << " classes:";
+    for (const auto& c : inf["requests"])
+      std::cout << " " << c["prompt_tokens"].get<int64_t>() << " + " << c["output_tokens"].get<int64_t>() << " ("
+                << fmt("%.0f", 100 * num(c["share"])) << "%, ttft " << ms(c["ttft_seconds"]) << ")";
+    std::cout << "; prefill traced at the longest prompt\n";
+    seq_text = "the mix (mean of the classes, paged)";
+    fit_text = "the mix";
+  }
   std::cout << "serving     prompt " << s.prompt_tokens << " + output " << s.output_tokens << " tokens, weights "
             << dtype_name(s.weights_dtype) << ", KV cache " << dtype_name(s.kv_dtype) << " in pages of "
             << s.page_tokens << ", prefill "
@@ -142,10 +153,10 @@ void print_serving(const Job& job, const nlohmann::json& inf) {
             << "\n"
             << "kv cache    " << grouped(inf["kv_cache_bytes_per_token"].get<int64_t>())
             << " bytes per token (whole model), " << grouped(inf["kv_cache_bytes_per_token_per_rank"].get<int64_t>())
-            << " per rank; " << gib(num(inf["kv_cache_bytes_per_sequence"])) << " per sequence of " << seq
-            << " tokens (" << paged << " paged)\n"
-            << "fit         " << grouped(inf["max_concurrent_sequences"].get<int64_t>()) << " sequences of " << seq
-            << " tokens fit per instance; per rank: weights " << gib(num(mem["weights"])) << " + activations "
+            << " per rank; " << gib(num(inf["kv_cache_bytes_per_sequence"])) << " per sequence of " << seq_text
+            << "\n"
+            << "fit         " << grouped(inf["max_concurrent_sequences"].get<int64_t>()) << " sequences of " << fit_text
+            << " fit per instance; per rank: weights " << gib(num(mem["weights"])) << " + activations "
             << gib(num(mem["activations"])) << " + KV " << gib(num(mem["kv_cache"])) << " of "
             << gib(num(mem["capacity"])) << "\n"
             << "concurrency " << grouped(inf["concurrency"].get<int64_t>())
@@ -153,6 +164,7 @@ void print_serving(const Job& job, const nlohmann::json& inf) {
             << "ttft        " << ms(inf["ttft_seconds"]) << "\n"
             << "tpot        " << ms(inf["tpot_seconds"]) << " ("
             << fmt("%.1f", num(inf["tokens_per_second_per_user"])) << " tokens/s per user)\n"
+            << "itl         " << ms(inf["itl_seconds"]) << " (between a request's tokens: TPOT + other requests' prefills)\n"
             << "throughput  " << fmt("%.1f", num(inf["tokens_per_second_per_gpu"])) << " output tokens/s per GPU ("
             << grouped(inf["gpus"].get<int64_t>()) << " GPUs)\n";
 }

@@ -199,6 +199,9 @@ ojson why_json(const Graph& g, const Readers& rd, const Op& op) {
         how = " (it contracts " + factors_text(fs) + ", which is sharded on " + X + ")";
       else if (g.ops[producer].linear)
         how = " (it adds values that are still partial over " + X + " and keeps them partial)";
+      else if (g.ops[producer].def == &ops::kMoeCombine)  // inference, experts over tp (docs/inference.md)
+        how = " (each rank sums a token's expert outputs over its own experts and its slice of their width: the "
+              "experts are split over the " + X + " ranks, which all hold the same tokens)";
     }
     std::string need;
     if (op.coll == CollectiveType::kReduceScatter) {

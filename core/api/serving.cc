@@ -58,7 +58,10 @@ Result<std::unique_ptr<GeneratorState>> build_kind(const Job& full, Kind kind) {
     bo.has_ep = moe && p.ep > 1;
     bo.has_etp = moe && etp > 1;
     bo.has_edp = moe && edp > 1;
-    bo.dtype = job.serving.weights_dtype;
+    bo.experts_over_tp = moe && p.tp > 1;  // validate_serving: ep x expert_tp = tp
+    bo.dtype = DType::kBF16;  // activations; the GEMMs run at weights_dtype (lower_kind)
+    bo.has_weight_dtype = true;
+    bo.weight_dtype = job.serving.weights_dtype;
     bo.kv_dtype = job.serving.kv_dtype;
     bo.inference = true;
     bo.mla_absorbed = kind != Kind::kPrefill;  // prefill of a whole prompt: MHA over decompressed K/V
@@ -154,6 +157,10 @@ Result<double> step_seconds(const GeneratorState& s) {
   return r.step_seconds;
 }
 
+struct ClassTimes {
+  double t_prefill = 0, ttft = 0;
+};
+
 // Everything one concurrency gives.
 struct Serving {
   std::unique_ptr<GeneratorState> prefill, decode, mixed;  // mixed: colocated jobs only
@@ -163,9 +170,10 @@ struct Serving {
   int64_t kv_seq_rank = 0, act = 0, chunks = 1;
   Shape dshape, pshape, mshape;
   double t_prefill = 0, t_decode = 0, t_mixed = 0, t_transfer = 0;
-  double ttft = 0, tpot = 0, tps_gpu = 0;
+  double ttft = 0, tpot = 0, itl = 0, tps_gpu = 0;
   int64_t gpus = 0;
   bool fits = true;
+  std::vector<ClassTimes> classes;  // per request class (serving_requests order)
 };
 
 struct Shapes {
@@ -173,17 +181,66 @@ struct Shapes {
   int64_t chunks = 1;
 };
 
-Shapes shapes_for(const ServingConfig& sv, int64_t per_dp) {
+// The KV entries n decoding sequences read. Fixed lengths: every sequence
+// at P + O/2. A mix: a class-i sequence holds a decode slot for O_i steps,
+// so slots are shared in proportion to share_i x O_i, each at its average
+// P_i + O_i/2 (docs/inference.md, "Request mixes").
+int64_t decode_cached(const ServingConfig& sv, int64_t n) {
+  if (sv.requests.empty()) return n * (sv.prompt_tokens + sv.output_tokens / 2);
+  double num = 0, den = 0;
+  for (const RequestClass& c : sv.requests) {
+    num += c.weight * static_cast<double>(c.output_tokens) *
+           static_cast<double>(c.prompt_tokens + c.output_tokens / 2);
+    den += c.weight * static_cast<double>(c.output_tokens);
+  }
+  return std::llround(static_cast<double>(n) * num / den);
+}
+
+// The iterations at per_dp sequences per dp rank, the prefill and chunks
+// of a prompt of P tokens.
+Shapes shapes_for(const ServingConfig& sv, int64_t per_dp, int64_t P) {
   Shapes out;
-  const int64_t P = sv.prompt_tokens, L = sv.prompt_tokens + sv.output_tokens / 2;
   out.prefill = {P, P, P * (P + 1) / 2, 1};
-  out.decode = {per_dp, per_dp * L, per_dp * L, per_dp};
+  const int64_t dc = decode_cached(sv, per_dp);
+  out.decode = {per_dp, dc, dc, per_dp};
   const int64_t C = sv.chunk_tokens > 0 ? std::min(sv.chunk_tokens, P) : P;
   out.chunks = ceil_div(P, C);
   const int64_t o = C * (out.chunks - 1) / 2;  // the average prefix a chunk attends to
   const int64_t d = per_dp - 1;                // the decode batch beside the chunk
-  out.mixed = {C + d, o + C + d * L, C * o + C * (C + 1) / 2 + d * L, d + 1};
+  const int64_t dL = decode_cached(sv, d);
+  out.mixed = {C + d, o + C + dL, C * o + C * (C + 1) / 2 + dL, d + 1};
   return out;
+}
+Shapes shapes_for(const ServingConfig& sv, int64_t per_dp) { return shapes_for(sv, per_dp, sv.prompt_tokens); }
+
+// Request classes with their shares (weights normalized), and the means
+// the formulas use.
+struct Mix {
+  std::vector<RequestClass> classes;
+  std::vector<double> share;
+  double mean_output = 0;      // E[O]
+  double mean_seq_tokens = 0;  // E[ceil((P + O) / page) x page]: cache slots of one sequence
+};
+
+Mix mix_of(const ServingConfig& sv) {
+  Mix m;
+  m.classes = serving_requests(sv);
+  double total = 0;
+  for (const RequestClass& c : m.classes) total += c.weight;
+  double o = 0, t = 0;
+  for (const RequestClass& c : m.classes) {
+    m.share.push_back(c.weight / total);
+    o += c.weight * static_cast<double>(c.output_tokens);
+    t += c.weight * static_cast<double>(ceil_div(c.prompt_tokens + c.output_tokens, sv.page_tokens) * sv.page_tokens);
+  }
+  m.mean_output = o / total;
+  m.mean_seq_tokens = t / total;
+  return m;
+}
+
+// Bytes of mean_seq_tokens cache slots at `per_token` bytes, whole bytes.
+int64_t seq_bytes(const Mix& m, int64_t per_token) {
+  return static_cast<int64_t>(std::ceil(m.mean_seq_tokens * static_cast<double>(per_token)));
 }
 
 std::string gib(double bytes) {
@@ -219,8 +276,8 @@ Status plan(const Job& full, Serving* sv, int64_t want, bool strict) {
   SC_ASSIGN_OR_RETURN(sv->fp, footprint(*sv->decode));
   SC_ASSIGN_OR_RETURN(Footprint pfp, footprint(*sv->prefill));
   const double cap = full.hardware.memory_bytes;
-  const int64_t pages = ceil_div(cfg.prompt_tokens + cfg.output_tokens, cfg.page_tokens);
-  sv->kv_seq_rank = pages * cfg.page_tokens * sv->fp.kv_token_per_rank;
+  const Mix mix = mix_of(cfg);
+  sv->kv_seq_rank = seq_bytes(mix, sv->fp.kv_token_per_rank);
   const int64_t act1 = std::max(activation_peak(*sv->prefill), activation_peak(*sv->decode));
   auto fit = [&](int64_t act) -> int64_t {
     const double free = cap - static_cast<double>(sv->fp.weights_per_rank) - static_cast<double>(act);
@@ -285,39 +342,79 @@ Status plan(const Job& full, Serving* sv, int64_t want, bool strict) {
                           " sequences of prompt_tokens + output_tokens fit (0 = as many as fit)",
                       "serving.concurrency");
 
-  // Times (docs/inference.md, "Formulas").
+  // Times (docs/inference.md, "Formulas"; a mix: "Request mixes").
   SC_ASSIGN_OR_RETURN(sv->t_prefill, step_seconds(*sv->prefill));
   SC_ASSIGN_OR_RETURN(sv->t_decode, step_seconds(*sv->decode));
   if (sv->mixed) {
     SC_ASSIGN_OR_RETURN(sv->t_mixed, step_seconds(*sv->mixed));
   }
   const int64_t world_d = dj.parallel.world_size(), world_p = pj.parallel.world_size();
-  const double O = static_cast<double>(cfg.output_tokens);
+  const double O = mix.mean_output;
   sv->tpot = sv->t_decode;
-  if (cfg.disaggregated) {
-    // One prompt's cache moves from the prefill to the decode ranks over the
-    // scale-out network, every sending rank at its NIC's bandwidth.
-    const double bytes = static_cast<double>(ceil_div(cfg.prompt_tokens, cfg.page_tokens) * cfg.page_tokens) *
+  // One prompt's cache moves from the prefill to the decode ranks over the
+  // scale-out network, every sending rank at its NIC's bandwidth.
+  const double bw = full.hardware.inter_node_bw * static_cast<double>(std::min(world_p, world_d));
+  auto transfer = [&](int64_t P) {
+    const double bytes = static_cast<double>(ceil_div(P, cfg.page_tokens) * cfg.page_tokens) *
                          static_cast<double>(sv->fp.kv_token_model);
-    const double bw = full.hardware.inter_node_bw * static_cast<double>(std::min(world_p, world_d));
-    sv->t_transfer = bw > 0 ? bytes / bw : 0;
-    sv->ttft = sv->t_prefill + sv->t_transfer;
+    return bw > 0 ? bytes / bw : 0;
+  };
+  // Per class: its prefill iteration (or chunks), TTFT and the prefill work
+  // a request costs its dp rank. The states keep the longest prompt's
+  // programs (lowered last), the iteration the traces show.
+  sv->classes.clear();
+  sv->ttft = 0;
+  double mean_prefill = 0, mean_cost = 0;
+  for (size_t i = 0; i < mix.classes.size(); ++i) {
+    const int64_t P = mix.classes[i].prompt_tokens;
+    ClassTimes ct;
+    ct.t_prefill = sv->t_prefill;
+    double t_mixed = sv->t_mixed;
+    int64_t chunks = sv->chunks;
+    if (P != cfg.prompt_tokens) {
+      const Shapes cs = shapes_for(cfg, sv->per_dp, P);
+      chunks = cs.chunks;
+      SC_RETURN_IF_ERROR(lower_kind(*sv->prefill, cs.prefill));
+      SC_ASSIGN_OR_RETURN(ct.t_prefill, step_seconds(*sv->prefill));
+      if (sv->mixed && cfg.chunk_tokens > 0) {
+        SC_RETURN_IF_ERROR(lower_kind(*sv->mixed, cs.mixed));
+        SC_ASSIGN_OR_RETURN(t_mixed, step_seconds(*sv->mixed));
+      }
+    }
+    double cost = ct.t_prefill;  // per request, on its dp rank
+    if (cfg.disaggregated) {
+      ct.ttft = ct.t_prefill + transfer(P);
+    } else if (cfg.chunk_tokens > 0) {
+      ct.ttft = static_cast<double>(chunks) * t_mixed;
+      cost = static_cast<double>(chunks) * std::max(0.0, t_mixed - sv->t_decode);
+    } else {
+      ct.ttft = ct.t_prefill;
+    }
+    sv->ttft += mix.share[i] * ct.ttft;
+    mean_prefill += mix.share[i] * ct.t_prefill;
+    mean_cost += mix.share[i] * cost;
+    sv->classes.push_back(ct);
+  }
+  if (mix.classes.size() > 1) {  // back to the longest prompt's iterations
+    SC_RETURN_IF_ERROR(lower_kind(*sv->prefill, sh.prefill));
+    if (sv->mixed) SC_RETURN_IF_ERROR(lower_kind(*sv->mixed, sh.mixed));
+  }
+  if (cfg.disaggregated) {
+    sv->t_transfer = transfer(cfg.prompt_tokens);
     const int64_t rp = full.serving.prefill.replicas, rd = full.serving.decode.replicas;
     sv->gpus = world_p * rp + world_d * rd;
     const double decode_rate = static_cast<double>(sv->concurrency) / sv->t_decode * static_cast<double>(rd);
-    const double prefill_rate = static_cast<double>(pj.parallel.dp) / sv->t_prefill * O * static_cast<double>(rp);
+    const double prefill_rate = static_cast<double>(pj.parallel.dp) / mean_prefill * O * static_cast<double>(rp);
     sv->tps_gpu = std::min(decode_rate, prefill_rate) / static_cast<double>(sv->gpus);
+    sv->itl = sv->tpot;  // the decode pool runs no prefills
   } else {
-    double prefill_cost = sv->t_prefill;  // per request, on its dp rank
-    if (cfg.chunk_tokens > 0) {
-      sv->ttft = static_cast<double>(sv->chunks) * sv->t_mixed;
-      prefill_cost = static_cast<double>(sv->chunks) * std::max(0.0, sv->t_mixed - sv->t_decode);
-    } else {
-      sv->ttft = sv->t_prefill;
-    }
     sv->gpus = world_d * cfg.replicas;
-    const double cycle = static_cast<double>(sv->per_dp) * prefill_cost + O * sv->t_decode;
+    const double cycle = static_cast<double>(sv->per_dp) * mean_cost + O * sv->t_decode;
     sv->tps_gpu = static_cast<double>(sv->concurrency) * O / cycle / static_cast<double>(world_d);
+    // Inter-token latency as a request sees it: per E[O] decode steps each
+    // of the other c_r - 1 slots on its dp rank is refilled once, and that
+    // request's prefill stalls the decode batch (docs/inference.md, "ITL").
+    sv->itl = sv->tpot + static_cast<double>(sv->per_dp - 1) * mean_cost / O;
   }
   return ok_status();
 }
@@ -358,14 +455,13 @@ json inference_json(const Job& full, const Serving& sv) {
   const double cap = full.hardware.memory_bytes;
   const int64_t kv = sv.per_dp * sv.kv_seq_rank;
   const int64_t total = sv.fp.weights_per_rank + sv.act + kv;
-  const int64_t pages =
-      ceil_div(full.serving.prompt_tokens + full.serving.output_tokens, full.serving.page_tokens);
+  const Mix mix = mix_of(full.serving);
   json it = {{"prefill", iteration_json(*sv.prefill, sv.pshape, sv.t_prefill)},
              {"decode", iteration_json(*sv.decode, sv.dshape, sv.t_decode)}};
   if (sv.mixed) it["mixed"] = iteration_json(*sv.mixed, sv.mshape, sv.t_mixed);
   json out = {
       {"kv_cache_bytes_per_token", sv.fp.kv_token_model},
-      {"kv_cache_bytes_per_sequence", pages * full.serving.page_tokens * sv.fp.kv_token_model},
+      {"kv_cache_bytes_per_sequence", seq_bytes(mix, sv.fp.kv_token_model)},
       {"kv_cache_bytes_per_token_per_rank", sv.fp.kv_token_per_rank},
       {"max_concurrent_sequences", sv.max_concurrency},
       {"concurrency", sv.concurrency},
@@ -379,6 +475,7 @@ json inference_json(const Job& full, const Serving& sv) {
         {"free", static_cast<int64_t>(cap) - total}}},
       {"ttft_seconds", sig(sv.ttft)},
       {"tpot_seconds", sig(sv.tpot)},
+      {"itl_seconds", sig(sv.itl)},
       {"tokens_per_second_per_gpu", sig(sv.tps_gpu)},
       {"tokens_per_second_per_user", sig(sv.tpot > 0 ? 1.0 / sv.tpot : 0)},
       {"gpus", sv.gpus},
@@ -386,6 +483,21 @@ json inference_json(const Job& full, const Serving& sv) {
       {"iterations", it},
   };
   if (full.serving.disaggregated) out["kv_transfer_seconds"] = sig(sv.t_transfer);
+  if (!full.serving.requests.empty()) {
+    json classes = json::array();
+    for (size_t i = 0; i < mix.classes.size(); ++i) {
+      const RequestClass& c = mix.classes[i];
+      const int64_t slots = ceil_div(c.prompt_tokens + c.output_tokens, full.serving.page_tokens) *
+                            full.serving.page_tokens;
+      classes.push_back({{"prompt_tokens", c.prompt_tokens},
+                         {"output_tokens", c.output_tokens},
+                         {"share", sig(mix.share[i])},
+                         {"kv_cache_bytes_per_sequence", slots * sv.fp.kv_token_model},
+                         {"prefill_seconds", sig(sv.classes[i].t_prefill)},
+                         {"ttft_seconds", sig(sv.classes[i].ttft)}});
+    }
+    out["requests"] = classes;
+  }
   return out;
 }
 
@@ -402,6 +514,9 @@ Result<Generator> create_serving_generator(const Job& job) {
   std::unique_ptr<GeneratorState> decode = std::move(sv.decode);
   decode->config_hash = hash;
   SC_ASSIGN_OR_RETURN(json top, kind_summary(*decode));
+  // The job as submitted (both pools of a disaggregated job), not the
+  // decode pool's job the decode iteration was built from.
+  top["job"] = json::parse(job_to_canonical_json(job), nullptr, false);
   top["inference"] = inference;
   decode->summary = top.dump(2) + "\n";
   for (auto& [name, st] : kinds) {

@@ -120,9 +120,17 @@ struct PoolLayout {
   int64_t tp = 1, pp = 1, dp = 1, ep = 1, expert_tp = 0, replicas = 1;
 };
 
+// One class of a request mix (serving.requests): its lengths and its
+// share of the requests (weight, relative to the others').
+struct RequestClass {
+  int64_t prompt_tokens = 0, output_tokens = 0;
+  double weight = 1;
+};
+
 struct ServingConfig {
-  int64_t prompt_tokens = 1024;  // per request
-  int64_t output_tokens = 256;   // per request
+  int64_t prompt_tokens = 1024;  // per request; with `requests`: the longest prompt's class (its traces)
+  int64_t output_tokens = 256;   // per request; with `requests`: that class's
+  std::vector<RequestClass> requests;  // a mix of lengths; empty = every request prompt_tokens + output_tokens
   int64_t concurrency = 0;       // sequences decoded together per attention-dp rank; 0 = as many as fit
   int64_t chunk_tokens = 0;      // chunked prefill: prompt tokens per iteration; 0 = the whole prompt
   DType kv_dtype = DType::kBF16;       // KV cache: bf16 | fp8
@@ -147,6 +155,10 @@ struct Job {
 // The job one pool of an inference job runs: its layout in `parallel`
 // (disaggregated: that pool's; else the job's own). prefill selects the pool.
 Job serving_pool_job(const Job& job, bool prefill);
+// The request classes of a serving job: `requests`, or the one class of
+// prompt_tokens + output_tokens (weight 1).
+std::vector<RequestClass> serving_requests(const ServingConfig& s);
+inline constexpr size_t kMaxRequestClasses = 16;
 
 // Parses and validates a job JSON text. Malformed JSON reports line and
 // column; unknown keys are errors (kUnknownField) naming the full path.

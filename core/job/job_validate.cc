@@ -155,7 +155,7 @@ static Status validate_experts_and_sharding(const Job& job) {
       return make_error(ErrorCode::kNotDivisible,
                         "the shared experts' width (" + to_string(m.shared_experts * m.moe_ffn_hidden) +
                             ") is not divisible by tp (" + to_string(p.tp) + ")", "parallel.tp");
-    if (p.tp > 1 && !p.sequence_parallel)
+    if (p.tp > 1 && !p.sequence_parallel && !job.inference())  // inference: experts over tp (job_serving.cc)
       return make_error(ErrorCode::kInvalidArgument,
                         "a mixture-of-experts model with tp > 1 (" + to_string(p.tp) +
                             ") needs sequence_parallel, as Megatron-LM requires (each tp rank routes its own "

@@ -24,7 +24,8 @@ class Builder {
 
   // A weight, optionally sharded on tp along the dim labelled `tp_label`.
   int weight(const std::string& name, std::vector<Dim> dims, const std::string& tp_label, int layer) {
-    Tensor t = make_tensor(name, std::move(dims), o_.dtype, TensorKind::kWeight);
+    Tensor t = make_tensor(name, std::move(dims), o_.has_weight_dtype ? o_.weight_dtype : o_.dtype,
+                           TensorKind::kWeight);
     t.sharding_fixed = true;
     t.layer = layer;
     int id = g_.add_tensor(std::move(t));
@@ -611,9 +612,12 @@ class Builder {
   // came from, each sharded on its own axis, in this order. A dim exists
   // only where its axis has degree > 1.
   struct Source { const char* label; const char* axis; };
+  // With the experts over tp the tokens are the same on every etp and ep
+  // rank: only edp (the attention-dp ranks) holds distinct tokens.
   std::vector<Source> expert_sources() const {
     std::vector<Source> out;
     if (o_.has_edp) out.push_back({"re", "edp"});
+    if (o_.experts_over_tp) return out;
     if (o_.has_etp) out.push_back({"rt", "etp"});
     if (o_.has_ep) out.push_back({"rp", "ep"});
     return out;
@@ -647,7 +651,17 @@ class Builder {
     }
     disp_dims.insert(disp_dims.end(), {Ed, cap, H()});
     src.dim_axis.resize(disp_dims.size(), "");
-    int disp = act("moe.dispatch", disp_dims, o_.dtype);
+    // Experts over tp: each rank fills only its own experts' buffers from
+    // the tokens it already holds (a slice of E on ep, no traffic).
+    Sharding expert_out = src;  // the experts' output as the combine reads it
+    if (o_.experts_over_tp) {
+      if (o_.has_ep) src.dim_axis[source_axes.size()] = "ep";
+      expert_out = src;
+      if (o_.has_etp) expert_out.partial = {"etp"};  // fc2 contracts fe, split on etp
+    }
+    // fp8 weights (inference): tokens are quantized before the dispatch and
+    // sent in fp8, the combine returns bf16 (DeepSeek-V3 report, DeepEP).
+    int disp = act("moe.dispatch", disp_dims, o_.has_weight_dtype ? o_.weight_dtype : o_.dtype);
     g_.tensors[disp].sharding = src;
     Op perm = op("moe.permute", ops::kMoePermute, {x, idx}, {disp});
     perm.remesh_in = {tokens, per_token};
@@ -671,6 +685,13 @@ class Builder {
     comb.remesh_in = {src, per_token, per_token};
     comb.flops = Expr(2) * g_.tensors[out].global_numel();  // scale by the probability, sum the k copies
     comb.flops_axes = source_axes;
+    if (o_.experts_over_tp) {
+      // Each rank sums the k copies over its own experts (and its fe slice):
+      // a partial sum over the ep x etp ranks, which are the tp group.
+      comb.remesh_in[0] = expert_out;
+      if (o_.has_ep) comb.flops_axes.push_back("ep");
+      g_.tensors[combined].sharding.partial = {"tp"};
+    }
     comb.sp_region = true;
     add(std::move(comb));
     int result = combined;
@@ -685,7 +706,16 @@ class Builder {
         add(std::move(o));
         shared = y;
       }
-      result = pointwise("moe.add_shared", ops::kAdd, {combined, shared}, true);
+      if (o_.experts_over_tp) {  // both partial over tp: one all-reduce of the sum, not one each
+        result = act("moe.add_shared", g_.tensors[combined].dims, o_.dtype);
+        Op o = op("moe.add_shared", ops::kAdd, {combined, shared}, {result});
+        o.flops = rule_flops(g_, o);
+        o.sp_region = true;
+        o.linear = true;  // a sum of partial sums is a partial sum
+        add(std::move(o));
+      } else {
+        result = pointwise("moe.add_shared", ops::kAdd, {combined, shared}, true);
+      }
     }
     return result;
   }

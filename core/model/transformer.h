@@ -44,6 +44,17 @@ struct BuildOptions {
   bool inference = false;
   bool mla_absorbed = false;  // MLA: attention over the cached latent (W_UK into q, W_UV after)
   DType kv_dtype = DType::kBF16;
+  // Inference with tp > 1 (docs/inference.md, "MoE with tp > 1"): after
+  // attention's all-reduce every tp rank holds the same tokens; the MoE
+  // layer's experts are spread over exactly those ranks (ep x etp = tp,
+  // etp inner), each rank runs its experts (its fe slice) on the tokens
+  // routed to them, and the combine leaves a partial sum over tp.
+  bool experts_over_tp = false;
+  // The weights' dtype when it differs from the activations' (`dtype`):
+  // inference with fp8 weights keeps activations in bf16 (W8A8 engines
+  // quantize a GEMM's input on the fly; what moves between ops is bf16).
+  bool has_weight_dtype = false;
+  DType weight_dtype = DType::kBF16;
 };
 
 // Splits the layers over pp * v virtual stages (even, or `layout`), and

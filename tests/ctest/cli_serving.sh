@@ -20,6 +20,7 @@ grep -q '^kv cache    327,680 bytes per token' "$out/inspect.txt"
 grep -Eq '^fit         [0-9,]+ sequences of 8192 tokens fit' "$out/inspect.txt"
 grep -Eq '^ttft        [0-9.]+ ms' "$out/inspect.txt"
 grep -Eq '^tpot        [0-9.]+ ms' "$out/inspect.txt"
+grep -Eq '^itl         [0-9.]+ ms' "$out/inspect.txt"
 # The fit, by hand: per rank 8192 tokens x 40,960 B per sequence beside
 # 17,640,734,720 B of weights (70.55 B parameters, matrices over tp 8) in 80 GB.
 fit=$(sed -n 's/^fit         \([0-9,]*\) sequences.*/\1/p' "$out/inspect.txt" | tr -d ,)
@@ -189,11 +190,37 @@ grep -q 'short by' "$out/err.txt"
 echo '{"mode": "inference", "model": "llama3-70b", "parallel": {"tp": 8}, "serving": {"prompt_tokens": 8000, "output_tokens": 500}}' >"$out/long.json"
 if "$cli" inspect --config "$out/long.json" 2>"$out/err.txt"; then echo "accepted 8500 tokens on an 8192 context"; exit 1; fi
 grep -q 'serving.prompt_tokens' "$out/err.txt"
-# MoE with attention tp: refused, saying why and what layout to use instead (Mixtral's 8 experts, 2 ranks).
-echo '{"mode": "inference", "model": "mixtral-8x7b", "parallel": {"tp": 2}}' >"$out/moe_tp.json"
-if "$cli" inspect --config "$out/moe_tp.json" 2>"$out/err.txt"; then echo "accepted MoE with tp 2"; exit 1; fi
-grep -q '^.*parallel.tp: a mixture-of-experts model with tp > 1 (2)' "$out/err.txt"
-grep -q '"tp": 1, "dp": 2, "ep": 2' "$out/err.txt"
-echo '{"mode": "inference", "model": "mixtral-8x7b", "parallel": {"tp": 1, "dp": 2, "ep": 2}}' >"$out/moe_dp.json"
+# MoE with attention tp (Mixtral 8x7B at tp 2): expert tp 2 (the default) and
+# ep 2 over the same ranks both serve; their traces validate and replay, with
+# one all-reduce per attention and per MoE layer and no all-to-all.
+for par in '{"tp": 2}' '{"tp": 2, "ep": 2}'; do
+  echo '{"mode": "inference", "model": {"preset": "mixtral-8x7b", "num_layers": 2}, "parallel": '"$par"',
+   "serving": {"prompt_tokens": 256, "output_tokens": 64, "concurrency": 8}}' >"$out/moe_tp.json"
+  "$cli" inspect --config "$out/moe_tp.json" >/dev/null
+  rm -rf "$out/moe"
+  "$cli" generate --config "$out/moe_tp.json" -o "$out/moe" -q
+  for k in prefill decode mixed; do
+    "$cli" validate "$out/moe/$k" >/dev/null
+    "$cli" replay "$out/moe/$k" | grep -q '^completed: 2 ranks'
+  done
+done
+# Experts over more ranks than tp: refused, naming ep and the layout to use instead.
+echo '{"mode": "inference", "model": "mixtral-8x7b", "parallel": {"tp": 2, "dp": 2, "ep": 4}}' >"$out/moe_wide.json"
+if "$cli" inspect --config "$out/moe_wide.json" 2>"$out/err.txt"; then echo "accepted ep 4 over tp 2"; exit 1; fi
+grep -q 'parallel.ep: a mixture-of-experts model at tp 2' "$out/err.txt"
+grep -q '"tp": 1, "dp": 4, "ep": 4' "$out/err.txt"
+echo '{"mode": "inference", "model": "mixtral-8x7b", "parallel": {"tp": 1, "dp": 4, "ep": 4}}' >"$out/moe_dp.json"
 "$cli" inspect --config "$out/moe_dp.json" >/dev/null
+# A request mix: inspect and generate (the longest prompt's prefill) work, the traces validate.
+echo '{"mode": "inference", "model": "llama3-8b", "serving": {"requests": [{"prompt_tokens": 1000, "output_tokens": 100, "weight": 3},
+  {"prompt_tokens": 3000, "output_tokens": 300}], "concurrency": 8, "chunk_tokens": 512}}' >"$out/mix.json"
+"$cli" inspect --config "$out/mix.json" >"$out/mix.txt"
+grep -q '^requests    a mix of 2 classes: 1000 + 100 (75%' "$out/mix.txt"
+grep -Eq '^fit         [0-9,]+ sequences of the mix fit' "$out/mix.txt"
+"$cli" generate --config "$out/mix.json" -o "$out/mix" -q
+for k in prefill decode mixed; do "$cli" validate "$out/mix/$k" >/dev/null; done
+grep -q '"requests"' "$out/mix/summary.json"
+echo '{"mode": "inference", "model": "llama3-8b", "serving": {"prompt_tokens": 10, "requests": [{"prompt_tokens": 1, "output_tokens": 1}]}}' >"$out/mixbad.json"
+if "$cli" inspect --config "$out/mixbad.json" 2>"$out/err.txt"; then echo "accepted requests with prompt_tokens"; exit 1; fi
+grep -q 'serving.requests' "$out/err.txt"
 echo "cli_serving: ok"

@@ -13,8 +13,11 @@ in DOC with --update; without it exits 1 when the block differs (drift).
 
 How a predicted number is read from the summary (docs/inference.md,
 "Formulas"; nothing here is fitted):
-- ttft_seconds, tpot_seconds, output_tokens_per_second_per_gpu:
-  summary.inference's ttft_seconds, tpot_seconds, tokens_per_second_per_gpu
+- ttft_seconds, tpot_seconds, itl_seconds, output_tokens_per_second_per_gpu:
+  summary.inference's ttft_seconds, tpot_seconds, itl_seconds (the
+  inter-token latency a request sees under continuous batching, other
+  requests' prefills included: what AIPerf's ITL measures),
+  tokens_per_second_per_gpu
   (a static-batch benchmark included: the engine's steady-state cycle
   prefills the batch's prompts one after another where TensorRT-LLM's
   gptSessionBenchmark prefills them in one pass; the doc says so).
@@ -38,7 +41,7 @@ PRESETS = {"llama2-70b"}  # rows that use the engine's preset (no config.json fi
 # H800: the H100 with NVLink cut to 400 GB/s (200 GB/s per direction); the
 # same HBM and tensor cores (NVIDIA's H800 datasheet).
 HARDWARE = {"h100": "h100", "h200": "h200", "h800": {"preset": "h100", "intra_node_bw": 200e9}}
-METRIC = {"ttft_seconds": "TTFT", "tpot_seconds": "TPOT", "output_tokens_per_second_per_gpu": "output tok/s/GPU",
+METRIC = {"ttft_seconds": "TTFT", "tpot_seconds": "TPOT", "itl_seconds": "ITL", "output_tokens_per_second_per_gpu": "output tok/s/GPU",
           "decode_tokens_per_second_per_gpu": "decode tok/s/GPU", "prefill_tokens_per_second_per_gpu": "prefill tok/s/GPU"}
 
 
@@ -64,7 +67,7 @@ def inspect(cli, j, workdir, name):
 def predict(row, metric, s):
     inf = s["inference"]
     sv = row["serving"]
-    if metric in ("ttft_seconds", "tpot_seconds"):
+    if metric in ("ttft_seconds", "tpot_seconds", "itl_seconds"):
         return inf[metric]
     if metric == "output_tokens_per_second_per_gpu":
         return inf["tokens_per_second_per_gpu"]

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -15,6 +16,8 @@
 #include "api/serving.h"
 #include "api/state.h"
 #include "check/replay.h"
+#include "../test_jobs.h"
+#include "check/validate.h"
 
 using namespace sc;
 using json = nlohmann::json;
@@ -229,6 +232,12 @@ TEST_CASE("serving: prefill, decode and mixed traces replay; disaggregated pools
   // Chunked prefill: TTFT is four mixed iterations.
   CHECK(inf["ttft_seconds"].get<double>() ==
         doctest::Approx(4 * inf["iterations"]["mixed"]["seconds"].get<double>()).epsilon(1e-6));
+  // ITL: 8 sequences over dp 2 = 4 per rank; per 64 decode steps the 3
+  // other slots are refilled, each prompt's 4 chunks adding (mixed - decode).
+  const double t_mixed = inf["iterations"]["mixed"]["seconds"].get<double>(),
+               t_decode = inf["iterations"]["decode"]["seconds"].get<double>();
+  CHECK(inf["tpot_seconds"].get<double>() == doctest::Approx(t_decode).epsilon(1e-8));
+  CHECK(inf["itl_seconds"].get<double>() == doctest::Approx(t_decode + 3 * 4 * (t_mixed - t_decode) / 64).epsilon(1e-6));
   CHECK(g.phase("nope") == nullptr);
 
   Generator d = build(R"({"mode": "inference", "model": "deepseek-v3", "parallel": {"dp": 32, "ep": 32},
@@ -239,6 +248,19 @@ TEST_CASE("serving: prefill, decode and mixed traces replay; disaggregated pools
   CHECK(d.world_size() == 32);
   json dinf = inference_of(d);
   CHECK(dinf["gpus"].get<int64_t>() == 16 * 2 + 32);
+  // summary.json's job is the whole job as submitted (both pools), its
+  // layout the decode iteration's; the job re-parses to the same canonical form.
+  json top = json::parse(d.summary_json());
+  CHECK(top["job"]["serving"]["disaggregated"]["prefill"]["dp"] == 16);
+  CHECK(top["job"]["serving"]["disaggregated"]["prefill"]["replicas"] == 2);
+  CHECK(top["job"]["serving"]["disaggregated"]["decode"]["dp"] == 32);
+  CHECK(top["layout"]["dp"] == 32);
+  Result<Job> again = parse_job(top["job"].dump());
+  REQUIRE(again.ok());
+  CHECK(json::parse(job_to_canonical_json(*again)) == top["job"]);
+  CHECK(json::parse(g.summary_json())["job"] == json::parse(job_to_canonical_json(*parse_job(R"({"mode": "inference",
+    "model": "llama3-8b", "parallel": {"tp": 2, "pp": 2, "dp": 2},
+    "serving": {"prompt_tokens": 512, "output_tokens": 64, "concurrency": 8, "chunk_tokens": 128}})"))));
   // TTFT = the prefill pool's iteration + moving one prompt's cache (2000 x 70272 B) to the decode pool.
   CHECK(dinf["ttft_seconds"].get<double>() ==
         doctest::Approx(dinf["iterations"]["prefill"]["seconds"].get<double>() +
@@ -317,4 +339,193 @@ TEST_CASE("serving: the concurrency sweep and the request layer") {
   Response training = h.handle_json(R"({"op": "groups", "phase": "decode", "job": {"model": "llama3-8b"}})");
   CHECK(!training.ok());
   CHECK(training.error->path == "phase");
+}
+
+namespace {
+
+// Per-rank sums over one iteration's trace: all-reduces (count, bytes),
+// other collectives, and the FLOPs of nodes whose name contains `what`.
+struct RankCounts {
+  int64_t all_reduces = 0, all_reduce_bytes = 0, other_collectives = 0, flops = 0;
+  std::set<int64_t> groups;
+};
+
+RankCounts count_rank(const Generator& g, int64_t rank, const std::string& what) {
+  RankCounts c;
+  Result<RankTrace> t = g.rank_trace(rank);
+  REQUIRE(t.ok());
+  for (const TraceNode& n : t->nodes) {
+    if (n.kind == TraceNodeKind::kCollective) {
+      if (n.coll == CollectiveType::kAllReduce) {
+        ++c.all_reduces;
+        c.all_reduce_bytes += n.comm_size;
+        c.groups.insert(n.group);
+      } else {
+        ++c.other_collectives;
+      }
+    } else if (n.kind == TraceNodeKind::kCompute && n.name.find(what) != std::string::npos) {
+      c.flops += n.num_ops;
+    }
+  }
+  return c;
+}
+
+std::string mixtral2(const std::string& parallel) {
+  return R"({"mode": "inference", "model": {"preset": "mixtral-8x7b", "num_layers": 2}, "parallel": )" + parallel +
+         R"(, "serving": {"prompt_tokens": 128, "output_tokens": 32, "concurrency": 4}})";
+}
+
+}  // namespace
+
+TEST_CASE("serving: MoE with attention tp, experts over the tp ranks (expert tp or ep): one all-reduce per MoE layer") {
+  // Mixtral 8x7B (mistralai/Mixtral-8x7B-v0.1 config.json): hidden 4096,
+  // 32 heads and 8 KV heads of 128, 8 experts of width 14336 (SwiGLU), top-2,
+  // vocab 32000, untied; cut to 2 layers. Per layer: q,k,v 4096 x (4096 +
+  // 2 x 1024), o 4096 x 4096, router 4096 x 8, experts 8 x 3 x 4096 x 14336,
+  // two RMSNorms of 4096.
+  constexpr int64_t h = 4096, layers = 2, vocab = 32000;
+  constexpr int64_t attn = h * (4096 + 2 * 1024) + h * 4096, router = h * 8, experts = 8 * 3 * h * 14336;
+  constexpr int64_t norms = 2 * h;
+  // At tp 2 attention, experts (either each expert's width over 2 ranks, or
+  // 4 whole experts per rank) and the vocab-parallel embedding and output
+  // layer split in two; router and norms are whole on every rank.
+  constexpr int64_t per_rank = layers * (attn / 2 + experts / 2 + router + norms) + 2 * vocab * h / 2 + h;
+  CHECK(per_rank == 1582387200);
+  Generator single = build(mixtral2(R"({"tp": 1})"));
+  const int64_t expert_flops_tp1 = count_rank(*single.phase("decode"), 0, "moe.experts").flops;
+  REQUIRE(expert_flops_tp1 > 0);
+  for (const char* par : {R"({"tp": 2})", R"({"tp": 2, "ep": 2})"}) {
+    CAPTURE(par);
+    Generator g = build(mixtral2(par));
+    json inf = inference_of(g);
+    CHECK(inf["weights_bytes_per_rank"].get<int64_t>() == per_rank * 2);  // bf16
+    // Tokens per rank of each iteration: decode 4 sequences; prefill one
+    // 128-token prompt; mixed the 128-token prompt beside 3 decoding sequences.
+    const std::pair<const char*, int64_t> kinds[] = {{"decode", 4}, {"prefill", 128}, {"mixed", 131}};
+    for (const auto& [kind, tokens] : kinds) {
+      CAPTURE(kind);
+      const Generator* pg = g.phase(kind);
+      REQUIRE(pg != nullptr);
+      for (int64_t r = 0; r < 2; ++r) {
+        RankCounts c = count_rank(*pg, r, "moe.experts");
+        // The embedding's vocab-parallel partial sum, then per layer
+        // attention's and the MoE's: each [tokens, 4096] bf16 over the tp group.
+        CHECK(c.all_reduces == 1 + 2 * layers);
+        CHECK(c.all_reduce_bytes == (1 + 2 * layers) * tokens * h * 2);
+        CHECK(c.other_collectives == 0);  // no all-to-all: the tokens are already on every rank
+        CHECK(c.groups.size() == 1);
+        if (std::string(kind) == "decode") CHECK(c.flops * 2 == expert_flops_tp1);  // each token's expert work once
+      }
+      auto rep = testing::validate_generated(*pg);
+      if (!rep.ok()) MESSAGE(rep.text());
+      CHECK(rep.errors() == 0);
+      std::vector<RankTrace> ranks;
+      for (int64_t r = 0; r < pg->world_size(); ++r) ranks.push_back(pg->rank_trace(r).value());
+      CHECK(replay_traces(ranks, pg->groups()).completed);
+    }
+  }
+  // Why the MoE all-reduce is there: the combine's partial sum over tp.
+  Generator et = build(mixtral2(R"({"tp": 2})"));
+  json gj = json::parse(et.graph_json(0).value());
+  int moe_reduces = 0;
+  for (const json& op : gj["ops"])
+    if (op.contains("why") && op["why"]["text"].get<std::string>().find("moe.combine leaves a partial sum over tp") !=
+                                  std::string::npos) {
+      ++moe_reduces;
+      CHECK(op["why"]["text"].get<std::string>().find("own experts") != std::string::npos);
+    }
+  CHECK(moe_reduces == layers);
+  // The two layouts hold the same bytes and do the same work, so a decode step costs the same.
+  CHECK(inference_of(build(mixtral2(R"({"tp": 2})")))["tpot_seconds"].get<double>() ==
+        doctest::Approx(inference_of(build(mixtral2(R"({"tp": 2, "ep": 2})")))["tpot_seconds"].get<double>()).epsilon(0.05));
+}
+
+TEST_CASE("serving: a request mix — the cache a sequence holds, TTFT per class and their mean, the decode batch's length") {
+  // Llama 3 8B (131,072 B of bf16 cache per token), one GPU, 16-token pages.
+  // Class A: 1000 + 100 tokens, weight 3; class B: 3000 + 300, weight 1.
+  const std::string mix = R"({"mode": "inference", "model": "llama3-8b",
+    "serving": {"requests": [{"prompt_tokens": 1000, "output_tokens": 100, "weight": 3},
+                             {"prompt_tokens": 3000, "output_tokens": 300, "weight": 1}], "concurrency": 8}})";
+  Generator g = build(mix);
+  json inf = inference_of(g);
+  // Shares 3/4 and 1/4. A sequence's cache at its end: A ceil(1100/16) = 69
+  // pages = 1104 slots, B ceil(3300/16) = 207 pages = 3312; the mean, 828 +
+  // 828 = 1656 slots, is what one sequence of the mix holds.
+  constexpr int64_t kv_token = 32 * 2 * 8 * 128 * 2;
+  CHECK(inf["kv_cache_bytes_per_sequence"].get<int64_t>() == 1656 * kv_token);
+  CHECK(inf["memory_bytes_per_rank"]["kv_cache"].get<int64_t>() == 8 * 1656 * kv_token);
+  REQUIRE(inf["requests"].size() == 2);
+  CHECK(inf["requests"][0]["share"].get<double>() == 0.75);
+  CHECK(inf["requests"][1]["kv_cache_bytes_per_sequence"].get<int64_t>() == 3312 * kv_token);
+  // The decode batch: a class holds a slot for O steps, so slots go 3 x 100
+  // : 1 x 300 = 1 : 1 to A and B, at their mean lengths 1050 and 3150:
+  // 2100 cached tokens per sequence, 8 x 2100 per step.
+  CHECK(inf["iterations"]["decode"]["cached_tokens_per_rank"].get<int64_t>() == 8 * 2100);
+  // The traced prefill is the longest prompt's; TTFT is per class, its mean weighted by requests.
+  CHECK(inf["iterations"]["prefill"]["tokens_per_rank"].get<int64_t>() == 3000);
+  const double ta = inf["requests"][0]["ttft_seconds"].get<double>(), tb = inf["requests"][1]["ttft_seconds"].get<double>();
+  CHECK(tb == doctest::Approx(inf["iterations"]["prefill"]["seconds"].get<double>()).epsilon(1e-8));
+  CHECK(ta < tb);
+  CHECK(inf["ttft_seconds"].get<double>() == doctest::Approx(0.75 * ta + 0.25 * tb).epsilon(1e-8));
+  // Class A's prefill is the fixed 1000-token job's prefill.
+  json fixed_a = inference_of(build(R"({"mode": "inference", "model": "llama3-8b",
+    "serving": {"prompt_tokens": 1000, "output_tokens": 100, "concurrency": 8}})"));
+  CHECK(ta == doctest::Approx(fixed_a["ttft_seconds"].get<double>()).epsilon(1e-8));
+  // Throughput: a slot serves requests back to back; per E[O] = 150 decode
+  // steps each of the 8 slots also prefills one request, E[prefill] = the
+  // mean TTFT here (no chunks): 8 x 150 / (8 x E[prefill] + 150 x TPOT).
+  const double tpot = inf["tpot_seconds"].get<double>();
+  CHECK(inf["tokens_per_second_per_gpu"].get<double>() ==
+        doctest::Approx(8 * 150 / (8 * (0.75 * ta + 0.25 * tb) + 150 * tpot)).epsilon(1e-6));
+  // ITL: per 150 steps the 7 other slots are each refilled once, each prefill stalling the batch.
+  CHECK(inf["itl_seconds"].get<double>() == doctest::Approx(tpot + 7 * (0.75 * ta + 0.25 * tb) / 150).epsilon(1e-6));
+  // The canonical job keeps the mix, not the longest class's lengths.
+  json job = json::parse(g.summary_json())["job"]["serving"];
+  CHECK(job["requests"].size() == 2);
+  CHECK(!job.contains("prompt_tokens"));
+
+  // One class is the fixed-length job: the same figures.
+  json one = inference_of(build(R"({"mode": "inference", "model": "llama3-8b",
+    "serving": {"requests": [{"prompt_tokens": 1000, "output_tokens": 100, "weight": 2}]}})"));
+  json fixed = inference_of(build(R"({"mode": "inference", "model": "llama3-8b",
+    "serving": {"prompt_tokens": 1000, "output_tokens": 100}})"));
+  for (const char* key : {"max_concurrent_sequences", "kv_cache_bytes_per_sequence", "ttft_seconds", "tpot_seconds",
+                          "tokens_per_second_per_gpu"})
+    CHECK(one[key] == fixed[key]);
+
+  // As many as fit: the mean sequence's cache beside weights and activations.
+  json fit = inference_of(build(R"({"mode": "inference", "model": "llama3-8b",
+    "serving": {"requests": [{"prompt_tokens": 1000, "output_tokens": 100, "weight": 3},
+                             {"prompt_tokens": 3000, "output_tokens": 300, "weight": 1}]}})"));
+  const json& mem = fit["memory_bytes_per_rank"];
+  const int64_t room = mem["capacity"].get<int64_t>() - mem["weights"].get<int64_t>() - mem["activations"].get<int64_t>();
+  CHECK(fit["max_concurrent_sequences"].get<int64_t>() == room / (1656 * kv_token));
+
+  // Disaggregated: a class's TTFT is its prefill plus moving its prompt's cache.
+  json d = inference_of(build(R"({"mode": "inference", "model": "llama3-8b",
+    "serving": {"requests": [{"prompt_tokens": 1000, "output_tokens": 100}, {"prompt_tokens": 2000, "output_tokens": 100}],
+      "concurrency": 4, "disaggregated": {"prefill": {"tp": 1}, "decode": {"tp": 1}}}})"));
+  CHECK(d["requests"][1]["ttft_seconds"].get<double>() ==
+        doctest::Approx(d["iterations"]["prefill"]["seconds"].get<double>() + d["kv_transfer_seconds"].get<double>())
+            .epsilon(1e-8));
+  const double t0 = d["requests"][0]["ttft_seconds"].get<double>(), t1 = d["requests"][1]["ttft_seconds"].get<double>();
+  CHECK(d["itl_seconds"] == d["tpot_seconds"]);  // the decode pool runs no prefills
+  CHECK(d["ttft_seconds"].get<double>() == doctest::Approx(0.5 * t0 + 0.5 * t1).epsilon(1e-8));
+}
+
+TEST_CASE("serving: MoE over tp with shared experts (DeepSeek-V3 cut to 4 layers, tp 2): routed and shared summed, one all-reduce") {
+  // One dense layer, three MoE layers with a shared expert beside the 256
+  // routed ones. Per rank: the embedding's all-reduce, then per layer
+  // attention's and the MLP's or MoE's (routed + shared, both partial over
+  // tp, added before one all-reduce): 1 + 2 x 4, each [4 tokens, 7168] bf16.
+  Generator g = build(R"({"mode": "inference", "model": {"preset": "deepseek-v3", "num_layers": 4, "first_dense_layers": 1},
+    "parallel": {"tp": 2}, "serving": {"prompt_tokens": 128, "output_tokens": 32, "concurrency": 4}})");
+  for (int64_t r = 0; r < 2; ++r) {
+    RankCounts c = count_rank(*g.phase("decode"), r, "moe.experts");
+    CHECK(c.all_reduces == 1 + 2 * 4);
+    CHECK(c.all_reduce_bytes == (1 + 2 * 4) * 4 * 7168 * 2);
+    CHECK(c.other_collectives == 0);
+  }
+  auto rep = testing::validate_generated(*g.phase("decode"));
+  CHECK(rep.errors() == 0);
 }

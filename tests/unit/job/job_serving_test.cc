@@ -1,9 +1,12 @@
 // Inference jobs: "mode": "inference" and the serving section (docs/inference.md, "Job").
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "job/job.h"
 
 using namespace sc;
+using json = nlohmann::json;
 
 namespace {
 
@@ -80,30 +83,86 @@ TEST_CASE("serving: training-only fields and bad values name the field") {
   CHECK(has(e.message, "8192"));
   e = must_fail(R"({"mode": "inference", "model": "nemotron-h-8b"})");
   CHECK(e.path == "model.hybrid_pattern");
-  e = must_fail(R"({"mode": "inference", "model": "mixtral-8x7b", "parallel": {"tp": 2}})");
-  CHECK(e.path == "parallel.tp");
-  CHECK(e.code == ErrorCode::kUnsupported);
-  // Why (a decode step has one token per sequence: nothing for sequence
-  // parallelism to cut) and what to use instead: the same 2 ranks as DP
-  // attention, Mixtral's 8 experts over ep gcd(2, 8) = 2.
-  CHECK(has(e.message, "one token per sequence"));
-  CHECK(has(e.message, R"("tp": 1, "dp": 2, "ep": 2)"));
+  // MoE with attention tp: the experts fill the tp ranks (ep x expert_tp =
+  // tp). expert_tp left out is what ep leaves of tp: tp 2 alone is expert
+  // tp 2 (vLLM's default), "ep": 2 is expert parallelism over the 2 ranks.
+  Result<Job> etp = parse_job(R"({"mode": "inference", "model": "mixtral-8x7b", "parallel": {"tp": 2}})");
+  REQUIRE_MESSAGE(etp.ok(), etp.error().message);
+  CHECK(etp->parallel.expert_tp == 2);
+  CHECK(etp->parallel.ep == 1);
+  Result<Job> ep = parse_job(R"({"mode": "inference", "model": "mixtral-8x7b", "parallel": {"tp": 2, "ep": 2}})");
+  REQUIRE_MESSAGE(ep.ok(), ep.error().message);
+  CHECK(ep->parallel.expert_tp == 1);
   CHECK(parse_job(R"({"mode": "inference", "model": "mixtral-8x7b", "parallel": {"tp": 1, "dp": 2, "ep": 2}})").ok());
-  // DeepSeek-V3, tp 8 x dp 4 = 32 ranks: 256 experts over ep 32; a
-  // concurrency of 8 (divisible by dp 4, not by 32) is named too.
-  e = must_fail(R"({"mode": "inference", "model": "deepseek-v3", "parallel": {"tp": 8, "dp": 4},
-    "serving": {"concurrency": 8}})");
-  CHECK(e.path == "parallel.tp");
-  CHECK(has(e.message, R"("tp": 1, "dp": 32, "ep": 32)"));
-  CHECK(has(e.message, "concurrency divisible by 32"));
-  CHECK(parse_job(R"({"mode": "inference", "model": "deepseek-v3", "parallel": {"tp": 1, "dp": 32, "ep": 32},
-    "serving": {"concurrency": 64}})").ok());
-  // Mixtral 8x22B on tp 4 x dp 3 = 12 ranks: 8 experts, ep gcd(12, 8) = 4.
-  e = must_fail(R"({"mode": "inference", "model": "mixtral-8x22b", "parallel": {"tp": 4, "dp": 3}})");
+  // Experts over more ranks than the tp group: refused, naming ep, the
+  // product and the layouts that work.
+  e = must_fail(R"({"mode": "inference", "model": "mixtral-8x7b", "parallel": {"tp": 2, "ep": 2, "expert_tp": 2}})");
+  CHECK(e.path == "parallel.ep");
+  CHECK(has(e.message, "expert_tp (2) x ep (2) must equal tp (2)"));
+  CHECK(has(e.message, R"("ep": 2, "expert_tp": 1)"));
+  // Wide EP across attention-dp ranks with tp: Mixtral 8x22B on tp 4 x dp 3 =
+  // 12 ranks with ep 8: the DeepSeek-style layout, 8 experts over ep gcd(12, 8) = 4.
+  e = must_fail(R"({"mode": "inference", "model": "mixtral-8x22b", "parallel": {"tp": 4, "dp": 3, "ep": 8}})");
+  CHECK(e.path == "parallel.ep");
   CHECK(has(e.message, R"("tp": 1, "dp": 12, "ep": 4)"));
   CHECK(parse_job(R"({"mode": "inference", "model": "mixtral-8x22b", "parallel": {"tp": 1, "dp": 12, "ep": 4}})").ok());
+  // tp 8 x dp 4 with the experts over each tp group (expert tp 8, replicated over dp).
+  CHECK(parse_job(R"({"mode": "inference", "model": "deepseek-v3", "parallel": {"tp": 8, "dp": 4},
+    "serving": {"concurrency": 8}})").ok());
+  e = must_fail(R"({"mode": "inference", "model": "mixtral-8x7b",
+    "parallel": {"tp": 2, "dp": 2, "order": ["dp", "tp", "cp", "pp"]}})");
+  CHECK(e.path == "parallel.order");
+  // Disaggregated: the pool's field.
+  e = must_fail(R"({"mode": "inference", "model": "mixtral-8x7b", "serving": {"disaggregated":
+    {"prefill": {"tp": 2}, "decode": {"tp": 4, "ep": 2, "expert_tp": 1}}}})");
+  CHECK(e.path == "serving.disaggregated.decode.ep");
   e = must_fail(R"({"mode": "inference", "model": "llama3-8b", "parallel": {"dp": 4}, "serving": {"concurrency": 6}})");
   CHECK(e.path == "serving.concurrency");
+}
+
+TEST_CASE("serving: a request mix — fields, canonical form, errors naming the class's field") {
+  Result<Job> j = parse_job(R"({"mode": "inference", "model": "llama3-8b", "serving": {"requests": [
+    {"prompt_tokens": 1000, "output_tokens": 100, "weight": 3}, {"prompt_tokens": 3000, "output_tokens": 300},
+    {"prompt_tokens": 3000, "output_tokens": 50, "weight": 0.5}]}})");
+  REQUIRE_MESSAGE(j.ok(), j.error().message);
+  REQUIRE(j->serving.requests.size() == 3);
+  CHECK(j->serving.requests[1].weight == 1);  // the default
+  // The longest prompt's class (the first of equals) gives the traced prefill.
+  CHECK(j->serving.prompt_tokens == 3000);
+  CHECK(j->serving.output_tokens == 300);
+  CHECK(j->training.seq_len == 3300);  // the longest context
+  json c = json::parse(job_to_canonical_json(*j));
+  CHECK(!c["serving"].contains("prompt_tokens"));
+  CHECK(c["serving"]["requests"][2]["weight"] == 0.5);
+  Result<Job> again = parse_job(c.dump());
+  REQUIRE(again.ok());
+  CHECK(job_to_canonical_json(*again) == job_to_canonical_json(*j));
+
+  Error e = must_fail(R"({"mode": "inference", "model": "llama3-8b", "serving": {"prompt_tokens": 10,
+    "requests": [{"prompt_tokens": 1, "output_tokens": 1}]}})");
+  CHECK(e.path == "serving.requests");
+  CHECK(has(e.message, "not both"));
+  e = must_fail(R"({"mode": "inference", "model": "llama3-8b", "serving": {"requests": []}})");
+  CHECK(e.path == "serving.requests");
+  e = must_fail(R"({"mode": "inference", "model": "llama3-8b", "serving": {"requests": [{"prompt_tokens": 1, "output_tokens": 1},
+    {"prompt_tokens": 5}]}})");
+  CHECK(e.path == "serving.requests[1].output_tokens");
+  e = must_fail(R"({"mode": "inference", "model": "llama3-8b", "serving": {"requests": [{"prompt_tokens": 1, "output_tokens": 1,
+    "weight": 0}]}})");
+  CHECK(e.path == "serving.requests[0].weight");
+  e = must_fail(R"({"mode": "inference", "model": "llama3-8b", "serving": {"requests": [{"prompt_tokens": 1, "output_tokens": 1,
+    "share": 1}]}})");
+  CHECK(e.path == "serving.requests[0].share");
+  // Llama 3 8B's context is 8192 tokens: the class that exceeds it is named.
+  e = must_fail(R"({"mode": "inference", "model": "llama3-8b", "serving": {"requests": [{"prompt_tokens": 100, "output_tokens": 1},
+    {"prompt_tokens": 8000, "output_tokens": 500}]}})");
+  CHECK(e.path == "serving.requests[1].prompt_tokens");
+  CHECK(has(e.message, "8500"));
+  std::string many = R"({"mode": "inference", "model": "llama3-8b", "serving": {"requests": [)";
+  for (int i = 0; i < 17; ++i) many += std::string(i ? "," : "") + R"({"prompt_tokens": 10, "output_tokens": 10})";
+  e = must_fail(many + "]}}");
+  CHECK(e.path == "serving.requests");
+  CHECK(has(e.message, "16"));
 }
 
 TEST_CASE("serving: disaggregated pools, their errors name the pool's field") {
@@ -129,11 +188,11 @@ TEST_CASE("serving: disaggregated pools, their errors name the pool's field") {
   e = must_fail(R"({"mode": "inference", "model": "deepseek-v3",
     "serving": {"disaggregated": {"prefill": {"dp": 8, "ep": 7}, "decode": {"dp": 8, "ep": 8}}}})");
   CHECK(e.path == "serving.disaggregated.prefill.ep");
-  // MoE with tp in one pool: that pool's field and that pool's ranks (tp 2 x dp 4 = 8, ep 8);
-  // the concurrency (16, a multiple of the decode dp 8, not of 32) is the decode pool's, not named here.
+  // MoE with tp in one pool and its experts over more ranks than tp (tp 2 x
+  // dp 4 = 8, ep 8): that pool's field and that pool's ranks.
   e = must_fail(R"({"mode": "inference", "model": "deepseek-v3", "parallel": {"dp": 8, "ep": 8},
     "serving": {"concurrency": 16, "disaggregated": {"prefill": {"tp": 2, "dp": 4, "ep": 8}, "decode": {"dp": 8, "ep": 8}}}})");
-  CHECK(e.path == "serving.disaggregated.prefill.tp");
+  CHECK(e.path == "serving.disaggregated.prefill.ep");
+  CHECK(has(e.message, "the prefill pool"));
   CHECK(has(e.message, R"("tp": 1, "dp": 8, "ep": 8)"));
-  CHECK(!has(e.message, "concurrency"));
 }
