@@ -230,8 +230,7 @@ class PipelineReplay {
     PipelineTiming t;
     t.busy_micros.assign(nodes_.size(), 0);
     t.end_micros.assign(nodes_.size(), 0);
-    for (size_t r = 0; r < nodes_.size(); ++r)
-      if (!setup(r)) return t;
+    if (!setup()) return t;
     for (size_t r = 0; r < nodes_.size(); ++r) issue(static_cast<int64_t>(r), 0);
     while (!events_.empty()) {
       const Event e = events_.top();
@@ -248,51 +247,75 @@ class PipelineReplay {
   // What the replay needs of a node.
   enum Class : uint8_t { kCounted = 0, kOptimizer = 1, kColl = 2, kSendNode = 3, kRecvNode = 4 };
 
+  // The per-node facts of every stage in one array (and the children in
+  // one more): separate arrays per stage start at the same page offset and
+  // evict each other from the cache as the stages advance side by side.
+  struct Node {
+    double dur = 0;         // compute nodes' duration_micros
+    uint32_t child_at = 0;  // children: child[child_at .. next node's child_at), stage-local ids
+    uint8_t cls = 0;
+  };
   struct Stage {
-    std::vector<int32_t> waiting;
-    std::vector<uint32_t> child_at, child;
-    std::vector<uint8_t> cls;
-    std::vector<double> dur;  // compute nodes' duration_micros (read per issue: kept compact)
+    Node* n = nullptr;  // size + 1 entries (the last bounds the children)
+    // Unfinished dependencies per node, -1 once finished; apart from n
+    // (children include backward consumers far ahead: dense counts stay
+    // in the cache).
+    int32_t* waiting = nullptr;
+    const uint32_t* child = nullptr;
     std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> comp, comm;
-    std::vector<uint32_t> recvs;  // ready receives, ascending, issued at the next issue
+    std::vector<uint32_t> recvs;  // ready receives, issued at the next issue
     bool comp_busy = false, comm_busy = false;
     int64_t finished = 0;
   };
 
-  bool setup(size_t r) {
-    const auto& nodes = *nodes_[r];
-    Stage& s = st_[r];
-    const size_t n = nodes.size();
-    s.waiting.assign(n, 0);
-    s.cls.resize(n);
-    s.dur.assign(n, 0);
-    s.child_at.assign(n + 1, 0);
-    for (size_t i = 0; i < n; ++i) {
-      const TraceNode& x = nodes[i];
-      if (x.id != i) return false;
-      for (auto d : x.deps) {
-        if (d >= n) return false;
-        s.waiting[i]++;
-        s.child_at[d + 1]++;
-      }
-      s.cls[i] = x.kind == TraceNodeKind::kCompute ? (x.name.rfind("opt.", 0) == 0 ? kOptimizer : kCounted)
-                 : x.kind == TraceNodeKind::kCollective ? kColl
-                 : x.kind == TraceNodeKind::kSend       ? kSendNode
-                                                        : kRecvNode;
-      if (x.kind == TraceNodeKind::kCompute) s.dur[i] = static_cast<double>(x.duration_micros);
+  bool setup() {
+    size_t total = 0, edges = 0;
+    for (const auto* v : nodes_) {
+      total += v->size() + 1;
+      for (const TraceNode& x : *v) edges += x.deps.size();
     }
-    for (size_t i = 0; i < n; ++i) s.child_at[i + 1] += s.child_at[i];
-    s.child.resize(s.child_at[n]);
-    std::vector<uint32_t> at(s.child_at.begin(), s.child_at.end() - 1);
-    for (size_t i = 0; i < n; ++i)
-      for (auto d : nodes[i].deps) s.child[at[d]++] = static_cast<uint32_t>(i);
-    for (size_t i = 0; i < n; ++i)
-      if (s.waiting[i] == 0) ready(s, static_cast<uint32_t>(i));
+    node_.assign(total, Node{});
+    waiting_.assign(total, 0);
+    child_.resize(edges);
+    size_t base = 0, ebase = 0;
+    for (size_t r = 0; r < nodes_.size(); ++r) {
+      const auto& nodes = *nodes_[r];
+      Stage& s = st_[r];
+      const size_t n = nodes.size();
+      s.n = node_.data() + base;
+      s.waiting = waiting_.data() + base;
+      s.child = child_.data() + ebase;
+      Node* v = s.n;
+      for (size_t i = 0; i < n; ++i) {
+        const TraceNode& x = nodes[i];
+        if (x.id != i) return false;
+        for (auto d : x.deps) {
+          if (d >= n) return false;
+          s.waiting[i]++;
+          v[d + 1].child_at++;
+        }
+        v[i].cls = x.kind == TraceNodeKind::kCompute ? (x.name.rfind("opt.", 0) == 0 ? kOptimizer : kCounted)
+                   : x.kind == TraceNodeKind::kCollective ? kColl
+                   : x.kind == TraceNodeKind::kSend       ? kSendNode
+                                                          : kRecvNode;
+        if (x.kind == TraceNodeKind::kCompute) v[i].dur = static_cast<double>(x.duration_micros);
+      }
+      for (size_t i = 0; i < n; ++i) v[i + 1].child_at += v[i].child_at;
+      std::vector<uint32_t> at(n);
+      for (size_t i = 0; i < n; ++i) at[i] = v[i].child_at;
+      uint32_t* child = child_.data() + ebase;
+      for (size_t i = 0; i < n; ++i)
+        for (auto d : nodes[i].deps) child[at[d]++] = static_cast<uint32_t>(i);
+      for (size_t i = 0; i < n; ++i)
+        if (s.waiting[i] == 0) ready(s, static_cast<uint32_t>(i));
+      base += n + 1;
+      ebase += v[n].child_at;
+    }
     return true;
   }
 
   static void ready(Stage& s, uint32_t i) {
-    const uint8_t c = s.cls[i];
+    const uint8_t c = s.n[i].cls;
     if (c <= kOptimizer) s.comp.push(i);
     else if (c == kRecvNode) s.recvs.push_back(i);
     else s.comm.push(i);
@@ -308,14 +331,14 @@ class PipelineReplay {
       const uint32_t i = s.comp.top();
       s.comp.pop();
       s.comp_busy = true;
-      events_.push({now + s.dur[i], r, i});
+      events_.push({now + s.n[i].dur, r, i});
     }
     int64_t send = -1;
     if (!s.comm_busy && !s.comm.empty()) {
       const uint32_t i = s.comm.top();
       s.comm.pop();
       s.comm_busy = true;
-      if (s.cls[i] == kColl) events_.push({now, r, i});
+      if (s.n[i].cls == kColl) events_.push({now, r, i});
       else send = i;
     }
     if (s.recvs.empty()) {
@@ -380,11 +403,12 @@ class PipelineReplay {
 
   void finish(const Event& e, PipelineTiming& t) {
     Stage& s = st_[e.rank];
-    const uint8_t c = s.cls[e.node];
+    Node* v = s.n;
+    const uint8_t c = v[e.node].cls;
     if (c <= kOptimizer) {
       s.comp_busy = false;
       if (c == kCounted) {
-        t.busy_micros[e.rank] += s.dur[e.node];
+        t.busy_micros[e.rank] += v[e.node].dur;
         t.end_micros[e.rank] = std::max(t.end_micros[e.rank], e.time);
       }
     } else if (c != kRecvNode) {
@@ -392,7 +416,7 @@ class PipelineReplay {
     }
     s.waiting[e.node] = -1;
     s.finished++;
-    for (uint32_t ci = s.child_at[e.node]; ci < s.child_at[e.node + 1]; ++ci)
+    for (uint32_t ci = v[e.node].child_at; ci < v[e.node + 1].child_at; ++ci)
       if (--s.waiting[s.child[ci]] == 0) ready(s, s.child[ci]);
     issue(e.rank, e.time);
   }
@@ -400,6 +424,9 @@ class PipelineReplay {
   const std::vector<const std::vector<TraceNode>*>& nodes_;
   const std::vector<const std::vector<int64_t>*>& peers_;
   std::vector<Stage> st_;
+  std::vector<Node> node_;
+  std::vector<int32_t> waiting_;
+  std::vector<uint32_t> child_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::unordered_map<Key, Queue, KeyHash> p2p_;
 };

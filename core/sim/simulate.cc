@@ -32,9 +32,6 @@ struct PeerSpec {
 struct StagePlan {
   std::vector<int> axes;  // global axis index per collective slot
   std::vector<PeerSpec> peers;
-  // Children of node i: child[child_at[i] .. child_at[i + 1]), ascending
-  // (one flat array: millions of nodes, no allocation each).
-  std::vector<uint32_t> child_at, child;
   std::vector<int> ndeps;
   // The fields of the nodes the run reads, compact (a TraceNode is large:
   // names, deps; reading it per event misses the cache).
@@ -42,13 +39,32 @@ struct StagePlan {
     int64_t val = 0;   // compute: duration_micros; communication: comm_size
     int32_t slot = -1;  // collective slot, peer slot, or -1
     int32_t tag = 0;    // send/recv tag
+    uint32_t child_at = 0;  // children of node i: child[info[i].child_at .. info[i + 1].child_at), ascending
     int8_t kind = -1;   // comm kind, -1 for compute
     int8_t stream = 0;  // stream (kCompute...), -1 for receives (posted at once)
     uint8_t nk = 0;     // TraceNodeKind
     uint8_t coll = 0;   // CollectiveType
     TraceNodeKind node_kind() const { return static_cast<TraceNodeKind>(nk); }
   };
-  std::vector<Info> info;
+  // Every stage's infos (n + 1 each: the last bounds the children) and
+  // children live in one array each (Engine): arrays of their own would
+  // start at the same page offset and evict each other from the cache as
+  // the stages advance side by side.
+  size_t n = 0;
+  Info* info = nullptr;
+  uint32_t* child = nullptr;
+};
+
+// What the run keeps per node of an actor (one array for all actors, as
+// the plans'). start also holds the time a node became ready until it
+// starts (stream_pred reads it at issue).
+// Unfinished dependencies are counted in an array apart (Actor::waiting):
+// a node's children include its backward consumers far ahead, so the
+// counts are touched at random, and dense they stay in the cache.
+struct NodeState {
+  double start = 0, end = 0;
+  int32_t pred_actor = -1;  // the node the critical path came from
+  uint32_t pred_node = 0;
 };
 
 // Streams of a rank. ASTRA-sim's rule uses kCompute and kComm; Megatron's
@@ -66,18 +82,14 @@ struct Actor {
   std::vector<int64_t> peer_rank;
   std::vector<char> solo;             // per collective slot: the group is this class alone
   // state
-  std::vector<int> waiting;
+  NodeState* s = nullptr;  // per node (Engine::states_)
+  int32_t* waiting = nullptr;  // per node: unfinished dependencies, -1 once finished (Engine::waiting_)
   // Ready nodes per stream, lowest id first (a heap: cheaper than a set).
   std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> ready[kStreams];
   bool busy[kStreams] = {false, false, false};
   std::vector<int64_t> issued;  // per collective slot
   int64_t finished = 0;
   int64_t last[kStreams] = {-1, -1, -1};
-  // start also holds the time a node became ready until it starts
-  // (stream_pred reads it at issue).
-  std::vector<double> start, end;
-  std::vector<int32_t> pred_actor;
-  std::vector<uint32_t> pred_node;
   // Compute slowed by communication kernels sharing the SMs (kMegatron):
   // the compute node in flight, its work left (µs at full speed) as of
   // seg_start, and how many overlapping transfers of each tier run.
@@ -106,6 +118,16 @@ class Engine {
   Result<SimResult> run() {
     SC_RETURN_IF_ERROR(plan());
     SC_RETURN_IF_ERROR(classes());
+    size_t total = 0;
+    for (const Actor& x : actors_) total += plans_[x.stage].n;
+    states_.assign(total, NodeState{});
+    waiting_.assign(total, 0);
+    total = 0;
+    for (Actor& x : actors_) {
+      x.s = states_.data() + total;
+      x.waiting = waiting_.data() + total;
+      total += plans_[x.stage].n;
+    }
     for (size_t a = 0; a < actors_.size(); ++a) init(static_cast<int>(a));
     for (size_t a = 0; a < actors_.size(); ++a) issue(static_cast<int>(a), 0);
     while (!events_.empty()) {
@@ -133,12 +155,21 @@ class Engine {
  private:
   Status plan() {
     plans_.resize(st_.size());
+    size_t total = 0, edges = 0;
+    for (const SimStage& x : st_) {
+      total += x.program->nodes.size() + 1;
+      for (const TraceNode& t : x.program->nodes) edges += t.deps.size();
+    }
+    infos_.assign(total, StagePlan::Info{});
+    children_.resize(edges);
+    size_t base = 0, ebase = 0;
     for (size_t s = 0; s < st_.size(); ++s) {
       const RoleProgram& p = *st_[s].program;
       StagePlan& pl = plans_[s];
       const size_t n = p.nodes.size();
-      pl.info.assign(n, StagePlan::Info{});
-      pl.child_at.assign(n + 1, 0);
+      pl.n = n;
+      pl.info = infos_.data() + base;
+      pl.child = children_.data() + ebase;
       pl.ndeps.assign(n, 0);
       std::map<int, int> axis_slot;
       std::map<PeerSpec, int> peer_slot;
@@ -147,7 +178,7 @@ class Engine {
         if (x.id != i) return make_error(ErrorCode::kInternal, "stage " + std::to_string(s) + ": node ids out of order");
         for (uint64_t d : x.deps) {
           if (d >= i) return make_error(ErrorCode::kInternal, "stage " + std::to_string(s) + " node " + std::to_string(i) + ": dependency " + std::to_string(d) + " is not earlier");
-          pl.child_at[d + 1]++;
+          pl.info[d + 1].child_at++;
           pl.ndeps[i]++;
         }
         StagePlan::Info& in = pl.info[i];
@@ -181,11 +212,13 @@ class Engine {
                          : (opt_.streams == SimStreams::kMegatron && off == 0) ? kCompute : kComm;
         }
       }
-      for (size_t i = 0; i < n; ++i) pl.child_at[i + 1] += pl.child_at[i];
-      pl.child.resize(pl.child_at[n]);
-      std::vector<uint32_t> at(pl.child_at.begin(), pl.child_at.end() - 1);
+      for (size_t i = 0; i < n; ++i) pl.info[i + 1].child_at += pl.info[i].child_at;
+      std::vector<uint32_t> at(n);
+      for (size_t i = 0; i < n; ++i) at[i] = pl.info[i].child_at;
       for (size_t i = 0; i < n; ++i)
         for (uint64_t d : p.nodes[i].deps) pl.child[at[d]++] = static_cast<uint32_t>(i);
+      base += n + 1;
+      ebase += pl.info[n].child_at;
     }
     return ok_status();
   }
@@ -332,13 +365,9 @@ class Engine {
   void init(int ai) {
     Actor& a = actors_[ai];
     const StagePlan& pl = plans_[a.stage];
-    const size_t n = pl.ndeps.size();
-    a.waiting = pl.ndeps;
+    const size_t n = pl.n;
+    for (size_t i = 0; i < n; ++i) a.waiting[i] = pl.ndeps[i];
     a.issued.assign(pl.axes.size(), 0);
-    a.start.assign(n, 0);
-    a.end.assign(n, 0);
-    a.pred_actor.assign(n, -1);
-    a.pred_node.assign(n, 0);
     nodes_ += static_cast<int64_t>(n);
     for (size_t i = 0; i < n; ++i)
       if (a.waiting[i] == 0) make_ready(ai, static_cast<uint32_t>(i), 0);
@@ -346,7 +375,7 @@ class Engine {
 
   void make_ready(int ai, uint32_t i, double now) {
     Actor& a = actors_[ai];
-    a.start[i] = now;  // the ready time until the node starts
+    a.s[i].start = now;  // the ready time until the node starts
     const int s = plans_[a.stage].info[i].stream;
     if (s < 0) post_p2p(ai, i, now);  // receives are outstanding at once
     else a.ready[s].push(i);
@@ -355,9 +384,9 @@ class Engine {
   // The node that freed the stream, when the node waited for it.
   void stream_pred(int ai, uint32_t i, double now, int64_t last) {
     Actor& a = actors_[ai];
-    if (now > a.start[i] && last >= 0) {
-      a.pred_actor[i] = ai;
-      a.pred_node[i] = static_cast<uint32_t>(last);
+    if (now > a.s[i].start && last >= 0) {
+      a.s[i].pred_actor = ai;
+      a.s[i].pred_node = static_cast<uint32_t>(last);
     }
   }
 
@@ -373,17 +402,17 @@ class Engine {
       const TraceNodeKind k = in.node_kind();
       if (k == TraceNodeKind::kCompute) {
         const double d = static_cast<double>(in.val);
-        a.start[i] = now;
-        a.end[i] = now + d;
+        a.s[i].start = now;
+        a.s[i].end = now + d;
         if (sharing_) {
           a.running = i;
           a.work_left = d;
           a.seg_start = now;
           a.rate = rate_of(a);
-          a.end[i] = now + a.work_left / a.rate;
+          a.s[i].end = now + a.work_left / a.rate;
           ++a.version;
         }
-        events_.push({a.end[i], ai, i, a.version});
+        events_.push({a.s[i].end, ai, i, a.version});
       } else if (k == TraceNodeKind::kCollective) {
         join(ai, i, now);
       } else {
@@ -407,10 +436,10 @@ class Engine {
   void start_collective(int ai, uint32_t n, int s, double start) {
     Actor& a = actors_[ai];
     const StagePlan::Info& in = plans_[a.stage].info[n];
-    a.start[n] = start;
-    a.end[n] = start + collective_micros(net_, a.shape[s], static_cast<CollectiveType>(in.coll), in.val);
+    a.s[n].start = start;
+    a.s[n].end = start + collective_micros(net_, a.shape[s], static_cast<CollectiveType>(in.coll), in.val);
     share(ai, n, a.shape[s].domains > 1, +1, start);
-    events_.push({a.end[n], ai, n});
+    events_.push({a.s[n].end, ai, n});
   }
 
   void join(int bi, uint32_t i, double now) {
@@ -434,8 +463,8 @@ class Engine {
       if (sl.missing > 0) continue;
       const uint32_t n = sl.node;
       if (sl.last_actor != ai) {  // waited for a member: continue the path before its issue
-        a.pred_actor[n] = actors_[sl.last_actor].pred_actor[sl.last_node];
-        a.pred_node[n] = actors_[sl.last_actor].pred_node[sl.last_node];
+        a.s[n].pred_actor = actors_[sl.last_actor].s[sl.last_node].pred_actor;
+        a.s[n].pred_node = actors_[sl.last_actor].s[sl.last_node].pred_node;
       }
       start_collective(ai, n, a.slot_of_axis[g], sl.start);
       inst.slots.erase(ai);
@@ -494,12 +523,12 @@ class Engine {
     const double start = std::max(ts, tr);
     const StagePlan::Info& sin = plans_[S.stage].info[sn];
     const double end = start + p2p_micros(net_, S.rank, S.peer_rank[sin.slot], sin.val);
-    S.start[sn] = R.start[rn] = start;
-    S.end[sn] = R.end[rn] = end;
+    S.s[sn].start = R.s[rn].start = start;
+    S.s[sn].end = R.s[rn].end = end;
     const bool cross = domain_of(net_, S.rank) != domain_of(net_, S.peer_rank[sin.slot]);
     share(sa, sn, cross, +1, start);
     share(ra, rn, cross, +1, start);
-    if (ts >= tr) R.pred_actor[rn] = S.pred_actor[sn], R.pred_node[rn] = S.pred_node[sn];
+    if (ts >= tr) R.s[rn].pred_actor = S.s[sn].pred_actor, R.s[rn].pred_node = S.s[sn].pred_node;
     events_.push({end, sa, sn});
     events_.push({end, ra, rn});
   }
@@ -535,8 +564,8 @@ class Engine {
     a.work_left = std::max(0.0, a.work_left - (now - a.seg_start) * a.rate);
     a.seg_start = now;
     a.rate = r;
-    a.end[n] = now + a.work_left / r;
-    events_.push({a.end[n], ai, n, ++a.version});
+    a.s[n].end = now + a.work_left / r;
+    events_.push({a.s[n].end, ai, n, ++a.version});
   }
 
   void finish(const Event& e) {
@@ -556,11 +585,11 @@ class Engine {
     a.waiting[e.node] = -1;
     a.finished++;
     step_ = std::max(step_, e.time);
-    for (uint32_t ci = pl.child_at[e.node]; ci < pl.child_at[e.node + 1]; ++ci) {
+    for (uint32_t ci = in.child_at; ci < pl.info[e.node + 1].child_at; ++ci) {
       const uint32_t c = pl.child[ci];
       if (--a.waiting[c] == 0) {
-        a.pred_actor[c] = e.actor;
-        a.pred_node[c] = e.node;
+        a.s[c].pred_actor = e.actor;
+        a.s[c].pred_node = e.node;
         make_ready(e.actor, c, e.time);
       }
     }
@@ -584,12 +613,12 @@ class Engine {
     // Sweep: compute busy, else the kinds of communication in flight.
     struct Edge { double t; int kind; int delta; };  // kind -1 = compute
     std::vector<Edge> edges;
-    for (size_t i = 0; i < pl.info.size(); ++i) {
-      r.end = std::max(r.end, a.end[i]);
-      if (a.end[i] <= a.start[i]) continue;
-      edges.push_back({a.start[i], pl.info[i].kind, +1});
-      edges.push_back({a.end[i], pl.info[i].kind, -1});
-      if (pl.info[i].kind < 0) r.busy += a.end[i] - a.start[i];
+    for (size_t i = 0; i < pl.n; ++i) {
+      r.end = std::max(r.end, a.s[i].end);
+      if (a.s[i].end <= a.s[i].start) continue;
+      edges.push_back({a.s[i].start, pl.info[i].kind, +1});
+      edges.push_back({a.s[i].end, pl.info[i].kind, -1});
+      if (pl.info[i].kind < 0) r.busy += a.s[i].end - a.s[i].start;
     }
     std::sort(edges.begin(), edges.end(), [](const Edge& x, const Edge& y) { return x.t < y.t; });
     int active[kNumCommKinds + 1] = {0};
@@ -620,17 +649,17 @@ class Engine {
     const StagePlan& pl = plans_[a.stage];
     const SimStage& s = st_[a.stage];
     std::vector<SimInterval> out, comm[kNumCommKinds];
-    for (size_t i = 0; i < pl.info.size(); ++i) {
-      if (a.end[i] <= a.start[i]) continue;
+    for (size_t i = 0; i < pl.n; ++i) {
+      if (a.s[i].end <= a.s[i].start) continue;
       const int32_t mb = i < s.micro_batch.size() ? s.micro_batch[i] : -1;
       if (pl.info[i].kind < 0) {
         const char* k = compute_kind(a.stage, static_cast<uint32_t>(i));
-        if (!out.empty() && out.back().kind == k && out.back().micro_batch == mb && a.start[i] - out.back().end < 1e-9)
-          out.back().end = a.end[i];
+        if (!out.empty() && out.back().kind == k && out.back().micro_batch == mb && a.s[i].start - out.back().end < 1e-9)
+          out.back().end = a.s[i].end;
         else
-          out.push_back({a.start[i], a.end[i], k, mb});
+          out.push_back({a.s[i].start, a.s[i].end, k, mb});
       } else {
-        comm[pl.info[i].kind].push_back({a.start[i], a.end[i], kCommKinds[pl.info[i].kind], mb});
+        comm[pl.info[i].kind].push_back({a.s[i].start, a.s[i].end, kCommKinds[pl.info[i].kind], mb});
       }
     }
     for (auto& v : comm) {
@@ -659,8 +688,8 @@ class Engine {
     int ba = -1;
     uint32_t bn = 0;
     for (size_t a = 0; a < actors_.size(); ++a)
-      for (size_t i = 0; i < actors_[a].end.size(); ++i)
-        if (ba < 0 || actors_[a].end[i] > actors_[ba].end[bn]) ba = static_cast<int>(a), bn = static_cast<uint32_t>(i);
+      for (size_t i = 0; i < plans_[actors_[a].stage].n; ++i)
+        if (ba < 0 || actors_[a].s[i].end > actors_[ba].s[bn].end) ba = static_cast<int>(a), bn = static_cast<uint32_t>(i);
     if (ba < 0) return {};
     // Walk back, then total the path's time by what it is.
     std::map<std::string, double> by_what;
@@ -675,12 +704,12 @@ class Engine {
       const int8_t kind = plans_[x.stage].info[n].kind;
       const TraceNode& t = node(a, n);
       std::string what = kind < 0 ? std::string("compute ") + compute_kind(x.stage, n) : std::string(kCommKinds[kind]) + " communication";
-      by_what[what] += x.end[n] - x.start[n];
+      by_what[what] += x.s[n].end - x.s[n].start;
       stages[what].insert(x.stage);
-      covered += x.end[n] - x.start[n];
+      covered += x.s[n].end - x.s[n].start;
       if (count == 0) last_name = "stage " + std::to_string(x.stage) + " '" + t.name + "'";
       ++count;
-      if (x.pred_actor[n] < 0) {
+      if (x.s[n].pred_actor < 0) {
         std::vector<std::string> lines;
         lines.push_back("critical path: " + std::to_string(count) + " nodes from stage " + std::to_string(x.stage) +
                         " '" + t.name + "' to " + last_name + ", " + ms(step_));
@@ -695,8 +724,8 @@ class Engine {
         if (step_ - covered > 1e-6) lines.push_back("  waiting (latency not attributed to a node): " + ms(step_ - covered));
         return lines;
       }
-      const int pa = x.pred_actor[n];
-      n = x.pred_node[n];
+      const int pa = x.s[n].pred_actor;
+      n = x.s[n].pred_node;
       a = pa;
     }
   }
@@ -722,6 +751,10 @@ class Engine {
   SimOptions opt_;
   bool sharing_ = false;
   std::vector<StagePlan> plans_;
+  std::vector<StagePlan::Info> infos_;  // every plan's info (StagePlan::info points here)
+  std::vector<uint32_t> children_;      // every plan's children
+  std::vector<NodeState> states_;       // every actor's (Actor::s points here)
+  std::vector<int32_t> waiting_;        // every actor's (Actor::waiting points here)
   std::vector<std::string> axis_names_;
   std::vector<Actor> actors_;
   std::vector<int> color_;
