@@ -220,6 +220,22 @@ namespace {
 // communication stream) instead of one ordered set, the per-node facts it
 // needs in one byte, no callback. Same events in the same order, so the
 // same figures as the Replayer in its instant mode.
+// A transfer's match key: (source, destination, tag, bytes).
+struct P2PKey {
+  int64_t src, dst;
+  int32_t tag;
+  int64_t size;
+  bool operator==(const P2PKey&) const = default;
+};
+struct P2PKeyHash {
+  size_t operator()(const P2PKey& k) const {
+    uint64_t h = static_cast<uint64_t>(k.src) * 0x9E3779B97F4A7C15ull;
+    h = (h ^ static_cast<uint64_t>(k.dst)) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ static_cast<uint32_t>(k.tag)) * 0x94D049BB133111EBull;
+    h = (h ^ static_cast<uint64_t>(k.size)) * 0x9E3779B97F4A7C15ull;
+    return static_cast<size_t>(h ^ (h >> 31));
+  }
+};
 class PipelineReplay {
  public:
   PipelineReplay(const std::vector<const std::vector<TraceNode>*>& nodes,
@@ -354,21 +370,6 @@ class PipelineReplay {
     s.recvs.clear();
   }
 
-  struct Key {
-    int64_t src, dst;
-    int32_t tag;
-    int64_t size;
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const {
-      uint64_t h = static_cast<uint64_t>(k.src) * 0x9E3779B97F4A7C15ull;
-      h = (h ^ static_cast<uint64_t>(k.dst)) * 0xBF58476D1CE4E5B9ull;
-      h = (h ^ static_cast<uint32_t>(k.tag)) * 0x94D049BB133111EBull;
-      h = (h ^ static_cast<uint64_t>(k.size)) * 0x9E3779B97F4A7C15ull;
-      return static_cast<size_t>(h ^ (h >> 31));
-    }
-  };
   struct Post {
     int64_t rank;
     uint32_t node;
@@ -386,7 +387,7 @@ class PipelineReplay {
     const TraceNode& n = (*nodes_[r])[id];
     const bool send = n.kind == TraceNodeKind::kSend;
     const int64_t pr = (*peers_[r])[id];
-    const Key key = send ? Key{r, pr, n.tag, n.comm_size} : Key{pr, r, n.tag, n.comm_size};
+    const P2PKey key = send ? P2PKey{r, pr, n.tag, n.comm_size} : P2PKey{pr, r, n.tag, n.comm_size};
     auto [it, fresh] = p2p_.try_emplace(key);
     Queue& q = it->second;
     if (fresh || q.sends == send) {
@@ -428,8 +429,94 @@ class PipelineReplay {
   std::vector<int32_t> waiting_;
   std::vector<uint32_t> child_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
-  std::unordered_map<Key, Queue, KeyHash> p2p_;
+  std::unordered_map<P2PKey, Queue, P2PKeyHash> p2p_;
 };
+
+// The same figures without events, where the programs allow it (every
+// lowered program does): when compute nodes form one chain (each depends on
+// the compute node before it), every receive is posted at the start (no
+// dependencies), each transfer key occurs once per side and every send has
+// its receive, no node ever waits for a stream — collectives and transfers
+// take no time and a send completes at issue — so a node ends at the
+// latest end of its dependencies (a receive: at its send's end), plus its
+// duration for compute: a longest path, computed stage by stage in id order,
+// a stage pausing at a receive whose send is not computed yet. Returns false
+// (and the caller runs the events) when a condition fails or the stages
+// block each other.
+bool replay_by_longest_path(const std::vector<const std::vector<TraceNode>*>& nodes,
+                            const std::vector<std::vector<int64_t>>& peers, PipelineTiming& t) {
+  const size_t S = nodes.size();
+  t.busy_micros.assign(S, 0);
+  t.end_micros.assign(S, 0);
+  struct Send {
+    int64_t stage;
+    uint32_t node;
+    bool matched = false;
+  };
+  std::unordered_map<P2PKey, Send, P2PKeyHash> sends;
+  for (size_t r = 0; r < S; ++r) {
+    const auto& v = *nodes[r];
+    if (peers[r].size() < v.size()) return false;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const TraceNode& x = v[i];
+      if (x.id != i) return false;
+      if (x.kind != TraceNodeKind::kSend) continue;
+      const P2PKey key{static_cast<int64_t>(r), peers[r][i], x.tag, x.comm_size};
+      if (!sends.emplace(key, Send{static_cast<int64_t>(r), static_cast<uint32_t>(i)}).second) return false;
+    }
+  }
+  std::vector<std::vector<double>> fin(S);
+  std::vector<size_t> cur(S, 0);
+  std::vector<int64_t> last_compute(S, -1);
+  for (size_t r = 0; r < S; ++r) fin[r].assign(nodes[r]->size(), 0);
+  size_t matched = 0, left = 0;  // stages not done
+  for (size_t r = 0; r < S; ++r) left += nodes[r]->empty() ? 0 : 1;
+  for (bool progress = true; progress && left > 0;) {
+    progress = false;
+    for (size_t r = 0; r < S; ++r) {
+      const auto& v = *nodes[r];
+      size_t& i = cur[r];
+      if (i == v.size()) continue;
+      const size_t from = i;
+      for (; i < v.size(); ++i) {
+        const TraceNode& x = v[i];
+        double ready = 0;
+        for (uint64_t d : x.deps) {
+          if (d >= i) return false;
+          ready = std::max(ready, fin[r][d]);
+        }
+        if (x.kind == TraceNodeKind::kRecv) {
+          if (!x.deps.empty()) return false;
+          auto it = sends.find(P2PKey{peers[r][i], static_cast<int64_t>(r), x.tag, x.comm_size});
+          if (it == sends.end() || it->second.matched) return false;
+          const Send& s = it->second;
+          if (cur[static_cast<size_t>(s.stage)] <= s.node) break;  // its send is not computed yet
+          it->second.matched = true;
+          ++matched;
+          fin[r][i] = fin[static_cast<size_t>(s.stage)][s.node];
+        } else if (x.kind == TraceNodeKind::kCompute) {
+          const int64_t prev = last_compute[r];
+          if (prev >= 0 && std::find(x.deps.begin(), x.deps.end(), static_cast<uint64_t>(prev)) == x.deps.end())
+            return false;
+          last_compute[r] = static_cast<int64_t>(i);
+          const double dur = static_cast<double>(x.duration_micros);
+          fin[r][i] = ready + dur;
+          if (x.name.rfind("opt.", 0) != 0) {
+            t.busy_micros[r] += dur;
+            t.end_micros[r] = std::max(t.end_micros[r], fin[r][i]);
+          }
+        } else {
+          fin[r][i] = ready;
+        }
+      }
+      if (i != from) progress = true;
+      if (i == v.size()) --left;
+    }
+  }
+  if (left > 0 || matched != sends.size()) return false;
+  t.completed = true;
+  return true;
+}
 
 }  // namespace
 
@@ -446,6 +533,13 @@ PipelineTiming replay_pipeline(const std::vector<RankTrace>& stages) {
 
 PipelineTiming replay_pipeline(const std::vector<const std::vector<TraceNode>*>& stages,
                                const std::vector<std::vector<int64_t>>& peers) {
+  PipelineTiming t;
+  if (replay_by_longest_path(stages, peers, t)) return t;
+  return replay_pipeline_events(stages, peers);
+}
+
+PipelineTiming replay_pipeline_events(const std::vector<const std::vector<TraceNode>*>& stages,
+                                      const std::vector<std::vector<int64_t>>& peers) {
   std::vector<const std::vector<int64_t>*> p;
   for (const auto& v : peers) p.push_back(&v);
   return PipelineReplay(stages, p).run();
