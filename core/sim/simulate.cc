@@ -155,21 +155,16 @@ class Engine {
  private:
   Status plan() {
     plans_.resize(st_.size());
-    size_t total = 0, edges = 0;
-    for (const SimStage& x : st_) {
-      total += x.program->nodes.size() + 1;
-      for (const TraceNode& t : x.program->nodes) edges += t.deps.size();
-    }
+    size_t total = 0;
+    for (const SimStage& x : st_) total += x.program->nodes.size() + 1;
     infos_.assign(total, StagePlan::Info{});
-    children_.resize(edges);
-    size_t base = 0, ebase = 0;
+    size_t base = 0;
     for (size_t s = 0; s < st_.size(); ++s) {
       const RoleProgram& p = *st_[s].program;
       StagePlan& pl = plans_[s];
       const size_t n = p.nodes.size();
       pl.n = n;
       pl.info = infos_.data() + base;
-      pl.child = children_.data() + ebase;
       pl.ndeps.assign(n, 0);
       std::map<int, int> axis_slot;
       std::map<PeerSpec, int> peer_slot;
@@ -213,12 +208,21 @@ class Engine {
         }
       }
       for (size_t i = 0; i < n; ++i) pl.info[i + 1].child_at += pl.info[i].child_at;
-      std::vector<uint32_t> at(n);
-      for (size_t i = 0; i < n; ++i) at[i] = pl.info[i].child_at;
-      for (size_t i = 0; i < n; ++i)
-        for (uint64_t d : p.nodes[i].deps) pl.child[at[d]++] = static_cast<uint32_t>(i);
       base += n + 1;
-      ebase += pl.info[n].child_at;
+    }
+    size_t edges = 0;
+    for (const StagePlan& pl : plans_) edges += pl.info[pl.n].child_at;
+    children_.resize(edges);
+    edges = 0;
+    for (size_t s = 0; s < st_.size(); ++s) {
+      StagePlan& pl = plans_[s];
+      pl.child = children_.data() + edges;
+      edges += pl.info[pl.n].child_at;
+      std::vector<uint32_t> at(pl.n);
+      for (size_t i = 0; i < pl.n; ++i) at[i] = pl.info[i].child_at;
+      const auto& nodes = st_[s].program->nodes;
+      for (size_t i = 0; i < pl.n; ++i)
+        for (uint64_t d : nodes[i].deps) pl.child[at[d]++] = static_cast<uint32_t>(i);
     }
     return ok_status();
   }
