@@ -57,6 +57,7 @@ class Lowerer {
     p_.node_axis.reserve(expect);
     p_.peer_stage.reserve(expect);
     p_.ring_offset.reserve(expect);
+    bufs_.reserve(expect);  // about one activation buffer per node: no regrowth copies
     for (size_t si = 0; si < steps.size(); ++si) {
       const Step& st = steps[si];
       SC_RETURN_IF_ERROR(check_cancelled("lowering"));
