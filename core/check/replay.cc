@@ -213,13 +213,6 @@ class Replayer {
 
 namespace {
 
-// replay_pipeline: the Replayer's rules with collectives and transfers
-// taking no time, one rank per stage. Written apart from the Replayer
-// because the summary runs it on every job (millions of nodes for long
-// pipelines): ready nodes in two heaps (the compute stream and the
-// communication stream) instead of one ordered set, the per-node facts it
-// needs in one byte, no callback. Same events in the same order, so the
-// same figures as the Replayer in its instant mode.
 // A transfer's match key: (source, destination, tag, bytes).
 struct P2PKey {
   int64_t src, dst;
@@ -236,6 +229,14 @@ struct P2PKeyHash {
     return static_cast<size_t>(h ^ (h >> 31));
   }
 };
+
+// replay_pipeline: the Replayer's rules with collectives and transfers
+// taking no time, one rank per stage. Written apart from the Replayer
+// because the summary runs it on every job (millions of nodes for long
+// pipelines): ready nodes in two heaps (the compute stream and the
+// communication stream) instead of one ordered set, the per-node facts it
+// needs in a 16-byte record, no callback. The Replayer's events in the Replayer's
+// order, with communication instant.
 class PipelineReplay {
  public:
   PipelineReplay(const std::vector<const std::vector<TraceNode>*>& nodes,
