@@ -40,14 +40,36 @@ Status check_role_program(const RoleProgram& prog, const RankLayout& layout, int
                                                 std::to_string(prog.node_axis.size()) + "/" +
                                                 std::to_string(prog.peer_stage.size()) + " entries for " +
                                                 std::to_string(prog.nodes.size()) + " nodes");
+  // The layout's answers per axis, looked up once (millions of nodes, a few axes).
+  struct AxisFacts {
+    std::string axis;
+    int groups = -1;      // -1: not asked yet
+    int64_t degree = -1;  // -1: not asked yet
+  };
+  std::vector<AxisFacts> facts;
+  const auto facts_of = [&](const std::string& axis) -> AxisFacts& {
+    for (AxisFacts& f : facts)
+      if (f.axis == axis) return f;
+    return facts.emplace_back(AxisFacts{axis});
+  };
+  const auto has_groups = [&](const std::string& axis) {
+    AxisFacts& f = facts_of(axis);
+    if (f.groups < 0) f.groups = layout.has_groups(axis) ? 1 : 0;
+    return f.groups == 1;
+  };
+  const auto degree = [&](const std::string& axis) {
+    AxisFacts& f = facts_of(axis);
+    if (f.degree < 0) f.degree = layout.degree(axis);
+    return f.degree;
+  };
   for (size_t i = 0; i < prog.nodes.size(); ++i) {
     const TraceNode& n = prog.nodes[i];
     if (n.kind == TraceNodeKind::kCompute) continue;
     const std::string& axis = prog.node_axis[i];
     const bool ring = i < prog.ring_offset.size() && prog.ring_offset[i] != 0;
-    if (n.kind == TraceNodeKind::kCollective && !layout.has_groups(axis))
+    if (n.kind == TraceNodeKind::kCollective && !has_groups(axis))
       return bad(i, "collective over axis '" + axis + "', which has no communicator groups");
-    if (n.kind != TraceNodeKind::kCollective && ring && layout.degree(axis) <= 1)
+    if (n.kind != TraceNodeKind::kCollective && ring && degree(axis) <= 1)
       return bad(i, "ring neighbour over axis '" + axis + "' of degree 1");
     if (n.kind != TraceNodeKind::kCollective && !ring && (prog.peer_stage[i] < 0 || prog.peer_stage[i] >= pp))
       return bad(i, "peer stage " + std::to_string(prog.peer_stage[i]) + " outside [0, " + std::to_string(pp) + ")");

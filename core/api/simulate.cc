@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -18,27 +20,27 @@ using json = nlohmann::json;
 void label_nodes(const GeneratorState& s, int64_t stage, SimStage* out) {
   const Graph& g = s.graph_of(stage);
   const RoleProgram& p = s.program_of(stage);
-  std::map<std::string, bool> wgrad;
+  std::set<std::string, std::less<>> wgrad;
   if (s.job.training.schedule == Schedule::kZeroBubble)
     for (const Op& o : g.ops)
-      if (o.wgrad) wgrad[o.name] = true;
+      if (o.wgrad) wgrad.insert(o.name);
   out->program = &p;
   out->phase.resize(p.nodes.size());
   out->micro_batch.resize(p.nodes.size());
   for (size_t i = 0; i < p.nodes.size(); ++i) {
-    const std::string& n = p.nodes[i].name;
+    const std::string_view n = p.nodes[i].name;
     size_t at = 0;
     int32_t mb = -1;
-    if (n.rfind("mb", 0) == 0) {
+    if (n.starts_with("mb")) {
       size_t dot = n.find('.');
-      mb = static_cast<int32_t>(std::strtol(n.c_str() + 2, nullptr, 10));
-      at = dot == std::string::npos ? n.size() : dot + 1;
+      mb = static_cast<int32_t>(std::strtol(n.data() + 2, nullptr, 10));
+      at = dot == std::string_view::npos ? n.size() : dot + 1;
     }
     out->micro_batch[i] = mb;
-    const std::string rest = n.substr(at);
+    const std::string_view rest = n.substr(at);
     SimPhase ph = SimPhase::kForward;
-    if (rest.rfind("opt.", 0) == 0) ph = SimPhase::kOptimizer;
-    else if (rest.rfind("bwd.", 0) == 0) ph = wgrad.count(rest.substr(4)) ? SimPhase::kWeight : SimPhase::kBackward;
+    if (rest.starts_with("opt.")) ph = SimPhase::kOptimizer;
+    else if (rest.starts_with("bwd.")) ph = wgrad.count(rest.substr(4)) ? SimPhase::kWeight : SimPhase::kBackward;
     out->phase[i] = ph;
   }
 }

@@ -1,10 +1,11 @@
 #include "check/replay.h"
 
-#include <functional>
+#include <algorithm>
 #include <map>
 #include <queue>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
 namespace sc {
 namespace {
@@ -28,15 +29,9 @@ struct Event {
 
 class Replayer {
  public:
-  Replayer(const std::vector<RankTrace>& r, const GroupTable& g, double bw, bool instant = false)
-      : groups_(g), bw_(bw), instant_(instant) {
+  Replayer(const std::vector<RankTrace>& r, const GroupTable& g, double bw) : groups_(g), bw_(bw) {
     for (const RankTrace& t : r) nodes_.push_back(&t.nodes);
   }
-  // Programs read in place (no per-rank copy); peers[r][i] replaces node
-  // i's peer.
-  Replayer(std::vector<const std::vector<TraceNode>*> nodes, std::vector<const std::vector<int64_t>*> peers,
-           const GroupTable& g, double bw, bool instant)
-      : nodes_(std::move(nodes)), peers_(std::move(peers)), groups_(g), bw_(bw), instant_(instant) {}
 
   ReplayResult run() {
     st_.resize(nodes_.size());
@@ -116,9 +111,6 @@ class Replayer {
       if (comp) {
         s.compute_busy = true;
         events_.push({now + static_cast<double>(n.duration_micros), r, id});
-      } else if (n.kind == TraceNodeKind::kCollective && instant_) {
-        s.comm_busy = true;
-        events_.push({now, r, id});
       } else if (n.kind == TraceNodeKind::kCollective) {
         s.comm_busy = true;
         join_collective(r, id, now);
@@ -169,7 +161,7 @@ class Replayer {
     }
     if (si == q.size() || vi == q.size()) return;
     start = std::max(q[si].time, q[vi].time);
-    double t = instant_ ? start : start + static_cast<double>(n.comm_size) / bw_;
+    double t = start + static_cast<double>(n.comm_size) / bw_;
     events_.push({t, q[si].rank, q[si].node});
     events_.push({t, q[vi].rank, q[vi].node});
     q.erase(q.begin() + static_cast<long>(std::max(si, vi)));
@@ -179,7 +171,6 @@ class Replayer {
   void finish(const Event& e) {
     auto& s = st_[e.rank];
     const TraceNode& n = (*nodes_[e.rank])[e.node];
-    if (on_finish_) on_finish_(e.rank, n, e.time);
     if (n.kind == TraceNodeKind::kCompute) s.compute_busy = false;
     else if (n.kind != TraceNodeKind::kRecv) s.comm_busy = false;
     s.waiting[e.node] = -1;
@@ -205,21 +196,12 @@ class Replayer {
     bool send;
   };
 
-  int64_t peer(int64_t r, uint32_t id) const {
-    if (static_cast<size_t>(r) < peers_.size() && peers_[r]) return (*peers_[r])[id];
-    return (*nodes_[r])[id].peer;
-  }
+  int64_t peer(int64_t r, uint32_t id) const { return (*nodes_[r])[id].peer; }
 
   std::vector<const std::vector<TraceNode>*> nodes_;
-  std::vector<const std::vector<int64_t>*> peers_;
   const GroupTable& groups_;
   double bw_;
-  bool instant_;
 
- public:
-  std::function<void(int64_t, const TraceNode&, double)> on_finish_;
-
- private:
   std::vector<RankState> st_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   std::map<std::pair<int64_t, int64_t>, CollInstance> coll_;
@@ -231,34 +213,337 @@ class Replayer {
 
 namespace {
 
-PipelineTiming replay_pipeline_with(Replayer& r, size_t n) {
-  PipelineTiming t;
-  t.busy_micros.assign(n, 0);
-  t.end_micros.assign(n, 0);
-  r.on_finish_ = [&](int64_t rank, const TraceNode& n, double time) {
-    if (n.kind != TraceNodeKind::kCompute || n.name.rfind("opt.", 0) == 0) return;
-    t.busy_micros[rank] += static_cast<double>(n.duration_micros);
-    t.end_micros[rank] = std::max(t.end_micros[rank], time);
+// A transfer's match key: (source, destination, tag, bytes).
+struct P2PKey {
+  int64_t src, dst;
+  int32_t tag;
+  int64_t size;
+  bool operator==(const P2PKey&) const = default;
+};
+struct P2PKeyHash {
+  size_t operator()(const P2PKey& k) const {
+    uint64_t h = static_cast<uint64_t>(k.src) * 0x9E3779B97F4A7C15ull;
+    h = (h ^ static_cast<uint64_t>(k.dst)) * 0xBF58476D1CE4E5B9ull;
+    h = (h ^ static_cast<uint32_t>(k.tag)) * 0x94D049BB133111EBull;
+    h = (h ^ static_cast<uint64_t>(k.size)) * 0x9E3779B97F4A7C15ull;
+    return static_cast<size_t>(h ^ (h >> 31));
+  }
+};
+
+// replay_pipeline: the Replayer's rules with collectives and transfers
+// taking no time, one rank per stage. Written apart from the Replayer
+// because the summary runs it on every job (millions of nodes for long
+// pipelines): ready nodes in two heaps (the compute stream and the
+// communication stream) instead of one ordered set, the per-node facts it
+// needs in a 16-byte record, no callback. The Replayer's events in the Replayer's
+// order, with communication instant.
+class PipelineReplay {
+ public:
+  PipelineReplay(const std::vector<const std::vector<TraceNode>*>& nodes,
+                 const std::vector<const std::vector<int64_t>*>& peers)
+      : nodes_(nodes), peers_(peers), st_(nodes.size()) {}
+
+  PipelineTiming run() {
+    PipelineTiming t;
+    t.busy_micros.assign(nodes_.size(), 0);
+    t.end_micros.assign(nodes_.size(), 0);
+    if (!setup()) return t;
+    for (size_t r = 0; r < nodes_.size(); ++r) issue(static_cast<int64_t>(r), 0);
+    while (!events_.empty()) {
+      const Event e = events_.top();
+      events_.pop();
+      finish(e, t);
+    }
+    t.completed = true;
+    for (size_t r = 0; r < nodes_.size(); ++r)
+      if (st_[r].finished != static_cast<int64_t>(nodes_[r]->size())) t.completed = false;
+    return t;
+  }
+
+ private:
+  // What the replay needs of a node.
+  enum Class : uint8_t { kCounted = 0, kOptimizer = 1, kColl = 2, kSendNode = 3, kRecvNode = 4 };
+
+  // The per-node facts of every stage in one array (and the children in
+  // one more): separate arrays per stage start at the same page offset and
+  // evict each other from the cache as the stages advance side by side.
+  struct Node {
+    double dur = 0;         // compute nodes' duration_micros
+    uint32_t child_at = 0;  // children: child[child_at .. next node's child_at), stage-local ids
+    uint8_t cls = 0;
   };
-  t.completed = r.run().completed;
-  return t;
+  struct Stage {
+    Node* n = nullptr;  // size + 1 entries (the last bounds the children)
+    // Unfinished dependencies per node, -1 once finished; apart from n
+    // (children include backward consumers far ahead: dense counts stay
+    // in the cache).
+    int32_t* waiting = nullptr;
+    const uint32_t* child = nullptr;
+    std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> comp, comm;
+    std::vector<uint32_t> recvs;  // ready receives, issued at the next issue
+    bool comp_busy = false, comm_busy = false;
+    int64_t finished = 0;
+  };
+
+  bool setup() {
+    size_t total = 0, edges = 0;
+    for (const auto* v : nodes_) {
+      total += v->size() + 1;
+      for (const TraceNode& x : *v) edges += x.deps.size();
+    }
+    node_.assign(total, Node{});
+    waiting_.assign(total, 0);
+    child_.resize(edges);
+    size_t base = 0, ebase = 0;
+    for (size_t r = 0; r < nodes_.size(); ++r) {
+      const auto& nodes = *nodes_[r];
+      Stage& s = st_[r];
+      const size_t n = nodes.size();
+      s.n = node_.data() + base;
+      s.waiting = waiting_.data() + base;
+      s.child = child_.data() + ebase;
+      Node* v = s.n;
+      for (size_t i = 0; i < n; ++i) {
+        const TraceNode& x = nodes[i];
+        if (x.id != i) return false;
+        for (auto d : x.deps) {
+          if (d >= n) return false;
+          s.waiting[i]++;
+          v[d + 1].child_at++;
+        }
+        v[i].cls = x.kind == TraceNodeKind::kCompute ? (x.name.rfind("opt.", 0) == 0 ? kOptimizer : kCounted)
+                   : x.kind == TraceNodeKind::kCollective ? kColl
+                   : x.kind == TraceNodeKind::kSend       ? kSendNode
+                                                          : kRecvNode;
+        if (x.kind == TraceNodeKind::kCompute) v[i].dur = static_cast<double>(x.duration_micros);
+      }
+      for (size_t i = 0; i < n; ++i) v[i + 1].child_at += v[i].child_at;
+      std::vector<uint32_t> at(n);
+      for (size_t i = 0; i < n; ++i) at[i] = v[i].child_at;
+      uint32_t* child = child_.data() + ebase;
+      for (size_t i = 0; i < n; ++i)
+        for (auto d : nodes[i].deps) child[at[d]++] = static_cast<uint32_t>(i);
+      for (size_t i = 0; i < n; ++i)
+        if (s.waiting[i] == 0) ready(s, static_cast<uint32_t>(i));
+      base += n + 1;
+      ebase += v[n].child_at;
+    }
+    return true;
+  }
+
+  static void ready(Stage& s, uint32_t i) {
+    const uint8_t c = s.n[i].cls;
+    if (c <= kOptimizer) s.comp.push(i);
+    else if (c == kRecvNode) s.recvs.push_back(i);
+    else s.comm.push(i);
+  }
+
+  // The Replayer's pass over the ready set in ascending id: the lowest
+  // compute node if the compute stream is free, the lowest collective or
+  // send if the communication stream is free, every receive; transfers
+  // are matched in that id order.
+  void issue(int64_t r, double now) {
+    Stage& s = st_[r];
+    if (!s.comp_busy && !s.comp.empty()) {
+      const uint32_t i = s.comp.top();
+      s.comp.pop();
+      s.comp_busy = true;
+      events_.push({now + s.n[i].dur, r, i});
+    }
+    int64_t send = -1;
+    if (!s.comm_busy && !s.comm.empty()) {
+      const uint32_t i = s.comm.top();
+      s.comm.pop();
+      s.comm_busy = true;
+      if (s.n[i].cls == kColl) events_.push({now, r, i});
+      else send = i;
+    }
+    if (s.recvs.empty()) {
+      if (send >= 0) join_p2p(r, static_cast<uint32_t>(send), now);
+      return;
+    }
+    std::sort(s.recvs.begin(), s.recvs.end());
+    for (uint32_t i : s.recvs) {
+      if (send >= 0 && static_cast<uint32_t>(send) < i) join_p2p(r, static_cast<uint32_t>(send), now), send = -1;
+      join_p2p(r, i, now);
+    }
+    if (send >= 0) join_p2p(r, static_cast<uint32_t>(send), now);
+    s.recvs.clear();
+  }
+
+  struct Post {
+    int64_t rank;
+    uint32_t node;
+    double time;
+  };
+  // Unmatched posts of one key, oldest first; one side only (a post matches
+  // the oldest of the other side at once).
+  struct Queue {
+    bool sends = false;
+    size_t head = 0;
+    std::vector<Post> q;
+  };
+
+  void join_p2p(int64_t r, uint32_t id, double now) {
+    const TraceNode& n = (*nodes_[r])[id];
+    const bool send = n.kind == TraceNodeKind::kSend;
+    const int64_t pr = (*peers_[r])[id];
+    const P2PKey key = send ? P2PKey{r, pr, n.tag, n.comm_size} : P2PKey{pr, r, n.tag, n.comm_size};
+    auto [it, fresh] = p2p_.try_emplace(key);
+    Queue& q = it->second;
+    if (fresh || q.sends == send) {
+      q.sends = send;
+      q.q.push_back({r, id, now});
+      return;
+    }
+    const Post other = q.q[q.head++];
+    if (q.head == q.q.size()) p2p_.erase(it);
+    const double t = std::max(now, other.time);
+    events_.push({t, send ? r : other.rank, send ? id : other.node});
+    events_.push({t, send ? other.rank : r, send ? other.node : id});
+  }
+
+  void finish(const Event& e, PipelineTiming& t) {
+    Stage& s = st_[e.rank];
+    Node* v = s.n;
+    const uint8_t c = v[e.node].cls;
+    if (c <= kOptimizer) {
+      s.comp_busy = false;
+      if (c == kCounted) {
+        t.busy_micros[e.rank] += v[e.node].dur;
+        t.end_micros[e.rank] = std::max(t.end_micros[e.rank], e.time);
+      }
+    } else if (c != kRecvNode) {
+      s.comm_busy = false;
+    }
+    s.waiting[e.node] = -1;
+    s.finished++;
+    for (uint32_t ci = v[e.node].child_at; ci < v[e.node + 1].child_at; ++ci)
+      if (--s.waiting[s.child[ci]] == 0) ready(s, s.child[ci]);
+    issue(e.rank, e.time);
+  }
+
+  const std::vector<const std::vector<TraceNode>*>& nodes_;
+  const std::vector<const std::vector<int64_t>*>& peers_;
+  std::vector<Stage> st_;
+  std::vector<Node> node_;
+  std::vector<int32_t> waiting_;
+  std::vector<uint32_t> child_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  std::unordered_map<P2PKey, Queue, P2PKeyHash> p2p_;
+};
+
+// The same figures without events, where the programs allow it (every
+// lowered program does): when compute nodes form one chain (each depends on
+// the compute node before it), every receive is posted at the start (no
+// dependencies), each transfer key occurs once per side and every send has
+// its receive, no node ever waits for a stream — collectives and transfers
+// take no time and a send completes at issue — so a node ends at the
+// latest end of its dependencies (a receive: at its send's end), plus its
+// duration for compute: a longest path, computed stage by stage in id order,
+// a stage pausing at a receive whose send is not computed yet. Returns false
+// (and the caller runs the events) when a condition fails or the stages
+// block each other.
+bool replay_by_longest_path(const std::vector<const std::vector<TraceNode>*>& nodes,
+                            const std::vector<std::vector<int64_t>>& peers, PipelineTiming& t) {
+  const size_t S = nodes.size();
+  t.busy_micros.assign(S, 0);
+  t.end_micros.assign(S, 0);
+  struct Send {
+    int64_t stage;
+    uint32_t node;
+    bool matched = false;
+  };
+  std::unordered_map<P2PKey, Send, P2PKeyHash> sends;
+  for (size_t r = 0; r < S; ++r) {
+    const auto& v = *nodes[r];
+    if (peers[r].size() < v.size()) return false;
+    for (size_t i = 0; i < v.size(); ++i) {
+      const TraceNode& x = v[i];
+      if (x.id != i) return false;
+      if (x.kind != TraceNodeKind::kSend) continue;
+      const P2PKey key{static_cast<int64_t>(r), peers[r][i], x.tag, x.comm_size};
+      if (!sends.emplace(key, Send{static_cast<int64_t>(r), static_cast<uint32_t>(i)}).second) return false;
+    }
+  }
+  std::vector<std::vector<double>> fin(S);
+  std::vector<size_t> cur(S, 0);
+  std::vector<int64_t> last_compute(S, -1);
+  for (size_t r = 0; r < S; ++r) fin[r].assign(nodes[r]->size(), 0);
+  size_t matched = 0, left = 0;  // stages not done
+  for (size_t r = 0; r < S; ++r) left += nodes[r]->empty() ? 0 : 1;
+  for (bool progress = true; progress && left > 0;) {
+    progress = false;
+    for (size_t r = 0; r < S; ++r) {
+      const auto& v = *nodes[r];
+      size_t& i = cur[r];
+      if (i == v.size()) continue;
+      const size_t from = i;
+      for (; i < v.size(); ++i) {
+        const TraceNode& x = v[i];
+        double ready = 0;
+        for (uint64_t d : x.deps) {
+          if (d >= i) return false;
+          ready = std::max(ready, fin[r][d]);
+        }
+        if (x.kind == TraceNodeKind::kRecv) {
+          if (!x.deps.empty()) return false;
+          auto it = sends.find(P2PKey{peers[r][i], static_cast<int64_t>(r), x.tag, x.comm_size});
+          if (it == sends.end() || it->second.matched) return false;
+          const Send& s = it->second;
+          if (cur[static_cast<size_t>(s.stage)] <= s.node) break;  // its send is not computed yet
+          it->second.matched = true;
+          ++matched;
+          fin[r][i] = fin[static_cast<size_t>(s.stage)][s.node];
+        } else if (x.kind == TraceNodeKind::kCompute) {
+          const int64_t prev = last_compute[r];
+          if (prev >= 0 && std::find(x.deps.begin(), x.deps.end(), static_cast<uint64_t>(prev)) == x.deps.end())
+            return false;
+          last_compute[r] = static_cast<int64_t>(i);
+          const double dur = static_cast<double>(x.duration_micros);
+          fin[r][i] = ready + dur;
+          if (x.name.rfind("opt.", 0) != 0) {
+            t.busy_micros[r] += dur;
+            t.end_micros[r] = std::max(t.end_micros[r], fin[r][i]);
+          }
+        } else {
+          fin[r][i] = ready;
+        }
+      }
+      if (i != from) progress = true;
+      if (i == v.size()) --left;
+    }
+  }
+  if (left > 0 || matched != sends.size()) return false;
+  t.completed = true;
+  return true;
 }
 
 }  // namespace
 
 PipelineTiming replay_pipeline(const std::vector<RankTrace>& stages) {
-  GroupTable none;
-  Replayer r(stages, none, 1.0, true);
-  return replay_pipeline_with(r, stages.size());
+  std::vector<const std::vector<TraceNode>*> nodes;
+  std::vector<std::vector<int64_t>> peers;
+  for (const RankTrace& t : stages) {
+    nodes.push_back(&t.nodes);
+    auto& v = peers.emplace_back(t.nodes.size(), -1);
+    for (size_t i = 0; i < t.nodes.size(); ++i) v[i] = t.nodes[i].peer;
+  }
+  return replay_pipeline(nodes, peers);
 }
 
 PipelineTiming replay_pipeline(const std::vector<const std::vector<TraceNode>*>& stages,
                                const std::vector<std::vector<int64_t>>& peers) {
-  GroupTable none;
+  PipelineTiming t;
+  if (replay_by_longest_path(stages, peers, t)) return t;
+  return replay_pipeline_events(stages, peers);
+}
+
+PipelineTiming replay_pipeline_events(const std::vector<const std::vector<TraceNode>*>& stages,
+                                      const std::vector<std::vector<int64_t>>& peers) {
   std::vector<const std::vector<int64_t>*> p;
   for (const auto& v : peers) p.push_back(&v);
-  Replayer r(stages, std::move(p), none, 1.0, true);
-  return replay_pipeline_with(r, stages.size());
+  return PipelineReplay(stages, p).run();
 }
 
 ReplayResult replay_traces(const std::vector<RankTrace>& ranks, const GroupTable& groups, double bytes_per_micro) {

@@ -46,5 +46,11 @@ PipelineTiming replay_pipeline(const std::vector<RankTrace>& stages);
 // peers[i][j] is the stage of node j's send/recv peer on stage i.
 PipelineTiming replay_pipeline(const std::vector<const std::vector<TraceNode>*>& stages,
                                const std::vector<std::vector<int64_t>>& peers);
+// replay_pipeline computes the figures as a longest path where the
+// programs allow it (lowered programs do: replay.cc says when) and
+// otherwise replays events; this always replays events (for tests: both
+// must agree).
+PipelineTiming replay_pipeline_events(const std::vector<const std::vector<TraceNode>*>& stages,
+                                      const std::vector<std::vector<int64_t>>& peers);
 
 }  // namespace sc

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <map>
 #include <queue>
 #include <set>
@@ -33,16 +32,39 @@ struct PeerSpec {
 struct StagePlan {
   std::vector<int> axes;  // global axis index per collective slot
   std::vector<PeerSpec> peers;
-  std::vector<int> slot;  // per node: collective slot, peer slot, or -1
-  // Children of node i: child[child_at[i] .. child_at[i + 1]), ascending
-  // (one flat array: millions of nodes, no allocation each).
-  std::vector<uint32_t> child_at, child;
   std::vector<int> ndeps;
-  std::vector<int8_t> kind;  // per node: comm kind, -1 for compute
-  std::vector<int8_t> stream;  // per node: stream (kCompute...), -1 for receives (posted at once)
-  // Hot fields of the nodes, compact (a TraceNode is large: names, deps).
-  std::vector<TraceNodeKind> nkind;
-  std::vector<double> duration;  // µs, compute nodes
+  // The fields of the nodes the run reads, compact (a TraceNode is large:
+  // names, deps; reading it per event misses the cache).
+  struct Info {
+    int64_t val = 0;   // compute: duration_micros; communication: comm_size
+    int32_t slot = -1;  // collective slot, peer slot, or -1
+    int32_t tag = 0;    // send/recv tag
+    uint32_t child_at = 0;  // children of node i: child[info[i].child_at .. info[i + 1].child_at), ascending
+    int8_t kind = -1;   // comm kind, -1 for compute
+    int8_t stream = 0;  // stream (kCompute...), -1 for receives (posted at once)
+    uint8_t nk = 0;     // TraceNodeKind
+    uint8_t coll = 0;   // CollectiveType
+    TraceNodeKind node_kind() const { return static_cast<TraceNodeKind>(nk); }
+  };
+  // Every stage's infos (n + 1 each: the last bounds the children) and
+  // children live in one array each (Engine): arrays of their own would
+  // start at the same page offset and evict each other from the cache as
+  // the stages advance side by side.
+  size_t n = 0;
+  Info* info = nullptr;
+  uint32_t* child = nullptr;
+};
+
+// What the run keeps per node of an actor (one array for all actors, as
+// the plans'). start also holds the time a node became ready until it
+// starts (stream_pred reads it at issue).
+// Unfinished dependencies are counted in an array apart (Actor::waiting):
+// a node's children include its backward consumers far ahead, so the
+// counts are touched at random, and dense they stay in the cache.
+struct NodeState {
+  double start = 0, end = 0;
+  int32_t pred_actor = -1;  // the node the critical path came from
+  uint32_t pred_node = 0;
 };
 
 // Streams of a rank. ASTRA-sim's rule uses kCompute and kComm; Megatron's
@@ -58,17 +80,16 @@ struct Actor {
   std::vector<int> slot_of_axis;      // global axis -> collective slot (-1)
   std::vector<int> peer_actor;        // per peer slot
   std::vector<int64_t> peer_rank;
+  std::vector<char> solo;             // per collective slot: the group is this class alone
   // state
-  std::vector<int> waiting;
+  NodeState* s = nullptr;  // per node (Engine::states_)
+  int32_t* waiting = nullptr;  // per node: unfinished dependencies, -1 once finished (Engine::waiting_)
   // Ready nodes per stream, lowest id first (a heap: cheaper than a set).
   std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> ready[kStreams];
   bool busy[kStreams] = {false, false, false};
   std::vector<int64_t> issued;  // per collective slot
   int64_t finished = 0;
   int64_t last[kStreams] = {-1, -1, -1};
-  std::vector<double> start, end, ready_at;
-  std::vector<int32_t> pred_actor;
-  std::vector<uint32_t> pred_node;
   // Compute slowed by communication kernels sharing the SMs (kMegatron):
   // the compute node in flight, its work left (µs at full speed) as of
   // seg_start, and how many overlapping transfers of each tier run.
@@ -97,6 +118,16 @@ class Engine {
   Result<SimResult> run() {
     SC_RETURN_IF_ERROR(plan());
     SC_RETURN_IF_ERROR(classes());
+    size_t total = 0;
+    for (const Actor& x : actors_) total += plans_[x.stage].n;
+    states_.assign(total, NodeState{});
+    waiting_.assign(total, 0);
+    total = 0;
+    for (Actor& x : actors_) {
+      x.s = states_.data() + total;
+      x.waiting = waiting_.data() + total;
+      total += plans_[x.stage].n;
+    }
     for (size_t a = 0; a < actors_.size(); ++a) init(static_cast<int>(a));
     for (size_t a = 0; a < actors_.size(); ++a) issue(static_cast<int>(a), 0);
     while (!events_.empty()) {
@@ -124,16 +155,16 @@ class Engine {
  private:
   Status plan() {
     plans_.resize(st_.size());
+    size_t total = 0;
+    for (const SimStage& x : st_) total += x.program->nodes.size() + 1;
+    infos_.assign(total, StagePlan::Info{});
+    size_t base = 0;
     for (size_t s = 0; s < st_.size(); ++s) {
       const RoleProgram& p = *st_[s].program;
       StagePlan& pl = plans_[s];
       const size_t n = p.nodes.size();
-      pl.slot.assign(n, -1);
-      pl.kind.assign(n, -1);
-      pl.stream.assign(n, kCompute);
-      pl.nkind.resize(n);
-      pl.duration.assign(n, 0);
-      pl.child_at.assign(n + 1, 0);
+      pl.n = n;
+      pl.info = infos_.data() + base;
       pl.ndeps.assign(n, 0);
       std::map<int, int> axis_slot;
       std::map<PeerSpec, int> peer_slot;
@@ -142,23 +173,27 @@ class Engine {
         if (x.id != i) return make_error(ErrorCode::kInternal, "stage " + std::to_string(s) + ": node ids out of order");
         for (uint64_t d : x.deps) {
           if (d >= i) return make_error(ErrorCode::kInternal, "stage " + std::to_string(s) + " node " + std::to_string(i) + ": dependency " + std::to_string(d) + " is not earlier");
-          pl.child_at[d + 1]++;
+          pl.info[d + 1].child_at++;
           pl.ndeps[i]++;
         }
-        pl.nkind[i] = x.kind;
+        StagePlan::Info& in = pl.info[i];
+        in.nk = static_cast<uint8_t>(x.kind);
         if (x.kind == TraceNodeKind::kCompute) {
-          pl.duration[i] = static_cast<double>(x.duration_micros);
+          in.val = static_cast<int64_t>(x.duration_micros);
           continue;
         }
+        in.val = x.comm_size;
+        in.tag = x.tag;
+        in.coll = static_cast<uint8_t>(x.coll);
         const std::string& ax = p.node_axis[i];
         if (x.kind == TraceNodeKind::kCollective) {
           int g = axis_id(ax);
           auto [it, fresh] = axis_slot.emplace(g, static_cast<int>(pl.axes.size()));
           if (fresh) pl.axes.push_back(g);
-          pl.slot[i] = it->second;
-          pl.kind[i] = static_cast<int8_t>(comm_kind_of_axis(ax));
-          if (opt_.streams == SimStreams::kAstra) pl.stream[i] = kComm;
-          else pl.stream[i] = pl.kind[i] <= 2 ? kCompute : kReduce;  // tp, cp, ep: compute stream
+          in.slot = it->second;
+          in.kind = static_cast<int8_t>(comm_kind_of_axis(ax));
+          if (opt_.streams == SimStreams::kAstra) in.stream = kComm;
+          else in.stream = in.kind <= 2 ? kCompute : kReduce;  // tp, cp, ep: compute stream
         } else {
           PeerSpec ps;
           const int64_t off = i < p.ring_offset.size() ? p.ring_offset[i] : 0;
@@ -166,17 +201,28 @@ class Engine {
           else ps.stage = p.peer_stage[i];
           auto [it, fresh] = peer_slot.emplace(ps, static_cast<int>(pl.peers.size()));
           if (fresh) pl.peers.push_back(ps);
-          pl.slot[i] = it->second;
-          pl.kind[i] = static_cast<int8_t>(off != 0 ? comm_kind_of_axis(ax) : 3);
-          pl.stream[i] = x.kind == TraceNodeKind::kRecv ? -1
+          in.slot = it->second;
+          in.kind = static_cast<int8_t>(off != 0 ? comm_kind_of_axis(ax) : 3);
+          in.stream = x.kind == TraceNodeKind::kRecv ? -1
                          : (opt_.streams == SimStreams::kMegatron && off == 0) ? kCompute : kComm;
         }
       }
-      for (size_t i = 0; i < n; ++i) pl.child_at[i + 1] += pl.child_at[i];
-      pl.child.resize(pl.child_at[n]);
-      std::vector<uint32_t> at(pl.child_at.begin(), pl.child_at.end() - 1);
-      for (size_t i = 0; i < n; ++i)
-        for (uint64_t d : p.nodes[i].deps) pl.child[at[d]++] = static_cast<uint32_t>(i);
+      for (size_t i = 0; i < n; ++i) pl.info[i + 1].child_at += pl.info[i].child_at;
+      base += n + 1;
+    }
+    size_t edges = 0;
+    for (const StagePlan& pl : plans_) edges += pl.info[pl.n].child_at;
+    children_.resize(edges);
+    edges = 0;
+    for (size_t s = 0; s < st_.size(); ++s) {
+      StagePlan& pl = plans_[s];
+      pl.child = children_.data() + edges;
+      edges += pl.info[pl.n].child_at;
+      std::vector<uint32_t> at(pl.n);
+      for (size_t i = 0; i < pl.n; ++i) at[i] = pl.info[i].child_at;
+      const auto& nodes = st_[s].program->nodes;
+      for (size_t i = 0; i < pl.n; ++i)
+        for (uint64_t d : nodes[i].deps) pl.child[at[d]++] = static_cast<uint32_t>(i);
     }
     return ok_status();
   }
@@ -298,9 +344,21 @@ class Engine {
     users_.assign(na, 0);
     for (size_t a = 0; a < actors_.size(); ++a) {
       const StagePlan& pl = plans_[actors_[a].stage];
-      for (size_t s = 0; s < pl.axes.size(); ++s) {
-        users_[pl.axes[s]]++;
+      for (size_t s = 0; s < pl.axes.size(); ++s)
         for (int b : actors_[a].req[s]) dependents_[pl.axes[s]][b].push_back(static_cast<int>(a));
+    }
+    // An actor whose group on an axis holds only its own class (every
+    // member alike) waits for nobody there and nobody waits for it: its
+    // collectives start at issue, without an instance table entry.
+    for (size_t a = 0; a < actors_.size(); ++a) {
+      Actor& x = actors_[a];
+      const StagePlan& pl = plans_[x.stage];
+      x.solo.assign(pl.axes.size(), 0);
+      for (size_t s = 0; s < pl.axes.size(); ++s) {
+        const auto& dep = dependents_[pl.axes[s]][a];
+        x.solo[s] = x.req[s].size() == 1 && x.req[s][0] == static_cast<int>(a) && dep.size() == 1 &&
+                    dep[0] == static_cast<int>(a);
+        if (!x.solo[s]) users_[pl.axes[s]]++;
       }
     }
     return ok_status();
@@ -311,14 +369,9 @@ class Engine {
   void init(int ai) {
     Actor& a = actors_[ai];
     const StagePlan& pl = plans_[a.stage];
-    const size_t n = pl.ndeps.size();
-    a.waiting = pl.ndeps;
+    const size_t n = pl.n;
+    for (size_t i = 0; i < n; ++i) a.waiting[i] = pl.ndeps[i];
     a.issued.assign(pl.axes.size(), 0);
-    a.start.assign(n, 0);
-    a.end.assign(n, 0);
-    a.ready_at.assign(n, 0);
-    a.pred_actor.assign(n, -1);
-    a.pred_node.assign(n, 0);
     nodes_ += static_cast<int64_t>(n);
     for (size_t i = 0; i < n; ++i)
       if (a.waiting[i] == 0) make_ready(ai, static_cast<uint32_t>(i), 0);
@@ -326,8 +379,8 @@ class Engine {
 
   void make_ready(int ai, uint32_t i, double now) {
     Actor& a = actors_[ai];
-    a.ready_at[i] = now;
-    const int s = plans_[a.stage].stream[i];
+    a.s[i].start = now;  // the ready time until the node starts
+    const int s = plans_[a.stage].info[i].stream;
     if (s < 0) post_p2p(ai, i, now);  // receives are outstanding at once
     else a.ready[s].push(i);
   }
@@ -335,9 +388,9 @@ class Engine {
   // The node that freed the stream, when the node waited for it.
   void stream_pred(int ai, uint32_t i, double now, int64_t last) {
     Actor& a = actors_[ai];
-    if (now > a.ready_at[i] && last >= 0) {
-      a.pred_actor[i] = ai;
-      a.pred_node[i] = static_cast<uint32_t>(last);
+    if (now > a.s[i].start && last >= 0) {
+      a.s[i].pred_actor = ai;
+      a.s[i].pred_node = static_cast<uint32_t>(last);
     }
   }
 
@@ -349,20 +402,21 @@ class Engine {
       a.ready[s].pop();
       a.busy[s] = true;
       stream_pred(ai, i, now, a.last[s]);
-      const StagePlan& pl = plans_[a.stage];
-      const TraceNodeKind k = pl.nkind[i];
+      const StagePlan::Info& in = plans_[a.stage].info[i];
+      const TraceNodeKind k = in.node_kind();
       if (k == TraceNodeKind::kCompute) {
-        a.start[i] = now;
-        a.end[i] = now + pl.duration[i];
+        const double d = static_cast<double>(in.val);
+        a.s[i].start = now;
+        a.s[i].end = now + d;
         if (sharing_) {
           a.running = i;
-          a.work_left = pl.duration[i];
+          a.work_left = d;
           a.seg_start = now;
           a.rate = rate_of(a);
-          a.end[i] = now + a.work_left / a.rate;
+          a.s[i].end = now + a.work_left / a.rate;
           ++a.version;
         }
-        events_.push({a.end[i], ai, i, a.version});
+        events_.push({a.s[i].end, ai, i, a.version});
       } else if (k == TraceNodeKind::kCollective) {
         join(ai, i, now);
       } else {
@@ -382,11 +436,25 @@ class Engine {
     int64_t done = 0;
   };
 
+  // Collective node n of actor ai starts at `start`.
+  void start_collective(int ai, uint32_t n, int s, double start) {
+    Actor& a = actors_[ai];
+    const StagePlan::Info& in = plans_[a.stage].info[n];
+    a.s[n].start = start;
+    a.s[n].end = start + collective_micros(net_, a.shape[s], static_cast<CollectiveType>(in.coll), in.val);
+    share(ai, n, a.shape[s].domains > 1, +1, start);
+    events_.push({a.s[n].end, ai, n});
+  }
+
   void join(int bi, uint32_t i, double now) {
     Actor& b = actors_[bi];
-    const int s = plans_[b.stage].slot[i];
+    const int s = plans_[b.stage].info[i].slot;
     const int g = plans_[b.stage].axes[s];
     const int64_t k = b.issued[s]++;
+    if (b.solo[s]) {
+      start_collective(bi, i, s, now);
+      return;
+    }
     const uint64_t key = (static_cast<uint64_t>(g) << 48) | static_cast<uint64_t>(k);
     Inst& inst = insts_[key];
     for (int ai : dependents_[g][bi]) {
@@ -398,15 +466,11 @@ class Engine {
       if (ai == bi) sl.node = i;
       if (sl.missing > 0) continue;
       const uint32_t n = sl.node;
-      const TraceNode& x = node(ai, n);
-      a.start[n] = sl.start;
-      a.end[n] = sl.start + collective_micros(net_, a.shape[a.slot_of_axis[g]], x.coll, x.comm_size);
-      share(ai, n, a.shape[a.slot_of_axis[g]].domains > 1, +1, sl.start);
       if (sl.last_actor != ai) {  // waited for a member: continue the path before its issue
-        a.pred_actor[n] = actors_[sl.last_actor].pred_actor[sl.last_node];
-        a.pred_node[n] = actors_[sl.last_actor].pred_node[sl.last_node];
+        a.s[n].pred_actor = actors_[sl.last_actor].s[sl.last_node].pred_actor;
+        a.s[n].pred_node = actors_[sl.last_actor].s[sl.last_node].pred_node;
       }
-      events_.push({a.end[n], ai, n});
+      start_collective(ai, n, a.slot_of_axis[g], sl.start);
       inst.slots.erase(ai);
       inst.done++;
     }
@@ -425,41 +489,50 @@ class Engine {
       return static_cast<size_t>(h * 0xBF58476D1CE4E5B9ull);
     }
   };
+  // Posted and unmatched sends or receives of one key, oldest first: a
+  // post matches at once when the other side waits, so the queue holds
+  // one side only.
+  struct P2PPost {
+    int actor;
+    uint32_t node;
+    double time;
+  };
   struct P2P {
-    std::deque<std::pair<int, uint32_t>> sends, recvs;  // FIFO
-    std::deque<double> send_t, recv_t;
+    bool sends = false;
+    size_t head = 0;
+    std::vector<P2PPost> q;
   };
 
   void post_p2p(int ai, uint32_t i, double now) {
     const Actor& a = actors_[ai];
-    const TraceNode& x = node(ai, i);
-    const int s = plans_[a.stage].slot[i];
-    const int peer = a.peer_actor[s];
-    const bool send = x.kind == TraceNodeKind::kSend;
-    const P2PKey key{send ? ai : peer, send ? peer : ai, x.tag};
-    P2P& q = p2p_[key];
-    (send ? q.sends : q.recvs).push_back({ai, i});
-    (send ? q.send_t : q.recv_t).push_back(now);
-    if (q.sends.empty() || q.recvs.empty()) return;
-    auto [sa, sn] = q.sends.front();
-    auto [ra, rn] = q.recvs.front();
-    const double ts = q.send_t.front(), tr = q.recv_t.front();
-    q.sends.pop_front();
-    q.recvs.pop_front();
-    q.send_t.pop_front();
-    q.recv_t.pop_front();
-    if (q.sends.empty() && q.recvs.empty()) p2p_.erase(key);
+    const StagePlan::Info& in = plans_[a.stage].info[i];
+    const int peer = a.peer_actor[in.slot];
+    const bool send = in.node_kind() == TraceNodeKind::kSend;
+    const P2PKey key{send ? ai : peer, send ? peer : ai, in.tag};
+    auto [it, fresh] = p2p_.try_emplace(key);
+    P2P& q = it->second;
+    if (fresh || q.head == q.q.size() || q.sends == send) {
+      if (q.head == q.q.size()) q.q.clear(), q.head = 0;
+      q.sends = send;
+      q.q.push_back({ai, i, now});
+      return;
+    }
+    const P2PPost other = q.q[q.head++];
+    if (q.head == q.q.size()) p2p_.erase(it);
+    const int sa = send ? ai : other.actor, ra = send ? other.actor : ai;
+    const uint32_t sn = send ? i : other.node, rn = send ? other.node : i;
+    const double ts = send ? now : other.time, tr = send ? other.time : now;
     Actor& S = actors_[sa];
     Actor& R = actors_[ra];
     const double start = std::max(ts, tr);
-    const int ss = plans_[S.stage].slot[sn];
-    const double end = start + p2p_micros(net_, S.rank, S.peer_rank[ss], node(sa, sn).comm_size);
-    S.start[sn] = R.start[rn] = start;
-    S.end[sn] = R.end[rn] = end;
-    const bool cross = domain_of(net_, S.rank) != domain_of(net_, S.peer_rank[ss]);
+    const StagePlan::Info& sin = plans_[S.stage].info[sn];
+    const double end = start + p2p_micros(net_, S.rank, S.peer_rank[sin.slot], sin.val);
+    S.s[sn].start = R.s[rn].start = start;
+    S.s[sn].end = R.s[rn].end = end;
+    const bool cross = domain_of(net_, S.rank) != domain_of(net_, S.peer_rank[sin.slot]);
     share(sa, sn, cross, +1, start);
     share(ra, rn, cross, +1, start);
-    if (ts >= tr) R.pred_actor[rn] = S.pred_actor[sn], R.pred_node[rn] = S.pred_node[sn];
+    if (ts >= tr) R.s[rn].pred_actor = S.s[sn].pred_actor, R.s[rn].pred_node = S.s[sn].pred_node;
     events_.push({end, sa, sn});
     events_.push({end, ra, rn});
   }
@@ -470,7 +543,7 @@ class Engine {
     // Every start or rate change of a compute node bumps its actor's
     // version; only the latest end event of a compute node counts.
     const Actor& a = actors_[e.actor];
-    return sharing_ && plans_[a.stage].nkind[e.node] == TraceNodeKind::kCompute && e.version != a.version;
+    return sharing_ && plans_[a.stage].info[e.node].node_kind() == TraceNodeKind::kCompute && e.version != a.version;
   }
 
   double rate_of(const Actor& a) const {
@@ -486,7 +559,7 @@ class Engine {
   void share(int ai, uint32_t i, bool cross, int delta, double now) {
     if (!sharing_) return;
     Actor& a = actors_[ai];
-    const int s = plans_[a.stage].stream[i];
+    const int s = plans_[a.stage].info[i].stream;
     if (s == kCompute) return;  // on the compute stream: nothing runs beside it
     a.sharing[cross ? 1 : 0] += delta;
     const double r = rate_of(a);
@@ -495,32 +568,32 @@ class Engine {
     a.work_left = std::max(0.0, a.work_left - (now - a.seg_start) * a.rate);
     a.seg_start = now;
     a.rate = r;
-    a.end[n] = now + a.work_left / r;
-    events_.push({a.end[n], ai, n, ++a.version});
+    a.s[n].end = now + a.work_left / r;
+    events_.push({a.s[n].end, ai, n, ++a.version});
   }
 
   void finish(const Event& e) {
     Actor& a = actors_[e.actor];
-    const TraceNodeKind xk = plans_[a.stage].nkind[e.node];
+    const StagePlan& pl = plans_[a.stage];
+    const StagePlan::Info& in = pl.info[e.node];
+    const TraceNodeKind xk = in.node_kind();
     if (sharing_ && static_cast<int64_t>(e.node) == a.running) a.running = -1;
-    const int s = plans_[a.stage].stream[e.node];
+    const int s = in.stream;
     if (s >= 0) a.busy[s] = false, a.last[s] = e.node;
     if (sharing_ && xk != TraceNodeKind::kCompute) {
-      const int slot = plans_[a.stage].slot[e.node];
       bool cross = false;
-      if (xk == TraceNodeKind::kCollective) cross = a.shape[slot].domains > 1;
-      else cross = domain_of(net_, a.rank) != domain_of(net_, a.peer_rank[slot]);
+      if (xk == TraceNodeKind::kCollective) cross = a.shape[in.slot].domains > 1;
+      else cross = domain_of(net_, a.rank) != domain_of(net_, a.peer_rank[in.slot]);
       share(e.actor, e.node, cross, -1, e.time);
     }
     a.waiting[e.node] = -1;
     a.finished++;
     step_ = std::max(step_, e.time);
-    const StagePlan& pl = plans_[a.stage];
-    for (uint32_t ci = pl.child_at[e.node]; ci < pl.child_at[e.node + 1]; ++ci) {
+    for (uint32_t ci = in.child_at; ci < pl.info[e.node + 1].child_at; ++ci) {
       const uint32_t c = pl.child[ci];
       if (--a.waiting[c] == 0) {
-        a.pred_actor[c] = e.actor;
-        a.pred_node[c] = e.node;
+        a.s[c].pred_actor = e.actor;
+        a.s[c].pred_node = e.node;
         make_ready(e.actor, c, e.time);
       }
     }
@@ -544,12 +617,12 @@ class Engine {
     // Sweep: compute busy, else the kinds of communication in flight.
     struct Edge { double t; int kind; int delta; };  // kind -1 = compute
     std::vector<Edge> edges;
-    for (size_t i = 0; i < pl.kind.size(); ++i) {
-      r.end = std::max(r.end, a.end[i]);
-      if (a.end[i] <= a.start[i]) continue;
-      edges.push_back({a.start[i], pl.kind[i], +1});
-      edges.push_back({a.end[i], pl.kind[i], -1});
-      if (pl.kind[i] < 0) r.busy += a.end[i] - a.start[i];
+    for (size_t i = 0; i < pl.n; ++i) {
+      r.end = std::max(r.end, a.s[i].end);
+      if (a.s[i].end <= a.s[i].start) continue;
+      edges.push_back({a.s[i].start, pl.info[i].kind, +1});
+      edges.push_back({a.s[i].end, pl.info[i].kind, -1});
+      if (pl.info[i].kind < 0) r.busy += a.s[i].end - a.s[i].start;
     }
     std::sort(edges.begin(), edges.end(), [](const Edge& x, const Edge& y) { return x.t < y.t; });
     int active[kNumCommKinds + 1] = {0};
@@ -580,17 +653,17 @@ class Engine {
     const StagePlan& pl = plans_[a.stage];
     const SimStage& s = st_[a.stage];
     std::vector<SimInterval> out, comm[kNumCommKinds];
-    for (size_t i = 0; i < pl.kind.size(); ++i) {
-      if (a.end[i] <= a.start[i]) continue;
+    for (size_t i = 0; i < pl.n; ++i) {
+      if (a.s[i].end <= a.s[i].start) continue;
       const int32_t mb = i < s.micro_batch.size() ? s.micro_batch[i] : -1;
-      if (pl.kind[i] < 0) {
+      if (pl.info[i].kind < 0) {
         const char* k = compute_kind(a.stage, static_cast<uint32_t>(i));
-        if (!out.empty() && out.back().kind == k && out.back().micro_batch == mb && a.start[i] - out.back().end < 1e-9)
-          out.back().end = a.end[i];
+        if (!out.empty() && out.back().kind == k && out.back().micro_batch == mb && a.s[i].start - out.back().end < 1e-9)
+          out.back().end = a.s[i].end;
         else
-          out.push_back({a.start[i], a.end[i], k, mb});
+          out.push_back({a.s[i].start, a.s[i].end, k, mb});
       } else {
-        comm[pl.kind[i]].push_back({a.start[i], a.end[i], kCommKinds[pl.kind[i]], mb});
+        comm[pl.info[i].kind].push_back({a.s[i].start, a.s[i].end, kCommKinds[pl.info[i].kind], mb});
       }
     }
     for (auto& v : comm) {
@@ -619,8 +692,8 @@ class Engine {
     int ba = -1;
     uint32_t bn = 0;
     for (size_t a = 0; a < actors_.size(); ++a)
-      for (size_t i = 0; i < actors_[a].end.size(); ++i)
-        if (ba < 0 || actors_[a].end[i] > actors_[ba].end[bn]) ba = static_cast<int>(a), bn = static_cast<uint32_t>(i);
+      for (size_t i = 0; i < plans_[actors_[a].stage].n; ++i)
+        if (ba < 0 || actors_[a].s[i].end > actors_[ba].s[bn].end) ba = static_cast<int>(a), bn = static_cast<uint32_t>(i);
     if (ba < 0) return {};
     // Walk back, then total the path's time by what it is.
     std::map<std::string, double> by_what;
@@ -632,15 +705,15 @@ class Engine {
     std::string last_name;
     for (;;) {
       const Actor& x = actors_[a];
-      const int8_t kind = plans_[x.stage].kind[n];
+      const int8_t kind = plans_[x.stage].info[n].kind;
       const TraceNode& t = node(a, n);
       std::string what = kind < 0 ? std::string("compute ") + compute_kind(x.stage, n) : std::string(kCommKinds[kind]) + " communication";
-      by_what[what] += x.end[n] - x.start[n];
+      by_what[what] += x.s[n].end - x.s[n].start;
       stages[what].insert(x.stage);
-      covered += x.end[n] - x.start[n];
+      covered += x.s[n].end - x.s[n].start;
       if (count == 0) last_name = "stage " + std::to_string(x.stage) + " '" + t.name + "'";
       ++count;
-      if (x.pred_actor[n] < 0) {
+      if (x.s[n].pred_actor < 0) {
         std::vector<std::string> lines;
         lines.push_back("critical path: " + std::to_string(count) + " nodes from stage " + std::to_string(x.stage) +
                         " '" + t.name + "' to " + last_name + ", " + ms(step_));
@@ -655,8 +728,8 @@ class Engine {
         if (step_ - covered > 1e-6) lines.push_back("  waiting (latency not attributed to a node): " + ms(step_ - covered));
         return lines;
       }
-      const int pa = x.pred_actor[n];
-      n = x.pred_node[n];
+      const int pa = x.s[n].pred_actor;
+      n = x.s[n].pred_node;
       a = pa;
     }
   }
@@ -682,6 +755,10 @@ class Engine {
   SimOptions opt_;
   bool sharing_ = false;
   std::vector<StagePlan> plans_;
+  std::vector<StagePlan::Info> infos_;  // every plan's info (StagePlan::info points here)
+  std::vector<uint32_t> children_;      // every plan's children
+  std::vector<NodeState> states_;       // every actor's (Actor::s points here)
+  std::vector<int32_t> waiting_;        // every actor's (Actor::waiting points here)
   std::vector<std::string> axis_names_;
   std::vector<Actor> actors_;
   std::vector<int> color_;

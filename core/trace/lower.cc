@@ -57,6 +57,7 @@ class Lowerer {
     p_.node_axis.reserve(expect);
     p_.peer_stage.reserve(expect);
     p_.ring_offset.reserve(expect);
+    bufs_.reserve(expect);  // about one activation buffer per node: no regrowth copies
     for (size_t si = 0; si < steps.size(); ++si) {
       const Step& st = steps[si];
       SC_RETURN_IF_ERROR(check_cancelled("lowering"));
@@ -164,8 +165,12 @@ class Lowerer {
     std::vector<int> buf_of;
   };
   MbState& state(int64_t mb) {
+    if (cur_ && cur_mb_ == mb) return *cur_;  // several lookups per node, mostly the same micro-batch
     auto it = mbs_.find(mb);
-    if (it != mbs_.end()) return it->second;
+    if (it != mbs_.end()) {
+      cur_mb_ = mb, cur_ = &it->second;
+      return it->second;
+    }
     MbState s;
     if (!free_.empty()) {
       s = std::move(free_.back());
@@ -175,11 +180,14 @@ class Lowerer {
     s.pool.clear();
     s.op_node.assign(g_.ops.size(), -1);
     s.buf_of.assign(g_.tensors.size(), -1);
-    return mbs_.emplace(mb, std::move(s)).first->second;
+    MbState& out = mbs_.emplace(mb, std::move(s)).first->second;
+    cur_mb_ = mb, cur_ = &out;
+    return out;
   }
   void release(int64_t mb) {
     auto it = mbs_.find(mb);
     if (it == mbs_.end()) return;
+    if (cur_ == &it->second) cur_ = nullptr;
     free_.push_back(std::move(it->second));
     mbs_.erase(it);
   }
@@ -339,7 +347,9 @@ class Lowerer {
   Status emit(int id, int64_t mb) {
     const Op& op = g_.ops[id];
     done_[static_cast<size_t>(id)] = 1;
-    std::vector<uint64_t> deps;
+    // Built in a reused buffer, copied once at its final size into the node.
+    std::vector<uint64_t>& deps = deps_;
+    deps.clear();
     for (int t : op.inputs) add_nodes_of(t, mb, deps);
     if (op.kind == OpKind::kView) {
       sort_unique(deps);
@@ -359,7 +369,7 @@ class Lowerer {
     for (int t : op.outputs)
       if (persistent(t) && op.phase != Phase::kOptimizer) add_nodes_of(t, mb, deps);
 
-    if (!op.ring_axis.empty()) return emit_ring(op, id, mb, std::move(deps));
+    if (!op.ring_axis.empty()) return emit_ring(op, id, mb, deps);
     SC_ASSIGN_OR_RETURN(const OpCost* c, cost_of(id));
     TraceNode node;
     node.id = p_.nodes.size();
@@ -398,7 +408,7 @@ class Lowerer {
       last_compute_ = static_cast<int64_t>(node.id);
     }
     sort_unique(deps);
-    node.deps = std::move(deps);
+    node.deps.assign(deps.begin(), deps.end());
     if (node.kind == TraceNodeKind::kRecv) {
       node.output_bytes = static_cast<uint64_t>(node.comm_size);
     } else if (node.kind != TraceNodeKind::kSend) {
@@ -562,6 +572,9 @@ class Lowerer {
   std::vector<int> opt_;
   std::map<int64_t, MbState> mbs_;  // micro-batches in flight (and -1)
   std::vector<MbState> free_;       // released states, reused
+  MbState* cur_ = nullptr;          // the state state() returned last (in mbs_), for cur_mb_
+  int64_t cur_mb_ = 0;
+  std::vector<uint64_t> deps_;      // emit's dependency buffer
   std::map<int, std::vector<uint64_t>> grad_;  // main grad -> last writer
   std::vector<int64_t> expected_, writes_;      // per tensor: main grad writes per iteration (0: none)
   bool grads_written_ = true;                   // a main grad was written since the last bucket scan (or none scanned yet)

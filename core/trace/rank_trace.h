@@ -21,6 +21,8 @@ struct TraceNode {
   uint64_t id = 0;
   std::string name;
   TraceNodeKind kind = TraceNodeKind::kCompute;
+  // kCollective (next to kind: no padding; programs hold millions of nodes)
+  CollectiveType coll = CollectiveType::kAllReduce;
   std::vector<uint64_t> deps;  // ids of nodes that must finish first
 
   // kCompute
@@ -29,7 +31,6 @@ struct TraceNode {
   uint64_t duration_micros = 0;  // roofline time under the hardware profile
 
   // kCollective / kSend / kRecv
-  CollectiveType coll = CollectiveType::kAllReduce;
   int64_t comm_size = 0;   // bytes, Chakra semantics (see docs/trace-format.md)
   int64_t group = 0;       // group-file key (kCollective), >= 1
   int32_t peer = -1;       // kSend: comm_dst, kRecv: comm_src (global rank)
