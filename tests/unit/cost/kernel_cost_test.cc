@@ -114,7 +114,13 @@ TEST_CASE("kernel cost: memory-bound and attention kernels") {
   CHECK(memory_micros(hw, 0, 1e9) == doctest::Approx(1e9 / (2039e9 * 0.90) * 1e6));
   // FP32 vector math dominates only when it outweighs the bytes.
   CHECK(memory_micros(hw, 1e12, 1e3) == doctest::Approx(1e12 / 19.5e12 * 1e6));
-  CHECK(attention_micros(hw, DType::kBF16, 1e12, 1e6) == doctest::Approx(1e12 / (312e12 * 0.73) * 1e6));
+  CHECK(attention_micros(hw, DType::kBF16, 1e12, 1e6, false) == doctest::Approx(1e12 / (312e12 * 0.73) * 1e6));
+  // H100: FlashAttention-3's forward (740 of 989.5 TFLOP/s) and its slower
+  // backward (561 TFLOP/s at head dim 128, 16k tokens: 0.57).
+  Result<HardwareProfile> h100 = hardware_preset("h100");
+  REQUIRE(h100.ok());
+  CHECK(attention_micros(*h100, DType::kBF16, 1e12, 1e6, false) == doctest::Approx(1e12 / (989.5e12 * 0.75) * 1e6));
+  CHECK(attention_micros(*h100, DType::kBF16, 1e12, 1e6, true) == doctest::Approx(1e12 / (989.5e12 * 0.57) * 1e6));
   // The job's efficiencies scale the kernel rates.
   hw.memory_efficiency = 0.5;
   CHECK(memory_micros(hw, 0, 1e9) == doctest::Approx(1e9 / (2039e9 * 0.90 * 0.5) * 1e6));
