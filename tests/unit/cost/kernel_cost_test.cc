@@ -196,6 +196,7 @@ TEST_CASE("kernel cost: hardware fields name themselves when wrong") {
   for (Bad c : {Bad{R"({"preset": "h100", "cost_model": "magic"})", "hardware.cost_model"},
                 Bad{R"({"preset": "h100", "gemm_efficiency": 0})", "hardware.gemm_efficiency"},
                 Bad{R"({"preset": "h100", "attention_efficiency": 1.5})", "hardware.attention_efficiency"},
+                Bad{R"({"preset": "h100", "attention_bwd_efficiency": 0.001})", "hardware.attention_bwd_efficiency"},
                 Bad{R"({"preset": "h100", "hbm_efficiency": -1})", "hardware.hbm_efficiency"},
                 Bad{R"({"preset": "h100", "kernel_floor_micros": 1e9})", "hardware.kernel_floor_micros"},
                 Bad{R"({"preset": "h100", "sm_count": -1})", "hardware.sm_count"}}) {
