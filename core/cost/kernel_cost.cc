@@ -92,8 +92,9 @@ double gemm_micros(const HardwareProfile& hw, DType dt, const GemmShape& s, doub
   return std::max(t_flops, t_bytes) * 1e6;
 }
 
-double attention_micros(const HardwareProfile& hw, DType dt, double flops, double bytes) {
-  const double rate = hw.peak_for(dt) * hw.attention_efficiency * hw.compute_efficiency;
+double attention_micros(const HardwareProfile& hw, DType dt, double flops, double bytes, bool backward) {
+  const double eff = backward ? hw.attention_bwd_efficiency : hw.attention_efficiency;
+  const double rate = hw.peak_for(dt) * eff * hw.compute_efficiency;
   const double hbm = hw.mem_bandwidth * hw.hbm_efficiency * hw.memory_efficiency;
   const double t_flops = rate > 0 && flops > 0 ? flops / rate : 0;
   const double t_bytes = hbm > 0 && bytes > 0 ? bytes / hbm : 0;

@@ -9,7 +9,8 @@
 //    the best tile shape chosen; never faster than their bytes at
 //    hbm_efficiency. Small and skinny GEMMs fill fewer SMs, short-K ones
 //    are bound by their bytes.
-//  - Fused (flash) attention: attention_efficiency of peak.
+//  - Fused (flash) attention: attention_efficiency of peak forward,
+//    attention_bwd_efficiency backward.
 //  - Everything else is memory-bound: bytes at hbm_efficiency of HBM
 //    bandwidth (FLOPs at the non-tensor FP32 rate where they dominate).
 //  - Fusion (plan_fusion) follows Megatron-LM's fused kernels: bias + GeLU /
@@ -46,7 +47,8 @@ Result<GemmShape> gemm_shape(const Graph& g, const Op& op, const Bindings& bind)
 // Microseconds, without the launch floor. flops, bytes: the op's own
 // (its time is the shape's scaled to flops).
 double gemm_micros(const HardwareProfile& hw, DType dt, const GemmShape& s, double flops, double bytes);
-double attention_micros(const HardwareProfile& hw, DType dt, double flops, double bytes);
+// backward: the dQ/dK/dV kernel (attention_bwd_efficiency), else the forward.
+double attention_micros(const HardwareProfile& hw, DType dt, double flops, double bytes, bool backward);
 double memory_micros(const HardwareProfile& hw, double flops, double bytes);
 
 // Which ops share one fused kernel, and which tensors never touch HBM.

@@ -188,9 +188,11 @@ void vjp_embedding(VjpContext& c, const Op& f) {
          {{f.inputs[1], 1}}, out_numel(c, f) * Expr(ops::kEmbeddingBwd.flops_per_element));
 }
 
-// FlashAttention backward recomputes the scores: 5 BMMs of the forward's 2;
-// Megatron's model-FLOP count takes 2x forward (4). Ring attention's
-// backward runs the same blocks around the ring (dK/dV travel with K/V).
+// FlashAttention backward recomputes the scores: 5 BMMs of the forward's 2
+// executed (the forward's flops: half the square under the causal mask);
+// Megatron's model-FLOP count takes 2x the forward's model FLOPs (4 BMMs of
+// the full square). Ring attention's backward runs the same blocks around
+// the ring (dK/dV travel with K/V).
 void vjp_attention(VjpContext& c, const Op& f) {
   const int dy = output_grads(c, f)[0];
   if (dy < 0) return;
@@ -201,7 +203,7 @@ void vjp_attention(VjpContext& c, const Op& f) {
                  {f.inputs[0], f.inputs[1], f.inputs[2], f.outputs[0], f.outputs[1], dy},
                  {li(0), li(1), li(2), li(0), g.labels_out(f, 1), li(0)},
                  {{f.inputs[0], 0}, {f.inputs[1], 1}, {f.inputs[2], 2}}, bmm * Expr(5));
-  o.model_flops = bmm * Expr(4);
+  o.model_flops = (f.model_flops.is_zero() ? f.flops : f.model_flops) / Expr(2) * Expr(4);
   o.ring_axis = f.ring_axis;
 }
 

@@ -12,9 +12,9 @@ namespace {
 constexpr double T = 1e12;  // tera
 constexpr double G = 1e9;   // giga
 
-// Kernel constants: SMs, GEMM ceiling, flash-attention fraction, HBM
-// fraction, launch floor (derivations: docs/hardware.md).
-struct KernelConstants { int sms; double gemm, attention, hbm, floor_us; };
+// Kernel constants: SMs, GEMM ceiling, flash-attention fractions (forward,
+// backward), HBM fraction, launch floor (derivations: docs/hardware.md).
+struct KernelConstants { int sms; double gemm, attention, attention_bwd, hbm, floor_us; };
 
 HardwareProfile make(const char* name, double fp32, double tf32, double bf16, double fp8,
                      double hbm, double capacity, double nvlink, double network, KernelConstants k) {
@@ -32,6 +32,7 @@ HardwareProfile make(const char* name, double fp32, double tf32, double bf16, do
   hw.sm_count = k.sms;
   hw.gemm_efficiency = k.gemm;
   hw.attention_efficiency = k.attention;
+  hw.attention_bwd_efficiency = k.attention_bwd;
   hw.hbm_efficiency = k.hbm;
   hw.kernel_floor_micros = k.floor_us;
   return hw;
@@ -42,18 +43,18 @@ HardwareProfile preset(int i) {
     // A100 SXM4 80GB: no FP8. NVLink 3: 600 GB/s total = 300 per direction;
     // DGX A100: one 200 Gb/s HDR InfiniBand port per GPU = 25 GB/s.
     case 0: return make("a100", 19.5 * T, 156 * T, 312 * T, 0, 2039 * G, 80 * G, 300 * G, 25 * G,
-                        {108, 0.80, 0.73, 0.90, 2.4});
+                        {108, 0.80, 0.73, 0.73, 0.90, 2.4});
     // H100 SXM5 80GB. NVLink 4: 900 GB/s total = 450 per direction;
     // DGX H100: one 400 Gb/s NDR ConnectX-7 per GPU = 50 GB/s.
     case 1: return make("h100", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 3350 * G, 80 * G, 450 * G, 50 * G,
-                        {132, 0.80, 0.75, 0.90, 2.4});
+                        {132, 0.80, 0.75, 0.57, 0.90, 2.4});
     // H200 SXM 141GB: H100's compute with HBM3e.
     case 2: return make("h200", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 4800 * G, 141 * G, 450 * G, 50 * G,
-                        {132, 0.80, 0.75, 0.90, 2.4});
+                        {132, 0.80, 0.75, 0.57, 0.90, 2.4});
     // B200 as in HGX/DGX B200 (1000 W): NVLink 5 1.8 TB/s total = 900 per
     // direction; 180 GB per GPU (1,440 GB per 8-GPU system).
     case 3: return make("b200", 75 * T, 1125 * T, 2250 * T, 4500 * T, 8000 * G, 180 * G, 900 * G, 50 * G,
-                        {148, 0.80, 0.75, 0.90, 2.4});
+                        {148, 0.80, 0.75, 0.57, 0.90, 2.4});
     default: return HardwareProfile{};
   }
 }

@@ -35,7 +35,8 @@ struct HardwareProfile {
   // Kernel-model constants (docs/hardware.md#kernel-cost-model).
   int sm_count = 0;                   // SMs (datasheet); 0: no wave quantisation
   double gemm_efficiency = 0.80;      // fraction of tensor peak of a large, well-shaped GEMM
-  double attention_efficiency = 0.70; // fraction of tensor peak of fused (flash) attention
+  double attention_efficiency = 0.70; // fraction of tensor peak of fused (flash) attention, forward
+  double attention_bwd_efficiency = 0.70;  // the same for its backward kernel (dQ, dK, dV)
   double hbm_efficiency = 0.90;       // fraction of HBM bandwidth a memory-bound kernel reaches
   double kernel_floor_micros = 2.4;   // shortest kernel (launch floor), µs
 

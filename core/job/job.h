@@ -108,6 +108,11 @@ struct NetworkConfig {
   double oversubscription = 1;         // scale-out bandwidth divided by this (>= 1)
   std::string algorithm = "ring";      // "ring" | "tree" | "hierarchical"
   int64_t nodes = 0;                   // domains available; 0 = as many as the job needs
+  // Fraction of compute speed a rank loses while a transfer of another
+  // stream runs beside it (docs/simulate.md, "Streams"), in [0, 1); < 0 =
+  // the default (0.15 inside a domain, 0.02 across domains).
+  double comm_sm_share_domain = -1;
+  double comm_sm_share_scale_out = -1;
 };
 
 // Serving (docs/inference.md, "Job"; parsed in job/job_serving.cc).

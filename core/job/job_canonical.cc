@@ -117,6 +117,7 @@ std::string job_to_canonical_json(const Job& job) {
       {"sm_count", hw.sm_count},
       {"gemm_efficiency", hw.gemm_efficiency},
       {"attention_efficiency", hw.attention_efficiency},
+      {"attention_bwd_efficiency", hw.attention_bwd_efficiency},
       {"hbm_efficiency", hw.hbm_efficiency},
       {"kernel_floor_micros", hw.kernel_floor_micros},
   };

@@ -41,6 +41,7 @@ constexpr Field kFields[] = {
     // hw/hardware.h).
     {"gemm_efficiency", &HardwareProfile::gemm_efficiency, kMinEfficiency, true, 1},
     {"attention_efficiency", &HardwareProfile::attention_efficiency, kMinEfficiency, true, 1},
+    {"attention_bwd_efficiency", &HardwareProfile::attention_bwd_efficiency, kMinEfficiency, true, 1},
     {"hbm_efficiency", &HardwareProfile::hbm_efficiency, kMinEfficiency, true, 1},
     {"kernel_floor_micros", &HardwareProfile::kernel_floor_micros, 0, true, kMaxFloorMicros},
 };
@@ -68,7 +69,8 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
       v, {"preset", "name", "peak_flops_fp32", "peak_flops_tf32", "peak_flops_bf16",
           "peak_flops_fp8", "mem_bandwidth", "memory_bytes", "intra_node_bw", "inter_node_bw",
           "gpus_per_node", "compute_efficiency", "memory_efficiency", "cost_model", "sm_count",
-          "gemm_efficiency", "attention_efficiency", "hbm_efficiency", "kernel_floor_micros"},
+          "gemm_efficiency", "attention_efficiency", "attention_bwd_efficiency", "hbm_efficiency",
+          "kernel_floor_micros"},
       path));
   HardwareProfile hw;
   hw.name = "custom";

@@ -19,7 +19,8 @@ Result<NetworkConfig> parse_network_section(const Json& v, const std::string& pa
   SC_RETURN_IF_ERROR(jsonf::expect_object(v, path));
   SC_RETURN_IF_ERROR(jsonf::check_keys(
       v, {"domain_size", "domain_bandwidth_gbs", "domain_latency_us", "scale_out_bandwidth_gbs",
-          "scale_out_latency_us", "oversubscription", "algorithm", "nodes"},
+          "scale_out_latency_us", "oversubscription", "algorithm", "nodes", "comm_sm_share_domain",
+          "comm_sm_share_scale_out"},
       path));
   NetworkConfig n;
   if (const Json* x = jsonf::find(v, "domain_size")) {
@@ -39,6 +40,17 @@ Result<NetworkConfig> parse_network_section(const Json& v, const std::string& pa
   for (const F& f : fields)
     if (const Json* x = jsonf::find(v, f.key)) {
       SC_ASSIGN_OR_RETURN(n.*f.m, jsonf::get_number_in(*x, join(path, f.key), f.lo, f.hi, f.lo_incl));
+    }
+  // A share of the SMs: 1 would stop compute while any transfer runs.
+  for (auto [key, m] : {std::pair{"comm_sm_share_domain", &NetworkConfig::comm_sm_share_domain},
+                        std::pair{"comm_sm_share_scale_out", &NetworkConfig::comm_sm_share_scale_out}})
+    if (const Json* x = jsonf::find(v, key)) {
+      SC_ASSIGN_OR_RETURN(double f, jsonf::get_number(*x, join(path, key)));
+      if (!(f >= 0 && f < 1))
+        return make_error(ErrorCode::kInvalidArgument,
+                          "must be >= 0 and < 1 (a fraction of the compute speed; got " + Json(f).dump() + ")",
+                          join(path, key));
+      n.*m = f;
     }
   if (const Json* x = jsonf::find(v, "algorithm")) {
     SC_ASSIGN_OR_RETURN(n.algorithm, jsonf::get_string(*x, join(path, "algorithm")));

@@ -93,7 +93,7 @@ Status parse_parallel(const Json& v, ParallelConfig* p, int64_t* world_size) {
     p->pipeline_layout.clear();
     for (size_t i = 0; i < x->size(); ++i) {
       SC_ASSIGN_OR_RETURN(int64_t n, jsonf::get_int((*x)[i], "parallel.pipeline_layout[" + std::to_string(i) + "]",
-                                                    1, limits::kMaxLayers));
+                                                    0, limits::kMaxLayers));
       p->pipeline_layout.push_back(n);
     }
   }

@@ -68,7 +68,7 @@ static Status validate_pipeline(const Job& job) {
   const auto& p = job.parallel;
   const auto& t = job.training;
   const int64_t L = job.model.num_layers, chunks = p.pp * p.virtual_stages;
-  if (chunks > L)
+  if (chunks > L + 2 || (chunks > L && p.pipeline_layout.empty()))
     return make_error(ErrorCode::kInvalidArgument,
                       "pp (" + to_string(p.pp) + ") x virtual_stages (" + to_string(p.virtual_stages) + ") = " +
                       to_string(chunks) + " stages for " + to_string(L) + " layers: every stage needs a layer",
@@ -80,6 +80,14 @@ static Status validate_pipeline(const Job& job) {
                             to_string(chunks), "parallel.pipeline_layout");
     int64_t sum = 0;
     for (int64_t n : p.pipeline_layout) sum += n;
+    // Only the first and the last virtual stage may hold no layer (Llama 3's
+    // layout: the embedding alone, the output layer and loss alone).
+    for (size_t k = 1; k + 1 < p.pipeline_layout.size(); ++k)
+      if (p.pipeline_layout[k] == 0)
+        return make_error(ErrorCode::kInvalidArgument,
+                          "entry " + to_string(int64_t(k)) +
+                              " is 0; only the first and the last virtual stage may hold no layer",
+                          "parallel.pipeline_layout");
     if (sum != L)
       return make_error(ErrorCode::kInvalidArgument,
                         "sums to " + to_string(sum) + " layers; the model has " + to_string(L),

@@ -372,14 +372,23 @@ class Builder {
     const std::set<std::string> key_labels = windowed ? std::set<std::string>{"w"}
                                                       : std::set<std::string>{"t", "tc"};
     int ctx = act("attn.ctx", BS({a, vd}), o_.dtype);
+    // A fused kernel with the causal mask skips the key blocks above the
+    // diagonal: it executes half the square (FlashAttention's own FLOP count
+    // for causal runs), while the model FLOPs keep the full square. Context
+    // parallelism splits the sequence into 2 cp chunks, rank i holding chunks
+    // i and 2cp-1-i (Llama 3, Megatron-LM), so every rank executes the same
+    // half of its s/cp x s share. A windowed layer already counts its band.
+    // ("wx": the band's keys, or s^2 / 2 when the window covers the sequence.)
+    const Expr fused_flops = windowed ? Expr(2) * B().size * S("a") * S("wx") * (qk.size + vd.size)
+                                      : (scores_flops + values_flops) / Expr(2);
     if (o_.cp_ring) {
       // Ring attention (flash-style blocks): K/V keep their sequence shard;
       // the key axis is the query's "s", so nothing is gathered.
       int lse = act("attn.lse", cat({B(), a}, seq()), DType::kFP32);
       Op o = op("attn.ring", ops::kRingAttention, {q, k, v}, {ctx, lse});
       o.in_labels = {q_lab, lab({"a", qk.label}), lab({"a", vd.label})};
-      o.flops = scores_flops + values_flops;
-      o.model_flops = o.flops;
+      o.flops = fused_flops;
+      o.model_flops = scores_flops + values_flops;
       o.ring_axis = "cp";
       add(std::move(o));
     } else if (m_.flash_attention) {
@@ -387,8 +396,8 @@ class Builder {
       Op o = op("attn.flash", ops::kFlashAttention, {q, k, v}, {ctx, lse});
       o.in_labels = {q_lab, k_lab, v_lab};
       o.unshardable = {"t", "tc"};
-      o.flops = scores_flops + values_flops;
-      o.model_flops = o.flops;
+      o.flops = fused_flops;
+      o.model_flops = scores_flops + values_flops;
       add(std::move(o));
     } else {
       // Scores [b, a, s, keys]: s x s, or the s x w band of a windowed layer.
@@ -917,6 +926,9 @@ Bindings model_bindings(const ModelConfig& m, int64_t micro_batch, int64_t seq_l
     const int64_t w = std::min(seq_len, m.sliding_window);
     b["w"] = w;
     b["wk"] = m.sliding_window >= seq_len ? seq_len * seq_len : w * seq_len - w * (w - 1) / 2;
+    // Keys a fused causal kernel visits: the band, or half the square when
+    // the window covers the sequence (as for an unwindowed layer).
+    b["wx"] = m.sliding_window >= seq_len ? seq_len * seq_len / 2 : b["wk"];
   }
   if (m.rope_dim() != m.head_dim) b["dro"] = m.rope_dim();
   if (m.is_moe()) {

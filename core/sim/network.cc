@@ -175,6 +175,8 @@ Result<NetworkModel> resolve_network(const Job& job, int64_t world, bool astra) 
   n.scale_out_lat = c.scale_out_latency_us >= 0 ? c.scale_out_latency_us : kScaleOutLatencyUs;
   n.oversubscription = c.oversubscription;
   n.algorithm = c.algorithm;
+  if (c.comm_sm_share_domain >= 0) n.comm_sm_share_domain = c.comm_sm_share_domain;
+  if (c.comm_sm_share_scale_out >= 0) n.comm_sm_share_scale_out = c.comm_sm_share_scale_out;
   if (!(n.domain_bw > 0))
     return make_error(ErrorCode::kInvalidArgument, "must be > 0 (the hardware profile has no NVLink bandwidth)",
                       "network.domain_bandwidth_gbs");

@@ -295,7 +295,7 @@ class Lowerer {
       SC_ASSIGN_OR_RETURN(GemmShape shape, gemm_shape(g_, op, bind_));
       us = gemm_micros(hw_, w.dt, shape, flops, bytes);
     } else if (op.kind == OpKind::kAttention) {
-      us = attention_micros(hw_, o_.compute_dtype, flops, bytes);
+      us = attention_micros(hw_, o_.compute_dtype, flops, bytes, op.fwd_op >= 0);
     } else {
       us = memory_micros(hw_, flops, bytes);
     }
@@ -544,7 +544,8 @@ class Lowerer {
       const double us =
           kernel_model()
               ? std::max(hw_.kernel_floor_micros,
-                         attention_micros(hw_, o_.compute_dtype, static_cast<double>(f), static_cast<double>(by)))
+                         attention_micros(hw_, o_.compute_dtype, static_cast<double>(f), static_cast<double>(by),
+                                          op.fwd_op >= 0))
               : roofline_micros(hw_, o_.compute_dtype, static_cast<double>(f), static_cast<double>(by));
       SC_RETURN_IF_ERROR(set_cost(c, f, by, us, op.name));
       // Each step accumulates into the output: the last step writes it.

@@ -80,11 +80,22 @@ def render(spec, results):
     return "\n".join(lines) + "\n"
 
 
+def palm_flops(fc, row):
+    # PaLM's MFU count (Chowdhery et al. 2022, Appendix B), per token
+    # 6 N + 12 L H Q T: 2 FLOPs per matmul parameter forward, twice that
+    # backward; attention over the whole T x T square (the causal mask is
+    # not discounted). N leaves out the input embedding table (a lookup).
+    n = fc["params"] - fc["vocab"] * fc["hidden"]
+    per_token = 6 * n + 12 * fc["layers"] * fc["heads"] * fc["head_dim"] * row["seq_len"]
+    return per_token * row["global_batch"] * row["seq_len"]
+
+
 def render_tflops(spec, results):
-    # Rows that give their whole job and a throughput in TFLOP/s per GPU
-    # whose FLOP count the source does not define: the published step is
-    # taken as simulate's model FLOPs per step / (GPUs x TFLOP/s), so the
-    # error is the ratio of the MFUs.
+    # Rows that give their whole job and a throughput in TFLOP/s per GPU.
+    # With the spec's "flop_count" (the source's definition) the published
+    # step is those FLOPs / (GPUs x TFLOP/s); without one, simulate's model
+    # FLOPs per step / (GPUs x TFLOP/s), so the error is the ratio of MFUs.
+    fc = spec.get("flop_count")
     lines = ["| run | GPUs | t | cp | p | d | seq | B | published TFLOP/s | published s/iter "
              "| simulated s/iter | simulated TFLOP/s | error | simulated bubble | exposed comm (tp / cp / pp / dp) s |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -93,6 +104,14 @@ def render_tflops(spec, results):
         if sim["world_size"] != row["gpus"]:
             raise SystemExit(f"{row['name']}: the job has {sim['world_size']} ranks, the row {row['gpus']} GPUs")
         flops = sim["model_flops_per_step"]
+        if fc:
+            # The same physics counted two ways: a gap over 1% means the
+            # spec's model is not the job's.
+            palm = palm_flops(fc, row)
+            if abs(palm - flops) > 0.01 * flops:
+                raise SystemExit(f"{row['name']}: the {fc['definition']} FLOP count {palm:.4g} is not "
+                                 f"simulate's model FLOPs {flops:.4g} within 1%")
+            flops = palm
         pub = flops / (row["gpus"] * row["published_tflops_per_gpu"] * 1e12)
         step = sim["step_seconds"]
         err = (step - pub) / pub

@@ -104,3 +104,38 @@ TEST_CASE("cp: ring attention passes K/V blocks around the ring and runs to comp
     CHECK(summary(g)["flops"]["model_per_iteration"] == summary(make(a))["flops"]["model_per_iteration"]);
   }
 }
+
+TEST_CASE("cp: causal fused attention executes half the square, the same half on every cp rank") {
+  // Llama-3-8B's heads (a 32, d 128), 2 layers, s = 64 over cp 2, flash
+  // attention, all-gathered K/V. Each rank holds s/cp = 32 queries against
+  // all 64 keys; under the causal mask (chunks i and 2cp-1-i per rank) it
+  // executes half of its 32 x 64 share: 2 GEMMs x 2 a d x 32 x 64 / 2.
+  auto j = parse_job(R"({"model":{"preset":"llama3-8b","num_layers":2,"flash_attention":true},
+      "parallel":{"cp":2},"training":{"seq_len":64,"global_batch_size":1}})");
+  REQUIRE(j.ok());
+  auto g = make(*j);
+  const int64_t a = 32, d = 128, s = 64, cp = 2;
+  const int64_t fwd = 2 * (2 * a * d) * (s / cp) * s / 2;
+  for (int64_t r = 0; r < cp; ++r) {
+    const RankTrace t = g.rank_trace(r).value();
+    int seen = 0;
+    for (const auto& n : t.nodes) {
+      if (n.name == "mb0.fwd.L0.attn.flash") {
+        CHECK(n.num_ops == fwd);
+        ++seen;
+      }
+      // The backward recomputes Q K^T: 5 products of the forward's 2.
+      if (n.name == "mb0.bwd.L0.attn.flash.bwd") {
+        CHECK(n.num_ops == fwd / 2 * 5);
+        ++seen;
+      }
+    }
+    CHECK(seen == 2);
+  }
+  // Model FLOPs keep the full square (Megatron-LM's and PaLM's convention):
+  // the attention part is 3 x 2 GEMMs x 2 a d s^2 per layer.
+  auto plain = parse_job(R"({"model":{"preset":"llama3-8b","num_layers":2,"flash_attention":false},
+      "parallel":{"cp":2},"training":{"seq_len":64,"global_batch_size":1}})");
+  REQUIRE(plain.ok());
+  CHECK(summary(g)["flops"]["model_per_iteration"] == summary(make(*plain))["flops"]["model_per_iteration"]);
+}

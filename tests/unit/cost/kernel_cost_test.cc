@@ -114,7 +114,13 @@ TEST_CASE("kernel cost: memory-bound and attention kernels") {
   CHECK(memory_micros(hw, 0, 1e9) == doctest::Approx(1e9 / (2039e9 * 0.90) * 1e6));
   // FP32 vector math dominates only when it outweighs the bytes.
   CHECK(memory_micros(hw, 1e12, 1e3) == doctest::Approx(1e12 / 19.5e12 * 1e6));
-  CHECK(attention_micros(hw, DType::kBF16, 1e12, 1e6) == doctest::Approx(1e12 / (312e12 * 0.73) * 1e6));
+  CHECK(attention_micros(hw, DType::kBF16, 1e12, 1e6, false) == doctest::Approx(1e12 / (312e12 * 0.73) * 1e6));
+  // H100: FlashAttention-3's forward (740 of 989.5 TFLOP/s) and its slower
+  // backward (561 TFLOP/s at head dim 128, 16k tokens: 0.57).
+  Result<HardwareProfile> h100 = hardware_preset("h100");
+  REQUIRE(h100.ok());
+  CHECK(attention_micros(*h100, DType::kBF16, 1e12, 1e6, false) == doctest::Approx(1e12 / (989.5e12 * 0.75) * 1e6));
+  CHECK(attention_micros(*h100, DType::kBF16, 1e12, 1e6, true) == doctest::Approx(1e12 / (989.5e12 * 0.57) * 1e6));
   // The job's efficiencies scale the kernel rates.
   hw.memory_efficiency = 0.5;
   CHECK(memory_micros(hw, 0, 1e9) == doctest::Approx(1e9 / (2039e9 * 0.90 * 0.5) * 1e6));
@@ -190,6 +196,7 @@ TEST_CASE("kernel cost: hardware fields name themselves when wrong") {
   for (Bad c : {Bad{R"({"preset": "h100", "cost_model": "magic"})", "hardware.cost_model"},
                 Bad{R"({"preset": "h100", "gemm_efficiency": 0})", "hardware.gemm_efficiency"},
                 Bad{R"({"preset": "h100", "attention_efficiency": 1.5})", "hardware.attention_efficiency"},
+                Bad{R"({"preset": "h100", "attention_bwd_efficiency": 0.001})", "hardware.attention_bwd_efficiency"},
                 Bad{R"({"preset": "h100", "hbm_efficiency": -1})", "hardware.hbm_efficiency"},
                 Bad{R"({"preset": "h100", "kernel_floor_micros": 1e9})", "hardware.kernel_floor_micros"},
                 Bad{R"({"preset": "h100", "sm_count": -1})", "hardware.sm_count"}}) {

@@ -315,6 +315,12 @@ TEST_CASE("simulate: bad network settings name the field") {
   CHECK(err(R"({"scale_out_latency_us":-1})").path == "network.scale_out_latency_us");
   CHECK(err(R"({"domain_size":0})").path == "network.domain_size");
   CHECK(err(R"([1])").path == "network");
+  // SM shares are fractions in [0, 1): the message names the range and value.
+  CHECK(err(R"({"comm_sm_share_domain":1})").path == "network.comm_sm_share_domain");
+  CHECK(err(R"({"comm_sm_share_domain":1})").message.find("< 1") != std::string::npos);
+  CHECK(err(R"({"comm_sm_share_domain":1})").message.find("got 1") != std::string::npos);
+  CHECK(err(R"({"comm_sm_share_scale_out":-0.1})").path == "network.comm_sm_share_scale_out");
+  CHECK(err(R"({"comm_sm_share_scale_out":"x"})").path == "network.comm_sm_share_scale_out");
   // A network with fewer GPUs than the job.
   Job j = parse(R"({"model":{"preset":"llama2-7b","num_layers":2},"parallel":{"dp":32},
                    "training":{"seq_len":64},"network":{"nodes":2}})");
@@ -373,6 +379,20 @@ TEST_CASE("simulate: communication beside compute slows it by its SM share") {
   REQUIRE(comm > 0);
   CHECK(shared.sim.step > free_run.sim.step);
   CHECK(shared.sim.step - free_run.sim.step <= 0.15 / 0.85 * comm + 1e-6);
+  // The same shares set in the job's network block: the same step, and the
+  // resolved network reports them.
+  auto g0 = make(parse(R"({"model":{"preset":"gpt3-1.7b","num_layers":4},"parallel":{"dp":8},
+                          "training":{"seq_len":2048,"global_batch_size":8,"dp_bucket_mb":4},
+                          "network":{"comm_sm_share_domain":0,"comm_sm_share_scale_out":0}})"));
+  SimulateOptions d;
+  d.reuse_summary = false;
+  auto from_job = simulate(g0, d).value();
+  CHECK(from_job.sim.step == free_run.sim.step);
+  CHECK(from_job.network.comm_sm_share_domain == 0);
+  CHECK(from_job.network.comm_sm_share_scale_out == 0);
+  // Unset, they are the documented defaults (Calculon's 15% and 2%).
+  CHECK(simulate(g, d).value().network.comm_sm_share_domain == 0.15);
+  CHECK(simulate(g, d).value().network.comm_sm_share_scale_out == 0.02);
   // Symmetry still holds with the rate changes.
   o.exhaustive = true;
   CHECK(simulate(g, o).value().sim.step == shared.sim.step);

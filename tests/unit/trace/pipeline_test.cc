@@ -65,6 +65,33 @@ TEST_CASE("pipeline: every schedule runs to completion on every rank") {
   auto s = summary(g);
   CHECK(s["stages"][0]["layers"].get<int64_t>() == 3);
   CHECK(s["stages"][1]["layers"].get<int64_t>() == 2);
+  // Llama 3's layout: the first virtual stage holds the embedding alone,
+  // the last the output layer and loss alone (one layer per other chunk).
+  Job llama = pp_job(6, 2, 4, Schedule::kInterleaved, 4);
+  llama.parallel.pipeline_layout = {0, 1, 1, 1, 1, 1, 1, 0};
+  auto gl = make(llama);
+  check_runs_to_completion(gl);
+  auto sl = summary(gl);
+  // Virtual stage k holds layer k - 1 (k = 1 … 6): rank 0 runs virtual
+  // stages 0, 2, 4, 6 (the embedding, layers 1, 3, 5), rank 1 runs 1, 3,
+  // 5, 7 (layers 0, 2, 4, the head).
+  auto layers_of = [&](int st) {
+    std::set<std::string> out;
+    for (auto& [k, v] : sl["stages"][st]["activation_bytes_by_layer"].items()) out.insert(k);
+    return out;
+  };
+  CHECK(layers_of(0) == std::set<std::string>{"1", "3", "5"});
+  CHECK(layers_of(1) == std::set<std::string>{"0", "2", "4"});
+  // An empty stage inside the pipeline is refused, naming the entry.
+  Job hole = llama;
+  hole.parallel.pipeline_layout = {1, 1, 0, 1, 1, 1, 1, 0};
+  auto bad = Generator::create(hole);
+  REQUIRE(!bad.ok());
+  CHECK(bad.error().path == "parallel.pipeline_layout");
+  CHECK(bad.error().message.find("entry 2 is 0") != std::string::npos);
+  // Without a layout every virtual stage needs a layer.
+  Job few = pp_job(6, 2, 4, Schedule::kInterleaved, 4);
+  CHECK(Generator::create(few).error().path == "parallel.pp");
 }
 
 TEST_CASE("pipeline: one b*s*h activation per micro-batch, boundary and direction, matched pairs") {
