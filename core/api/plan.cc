@@ -105,6 +105,17 @@ struct Part {
   // gradient received from the next stage and feeds the one sent back.
   double bc_us = 0;
   double comm_us = 0;  // tp and cp collectives per micro-batch, on the real network
+  double f_comm_us = 0;  // of comm_us: the forward's
+  // Of fb_us: recomputed forward ops (they may run before the gradient
+  // arrives: nothing they read comes from the next stage).
+  double rc_us = 0;
+  // For ZeRO-3's per-unit gathers (docs/plan.md, step 7): the compute from
+  // the unit's first weight-reading node to the end of its forward
+  // (f_post_us) / backward (b_post_us; b_post_nw_us without the
+  // weight-gradient ops, which zero-bubble defers to W steps). A gathered
+  // unit's first reader waits for its gather, and everything after it in
+  // the compute chain follows.
+  double f_post_us = 0, b_post_us = 0, b_post_nw_us = 0;
   // Of those, the ones between two consecutive compute nodes A -> B with
   // A feeding the collective and the collective feeding B: the compute
   // stream waits for all of it.
@@ -234,6 +245,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
   // Compute microseconds: node names are "[mbN.]fwd|bwd|opt.<op>[.suffix]".
   std::map<std::string, int, std::less<>> by_name;
   for (size_t i = 0; i < g.ops.size(); ++i) by_name.emplace(g.ops[i].name, static_cast<int>(i));
+  std::vector<char> f_reader(px.layers.size(), 0), b_reader(px.layers.size(), 0);
   for (const TraceNode& n : prog.nodes) {
     if (n.kind != TraceNodeKind::kCompute) continue;
     std::string_view rest = n.name;
@@ -255,6 +267,22 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
     part->fb_us += us;
     if (fwd) part->f_us += us;
     if (bwd && !g.ops[op].wgrad && !g.ops[op].recomputed) part->bc_us += us;
+    if (bwd && g.ops[op].recomputed) part->rc_us += us;
+    // From the first node (of this part and phase) whose op reads a weight.
+    bool reads = false;
+    for (int t : g.ops[op].inputs) reads |= is_weight(g.tensors[t]);
+    const size_t pi = static_cast<size_t>(g.ops[op].layer);
+    if (g.ops[op].layer >= 0 && pi < px.layers.size()) {
+      std::vector<char>& seen_reader = fwd ? f_reader : b_reader;
+      if (reads) seen_reader[pi] = 1;
+      if (seen_reader[pi]) {
+        if (fwd) part->f_post_us += us;
+        else {
+          part->b_post_us += us;
+          if (!g.ops[op].wgrad) part->b_post_nw_us += us;
+        }
+      }
+    }
   }
   // tp and cp collectives of the forward and backward: their groups are
   // the innermost axes in every rank order, so their shapes are the real
@@ -270,6 +298,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
       std::string_view rest = n.name;
       if (rest.rfind("mb", 0) == 0) rest.remove_prefix(std::min(rest.size(), rest.find('.') + 1));
       if (rest.rfind("fwd.", 0) != 0 && rest.rfind("bwd.", 0) != 0) continue;
+      const bool is_fwd = rest.rfind("fwd.", 0) == 0;
       rest.remove_prefix(4);
       int op = -1;
       for (std::string_view r = rest; !r.empty();) {
@@ -283,6 +312,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
       if (n.kind != TraceNodeKind::kCollective || (axis != "tp" && axis != "cp")) continue;
       coll_us[i] = collective_micros(net, axis == "tp" ? tp_shape : cp_shape, n.coll, n.comm_size);
       if (node_part[i]) node_part[i]->comm_us += coll_us[i];
+      if (node_part[i] && is_fwd) node_part[i]->f_comm_us += coll_us[i];
     }
     int64_t prev_compute = -1;
     for (size_t i = 0; i < prog.nodes.size(); ++i) {
@@ -322,7 +352,7 @@ struct Estimate {
 // Per chunk of a stage: saved, for_w, f, fb of its layers (+ ends).
 struct ChunkSums {
   int64_t saved = 0, for_w = 0, params_dense = 0, params_expert = 0;
-  double f_us = 0, fb_us = 0, bc_us = 0, comm_us = 0, serial_us = 0;
+  double f_us = 0, fb_us = 0, bc_us = 0, comm_us = 0, serial_us = 0, f_comm_us = 0, rc_us = 0;
   int64_t pre_post_dense = 0;  // of params_dense: the embedding / head units
 };
 
@@ -338,6 +368,8 @@ ChunkSums chunk_sums(const Proxy& px, const Chunk& c, int64_t num_virtual, bool 
     s.bc_us += p.bc_us;
     s.comm_us += p.comm_us;
     s.serial_us += p.serial_us;
+    s.f_comm_us += p.f_comm_us;
+    s.rc_us += p.rc_us;
   };
   for (int64_t l = c.first_layer; l < c.end_layer; ++l) add(layer_part(px, l));
   if (c.virtual_stage == 0) add(px.pre), s.pre_post_dense += px.pre.params_dense;
@@ -353,7 +385,7 @@ ChunkSums chunk_sums(const Proxy& px, const Chunk& c, int64_t num_virtual, bool 
 // Rank 0's group over the first n indices of the combined (cp, dp) index
 // (cp inner, as the layout derives "dp+cp" and HSDP's dp_shard), in the
 // job's rank order: its shape on the network.
-GroupShape dp_group_shape(const NetworkModel& net, const ParallelConfig& p, int64_t n) {
+GroupShape dp_group_shape(const NetworkModel& net, const ParallelConfig& p, int64_t n, int64_t step = 1) {
   std::vector<int64_t> strides(4, 1);  // tp, cp, dp, pp
   int64_t stride = 1;
   for (const std::string& a : p.order) {
@@ -362,7 +394,7 @@ GroupShape dp_group_shape(const NetworkModel& net, const ParallelConfig& p, int6
     stride *= i == 0 ? p.tp : i == 1 ? p.cp : i == 2 ? p.dp : p.pp;
   }
   std::vector<int64_t> members;
-  for (int64_t j = 0; j < n; ++j) members.push_back((j % p.cp) * strides[1] + (j / p.cp) * strides[2]);
+  for (int64_t j = 0; j < n * step; j += step) members.push_back((j % p.cp) * strides[1] + (j / p.cp) * strides[2]);
   std::sort(members.begin(), members.end());
   GroupShapeBuilder b;
   for (int64_t r : members) b.add(net, r);
@@ -506,6 +538,271 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
   return e;
 }
 
+// Rank distance between consecutive pipeline stages under the job's order.
+int64_t pp_stride(const ParallelConfig& p) {
+  int64_t stride = 1;
+  for (const std::string& a : p.order) {
+    if (a == "pp") return stride;
+    stride *= a == "tp" ? p.tp : a == "cp" ? p.cp : a == "dp" ? p.dp : 1;
+  }
+  return stride;
+}
+
+// A tighter lower bound of the simulated step (µs): every stage's schedule
+// (pipeline_schedule, the order lowering emits the steps in) replayed with
+// lower bounds of each step's time, the waits between stages included.
+// What the replay relies on, per stage (trace/lower.cc, sim/simulate.h):
+// compute nodes form one chain in program order (each depends on the
+// previous one), so a step ends no earlier than the previous step's end
+// plus its compute (and, under Megatron's streams, the tp/cp collectives
+// that share the compute stream); a forward step's first node waits for
+// the activation of the previous virtual stage (sent after that step's
+// last forward op: at least its compute after its own arrival, at least
+// its end less its collectives); a backward step's gradient-dependent ops
+// (all but recomputed forward ops) wait for the next virtual stage's
+// input gradient, which leaves at least `trail` (weight-gradient,
+// recompute and collective time) before that step ends and at least its
+// input-gradient chain after its own arrival. Point-to-point transfers
+// count zero. With ZeRO-3 (FSDP) every layer unit is all-gathered on the
+// data-parallel stream before its first weight-reading node, one gather
+// at a time, and a unit's gather waits for the first weight-reading node
+// of the unit before it in the same phase and micro-batch (zero.cc's
+// after_op): gathers slower than a layer's compute show up as waits.
+// Every quantity is at most the simulator's; every wait one it imposes.
+double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net) {
+  const ParallelConfig& p = job.parallel;
+  const TrainingConfig& t = job.training;
+  const int64_t L = job.model.num_layers, v = p.virtual_stages, nv = p.pp * v;
+  const int64_t m = t.num_micro_batches(p);
+  if (m <= 0 || m > (int64_t{1} << 22) || nv * m > (int64_t{1} << 24)) return 0;
+  const bool megatron = net && !net->astra && net->algorithm != "hierarchical";
+  const bool zb = t.schedule == Schedule::kZeroBubble;
+  const int64_t sg = p.shard_degree();
+  const bool fsdp = megatron && p.zero == 3 && sg > 1;
+  std::vector<double> gather_us(px.layers.size(), 0);
+  if (fsdp) {
+    const GroupShape shard = dp_group_shape(*net, p, sg);
+    for (size_t k = 0; k < px.layers.size(); ++k) {
+      const int64_t ub = px.layers[k].params_dense * dtype_bytes(t.dtype);
+      if (ub > 0) gather_us[k] = collective_micros(*net, shard, CollectiveType::kAllGather, (ub + sg - 1) / sg);
+    }
+  }
+  auto gather_of = [&](int64_t l) {
+    return gather_us[static_cast<size_t>(std::min<int64_t>(l, static_cast<int64_t>(gather_us.size()) - 1))];
+  };
+  struct UnitTimes {
+    double c = 0, prefix = 0, post = 0, gather = 0;  // µs
+  };
+  // Per phase (F, B, W) of a part: stream time, compute before and from
+  // the first weight reader.
+  auto times = [&](const Part& q, StepKind k, double g) {
+    UnitTimes u;
+    if (k == StepKind::kForward) {
+      u.c = q.f_us + (megatron ? q.f_comm_us : 0);
+      u.post = q.f_post_us;
+      u.prefix = q.f_us - q.f_post_us;
+    } else if (k == StepKind::kBackward && !zb) {
+      u.c = q.fb_us - q.f_us + (megatron ? q.comm_us - q.f_comm_us : 0);
+      u.post = q.b_post_us;
+      u.prefix = q.fb_us - q.f_us - q.b_post_us;
+    } else if (k == StepKind::kBackward) {
+      u.c = q.bc_us + q.rc_us;
+      u.post = q.b_post_nw_us;
+      u.prefix = u.c - q.b_post_nw_us;
+    } else {
+      u.c = q.fb_us - q.f_us - q.bc_us - q.rc_us;
+      g = 0;
+    }
+    u.prefix = std::max(0.0, u.prefix);
+    u.gather = g;
+    return u;
+  };
+  const int64_t n = p.dp * p.cp;
+  const double nan = -1;
+  std::vector<double> fsend(static_cast<size_t>(nv * m), nan), bsend(fsend);
+  struct StageState {
+    std::vector<Chunk> chunks;
+    std::vector<ChunkSums> sums;
+    std::vector<Step> steps;
+    size_t next = 0;
+    double clock = 0, dp_stream = 0;
+    std::vector<double> fu_f, fu_b;  // per (chunk, mb): the first reader of the step's last gathered unit ends
+    double gather_after = 0;         // ZeRO 1/2: the parameter all-gather after the optimizer step
+    double p2p_up = 0, p2p_down = 0;  // a boundary activation / gradient to the next / previous stage
+    // The stage's last step that computes weight gradients of chunk 0 (B,
+    // or W with zero-bubble): per layer, in the order it runs them, when
+    // its gradients can be final at the earliest and its dense parameters.
+    size_t final_step = SIZE_MAX;
+    std::vector<std::pair<double, int64_t>> released;
+  };
+  std::vector<StageState> stages(static_cast<size_t>(p.pp));
+  for (int64_t st = 0; st < p.pp; ++st) {
+    StageState& S = stages[static_cast<size_t>(st)];
+    S.chunks = stage_chunks(L, p.pp, v, p.pipeline_layout, st);
+    int64_t dense = 0;
+    for (const Chunk& c : S.chunks) {
+      S.sums.push_back(chunk_sums(px, c, nv, job.model.tied_embeddings));
+      dense += S.sums.back().params_dense;
+    }
+    S.steps = pipeline_schedule(t.schedule, p.pp, v, st, m);
+    for (size_t i = S.steps.size(); i-- > 0;)
+      if (S.steps[i].chunk == 0 && S.steps[i].kind == (zb ? StepKind::kWeight : StepKind::kBackward)) {
+        S.final_step = i;
+        break;
+      }
+    // Megatron's streams put pipeline sends on the compute stream: each
+    // holds it for its transfer time (sim/simulate.cc), here rank 0's
+    // pipeline's links and the smallest the message can be: the hidden
+    // state of one micro-batch, sharded over cp and at most over tp.
+    if (megatron && p.pp > 1) {
+      const int64_t bytes = t.micro_batch_size * (t.seq_len / std::max<int64_t>(1, p.cp)) * job.model.hidden *
+                            dtype_bytes(t.dtype) / std::max<int64_t>(1, p.tp);
+      const int64_t stride = pp_stride(p);
+      S.p2p_up = p2p_micros(*net, st * stride, ((st + 1) % p.pp) * stride, bytes);
+      S.p2p_down = p2p_micros(*net, st * stride, ((st + p.pp - 1) % p.pp) * stride, bytes);
+    }
+    if (fsdp) {
+      S.fu_f.assign(static_cast<size_t>(v * m), 0);
+      S.fu_b = S.fu_f;
+    }
+    if (megatron && (p.zero == 1 || p.zero == 2) && n > 1 && dense > 0)
+      S.gather_after = collective_micros(*net, dp_group_shape(*net, p, n), CollectiveType::kAllGather,
+                                         (dense * dtype_bytes(t.dtype) + n - 1) / n);
+    // HSDP: each gradient shard is then summed over the replicas, in the
+    // optimizer phase (after the stage's last compute node): at least one
+    // all-reduce of all of them (a collective's time is affine in its size).
+    if (megatron && p.zero >= 1 && sg > 1 && sg < n && dense > 0)
+      S.gather_after += collective_micros(*net, dp_group_shape(*net, p, n / sg, sg), CollectiveType::kAllReduce,
+                                          (dense * dtype_bytes(t.grad_reduce_dtype) + sg - 1) / sg);
+  }
+  // Runs one step of a stage whose arrival (µs, lower bound) is known.
+  auto run = [&](StageState& S, const Step& s, double a) {
+    const int64_t ci = s.chunk;
+    const Chunk& c = S.chunks[static_cast<size_t>(ci)];
+    const ChunkSums& cs = S.sums[static_cast<size_t>(ci)];
+    const int64_t vs = c.virtual_stage;
+    const size_t slot = static_cast<size_t>(vs * m + s.mb);
+    const bool fwd = s.kind == StepKind::kForward, wstep = s.kind == StepKind::kWeight;
+    const bool final = S.next == S.final_step;
+    double clock = fwd ? std::max(S.clock, a) : S.clock;
+    // Units in the step's order: the embedding side, the layers, the head
+    // side (reversed for the backward); only the layers are gathered here.
+    const bool has_pre = vs == 0, has_post = vs == nv - 1;
+    std::vector<double>* fu = fsdp ? (fwd ? &S.fu_f : &S.fu_b) : nullptr;
+    double after = 0;
+    if (fu) {
+      // The unit before the first gathered one in graph order: the last
+      // unit of the previous chunk (forward) / the next chunk (backward).
+      const int64_t prev = fwd ? ci - 1 : ci + 1;
+      const bool skipped_side = fwd ? has_pre : has_post;
+      if (!skipped_side && prev >= 0 && prev < v) after = (*fu)[static_cast<size_t>(prev * m + s.mb)];
+    }
+    auto unit = [&](const UnitTimes& u, bool gathered, int64_t layer = -1) {
+      // The stage's last weight gradients: their reductions are released
+      // no earlier than the end of the unit before (the compute chain).
+      if (final && layer >= 0) S.released.push_back({clock, layer_part(px, layer).params_dense});
+      if (!gathered || !fu || wstep) {
+        clock += u.c;
+        return;
+      }
+      const double ge = std::max(S.dp_stream, after) + u.gather;
+      S.dp_stream = ge;
+      after = std::max(clock + u.prefix, ge);  // the first reader's start, a lower bound of its end
+      clock = std::max(clock + u.c, ge + u.post);
+    };
+    const StepKind k = s.kind;
+    if (fwd) {
+      if (has_pre) unit(times(px.pre, k, 0), false);
+      for (int64_t l = c.first_layer; l < c.end_layer; ++l) unit(times(layer_part(px, l), k, gather_of(l)), true, -1);
+      if (has_post) unit(times(px.post, k, 0), false);
+    } else {
+      if (has_post) unit(times(px.post, k, 0), false);
+      for (int64_t l = c.end_layer - 1; l >= c.first_layer; --l) unit(times(layer_part(px, l), k, gather_of(l)), true, l);
+      if (has_pre) unit(times(px.pre, k, 0), false);
+    }
+    if (wstep) {
+      S.clock = clock;
+      return;
+    }
+    if (fu) (*fu)[static_cast<size_t>(ci * m + s.mb)] = after;
+    if (fwd) {
+      clock = std::max(clock, a + cs.f_us);
+      if (!has_post) {
+        const double sent = std::max(a + cs.f_us, clock - (megatron ? cs.f_comm_us : 0));
+        fsend[slot] = sent + S.p2p_up;
+        clock += S.p2p_up;  // the send holds the compute stream
+      }
+    } else {
+      const double dep = zb ? cs.bc_us : cs.fb_us - cs.f_us - cs.rc_us;
+      const double stream = zb ? cs.bc_us + cs.rc_us : cs.fb_us - cs.f_us + (megatron ? cs.comm_us - cs.f_comm_us : 0);
+      clock = std::max(clock, a + dep);
+      if (!has_pre) {
+        // The gradient is sent when the first layer's input gradient is
+        // done: only that layer's other backward work can follow (layers
+        // run backward one after the other in the chain).
+        double trail = stream - cs.bc_us;
+        if (c.end_layer > c.first_layer) {
+          const Part& first = layer_part(px, c.first_layer);
+          trail = times(first, StepKind::kBackward, 0).c - first.bc_us;
+        }
+        const double sent = std::max(a + cs.bc_us, clock - trail);
+        bsend[slot] = sent + S.p2p_down;
+        clock += S.p2p_down;
+      }
+    }
+    S.clock = clock;
+  };
+  size_t left = 0;
+  for (const StageState& S : stages) left += S.steps.size();
+  while (left > 0) {
+    bool moved = false;
+    for (StageState& S : stages) {
+      while (S.next < S.steps.size()) {
+        const Step& s = S.steps[S.next];
+        const int64_t vs = S.chunks[static_cast<size_t>(s.chunk)].virtual_stage;
+        double a = 0;
+        if (s.kind == StepKind::kForward && vs > 0) a = fsend[static_cast<size_t>((vs - 1) * m + s.mb)];
+        if (s.kind == StepKind::kBackward && vs < nv - 1) a = bsend[static_cast<size_t>((vs + 1) * m + s.mb)];
+        if (a < 0) break;  // its input is not replayed yet
+        run(S, s, a);
+        ++S.next;
+        --left;
+        moved = true;
+      }
+    }
+    if (!moved) return 0;  // not a schedule the replay understands: no claim
+  }
+  // After its last weight gradients, a stage's data-parallel stream still
+  // has to reduce them (one collective at a time, each released no earlier
+  // than above; a collective's time is affine in its size, so several of
+  // them take at least one of their total size): per suffix of the layers,
+  // release + reduction (+ HSDP's replica all-reduce, + ZeRO 1/2's gather
+  // after the step) of the suffix's gradients. Dense parameters only.
+  double bound = 0;
+  for (const StageState& S : stages) {
+    bound = std::max(bound, S.clock + S.gather_after);
+    if (!megatron || n <= 1) continue;
+    const GroupShape all = dp_group_shape(*net, p, n);
+    const GroupShape shard = p.zero >= 1 && sg < n ? dp_group_shape(*net, p, sg) : all;
+    const GroupShape replica = p.zero >= 1 && sg > 1 && sg < n ? dp_group_shape(*net, p, n / sg, sg) : GroupShape{};
+    int64_t params = 0;
+    for (size_t i = S.released.size(); i-- > 0;) {
+      params += S.released[i].second;
+      const int64_t g = params * dtype_bytes(t.grad_reduce_dtype), w = params * dtype_bytes(t.dtype);
+      double tail = 0;
+      if (p.zero == 0) tail = collective_micros(*net, all, CollectiveType::kAllReduce, g);
+      else {
+        const int64_t k = p.shard_degree();
+        if (k > 1) tail = collective_micros(*net, shard, CollectiveType::kReduceScatter, g);
+        if (k > 1 && k < n) tail += collective_micros(*net, replica, CollectiveType::kAllReduce, (g + k - 1) / k);
+        if (p.zero < 3) tail += collective_micros(*net, all, CollectiveType::kAllGather, (w + n - 1) / n);
+      }
+      bound = std::max(bound, S.released[i].first + tail);
+    }
+  }
+  return bound;
+}
+
 // Whether two layouts that differ only in rank order simulate alike: the
 // simulator's times depend on the shapes of a rank's groups and the link
 // classes of its pipeline peers, so when every rank (by its coordinates)
@@ -607,6 +904,7 @@ struct Cand {
   int64_t short_by = 0;
   Estimate est;
   int proxy = -1;
+  bool refined = false;  // est.bound_us includes the schedule replay (replay_bound_us)
 };
 
 auto tie_key(const PlanLayout& l) {
@@ -963,7 +1261,8 @@ PlanEstimate estimate_layout(const Job& job) {
   out.ok = e.ok;
   out.peak_lower_bytes = e.lower;
   out.peak_upper_bytes = e.upper;
-  out.bound_seconds = e.bound_us / 1e6;
+  out.first_bound_seconds = e.bound_us / 1e6;
+  out.bound_seconds = std::max(e.bound_us, replay_bound_us(job, px, &*net)) / 1e6;
   return out;
 }
 
@@ -1130,10 +1429,23 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o) {
   std::vector<int> order;
   for (size_t i = 0; i < cands.size(); ++i)
     if (cands[i].state == Cand::kNew) order.push_back(static_cast<int>(i));
-  std::sort(order.begin(), order.end(), [&](int a, int b) {
+  auto by_bound = [&](int a, int b) {
     if (cands[a].est.bound_us != cands[b].est.bound_us) return cands[a].est.bound_us < cands[b].est.bound_us;
     return tie_key(cands[a].l) < tie_key(cands[b].l);
-  });
+  };
+  std::sort(order.begin(), order.end(), by_bound);
+  // The schedule replay is computed when a layout reaches the front (it
+  // costs ~ a thousandth of a simulation, but there are 10^5 layouts): the
+  // layout then moves to its place by the larger bound, so the order stays
+  // that of the bounds as far as the search looks.
+  auto refine = [&](size_t pos) {
+    Cand& cd = cands[order[pos]];
+    cd.refined = true;
+    ++r.counts.replayed;
+    cd.est.bound_us = std::max(cd.est.bound_us, replay_bound_us(cd.job, proxies[static_cast<size_t>(cd.proxy)], &net));
+    const auto to = std::upper_bound(order.begin() + static_cast<std::ptrdiff_t>(pos) + 1, order.end(), order[pos], by_bound);
+    std::rotate(order.begin() + static_cast<std::ptrdiff_t>(pos), order.begin() + static_cast<std::ptrdiff_t>(pos) + 1, to);
+  };
   const size_t top = static_cast<size_t>(c.top);
   std::vector<double> best;  // accepted steps (µs), sorted
   std::vector<PlanCandidate> accepted;
@@ -1153,9 +1465,18 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o) {
     // dominated already are passed over, and marked in the replay).
     std::vector<int> chunk;
     size_t end = next;
-    for (; end < order.size() && chunk.size() < static_cast<size_t>(batch); ++end) {
-      if (!(cands[order[end]].est.bound_us < threshold())) break;
-      if (!dominated(cands[order[end]])) chunk.push_back(order[end]);
+    while (end < order.size() && chunk.size() < static_cast<size_t>(batch)) {
+      const Cand& cd = cands[order[end]];
+      if (!(cd.est.bound_us < threshold())) break;
+      if (dominated(cd)) {
+        ++end;
+        continue;
+      }
+      if (!cd.refined && o.replay_bound) {
+        refine(end);  // look at this position again: it may hold another layout now
+        continue;
+      }
+      chunk.push_back(order[end++]);
     }
     if (end == next) break;
     std::vector<Eval> evs(chunk.size());
