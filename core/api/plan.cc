@@ -116,6 +116,7 @@ struct Part {
   // unit's first reader waits for its gather, and everything after it in
   // the compute chain follows.
   double f_post_us = 0, b_post_us = 0, b_post_nw_us = 0;
+  int64_t big_grads = 0;  // dense weight gradients of at least a DDP bucket
   // Of those, the ones between two consecutive compute nodes A -> B with
   // A feeding the collective and the collective feeding B: the compute
   // stream waits for all of it.
@@ -219,6 +220,21 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
     if (!n.ok()) { px.error = n.error(); return px; }
     Part* part = weight_part[t] ? weight_part[t] : &px.pre;
     (tt.expert ? part->params_expert : part->params_dense) += *n;
+  }
+  // Dense weight gradients of at least a DDP bucket: each closes a bucket
+  // of its own (parallel/buckets.cc closes a bucket once it holds
+  // dp_bucket_mb), so a part has at least that many gradient buckets.
+  const double bucket_bytes = base.training.dp_bucket_mb * 1024.0 * 1024.0;
+  std::set<int> big;  // by weight: a gradient and its reduced copies are one item
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const Tensor& tt = g.tensors[t];
+    if (tt.kind != TensorKind::kWeightGrad || tt.producer < 0 || tt.grad_of < 0) continue;
+    const Tensor& w = g.tensors[static_cast<size_t>(tt.grad_of)];
+    if (!is_weight(w) || w.expert) continue;
+    Result<int64_t> b = tt.local_bytes().eval(s.bind, tt.name);
+    if (!b.ok()) { px.error = b.error(); return px; }
+    Part* part = weight_part[static_cast<size_t>(tt.grad_of)] ? weight_part[static_cast<size_t>(tt.grad_of)] : &px.pre;
+    if (static_cast<double>(*b) >= bucket_bytes && big.insert(tt.grad_of).second) ++part->big_grads;
   }
   // Saved activations: the part of their first backward reader (as
   // summary.json's activation_bytes_by_layer), layer -1 by its producer.
@@ -354,6 +370,7 @@ struct ChunkSums {
   int64_t saved = 0, for_w = 0, params_dense = 0, params_expert = 0;
   double f_us = 0, fb_us = 0, bc_us = 0, comm_us = 0, serial_us = 0, f_comm_us = 0, rc_us = 0;
   int64_t pre_post_dense = 0;  // of params_dense: the embedding / head units
+  int64_t big_grads = 0;
 };
 
 ChunkSums chunk_sums(const Proxy& px, const Chunk& c, int64_t num_virtual, bool tied) {
@@ -369,6 +386,7 @@ ChunkSums chunk_sums(const Proxy& px, const Chunk& c, int64_t num_virtual, bool 
     s.comm_us += p.comm_us;
     s.serial_us += p.serial_us;
     s.f_comm_us += p.f_comm_us;
+    s.big_grads += p.big_grads;
     s.rc_us += p.rc_us;
   };
   for (int64_t l = c.first_layer; l < c.end_layer; ++l) add(layer_part(px, l));
@@ -405,23 +423,35 @@ GroupShape dp_group_shape(const NetworkModel& net, const ParallelConfig& p, int6
 // issues (its one communication stream runs it all): the gradient
 // reduction and ZeRO's gathers as single collectives (the buckets' extra
 // latencies left out), dense parameters only.
-double dp_comm_bound(const Job& job, const NetworkModel& net, int64_t dense, int64_t unit_dense_max_sum,
+// Time of k collectives of one kind on one group carrying `bytes` in all:
+// a collective's time is affine in its size (sim/network.cc, ring and tree
+// algorithms), so k of them take one of the total size plus k - 1 fixed
+// parts.
+double collectives_us(const NetworkModel& net, const GroupShape& g, CollectiveType t, int64_t bytes, int64_t k) {
+  return collective_micros(net, g, t, bytes) +
+         static_cast<double>(std::max<int64_t>(0, k - 1)) * collective_micros(net, g, t, 0);
+}
+
+// A lower bound of the data-parallel communication one rank of a stage
+// issues (its one communication stream runs it all): the gradient
+// reduction and ZeRO's gathers in `buckets` collectives each (at least the
+// number of gradients of a whole bucket), dense parameters only.
+double dp_comm_bound(const Job& job, const NetworkModel& net, int64_t dense, int64_t buckets,
                      const std::vector<int64_t>& units, int64_t m) {
-  (void)unit_dense_max_sum;
   const ParallelConfig& p = job.parallel;
   const int64_t n = p.dp * p.cp;
   if (n <= 1 || dense <= 0) return 0;
   const int64_t gbytes = dense * dtype_bytes(job.training.grad_reduce_dtype);
   const int64_t wbytes = dense * dtype_bytes(job.training.dtype);
   const GroupShape all = dp_group_shape(net, p, n);
-  if (p.zero == 0) return collective_micros(net, all, CollectiveType::kAllReduce, gbytes);
+  if (p.zero == 0) return collectives_us(net, all, CollectiveType::kAllReduce, gbytes, buckets);
   if (p.zero < 3)
-    return collective_micros(net, all, CollectiveType::kReduceScatter, gbytes) +
-           collective_micros(net, all, CollectiveType::kAllGather, (wbytes + n - 1) / n);
+    return collectives_us(net, all, CollectiveType::kReduceScatter, gbytes, buckets) +
+           collectives_us(net, all, CollectiveType::kAllGather, (wbytes + n - 1) / n, buckets);
   const int64_t sg = p.shard_degree();
   if (sg <= 1) return 0;
   const GroupShape shard = sg == n ? all : dp_group_shape(net, p, sg);
-  double t = collective_micros(net, shard, CollectiveType::kReduceScatter, gbytes);
+  double t = collectives_us(net, shard, CollectiveType::kReduceScatter, gbytes, buckets);
   // Each FSDP unit is gathered before its forward and its backward, per micro-batch.
   for (int64_t u : units) {
     const int64_t ub = u * dtype_bytes(job.training.dtype);
@@ -464,13 +494,14 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
   for (int64_t st = 0; st < p.pp; ++st) {
     const std::vector<Chunk> chunks = stage_chunks(L, p.pp, v, p.pipeline_layout, st);
     std::vector<ChunkSums> cs;
-    int64_t dense = 0, expert = 0;
+    int64_t dense = 0, expert = 0, buckets = 0;
     double busy = 0, comm = 0, gather = 0, trail = 0;
     std::vector<int64_t> units;  // FSDP units: the layers, the embedding, the head
     for (const Chunk& c : chunks) {
       cs.push_back(chunk_sums(px, c, nv, job.model.tied_embeddings));
       dense += cs.back().params_dense;
       expert += cs.back().params_expert;
+      buckets += cs.back().big_grads;
       // Megatron-LM's streams (the default simulation): tp/cp collectives
       // run on the compute stream, so all of their time adds to it; under
       // ASTRA-sim's rules (one communication stream) only the waits do, and
@@ -484,14 +515,14 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
         if (cs.back().pre_post_dense > 0) units.push_back(cs.back().pre_post_dense);
       }
     }
-    if (comm_bound) comm += dp_comm_bound(job, *net, dense, 0, units, m);
+    if (comm_bound) comm += dp_comm_bound(job, *net, dense, buckets, units, m);
     // ZeRO 1/2 all-gather the updated parameters after the optimizer
     // step, which starts after the stage's last compute node.
     const int64_t n = job.parallel.dp * job.parallel.cp;
     if (comm_bound && (job.parallel.zero == 1 || job.parallel.zero == 2) && n > 1 && dense > 0) {
       const int64_t wbytes = dense * dtype_bytes(t.dtype);
-      gather = collective_micros(*net, dp_group_shape(*net, job.parallel, n), CollectiveType::kAllGather,
-                                 (wbytes + n - 1) / n);
+      gather = collectives_us(*net, dp_group_shape(*net, job.parallel, n), CollectiveType::kAllGather,
+                              (wbytes + n - 1) / n, buckets);
     }
     max_comm = std::max(max_comm, comm);
     // The stage's compute runs on one stream, after micro-batch 0's forward
@@ -633,16 +664,21 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net)
     // or W with zero-bubble): per layer, in the order it runs them, when
     // its gradients can be final at the earliest and its dense parameters.
     size_t final_step = SIZE_MAX;
-    std::vector<std::pair<double, int64_t>> released;
+    struct Released {
+      double at;  // µs
+      int64_t params, buckets;
+    };
+    std::vector<Released> released;
   };
   std::vector<StageState> stages(static_cast<size_t>(p.pp));
   for (int64_t st = 0; st < p.pp; ++st) {
     StageState& S = stages[static_cast<size_t>(st)];
     S.chunks = stage_chunks(L, p.pp, v, p.pipeline_layout, st);
-    int64_t dense = 0;
+    int64_t dense = 0, buckets = 0;
     for (const Chunk& c : S.chunks) {
       S.sums.push_back(chunk_sums(px, c, nv, job.model.tied_embeddings));
       dense += S.sums.back().params_dense;
+      buckets += S.sums.back().big_grads;
     }
     S.steps = pipeline_schedule(t.schedule, p.pp, v, st, m);
     for (size_t i = S.steps.size(); i-- > 0;)
@@ -666,14 +702,14 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net)
       S.fu_b = S.fu_f;
     }
     if (megatron && (p.zero == 1 || p.zero == 2) && n > 1 && dense > 0)
-      S.gather_after = collective_micros(*net, dp_group_shape(*net, p, n), CollectiveType::kAllGather,
-                                         (dense * dtype_bytes(t.dtype) + n - 1) / n);
+      S.gather_after = collectives_us(*net, dp_group_shape(*net, p, n), CollectiveType::kAllGather,
+                                      (dense * dtype_bytes(t.dtype) + n - 1) / n, buckets);
     // HSDP: each gradient shard is then summed over the replicas, in the
     // optimizer phase (after the stage's last compute node): at least one
     // all-reduce of all of them (a collective's time is affine in its size).
     if (megatron && p.zero >= 1 && sg > 1 && sg < n && dense > 0)
-      S.gather_after += collective_micros(*net, dp_group_shape(*net, p, n / sg, sg), CollectiveType::kAllReduce,
-                                          (dense * dtype_bytes(t.grad_reduce_dtype) + sg - 1) / sg);
+      S.gather_after += collectives_us(*net, dp_group_shape(*net, p, n / sg, sg), CollectiveType::kAllReduce,
+                                       (dense * dtype_bytes(t.grad_reduce_dtype) + sg - 1) / sg, buckets);
   }
   // Runs one step of a stage whose arrival (µs, lower bound) is known.
   auto run = [&](StageState& S, const Step& s, double a) {
@@ -700,7 +736,8 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net)
     auto unit = [&](const UnitTimes& u, bool gathered, int64_t layer = -1) {
       // The stage's last weight gradients: their reductions are released
       // no earlier than the end of the unit before (the compute chain).
-      if (final && layer >= 0) S.released.push_back({clock, layer_part(px, layer).params_dense});
+      if (final && layer >= 0)
+        S.released.push_back({clock, layer_part(px, layer).params_dense, layer_part(px, layer).big_grads});
       if (!gathered || !fu || wstep) {
         clock += u.c;
         return;
@@ -785,19 +822,20 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net)
     const GroupShape all = dp_group_shape(*net, p, n);
     const GroupShape shard = p.zero >= 1 && sg < n ? dp_group_shape(*net, p, sg) : all;
     const GroupShape replica = p.zero >= 1 && sg > 1 && sg < n ? dp_group_shape(*net, p, n / sg, sg) : GroupShape{};
-    int64_t params = 0;
+    int64_t params = 0, b = 0;
     for (size_t i = S.released.size(); i-- > 0;) {
-      params += S.released[i].second;
+      params += S.released[i].params;
+      b += S.released[i].buckets;
       const int64_t g = params * dtype_bytes(t.grad_reduce_dtype), w = params * dtype_bytes(t.dtype);
       double tail = 0;
-      if (p.zero == 0) tail = collective_micros(*net, all, CollectiveType::kAllReduce, g);
+      if (p.zero == 0) tail = collectives_us(*net, all, CollectiveType::kAllReduce, g, b);
       else {
         const int64_t k = p.shard_degree();
-        if (k > 1) tail = collective_micros(*net, shard, CollectiveType::kReduceScatter, g);
-        if (k > 1 && k < n) tail += collective_micros(*net, replica, CollectiveType::kAllReduce, (g + k - 1) / k);
-        if (p.zero < 3) tail += collective_micros(*net, all, CollectiveType::kAllGather, (w + n - 1) / n);
+        if (k > 1) tail = collectives_us(*net, shard, CollectiveType::kReduceScatter, g, b);
+        if (k > 1 && k < n) tail += collectives_us(*net, replica, CollectiveType::kAllReduce, (g + k - 1) / k, b);
+        if (p.zero < 3) tail += collectives_us(*net, all, CollectiveType::kAllGather, (w + n - 1) / n, b);
       }
-      bound = std::max(bound, S.released[i].first + tail);
+      bound = std::max(bound, S.released[i].at + tail);
     }
   }
   return bound;
