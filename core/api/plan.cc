@@ -660,15 +660,20 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net)
     std::vector<double> fu_f, fu_b;  // per (chunk, mb): the first reader of the step's last gathered unit ends
     double gather_after = 0;         // ZeRO 1/2: the parameter all-gather after the optimizer step
     double p2p_up = 0, p2p_down = 0;  // a boundary activation / gradient to the next / previous stage
-    // The stage's last step that computes weight gradients of chunk 0 (B,
-    // or W with zero-bubble): per layer, in the order it runs them, when
-    // its gradients can be final at the earliest and its dense parameters.
-    size_t final_step = SIZE_MAX;
-    struct Released {
-      double at;  // µs
-      int64_t params, buckets;
+    // Per chunk, the stage's last step that computes its weight gradients
+    // (B, or W with zero-bubble).
+    std::vector<size_t> final_step;
+    // What the data-parallel stream must carry, each no earlier than `at`
+    // (µs): a layer's gradient reductions (released when its last weight
+    // gradients can be final at the earliest: the end of the unit before
+    // it in the chain) or a ZeRO-3 gather (no earlier than the first
+    // reader of the unit before it).
+    struct DpItem {
+      double at;
+      int64_t params, buckets;  // reductions
+      double fixed_us;          // gathers
     };
-    std::vector<Released> released;
+    std::vector<DpItem> dp_items;
   };
   std::vector<StageState> stages(static_cast<size_t>(p.pp));
   for (int64_t st = 0; st < p.pp; ++st) {
@@ -681,11 +686,10 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net)
       buckets += S.sums.back().big_grads;
     }
     S.steps = pipeline_schedule(t.schedule, p.pp, v, st, m);
-    for (size_t i = S.steps.size(); i-- > 0;)
-      if (S.steps[i].chunk == 0 && S.steps[i].kind == (zb ? StepKind::kWeight : StepKind::kBackward)) {
-        S.final_step = i;
-        break;
-      }
+    S.final_step.assign(static_cast<size_t>(v), SIZE_MAX);
+    for (size_t i = 0; i < S.steps.size(); ++i)
+      if (S.steps[i].kind == (zb ? StepKind::kWeight : StepKind::kBackward))
+        S.final_step[static_cast<size_t>(S.steps[i].chunk)] = i;
     // Megatron's streams put pipeline sends on the compute stream: each
     // holds it for its transfer time (sim/simulate.cc), here rank 0's
     // pipeline's links and the smallest the message can be: the hidden
@@ -719,7 +723,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net)
     const int64_t vs = c.virtual_stage;
     const size_t slot = static_cast<size_t>(vs * m + s.mb);
     const bool fwd = s.kind == StepKind::kForward, wstep = s.kind == StepKind::kWeight;
-    const bool final = S.next == S.final_step;
+    const bool final = S.next == S.final_step[static_cast<size_t>(s.chunk)];
     double clock = fwd ? std::max(S.clock, a) : S.clock;
     // Units in the step's order: the embedding side, the layers, the head
     // side (reversed for the backward); only the layers are gathered here.
@@ -734,14 +738,15 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net)
       if (!skipped_side && prev >= 0 && prev < v) after = (*fu)[static_cast<size_t>(prev * m + s.mb)];
     }
     auto unit = [&](const UnitTimes& u, bool gathered, int64_t layer = -1) {
-      // The stage's last weight gradients: their reductions are released
+      // A chunk's last weight gradients: their reductions are released
       // no earlier than the end of the unit before (the compute chain).
-      if (final && layer >= 0)
-        S.released.push_back({clock, layer_part(px, layer).params_dense, layer_part(px, layer).big_grads});
+      if (final && layer >= 0 && n > 1)
+        S.dp_items.push_back({clock, layer_part(px, layer).params_dense, layer_part(px, layer).big_grads, 0});
       if (!gathered || !fu || wstep) {
         clock += u.c;
         return;
       }
+      if (u.gather > 0) S.dp_items.push_back({after, 0, 0, u.gather});
       const double ge = std::max(S.dp_stream, after) + u.gather;
       S.dp_stream = ge;
       after = std::max(clock + u.prefix, ge);  // the first reader's start, a lower bound of its end
@@ -809,33 +814,41 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net)
     }
     if (!moved) return 0;  // not a schedule the replay understands: no claim
   }
-  // After its last weight gradients, a stage's data-parallel stream still
-  // has to reduce them (one collective at a time, each released no earlier
-  // than above; a collective's time is affine in its size, so several of
-  // them take at least one of their total size): per suffix of the layers,
-  // release + reduction (+ HSDP's replica all-reduce, + ZeRO 1/2's gather
-  // after the step) of the suffix's gradients. Dense parameters only.
+  // A stage's data-parallel stream runs its collectives one at a time, so
+  // it ends no earlier than any release time plus everything released then
+  // or later (in whatever order it runs them): the gathers, the gradient
+  // reductions (a collective's time is affine in its size, so several take
+  // at least one of their total size plus the fixed parts of the buckets
+  // counted), and after the stage's last compute node HSDP's replica
+  // all-reduces and ZeRO 1/2's gathers of those parameters. Dense
+  // parameters only.
   double bound = 0;
-  for (const StageState& S : stages) {
+  for (StageState& S : stages) {
     bound = std::max(bound, S.clock + S.gather_after);
     if (!megatron || n <= 1) continue;
     const GroupShape all = dp_group_shape(*net, p, n);
     const GroupShape shard = p.zero >= 1 && sg < n ? dp_group_shape(*net, p, sg) : all;
     const GroupShape replica = p.zero >= 1 && sg > 1 && sg < n ? dp_group_shape(*net, p, n / sg, sg) : GroupShape{};
+    std::sort(S.dp_items.begin(), S.dp_items.end(),
+              [](const StageState::DpItem& a, const StageState::DpItem& b) { return a.at > b.at; });
     int64_t params = 0, b = 0;
-    for (size_t i = S.released.size(); i-- > 0;) {
-      params += S.released[i].params;
-      b += S.released[i].buckets;
-      const int64_t g = params * dtype_bytes(t.grad_reduce_dtype), w = params * dtype_bytes(t.dtype);
-      double tail = 0;
-      if (p.zero == 0) tail = collectives_us(*net, all, CollectiveType::kAllReduce, g, b);
-      else {
-        const int64_t k = p.shard_degree();
-        if (k > 1) tail = collectives_us(*net, shard, CollectiveType::kReduceScatter, g, b);
-        if (k > 1 && k < n) tail += collectives_us(*net, replica, CollectiveType::kAllReduce, (g + k - 1) / k, b);
-        if (p.zero < 3) tail += collectives_us(*net, all, CollectiveType::kAllGather, (w + n - 1) / n, b);
+    double fixed = 0;
+    for (const StageState::DpItem& it : S.dp_items) {
+      params += it.params;
+      b += it.buckets;
+      fixed += it.fixed_us;
+      double tail = fixed;
+      if (params > 0) {
+        const int64_t g = params * dtype_bytes(t.grad_reduce_dtype), w = params * dtype_bytes(t.dtype);
+        if (p.zero == 0) tail += collectives_us(*net, all, CollectiveType::kAllReduce, g, b);
+        else {
+          const int64_t k = p.shard_degree();
+          if (k > 1) tail += collectives_us(*net, shard, CollectiveType::kReduceScatter, g, b);
+          if (k > 1 && k < n) tail += collectives_us(*net, replica, CollectiveType::kAllReduce, (g + k - 1) / k, b);
+          if (p.zero < 3) tail += collectives_us(*net, all, CollectiveType::kAllGather, (w + n - 1) / n, b);
+        }
       }
-      bound = std::max(bound, S.released[i].at + tail);
+      bound = std::max(bound, it.at + tail);
     }
   }
   return bound;
