@@ -468,7 +468,7 @@ using PeakKey = std::tuple<int, int64_t, int64_t, int, int64_t>;
 using PeakCache = std::map<PeakKey, std::vector<int64_t>>;
 
 Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, PeakCache* cache = nullptr,
-                  int proxy_index = -1) {
+                  int proxy_index = -1, bool count_buckets = true) {
   Estimate e;
   if (!px.ok) return e;
   std::vector<int64_t>* peaks = nullptr;
@@ -501,7 +501,7 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
       cs.push_back(chunk_sums(px, c, nv, job.model.tied_embeddings));
       dense += cs.back().params_dense;
       expert += cs.back().params_expert;
-      buckets += cs.back().big_grads;
+      if (count_buckets) buckets += cs.back().big_grads;
       // Megatron-LM's streams (the default simulation): tp/cp collectives
       // run on the compute stream, so all of their time adds to it; under
       // ASTRA-sim's rules (one communication stream) only the waits do, and
@@ -1428,7 +1428,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o) {
       cd.reason = px.error.path + ": " + px.error.message;
       continue;
     }
-    cd.est = estimate(cd.job, px, &net, &peak_cache, cd.proxy);
+    cd.est = estimate(cd.job, px, &net, &peak_cache, cd.proxy, o.replay_bound);
     if (cd.est.lower > usable) {
       cd.state = Cand::kMemory;
       cd.short_by = cd.est.lower - usable;

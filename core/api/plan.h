@@ -59,8 +59,9 @@ struct PlanOptions {
   double time_limit_seconds = 0;
   // Tests: simulate every layout that fits, no bound or dominance pruning.
   bool exhaustive = false;
-  // Benchmark baseline: false prunes with the closed-form bound only, not
-  // the schedule replay (docs/plan.md, step 5).
+  // Benchmark baseline: false prunes with the previous round's bound only
+  // (the closed form without gradient bucket counts, no schedule replay;
+  // docs/plan.md, step 5). The result is the same, only slower.
   bool replay_bound = true;
   // Called from the calling thread only: (done, total, phase).
   std::function<void(int64_t, int64_t, const std::string&)> progress;

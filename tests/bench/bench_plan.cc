@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
     std::printf("remaining  %lld layouts with a bound under the current threshold not yet decided\n",
                 static_cast<long long>(sim_total - sim_done));
   if (compare) {
-    // The previous search (closed-form bound only), same job, same run.
+    // The previous round's search (closed-form bound without bucket counts), same job, same run.
     sc::PlanOptions po = o;
     po.replay_bound = false;
     const double pcpu0 = cpu_seconds();
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
     const double pwall = since(p0), pcpu = cpu_seconds() - pcpu0;
     if (!pr.ok() || pr->candidates.empty()) return 1;
     const sc::PlanCounts& pc = pr->counts;
-    std::printf("previous   closed-form bound only: %lld bound, %lld simulated; %.1f s wall, %.1f s CPU, %s; "
+    std::printf("previous   previous bound (closed form, no bucket counts, no replay): %lld bound, %lld simulated; %.1f s wall, %.1f s CPU, %s; "
                 "winner %s %.3f s (%s)\n",
                 static_cast<long long>(pc.bound), static_cast<long long>(pc.simulated), pwall, pcpu,
                 pr->complete ? "complete" : "INCOMPLETE", sc::layout_label(pr->candidates[0].layout, false).c_str(),

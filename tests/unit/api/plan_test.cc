@@ -130,6 +130,17 @@ TEST_CASE("plan: the pruned search returns the exhaustive search's head") {
     o.constraints = parse_plan_constraints(sp.constraints).value();
     Result<PlanResult> pruned = plan(sp.base, o);
     REQUIRE_MESSAGE(pruned.ok(), pruned.error().to_string());
+    // The previous round's bound (no replay, no bucket counts) prunes less
+    // and finds the same head.
+    PlanOptions weak = o;
+    weak.replay_bound = false;
+    Result<PlanResult> loose = plan(sp.base, weak);
+    REQUIRE(loose.ok());
+    REQUIRE(loose->candidates.size() == pruned->candidates.size());
+    for (size_t i = 0; i < pruned->candidates.size(); ++i) {
+      CHECK(layout_label(loose->candidates[i].layout, true) == layout_label(pruned->candidates[i].layout, true));
+      CHECK(loose->candidates[i].step_seconds == pruned->candidates[i].step_seconds);
+    }
     // Exhaustive: every layout that fits simulated, the whole ranking kept.
     o.exhaustive = true;
     o.constraints.top = 100000;
