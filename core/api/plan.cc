@@ -105,6 +105,18 @@ struct Part {
   // gradient received from the next stage and feeds the one sent back.
   double bc_us = 0;
   double comm_us = 0;  // tp and cp collectives per micro-batch, on the real network
+  double f_comm_us = 0;  // of comm_us: the forward's
+  // Of fb_us: recomputed forward ops (they may run before the gradient
+  // arrives: nothing they read comes from the next stage).
+  double rc_us = 0;
+  // For ZeRO-3's per-unit gathers (docs/plan.md, step 7): the compute from
+  // the unit's first weight-reading node to the end of its forward
+  // (f_post_us) / backward (b_post_us; b_post_nw_us without the
+  // weight-gradient ops, which zero-bubble defers to W steps). A gathered
+  // unit's first reader waits for its gather, and everything after it in
+  // the compute chain follows.
+  double f_post_us = 0, b_post_us = 0, b_post_nw_us = 0;
+  int64_t big_grads = 0;  // dense weight gradients of at least a DDP bucket
   // Of those, the ones between two consecutive compute nodes A -> B with
   // A feeding the collective and the collective feeding B: the compute
   // stream waits for all of it.
@@ -209,6 +221,21 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
     Part* part = weight_part[t] ? weight_part[t] : &px.pre;
     (tt.expert ? part->params_expert : part->params_dense) += *n;
   }
+  // Dense weight gradients of at least a DDP bucket: each closes a bucket
+  // of its own (parallel/buckets.cc closes a bucket once it holds
+  // dp_bucket_mb), so a part has at least that many gradient buckets.
+  const double bucket_bytes = base.training.dp_bucket_mb * 1024.0 * 1024.0;
+  std::set<int> big;  // by weight: a gradient and its reduced copies are one item
+  for (size_t t = 0; t < g.tensors.size(); ++t) {
+    const Tensor& tt = g.tensors[t];
+    if (tt.kind != TensorKind::kWeightGrad || tt.producer < 0 || tt.grad_of < 0) continue;
+    const Tensor& w = g.tensors[static_cast<size_t>(tt.grad_of)];
+    if (!is_weight(w) || w.expert) continue;
+    Result<int64_t> b = tt.local_bytes().eval(s.bind, tt.name);
+    if (!b.ok()) { px.error = b.error(); return px; }
+    Part* part = weight_part[static_cast<size_t>(tt.grad_of)] ? weight_part[static_cast<size_t>(tt.grad_of)] : &px.pre;
+    if (static_cast<double>(*b) >= bucket_bytes && big.insert(tt.grad_of).second) ++part->big_grads;
+  }
   // Saved activations: the part of their first backward reader (as
   // summary.json's activation_bytes_by_layer), layer -1 by its producer.
   std::set<int> seen, seen_w;
@@ -234,6 +261,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
   // Compute microseconds: node names are "[mbN.]fwd|bwd|opt.<op>[.suffix]".
   std::map<std::string, int, std::less<>> by_name;
   for (size_t i = 0; i < g.ops.size(); ++i) by_name.emplace(g.ops[i].name, static_cast<int>(i));
+  std::vector<char> f_reader(px.layers.size(), 0), b_reader(px.layers.size(), 0);
   for (const TraceNode& n : prog.nodes) {
     if (n.kind != TraceNodeKind::kCompute) continue;
     std::string_view rest = n.name;
@@ -255,6 +283,22 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
     part->fb_us += us;
     if (fwd) part->f_us += us;
     if (bwd && !g.ops[op].wgrad && !g.ops[op].recomputed) part->bc_us += us;
+    if (bwd && g.ops[op].recomputed) part->rc_us += us;
+    // From the first node (of this part and phase) whose op reads a weight.
+    bool reads = false;
+    for (int t : g.ops[op].inputs) reads |= is_weight(g.tensors[t]);
+    const size_t pi = static_cast<size_t>(g.ops[op].layer);
+    if (g.ops[op].layer >= 0 && pi < px.layers.size()) {
+      std::vector<char>& seen_reader = fwd ? f_reader : b_reader;
+      if (reads) seen_reader[pi] = 1;
+      if (seen_reader[pi]) {
+        if (fwd) part->f_post_us += us;
+        else {
+          part->b_post_us += us;
+          if (!g.ops[op].wgrad) part->b_post_nw_us += us;
+        }
+      }
+    }
   }
   // tp and cp collectives of the forward and backward: their groups are
   // the innermost axes in every rank order, so their shapes are the real
@@ -270,6 +314,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
       std::string_view rest = n.name;
       if (rest.rfind("mb", 0) == 0) rest.remove_prefix(std::min(rest.size(), rest.find('.') + 1));
       if (rest.rfind("fwd.", 0) != 0 && rest.rfind("bwd.", 0) != 0) continue;
+      const bool is_fwd = rest.rfind("fwd.", 0) == 0;
       rest.remove_prefix(4);
       int op = -1;
       for (std::string_view r = rest; !r.empty();) {
@@ -283,6 +328,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
       if (n.kind != TraceNodeKind::kCollective || (axis != "tp" && axis != "cp")) continue;
       coll_us[i] = collective_micros(net, axis == "tp" ? tp_shape : cp_shape, n.coll, n.comm_size);
       if (node_part[i]) node_part[i]->comm_us += coll_us[i];
+      if (node_part[i] && is_fwd) node_part[i]->f_comm_us += coll_us[i];
     }
     int64_t prev_compute = -1;
     for (size_t i = 0; i < prog.nodes.size(); ++i) {
@@ -322,8 +368,9 @@ struct Estimate {
 // Per chunk of a stage: saved, for_w, f, fb of its layers (+ ends).
 struct ChunkSums {
   int64_t saved = 0, for_w = 0, params_dense = 0, params_expert = 0;
-  double f_us = 0, fb_us = 0, bc_us = 0, comm_us = 0, serial_us = 0;
+  double f_us = 0, fb_us = 0, bc_us = 0, comm_us = 0, serial_us = 0, f_comm_us = 0, rc_us = 0;
   int64_t pre_post_dense = 0;  // of params_dense: the embedding / head units
+  int64_t big_grads = 0;
 };
 
 ChunkSums chunk_sums(const Proxy& px, const Chunk& c, int64_t num_virtual, bool tied) {
@@ -338,6 +385,9 @@ ChunkSums chunk_sums(const Proxy& px, const Chunk& c, int64_t num_virtual, bool 
     s.bc_us += p.bc_us;
     s.comm_us += p.comm_us;
     s.serial_us += p.serial_us;
+    s.f_comm_us += p.f_comm_us;
+    s.big_grads += p.big_grads;
+    s.rc_us += p.rc_us;
   };
   for (int64_t l = c.first_layer; l < c.end_layer; ++l) add(layer_part(px, l));
   if (c.virtual_stage == 0) add(px.pre), s.pre_post_dense += px.pre.params_dense;
@@ -353,7 +403,7 @@ ChunkSums chunk_sums(const Proxy& px, const Chunk& c, int64_t num_virtual, bool 
 // Rank 0's group over the first n indices of the combined (cp, dp) index
 // (cp inner, as the layout derives "dp+cp" and HSDP's dp_shard), in the
 // job's rank order: its shape on the network.
-GroupShape dp_group_shape(const NetworkModel& net, const ParallelConfig& p, int64_t n) {
+GroupShape dp_group_shape(const NetworkModel& net, const ParallelConfig& p, int64_t n, int64_t step = 1) {
   std::vector<int64_t> strides(4, 1);  // tp, cp, dp, pp
   int64_t stride = 1;
   for (const std::string& a : p.order) {
@@ -362,7 +412,7 @@ GroupShape dp_group_shape(const NetworkModel& net, const ParallelConfig& p, int6
     stride *= i == 0 ? p.tp : i == 1 ? p.cp : i == 2 ? p.dp : p.pp;
   }
   std::vector<int64_t> members;
-  for (int64_t j = 0; j < n; ++j) members.push_back((j % p.cp) * strides[1] + (j / p.cp) * strides[2]);
+  for (int64_t j = 0; j < n * step; j += step) members.push_back((j % p.cp) * strides[1] + (j / p.cp) * strides[2]);
   std::sort(members.begin(), members.end());
   GroupShapeBuilder b;
   for (int64_t r : members) b.add(net, r);
@@ -373,23 +423,35 @@ GroupShape dp_group_shape(const NetworkModel& net, const ParallelConfig& p, int6
 // issues (its one communication stream runs it all): the gradient
 // reduction and ZeRO's gathers as single collectives (the buckets' extra
 // latencies left out), dense parameters only.
-double dp_comm_bound(const Job& job, const NetworkModel& net, int64_t dense, int64_t unit_dense_max_sum,
+// Time of k collectives of one kind on one group carrying `bytes` in all:
+// a collective's time is affine in its size (sim/network.cc, ring and tree
+// algorithms), so k of them take one of the total size plus k - 1 fixed
+// parts.
+double collectives_us(const NetworkModel& net, const GroupShape& g, CollectiveType t, int64_t bytes, int64_t k) {
+  return collective_micros(net, g, t, bytes) +
+         static_cast<double>(std::max<int64_t>(0, k - 1)) * collective_micros(net, g, t, 0);
+}
+
+// A lower bound of the data-parallel communication one rank of a stage
+// issues (its one communication stream runs it all): the gradient
+// reduction and ZeRO's gathers in `buckets` collectives each (at least the
+// number of gradients of a whole bucket), dense parameters only.
+double dp_comm_bound(const Job& job, const NetworkModel& net, int64_t dense, int64_t buckets,
                      const std::vector<int64_t>& units, int64_t m) {
-  (void)unit_dense_max_sum;
   const ParallelConfig& p = job.parallel;
   const int64_t n = p.dp * p.cp;
   if (n <= 1 || dense <= 0) return 0;
   const int64_t gbytes = dense * dtype_bytes(job.training.grad_reduce_dtype);
   const int64_t wbytes = dense * dtype_bytes(job.training.dtype);
   const GroupShape all = dp_group_shape(net, p, n);
-  if (p.zero == 0) return collective_micros(net, all, CollectiveType::kAllReduce, gbytes);
+  if (p.zero == 0) return collectives_us(net, all, CollectiveType::kAllReduce, gbytes, buckets);
   if (p.zero < 3)
-    return collective_micros(net, all, CollectiveType::kReduceScatter, gbytes) +
-           collective_micros(net, all, CollectiveType::kAllGather, (wbytes + n - 1) / n);
+    return collectives_us(net, all, CollectiveType::kReduceScatter, gbytes, buckets) +
+           collectives_us(net, all, CollectiveType::kAllGather, (wbytes + n - 1) / n, buckets);
   const int64_t sg = p.shard_degree();
   if (sg <= 1) return 0;
   const GroupShape shard = sg == n ? all : dp_group_shape(net, p, sg);
-  double t = collective_micros(net, shard, CollectiveType::kReduceScatter, gbytes);
+  double t = collectives_us(net, shard, CollectiveType::kReduceScatter, gbytes, buckets);
   // Each FSDP unit is gathered before its forward and its backward, per micro-batch.
   for (int64_t u : units) {
     const int64_t ub = u * dtype_bytes(job.training.dtype);
@@ -406,7 +468,7 @@ using PeakKey = std::tuple<int, int64_t, int64_t, int, int64_t>;
 using PeakCache = std::map<PeakKey, std::vector<int64_t>>;
 
 Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, PeakCache* cache = nullptr,
-                  int proxy_index = -1) {
+                  int proxy_index = -1, bool count_buckets = true) {
   Estimate e;
   if (!px.ok) return e;
   std::vector<int64_t>* peaks = nullptr;
@@ -432,13 +494,14 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
   for (int64_t st = 0; st < p.pp; ++st) {
     const std::vector<Chunk> chunks = stage_chunks(L, p.pp, v, p.pipeline_layout, st);
     std::vector<ChunkSums> cs;
-    int64_t dense = 0, expert = 0;
+    int64_t dense = 0, expert = 0, buckets = 0;
     double busy = 0, comm = 0, gather = 0, trail = 0;
     std::vector<int64_t> units;  // FSDP units: the layers, the embedding, the head
     for (const Chunk& c : chunks) {
       cs.push_back(chunk_sums(px, c, nv, job.model.tied_embeddings));
       dense += cs.back().params_dense;
       expert += cs.back().params_expert;
+      if (count_buckets) buckets += cs.back().big_grads;
       // Megatron-LM's streams (the default simulation): tp/cp collectives
       // run on the compute stream, so all of their time adds to it; under
       // ASTRA-sim's rules (one communication stream) only the waits do, and
@@ -452,14 +515,14 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
         if (cs.back().pre_post_dense > 0) units.push_back(cs.back().pre_post_dense);
       }
     }
-    if (comm_bound) comm += dp_comm_bound(job, *net, dense, 0, units, m);
+    if (comm_bound) comm += dp_comm_bound(job, *net, dense, buckets, units, m);
     // ZeRO 1/2 all-gather the updated parameters after the optimizer
     // step, which starts after the stage's last compute node.
     const int64_t n = job.parallel.dp * job.parallel.cp;
     if (comm_bound && (job.parallel.zero == 1 || job.parallel.zero == 2) && n > 1 && dense > 0) {
       const int64_t wbytes = dense * dtype_bytes(t.dtype);
-      gather = collective_micros(*net, dp_group_shape(*net, job.parallel, n), CollectiveType::kAllGather,
-                                 (wbytes + n - 1) / n);
+      gather = collectives_us(*net, dp_group_shape(*net, job.parallel, n), CollectiveType::kAllGather,
+                              (wbytes + n - 1) / n, buckets);
     }
     max_comm = std::max(max_comm, comm);
     // The stage's compute runs on one stream, after micro-batch 0's forward
@@ -504,6 +567,291 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
   e.bound_us = std::max(best, max_comm);
   e.ok = true;
   return e;
+}
+
+// Rank distance between consecutive pipeline stages under the job's order.
+int64_t pp_stride(const ParallelConfig& p) {
+  int64_t stride = 1;
+  for (const std::string& a : p.order) {
+    if (a == "pp") return stride;
+    stride *= a == "tp" ? p.tp : a == "cp" ? p.cp : a == "dp" ? p.dp : 1;
+  }
+  return stride;
+}
+
+// A tighter lower bound of the simulated step (µs): every stage's schedule
+// (pipeline_schedule, the order lowering emits the steps in) replayed with
+// lower bounds of each step's time, the waits between stages included.
+// What the replay relies on, per stage (trace/lower.cc, sim/simulate.h):
+// compute nodes form one chain in program order (each depends on the
+// previous one), so a step ends no earlier than the previous step's end
+// plus its compute (and, under Megatron's streams, the tp/cp collectives
+// that share the compute stream); a forward step's first node waits for
+// the activation of the previous virtual stage (sent after that step's
+// last forward op: at least its compute after its own arrival, at least
+// its end less its collectives); a backward step's gradient-dependent ops
+// (all but recomputed forward ops) wait for the next virtual stage's
+// input gradient, which leaves at least `trail` (weight-gradient,
+// recompute and collective time) before that step ends and at least its
+// input-gradient chain after its own arrival. Point-to-point transfers
+// count zero. With ZeRO-3 (FSDP) every layer unit is all-gathered on the
+// data-parallel stream before its first weight-reading node, one gather
+// at a time, and a unit's gather waits for the first weight-reading node
+// of the unit before it in the same phase and micro-batch (zero.cc's
+// after_op): gathers slower than a layer's compute show up as waits.
+// Every quantity is at most the simulator's; every wait one it imposes.
+double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net) {
+  const ParallelConfig& p = job.parallel;
+  const TrainingConfig& t = job.training;
+  const int64_t L = job.model.num_layers, v = p.virtual_stages, nv = p.pp * v;
+  const int64_t m = t.num_micro_batches(p);
+  if (m <= 0 || m > (int64_t{1} << 22) || nv * m > (int64_t{1} << 24)) return 0;
+  const bool megatron = net && !net->astra && net->algorithm != "hierarchical";
+  const bool zb = t.schedule == Schedule::kZeroBubble;
+  const int64_t sg = p.shard_degree();
+  const bool fsdp = megatron && p.zero == 3 && sg > 1;
+  std::vector<double> gather_us(px.layers.size(), 0);
+  if (fsdp) {
+    const GroupShape shard = dp_group_shape(*net, p, sg);
+    for (size_t k = 0; k < px.layers.size(); ++k) {
+      const int64_t ub = px.layers[k].params_dense * dtype_bytes(t.dtype);
+      if (ub > 0) gather_us[k] = collective_micros(*net, shard, CollectiveType::kAllGather, (ub + sg - 1) / sg);
+    }
+  }
+  auto gather_of = [&](int64_t l) {
+    return gather_us[static_cast<size_t>(std::min<int64_t>(l, static_cast<int64_t>(gather_us.size()) - 1))];
+  };
+  struct UnitTimes {
+    double c = 0, prefix = 0, post = 0, gather = 0;  // µs
+  };
+  // Per phase (F, B, W) of a part: stream time, compute before and from
+  // the first weight reader.
+  auto times = [&](const Part& q, StepKind k, double g) {
+    UnitTimes u;
+    if (k == StepKind::kForward) {
+      u.c = q.f_us + (megatron ? q.f_comm_us : 0);
+      u.post = q.f_post_us;
+      u.prefix = q.f_us - q.f_post_us;
+    } else if (k == StepKind::kBackward && !zb) {
+      u.c = q.fb_us - q.f_us + (megatron ? q.comm_us - q.f_comm_us : 0);
+      u.post = q.b_post_us;
+      u.prefix = q.fb_us - q.f_us - q.b_post_us;
+    } else if (k == StepKind::kBackward) {
+      u.c = q.bc_us + q.rc_us;
+      u.post = q.b_post_nw_us;
+      u.prefix = u.c - q.b_post_nw_us;
+    } else {
+      u.c = q.fb_us - q.f_us - q.bc_us - q.rc_us;
+      g = 0;
+    }
+    u.prefix = std::max(0.0, u.prefix);
+    u.gather = g;
+    return u;
+  };
+  const int64_t n = p.dp * p.cp;
+  const double nan = -1;
+  std::vector<double> fsend(static_cast<size_t>(nv * m), nan), bsend(fsend);
+  struct StageState {
+    std::vector<Chunk> chunks;
+    std::vector<ChunkSums> sums;
+    std::vector<Step> steps;
+    size_t next = 0;
+    double clock = 0, dp_stream = 0;
+    std::vector<double> fu_f, fu_b;  // per (chunk, mb): the first reader of the step's last gathered unit ends
+    double gather_after = 0;         // ZeRO 1/2: the parameter all-gather after the optimizer step
+    double p2p_up = 0, p2p_down = 0;  // a boundary activation / gradient to the next / previous stage
+    // Per chunk, the stage's last step that computes its weight gradients
+    // (B, or W with zero-bubble).
+    std::vector<size_t> final_step;
+    // What the data-parallel stream must carry, each no earlier than `at`
+    // (µs): a layer's gradient reductions (released when its last weight
+    // gradients can be final at the earliest: the end of the unit before
+    // it in the chain) or a ZeRO-3 gather (no earlier than the first
+    // reader of the unit before it).
+    struct DpItem {
+      double at;
+      int64_t params, buckets;  // reductions
+      double fixed_us;          // gathers
+    };
+    std::vector<DpItem> dp_items;
+  };
+  std::vector<StageState> stages(static_cast<size_t>(p.pp));
+  for (int64_t st = 0; st < p.pp; ++st) {
+    StageState& S = stages[static_cast<size_t>(st)];
+    S.chunks = stage_chunks(L, p.pp, v, p.pipeline_layout, st);
+    int64_t dense = 0, buckets = 0;
+    for (const Chunk& c : S.chunks) {
+      S.sums.push_back(chunk_sums(px, c, nv, job.model.tied_embeddings));
+      dense += S.sums.back().params_dense;
+      buckets += S.sums.back().big_grads;
+    }
+    S.steps = pipeline_schedule(t.schedule, p.pp, v, st, m);
+    S.final_step.assign(static_cast<size_t>(v), SIZE_MAX);
+    for (size_t i = 0; i < S.steps.size(); ++i)
+      if (S.steps[i].kind == (zb ? StepKind::kWeight : StepKind::kBackward))
+        S.final_step[static_cast<size_t>(S.steps[i].chunk)] = i;
+    // Megatron's streams put pipeline sends on the compute stream: each
+    // holds it for its transfer time (sim/simulate.cc), here rank 0's
+    // pipeline's links and the smallest the message can be: the hidden
+    // state of one micro-batch, sharded over cp and at most over tp.
+    if (megatron && p.pp > 1) {
+      const int64_t bytes = t.micro_batch_size * (t.seq_len / std::max<int64_t>(1, p.cp)) * job.model.hidden *
+                            dtype_bytes(t.dtype) / std::max<int64_t>(1, p.tp);
+      const int64_t stride = pp_stride(p);
+      S.p2p_up = p2p_micros(*net, st * stride, ((st + 1) % p.pp) * stride, bytes);
+      S.p2p_down = p2p_micros(*net, st * stride, ((st + p.pp - 1) % p.pp) * stride, bytes);
+    }
+    if (fsdp) {
+      S.fu_f.assign(static_cast<size_t>(v * m), 0);
+      S.fu_b = S.fu_f;
+    }
+    if (megatron && (p.zero == 1 || p.zero == 2) && n > 1 && dense > 0)
+      S.gather_after = collectives_us(*net, dp_group_shape(*net, p, n), CollectiveType::kAllGather,
+                                      (dense * dtype_bytes(t.dtype) + n - 1) / n, buckets);
+    // HSDP: each gradient shard is then summed over the replicas, in the
+    // optimizer phase (after the stage's last compute node): at least one
+    // all-reduce of all of them (a collective's time is affine in its size).
+    if (megatron && p.zero >= 1 && sg > 1 && sg < n && dense > 0)
+      S.gather_after += collectives_us(*net, dp_group_shape(*net, p, n / sg, sg), CollectiveType::kAllReduce,
+                                       (dense * dtype_bytes(t.grad_reduce_dtype) + sg - 1) / sg, buckets);
+  }
+  // Runs one step of a stage whose arrival (µs, lower bound) is known.
+  auto run = [&](StageState& S, const Step& s, double a) {
+    const int64_t ci = s.chunk;
+    const Chunk& c = S.chunks[static_cast<size_t>(ci)];
+    const ChunkSums& cs = S.sums[static_cast<size_t>(ci)];
+    const int64_t vs = c.virtual_stage;
+    const size_t slot = static_cast<size_t>(vs * m + s.mb);
+    const bool fwd = s.kind == StepKind::kForward, wstep = s.kind == StepKind::kWeight;
+    const bool final = S.next == S.final_step[static_cast<size_t>(s.chunk)];
+    double clock = fwd ? std::max(S.clock, a) : S.clock;
+    // Units in the step's order: the embedding side, the layers, the head
+    // side (reversed for the backward); only the layers are gathered here.
+    const bool has_pre = vs == 0, has_post = vs == nv - 1;
+    std::vector<double>* fu = fsdp ? (fwd ? &S.fu_f : &S.fu_b) : nullptr;
+    double after = 0;
+    if (fu) {
+      // The unit before the first gathered one in graph order: the last
+      // unit of the previous chunk (forward) / the next chunk (backward).
+      const int64_t prev = fwd ? ci - 1 : ci + 1;
+      const bool skipped_side = fwd ? has_pre : has_post;
+      if (!skipped_side && prev >= 0 && prev < v) after = (*fu)[static_cast<size_t>(prev * m + s.mb)];
+    }
+    auto unit = [&](const UnitTimes& u, bool gathered, int64_t layer = -1) {
+      // A chunk's last weight gradients: their reductions are released
+      // no earlier than the end of the unit before (the compute chain).
+      if (final && layer >= 0 && n > 1)
+        S.dp_items.push_back({clock, layer_part(px, layer).params_dense, layer_part(px, layer).big_grads, 0});
+      if (!gathered || !fu || wstep) {
+        clock += u.c;
+        return;
+      }
+      if (u.gather > 0) S.dp_items.push_back({after, 0, 0, u.gather});
+      const double ge = std::max(S.dp_stream, after) + u.gather;
+      S.dp_stream = ge;
+      after = std::max(clock + u.prefix, ge);  // the first reader's start, a lower bound of its end
+      clock = std::max(clock + u.c, ge + u.post);
+    };
+    const StepKind k = s.kind;
+    if (fwd) {
+      if (has_pre) unit(times(px.pre, k, 0), false);
+      for (int64_t l = c.first_layer; l < c.end_layer; ++l) unit(times(layer_part(px, l), k, gather_of(l)), true, -1);
+      if (has_post) unit(times(px.post, k, 0), false);
+    } else {
+      if (has_post) unit(times(px.post, k, 0), false);
+      for (int64_t l = c.end_layer - 1; l >= c.first_layer; --l) unit(times(layer_part(px, l), k, gather_of(l)), true, l);
+      if (has_pre) unit(times(px.pre, k, 0), false);
+    }
+    if (wstep) {
+      S.clock = clock;
+      return;
+    }
+    if (fu) (*fu)[static_cast<size_t>(ci * m + s.mb)] = after;
+    if (fwd) {
+      clock = std::max(clock, a + cs.f_us);
+      if (!has_post) {
+        const double sent = std::max(a + cs.f_us, clock - (megatron ? cs.f_comm_us : 0));
+        fsend[slot] = sent + S.p2p_up;
+        clock += S.p2p_up;  // the send holds the compute stream
+      }
+    } else {
+      const double dep = zb ? cs.bc_us : cs.fb_us - cs.f_us - cs.rc_us;
+      const double stream = zb ? cs.bc_us + cs.rc_us : cs.fb_us - cs.f_us + (megatron ? cs.comm_us - cs.f_comm_us : 0);
+      clock = std::max(clock, a + dep);
+      if (!has_pre) {
+        // The gradient is sent when the first layer's input gradient is
+        // done: only that layer's other backward work can follow (layers
+        // run backward one after the other in the chain).
+        double trail = stream - cs.bc_us;
+        if (c.end_layer > c.first_layer) {
+          const Part& first = layer_part(px, c.first_layer);
+          trail = times(first, StepKind::kBackward, 0).c - first.bc_us;
+        }
+        const double sent = std::max(a + cs.bc_us, clock - trail);
+        bsend[slot] = sent + S.p2p_down;
+        clock += S.p2p_down;
+      }
+    }
+    S.clock = clock;
+  };
+  size_t left = 0;
+  for (const StageState& S : stages) left += S.steps.size();
+  while (left > 0) {
+    bool moved = false;
+    for (StageState& S : stages) {
+      while (S.next < S.steps.size()) {
+        const Step& s = S.steps[S.next];
+        const int64_t vs = S.chunks[static_cast<size_t>(s.chunk)].virtual_stage;
+        double a = 0;
+        if (s.kind == StepKind::kForward && vs > 0) a = fsend[static_cast<size_t>((vs - 1) * m + s.mb)];
+        if (s.kind == StepKind::kBackward && vs < nv - 1) a = bsend[static_cast<size_t>((vs + 1) * m + s.mb)];
+        if (a < 0) break;  // its input is not replayed yet
+        run(S, s, a);
+        ++S.next;
+        --left;
+        moved = true;
+      }
+    }
+    if (!moved) return 0;  // not a schedule the replay understands: no claim
+  }
+  // A stage's data-parallel stream runs its collectives one at a time, so
+  // it ends no earlier than any release time plus everything released then
+  // or later (in whatever order it runs them): the gathers, the gradient
+  // reductions (a collective's time is affine in its size, so several take
+  // at least one of their total size plus the fixed parts of the buckets
+  // counted), and after the stage's last compute node HSDP's replica
+  // all-reduces and ZeRO 1/2's gathers of those parameters. Dense
+  // parameters only.
+  double bound = 0;
+  for (StageState& S : stages) {
+    bound = std::max(bound, S.clock + S.gather_after);
+    if (!megatron || n <= 1) continue;
+    const GroupShape all = dp_group_shape(*net, p, n);
+    const GroupShape shard = p.zero >= 1 && sg < n ? dp_group_shape(*net, p, sg) : all;
+    const GroupShape replica = p.zero >= 1 && sg > 1 && sg < n ? dp_group_shape(*net, p, n / sg, sg) : GroupShape{};
+    std::sort(S.dp_items.begin(), S.dp_items.end(),
+              [](const StageState::DpItem& a, const StageState::DpItem& b) { return a.at > b.at; });
+    int64_t params = 0, b = 0;
+    double fixed = 0;
+    for (const StageState::DpItem& it : S.dp_items) {
+      params += it.params;
+      b += it.buckets;
+      fixed += it.fixed_us;
+      double tail = fixed;
+      if (params > 0) {
+        const int64_t g = params * dtype_bytes(t.grad_reduce_dtype), w = params * dtype_bytes(t.dtype);
+        if (p.zero == 0) tail += collectives_us(*net, all, CollectiveType::kAllReduce, g, b);
+        else {
+          const int64_t k = p.shard_degree();
+          if (k > 1) tail += collectives_us(*net, shard, CollectiveType::kReduceScatter, g, b);
+          if (k > 1 && k < n) tail += collectives_us(*net, replica, CollectiveType::kAllReduce, (g + k - 1) / k, b);
+          if (p.zero < 3) tail += collectives_us(*net, all, CollectiveType::kAllGather, (w + n - 1) / n, b);
+        }
+      }
+      bound = std::max(bound, it.at + tail);
+    }
+  }
+  return bound;
 }
 
 // Whether two layouts that differ only in rank order simulate alike: the
@@ -607,6 +955,7 @@ struct Cand {
   int64_t short_by = 0;
   Estimate est;
   int proxy = -1;
+  bool refined = false;  // est.bound_us includes the schedule replay (replay_bound_us)
 };
 
 auto tie_key(const PlanLayout& l) {
@@ -963,7 +1312,8 @@ PlanEstimate estimate_layout(const Job& job) {
   out.ok = e.ok;
   out.peak_lower_bytes = e.lower;
   out.peak_upper_bytes = e.upper;
-  out.bound_seconds = e.bound_us / 1e6;
+  out.first_bound_seconds = e.bound_us / 1e6;
+  out.bound_seconds = std::max(e.bound_us, replay_bound_us(job, px, &*net)) / 1e6;
   return out;
 }
 
@@ -1078,7 +1428,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o) {
       cd.reason = px.error.path + ": " + px.error.message;
       continue;
     }
-    cd.est = estimate(cd.job, px, &net, &peak_cache, cd.proxy);
+    cd.est = estimate(cd.job, px, &net, &peak_cache, cd.proxy, o.replay_bound);
     if (cd.est.lower > usable) {
       cd.state = Cand::kMemory;
       cd.short_by = cd.est.lower - usable;
@@ -1130,10 +1480,23 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o) {
   std::vector<int> order;
   for (size_t i = 0; i < cands.size(); ++i)
     if (cands[i].state == Cand::kNew) order.push_back(static_cast<int>(i));
-  std::sort(order.begin(), order.end(), [&](int a, int b) {
+  auto by_bound = [&](int a, int b) {
     if (cands[a].est.bound_us != cands[b].est.bound_us) return cands[a].est.bound_us < cands[b].est.bound_us;
     return tie_key(cands[a].l) < tie_key(cands[b].l);
-  });
+  };
+  std::sort(order.begin(), order.end(), by_bound);
+  // The schedule replay is computed when a layout reaches the front (it
+  // costs ~ a thousandth of a simulation, but there are 10^5 layouts): the
+  // layout then moves to its place by the larger bound, so the order stays
+  // that of the bounds as far as the search looks.
+  auto refine = [&](size_t pos) {
+    Cand& cd = cands[order[pos]];
+    cd.refined = true;
+    ++r.counts.replayed;
+    cd.est.bound_us = std::max(cd.est.bound_us, replay_bound_us(cd.job, proxies[static_cast<size_t>(cd.proxy)], &net));
+    const auto to = std::upper_bound(order.begin() + static_cast<std::ptrdiff_t>(pos) + 1, order.end(), order[pos], by_bound);
+    std::rotate(order.begin() + static_cast<std::ptrdiff_t>(pos), order.begin() + static_cast<std::ptrdiff_t>(pos) + 1, to);
+  };
   const size_t top = static_cast<size_t>(c.top);
   std::vector<double> best;  // accepted steps (µs), sorted
   std::vector<PlanCandidate> accepted;
@@ -1153,9 +1516,18 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o) {
     // dominated already are passed over, and marked in the replay).
     std::vector<int> chunk;
     size_t end = next;
-    for (; end < order.size() && chunk.size() < static_cast<size_t>(batch); ++end) {
-      if (!(cands[order[end]].est.bound_us < threshold())) break;
-      if (!dominated(cands[order[end]])) chunk.push_back(order[end]);
+    while (end < order.size() && chunk.size() < static_cast<size_t>(batch)) {
+      const Cand& cd = cands[order[end]];
+      if (!(cd.est.bound_us < threshold())) break;
+      if (dominated(cd)) {
+        ++end;
+        continue;
+      }
+      if (!cd.refined && o.replay_bound) {
+        refine(end);  // look at this position again: it may hold another layout now
+        continue;
+      }
+      chunk.push_back(order[end++]);
     }
     if (end == next) break;
     std::vector<Eval> evs(chunk.size());

@@ -59,6 +59,10 @@ struct PlanOptions {
   double time_limit_seconds = 0;
   // Tests: simulate every layout that fits, no bound or dominance pruning.
   bool exhaustive = false;
+  // Benchmark baseline: false prunes with the previous round's bound only
+  // (the closed form without gradient bucket counts, no schedule replay;
+  // docs/plan.md, step 5). The result is the same, only slower.
+  bool replay_bound = true;
   // Called from the calling thread only: (done, total, phase).
   std::function<void(int64_t, int64_t, const std::string&)> progress;
 };
@@ -89,6 +93,9 @@ struct PlanMiss {
 
 struct PlanCounts {
   int64_t considered = 0, divisibility = 0, memory = 0, dominated = 0, bound = 0, simulated = 0;
+  // Not in the JSON: layouts whose schedule replay was computed (they
+  // reached the front of the bound order), for the benchmark.
+  int64_t replayed = 0;
 };
 
 struct PlanResult {
@@ -121,7 +128,8 @@ struct PlanEstimate {
   Error error;
   int64_t peak_lower_bytes = 0;  // max over stages of weights+grads+optimizer+saved activations
   int64_t peak_upper_bytes = 0;  // ... plus the proxy's transient activations
-  double bound_seconds = 0;      // lower bound of the simulated step
+  double bound_seconds = 0;      // lower bound of the simulated step: the larger of both below
+  double first_bound_seconds = 0;  // the closed-form bound every layout gets (docs/plan.md step 5)
 };
 PlanEstimate estimate_layout(const Job& job);
 // The job of a layout over base.

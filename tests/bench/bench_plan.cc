@@ -3,6 +3,7 @@
 //
 //   build/native/stagecraft_bench_plan [--model llama3-70b] [--gpus 4096] [--seq-len 8192]
 //       [--global-batch-size 2048] [--hardware h100] [--threads N] [--top 5] [--time-limit S]
+//       [--compare 1]   (also run the search without the schedule replay bound: the baseline)
 //
 // Runs the search as `stagecraft plan` does (threads: one per core by
 // default) and prints its wall and CPU time and counts; then the baseline,
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   std::string model = "llama3-70b", hardware = "h100";
   int64_t gpus = 4096, seq = 8192, gbs = 2048, top = 5;
   double limit = 0;
+  bool compare = false;  // --compare 1: also the search without the schedule replay, same run
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
@@ -53,6 +55,7 @@ int main(int argc, char** argv) {
     else if (k == "--threads") threads = std::max(1, std::atoi(v.c_str()));
     else if (k == "--top") top = std::atoll(v.c_str());
     else if (k == "--time-limit") limit = std::atof(v.c_str());
+    else if (k == "--compare") compare = v == "1";
     else {
       std::fprintf(stderr, "unknown flag %s\n", k.c_str());
       return 2;
@@ -96,14 +99,33 @@ int main(int argc, char** argv) {
               static_cast<long long>(c.considered), static_cast<long long>(c.divisibility),
               static_cast<long long>(c.memory), static_cast<long long>(c.dominated), static_cast<long long>(c.bound),
               static_cast<long long>(c.simulated));
-  std::printf("winner     %s  %.3f s (bound %.3f s)\n",
+  const sc::PlanEstimate we = sc::estimate_layout(r->candidates[0].job);
+  std::printf("winner     %s  %.3f s (bound %.3f s: closed form %.3f s, schedule replay %s)\n",
               sc::layout_label(r->candidates[0].layout, base->model.is_moe()).c_str(), r->candidates[0].step_seconds,
-              r->candidates[0].bound_seconds);
-  std::printf("plan       %.1f s wall, %.1f s CPU, %s\n", wall, cpu,
-              r->complete ? "complete" : "INCOMPLETE (time limit): best so far");
+              we.bound_seconds, we.first_bound_seconds, we.bound_seconds > we.first_bound_seconds ? "tighter" : "no tighter");
+  std::printf("plan       %.1f s wall, %.1f s CPU, %s; %lld schedule replays\n", wall, cpu,
+              r->complete ? "complete" : "INCOMPLETE (time limit): best so far", static_cast<long long>(c.replayed));
   if (!r->complete)
     std::printf("remaining  %lld layouts with a bound under the current threshold not yet decided\n",
                 static_cast<long long>(sim_total - sim_done));
+  if (compare) {
+    // The previous round's search (closed-form bound without bucket counts), same job, same run.
+    sc::PlanOptions po = o;
+    po.replay_bound = false;
+    const double pcpu0 = cpu_seconds();
+    const auto p0 = clk::now();
+    sc::Result<sc::PlanResult> pr = sc::plan(*base, po);
+    const double pwall = since(p0), pcpu = cpu_seconds() - pcpu0;
+    if (!pr.ok() || pr->candidates.empty()) return 1;
+    const sc::PlanCounts& pc = pr->counts;
+    std::printf("previous   previous bound (closed form, no bucket counts, no replay): %lld bound, %lld simulated; %.1f s wall, %.1f s CPU, %s; "
+                "winner %s %.3f s (%s)\n",
+                static_cast<long long>(pc.bound), static_cast<long long>(pc.simulated), pwall, pcpu,
+                pr->complete ? "complete" : "INCOMPLETE", sc::layout_label(pr->candidates[0].layout, false).c_str(),
+                pr->candidates[0].step_seconds,
+                pr->complete && r->complete ? (pr->candidates[0].step_seconds == r->candidates[0].step_seconds ? "same step" : "DIFFERENT") : "-");
+    std::printf("speed-up   %.2fx CPU, %.2fx wall\n", pcpu / cpu, pwall / wall);
+  }
   const double bcpu0 = cpu_seconds();
   const auto b0 = clk::now();
   sc::Result<sc::Generator> g = sc::Generator::create(r->candidates[0].job);

@@ -92,6 +92,11 @@ TEST_CASE("plan: estimates agree with the real summary and the bound is a lower 
     CHECK(std::abs(static_cast<double>(e.peak_upper_bytes - r.peak_live)) <= 0.3 * static_cast<double>(r.peak_live));
     CHECK(e.bound_seconds <= r.step);
     CHECK(e.bound_seconds > 0.3 * r.step);  // a bound that prunes, not zero
+    CHECK(e.bound_seconds >= e.first_bound_seconds);
+    // With a pipeline, the schedule replay adds what the closed form leaves
+    // out (the sends on the compute stream, the waits of every step, not
+    // only micro-batch 0's fill and drain): strictly tighter.
+    if (c.l.pp > 1) CHECK(e.bound_seconds > e.first_bound_seconds);
   }
 }
 
@@ -111,6 +116,12 @@ TEST_CASE("plan: the pruned search returns the exhaustive search's head") {
        {{"max_mbs", 1}, {"max_cp", 1}, {"max_tp", 4}, {"top", 3}, {"memory_reserve_gib", 66}}},
       {base_job(R"({"preset": "mixtral-8x7b", "num_layers": 2})", 512, 8), 4,
        {{"max_mbs", 1}, {"max_cp", 1}, {"top", 3}, {"recompute", {"none"}}}},
+      // Two nodes: pipeline sends, ZeRO-3 / HSDP gathers and the gradient
+      // reductions cross the network; 8 layers split 4-fold at most, few
+      // micro-batches: what the schedule replay of the bound models.
+      {base_job(R"({"preset": "llama3-8b", "num_layers": 8})", 1024, 16), 16,
+       {{"max_mbs", 1}, {"max_cp", 1}, {"max_tp", 2}, {"min_pp", 2}, {"max_pp", 4}, {"zero", {1, 3}},
+        {"recompute", {"none", "full"}}, {"top", 3}}},
   };
   for (const Space& sp : spaces) {
     INFO(sp.base.model.name << " on " << sp.gpus << " " << sp.constraints.dump());
@@ -119,6 +130,17 @@ TEST_CASE("plan: the pruned search returns the exhaustive search's head") {
     o.constraints = parse_plan_constraints(sp.constraints).value();
     Result<PlanResult> pruned = plan(sp.base, o);
     REQUIRE_MESSAGE(pruned.ok(), pruned.error().to_string());
+    // The previous round's bound (no replay, no bucket counts) prunes less
+    // and finds the same head.
+    PlanOptions weak = o;
+    weak.replay_bound = false;
+    Result<PlanResult> loose = plan(sp.base, weak);
+    REQUIRE(loose.ok());
+    REQUIRE(loose->candidates.size() == pruned->candidates.size());
+    for (size_t i = 0; i < pruned->candidates.size(); ++i) {
+      CHECK(layout_label(loose->candidates[i].layout, true) == layout_label(pruned->candidates[i].layout, true));
+      CHECK(loose->candidates[i].step_seconds == pruned->candidates[i].step_seconds);
+    }
     // Exhaustive: every layout that fits simulated, the whole ranking kept.
     o.exhaustive = true;
     o.constraints.top = 100000;
