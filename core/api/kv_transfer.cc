@@ -101,6 +101,16 @@ Result<KvTransfer> kv_transfer_traces(const Generator& g) {
       t.nodes.push_back(std::move(node));
     }
   }
+  // A rank no prompt's cache touches still gets one node: ASTRA-sim stops
+  // with "No dependancy free nodes found" on a trace without any. A compute
+  // node of no work costs nothing and keeps the folder one workload.
+  for (RankTrace& t : out.ranks) {
+    if (!t.nodes.empty()) continue;
+    TraceNode idle;
+    idle.name = "kv_transfer.idle";
+    idle.tensor_size = 1;
+    t.nodes.push_back(std::move(idle));
+  }
   return out;
 }
 
