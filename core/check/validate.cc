@@ -354,6 +354,7 @@ class RankChecker {
   // from any leftover node must revisit a node: that loop is reported.
   void check_cycles() {
     const uint32_t n = static_cast<uint32_t>(nodes_.size());
+    if (n == 0) add(nullptr, "R3", "the file has no nodes: the simulator stops at start (\"No dependancy free nodes found\"); give the rank at least one node");
     std::vector<uint32_t> waiting(n), coff(n + 1, 0), child(dep_.size());
     for (uint32_t i = 0; i < n; ++i) {
       waiting[i] = off_[i + 1] - off_[i];

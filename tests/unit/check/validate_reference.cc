@@ -233,6 +233,7 @@ class Validator {
   void check_cycles(RankView& v) {
     const auto& nodes = v.t->trace.nodes;
     const uint32_t n = static_cast<uint32_t>(nodes.size());
+    if (n == 0) add(v.rank, nullptr, "R3", "the file has no nodes: the simulator stops at start (\"No dependancy free nodes found\"); give the rank at least one node");
     std::vector<uint32_t> waiting(n), coff(n + 1, 0), child(v.dep.size());
     for (uint32_t i = 0; i < n; ++i) {
       waiting[i] = v.off[i + 1] - v.off[i];

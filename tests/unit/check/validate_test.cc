@@ -69,6 +69,15 @@ TEST_CASE("validate: per-rank rules R1-R5") {
     CHECK((v->node_id == y || v->node_id == n[x].id));
     CHECK(v->message.find("cycle of 2 nodes") != std::string::npos);
   }
+  SUBCASE("R3 a file without nodes") {
+    n.clear();  // ASTRA-sim throws at start: no node is free of dependencies
+    auto rep = run(a);
+    auto v = find(rep, "R3", 1, std::nullopt);
+    REQUIRE(v);
+    CHECK(!v->has_node);
+    CHECK(v->message.find("no nodes") != std::string::npos);
+    CHECK(!rep.ok());
+  }
   SUBCASE("R4 METADATA node") {
     n[4].kind = static_cast<TraceNodeKind>(1);
     auto v = find(run(a), "R4", 1, n[4].id);
