@@ -55,6 +55,15 @@ inline ModelConfig preset(const std::string& name) {
   return *m;
 }
 
+// A job from its JSON text, built; fails the test with the engine's message.
+inline Generator generator_from_json(const std::string& text) {
+  Result<Job> job = parse_job(text);
+  REQUIRE_MESSAGE(job.ok(), job.error().message);
+  Result<Generator> g = Generator::create(*job);
+  REQUIRE_MESSAGE(g.ok(), g.error().message);
+  return std::move(g).value();
+}
+
 inline Generator make(const Job& j) {
   auto g = Generator::create(j);
   if (!g.ok()) FAIL(g.error().to_string());

@@ -13,18 +13,13 @@
 #include "api/api.h"
 #include "api/kv_transfer.h"
 #include "check/replay.h"
+#include "../test_jobs.h"
 
 using namespace sc;
 
 namespace {
 
-Generator build(const std::string& text) {
-  Result<Job> job = parse_job(text);
-  REQUIRE_MESSAGE(job.ok(), job.error().message);
-  Result<Generator> g = Generator::create(*job);
-  REQUIRE_MESSAGE(g.ok(), g.error().message);
-  return std::move(g).value();
-}
+Generator build(const std::string& text) { return testing::generator_from_json(text); }
 
 int64_t at(const Generator& g, const std::string& coords) {
   Result<int64_t> r = g.rank_at(coords);

@@ -24,13 +24,7 @@ using json = nlohmann::json;
 
 namespace {
 
-Generator build(const std::string& text) {
-  Result<Job> job = parse_job(text);
-  REQUIRE_MESSAGE(job.ok(), job.error().message);
-  Result<Generator> g = Generator::create(*job);
-  REQUIRE_MESSAGE(g.ok(), g.error().message);
-  return std::move(g).value();
-}
+Generator build(const std::string& text) { return testing::generator_from_json(text); }
 
 Error build_error(const std::string& text) {
   Result<Job> job = parse_job(text);
