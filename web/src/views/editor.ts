@@ -10,6 +10,7 @@ import { JOB_SCHEMA, inMode, type FieldSchema, type JobMode } from '../job-schem
 import type { EngineError, JobJson } from '../protocol';
 import { explain } from '../messages';
 import { $, h } from '../util';
+import { parseRequests, formatRequests } from '../lib/serving';
 
 const form = () => $<HTMLFormElement>('#job-form');
 const field = <T extends Element>(name: string) => form().elements.namedItem(name) as unknown as T;
@@ -38,37 +39,10 @@ export function applyMode(mode: JobMode = jobMode()): void {
 }
 
 // ---- the request mix (serving.requests; docs/inference.md "Request mixes")
-// Edited as text, one class a line: "prompt output [weight]" (separators:
-// spaces, commas, "+", "x", "×"); a JSON list is taken as is. The engine
-// validates: a line it cannot read still goes to it, its bad value in
-// place, so the error names the class and field
-// (serving.requests[1].output_tokens).
+// Edited as text, one class a line (lib/serving.js parseRequests /
+// formatRequests); the engine validates, naming the class and field.
 const mixText = () => field<HTMLTextAreaElement>('serving.requests');
 const FIXED_LENGTHS = ['serving.prompt_tokens', 'serving.output_tokens'];
-const num = (t: string): number | string => (/^[0-9]*\.?[0-9]+(e[0-9]+)?$/i.test(t) ? Number(t) : t);
-
-export function parseRequests(text: string): unknown {
-  const t = text.trim();
-  if (!t) return undefined;
-  if (t.startsWith('[')) { try { return JSON.parse(t); } catch { return t; } }
-  return t.split('\n').map((l) => l.trim()).filter((l) => l !== '').map((line) => {
-    const w = line.split(/[\s,+×x*]+/i).filter((x) => x !== '');
-    const c: JobJson = {};
-    if (w[0] !== undefined) c.prompt_tokens = num(w[0]);
-    if (w[1] !== undefined) c.output_tokens = num(w[1]);
-    if (w.length > 2) c.weight = w.length === 3 ? num(w[2]) : w.slice(2).join(' ');
-    return c;
-  });
-}
-
-export function formatRequests(v: unknown): string {
-  if (v === undefined) return '';
-  const simple = Array.isArray(v) && v.every((c) => c && typeof c === 'object' && Object.keys(c).every((k) => ['prompt_tokens', 'output_tokens', 'weight'].includes(k)) &&
-    ['prompt_tokens', 'output_tokens', 'weight'].every((k) => c[k] === undefined || typeof c[k] === 'number'));
-  if (!simple) return JSON.stringify(v);
-  return (v as JobJson[]).map((c) => [c.prompt_tokens, c.output_tokens, c.weight].filter((x) => x !== undefined).join(' ')).join('\n');
-}
-
 // With a mix, the fixed lengths are off (the engine takes one or the
 // other): disabled and left out of the job.
 export function syncMix(): void {

@@ -6,7 +6,7 @@
 // engine's serving_sweep). Plain SVG with <title>s and a table as the
 // text alternative.
 import type { SweepPoint } from '../protocol';
-import { curvePoints } from '../lib/serving';
+import { curvePoints, mixMean, type RequestClassFigures } from '../lib/serving';
 import { h, s, fmtBytes, fmtCount, fmtUs } from '../util';
 
 type Summary = Record<string, any>;  // docs/summary.md, docs/inference.md
@@ -86,7 +86,6 @@ function memoryBar(mem: Record<string, number>, label: string): HTMLElement {
 
 // A request mix (serving.requests): summary.inference.requests has one
 // entry per class, in the job's order (docs/inference.md "Request mixes").
-export interface RequestClassFigures { prompt_tokens: number; output_tokens: number; share: number; kv_cache_bytes_per_sequence: number; prefill_seconds: number; ttft_seconds: number }
 export const requestClasses = (summary: Summary): RequestClassFigures[] | null =>
   Array.isArray(summary.inference?.requests) && summary.inference.requests.length ? summary.inference.requests as RequestClassFigures[] : null;
 
@@ -119,7 +118,7 @@ export function renderServingSummary(el: HTMLElement, summary: Summary): void {
   let kvNote: string, fitNote: string, ttftNote: string, tpsNote: string;
   if (classes) {
     // Means over requests (shares p_i): E[P + O] and E[O].
-    const mean = (f: (c: RequestClassFigures) => number) => classes.reduce((a, c) => a + Number(c.share) * f(c), 0);
+    const mean = (f: (c: RequestClassFigures) => number) => mixMean(classes, f);
     const eo = mean((c) => Number(c.output_tokens));
     const longest = classes.reduce((a, c) => (Number(c.kv_cache_bytes_per_sequence) > Number(a.kv_cache_bytes_per_sequence) ? c : a));
     kvNote = `whole model, all layers, ${sv.kv_dtype ?? 'bf16'}; ${fmtBytes(Number(inf.kv_cache_bytes_per_sequence))} per sequence on average over the mix of ${classes.length} classes (paged, ${fmtCount(Math.round(mean((c) => Number(c.prompt_tokens) + Number(c.output_tokens))))} tokens on average)`;
