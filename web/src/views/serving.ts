@@ -89,6 +89,8 @@ function memoryBar(mem: Record<string, number>, label: string): HTMLElement {
 export const requestClasses = (summary: Summary): RequestClassFigures[] | null =>
   Array.isArray(summary.inference?.requests) && summary.inference.requests.length ? summary.inference.requests as RequestClassFigures[] : null;
 
+// Exact token counts in the mix table (a class is named by them).
+const tokens = (x: unknown) => Number(x).toLocaleString('en');
 const pct = (x: number) => `${+(x * 100).toFixed(1)} %`;
 
 function mixTable(classes: RequestClassFigures[]): HTMLElement {
@@ -96,7 +98,7 @@ function mixTable(classes: RequestClassFigures[]): HTMLElement {
     h('thead', {}, h('tr', {}, ...['class', 'share of requests', 'prompt + output tokens', 'KV cache per sequence', 'prefill', 'TTFT'].map((t) => h('th', { scope: 'col' }, t)))),
     h('tbody', {}, ...classes.map((c, i) => h('tr', { 'data-class': String(i) },
       h('th', { scope: 'row' }, String(i + 1)), h('td', { class: 'num', 'data-share': String(c.share) }, pct(Number(c.share))),
-      h('td', { class: 'num' }, `${fmtCount(Number(c.prompt_tokens))} + ${fmtCount(Number(c.output_tokens))}`),
+      h('td', { class: 'num' }, `${tokens(c.prompt_tokens)} + ${tokens(c.output_tokens)}`),
       h('td', { class: 'num' }, fmtBytes(Number(c.kv_cache_bytes_per_sequence))),
       h('td', { class: 'num', 'data-seconds': String(c.prefill_seconds) }, sec(Number(c.prefill_seconds))),
       h('td', { class: 'num', 'data-seconds': String(c.ttft_seconds) }, sec(Number(c.ttft_seconds)))))));
