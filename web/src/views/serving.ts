@@ -123,10 +123,10 @@ export function renderServingSummary(el: HTMLElement, summary: Summary): void {
     const mean = (f: (c: RequestClassFigures) => number) => mixMean(classes, f);
     const eo = mean((c) => Number(c.output_tokens));
     const longest = classes.reduce((a, c) => (Number(c.kv_cache_bytes_per_sequence) > Number(a.kv_cache_bytes_per_sequence) ? c : a));
-    kvNote = `whole model, all layers, ${sv.kv_dtype ?? 'bf16'}; ${fmtBytes(Number(inf.kv_cache_bytes_per_sequence))} per sequence on average over the mix of ${classes.length} classes (paged, ${fmtCount(Math.round(mean((c) => Number(c.prompt_tokens) + Number(c.output_tokens))))} tokens on average)`;
-    fitNote = `sequences of the mix whose expected cache (the mean, ${fmtBytes(Number(inf.kv_cache_bytes_per_sequence))}) fits beside weights, activations and workspace on every rank; not a guarantee: a batch of only the longest class (${fmtCount(Number(longest.prompt_tokens))} + ${fmtCount(Number(longest.output_tokens))}, ${fmtBytes(Number(longest.kv_cache_bytes_per_sequence))} each) needs more`;
+    kvNote = `whole model, all layers, ${sv.kv_dtype ?? 'bf16'}; ${fmtBytes(Number(inf.kv_cache_bytes_per_sequence))} per sequence on average over the mix of ${classes.length} classes (paged; ${tokens(Math.round(mean((c) => Number(c.prompt_tokens) + Number(c.output_tokens))))} tokens on average)`;
+    fitNote = `sequences of the mix whose expected cache (the mean, ${fmtBytes(Number(inf.kv_cache_bytes_per_sequence))}) fits beside weights, activations and workspace on every rank; not a guarantee: a batch of only the longest class (${tokens(longest.prompt_tokens)} + ${tokens(longest.output_tokens)}, ${fmtBytes(Number(longest.kv_cache_bytes_per_sequence))} each) needs more`;
     ttftNote = `TTFT: the mean over requests of each class’s prefill${disagg ? ' plus its KV cache sent to the decode pool' : ''}; per class in the table below`;
-    tpsNote = `output tokens per second per GPU in steady state: ${Number.isFinite(used) ? used : ''} slots, each serving requests back to back, ${fmtCount(Math.round(eo))} decode steps per request on average`;
+    tpsNote = `output tokens per second per GPU in steady state: ${Number.isFinite(used) ? used : ''} slots, each serving requests back to back, ${tokens(Math.round(eo))} decode steps per request on average`;
   } else {
     const context = Number(sv.prompt_tokens) + Number(sv.output_tokens);
     kvNote = `whole model, all layers, ${sv.kv_dtype ?? 'bf16'}; ${fmtBytes(kvTok * context)} per sequence of ${fmtCount(context)} tokens`;
