@@ -30,6 +30,20 @@ export const SERVE_JOB = { mode: 'inference', model: { preset: 'llama3-8b', num_
 const SERVE_DIS_JOB = { mode: 'inference', model: { preset: 'llama3-8b', num_layers: 2 }, parallel: { tp: 2 },
   serving: { prompt_tokens: 100, output_tokens: 20, concurrency: 2, disaggregated: { prefill: { tp: 2, dp: 2 }, decode: { tp: 2, dp: 2 } } } };
 
+// A request mix (docs/inference.md "Request mixes"): 3 in 4 requests
+// 1,000 + 100 tokens, 1 in 4 3,000 + 300.
+const SERVE_MIX_JOB = { mode: 'inference', model: { preset: 'llama3-8b', num_layers: 4 }, parallel: { tp: 2 },
+  serving: { requests: [{ prompt_tokens: 1000, output_tokens: 100, weight: 3 }, { prompt_tokens: 3000, output_tokens: 300, weight: 1 }], concurrency: 8 } };
+
+const axeViolations = async (page) => {
+  await page.addScriptTag({ path: AXE });
+  return page.evaluate(async () => {
+    const out = await window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations'] });
+    return out.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ')}`);
+  });
+};
+const summaryText = (page) => page.$eval('#summary', (el) => el.textContent);
+
 // Every file the native CLI writes for `job` (relative path -> bytes),
 // subdirectories included.
 function nativeFiles(job) {
@@ -188,6 +202,73 @@ export async function servingCases(context, base) {
       return out.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ')}`);
     });
     check(r.length === 0, `axe on the serving summary:\n${r.join('\n')}`);
+  });
+  await run('request mix: classes equal to the engine summary (from the archive), ITL beside TPOT, no NaN; the editor keeps the mix and names a bad class', async (page) => {
+    await page.goto(jobUrl(base, SERVE_MIX_JOB));
+    await ready(page);
+    await page.waitForFunction(() => document.querySelector('#summary')?.dataset.mix === '2', null, { timeout: 60_000 });
+    await page.waitForFunction(() => Number(document.querySelector('#sweep')?.dataset.points) > 0, null, { timeout: 60_000 });
+    const text = await summaryText(page);
+    check(!/NaN|undefined|Infinity/.test(text), `no NaN / undefined on the page: ${text.slice(0, 400)}`);
+    // The engine's own summary, as the archive carries it.
+    await page.click('#tab-downloads');
+    const [dl] = await Promise.all([page.waitForEvent('download', { timeout: 120_000 }), page.click('#dl-archive')]);
+    const zip = unzipSync(new Uint8Array(fs.readFileSync(await dl.path())));
+    const inf = JSON.parse(new TextDecoder().decode(zip['summary.json'])).inference;
+    check(Array.isArray(inf.requests) && inf.requests.length === 2, `engine summary has 2 classes: ${JSON.stringify(inf.requests)}`);
+    await page.click('#tab-summary');
+    const rows = await page.$$eval('#mix tbody tr', (rs) => rs.map((r) => ({ share: Number(r.querySelector('[data-share]').dataset.share),
+      secs: [...r.querySelectorAll('[data-seconds]')].map((td) => Number(td.dataset.seconds)), tokens: r.children[2].textContent })));
+    check(rows.length === 2, `one row per class: ${rows.length}`);
+    rows.forEach((r, i) => {
+      const c = inf.requests[i];
+      check(r.share === c.share && r.secs[0] === c.prefill_seconds && r.secs[1] === c.ttft_seconds, `class ${i + 1} row ${JSON.stringify(r)} vs engine ${JSON.stringify(c)}`);
+      check(r.tokens === `${c.prompt_tokens.toLocaleString('en')} + ${c.output_tokens.toLocaleString('en')}`, `class ${i + 1} tokens: ${r.tokens}`);
+    });
+    check(rows[0].share === 0.75 && rows[1].share === 0.25, 'weights 3 : 1 are shares 75 % / 25 %');
+    const itl = await page.textContent('[data-card="itl"]');
+    check(/\d/.test(await page.textContent('[data-card="itl"] .card-value')) && /prefill/.test(itl), `ITL card: ${itl}`);
+    check(inf.itl_seconds > inf.tpot_seconds, `engine: ITL ${inf.itl_seconds} > TPOT ${inf.tpot_seconds} at concurrency 8`);
+    check(/mean/.test(await page.textContent('[data-card="max-seqs"]')) && /mean over requests/.test(await page.textContent('[data-card="ttft"]')), 'the fit and TTFT say what they mean under a mix');
+    // The editor: the mix survives the form (the job read back is the job given), the fixed lengths are off.
+    const job = await page.evaluate(() => window.stagecraftApp.job());
+    check(JSON.stringify(job.serving.requests) === JSON.stringify(SERVE_MIX_JOB.serving.requests) && job.serving.prompt_tokens === undefined && job.serving.output_tokens === undefined,
+      `the job keeps the mix: ${JSON.stringify(job.serving)}`);
+    check(await page.$eval('input[name="serving.prompt_tokens"]', (el) => el.disabled), 'prompt tokens disabled while a mix is given');
+    check(await page.inputValue('textarea[name="serving.requests"]') === '1000 100 3\n3000 300 1', 'the mix shown one class a line');
+    const r = await axeViolations(page);
+    check(r.length === 0, `axe on the mix summary:\n${r.join('\n')}`);
+    // A bad class: the engine's error lands on the mix box, naming the class.
+    await page.fill('textarea[name="serving.requests"]', '1000 100 3\n3000 lots');
+    await page.waitForFunction(() => document.querySelector('label[data-path="serving.requests"]')?.classList.contains('invalid'), null, { timeout: 30_000 });
+    const err = await page.textContent('label[data-path="serving.requests"] .error');
+    check(/class 2, output_tokens/.test(err), `error names the class and field: ${err}`);
+    // No mix: back to the fixed lengths.
+    await page.fill('textarea[name="serving.requests"]', '');
+    await page.fill('input[name="serving.prompt_tokens"]', '500');
+    await page.fill('input[name="serving.output_tokens"]', '50');
+    await ready(page);
+    await page.waitForFunction(() => document.querySelector('#summary')?.dataset.mix === '0', null, { timeout: 30_000 });
+    const fixed = await page.evaluate(() => window.stagecraftApp.job());
+    check(fixed.serving.requests === undefined && fixed.serving.prompt_tokens === 500, `fixed lengths again: ${JSON.stringify(fixed.serving)}`);
+    check(!(await page.$('#mix')), 'no mix table without a mix');
+  });
+
+  for (const id of ['llama3-8b-serve-mix', 'mixtral-8x7b-serve']) await run(`example ${id} loads and renders: no NaN, no page error, the sweep drawn`, async (page) => {
+    await page.goto(`${base}/`);
+    await ready(page);
+    await page.selectOption('#job-preset', id);
+    await page.waitForFunction(() => document.querySelector('#summary')?.dataset.mode === 'inference' && document.body.dataset.state === 'ready', null, { timeout: 180_000 });
+    await page.waitForFunction(() => Number(document.querySelector('#sweep')?.dataset.points) > 1, null, { timeout: 180_000 });
+    const text = await summaryText(page);
+    check(!/NaN|undefined|Infinity/.test(text), `no NaN / undefined: ${text.slice(0, 400)}`);
+    for (const k of ['ttft', 'tpot', 'itl', 'tps', 'max-seqs']) check(/\d/.test(await page.textContent(`[data-card="${k}"] .card-value`)), `${k} card has a number`);
+    if (id === 'mixtral-8x7b-serve') {
+      const gpus = await page.textContent('[data-card="gpus"]');
+      check(/^GPUs8/.test(gpus) && /tp 8/.test(gpus) && /ep 8/.test(gpus), `8 GPUs, tp 8, experts over ep 8: ${gpus}`);
+    } else {
+      check(await page.$$eval('#mix tbody tr', (rs) => rs.length) === 2, 'two classes in the table');
+    }
   });
   return results;
 }

@@ -6,7 +6,9 @@
 export interface FieldSchema {
   path: string;                 // job JSON path: "parallel.tp"
   title: string;                // label
-  type: 'integer' | 'number' | 'boolean' | 'string';
+  // 'requests': serving.requests, a request mix edited as text, one class a
+  // line (editor.ts parseRequests / formatRequests).
+  type: 'integer' | 'number' | 'boolean' | 'string' | 'requests';
   enum?: string[];              // a <select>
   minimum?: number;
   maximum?: number;
@@ -82,8 +84,9 @@ export const JOB_SCHEMA: FieldSchema[] = [
   { path: 'training.optimizer', title: 'Optimizer', type: 'string', enum: ['adamw', 'adam', 'sgd'], default: 'adamw', group: 'training', advanced: true, description: 'Optimizer kind' },
   { path: 'training.optimizer_bytes_per_param', title: 'Optimizer bytes/param', type: 'integer', minimum: 0, group: 'training', advanced: true, description: '12 for Adam (fp32 master + 2 moments)' },
   // serving (inference mode only; docs/inference.md)
-  { path: 'serving.prompt_tokens', title: 'Prompt tokens', type: 'integer', minimum: 1, default: 1024, group: 'serving', description: 'Tokens of each request’s prompt: prefill processes them all at once (causal attention over the prompt) and writes their keys and values into the KV cache' },
-  { path: 'serving.output_tokens', title: 'Output tokens', type: 'integer', minimum: 1, default: 256, group: 'serving', description: 'Tokens each request generates: one decode step per token, each reading the weights and every cached token of the sequence' },
+  { path: 'serving.prompt_tokens', title: 'Prompt tokens', type: 'integer', minimum: 1, default: 1024, group: 'serving', description: 'Tokens of each request’s prompt: prefill processes them all at once (causal attention over the prompt) and writes their keys and values into the KV cache. Off while a request mix (below) is given' },
+  { path: 'serving.output_tokens', title: 'Output tokens', type: 'integer', minimum: 1, default: 256, group: 'serving', description: 'Tokens each request generates: one decode step per token, each reading the weights and every cached token of the sequence. Off while a request mix (below) is given' },
+  { path: 'serving.requests', title: 'Request mix', type: 'requests', group: 'serving', description: 'A mix of request lengths instead of the fixed prompt and output tokens above (docs/inference.md, “Request mixes”): one class a line, “prompt output weight”, e.g. “1000 100 3” and “3000 300 1” = three of four requests 1,000 + 100 tokens, one of four 3,000 + 300 (weight defaults to 1; a JSON list is accepted too). Empty = the fixed lengths. TTFT is the mean over requests, each class’s own in the summary; the fit counts sequences of the mix’s mean cache' },
   { path: 'serving.concurrency', title: 'Concurrency', type: 'integer', minimum: 0, default: 0, group: 'serving', description: 'Sequences decoded together by the instance (split evenly over its attention-dp ranks): the batch of a decode step. 0 = as many as fit beside the weights: more sequences share each read of the weights (throughput) but every step reads more KV cache (latency)' },
   { path: 'serving.kv_dtype', title: 'KV-cache dtype', type: 'string', enum: ['bf16', 'fp8'], default: 'bf16', group: 'serving', description: 'bf16 (2 bytes) or fp8 (1 byte) per cached value: fp8 halves the cache, so twice the sequences fit and a decode step reads half the bytes' },
   { path: 'serving.weights_dtype', title: 'Weights dtype', type: 'string', enum: ['bf16', 'fp8'], default: 'bf16', group: 'serving', description: 'bf16 or fp8 weights (and GEMMs): fp8 halves the weights per rank, leaving more memory for the KV cache and halving the bytes each decode step must read' },
@@ -118,6 +121,8 @@ export const JOB_PRESETS: JobPreset[] = [
   { id: 'teach-hsdp', title: 'Teaching: HSDP, ZeRO-3 sharded over 4 of dp 8', job: { model: { preset: 'gpt3-1.7b', num_layers: 2 }, parallel: { dp: 8, zero: 3, shard_group: 4 }, training: { seq_len: 1024, micro_batch_size: 1, global_batch_size: 8 } } },
   { id: 'llama3-70b-serve', title: 'Serving: Llama 3 70B on 8 H100, tp 8, 8K context', job: { mode: 'inference', model: { preset: 'llama3-70b' }, parallel: { tp: 8 }, serving: { prompt_tokens: 7680, output_tokens: 512 } } },
   { id: 'llama3-8b-serve-fp8', title: 'Serving: Llama 3 8B on 1 H100, fp8 weights and KV cache, 64 requests', job: { mode: 'inference', model: { preset: 'llama3-8b' }, parallel: { tp: 1 }, serving: { prompt_tokens: 2048, output_tokens: 512, concurrency: 64, weights_dtype: 'fp8', kv_dtype: 'fp8' } } },
+  { id: 'llama3-8b-serve-mix', title: 'Serving: Llama 3 8B on 1 H100, a request mix: 3 in 4 chats (1,000 + 100 tokens), 1 in 4 summaries (3,000 + 300), 32 requests', job: { mode: 'inference', model: { preset: 'llama3-8b' }, parallel: { tp: 1 }, serving: { requests: [{ prompt_tokens: 1000, output_tokens: 100, weight: 3 }, { prompt_tokens: 3000, output_tokens: 300, weight: 1 }], concurrency: 32 } } },
+  { id: 'mixtral-8x7b-serve', title: 'Serving: Mixtral 8×7B on 8 H100, tp 8 with ep 8 over the tp ranks (one whole expert per GPU)', job: { mode: 'inference', model: { preset: 'mixtral-8x7b' }, parallel: { tp: 8, ep: 8 }, serving: { prompt_tokens: 2048, output_tokens: 512 } } },
   { id: 'deepseek-v3-serve', title: 'Serving: DeepSeek-V3, 4 of 61 layers, disaggregated: prefill dp 8 × ep 8, decode dp 16 × ep 16 (MLA, DP attention)', job: { mode: 'inference', model: { preset: 'deepseek-v3', num_layers: 4, first_dense_layers: 1 }, parallel: { tp: 1, dp: 8, ep: 8, expert_tp: 1 }, serving: { prompt_tokens: 2048, output_tokens: 256, concurrency: 32, weights_dtype: 'fp8', disaggregated: { prefill: { dp: 8, ep: 8 }, decode: { dp: 16, ep: 16 } } } } },
   { id: 'huge', title: 'GPT-3 175B on 32,768 GPUs (tp 8 × dp 4096)', job: { model: { preset: 'gpt3-175b' }, parallel: { dp: 4096, tp: 8, sequence_parallel: true }, training: { seq_len: 2048, micro_batch_size: 1, global_batch_size: 4096 } } },
 ];

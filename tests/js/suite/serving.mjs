@@ -5,7 +5,7 @@
 // physics, per-phase traces and groups, and errors that name the field.
 import { json } from './jobs.mjs';
 import { decodeTrace } from '../../../web/src/lib/chakra.js';
-import { sweepConcurrencies, curvePoints, niceCeil } from '../../../web/src/lib/serving.js';
+import { sweepConcurrencies, curvePoints, niceCeil, parseRequests, formatRequests, mixMean } from '../../../web/src/lib/serving.js';
 
 export const name = 'serving';
 
@@ -27,6 +27,13 @@ export const SERVE_DIS = {
   mode: 'inference', model: { preset: 'llama3-8b', num_layers: 4 }, parallel: { tp: 2 },
   serving: { prompt_tokens: 1000, output_tokens: 200, concurrency: 2,
     disaggregated: { prefill: { tp: 4, pp: 2, dp: 1 }, decode: { tp: 2, pp: 1, dp: 2 } } },
+};
+
+// The same model with a request mix (docs/inference.md "Request mixes"):
+// three in four requests 1,000 + 100 tokens, one in four 3,000 + 300.
+export const SERVE_MIX = {
+  mode: 'inference', model: { preset: 'llama3-8b', num_layers: 4 }, parallel: { tp: 2 },
+  serving: { requests: [{ prompt_tokens: 1000, output_tokens: 100, weight: 3 }, { prompt_tokens: 3000, output_tokens: 300, weight: 1 }], concurrency: 8 },
 };
 
 const ok = (assert, text, what) => {
@@ -236,6 +243,56 @@ export const cases = [
       const badSweep = JSON.parse(engine.servingSweep(json(SERVE_GQA), 'not json'));
       assert.equal(badSweep.ok, false, 'a sweep argument that is not a list is refused');
       assert.match(badSweep.error.path, /concurrency/, `path names concurrency: ${badSweep.error.path}`);
+    },
+  },
+  {
+    name: 'request mix as the job editor writes it: lines to classes and back, JSON kept as JSON, nothing validated on the way',
+    run({ assert }) {
+      const mix = parseRequests('1000 100 3\n\n 3000 + 300 × 1 ');
+      assert.equal(JSON.stringify(mix), JSON.stringify([{ prompt_tokens: 1000, output_tokens: 100, weight: 3 }, { prompt_tokens: 3000, output_tokens: 300, weight: 1 }]), 'two lines, two classes');
+      assert.equal(formatRequests(mix), '1000 100 3\n3000 300 1', 'back to lines');
+      assert.equal(JSON.stringify(parseRequests('512, 64')), JSON.stringify([{ prompt_tokens: 512, output_tokens: 64 }]), 'weight left out stays out (the engine defaults it to 1)');
+      assert.equal(formatRequests([{ prompt_tokens: 512, output_tokens: 64 }]), '512 64', 'no weight, two numbers');
+      assert.equal(parseRequests('  \n '), undefined, 'empty: no mix');
+      assert.equal(formatRequests(undefined), '', 'no mix: empty box');
+      // What the lines cannot say is kept as JSON, both ways.
+      const odd = [{ prompt_tokens: 10, output_tokens: 5, note: 'x' }];
+      assert.equal(formatRequests(odd), JSON.stringify(odd), 'an extra key: shown as JSON');
+      assert.equal(JSON.stringify(parseRequests(formatRequests(odd))), JSON.stringify(odd), 'and read back unchanged');
+      assert.equal(formatRequests([]), '[]', 'an empty list stays an (invalid) empty list');
+      // A bad value goes to the engine as written, so its error names it.
+      assert.equal(JSON.stringify(parseRequests('1000 abc')), JSON.stringify([{ prompt_tokens: 1000, output_tokens: 'abc' }]), 'a word stays a word');
+      assert.equal(mixMean([{ share: 0.75, ttft_seconds: 2 }, { share: 0.25, ttft_seconds: 6 }], (c) => c.ttft_seconds), 3, 'request-weighted mean');
+    },
+  },
+  {
+    name: 'request mix through the engine: per-class shares, paged KV per sequence by hand, TTFT the request-weighted mean, ITL ≥ TPOT; errors name the class',
+    run({ engine, assert }) {
+      const inf = ok(assert, engine.inspect(json(SERVE_MIX)), 'mix inspect').summary.inference;
+      const cls = inf.requests;
+      assert.ok(Array.isArray(cls) && cls.length === 2, 'inference.requests: one entry per class');
+      assert.equal(cls[0].share, 0.75, 'weights 3 : 1 -> shares 3/4');
+      assert.equal(cls[1].share, 0.25, 'and 1/4');
+      assert.equal(`${cls[0].prompt_tokens}+${cls[0].output_tokens},${cls[1].prompt_tokens}+${cls[1].output_tokens}`, '1000+100,3000+300', 'classes in the job order');
+      // Pages of 16 tokens: 1,100 -> 69 pages = 1,104 slots; 3,300 -> 207 pages = 3,312; mean 0.75·1104 + 0.25·3312 = 1,656.
+      const perTok = GQA_KV_PER_TOKEN(4, 8, 128, 2);
+      assert.equal(cls[0].kv_cache_bytes_per_sequence, 1104 * perTok, 'class 1: 69 pages');
+      assert.equal(cls[1].kv_cache_bytes_per_sequence, 3312 * perTok, 'class 2: 207 pages');
+      assert.equal(inf.kv_cache_bytes_per_sequence, 1656 * perTok, 'mean over the mix: 1,656 slots');
+      const mean = mixMean(cls, (c) => c.ttft_seconds);
+      assert.ok(Math.abs(inf.ttft_seconds - mean) <= 1e-8 * mean, `ttft_seconds (summary figures carry 10 significant digits) ${inf.ttft_seconds} = Σ share·TTFT_i ${mean}`);
+      assert.ok(cls[1].ttft_seconds > cls[0].ttft_seconds && cls[1].prefill_seconds > cls[0].prefill_seconds, 'the 3,000-token prompt prefills longer');
+      assert.ok(inf.itl_seconds > inf.tpot_seconds, `ITL ${inf.itl_seconds} > TPOT ${inf.tpot_seconds}: other requests' prefills stall the batch at concurrency 8`);
+      const one = ok(assert, engine.inspect(json({ ...SERVE_MIX, serving: { ...SERVE_MIX.serving, concurrency: 1 } })), 'mix c=1').summary.inference;
+      assert.equal(one.itl_seconds, one.tpot_seconds, 'at one sequence ITL is TPOT');
+      // Fixed lengths and a mix are one or the other; a bad class is named.
+      assert.error(JSON.parse(engine.inspect(json({ ...SERVE_MIX, serving: { ...SERVE_MIX.serving, prompt_tokens: 10 } }))), 'invalid_argument', 'serving.requests');
+      assert.error(JSON.parse(engine.inspect(json({ ...SERVE_MIX, serving: { requests: parseRequests('1000 100\n1000 abc') } }))), 'invalid_argument', 'serving.requests[1].output_tokens');
+      assert.error(JSON.parse(engine.inspect(json({ ...SERVE_MIX, serving: { requests: parseRequests('1000 100 0') } }))), 'invalid_argument', 'serving.requests[0].weight');
+      // A fixed-length job has no per-class list; its ITL is there too.
+      const fixed = ok(assert, engine.inspect(json(SERVE_GQA)), 'fixed').summary.inference;
+      assert.equal(fixed.requests, undefined, 'no inference.requests without a mix');
+      assert.ok(fixed.itl_seconds >= fixed.tpot_seconds, 'fixed job: ITL ≥ TPOT');
     },
   },
 ];

@@ -45,3 +45,43 @@ export function curvePoints(sweep, w, h, y = 'tpot') {
     points: sweep.map((p) => ({ ...p, y: yv(p), px: (p.tokens_per_second_per_gpu / xMax) * w, py: h - (yv(p) / yMax) * h })),
   };
 }
+
+// A request mix (serving.requests, docs/inference.md "Request mixes") as the
+// job editor shows it: one class a line, "prompt output [weight]"
+// (separators: spaces, commas, "+", "x", "×"). A JSON list is taken as is.
+// Nothing is validated here: a value that is not a number goes to the
+// engine as given, so its error names the class and the field
+// (serving.requests[1].output_tokens). Empty text: undefined (no mix).
+const MIX_KEYS = ['prompt_tokens', 'output_tokens', 'weight'];
+const numOrText = (t) => (/^[0-9]*\.?[0-9]+(e[0-9]+)?$/i.test(t) ? Number(t) : t);
+
+export function parseRequests(text) {
+  const t = String(text ?? '').trim();
+  if (!t) return undefined;
+  if (t.startsWith('[')) { try { return JSON.parse(t); } catch { return t; } }
+  return t.split('\n').map((l) => l.trim()).filter((l) => l !== '').map((line) => {
+    const w = line.split(/[\s,+×x*]+/i).filter((x) => x !== '');
+    const c = {};
+    if (w[0] !== undefined) c.prompt_tokens = numOrText(w[0]);
+    if (w[1] !== undefined) c.output_tokens = numOrText(w[1]);
+    if (w.length > 2) c.weight = w.length === 3 ? numOrText(w[2]) : w.slice(2).join(' ');
+    return c;
+  });
+}
+
+// The inverse: lines for a list of plain numeric classes; anything else
+// (extra keys, strings) as JSON, so that nothing is lost on the way back.
+export function formatRequests(v) {
+  if (v === undefined) return '';
+  const plain = Array.isArray(v) && v.length > 0 && v.every((c) => c !== null && typeof c === 'object' && !Array.isArray(c) &&
+    Object.keys(c).every((k) => MIX_KEYS.includes(k)) && MIX_KEYS.every((k) => c[k] === undefined || (typeof c[k] === 'number' && Number.isFinite(c[k]))) &&
+    c.prompt_tokens !== undefined && c.output_tokens !== undefined);
+  if (!plain) return JSON.stringify(v);
+  return v.map((c) => [c.prompt_tokens, c.output_tokens, c.weight].filter((x) => x !== undefined).join(' ')).join('\n');
+}
+
+// The request-weighted mean of a per-class figure: Σ share_i · f(class_i)
+// over summary.inference.requests.
+export function mixMean(classes, f) {
+  return classes.reduce((a, c) => a + Number(c.share) * f(c), 0);
+}

@@ -10,6 +10,7 @@ import { JOB_SCHEMA, inMode, type FieldSchema, type JobMode } from '../job-schem
 import type { EngineError, JobJson } from '../protocol';
 import { explain } from '../messages';
 import { $, h } from '../util';
+import { parseRequests, formatRequests } from '../lib/serving';
 
 const form = () => $<HTMLFormElement>('#job-form');
 const field = <T extends Element>(name: string) => form().elements.namedItem(name) as unknown as T;
@@ -34,6 +35,26 @@ export function applyMode(mode: JobMode = jobMode()): void {
   for (const d of form().querySelectorAll<HTMLElement>('details')) {
     d.hidden = ![...d.children].some((c) => c.tagName !== 'SUMMARY' && !(c as HTMLElement).hidden);
   }
+  syncMix();
+}
+
+// ---- the request mix (serving.requests; docs/inference.md "Request mixes")
+// Edited as text, one class a line (lib/serving.js parseRequests /
+// formatRequests); the engine validates, naming the class and field.
+const mixText = () => field<HTMLTextAreaElement>('serving.requests');
+const FIXED_LENGTHS = ['serving.prompt_tokens', 'serving.output_tokens'];
+// With a mix, the fixed lengths are off (the engine takes one or the
+// other): disabled and left out of the job.
+export function syncMix(): void {
+  const mix = mixText();
+  const on = !!mix && mix.value.trim() !== '' && jobMode() === 'inference';
+  for (const p of FIXED_LENGTHS) {
+    const el = field<HTMLInputElement>(p);
+    if (!el) continue;
+    el.disabled = on;
+    el.closest('label')?.classList.toggle('off', on);
+    el.title = on ? 'the request mix below sets the lengths' : '';
+  }
 }
 
 const get = (o: JobJson, path: string): unknown => path.split('.').reduce<unknown>((a, k) => (a && typeof a === 'object' ? (a as JobJson)[k] : undefined), o);
@@ -49,7 +70,10 @@ function fieldControl(f: FieldSchema): HTMLElement {
   const id = `f-${f.path.replace(/\./g, '-')}`;
   const described = `${id}-err`;
   let control: HTMLElement;
-  if (f.type === 'boolean' && f.default !== undefined) {
+  if (f.type === 'requests') {
+    control = h('textarea', { name, id, rows: 3, spellcheck: 'false', placeholder: 'e.g. 1000 100 3\n3000 300 1' });
+    control.addEventListener('input', () => syncMix());
+  } else if (f.type === 'boolean' && f.default !== undefined) {
     control = h('input', { type: 'checkbox', name, id });
   } else if (f.type === 'boolean') {
     control = h('select', { name, id }, h('option', { value: '' }, '(model default)'), h('option', { value: 'true' }, 'on'), h('option', { value: 'false' }, 'off'));
@@ -91,11 +115,14 @@ export function readJob(): JobJson {
   else set(job, 'model.preset', preset || 'gpt3-1.7b');
   const mode = jobMode();
   if (mode === 'inference') job.mode = 'inference';
+  const mix = mode === 'inference' ? parseRequests(mixText()?.value ?? '') : undefined;
   for (const f of JOB_SCHEMA) {
     if (!inMode(f, mode)) continue;
     const el = field<HTMLInputElement | HTMLSelectElement>(f.path);
     if (!el) continue;
     if (f.path === 'model.strict' && !hf) continue;  // applies to a pasted HF config only
+    if (f.type === 'requests') { if (mix !== undefined) set(job, f.path, mix); continue; }
+    if (mix !== undefined && FIXED_LENGTHS.includes(f.path)) continue;
     if (el instanceof HTMLInputElement && el.type === 'checkbox') { if (el.checked) set(job, f.path, true); continue; }
     const v = el.value.trim();
     if (v === '') continue;
@@ -124,9 +151,11 @@ export function writeJob(job: JobJson): void {
     const el = field<HTMLInputElement | HTMLSelectElement>(f.path);
     if (!el) continue;
     const v = get(norm, f.path);
+    if (f.type === 'requests') { el.value = formatRequests(v); continue; }
     if (el instanceof HTMLInputElement && el.type === 'checkbox') el.checked = v === true;
     else el.value = v === undefined ? (f.enum && f.default !== undefined ? String(f.default) : '') : String(v);
   }
+  syncMix();
 }
 
 // Model overrides set in the form: [title, value].
@@ -205,10 +234,13 @@ export function showError(err: EngineError): void {
   let best: HTMLElement | null = null, bestLen = -1;
   for (const label of form().querySelectorAll<HTMLElement>('[data-path]')) {
     const p = label.dataset.path!;
-    if (err.path && (err.path === p || err.path.startsWith(`${p}.`)) && p.length > bestLen) { best = label; bestLen = p.length; }
+    if (err.path && (err.path === p || err.path.startsWith(`${p}.`) || err.path.startsWith(`${p}[`)) && p.length > bestLen) { best = label; bestLen = p.length; }
   }
   const slot = best ? best.querySelector<HTMLElement>('.error')! : $('#form-error');
-  const sub = best && err.path !== best.dataset.path ? ` (${err.path.slice(bestLen + 1)})` : '';
+  // serving.requests[1].output_tokens on the mix box: "class 2, output_tokens"
+  const rest = best && err.path !== best.dataset.path ? err.path.slice(bestLen).replace(/^\./, '') : '';
+  const cls = /^\[(\d+)\]\.?(.*)$/.exec(rest);
+  const sub = !rest ? '' : cls ? ` (class ${Number(cls[1]) + 1}${cls[2] ? `, ${cls[2]}` : ''})` : ` (${rest})`;
   slot.replaceChildren(h('strong', {}, `${lead}${sub}: `), text, hint ? h('span', { class: 'error-hint' }, ` ${hint}`) : '');
   slot.dataset.code = err.code;
   slot.title = `engine code: ${err.code}${err.path ? `, field ${err.path}` : ''}`;

@@ -1,12 +1,12 @@
 // Inference mode (docs/inference.md, docs/web-app.md "Inference mode"):
 // what a serving job costs per rank and what it delivers — the KV-cache
 // memory bar (weights / KV cache / activations + workspace / free), the
-// KV cache per token and the sequences that fit, TTFT, TPOT and tokens/s
-// per GPU, and the latency-throughput curve over concurrency (the
+// KV cache per token and the sequences that fit, TTFT, TPOT, ITL and
+// tokens/s per GPU, a request mix's classes, and the latency-throughput curve over concurrency (the
 // engine's serving_sweep). Plain SVG with <title>s and a table as the
 // text alternative.
 import type { SweepPoint } from '../protocol';
-import { curvePoints } from '../lib/serving';
+import { curvePoints, mixMean, type RequestClassFigures } from '../lib/serving';
 import { h, s, fmtBytes, fmtCount, fmtUs } from '../util';
 
 type Summary = Record<string, any>;  // docs/summary.md, docs/inference.md
@@ -84,31 +84,76 @@ function memoryBar(mem: Record<string, number>, label: string): HTMLElement {
     svg, legend);
 }
 
+// A request mix (serving.requests): summary.inference.requests has one
+// entry per class, in the job's order (docs/inference.md "Request mixes").
+export const requestClasses = (summary: Summary): RequestClassFigures[] | null =>
+  Array.isArray(summary.inference?.requests) && summary.inference.requests.length ? summary.inference.requests as RequestClassFigures[] : null;
+
+// Exact token counts in the mix table (a class is named by them).
+const tokens = (x: unknown) => Number(x).toLocaleString('en');
+const pct = (x: number) => `${+(x * 100).toFixed(1)} %`;
+
+function mixTable(classes: RequestClassFigures[]): HTMLElement {
+  const table = h('table', { class: 'mix' }, h('caption', {}, 'Request mix: one row per class of requests'),
+    h('thead', {}, h('tr', {}, ...['class', 'share of requests', 'prompt + output tokens', 'KV cache per sequence', 'prefill', 'TTFT'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('tbody', {}, ...classes.map((c, i) => h('tr', { 'data-class': String(i) },
+      h('th', { scope: 'row' }, String(i + 1)), h('td', { class: 'num', 'data-share': String(c.share) }, pct(Number(c.share))),
+      h('td', { class: 'num' }, `${tokens(c.prompt_tokens)} + ${tokens(c.output_tokens)}`),
+      h('td', { class: 'num' }, fmtBytes(Number(c.kv_cache_bytes_per_sequence))),
+      h('td', { class: 'num', 'data-seconds': String(c.prefill_seconds) }, sec(Number(c.prefill_seconds))),
+      h('td', { class: 'num', 'data-seconds': String(c.ttft_seconds) }, sec(Number(c.ttft_seconds)))))));
+  return h('section', { id: 'mix', 'aria-label': 'Request mix' }, h('h3', {}, 'Request mix'),
+    h('div', { class: 'table-scroll', tabindex: 0, role: 'region', 'aria-label': 'Request mix table' }, table),
+    h('p', { class: 'hint' }, 'Each class gets its own prefill, so its own TTFT; the TTFT card is their mean over requests. Decode steps mix the classes: a class holds a slot for as many steps as it has output tokens, so one step (TPOT) is the same for all. The traces’ prefill and mixed iterations are the longest prompt’s class.'));
+}
+
 export function renderServingSummary(el: HTMLElement, summary: Summary): void {
   const inf = summary.inference ?? {};
   const job = summary.job ?? {};
   const sv = job.serving ?? {};
-  const context = Number(sv.prompt_tokens) + Number(sv.output_tokens);
+  const classes = requestClasses(summary);
   const kvTok = Number(inf.kv_cache_bytes_per_token);
   const used = Number(inf.concurrency ?? inf.concurrency_used ?? sv.concurrency);
   const mem = servingMemory(inf);
+  const disagg = isDisaggregated(summary);
+  const tpot = Number(inf.tpot_seconds), itl = Number(inf.itl_seconds);
+  let kvNote: string, fitNote: string, ttftNote: string, tpsNote: string;
+  if (classes) {
+    // Means over requests (shares p_i): E[P + O] and E[O].
+    const mean = (f: (c: RequestClassFigures) => number) => mixMean(classes, f);
+    const eo = mean((c) => Number(c.output_tokens));
+    const longest = classes.reduce((a, c) => (Number(c.kv_cache_bytes_per_sequence) > Number(a.kv_cache_bytes_per_sequence) ? c : a));
+    kvNote = `whole model, all layers, ${sv.kv_dtype ?? 'bf16'}; ${fmtBytes(Number(inf.kv_cache_bytes_per_sequence))} per sequence on average over the mix of ${classes.length} classes (paged; ${tokens(Math.round(mean((c) => Number(c.prompt_tokens) + Number(c.output_tokens))))} tokens on average)`;
+    fitNote = `sequences of the mix whose expected cache (the mean, ${fmtBytes(Number(inf.kv_cache_bytes_per_sequence))}) fits beside weights, activations and workspace on every rank; not a guarantee: a batch of only the longest class (${tokens(longest.prompt_tokens)} + ${tokens(longest.output_tokens)}, ${fmtBytes(Number(longest.kv_cache_bytes_per_sequence))} each) needs more`;
+    ttftNote = `TTFT: the mean over requests of each class’s prefill${disagg ? ' plus its KV cache sent to the decode pool' : ''}; per class in the table below`;
+    tpsNote = `output tokens per second per GPU in steady state: ${Number.isFinite(used) ? used : ''} slots, each serving requests back to back, ${tokens(Math.round(eo))} decode steps per request on average`;
+  } else {
+    const context = Number(sv.prompt_tokens) + Number(sv.output_tokens);
+    kvNote = `whole model, all layers, ${sv.kv_dtype ?? 'bf16'}; ${fmtBytes(kvTok * context)} per sequence of ${fmtCount(context)} tokens`;
+    fitNote = `of ${fmtCount(context)} tokens (prompt ${fmtCount(Number(sv.prompt_tokens))} + output ${fmtCount(Number(sv.output_tokens))}), beside weights, activations and workspace on every rank`;
+    ttftNote = `TTFT: prefill of a ${fmtCount(Number(sv.prompt_tokens))}-token prompt${disagg ? ', plus its KV cache sent to the decode pool' : ''}`;
+    tpsNote = `output tokens per second per GPU in steady state: ${Number.isFinite(used) ? used : ''} sequences, each prefilled once and decoded for ${fmtCount(Number(sv.output_tokens))} steps`;
+  }
   const cards = h('div', { class: 'cards' },
     card('GPUs', fmtCount(Number(inf.gpus ?? summary.world_size)), ranksNote(summary), 'gpus'),
-    card('KV cache per token', fmtBytes(kvTok), `whole model, all layers, ${sv.kv_dtype ?? 'bf16'}; ${fmtBytes(kvTok * context)} per sequence of ${fmtCount(context)} tokens`, 'kv-per-token'),
-    card('Sequences that fit', fmtCount(Number(inf.max_concurrent_sequences)), `of ${fmtCount(context)} tokens (prompt ${fmtCount(Number(sv.prompt_tokens))} + output ${fmtCount(Number(sv.output_tokens))}), beside weights, activations and workspace on every rank`, 'max-seqs'),
+    card('KV cache per token', fmtBytes(kvTok), kvNote, 'kv-per-token'),
+    card('Sequences that fit', fmtCount(Number(inf.max_concurrent_sequences)), fitNote, 'max-seqs'),
     card('Weights per rank', fmtBytes(Number(inf.weights_bytes_per_rank)), `${sv.weights_dtype ?? 'bf16'}, the largest rank`, 'weights'),
-    card('Time to first token', sec(Number(inf.ttft_seconds)), `TTFT: prefill of a ${fmtCount(Number(sv.prompt_tokens))}-token prompt${isDisaggregated(summary) ? ', plus its KV cache sent to the decode pool' : ''}`, 'ttft'),
-    card('Time per output token', sec(Number(inf.tpot_seconds)), `TPOT: one decode step at concurrency ${Number.isFinite(used) ? used : '?'} (${rate(1 / Number(inf.tpot_seconds))} tokens/s per user)`, 'tpot'),
-    card('Tokens / s per GPU', rate(Number(inf.tokens_per_second_per_gpu)), `output tokens per second per GPU in steady state: ${Number.isFinite(used) ? used : ''} sequences, each prefilled once and decoded for ${fmtCount(Number(sv.output_tokens))} steps`, 'tps'),
+    card('Time to first token', sec(Number(inf.ttft_seconds)), ttftNote, 'ttft'),
+    card('Time per output token', sec(tpot), `TPOT: one decode step at concurrency ${Number.isFinite(used) ? used : '?'} (${rate(1 / tpot)} tokens/s per user)`, 'tpot'),
+    ...(Number.isFinite(itl) ? [card('Inter-token latency', sec(itl), `ITL: the gap a user sees between tokens: TPOT plus the stalls while other requests’ prefills join the batch (continuous batching)${disagg ? '; none here: the decode pool runs no prefills' : ''}`, 'itl')] : []),
+    card('Tokens / s per GPU', rate(Number(inf.tokens_per_second_per_gpu)), tpsNote, 'tps'),
   );
   el.replaceChildren(
     cards,
+    ...(classes ? [mixTable(classes)] : []),
     h('h3', {}, 'Memory per rank: weights, KV cache, activations + workspace, free'),
     memoryBar(mem, 'Per rank'),
     h('p', { class: 'hint' }, 'Decode is memory-bound: every step reads the rank’s weights and the KV cache of every sequence it decodes, so a step can never take less than those bytes ÷ the GPU’s memory bandwidth. More sequences per step share one read of the weights (throughput grows) but add their cache to each read (latency grows): the curve below.'),
     h('section', { id: 'sweep', 'aria-label': 'Latency against throughput' }, h('h3', {}, 'Latency against throughput'), h('p', { class: 'hint' }, 'waiting for the engine’s sweep…')),
   );
   el.dataset.inference = '1';
+  el.dataset.mix = classes ? String(classes.length) : '0';
 }
 
 // The latency-throughput curve: one point per concurrency; x = tokens/s per
