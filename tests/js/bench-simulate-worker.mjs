@@ -8,7 +8,8 @@ onmessage = async (e) => {
     let best = Infinity, step = null;
     for (let i = 0; i < e.data.repeat; i++) {
       const t = performance.now();
-      const out = JSON.parse(engine.simulate(e.data.text, '{}'));
+      // A distinct text per run (see bench-simulate.mjs): no cache hit.
+      const out = JSON.parse(engine.simulate(e.data.text + ' '.repeat(i), '{}'));
       const ms = performance.now() - t;
       if (!out.ok) throw new Error(`wasm simulate failed: ${JSON.stringify(out.error)}`);
       step = out.simulation.step_seconds;
