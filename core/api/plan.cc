@@ -157,6 +157,25 @@ GroupShape strided_shape(const NetworkModel& net, int64_t n, int64_t stride) {
   return b.finish(net);
 }
 
+// A lower bound of a collective's time on a group of n ranks whose
+// placement the proxy does not know (the expert groups, whose shape
+// depends on the rank order and dp): the least time over every shape such
+// a group can have on the default network (sim/network.cc times a
+// collective from n, whether it spans domains, and the most members in
+// one domain, which is at most the domain size and n).
+double best_shape_micros(const NetworkModel& net, int64_t n, CollectiveType t, int64_t comm_size) {
+  if (n <= 1) return 0;
+  double best = std::numeric_limits<double>::infinity();
+  for (int64_t m = 1; m <= std::min(n, net.domain_size); ++m) {
+    GroupShape g;
+    g.n = n;
+    g.per_domain = m;
+    g.domains = m == n ? 1 : (n + m - 1) / m;
+    best = std::min(best, collective_micros(net, g, t, comm_size));
+  }
+  return best;
+}
+
 Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
   Proxy px;
   Job j = base;
@@ -325,8 +344,11 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
       }
       node_part[i] = op >= 0 ? part_of_op(op) : nullptr;
       const std::string& axis = prog.node_axis[i];
-      if (n.kind != TraceNodeKind::kCollective || (axis != "tp" && axis != "cp")) continue;
-      coll_us[i] = collective_micros(net, axis == "tp" ? tp_shape : cp_shape, n.coll, n.comm_size);
+      if (n.kind != TraceNodeKind::kCollective) continue;
+      if (axis == "tp" || axis == "cp") coll_us[i] = collective_micros(net, axis == "tp" ? tp_shape : cp_shape, n.coll, n.comm_size);
+      else if (axis == "ep") coll_us[i] = best_shape_micros(net, k.ep, n.coll, n.comm_size);
+      else if (axis == "etp") coll_us[i] = best_shape_micros(net, k.etp, n.coll, n.comm_size);
+      else continue;
       if (node_part[i]) node_part[i]->comm_us += coll_us[i];
       if (node_part[i] && is_fwd) node_part[i]->f_comm_us += coll_us[i];
     }
@@ -1381,21 +1403,22 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o) {
   std::vector<Cand> cands = enumerate(base, o);
   r.counts.considered = static_cast<int64_t>(cands.size());
   progress(0, r.counts.considered, "validate");
-  for (size_t i = 0; i < cands.size(); ++i) {
-    Cand& cd = cands[i];
+  // Each layout writes its own slot only: any thread count, same result.
+  parallel_for(static_cast<int64_t>(cands.size()), o.threads, [&](int64_t i) {
+    Cand& cd = cands[static_cast<size_t>(i)];
     cd.job = layout_job(base, cd.l);
     if (cd.job.training.global_batch_size % (cd.l.dp * cd.l.mbs) != 0) {
       cd.state = Cand::kDivisibility;
       cd.reason = "training.global_batch_size: " + std::to_string(cd.job.training.global_batch_size) +
                   " is not divisible by dp x micro_batch_size = " + std::to_string(cd.l.dp * cd.l.mbs);
-      continue;
+      return;
     }
     Status st = validate_job(cd.job);
     if (!st.ok()) {
       cd.state = Cand::kDivisibility;
       cd.reason = st.error().path + ": " + st.error().message;
     }
-  }
+  });
 
   // 2. One proxy per stage-program key.
   std::map<ProxyKey, int> key_index;
@@ -1417,25 +1440,42 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o) {
       [&](int64_t d) { progress(d, static_cast<int64_t>(keys.size()), "estimate"); });
 
   // 3. Memory and bound of each layout (activation peaks cached: they do
-  // not depend on ZeRO, the shard group or the rank order).
-  PeakCache peak_cache;
-  for (Cand& cd : cands) {
+  // not depend on ZeRO, the shard group or the rank order). In parallel
+  // over the groups of layouts that share a peak key, each group in order
+  // with a cache of its own: a cached peak is the one the group's first
+  // layout computed, so the estimates do not depend on the thread count.
+  std::map<PeakKey, std::vector<size_t>> peak_groups;
+  for (size_t i = 0; i < cands.size(); ++i) {
+    const Cand& cd = cands[i];
     if (cd.state != Cand::kNew) continue;
-    const Proxy& px = proxies[static_cast<size_t>(cd.proxy)];
-    if (!px.ok) {
-      if (cancel_requested()) { cancelled = true; cd.state = Cand::kBound; continue; }
-      cd.state = Cand::kDivisibility;
-      cd.reason = px.error.path + ": " + px.error.message;
-      continue;
-    }
-    cd.est = estimate(cd.job, px, &net, &peak_cache, cd.proxy, o.replay_bound);
-    if (cd.est.lower > usable) {
-      cd.state = Cand::kMemory;
-      cd.short_by = cd.est.lower - usable;
-      cd.reason = "memory: needs at least " + gib(cd.est.lower) + " per GPU, " + gib(usable) + " usable (short by " +
-                  gib(cd.short_by) + ")";
-    }
+    peak_groups[PeakKey{cd.proxy, cd.job.parallel.pp, cd.job.parallel.virtual_stages,
+                        static_cast<int>(cd.job.training.schedule), cd.job.parallel.dp}]
+        .push_back(i);
   }
+  std::vector<const std::vector<size_t>*> groups;
+  for (const auto& [key, members] : peak_groups) groups.push_back(&members);
+  std::atomic<bool> estimate_cancelled{false};
+  parallel_for(static_cast<int64_t>(groups.size()), o.threads, [&](int64_t gi) {
+    PeakCache peak_cache;
+    for (size_t i : *groups[static_cast<size_t>(gi)]) {
+      Cand& cd = cands[i];
+      const Proxy& px = proxies[static_cast<size_t>(cd.proxy)];
+      if (!px.ok) {
+        if (cancel_requested()) { estimate_cancelled = true; cd.state = Cand::kBound; continue; }
+        cd.state = Cand::kDivisibility;
+        cd.reason = px.error.path + ": " + px.error.message;
+        continue;
+      }
+      cd.est = estimate(cd.job, px, &net, &peak_cache, cd.proxy, o.replay_bound);
+      if (cd.est.lower > usable) {
+        cd.state = Cand::kMemory;
+        cd.short_by = cd.est.lower - usable;
+        cd.reason = "memory: needs at least " + gib(cd.est.lower) + " per GPU, " + gib(usable) +
+                    " usable (short by " + gib(cd.short_by) + ")";
+      }
+    }
+  });
+  if (estimate_cancelled) cancelled = true;
 
   // 4. Dominance (applied as the search goes, below): ZeRO 2 issues the
   // same reductions and the same gather after the step as ZeRO 1 and

@@ -14,6 +14,13 @@ grep -q "^why #1 " text.txt || fail "no why line"
 [[ $(grep -c '^[123]  tp' text.txt) == 3 ]] || fail "not 3 ranked rows: $(cat text.txt)"
 
 "$CLI" plan "${BASE[@]}" --top 3 --json --progress none > plan.json || fail "plan --json"
+# Validation, estimates and simulation run on the plan's threads: the
+# output does not depend on how many.
+for t in 1 2; do
+  "$CLI" plan "${BASE[@]}" --top 3 --json --progress none --threads $t > threads$t.json || fail "plan --threads $t"
+done
+cmp -s threads1.json threads2.json || fail "--threads 1 and 2 differ: $(diff threads1.json threads2.json | head -5)"
+cmp -s threads1.json plan.json || fail "--threads 1 differs from the default thread count"
 "$CLI" plan "${BASE[@]}" --top 3 --csv --progress none > plan.csv || fail "plan --csv"
 python3 - <<'PY' || fail "plan --json / --csv"
 import csv, json

@@ -122,6 +122,11 @@ TEST_CASE("plan: the pruned search returns the exhaustive search's head") {
       {base_job(R"({"preset": "llama3-8b", "num_layers": 8})", 1024, 16), 16,
        {{"max_mbs", 1}, {"max_cp", 1}, {"max_tp", 2}, {"min_pp", 2}, {"max_pp", 4}, {"zero", {1, 3}},
         {"recompute", {"none", "full"}}, {"top", 3}}},
+      // MoE on two nodes: the expert all-to-alls (dispatch, combine) on
+      // the compute stream, counted in both bounds at the best shape an
+      // ep group can have, cross the network when ep spans the nodes.
+      {base_job(R"({"preset": "mixtral-8x7b", "num_layers": 2})", 4096, 64), 16,
+       {{"max_mbs", 1}, {"max_cp", 1}, {"max_tp", 2}, {"min_ep", 2}, {"recompute", {"none"}}, {"top", 3}}},
   };
   for (const Space& sp : spaces) {
     INFO(sp.base.model.name << " on " << sp.gpus << " " << sp.constraints.dump());
