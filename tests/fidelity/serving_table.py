@@ -29,12 +29,11 @@ How a predicted number is read from the summary (docs/inference.md,
 """
 import json
 import os
-import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import docblock  # noqa: E402  (the shared run-and-sync of doc blocks)
 from serving_memory import config  # noqa: E402  (the published config.json files)
 
 PRESETS = {"llama2-70b"}  # rows that use the engine's preset (no config.json fixture)
@@ -49,19 +48,6 @@ def job(row):
     model = {"preset": row["model"]} if row["model"] in PRESETS else {"hf_config": config(row["model"])}
     return {"mode": "inference", "model": model, "parallel": row["parallel"], "serving": row["serving"],
             "hardware": HARDWARE[row["hardware"]]}
-
-
-def inspect(cli, j, workdir, name):
-    path = os.path.join(workdir, name + ".json")
-    with open(path, "w") as f:
-        json.dump(j, f)
-    try:
-        out = subprocess.run([cli, "inspect", "--config", path, "--json"], capture_output=True, text=True)
-    finally:
-        os.remove(path)
-    if out.returncode != 0:
-        raise SystemExit(f"{name}: inspect failed: {out.stderr}")
-    return json.loads(out.stdout)
 
 
 def predict(row, metric, s):
@@ -110,27 +96,9 @@ def main():
     update = "--update" in sys.argv[4:]
     spec = json.load(open(spec_path))
     name = os.path.splitext(os.path.basename(spec_path))[0]
-    workdir = os.environ.get("TMPDIR", "/tmp")
-    jobs = [job(row) for row in spec["rows"]]
-    with ThreadPoolExecutor(max_workers=int(os.environ.get("JOBS", "2"))) as pool:
-        results = list(pool.map(lambda ij: inspect(cli, ij[1], workdir, f"{name}-{os.getpid()}-{ij[0]}"),
-                                enumerate(jobs)))
-    table = render(spec, results)
-    begin, end = f"<!-- fidelity:{name}:begin -->\n", f"<!-- fidelity:{name}:end -->"
-    doc = open(doc_path).read()
-    if begin not in doc or end not in doc:
-        raise SystemExit(f"{doc_path}: markers for {name} not found")
-    head, rest = doc.split(begin, 1)
-    old, tail = rest.split(end, 1)
-    if update:
-        open(doc_path, "w").write(head + begin + table + end + tail)
-        print(table, end="")
-        return
-    if old != table:
-        print(f"{doc_path}: the {name} table drifted from what inspect gives now.\n--- doc\n{old}--- inspect\n{table}"
-              f"(regenerate: tests/fidelity/serving_table.py CLI {spec_path} {doc_path} --update)")
-        sys.exit(1)
-    print(f"{name}: {len(spec['rows'])} rows match the doc")
+    results = docblock.run_all(cli, "inspect", [job(row) for row in spec["rows"]], name)
+    docblock.sync(doc_path, name, render(spec, results), update, "inspect",
+                  f"tests/fidelity/serving_table.py CLI {spec_path} {doc_path}", len(spec["rows"]))
 
 
 if __name__ == "__main__":

@@ -12,9 +12,10 @@ doc's block differs from the regenerated one (drift), printing both.
 """
 import json
 import os
-import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import docblock  # noqa: E402  (the shared run-and-sync of doc blocks)
 
 V, S = 51200, 2048
 
@@ -37,17 +38,6 @@ def published_step(row):
     L, h, B = row["num_layers"], row["hidden"], row["global_batch"]
     flops = 96 * B * S * L * h * h * (1 + S / (6 * h) + V / (16 * L * h))
     return flops, flops / (row["gpus"] * row["published_tflops_per_gpu"] * 1e12)
-
-
-def simulate(cli, j, workdir, name):
-    path = os.path.join(workdir, name + ".json")
-    with open(path, "w") as f:
-        json.dump(j, f)
-    out = subprocess.run([cli, "simulate", "--config", path, "--json"], capture_output=True, text=True)
-    if out.returncode != 0:
-        raise SystemExit(f"{name}: simulate failed: {out.stderr}")
-    os.remove(path)
-    return json.loads(out.stdout)
 
 
 def render(spec, results):
@@ -135,28 +125,12 @@ def main():
     update = "--update" in sys.argv[4:]
     spec = json.load(open(spec_path))
     name = os.path.splitext(os.path.basename(spec_path))[0]
-    workdir = os.environ.get("TMPDIR", "/tmp")
     tflops = spec.get("kind") == "tflops"
     jobs = [row["job"] if tflops else job(spec, row) for row in spec["rows"]]
-    with ThreadPoolExecutor(max_workers=int(os.environ.get("JOBS", "2"))) as pool:
-        results = list(pool.map(lambda ij: simulate(cli, ij[1], workdir, f"{name}-{os.getpid()}-{ij[0]}"),
-                                enumerate(jobs)))
+    results = docblock.run_all(cli, "simulate", jobs, name)
     table = render_tflops(spec, results) if tflops else render(spec, results)
-    begin, end = f"<!-- fidelity:{name}:begin -->\n", f"<!-- fidelity:{name}:end -->"
-    doc = open(doc_path).read()
-    if begin not in doc or end not in doc:
-        raise SystemExit(f"{doc_path}: markers for {name} not found")
-    head, rest = doc.split(begin, 1)
-    old, tail = rest.split(end, 1)
-    if update:
-        open(doc_path, "w").write(head + begin + table + end + tail)
-        print(table, end="")
-        return
-    if old != table:
-        print(f"{doc_path}: the {name} table drifted from what simulate gives now.\n--- doc\n{old}--- simulate\n{table}"
-              f"(regenerate: tests/fidelity/table.py CLI {spec_path} {doc_path} --update)")
-        sys.exit(1)
-    print(f"{name}: {len(spec['rows'])} rows match the doc")
+    docblock.sync(doc_path, name, table, update, "simulate", f"tests/fidelity/table.py CLI {spec_path} {doc_path}",
+                  len(spec["rows"]))
 
 
 if __name__ == "__main__":
