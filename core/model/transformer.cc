@@ -185,19 +185,22 @@ class Builder {
   // Multi-head latent attention (DeepSeek-V2/V3): queries (optionally) and
   // keys/values pass through low-rank latents; the down projections are
   // replicated over tp, the up projections column-parallel over heads.
+  // MLA's query: through the low-rank q_down / q_norm / q_up when the model
+  // has q_lora_rank (DeepSeek-V2/V3), else one projection; both forms of
+  // attention (decompressed and absorbed) start from it.
+  int mla_query(int x, const Dim& a, const Dim& dq) {
+    if (m_.q_lora_rank <= 0) return linear("attn.q", x, H(), {a, dq}, "a", false);
+    Dim qr{"qr", S("qr")};
+    int cq = linear("attn.q_down", x, H(), {qr}, "", false);
+    cq = norm("attn.q_norm", cq);
+    return linear("attn.q_up", cq, qr, {a, dq}, "a", false);
+  }
+
   // Keys' RoPE part (dr) is one head shared by all heads.
   int mla_attention(int x) {
     if (o_.inference && o_.mla_absorbed) return mla_absorbed_attention(x);
     Dim a{"a", S("a")}, dq{"dq", S("dq")}, dn{"d", S("d")}, dv{"dv", S("dv")}, dr{"dr", S("dr")};
-    int q;
-    if (m_.q_lora_rank > 0) {
-      Dim qr{"qr", S("qr")};
-      int cq = linear("attn.q_down", x, H(), {qr}, "", false);
-      cq = norm("attn.q_norm", cq);
-      q = linear("attn.q_up", cq, qr, {a, dq}, "a", false);
-    } else {
-      q = linear("attn.q", x, H(), {a, dq}, "a", false);
-    }
+    const int q = mla_query(x, a, dq);
     Dim kvr{"kvr", S("kvr")};
     int ckv = linear("attn.kv_down", x, H(), {kvr}, "", false);
     int kr = linear("attn.k_rope", x, H(), {dr}, "", false);
@@ -291,15 +294,7 @@ class Builder {
   int mla_absorbed_attention(int x) {
     Dim a{"a", S("a")}, dq{"dq", S("dq")}, dn{"d", S("d")}, dv{"dv", S("dv")}, dr{"dr", S("dr")},
         kvr{"kvr", S("kvr")}, Lk{"Lk", S("Lk")};
-    int q;
-    if (m_.q_lora_rank > 0) {
-      Dim qr{"qr", S("qr")};
-      int cq = linear("attn.q_down", x, H(), {qr}, "", false);
-      cq = norm("attn.q_norm", cq);
-      q = linear("attn.q_up", cq, qr, {a, dq}, "a", false);
-    } else {
-      q = linear("attn.q", x, H(), {a, dq}, "a", false);
-    }
+    const int q = mla_query(x, a, dq);
     int ckv = linear("attn.kv_down", x, H(), {kvr}, "", false);
     int kr = linear("attn.k_rope", x, H(), {dr}, "", false);
     ckv = norm("attn.kv_norm", ckv);
