@@ -160,18 +160,7 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
                    : t.recompute == Recompute::kSelective ? RecomputeMode::kSelective
                                                           : RecomputeMode::kNone;
     append_backward_and_optimizer(g, ao);
-    PropagationOptions po;
-    po.sequence_parallel = bo.sequence_parallel;
-    if (bo.has_edp) po.axes_outer_first.push_back("edp");
-    if (bo.has_dp) po.axes_outer_first.push_back("dp");
-    if (bo.has_cp) po.axes_outer_first.push_back("cp");
-    if (bo.has_tp) po.axes_outer_first.push_back("tp");
-    if (bo.has_ep) po.axes_outer_first.push_back("ep");
-    if (bo.has_etp) po.axes_outer_first.push_back("etp");
-    // Megatron re-gathers SP/CP inputs in backward; the MoE dispatcher's
-    // tokens gathered over etp are kept (the expert GEMMs save them).
-    po.kept_gather_axes = {"etp"};
-    propagate_shardings(g, po);
+    propagate_shardings(g, propagation_options(bo));
     const double bucket_bytes = t.dp_bucket_mb * 1024.0 * 1024.0;
     SC_RETURN_IF_ERROR(bucket_dp_gradients(g, s->bind, bucket_bytes, grad_axis));
     if (bo.has_edp) SC_RETURN_IF_ERROR(bucket_dp_gradients(g, s->bind, bucket_bytes, "edp", "expert_grad_bucket"));

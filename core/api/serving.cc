@@ -68,14 +68,7 @@ Result<std::unique_ptr<GeneratorState>> build_kind(const Job& full, Kind kind) {
     bo.num_virtual = p.pp;
     bo.chunks = stage_chunks(job.model.num_layers, p.pp, 1, p.pipeline_layout, stage);
     Graph g = build_transformer_forward(job.model, bo);
-    PropagationOptions po;
-    if (bo.has_edp) po.axes_outer_first.push_back("edp");
-    if (bo.has_dp) po.axes_outer_first.push_back("dp");
-    if (bo.has_tp) po.axes_outer_first.push_back("tp");
-    if (bo.has_ep) po.axes_outer_first.push_back("ep");
-    if (bo.has_etp) po.axes_outer_first.push_back("etp");
-    po.kept_gather_axes = {"etp"};
-    propagate_shardings(g, po);
+    propagate_shardings(g, propagation_options(bo));  // no cp, no SP in inference
     s->stages.push_back({std::move(g), RoleProgram{}});
   }
   s->config_hash = "";

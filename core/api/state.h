@@ -8,11 +8,31 @@
 
 #include "graph/graph.h"
 #include "job/job.h"
+#include "model/transformer.h"
 #include "parallel/mesh.h"
+#include "parallel/propagate.h"
 #include "trace/lower.h"
 #include "api/api.h"
 
 namespace sc {
+
+// How a built stage graph is sharded, from the axes its build used: reshard
+// order outermost first (edp, dp, cp, tp, ep, etp), sequence parallelism as
+// built. Megatron re-gathers SP/CP inputs in backward; the MoE dispatcher's
+// tokens gathered over etp are kept (the expert GEMMs save them). Training
+// and serving stages both shard this way.
+inline PropagationOptions propagation_options(const BuildOptions& bo) {
+  PropagationOptions po;
+  po.sequence_parallel = bo.sequence_parallel;
+  if (bo.has_edp) po.axes_outer_first.push_back("edp");
+  if (bo.has_dp) po.axes_outer_first.push_back("dp");
+  if (bo.has_cp) po.axes_outer_first.push_back("cp");
+  if (bo.has_tp) po.axes_outer_first.push_back("tp");
+  if (bo.has_ep) po.axes_outer_first.push_back("ep");
+  if (bo.has_etp) po.axes_outer_first.push_back("etp");
+  po.kept_gather_axes = {"etp"};
+  return po;
+}
 
 // FNV-1a 64-bit of a job's canonical JSON (summary.json's config_hash): a
 // stable provenance tag, not a cryptographic digest (api.cc).
