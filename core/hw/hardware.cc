@@ -47,14 +47,14 @@ HardwareProfile preset(int i) {
     // H100 SXM5 80GB. NVLink 4: 900 GB/s total = 450 per direction;
     // DGX H100: one 400 Gb/s NDR ConnectX-7 per GPU = 50 GB/s.
     case 1: return make("h100", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 3350 * G, 80 * G, 450 * G, 50 * G,
-                        {132, 0.80, 0.75, 0.57, 0.90, 2.4});
+                        {132, 0.59, 0.75, 0.57, 0.90, 2.4});
     // H200 SXM 141GB: H100's compute with HBM3e.
     case 2: return make("h200", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 4800 * G, 141 * G, 450 * G, 50 * G,
-                        {132, 0.80, 0.75, 0.57, 0.90, 2.4});
+                        {132, 0.59, 0.75, 0.57, 0.90, 2.4});
     // B200 as in HGX/DGX B200 (1000 W): NVLink 5 1.8 TB/s total = 900 per
     // direction; 180 GB per GPU (1,440 GB per 8-GPU system).
     case 3: return make("b200", 75 * T, 1125 * T, 2250 * T, 4500 * T, 8000 * G, 180 * G, 900 * G, 50 * G,
-                        {148, 0.80, 0.75, 0.57, 0.90, 2.4});
+                        {148, 0.59, 0.75, 0.57, 0.90, 2.4});
     default: return HardwareProfile{};
   }
 }
