@@ -13,6 +13,19 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 
+def args(usage):
+    """`CLI SPEC.json DOC.md [--update]` from the command line (USAGE when
+    short): (cli, spec_path, the parsed spec, doc_path, update, NAME = the
+    spec file's stem)."""
+    if len(sys.argv) < 4:
+        raise SystemExit(usage)
+    cli, spec_path, doc_path = sys.argv[1:4]
+    with open(spec_path) as f:
+        spec = json.load(f)
+    name = os.path.splitext(os.path.basename(spec_path))[0]
+    return cli, spec_path, spec, doc_path, "--update" in sys.argv[4:], name
+
+
 def run_cli(cli, command, job, workdir, name):
     """`CLI COMMAND --config JOB --json`, parsed; exits naming the row on failure."""
     path = os.path.join(workdir, name + ".json")

@@ -27,7 +27,6 @@ How a predicted number is read from the summary (docs/inference.md,
   engine prefills one prompt per attention-dp rank per iteration (TTFT), so
   prompt tokens x dp / TTFT / GPUs.
 """
-import json
 import os
 import sys
 
@@ -90,12 +89,7 @@ def render(spec, results):
 
 
 def main():
-    if len(sys.argv) < 4:
-        raise SystemExit(__doc__)
-    cli, spec_path, doc_path = sys.argv[1:4]
-    update = "--update" in sys.argv[4:]
-    spec = json.load(open(spec_path))
-    name = os.path.splitext(os.path.basename(spec_path))[0]
+    cli, spec_path, spec, doc_path, update, name = docblock.args(__doc__)
     results = docblock.run_all(cli, "inspect", [job(row) for row in spec["rows"]], name)
     docblock.sync(doc_path, name, render(spec, results), update, "inspect",
                   f"tests/fidelity/serving_table.py CLI {spec_path} {doc_path}", len(spec["rows"]))

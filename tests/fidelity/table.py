@@ -10,7 +10,6 @@ replaces the block between the markers
 in DOC (NAME = the spec file's stem). Without --update it exits 1 when the
 doc's block differs from the regenerated one (drift), printing both.
 """
-import json
 import os
 import sys
 
@@ -119,12 +118,7 @@ def render_tflops(spec, results):
 
 
 def main():
-    if len(sys.argv) < 4:
-        raise SystemExit(__doc__)
-    cli, spec_path, doc_path = sys.argv[1:4]
-    update = "--update" in sys.argv[4:]
-    spec = json.load(open(spec_path))
-    name = os.path.splitext(os.path.basename(spec_path))[0]
+    cli, spec_path, spec, doc_path, update, name = docblock.args(__doc__)
     tflops = spec.get("kind") == "tflops"
     jobs = [row["job"] if tflops else job(spec, row) for row in spec["rows"]]
     results = docblock.run_all(cli, "simulate", jobs, name)

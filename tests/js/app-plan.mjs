@@ -5,12 +5,9 @@
 // Pareto front marked in the scatter, header clicks sorting the table in
 // the hand-derived orders, Load putting the layout into the editor, the
 // closest misses in words when nothing fits, a 390 px phone and axe-core.
-import { createRequire } from 'node:module';
 import { PLAN_FIXTURE, PLAN_FRONT_RANKS, PLAN_SORTS, PLAN_NOTHING_FITS } from './suite/plan-fixture.mjs';
-import { caseRunner, check } from './app-runner.mjs';
+import { caseRunner, check, checkAxe } from './app-runner.mjs';
 
-const require = createRequire(import.meta.url);
-const AXE = require.resolve('axe-core/axe.min.js');
 const ready = (page, timeout = 60_000) => page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout });
 const jobUrl = (base, job) => `${base}/#job=${encodeURIComponent(JSON.stringify(job))}`;
 // The fixture's base job: 2 layers of GPT-3 1.7B (8 GPUs: dp 8).
@@ -99,20 +96,12 @@ export async function planCases(context, base, only = '') {
     check(width <= 390, `page width at 390 px: ${width}`);
     const t = await page.$eval('#plan-table', (el) => ({ sw: el.scrollWidth, cw: el.clientWidth, ov: getComputedStyle(el).overflowX }));
     check(t.sw <= t.cw || t.ov === 'auto', `the table scrolls inside itself: ${JSON.stringify(t)}`);
-    await page.addScriptTag({ path: AXE });
-    const audit = async (where) => {
-      const r = await page.evaluate(async () => {
-        const out = await window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations'] });
-        return out.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => `${n.target.join(' ')} ${n.failureSummary?.split('\n')[1] ?? ''}`).join(' | ')}`);
-      });
-      check(r.length === 0, `axe on ${where}:\n${r.join('\n')}`);
-    };
-    await audit('the plan tab with a plan');
+    await checkAxe(page, 'the plan tab with a plan');
     await page.evaluate((plan) => window.stagecraftApp.showPlan(plan), PLAN_NOTHING_FITS);
     const text = await page.textContent('#plan-nothing');
     check(/No layout fits/.test(text) && /short of memory by 3\.00 GiB/.test(text) && /tp 3 does not divide/.test(text), `misses: ${text}`);
     check(await page.$$eval('#plan-misses li', (x) => x.length) === 2, 'two misses');
-    await audit('nothing fits');
+    await checkAxe(page, 'nothing fits');
   });
 
   return results;

@@ -9,14 +9,11 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { createRequire } from 'node:module';
 import { unzipSync } from 'fflate';
 import { decodeTrace } from '../../web/src/lib/chakra.js';
 import { cliPath } from './native.mjs';
-import { caseRunner, check } from './app-runner.mjs';
+import { caseRunner, check, checkAxe } from './app-runner.mjs';
 
-const require = createRequire(import.meta.url);
-const AXE = require.resolve('axe-core/axe.min.js');
 const ready = (page, timeout = 60_000) => page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout });
 const jobUrl = (base, job) => `${base}/#job=${encodeURIComponent(JSON.stringify(job))}`;
 
@@ -35,13 +32,6 @@ const SERVE_DIS_JOB = { mode: 'inference', model: { preset: 'llama3-8b', num_lay
 const SERVE_MIX_JOB = { mode: 'inference', model: { preset: 'llama3-8b', num_layers: 4 }, parallel: { tp: 2 },
   serving: { requests: [{ prompt_tokens: 1000, output_tokens: 100, weight: 3 }, { prompt_tokens: 3000, output_tokens: 300, weight: 1 }], concurrency: 8 } };
 
-const axeViolations = async (page) => {
-  await page.addScriptTag({ path: AXE });
-  return page.evaluate(async () => {
-    const out = await window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations'] });
-    return out.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ')}`);
-  });
-};
 const summaryText = (page) => page.$eval('#summary', (el) => el.textContent);
 
 // Every file the native CLI writes for `job` (relative path -> bytes),
@@ -196,12 +186,7 @@ export async function servingCases(context, base) {
     }
     check(Object.values(widths).every((w) => w <= 390), `page widths at 390 px: ${JSON.stringify(widths)}`);
     await page.click('#tab-summary');
-    await page.addScriptTag({ path: AXE });
-    const r = await page.evaluate(async () => {
-      const out = await window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations'] });
-      return out.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(' | ')}`);
-    });
-    check(r.length === 0, `axe on the serving summary:\n${r.join('\n')}`);
+    await checkAxe(page, 'the serving summary');
   });
   await run('request mix: classes equal to the engine summary (from the archive), ITL beside TPOT, no NaN; the editor keeps the mix and names a bad class', async (page) => {
     await page.goto(jobUrl(base, SERVE_MIX_JOB));
@@ -236,8 +221,7 @@ export async function servingCases(context, base) {
       `the job keeps the mix: ${JSON.stringify(job.serving)}`);
     check(await page.$eval('input[name="serving.prompt_tokens"]', (el) => el.disabled), 'prompt tokens disabled while a mix is given');
     check(await page.inputValue('textarea[name="serving.requests"]') === '1000 100 3\n3000 300 1', 'the mix shown one class a line');
-    const r = await axeViolations(page);
-    check(r.length === 0, `axe on the mix summary:\n${r.join('\n')}`);
+    await checkAxe(page, 'the mix summary');
     // A bad class: the engine's error lands on the mix box, naming the class.
     await page.fill('textarea[name="serving.requests"]', '1000 100 3\n3000 lots');
     await page.waitForFunction(() => document.querySelector('label[data-path="serving.requests"]')?.classList.contains('invalid'), null, { timeout: 30_000 });

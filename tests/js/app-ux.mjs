@@ -7,13 +7,10 @@
 // 127.0.0.1, and the gzip-served wasm module. Run by app-cases.mjs.
 import http from 'node:http';
 import path from 'node:path';
-import { createRequire } from 'node:module';
 import { handler as serveApp } from '../../web/serve.mjs';
 import { REPO_ROOT } from './native.mjs';
-import { caseRunner, check } from './app-runner.mjs';
+import { caseRunner, check, checkAxe } from './app-runner.mjs';
 
-const require = createRequire(import.meta.url);
-const AXE = require.resolve('axe-core/axe.min.js');
 const WEB_DIR = path.join(REPO_ROOT, 'build/web');
 
 const ready = (page, timeout = 60_000) => page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout });
@@ -292,28 +289,20 @@ export async function uxCases(context, base, only = '') {
     await page.goto(jobUrl(base, { ...TEACH, parallel: { ...TEACH.parallel, pp: 1 } }));
     await ready(page);
     await page.evaluate(() => { document.querySelector('#welcome').hidden = false; });  // audit the first-visit panel too
-    await page.addScriptTag({ path: AXE });
-    const audit = async (where) => {
-      const r = await page.evaluate(async () => {
-        const out = await window.axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] }, resultTypes: ['violations'] });
-        return out.violations.map((v) => `${v.id} (${v.impact}): ${v.nodes.slice(0, 3).map((n) => `${n.target.join(' ')} ${n.failureSummary?.split('\n')[1] ?? ''}`).join(' | ')}`);
-      });
-      check(r.length === 0, `axe on ${where}:\n${r.join('\n')}`);
-    };
-    await audit('summary');
+    await checkAxe(page, 'summary');
     await page.click('#tab-graph');
     await page.waitForSelector('#graph svg [data-op]', { timeout: 30_000 });
     await page.click('#graph svg [data-op]');
-    await audit('graph');
+    await checkAxe(page, 'graph');
     await page.click('#tab-rank');
-    await audit('rank preview');
+    await checkAxe(page, 'rank preview');
     await page.click('#tab-downloads');
-    await audit('downloads');
+    await checkAxe(page, 'downloads');
     await page.click('#tab-plan');
-    await audit('plan (before a run)');
+    await checkAxe(page, 'plan (before a run)');
     await page.fill('input[name="parallel.tp"]', '3');
     await page.waitForSelector('label[data-path="parallel.tp"].invalid', { timeout: 20_000 });
-    await audit('an error shown');
+    await checkAxe(page, 'an error shown');
     // Keyboard: one tab stop for the tab list, arrows move and select.
     await page.focus('#tab-plan');
     await page.keyboard.press('ArrowRight');

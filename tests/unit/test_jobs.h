@@ -55,6 +55,31 @@ inline ModelConfig preset(const std::string& name) {
   return *m;
 }
 
+// Jamba-v0.1's published layout (ai21labs/Jamba-v0.1 config.json): 32
+// Jamba layers as 64 blocks, mixer then FFN; attention at offset 4 of every
+// 8 (attn_layer_period 8, attn_layer_offset 4), MIXER ('M' Mamba-2, 'S'
+// Mamba-1) otherwise; MoE at offset 1 of every 2 (expert_layer_period 2,
+// expert_layer_offset 1), a dense MLP otherwise. Counted by hand: 4
+// attention, 28 Mamba, 16 MoE, 16 MLP blocks.
+inline void check_jamba_layout(const ModelConfig& m, char mixer) {
+  REQUIRE(m.num_layers == 64);
+  int attn = 0, mamba = 0, moe = 0, mlp = 0;
+  for (int64_t l = 0; l < m.num_layers; ++l) {
+    const int64_t jl = l / 2;  // Jamba layer
+    if (l % 2 == 0) {
+      CHECK(m.block(l) == (jl % 8 == 4 ? '*' : mixer));
+      (m.block(l) == '*' ? attn : mamba)++;
+    } else {
+      CHECK(m.block(l) == (jl % 2 == 1 ? 'E' : '-'));
+      (m.block(l) == 'E' ? moe : mlp)++;
+    }
+  }
+  CHECK(attn == 4);
+  CHECK(mamba == 28);
+  CHECK(moe == 16);
+  CHECK(mlp == 16);
+}
+
 // A job from its JSON text, built; fails the test with the engine's message.
 inline Generator generator_from_json(const std::string& text) {
   Result<Job> job = parse_job(text);

@@ -60,22 +60,7 @@ TEST_CASE("hybrid: Nemotron-H-8B's parameters equal the published config counted
 
 TEST_CASE("hybrid: Jamba-v0.1's layout (1 attention : 7 Mamba, MoE every other layer) counted by hand") {
   const ModelConfig m = testing::preset("jamba-v0.1-mamba2");
-  REQUIRE(m.num_layers == 64);  // 32 Jamba layers, mixer + FFN each
-  int attn = 0, mamba = 0, moe = 0, mlp = 0;
-  for (int64_t l = 0; l < m.num_layers; ++l) {
-    const int64_t jl = l / 2;  // Jamba layer
-    if (l % 2 == 0) {
-      CHECK(m.block(l) == (jl % 8 == 4 ? '*' : 'M'));  // attn_layer_period 8, offset 4
-      (m.block(l) == '*' ? attn : mamba)++;
-    } else {
-      CHECK(m.block(l) == (jl % 2 == 1 ? 'E' : '-'));  // expert_layer_period 2, offset 1
-      (m.block(l) == 'E' ? moe : mlp)++;
-    }
-  }
-  CHECK(attn == 4);
-  CHECK(mamba == 28);
-  CHECK(moe == 16);
-  CHECK(mlp == 16);
+  testing::check_jamba_layout(m, 'M');
   // ai21labs/Jamba-v0.1 config.json: h 4096, 32/8 heads of 128, SwiGLU
   // 14336, 16 experts top-2, vocab 65536 untied; Mamba expand 2 (d_inner
   // 8192), d_state 16, d_conv 4, dt_rank 256.

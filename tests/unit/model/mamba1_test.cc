@@ -40,22 +40,7 @@ Generator job(const std::string& text) {
 
 TEST_CASE("mamba1: Jamba-v0.1's parameters equal the published 51,570,323,328 (12,110,311,296 active)") {
   const ModelConfig m = testing::preset("jamba-v0.1");
-  REQUIRE(m.num_layers == 64);  // 32 Jamba layers, mixer + FFN each
-  int attn = 0, mamba = 0, moe = 0, mlp = 0;
-  for (int64_t l = 0; l < m.num_layers; ++l) {
-    const int64_t jl = l / 2;
-    if (l % 2 == 0) {
-      CHECK(m.block(l) == (jl % 8 == 4 ? '*' : 'S'));  // attn_layer_period 8, offset 4; Mamba-1 otherwise
-      (m.block(l) == '*' ? attn : mamba)++;
-    } else {
-      CHECK(m.block(l) == (jl % 2 == 1 ? 'E' : '-'));  // expert_layer_period 2, offset 1
-      (m.block(l) == 'E' ? moe : mlp)++;
-    }
-  }
-  CHECK(attn == 4);
-  CHECK(mamba == 28);
-  CHECK(moe == 16);
-  CHECK(mlp == 16);
+  testing::check_jamba_layout(m, 'S');
   CHECK(kMamba1 == 105308448);
   const int64_t total = 64 * kH /* block norms */ + 4 * kAttn + 28 * kMamba1 + 16 * kSwiGLU +
                         16 * (kE * kSwiGLU + kH * kE) + 2 * kV * kH + kH;
