@@ -6,6 +6,7 @@
 
 #include <map>
 #include <set>
+#include <utility>
 
 #include "graph/autodiff.h"
 
@@ -305,6 +306,17 @@ void vjp_causal_conv1d(VjpContext& c, const Op& f) {
          {li(0), li(1), li(2), g.labels_out(f, 0)}, params, f.flops);
 }
 
+// A scan's backward (SSD, selective) reads every forward input and dy: the
+// operands and their labels, in that order.
+std::pair<std::vector<int>, std::vector<std::vector<std::string>>> inputs_and_dy(const Graph& g, const Op& f, int dy) {
+  std::vector<int> in(f.inputs.begin(), f.inputs.end());
+  in.push_back(dy);
+  std::vector<std::vector<std::string>> labs;
+  for (size_t i = 0; i < f.inputs.size(); ++i) labs.push_back(g.labels_in(f, i));
+  labs.push_back(g.labels_out(f, 0));
+  return {std::move(in), std::move(labs)};
+}
+
 // The selective scan's backward (Mamba-2's chunked SSD kernels) re-runs the
 // chunk states from the saved inputs: dx, ddt, dB, dC cost twice the
 // forward (the usual 2x of a contraction, also what Megatron's 3x model-
@@ -313,11 +325,7 @@ void vjp_ssd_scan(VjpContext& c, const Op& f) {
   const int dy = output_grads(c, f)[0];
   if (dy < 0) return;
   Graph& g = c.graph();
-  std::vector<int> in(f.inputs.begin(), f.inputs.end());
-  in.push_back(dy);
-  std::vector<std::vector<std::string>> labs;
-  for (size_t i = 0; i < f.inputs.size(); ++i) labs.push_back(g.labels_in(f, i));
-  labs.push_back(g.labels_out(f, 0));
+  const auto [in, labs] = inputs_and_dy(g, f, dy);
   std::vector<std::pair<int, size_t>> acts, params;
   for (size_t i = 0; i < f.inputs.size(); ++i) {
     if (!c.requires_grad(f.inputs[i])) continue;
@@ -361,11 +369,7 @@ void vjp_selective_scan(VjpContext& c, const Op& f) {
   const int dy = output_grads(c, f)[0];
   if (dy < 0) return;
   Graph& g = c.graph();
-  std::vector<int> in(f.inputs.begin(), f.inputs.end());
-  in.push_back(dy);
-  std::vector<std::vector<std::string>> labs;
-  for (size_t i = 0; i < f.inputs.size(); ++i) labs.push_back(g.labels_in(f, i));
-  labs.push_back(g.labels_out(f, 0));
+  const auto [in, labs] = inputs_and_dy(g, f, dy);
   std::vector<std::pair<int, size_t>> channel, state, params;
   for (size_t i = 0; i < f.inputs.size(); ++i) {
     const int x = f.inputs[i];
