@@ -1,6 +1,7 @@
 // Byte identity of every output over a corpus of jobs that together use
-// every feature (dense GPT/Llama, MoE, MLA, tp/sp/cp allgather and ring, pp
-// with each schedule and virtual stages, ep/etp, ZeRO 0-3, FSDP/HSDP,
+// every feature (dense GPT/Llama, MoE, MLA, Mamba-2 and Mamba-1 hybrids,
+// tp/sp/cp allgather and ring, pp with each schedule and virtual stages,
+// ep/etp, ZeRO 0-3, FSDP/HSDP,
 // recompute modes, flash attention, tied embeddings with pp, rank orders,
 // small DDP buckets). For each job it hashes (FNV-1a, 64 bit) what the CLI
 // archive holds, every rank's .et bytes, comm_groups.json and
@@ -107,6 +108,12 @@ const std::vector<std::pair<std::string, std::string>>& corpus() {
         "training":{"seq_len":64,"micro_batch_size":1,"global_batch_size":1}})"},
       {"deepseek-mla-selective-ep2", R"({"model":{"preset":"deepseek-v3","num_layers":2,"first_dense_layers":1},
         "parallel":{"dp":2,"ep":2},
+        "training":{"seq_len":64,"global_batch_size":2,"recompute":"selective"}})"},
+      {"nemotron-mamba2-attn-tp2-pp2", R"({"model":{"preset":"nemotron-h-8b","num_layers":4,"hybrid_pattern":"M*-M"},
+        "parallel":{"tp":2,"pp":2,"sequence_parallel":true},
+        "training":{"seq_len":64,"global_batch_size":2}})"},
+      {"jamba-mamba1-moe-ep2-zero1", R"({"model":{"preset":"jamba-v0.1","num_layers":10},
+        "parallel":{"tp":2,"dp":2,"ep":2,"sequence_parallel":true,"zero":1},
         "training":{"seq_len":64,"global_batch_size":2,"recompute":"selective"}})"},
   };
   return jobs;
