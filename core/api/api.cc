@@ -65,7 +65,7 @@ Status check_role_program(const RoleProgram& prog, const RankLayout& layout, int
   for (size_t i = 0; i < prog.nodes.size(); ++i) {
     const TraceNode& n = prog.nodes[i];
     if (n.kind == TraceNodeKind::kCompute) continue;
-    const std::string& axis = prog.node_axis[i];
+    const std::string& axis = prog.axis_of(i);
     const bool ring = i < prog.ring_offset.size() && prog.ring_offset[i] != 0;
     if (n.kind == TraceNodeKind::kCollective && !has_groups(axis))
       return bad(i, "collective over axis '" + axis + "', which has no communicator groups");

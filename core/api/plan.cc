@@ -343,7 +343,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
         r = r.substr(0, dot);
       }
       node_part[i] = op >= 0 ? part_of_op(op) : nullptr;
-      const std::string& axis = prog.node_axis[i];
+      const std::string& axis = prog.axis_of(i);
       if (n.kind != TraceNodeKind::kCollective) continue;
       if (axis == "tp" || axis == "cp") coll_us[i] = collective_micros(net, axis == "tp" ? tp_shape : cp_shape, n.coll, n.comm_size);
       else if (axis == "ep") coll_us[i] = best_shape_micros(net, k.ep, n.coll, n.comm_size);

@@ -80,6 +80,10 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
     act_by_layer[layer] += b;
     act_per_mb += b;
   }
+  // Per axis index first (a map lookup by name per node is costly on
+  // millions of nodes), by name after.
+  std::vector<int64_t> axis_bytes(prog.axes.size(), 0);
+  std::vector<char> axis_used(prog.axes.size(), 0);
   for (size_t i = 0; i < prog.nodes.size(); ++i) {
     const TraceNode& n = prog.nodes[i];
     if (n.kind == TraceNodeKind::kCompute) {
@@ -89,13 +93,16 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
     } else if (n.kind == TraceNodeKind::kCollective) {
       f.bytes_by_type[collective_name(n.coll)] += n.comm_size;
       f.count_by_type[collective_name(n.coll)] += 1;
-      f.bytes_by_axis[prog.node_axis[i]] += n.comm_size;
+      axis_bytes[prog.node_axis[i]] += n.comm_size;
+      axis_used[prog.node_axis[i]] = 1;
       ++f.n_coll;
     } else {
       if (n.kind == TraceNodeKind::kSend) f.p2p_bytes += n.comm_size;
       ++f.n_p2p;
     }
   }
+  for (size_t a = 0; a < prog.axes.size(); ++a)
+    if (axis_used[a]) f.bytes_by_axis[prog.axes[a]] += axis_bytes[a];
   // ZeRO shards optimizer state (1), gradients (2) and parameters (3) over
   // the sharding group (dp x cp, or HSDP's shard group); routed experts'
   // state over the expert data-parallel group.

@@ -168,6 +168,14 @@ class Engine {
       pl.ndeps.assign(n, 0);
       std::map<int, int> axis_slot;
       std::map<PeerSpec, int> peer_slot;
+      // The program's axis indices as this engine's (interned at first use,
+      // in node order), and their comm kinds.
+      std::vector<int> gaxis(p.axes.size(), -1), gkind(p.axes.size());
+      for (size_t a = 0; a < p.axes.size(); ++a) gkind[a] = comm_kind_of_axis(p.axes[a]);
+      const auto global_axis = [&](uint8_t a) {
+        if (gaxis[a] < 0) gaxis[a] = axis_id(p.axes[a]);
+        return gaxis[a];
+      };
       for (size_t i = 0; i < n; ++i) {
         const TraceNode& x = p.nodes[i];
         if (x.id != i) return make_error(ErrorCode::kInternal, "stage " + std::to_string(s) + ": node ids out of order");
@@ -185,24 +193,24 @@ class Engine {
         in.val = x.comm_size;
         in.tag = x.tag;
         in.coll = static_cast<uint8_t>(x.coll);
-        const std::string& ax = p.node_axis[i];
+        const uint8_t ax = p.node_axis[i];
         if (x.kind == TraceNodeKind::kCollective) {
-          int g = axis_id(ax);
+          int g = global_axis(ax);
           auto [it, fresh] = axis_slot.emplace(g, static_cast<int>(pl.axes.size()));
           if (fresh) pl.axes.push_back(g);
           in.slot = it->second;
-          in.kind = static_cast<int8_t>(comm_kind_of_axis(ax));
+          in.kind = static_cast<int8_t>(gkind[ax]);
           if (opt_.streams == SimStreams::kAstra) in.stream = kComm;
           else in.stream = in.kind <= 2 ? kCompute : kReduce;  // tp, cp, ep: compute stream
         } else {
           PeerSpec ps;
           const int64_t off = i < p.ring_offset.size() ? p.ring_offset[i] : 0;
-          if (off != 0) ps.axis = axis_id(ax), ps.offset = off;
+          if (off != 0) ps.axis = global_axis(ax), ps.offset = off;
           else ps.stage = p.peer_stage[i];
           auto [it, fresh] = peer_slot.emplace(ps, static_cast<int>(pl.peers.size()));
           if (fresh) pl.peers.push_back(ps);
           in.slot = it->second;
-          in.kind = static_cast<int8_t>(off != 0 ? comm_kind_of_axis(ax) : 3);
+          in.kind = static_cast<int8_t>(off != 0 ? gkind[ax] : 3);
           in.stream = x.kind == TraceNodeKind::kRecv ? -1
                          : (opt_.streams == SimStreams::kMegatron && off == 0) ? kCompute : kComm;
         }

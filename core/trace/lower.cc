@@ -6,6 +6,7 @@
 #include <set>
 
 #include "base/cancel.h"
+#include "base/check.h"
 #include "cost/kernel_cost.h"
 #include "trace/schedule.h"
 
@@ -483,9 +484,9 @@ class Lowerer {
 
   void push(TraceNode node, const std::string& axis, int64_t peer_stage, int64_t ring_offset) {
     p_.nodes.push_back(std::move(node));
-    p_.node_axis.push_back(axis);
-    p_.peer_stage.push_back(peer_stage);
-    p_.ring_offset.push_back(ring_offset);
+    p_.node_axis.push_back(axis.empty() ? 0 : p_.axis_id(axis));
+    p_.peer_stage.push_back(static_cast<int32_t>(peer_stage));
+    p_.ring_offset.push_back(static_cast<int8_t>(ring_offset));
   }
 
   // Ring attention in `degree` steps: step j computes on the K/V block it
@@ -615,17 +616,26 @@ Result<RoleProgram> lower_program(const Graph& g, const Bindings& bind, const Ha
   return Lowerer(g, bind, hw, o).run();
 }
 
+uint8_t RoleProgram::axis_id(const std::string& axis) {
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] == axis) return static_cast<uint8_t>(i);
+  SC_CHECK(axes.size() < 256, "more than 255 mesh axes in one program");
+  axes.push_back(axis);
+  return static_cast<uint8_t>(axes.size() - 1);
+}
+
 RankTrace instantiate_rank(const RoleProgram& p, const RankLayout& layout, int64_t rank) {
   RankTrace t;
   t.rank = rank;
   t.nodes = p.nodes;
   for (size_t i = 0; i < t.nodes.size(); ++i) {
     TraceNode& n = t.nodes[i];
-    if (n.kind == TraceNodeKind::kCollective) n.group = layout.group_id(rank, p.node_axis[i]);
+    if (n.kind == TraceNodeKind::kCollective) n.group = layout.group_id(rank, p.axis_of(i));
     else if (n.kind != TraceNodeKind::kCompute && i < p.ring_offset.size() && p.ring_offset[i] != 0) {
-      const int64_t deg = layout.degree(p.node_axis[i]);
-      const int64_t c = (layout.coord(rank, p.node_axis[i]) + p.ring_offset[i] + deg) % deg;
-      n.peer = static_cast<int32_t>(layout.with_coord(rank, p.node_axis[i], c));
+      const std::string& axis = p.axis_of(i);
+      const int64_t deg = layout.degree(axis);
+      const int64_t c = (layout.coord(rank, axis) + p.ring_offset[i] + deg) % deg;
+      n.peer = static_cast<int32_t>(layout.with_coord(rank, axis, c));
     } else if (n.kind != TraceNodeKind::kCompute) {
       n.peer = static_cast<int32_t>(layout.with_coord(rank, "pp", p.peer_stage[i]));
     }

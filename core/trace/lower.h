@@ -35,12 +35,20 @@
 namespace sc {
 
 struct RoleProgram {
-  std::vector<TraceNode> nodes;        // group / peer unset
-  std::vector<std::string> node_axis;  // per node: mesh axis of a collective, "" otherwise
-  std::vector<int64_t> peer_stage;     // per node: pipeline stage of a send/recv peer, -1 otherwise
+  std::vector<TraceNode> nodes;  // group / peer unset
+  // Per node: the mesh axis of a collective (or of a ring-attention
+  // send/recv), as an index into `axes` (axes[0] = "": none). An index,
+  // not a string per node: programs hold millions of nodes over a few axes.
+  std::vector<uint8_t> node_axis;
+  std::vector<std::string> axes = {""};
+  std::vector<int32_t> peer_stage;  // per node: pipeline stage of a send/recv peer, -1 otherwise
   // per node: for ring-attention sends/receives, the peer's offset along
-  // node_axis (+1 next, -1 previous in the ring); 0 otherwise
-  std::vector<int64_t> ring_offset;
+  // the node's axis (+1 next, -1 previous in the ring); 0 otherwise
+  std::vector<int8_t> ring_offset;
+
+  const std::string& axis_of(size_t node) const { return axes[node_axis[node]]; }
+  // The index of `axis` in `axes`, added if new.
+  uint8_t axis_id(const std::string& axis);
   // Activation bytes alive after each step of the schedule (saved for
   // backward), for the memory timeline; and its peak.
   std::vector<int64_t> activation_timeline;
