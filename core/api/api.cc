@@ -33,7 +33,7 @@ Status check_role_program(const RoleProgram& prog, const RankLayout& layout, int
   const auto bad = [&](size_t i, const std::string& what) {
     return make_error(ErrorCode::kInternal,
                       "pipeline stage " + std::to_string(stage) + ", node " + std::to_string(i) + " (" +
-                          prog.nodes[i].name + "): " + what);
+                          prog.node_name(i) + "): " + what);
   };
   if (prog.node_axis.size() != prog.nodes.size() || prog.peer_stage.size() != prog.nodes.size())
     return make_error(ErrorCode::kInternal, "pipeline stage " + std::to_string(stage) + ": per-node tables of " +

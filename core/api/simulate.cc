@@ -28,16 +28,8 @@ void label_nodes(const GeneratorState& s, int64_t stage, SimStage* out) {
   out->phase.resize(p.nodes.size());
   out->micro_batch.resize(p.nodes.size());
   for (size_t i = 0; i < p.nodes.size(); ++i) {
-    const std::string_view n = p.nodes[i].name;
-    size_t at = 0;
-    int32_t mb = -1;
-    if (n.starts_with("mb")) {
-      size_t dot = n.find('.');
-      mb = static_cast<int32_t>(std::strtol(n.data() + 2, nullptr, 10));
-      at = dot == std::string_view::npos ? n.size() : dot + 1;
-    }
-    out->micro_batch[i] = mb;
-    const std::string_view rest = n.substr(at);
+    out->micro_batch[i] = p.micro_batch_of(i);
+    const std::string_view rest = p.name_suffix(i);
     SimPhase ph = SimPhase::kForward;
     if (rest.starts_with("opt.")) ph = SimPhase::kOptimizer;
     else if (rest.starts_with("bwd.")) ph = wgrad.count(rest.substr(4)) ? SimPhase::kWeight : SimPhase::kBackward;

@@ -143,7 +143,7 @@ class Engine {
       std::string at;
       for (size_t i = 0; i < nodes.size(); ++i)
         if (x.waiting[i] >= 0) {
-          at = " at node " + std::to_string(i) + " '" + nodes[i].name + "'";
+          at = " at node " + std::to_string(i) + " '" + st_[x.stage].program->node_name(i) + "'";
           break;
         }
       return make_error(ErrorCode::kInternal, "the job's programs do not run to completion: rank " +
@@ -372,7 +372,7 @@ class Engine {
     return ok_status();
   }
 
-  const TraceNode& node(int a, uint32_t i) const { return st_[actors_[a].stage].program->nodes[i]; }
+  std::string node_name(int a, uint32_t i) const { return st_[actors_[a].stage].program->node_name(i); }
 
   void init(int ai) {
     Actor& a = actors_[ai];
@@ -714,17 +714,17 @@ class Engine {
     for (;;) {
       const Actor& x = actors_[a];
       const int8_t kind = plans_[x.stage].info[n].kind;
-      const TraceNode& t = node(a, n);
+      const std::string name = node_name(a, n);
       std::string what = kind < 0 ? std::string("compute ") + compute_kind(x.stage, n) : std::string(kCommKinds[kind]) + " communication";
       by_what[what] += x.s[n].end - x.s[n].start;
       stages[what].insert(x.stage);
       covered += x.s[n].end - x.s[n].start;
-      if (count == 0) last_name = "stage " + std::to_string(x.stage) + " '" + t.name + "'";
+      if (count == 0) last_name = "stage " + std::to_string(x.stage) + " '" + name + "'";
       ++count;
       if (x.s[n].pred_actor < 0) {
         std::vector<std::string> lines;
         lines.push_back("critical path: " + std::to_string(count) + " nodes from stage " + std::to_string(x.stage) +
-                        " '" + t.name + "' to " + last_name + ", " + ms(step_));
+                        " '" + name + "' to " + last_name + ", " + ms(step_));
         std::vector<std::pair<double, std::string>> sorted;
         for (auto& [w, v] : by_what) sorted.push_back({-v, w});
         std::sort(sorted.begin(), sorted.end());

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -55,6 +56,8 @@ class Lowerer {
         expect += op.ring_axis.empty() ? 1 : 3 * static_cast<size_t>(std::max<int64_t>(1, bind_.at(op.ring_axis)));
       }
     p_.nodes.reserve(expect);
+    p_.name_ref.reserve(expect);
+    p_.node_mb.reserve(expect);
     p_.node_axis.reserve(expect);
     p_.peer_stage.reserve(expect);
     p_.ring_offset.reserve(expect);
@@ -246,6 +249,7 @@ class Lowerer {
     uint64_t tensor_size = 0, duration_micros = 0;
     int64_t comm_size = 0;
     std::string suffix;  // "<phase>.<op name>"
+    uint32_t suffix_id = RoleProgram::kStoredName;  // in p_.name_suffixes, once a node of a micro-batch used it
   };
 
   bool kernel_model() const { return hw_.cost_model == HardwareProfile::CostModel::kKernel; }
@@ -303,7 +307,7 @@ class Lowerer {
     return us;
   }
 
-  Result<const OpCost*> cost_of(int id) {
+  Result<OpCost*> cost_of(int id) {
     OpCost& c = cost_[static_cast<size_t>(id)];
     if (c.ready) return &c;
     const Op& op = g_.ops[id];
@@ -371,15 +375,20 @@ class Lowerer {
       if (persistent(t) && op.phase != Phase::kOptimizer) add_nodes_of(t, mb, deps);
 
     if (!op.ring_axis.empty()) return emit_ring(op, id, mb, deps);
-    SC_ASSIGN_OR_RETURN(const OpCost* c, cost_of(id));
+    SC_ASSIGN_OR_RETURN(OpCost* c, cost_of(id));
     TraceNode node;
     node.id = p_.nodes.size();
+    // A micro-batch's node keeps (micro-batch, suffix) instead of its name.
+    uint32_t name_ref = RoleProgram::kStoredName;
     if (mb >= 0) {
-      const std::string m = std::to_string(mb);
-      node.name.reserve(3 + m.size() + c->suffix.size());
-      node.name.append("mb").append(m).append(".");
+      if (c->suffix_id == RoleProgram::kStoredName) {
+        c->suffix_id = static_cast<uint32_t>(p_.name_suffixes.size());
+        p_.name_suffixes.push_back(c->suffix);
+      }
+      name_ref = c->suffix_id;
+    } else {
+      node.name = c->suffix;
     }
-    node.name.append(c->suffix);
     std::string axis;
     int64_t peer = -1;
     if (op.kind == OpKind::kCollective) {
@@ -422,7 +431,7 @@ class Lowerer {
     for (int t : op.outputs) produced(t, mb, &nid, 1);
     state(mb).op_node[static_cast<size_t>(id)] = static_cast<int64_t>(nid);
     const int64_t at = static_cast<int64_t>(nid);
-    push(std::move(node), axis, peer, 0);
+    push(std::move(node), axis, peer, 0, mb, name_ref);
     return track_buffers(op, mb, at, at);
   }
 
@@ -482,8 +491,11 @@ class Lowerer {
     return ok_status();
   }
 
-  void push(TraceNode node, const std::string& axis, int64_t peer_stage, int64_t ring_offset) {
+  void push(TraceNode node, const std::string& axis, int64_t peer_stage, int64_t ring_offset, int64_t mb,
+            uint32_t name_ref = RoleProgram::kStoredName) {
     p_.nodes.push_back(std::move(node));
+    p_.name_ref.push_back(name_ref);
+    p_.node_mb.push_back(static_cast<int32_t>(mb));
     p_.node_axis.push_back(axis.empty() ? 0 : p_.axis_id(axis));
     p_.peer_stage.push_back(static_cast<int32_t>(peer_stage));
     p_.ring_offset.push_back(static_cast<int8_t>(ring_offset));
@@ -530,7 +542,7 @@ class Lowerer {
           x.tag = static_cast<int32_t>(tag);
           x.deps.assign(d.begin(), d.end());
           const int64_t node_id = static_cast<int64_t>(x.id);
-          push(std::move(x), op.ring_axis, -1, offset);
+          push(std::move(x), op.ring_axis, -1, offset, mb);
           return node_id;
         };
         last_send_ = p2p(".kv_send", TraceNodeKind::kSend,
@@ -557,7 +569,7 @@ class Lowerer {
       c.deps.assign(cd.begin(), cd.end());
       last_compute_ = static_cast<int64_t>(c.id);
       last = c.id;
-      push(std::move(c), "", -1, 0);
+      push(std::move(c), "", -1, 0, mb);
       prev_recv = recv;
     }
     for (int t : op.outputs) produced(t, mb, &last, 1);
@@ -624,12 +636,36 @@ uint8_t RoleProgram::axis_id(const std::string& axis) {
   return static_cast<uint8_t>(axes.size() - 1);
 }
 
+std::string RoleProgram::node_name(size_t node) const {
+  if (node >= name_ref.size() || name_ref[node] == kStoredName) return nodes[node].name;
+  const std::string& suffix = name_suffixes[name_ref[node]];
+  const std::string m = std::to_string(node_mb[node]);
+  std::string out;
+  out.reserve(3 + m.size() + suffix.size());
+  out.append("mb").append(m).append(".").append(suffix);
+  return out;
+}
+
+std::string_view RoleProgram::name_suffix(size_t node) const {
+  if (node < name_ref.size() && name_ref[node] != kStoredName) return name_suffixes[name_ref[node]];
+  std::string_view n = nodes[node].name;
+  if (n.starts_with("mb")) n.remove_prefix(std::min(n.size(), n.find('.') + 1));
+  return n;
+}
+
+int32_t RoleProgram::micro_batch_of(size_t node) const {
+  if (node < node_mb.size()) return node_mb[node];
+  const std::string& n = nodes[node].name;
+  return n.starts_with("mb") ? static_cast<int32_t>(std::strtol(n.c_str() + 2, nullptr, 10)) : -1;
+}
+
 RankTrace instantiate_rank(const RoleProgram& p, const RankLayout& layout, int64_t rank) {
   RankTrace t;
   t.rank = rank;
   t.nodes = p.nodes;
   for (size_t i = 0; i < t.nodes.size(); ++i) {
     TraceNode& n = t.nodes[i];
+    if (i < p.name_ref.size() && p.name_ref[i] != RoleProgram::kStoredName) n.name = p.node_name(i);
     if (n.kind == TraceNodeKind::kCollective) n.group = layout.group_id(rank, p.axis_of(i));
     else if (n.kind != TraceNodeKind::kCompute && i < p.ring_offset.size() && p.ring_offset[i] != 0) {
       const std::string& axis = p.axis_of(i);
