@@ -176,6 +176,11 @@ class Engine {
         if (gaxis[a] < 0) gaxis[a] = axis_id(p.axes[a]);
         return gaxis[a];
       };
+      // Slots of the program's axes and of pipeline peers, cached in front
+      // of the maps (one lookup per node otherwise).
+      std::vector<int> coll_slot(p.axes.size(), -1);
+      int64_t last_peer_stage = -2;
+      int last_peer_slot = -1;
       for (size_t i = 0; i < n; ++i) {
         const TraceNode& x = p.nodes[i];
         if (x.id != i) return make_error(ErrorCode::kInternal, "stage " + std::to_string(s) + ": node ids out of order");
@@ -195,10 +200,13 @@ class Engine {
         in.coll = static_cast<uint8_t>(x.coll);
         const uint8_t ax = p.node_axis[i];
         if (x.kind == TraceNodeKind::kCollective) {
-          int g = global_axis(ax);
-          auto [it, fresh] = axis_slot.emplace(g, static_cast<int>(pl.axes.size()));
-          if (fresh) pl.axes.push_back(g);
-          in.slot = it->second;
+          if (coll_slot[ax] < 0) {
+            int g = global_axis(ax);
+            auto [it, fresh] = axis_slot.emplace(g, static_cast<int>(pl.axes.size()));
+            if (fresh) pl.axes.push_back(g);
+            coll_slot[ax] = it->second;
+          }
+          in.slot = coll_slot[ax];
           in.kind = static_cast<int8_t>(gkind[ax]);
           if (opt_.streams == SimStreams::kAstra) in.stream = kComm;
           else in.stream = in.kind <= 2 ? kCompute : kReduce;  // tp, cp, ep: compute stream
@@ -207,9 +215,14 @@ class Engine {
           const int64_t off = i < p.ring_offset.size() ? p.ring_offset[i] : 0;
           if (off != 0) ps.axis = global_axis(ax), ps.offset = off;
           else ps.stage = p.peer_stage[i];
-          auto [it, fresh] = peer_slot.emplace(ps, static_cast<int>(pl.peers.size()));
-          if (fresh) pl.peers.push_back(ps);
-          in.slot = it->second;
+          if (off == 0 && ps.stage == last_peer_stage) {
+            in.slot = last_peer_slot;
+          } else {
+            auto [it, fresh] = peer_slot.emplace(ps, static_cast<int>(pl.peers.size()));
+            if (fresh) pl.peers.push_back(ps);
+            in.slot = it->second;
+            if (off == 0) last_peer_stage = ps.stage, last_peer_slot = in.slot;
+          }
           in.kind = static_cast<int8_t>(off != 0 ? gkind[ax] : 3);
           in.stream = x.kind == TraceNodeKind::kRecv ? -1
                          : (opt_.streams == SimStreams::kMegatron && off == 0) ? kCompute : kComm;
@@ -623,22 +636,38 @@ class Engine {
     r.stage = a.stage;
     r.rank = rank;
     // Sweep: compute busy, else the kinds of communication in flight.
-    struct Edge { double t; int kind; int delta; };  // kind -1 = compute
-    std::vector<Edge> edges;
+    // The order of edges at one time does not change the sweep (it
+    // attributes [prev, t) before the first edge at t), so any order by
+    // time will do: compute nodes run one at a time in id order, so their
+    // edges come sorted (checked); only communication's are sorted, and
+    // the sweep takes the earlier of the two lists' next edges. The lists
+    // are reused from stage to stage (fresh ones would be first-touched
+    // each time).
+    const auto by_time = [](const Edge& x, const Edge& y) { return x.t < y.t; };
+    std::vector<Edge>& comp = edge_scratch_[0];
+    std::vector<Edge>& comm = edge_scratch_[1];
+    comp.clear();
+    comm.clear();
     for (size_t i = 0; i < pl.n; ++i) {
       r.end = std::max(r.end, a.s[i].end);
       if (a.s[i].end <= a.s[i].start) continue;
-      edges.push_back({a.s[i].start, pl.info[i].kind, +1});
-      edges.push_back({a.s[i].end, pl.info[i].kind, -1});
+      std::vector<Edge>& to = pl.info[i].kind < 0 ? comp : comm;
+      to.push_back({a.s[i].start, pl.info[i].kind, +1});
+      to.push_back({a.s[i].end, pl.info[i].kind, -1});
       if (pl.info[i].kind < 0) r.busy += a.s[i].end - a.s[i].start;
     }
-    std::sort(edges.begin(), edges.end(), [](const Edge& x, const Edge& y) { return x.t < y.t; });
+    if (!std::is_sorted(comp.begin(), comp.end(), by_time)) std::sort(comp.begin(), comp.end(), by_time);
+    std::sort(comm.begin(), comm.end(), by_time);
     int active[kNumCommKinds + 1] = {0};
     double prev = 0, idle = 0;
     // Priority when several kinds are in flight: the order of kCommKinds
     // with dp last (gradient reductions overlap most).
-    for (size_t e = 0; e <= edges.size(); ++e) {
-      const double t = e < edges.size() ? edges[e].t : step_;
+    size_t ci = 0, mi = 0;
+    for (;;) {
+      const bool done = ci == comp.size() && mi == comm.size();
+      const bool from_comp = !done && (mi == comm.size() || (ci < comp.size() && !(comm[mi].t < comp[ci].t)));
+      const Edge* edge = done ? nullptr : from_comp ? &comp[ci] : &comm[mi];
+      const double t = done ? step_ : edge->t;
       if (t > prev && active[kNumCommKinds] == 0) {
         int k = -1;
         for (int j = 0; j < kNumCommKinds && k < 0; ++j)
@@ -646,10 +675,12 @@ class Engine {
         if (k >= 0) r.exposed[k] += t - prev;
         else idle += t - prev;
       }
-      if (e == edges.size()) break;
+      if (done) break;
       prev = std::max(prev, t);
-      const int slot = edges[e].kind < 0 ? kNumCommKinds : edges[e].kind;
-      active[slot] += edges[e].delta;
+      const int slot = edge->kind < 0 ? kNumCommKinds : edge->kind;
+      active[slot] += edge->delta;
+      if (from_comp) ++ci;
+      else ++mi;
     }
     r.bubble = idle;
     if (opt_.timeline) r.timeline = timeline(ai);
@@ -778,6 +809,8 @@ class Engine {
   std::unordered_map<uint64_t, Inst> insts_;
   std::unordered_map<P2PKey, P2P, P2PHash> p2p_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  struct Edge { double t; int kind; int delta; };  // stage_result's sweep; kind -1 = compute
+  mutable std::vector<Edge> edge_scratch_[2];
   double step_ = 0;
   int64_t nodes_ = 0;
 };
