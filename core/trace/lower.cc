@@ -114,6 +114,7 @@ class Lowerer {
     done_.assign(no, 0);
     cost_.assign(no, OpCost{});
     kernel_us_.assign(no, -1.0);
+    op_axis_.assign(no, -1);
     if (kernel_model()) plan_ = plan_fusion(g_);
     std::set<int> w;
     if (o_.schedule == Schedule::kZeroBubble) {
@@ -389,15 +390,16 @@ class Lowerer {
     } else {
       node.name = c->suffix;
     }
-    std::string axis;
+    uint8_t axis = 0;  // in p_.axes
     int64_t peer = -1;
     if (op.kind == OpKind::kCollective) {
       node.kind = TraceNodeKind::kCollective;
       node.coll = op.coll;
-      axis = op.axis;
+      axis = axis_of_op(id);
       node.comm_size = c->comm_size;
-      if (auto it = last_coll_.find(axis); it != last_coll_.end()) deps.push_back(it->second);
-      last_coll_[axis] = node.id;
+      if (last_coll_.size() <= axis) last_coll_.resize(axis + size_t{1}, -1);
+      if (last_coll_[axis] >= 0) deps.push_back(static_cast<uint64_t>(last_coll_[axis]));
+      last_coll_[axis] = static_cast<int64_t>(node.id);
     } else if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
       const bool send = op.kind == OpKind::kSend, bwd = op.phase == Phase::kBackward;
       node.kind = send ? TraceNodeKind::kSend : TraceNodeKind::kRecv;
@@ -491,12 +493,19 @@ class Lowerer {
     return ok_status();
   }
 
-  void push(TraceNode node, const std::string& axis, int64_t peer_stage, int64_t ring_offset, int64_t mb,
+  // The index in p_.axes of a collective op's axis, interned once per op.
+  uint8_t axis_of_op(int id) {
+    int16_t& a = op_axis_[static_cast<size_t>(id)];
+    if (a < 0) a = g_.ops[id].axis.empty() ? 0 : p_.axis_id(g_.ops[id].axis);
+    return static_cast<uint8_t>(a);
+  }
+
+  void push(TraceNode node, uint8_t axis, int64_t peer_stage, int64_t ring_offset, int64_t mb,
             uint32_t name_ref = RoleProgram::kStoredName) {
     p_.nodes.push_back(std::move(node));
     p_.name_ref.push_back(name_ref);
     p_.node_mb.push_back(static_cast<int32_t>(mb));
-    p_.node_axis.push_back(axis.empty() ? 0 : p_.axis_id(axis));
+    p_.node_axis.push_back(axis);
     p_.peer_stage.push_back(static_cast<int32_t>(peer_stage));
     p_.ring_offset.push_back(static_cast<int8_t>(ring_offset));
   }
@@ -523,6 +532,7 @@ class Lowerer {
     const int64_t rings = static_cast<int64_t>(ring_index_.size());
     const std::string prefix = mb_prefix(mb) + phase_name(op.phase) + "." + op.name;
     const std::set<uint64_t> inputs(deps.begin(), deps.end());
+    const uint8_t ring_axis = p_.axis_id(op.ring_axis);
     int64_t prev_recv = -1;
     uint64_t last = 0;
     for (int64_t j = 0; j < n; ++j) {
@@ -542,7 +552,7 @@ class Lowerer {
           x.tag = static_cast<int32_t>(tag);
           x.deps.assign(d.begin(), d.end());
           const int64_t node_id = static_cast<int64_t>(x.id);
-          push(std::move(x), op.ring_axis, -1, offset, mb);
+          push(std::move(x), ring_axis, -1, offset, mb);
           return node_id;
         };
         last_send_ = p2p(".kv_send", TraceNodeKind::kSend,
@@ -569,7 +579,7 @@ class Lowerer {
       c.deps.assign(cd.begin(), cd.end());
       last_compute_ = static_cast<int64_t>(c.id);
       last = c.id;
-      push(std::move(c), "", -1, 0, mb);
+      push(std::move(c), 0, -1, 0, mb);
       prev_recv = recv;
     }
     for (int t : op.outputs) produced(t, mb, &last, 1);
@@ -597,7 +607,8 @@ class Lowerer {
   std::vector<OpCost> cost_;                    // per op
   std::vector<double> kernel_us_;               // per op: kernel-model time without the floor, -1 until evaluated
   FusionPlan plan_;                             // kernel model: fused kernels
-  std::map<std::string, uint64_t> last_coll_;
+  std::vector<int64_t> last_coll_;  // per axis of p_.axes: the last collective's node, -1 if none
+  std::vector<int16_t> op_axis_;    // per op: axis_of_op, -1 until asked
   int64_t last_compute_ = -1, last_send_ = -1;
   std::vector<uint64_t> barrier_;  // deps of every op after the schedule
   std::map<int, int64_t> ring_index_;                     // ring-attention op -> index (tags)
