@@ -158,6 +158,12 @@ class Engine {
     size_t total = 0;
     for (const SimStage& x : st_) total += x.program->nodes.size() + 1;
     infos_.assign(total, StagePlan::Info{});
+    // Children are filled stage by stage from a copy of the stage's
+    // dependencies (small, reused) rather than a second read of its nodes.
+    children_.clear();
+    children_.reserve(2 * total);
+    std::vector<size_t> child_off(st_.size());
+    std::vector<uint32_t> flat, flat_at, at;
     size_t base = 0;
     for (size_t s = 0; s < st_.size(); ++s) {
       const RoleProgram& p = *st_[s].program;
@@ -181,13 +187,17 @@ class Engine {
       std::vector<int> coll_slot(p.axes.size(), -1);
       int64_t last_peer_stage = -2;
       int last_peer_slot = -1;
+      flat.clear();
+      flat_at.assign(n + 1, 0);
       for (size_t i = 0; i < n; ++i) {
         const TraceNode& x = p.nodes[i];
         if (x.id != i) return make_error(ErrorCode::kInternal, "stage " + std::to_string(s) + ": node ids out of order");
+        flat_at[i] = static_cast<uint32_t>(flat.size());
         for (uint64_t d : x.deps) {
           if (d >= i) return make_error(ErrorCode::kInternal, "stage " + std::to_string(s) + " node " + std::to_string(i) + ": dependency " + std::to_string(d) + " is not earlier");
           pl.info[d + 1].child_at++;
           pl.ndeps[i]++;
+          flat.push_back(static_cast<uint32_t>(d));
         }
         StagePlan::Info& in = pl.info[i];
         in.nk = static_cast<uint8_t>(x.kind);
@@ -228,23 +238,18 @@ class Engine {
                          : (opt_.streams == SimStreams::kMegatron && off == 0) ? kCompute : kComm;
         }
       }
+      flat_at[n] = static_cast<uint32_t>(flat.size());
       for (size_t i = 0; i < n; ++i) pl.info[i + 1].child_at += pl.info[i].child_at;
       base += n + 1;
+      child_off[s] = children_.size();
+      children_.resize(children_.size() + pl.info[n].child_at);
+      uint32_t* child = children_.data() + child_off[s];
+      at.resize(n);
+      for (size_t i = 0; i < n; ++i) at[i] = pl.info[i].child_at;
+      for (size_t i = 0; i < n; ++i)
+        for (uint32_t k = flat_at[i]; k < flat_at[i + 1]; ++k) child[at[flat[k]]++] = static_cast<uint32_t>(i);
     }
-    size_t edges = 0;
-    for (const StagePlan& pl : plans_) edges += pl.info[pl.n].child_at;
-    children_.resize(edges);
-    edges = 0;
-    for (size_t s = 0; s < st_.size(); ++s) {
-      StagePlan& pl = plans_[s];
-      pl.child = children_.data() + edges;
-      edges += pl.info[pl.n].child_at;
-      std::vector<uint32_t> at(pl.n);
-      for (size_t i = 0; i < pl.n; ++i) at[i] = pl.info[i].child_at;
-      const auto& nodes = st_[s].program->nodes;
-      for (size_t i = 0; i < pl.n; ++i)
-        for (uint64_t d : nodes[i].deps) pl.child[at[d]++] = static_cast<uint32_t>(i);
-    }
+    for (size_t s = 0; s < st_.size(); ++s) plans_[s].child = children_.data() + child_off[s];
     return ok_status();
   }
 

@@ -108,6 +108,8 @@ class Lowerer {
   // weight-gradient ops (and what only they read) into W steps.
   void partition() {
     const size_t nt = g_.tensors.size(), no = g_.ops.size();
+    tensor_kind_.resize(nt);
+    for (size_t t = 0; t < nt; ++t) tensor_kind_[t] = static_cast<uint8_t>(g_.tensors[t].kind);
     tensor_bytes_.assign(nt, -1);
     expected_.assign(nt, 0);
     writes_.assign(nt, 0);
@@ -157,7 +159,10 @@ class Lowerer {
     return true;
   }
 
-  bool persistent(int t) const { return g_.tensors[t].kind == TensorKind::kWeightGrad; }
+  // Tensor kinds in a dense array: read per input and output of every node,
+  // and a Tensor is large (a cache miss each).
+  TensorKind kind_of(int t) const { return static_cast<TensorKind>(tensor_kind_[static_cast<size_t>(t)]); }
+  bool persistent(int t) const { return kind_of(t) == TensorKind::kWeightGrad; }
 
   // Per micro-batch (mb -1: the optimizer phase) lookup tables, dense by
   // tensor and op id: the nodes that produced a tensor (a span of `pool`),
@@ -443,7 +448,7 @@ class Lowerer {
   // reads it (through views). Weights and main gradients are resident and
   // counted apart.
   bool transient_kind(int t) const {
-    const TensorKind k = g_.tensors[t].kind;
+    const TensorKind k = kind_of(t);
     return k == TensorKind::kActivation || k == TensorKind::kMask || k == TensorKind::kGradient ||
            k == TensorKind::kInput;
   }
@@ -604,6 +609,7 @@ class Lowerer {
   bool grads_written_ = true;                   // a main grad was written since the last bucket scan (or none scanned yet)
   std::vector<char> done_;                      // per op
   std::vector<int64_t> tensor_bytes_;           // per tensor: local bytes, -1 until evaluated
+  std::vector<uint8_t> tensor_kind_;            // per tensor: its TensorKind
   std::vector<OpCost> cost_;                    // per op
   std::vector<double> kernel_us_;               // per op: kernel-model time without the floor, -1 until evaluated
   FusionPlan plan_;                             // kernel model: fused kernels
