@@ -256,6 +256,7 @@ class Lowerer {
     int64_t comm_size = 0;
     std::string suffix;  // "<phase>.<op name>"
     uint32_t suffix_id = RoleProgram::kStoredName;  // in p_.name_suffixes, once a node of a micro-batch used it
+    int64_t output_bytes = -1;                      // a compute or collective node's, -1 until summed
   };
 
   bool kernel_model() const { return hw_.cost_model == HardwareProfile::CostModel::kKernel; }
@@ -429,10 +430,15 @@ class Lowerer {
     if (node.kind == TraceNodeKind::kRecv) {
       node.output_bytes = static_cast<uint64_t>(node.comm_size);
     } else if (node.kind != TraceNodeKind::kSend) {
-      for (int t : op.outputs) {
-        SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
-        node.output_bytes += static_cast<uint64_t>(shard(op, b));
+      if (c->output_bytes < 0) {  // the same in every micro-batch: summed once
+        uint64_t out = 0;
+        for (int t : op.outputs) {
+          SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
+          out += static_cast<uint64_t>(shard(op, b));
+        }
+        c->output_bytes = static_cast<int64_t>(out);
       }
+      node.output_bytes = static_cast<uint64_t>(c->output_bytes);
     }
     const uint64_t nid = node.id;
     for (int t : op.outputs) produced(t, mb, &nid, 1);
