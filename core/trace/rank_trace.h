@@ -21,10 +21,11 @@ namespace sc {
 
 enum class TraceNodeKind : int { kCompute = 4, kSend = 5, kRecv = 6, kCollective = 7 };  // Chakra NodeType
 
-// A node's dependency ids: the size of a std::vector (24 bytes), but up to
-// two ids held inline, more on the heap. Most lowered nodes have one or
-// two dependencies, and programs hold millions of nodes: a heap block per
-// node would cost an allocation, its first-touch page faults and its free.
+// A node's dependency ids: 24 bytes (a std::vector's size on 64-bit
+// hosts), with up to two ids held inline, more on the heap. Most lowered
+// nodes have one or two dependencies, and programs hold millions of nodes:
+// a heap block per node would cost an allocation, its first-touch page
+// faults and its free.
 // The subset of std::vector's interface the code uses; iterators are
 // pointers.
 class DepList {
