@@ -351,6 +351,11 @@ std::optional<int> parse_or_exit(const std::string& command, const std::vector<s
   return std::nullopt;
 }
 
+void keep_until_exit(Generator&& gen) {
+  static std::vector<Generator>* kept = new std::vector<Generator>();
+  kept->push_back(std::move(gen));
+}
+
 int answer_request(const std::string& command, const Args& args, const Job& job, const std::string& op,
                    std::string* body) {
   int rc = kExitOk;
@@ -360,6 +365,7 @@ int answer_request(const std::string& command, const Args& args, const Job& job,
   req.op = op;
   req.generator = &*gen;
   Response res = RequestHandler().handle(req);
+  keep_until_exit(std::move(*gen));
   if (!res.ok()) return report_error(command, *res.error);
   *body = std::move(res.body);
   return kExitOk;

@@ -66,6 +66,13 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes);
 // (the process then exits by the signal). Prints the error and sets *rc on
 // failure.
 std::optional<Generator> build_generator(const std::string& command, const Args& args, const Job& job, int* rc);
+// Keeps a Generator alive until the process exits, deliberately never
+// destroyed: the CLI builds one job per process, and freeing its programs
+// (millions of trace nodes, one heap block or more each) after the output
+// is written costs as much as a tenth of inspect's and simulate's time for
+// nothing. It stays reachable from a static pointer, so LeakSanitizer does
+// not report it. CLI only: the wasm module and the library free theirs.
+void keep_until_exit(Generator&& gen);
 // Builds the job's Generator (budget, cancellation) and answers one request
 // of the request layer (core/api/request.h) for it: the response body in
 // *body and kExitOk, or the error reported and its exit code.

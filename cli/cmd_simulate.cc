@@ -88,8 +88,9 @@ int cmd_simulate(const std::vector<std::string>& argv) {
       return usage_error(kCmd, "--sweep-concurrency must be a comma-separated list of 1 to 64 positive integers (got '" +
                                    *args.get("--sweep-concurrency") + "')");
   }
-  Result<Generator> gen = Generator::create(job);
-  if (!gen.ok()) return report_error(kCmd, gen.error());
+  Result<Generator> built = Generator::create(job);
+  if (!built.ok()) return report_error(kCmd, built.error());
+  Generator* gen = &*built;
   if (job.inference() && values.empty()) {  // the job's own concurrency (as many as fit when 0)
     const auto summary = nlohmann::json::parse(gen->summary_json(), nullptr, false);
     values.push_back(summary["inference"]["concurrency"].get<int64_t>());
@@ -102,6 +103,7 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   Result<SimulateReport> r = simulate(*gen, o);
   if (!r.ok()) return report_error(kCmd, r.error());
   std::cout << (args.has("--json") ? simulate_json(*r) : simulate_text(*r));
+  keep_until_exit(std::move(*built));  // not freed: the process ends here
   return kExitOk;
 }
 

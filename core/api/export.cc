@@ -163,16 +163,16 @@ Result<RankEncoder> RankEncoder::create(const Generator& g) {
       n.name.clear();
       n.deps.clear();
       re.skeleton.nodes.push_back(std::move(n));
-      if (i < p.node_axis.size()) re.skeleton.node_axis.push_back(p.node_axis[i]);
+      if (i < p.node_axis.size()) re.skeleton.node_axis.push_back(re.skeleton.axis_id(p.axis_of(i)));
       if (i < p.peer_stage.size()) re.skeleton.peer_stage.push_back(p.peer_stage[i]);
       const int64_t ring = i < p.ring_offset.size() ? p.ring_offset[i] : 0;
-      re.skeleton.ring_offset.push_back(ring);
+      re.skeleton.ring_offset.push_back(static_cast<int8_t>(ring));
       Key key;
-      if (p.nodes[i].kind == TraceNodeKind::kCollective && i < p.node_axis.size() && !p.node_axis[i].empty()) {
-        key.axis = p.node_axis[i];
+      if (p.nodes[i].kind == TraceNodeKind::kCollective && i < p.node_axis.size() && !p.axis_of(i).empty()) {
+        key.axis = p.axis_of(i);
       } else if (p.nodes[i].kind != TraceNodeKind::kCollective && ring != 0) {
         key.peer = true;
-        key.axis = p.node_axis[i];
+        key.axis = p.axis_of(i);
         key.ring = ring;
       } else if (p.nodes[i].kind != TraceNodeKind::kCollective && i < p.peer_stage.size() && p.peer_stage[i] >= 0) {
         key.peer = true;

@@ -281,10 +281,10 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
   std::map<std::string, int, std::less<>> by_name;
   for (size_t i = 0; i < g.ops.size(); ++i) by_name.emplace(g.ops[i].name, static_cast<int>(i));
   std::vector<char> f_reader(px.layers.size(), 0), b_reader(px.layers.size(), 0);
-  for (const TraceNode& n : prog.nodes) {
+  for (size_t i = 0; i < prog.nodes.size(); ++i) {
+    const TraceNode& n = prog.nodes[i];
     if (n.kind != TraceNodeKind::kCompute) continue;
-    std::string_view rest = n.name;
-    if (rest.rfind("mb", 0) == 0) rest.remove_prefix(std::min(rest.size(), rest.find('.') + 1));
+    std::string_view rest = prog.name_suffix(i);
     const bool fwd = rest.rfind("fwd.", 0) == 0, bwd = rest.rfind("bwd.", 0) == 0;
     if (!fwd && !bwd) continue;  // the optimizer is left out of the bound
     rest.remove_prefix(4);
@@ -330,8 +330,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
     std::vector<Part*> node_part(prog.nodes.size(), nullptr);
     for (size_t i = 0; i < prog.nodes.size(); ++i) {
       const TraceNode& n = prog.nodes[i];
-      std::string_view rest = n.name;
-      if (rest.rfind("mb", 0) == 0) rest.remove_prefix(std::min(rest.size(), rest.find('.') + 1));
+      std::string_view rest = prog.name_suffix(i);
       if (rest.rfind("fwd.", 0) != 0 && rest.rfind("bwd.", 0) != 0) continue;
       const bool is_fwd = rest.rfind("fwd.", 0) == 0;
       rest.remove_prefix(4);
@@ -343,7 +342,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
         r = r.substr(0, dot);
       }
       node_part[i] = op >= 0 ? part_of_op(op) : nullptr;
-      const std::string& axis = prog.node_axis[i];
+      const std::string& axis = prog.axis_of(i);
       if (n.kind != TraceNodeKind::kCollective) continue;
       if (axis == "tp" || axis == "cp") coll_us[i] = collective_micros(net, axis == "tp" ? tp_shape : cp_shape, n.coll, n.comm_size);
       else if (axis == "ep") coll_us[i] = best_shape_micros(net, k.ep, n.coll, n.comm_size);

@@ -17,7 +17,8 @@ using json = nlohmann::json;
 
 // Node names are "[mbN.]fwd|bwd|opt.<op name>[.stepJ|.kv_sendJ|...]"
 // (trace/lower.cc). Zero-bubble moves weight-gradient GEMMs into W steps.
-void label_nodes(const GeneratorState& s, int64_t stage, SimStage* out) {
+// Micro-batches only for a timeline (its only reader).
+void label_nodes(const GeneratorState& s, int64_t stage, bool micro_batches, SimStage* out) {
   const Graph& g = s.graph_of(stage);
   const RoleProgram& p = s.program_of(stage);
   std::set<std::string, std::less<>> wgrad;
@@ -26,22 +27,20 @@ void label_nodes(const GeneratorState& s, int64_t stage, SimStage* out) {
       if (o.wgrad) wgrad.insert(o.name);
   out->program = &p;
   out->phase.resize(p.nodes.size());
-  out->micro_batch.resize(p.nodes.size());
+  if (micro_batches) out->micro_batch.resize(p.nodes.size());
+  const auto phase_of = [&](std::string_view rest) {
+    if (rest.starts_with("opt.")) return SimPhase::kOptimizer;
+    if (rest.starts_with("bwd.")) return wgrad.count(rest.substr(4)) ? SimPhase::kWeight : SimPhase::kBackward;
+    return SimPhase::kForward;
+  };
+  // Per name suffix (shared by the micro-batches), then per node.
+  std::vector<SimPhase> suffix_phase;
+  suffix_phase.reserve(p.name_suffixes.size());
+  for (const std::string& x : p.name_suffixes) suffix_phase.push_back(phase_of(x));
   for (size_t i = 0; i < p.nodes.size(); ++i) {
-    const std::string_view n = p.nodes[i].name;
-    size_t at = 0;
-    int32_t mb = -1;
-    if (n.starts_with("mb")) {
-      size_t dot = n.find('.');
-      mb = static_cast<int32_t>(std::strtol(n.data() + 2, nullptr, 10));
-      at = dot == std::string_view::npos ? n.size() : dot + 1;
-    }
-    out->micro_batch[i] = mb;
-    const std::string_view rest = n.substr(at);
-    SimPhase ph = SimPhase::kForward;
-    if (rest.starts_with("opt.")) ph = SimPhase::kOptimizer;
-    else if (rest.starts_with("bwd.")) ph = wgrad.count(rest.substr(4)) ? SimPhase::kWeight : SimPhase::kBackward;
-    out->phase[i] = ph;
+    if (micro_batches) out->micro_batch[i] = p.micro_batch_of(i);
+    const bool shared = i < p.name_ref.size() && p.name_ref[i] != RoleProgram::kStoredName;
+    out->phase[i] = shared ? suffix_phase[p.name_ref[i]] : phase_of(p.name_suffix(i));
   }
 }
 
@@ -69,7 +68,7 @@ Result<SimulateReport> simulate_state(const GeneratorState& s, const SimulateOpt
   if (o.comm_sm_share_domain >= 0) r.network.comm_sm_share_domain = o.comm_sm_share_domain;
   if (o.comm_sm_share_scale_out >= 0) r.network.comm_sm_share_scale_out = o.comm_sm_share_scale_out;
   std::vector<SimStage> stages(static_cast<size_t>(s.num_stages()));
-  for (int64_t st = 0; st < s.num_stages(); ++st) label_nodes(s, st, &stages[static_cast<size_t>(st)]);
+  for (int64_t st = 0; st < s.num_stages(); ++st) label_nodes(s, st, o.timeline, &stages[static_cast<size_t>(st)]);
   const int64_t max_key = s.groups.empty() ? 0 : s.groups.rbegin()->first;
   SimOptions so;
   so.exhaustive = o.exhaustive;

@@ -80,6 +80,14 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
     act_by_layer[layer] += b;
     act_per_mb += b;
   }
+  // Per axis index first (a map lookup by name per node is costly on
+  // millions of nodes), by name after.
+  std::vector<int64_t> axis_bytes(prog.axes.size(), 0);
+  std::vector<char> axis_used(prog.axes.size(), 0);
+  // The same per collective type (Chakra's enum values, small).
+  std::map<int, std::pair<int64_t, int64_t>> by_type;  // bytes, count
+  int last_type = -1;
+  std::pair<int64_t, int64_t>* last_entry = nullptr;
   for (size_t i = 0; i < prog.nodes.size(); ++i) {
     const TraceNode& n = prog.nodes[i];
     if (n.kind == TraceNodeKind::kCompute) {
@@ -87,14 +95,23 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
       f.compute_us += n.duration_micros;
       ++f.n_compute;
     } else if (n.kind == TraceNodeKind::kCollective) {
-      f.bytes_by_type[collective_name(n.coll)] += n.comm_size;
-      f.count_by_type[collective_name(n.coll)] += 1;
-      f.bytes_by_axis[prog.node_axis[i]] += n.comm_size;
+      if (static_cast<int>(n.coll) != last_type) last_type = static_cast<int>(n.coll), last_entry = &by_type[last_type];
+      last_entry->first += n.comm_size;
+      last_entry->second += 1;
+      axis_bytes[prog.node_axis[i]] += n.comm_size;
+      axis_used[prog.node_axis[i]] = 1;
       ++f.n_coll;
     } else {
       if (n.kind == TraceNodeKind::kSend) f.p2p_bytes += n.comm_size;
       ++f.n_p2p;
     }
+  }
+  for (size_t a = 0; a < prog.axes.size(); ++a)
+    if (axis_used[a]) f.bytes_by_axis[prog.axes[a]] += axis_bytes[a];
+  for (const auto& [type, v] : by_type) {
+    const char* name = collective_name(static_cast<CollectiveType>(type));
+    f.bytes_by_type[name] += v.first;
+    f.count_by_type[name] += v.second;
   }
   // ZeRO shards optimizer state (1), gradients (2) and parameters (3) over
   // the sharding group (dp x cp, or HSDP's shard group); routed experts'
@@ -160,23 +177,10 @@ json pipeline_figures(const GeneratorState& s) {
               {"bubble_fraction_formula", p.pp == 1 ? 0.0
                                           : static_cast<double>(p.pp - 1) /
                                                 static_cast<double>(p.virtual_stages * m)}};
-  // The programs are read in place; only the peers' stages are written
-  // (a ring-attention neighbour is on the same stage).
-  std::vector<const std::vector<TraceNode>*> stages;
-  std::vector<std::vector<int64_t>> peers(static_cast<size_t>(p.pp));
-  for (int64_t st = 0; st < p.pp; ++st) {
-    const RoleProgram& prog = s.program_of(st);
-    stages.push_back(&prog.nodes);
-    auto& v = peers[static_cast<size_t>(st)];
-    v.assign(prog.nodes.size(), -1);
-    for (size_t i = 0; i < prog.nodes.size(); ++i) {
-      const TraceNodeKind k = prog.nodes[i].kind;
-      if (k != TraceNodeKind::kSend && k != TraceNodeKind::kRecv) continue;
-      const bool ring = i < prog.ring_offset.size() && prog.ring_offset[i] != 0;
-      v[i] = ring ? st : prog.peer_stage[i];
-    }
-  }
-  PipelineTiming timing = replay_pipeline(stages, peers);
+  // The programs are read in place.
+  std::vector<const RoleProgram*> stages;
+  for (int64_t st = 0; st < p.pp; ++st) stages.push_back(&s.program_of(st));
+  PipelineTiming timing = replay_pipeline(stages);
   double makespan = 0, busiest = 0;
   for (size_t i = 0; i < stages.size(); ++i) {
     makespan = std::max(makespan, timing.end_micros[i]);

@@ -444,28 +444,20 @@ class PipelineReplay {
 // a stage pausing at a receive whose send is not computed yet. Returns false
 // (and the caller runs the events) when a condition fails or the stages
 // block each other.
-bool replay_by_longest_path(const std::vector<const std::vector<TraceNode>*>& nodes,
-                            const std::vector<std::vector<int64_t>>& peers, PipelineTiming& t) {
+// One pass per stage in id order; a send's end is recorded under its key
+// as its stage computes it, and a stage pauses at a receive whose send is
+// not recorded yet. peer_of(stage, node): the stage of a send/recv's peer.
+template <class PeerOf>
+bool replay_by_longest_path(const std::vector<const std::vector<TraceNode>*>& nodes, const PeerOf& peer_of,
+                            PipelineTiming& t) {
   const size_t S = nodes.size();
   t.busy_micros.assign(S, 0);
   t.end_micros.assign(S, 0);
   struct Send {
-    int64_t stage;
-    uint32_t node;
+    double end = 0;
     bool matched = false;
   };
   std::unordered_map<P2PKey, Send, P2PKeyHash> sends;
-  for (size_t r = 0; r < S; ++r) {
-    const auto& v = *nodes[r];
-    if (peers[r].size() < v.size()) return false;
-    for (size_t i = 0; i < v.size(); ++i) {
-      const TraceNode& x = v[i];
-      if (x.id != i) return false;
-      if (x.kind != TraceNodeKind::kSend) continue;
-      const P2PKey key{static_cast<int64_t>(r), peers[r][i], x.tag, x.comm_size};
-      if (!sends.emplace(key, Send{static_cast<int64_t>(r), static_cast<uint32_t>(i)}).second) return false;
-    }
-  }
   std::vector<std::vector<double>> fin(S);
   std::vector<size_t> cur(S, 0);
   std::vector<int64_t> last_compute(S, -1);
@@ -481,6 +473,7 @@ bool replay_by_longest_path(const std::vector<const std::vector<TraceNode>*>& no
       const size_t from = i;
       for (; i < v.size(); ++i) {
         const TraceNode& x = v[i];
+        if (x.id != i) return false;
         double ready = 0;
         for (uint64_t d : x.deps) {
           if (d >= i) return false;
@@ -488,13 +481,12 @@ bool replay_by_longest_path(const std::vector<const std::vector<TraceNode>*>& no
         }
         if (x.kind == TraceNodeKind::kRecv) {
           if (!x.deps.empty()) return false;
-          auto it = sends.find(P2PKey{peers[r][i], static_cast<int64_t>(r), x.tag, x.comm_size});
-          if (it == sends.end() || it->second.matched) return false;
-          const Send& s = it->second;
-          if (cur[static_cast<size_t>(s.stage)] <= s.node) break;  // its send is not computed yet
+          auto it = sends.find(P2PKey{peer_of(r, i), static_cast<int64_t>(r), x.tag, x.comm_size});
+          if (it == sends.end()) break;  // its send is not computed yet (if it never is, the stages stall)
+          if (it->second.matched) return false;
           it->second.matched = true;
           ++matched;
-          fin[r][i] = fin[static_cast<size_t>(s.stage)][s.node];
+          fin[r][i] = it->second.end;
         } else if (x.kind == TraceNodeKind::kCompute) {
           const int64_t prev = last_compute[r];
           if (prev >= 0 && std::find(x.deps.begin(), x.deps.end(), static_cast<uint64_t>(prev)) == x.deps.end())
@@ -508,6 +500,9 @@ bool replay_by_longest_path(const std::vector<const std::vector<TraceNode>*>& no
           }
         } else {
           fin[r][i] = ready;
+          if (x.kind == TraceNodeKind::kSend &&
+              !sends.emplace(P2PKey{static_cast<int64_t>(r), peer_of(r, i), x.tag, x.comm_size}, Send{ready}).second)
+            return false;  // a key twice
         }
       }
       if (i != from) progress = true;
@@ -535,8 +530,33 @@ PipelineTiming replay_pipeline(const std::vector<RankTrace>& stages) {
 PipelineTiming replay_pipeline(const std::vector<const std::vector<TraceNode>*>& stages,
                                const std::vector<std::vector<int64_t>>& peers) {
   PipelineTiming t;
-  if (replay_by_longest_path(stages, peers, t)) return t;
+  bool sized = peers.size() >= stages.size();
+  for (size_t r = 0; sized && r < stages.size(); ++r) sized = peers[r].size() >= stages[r]->size();
+  const auto peer_of = [&](size_t r, size_t i) { return peers[r][i]; };
+  if (sized && replay_by_longest_path(stages, peer_of, t)) return t;
   return replay_pipeline_events(stages, peers);
+}
+
+PipelineTiming replay_pipeline(const std::vector<const RoleProgram*>& stages) {
+  std::vector<const std::vector<TraceNode>*> nodes;
+  for (const RoleProgram* p : stages) nodes.push_back(&p->nodes);
+  // A ring-attention neighbour is on the same stage.
+  const auto peer_of = [&](size_t r, size_t i) -> int64_t {
+    const RoleProgram& p = *stages[r];
+    if (i < p.ring_offset.size() && p.ring_offset[i] != 0) return static_cast<int64_t>(r);
+    return i < p.peer_stage.size() ? p.peer_stage[i] : -1;
+  };
+  PipelineTiming t;
+  if (replay_by_longest_path(nodes, peer_of, t)) return t;
+  std::vector<std::vector<int64_t>> peers(stages.size());
+  for (size_t r = 0; r < stages.size(); ++r) {
+    peers[r].assign(nodes[r]->size(), -1);
+    for (size_t i = 0; i < nodes[r]->size(); ++i) {
+      const TraceNodeKind k = (*nodes[r])[i].kind;
+      if (k == TraceNodeKind::kSend || k == TraceNodeKind::kRecv) peers[r][i] = peer_of(r, i);
+    }
+  }
+  return replay_pipeline_events(nodes, peers);
 }
 
 PipelineTiming replay_pipeline_events(const std::vector<const std::vector<TraceNode>*>& stages,

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "trace/lower.h"  // RoleProgram
 #include "trace/rank_trace.h"
 
 namespace sc {
@@ -46,6 +47,9 @@ PipelineTiming replay_pipeline(const std::vector<RankTrace>& stages);
 // peers[i][j] is the stage of node j's send/recv peer on stage i.
 PipelineTiming replay_pipeline(const std::vector<const std::vector<TraceNode>*>& stages,
                                const std::vector<std::vector<int64_t>>& peers);
+// The same on lowered programs, read in place: a send/recv's peer is its
+// peer_stage, a ring-attention neighbour its own stage.
+PipelineTiming replay_pipeline(const std::vector<const RoleProgram*>& stages);
 // replay_pipeline computes the figures as a longest path where the
 // programs allow it (lowered programs do: replay.cc says when) and
 // otherwise replays events; this always replays events (for tests: both

@@ -143,7 +143,7 @@ class Engine {
       std::string at;
       for (size_t i = 0; i < nodes.size(); ++i)
         if (x.waiting[i] >= 0) {
-          at = " at node " + std::to_string(i) + " '" + nodes[i].name + "'";
+          at = " at node " + std::to_string(i) + " '" + st_[x.stage].program->node_name(i) + "'";
           break;
         }
       return make_error(ErrorCode::kInternal, "the job's programs do not run to completion: rank " +
@@ -158,6 +158,12 @@ class Engine {
     size_t total = 0;
     for (const SimStage& x : st_) total += x.program->nodes.size() + 1;
     infos_.assign(total, StagePlan::Info{});
+    // Children are filled stage by stage from a copy of the stage's
+    // dependencies (small, reused) rather than a second read of its nodes.
+    children_.clear();
+    children_.reserve(2 * total);
+    std::vector<size_t> child_off(st_.size());
+    std::vector<uint32_t> flat, flat_at, at;
     size_t base = 0;
     for (size_t s = 0; s < st_.size(); ++s) {
       const RoleProgram& p = *st_[s].program;
@@ -168,13 +174,30 @@ class Engine {
       pl.ndeps.assign(n, 0);
       std::map<int, int> axis_slot;
       std::map<PeerSpec, int> peer_slot;
+      // The program's axis indices as this engine's (interned at first use,
+      // in node order), and their comm kinds.
+      std::vector<int> gaxis(p.axes.size(), -1), gkind(p.axes.size());
+      for (size_t a = 0; a < p.axes.size(); ++a) gkind[a] = comm_kind_of_axis(p.axes[a]);
+      const auto global_axis = [&](uint8_t a) {
+        if (gaxis[a] < 0) gaxis[a] = axis_id(p.axes[a]);
+        return gaxis[a];
+      };
+      // Slots of the program's axes and of pipeline peers, cached in front
+      // of the maps (one lookup per node otherwise).
+      std::vector<int> coll_slot(p.axes.size(), -1);
+      int64_t last_peer_stage = -2;
+      int last_peer_slot = -1;
+      flat.clear();
+      flat_at.assign(n + 1, 0);
       for (size_t i = 0; i < n; ++i) {
         const TraceNode& x = p.nodes[i];
         if (x.id != i) return make_error(ErrorCode::kInternal, "stage " + std::to_string(s) + ": node ids out of order");
+        flat_at[i] = static_cast<uint32_t>(flat.size());
         for (uint64_t d : x.deps) {
           if (d >= i) return make_error(ErrorCode::kInternal, "stage " + std::to_string(s) + " node " + std::to_string(i) + ": dependency " + std::to_string(d) + " is not earlier");
           pl.info[d + 1].child_at++;
           pl.ndeps[i]++;
+          flat.push_back(static_cast<uint32_t>(d));
         }
         StagePlan::Info& in = pl.info[i];
         in.nk = static_cast<uint8_t>(x.kind);
@@ -185,45 +208,48 @@ class Engine {
         in.val = x.comm_size;
         in.tag = x.tag;
         in.coll = static_cast<uint8_t>(x.coll);
-        const std::string& ax = p.node_axis[i];
+        const uint8_t ax = p.node_axis[i];
         if (x.kind == TraceNodeKind::kCollective) {
-          int g = axis_id(ax);
-          auto [it, fresh] = axis_slot.emplace(g, static_cast<int>(pl.axes.size()));
-          if (fresh) pl.axes.push_back(g);
-          in.slot = it->second;
-          in.kind = static_cast<int8_t>(comm_kind_of_axis(ax));
+          if (coll_slot[ax] < 0) {
+            int g = global_axis(ax);
+            auto [it, fresh] = axis_slot.emplace(g, static_cast<int>(pl.axes.size()));
+            if (fresh) pl.axes.push_back(g);
+            coll_slot[ax] = it->second;
+          }
+          in.slot = coll_slot[ax];
+          in.kind = static_cast<int8_t>(gkind[ax]);
           if (opt_.streams == SimStreams::kAstra) in.stream = kComm;
           else in.stream = in.kind <= 2 ? kCompute : kReduce;  // tp, cp, ep: compute stream
         } else {
           PeerSpec ps;
           const int64_t off = i < p.ring_offset.size() ? p.ring_offset[i] : 0;
-          if (off != 0) ps.axis = axis_id(ax), ps.offset = off;
+          if (off != 0) ps.axis = global_axis(ax), ps.offset = off;
           else ps.stage = p.peer_stage[i];
-          auto [it, fresh] = peer_slot.emplace(ps, static_cast<int>(pl.peers.size()));
-          if (fresh) pl.peers.push_back(ps);
-          in.slot = it->second;
-          in.kind = static_cast<int8_t>(off != 0 ? comm_kind_of_axis(ax) : 3);
+          if (off == 0 && ps.stage == last_peer_stage) {
+            in.slot = last_peer_slot;
+          } else {
+            auto [it, fresh] = peer_slot.emplace(ps, static_cast<int>(pl.peers.size()));
+            if (fresh) pl.peers.push_back(ps);
+            in.slot = it->second;
+            if (off == 0) last_peer_stage = ps.stage, last_peer_slot = in.slot;
+          }
+          in.kind = static_cast<int8_t>(off != 0 ? gkind[ax] : 3);
           in.stream = x.kind == TraceNodeKind::kRecv ? -1
                          : (opt_.streams == SimStreams::kMegatron && off == 0) ? kCompute : kComm;
         }
       }
+      flat_at[n] = static_cast<uint32_t>(flat.size());
       for (size_t i = 0; i < n; ++i) pl.info[i + 1].child_at += pl.info[i].child_at;
       base += n + 1;
+      child_off[s] = children_.size();
+      children_.resize(children_.size() + pl.info[n].child_at);
+      uint32_t* child = children_.data() + child_off[s];
+      at.resize(n);
+      for (size_t i = 0; i < n; ++i) at[i] = pl.info[i].child_at;
+      for (size_t i = 0; i < n; ++i)
+        for (uint32_t k = flat_at[i]; k < flat_at[i + 1]; ++k) child[at[flat[k]]++] = static_cast<uint32_t>(i);
     }
-    size_t edges = 0;
-    for (const StagePlan& pl : plans_) edges += pl.info[pl.n].child_at;
-    children_.resize(edges);
-    edges = 0;
-    for (size_t s = 0; s < st_.size(); ++s) {
-      StagePlan& pl = plans_[s];
-      pl.child = children_.data() + edges;
-      edges += pl.info[pl.n].child_at;
-      std::vector<uint32_t> at(pl.n);
-      for (size_t i = 0; i < pl.n; ++i) at[i] = pl.info[i].child_at;
-      const auto& nodes = st_[s].program->nodes;
-      for (size_t i = 0; i < pl.n; ++i)
-        for (uint64_t d : nodes[i].deps) pl.child[at[d]++] = static_cast<uint32_t>(i);
-    }
+    for (size_t s = 0; s < st_.size(); ++s) plans_[s].child = children_.data() + child_off[s];
     return ok_status();
   }
 
@@ -364,7 +390,7 @@ class Engine {
     return ok_status();
   }
 
-  const TraceNode& node(int a, uint32_t i) const { return st_[actors_[a].stage].program->nodes[i]; }
+  std::string node_name(int a, uint32_t i) const { return st_[actors_[a].stage].program->node_name(i); }
 
   void init(int ai) {
     Actor& a = actors_[ai];
@@ -615,22 +641,38 @@ class Engine {
     r.stage = a.stage;
     r.rank = rank;
     // Sweep: compute busy, else the kinds of communication in flight.
-    struct Edge { double t; int kind; int delta; };  // kind -1 = compute
-    std::vector<Edge> edges;
+    // The order of edges at one time does not change the sweep (it
+    // attributes [prev, t) before the first edge at t), so any order by
+    // time will do: compute nodes run one at a time in id order, so their
+    // edges come sorted (checked); only communication's are sorted, and
+    // the sweep takes the earlier of the two lists' next edges. The lists
+    // are reused from stage to stage (fresh ones would be first-touched
+    // each time).
+    const auto by_time = [](const Edge& x, const Edge& y) { return x.t < y.t; };
+    std::vector<Edge>& comp = edge_scratch_[0];
+    std::vector<Edge>& comm = edge_scratch_[1];
+    comp.clear();
+    comm.clear();
     for (size_t i = 0; i < pl.n; ++i) {
       r.end = std::max(r.end, a.s[i].end);
       if (a.s[i].end <= a.s[i].start) continue;
-      edges.push_back({a.s[i].start, pl.info[i].kind, +1});
-      edges.push_back({a.s[i].end, pl.info[i].kind, -1});
+      std::vector<Edge>& to = pl.info[i].kind < 0 ? comp : comm;
+      to.push_back({a.s[i].start, pl.info[i].kind, +1});
+      to.push_back({a.s[i].end, pl.info[i].kind, -1});
       if (pl.info[i].kind < 0) r.busy += a.s[i].end - a.s[i].start;
     }
-    std::sort(edges.begin(), edges.end(), [](const Edge& x, const Edge& y) { return x.t < y.t; });
+    if (!std::is_sorted(comp.begin(), comp.end(), by_time)) std::sort(comp.begin(), comp.end(), by_time);
+    std::sort(comm.begin(), comm.end(), by_time);
     int active[kNumCommKinds + 1] = {0};
     double prev = 0, idle = 0;
     // Priority when several kinds are in flight: the order of kCommKinds
     // with dp last (gradient reductions overlap most).
-    for (size_t e = 0; e <= edges.size(); ++e) {
-      const double t = e < edges.size() ? edges[e].t : step_;
+    size_t ci = 0, mi = 0;
+    for (;;) {
+      const bool done = ci == comp.size() && mi == comm.size();
+      const bool from_comp = !done && (mi == comm.size() || (ci < comp.size() && !(comm[mi].t < comp[ci].t)));
+      const Edge* edge = done ? nullptr : from_comp ? &comp[ci] : &comm[mi];
+      const double t = done ? step_ : edge->t;
       if (t > prev && active[kNumCommKinds] == 0) {
         int k = -1;
         for (int j = 0; j < kNumCommKinds && k < 0; ++j)
@@ -638,10 +680,12 @@ class Engine {
         if (k >= 0) r.exposed[k] += t - prev;
         else idle += t - prev;
       }
-      if (e == edges.size()) break;
+      if (done) break;
       prev = std::max(prev, t);
-      const int slot = edges[e].kind < 0 ? kNumCommKinds : edges[e].kind;
-      active[slot] += edges[e].delta;
+      const int slot = edge->kind < 0 ? kNumCommKinds : edge->kind;
+      active[slot] += edge->delta;
+      if (from_comp) ++ci;
+      else ++mi;
     }
     r.bubble = idle;
     if (opt_.timeline) r.timeline = timeline(ai);
@@ -706,17 +750,17 @@ class Engine {
     for (;;) {
       const Actor& x = actors_[a];
       const int8_t kind = plans_[x.stage].info[n].kind;
-      const TraceNode& t = node(a, n);
+      const std::string name = node_name(a, n);
       std::string what = kind < 0 ? std::string("compute ") + compute_kind(x.stage, n) : std::string(kCommKinds[kind]) + " communication";
       by_what[what] += x.s[n].end - x.s[n].start;
       stages[what].insert(x.stage);
       covered += x.s[n].end - x.s[n].start;
-      if (count == 0) last_name = "stage " + std::to_string(x.stage) + " '" + t.name + "'";
+      if (count == 0) last_name = "stage " + std::to_string(x.stage) + " '" + name + "'";
       ++count;
       if (x.s[n].pred_actor < 0) {
         std::vector<std::string> lines;
         lines.push_back("critical path: " + std::to_string(count) + " nodes from stage " + std::to_string(x.stage) +
-                        " '" + t.name + "' to " + last_name + ", " + ms(step_));
+                        " '" + name + "' to " + last_name + ", " + ms(step_));
         std::vector<std::pair<double, std::string>> sorted;
         for (auto& [w, v] : by_what) sorted.push_back({-v, w});
         std::sort(sorted.begin(), sorted.end());
@@ -770,6 +814,8 @@ class Engine {
   std::unordered_map<uint64_t, Inst> insts_;
   std::unordered_map<P2PKey, P2P, P2PHash> p2p_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  struct Edge { double t; int kind; int delta; };  // stage_result's sweep; kind -1 = compute
+  mutable std::vector<Edge> edge_scratch_[2];
   double step_ = 0;
   int64_t nodes_ = 0;
 };

@@ -32,7 +32,7 @@ enum class SimPhase : uint8_t { kForward = 0, kBackward = 1, kWeight = 2, kOptim
 struct SimStage {
   const RoleProgram* program = nullptr;
   std::vector<SimPhase> phase;  // per node (compute nodes; others ignored)
-  std::vector<int32_t> micro_batch;  // per node, -1 when not per micro-batch
+  std::vector<int32_t> micro_batch;  // per node, -1 when not per micro-batch; only read (and filled) for a timeline
 };
 
 // Which CUDA stream a node runs on (docs/simulate.md, "Execution model").

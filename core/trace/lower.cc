@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 
 #include "base/cancel.h"
+#include "base/check.h"
 #include "cost/kernel_cost.h"
 #include "trace/schedule.h"
 
@@ -54,6 +56,8 @@ class Lowerer {
         expect += op.ring_axis.empty() ? 1 : 3 * static_cast<size_t>(std::max<int64_t>(1, bind_.at(op.ring_axis)));
       }
     p_.nodes.reserve(expect);
+    p_.name_ref.reserve(expect);
+    p_.node_mb.reserve(expect);
     p_.node_axis.reserve(expect);
     p_.peer_stage.reserve(expect);
     p_.ring_offset.reserve(expect);
@@ -104,12 +108,15 @@ class Lowerer {
   // weight-gradient ops (and what only they read) into W steps.
   void partition() {
     const size_t nt = g_.tensors.size(), no = g_.ops.size();
+    tensor_kind_.resize(nt);
+    for (size_t t = 0; t < nt; ++t) tensor_kind_[t] = static_cast<uint8_t>(g_.tensors[t].kind);
     tensor_bytes_.assign(nt, -1);
     expected_.assign(nt, 0);
     writes_.assign(nt, 0);
     done_.assign(no, 0);
     cost_.assign(no, OpCost{});
     kernel_us_.assign(no, -1.0);
+    op_axis_.assign(no, -1);
     if (kernel_model()) plan_ = plan_fusion(g_);
     std::set<int> w;
     if (o_.schedule == Schedule::kZeroBubble) {
@@ -152,7 +159,10 @@ class Lowerer {
     return true;
   }
 
-  bool persistent(int t) const { return g_.tensors[t].kind == TensorKind::kWeightGrad; }
+  // Tensor kinds in a dense array: read per input and output of every node,
+  // and a Tensor is large (a cache miss each).
+  TensorKind kind_of(int t) const { return static_cast<TensorKind>(tensor_kind_[static_cast<size_t>(t)]); }
+  bool persistent(int t) const { return kind_of(t) == TensorKind::kWeightGrad; }
 
   // Per micro-batch (mb -1: the optimizer phase) lookup tables, dense by
   // tensor and op id: the nodes that produced a tensor (a span of `pool`),
@@ -245,6 +255,8 @@ class Lowerer {
     uint64_t tensor_size = 0, duration_micros = 0;
     int64_t comm_size = 0;
     std::string suffix;  // "<phase>.<op name>"
+    uint32_t suffix_id = RoleProgram::kStoredName;  // in p_.name_suffixes, once a node of a micro-batch used it
+    int64_t output_bytes = -1;                      // a compute or collective node's, -1 until summed
   };
 
   bool kernel_model() const { return hw_.cost_model == HardwareProfile::CostModel::kKernel; }
@@ -302,7 +314,7 @@ class Lowerer {
     return us;
   }
 
-  Result<const OpCost*> cost_of(int id) {
+  Result<OpCost*> cost_of(int id) {
     OpCost& c = cost_[static_cast<size_t>(id)];
     if (c.ready) return &c;
     const Op& op = g_.ops[id];
@@ -370,24 +382,30 @@ class Lowerer {
       if (persistent(t) && op.phase != Phase::kOptimizer) add_nodes_of(t, mb, deps);
 
     if (!op.ring_axis.empty()) return emit_ring(op, id, mb, deps);
-    SC_ASSIGN_OR_RETURN(const OpCost* c, cost_of(id));
+    SC_ASSIGN_OR_RETURN(OpCost* c, cost_of(id));
     TraceNode node;
     node.id = p_.nodes.size();
+    // A micro-batch's node keeps (micro-batch, suffix) instead of its name.
+    uint32_t name_ref = RoleProgram::kStoredName;
     if (mb >= 0) {
-      const std::string m = std::to_string(mb);
-      node.name.reserve(3 + m.size() + c->suffix.size());
-      node.name.append("mb").append(m).append(".");
+      if (c->suffix_id == RoleProgram::kStoredName) {
+        c->suffix_id = static_cast<uint32_t>(p_.name_suffixes.size());
+        p_.name_suffixes.push_back(c->suffix);
+      }
+      name_ref = c->suffix_id;
+    } else {
+      node.name = c->suffix;
     }
-    node.name.append(c->suffix);
-    std::string axis;
+    uint8_t axis = 0;  // in p_.axes
     int64_t peer = -1;
     if (op.kind == OpKind::kCollective) {
       node.kind = TraceNodeKind::kCollective;
       node.coll = op.coll;
-      axis = op.axis;
+      axis = axis_of_op(id);
       node.comm_size = c->comm_size;
-      if (auto it = last_coll_.find(axis); it != last_coll_.end()) deps.push_back(it->second);
-      last_coll_[axis] = node.id;
+      if (last_coll_.size() <= axis) last_coll_.resize(axis + size_t{1}, -1);
+      if (last_coll_[axis] >= 0) deps.push_back(static_cast<uint64_t>(last_coll_[axis]));
+      last_coll_[axis] = static_cast<int64_t>(node.id);
     } else if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
       const bool send = op.kind == OpKind::kSend, bwd = op.phase == Phase::kBackward;
       node.kind = send ? TraceNodeKind::kSend : TraceNodeKind::kRecv;
@@ -412,16 +430,21 @@ class Lowerer {
     if (node.kind == TraceNodeKind::kRecv) {
       node.output_bytes = static_cast<uint64_t>(node.comm_size);
     } else if (node.kind != TraceNodeKind::kSend) {
-      for (int t : op.outputs) {
-        SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
-        node.output_bytes += static_cast<uint64_t>(shard(op, b));
+      if (c->output_bytes < 0) {  // the same in every micro-batch: summed once
+        uint64_t out = 0;
+        for (int t : op.outputs) {
+          SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
+          out += static_cast<uint64_t>(shard(op, b));
+        }
+        c->output_bytes = static_cast<int64_t>(out);
       }
+      node.output_bytes = static_cast<uint64_t>(c->output_bytes);
     }
     const uint64_t nid = node.id;
     for (int t : op.outputs) produced(t, mb, &nid, 1);
     state(mb).op_node[static_cast<size_t>(id)] = static_cast<int64_t>(nid);
     const int64_t at = static_cast<int64_t>(nid);
-    push(std::move(node), axis, peer, 0);
+    push(std::move(node), axis, peer, 0, mb, name_ref);
     return track_buffers(op, mb, at, at);
   }
 
@@ -431,7 +454,7 @@ class Lowerer {
   // reads it (through views). Weights and main gradients are resident and
   // counted apart.
   bool transient_kind(int t) const {
-    const TensorKind k = g_.tensors[t].kind;
+    const TensorKind k = kind_of(t);
     return k == TensorKind::kActivation || k == TensorKind::kMask || k == TensorKind::kGradient ||
            k == TensorKind::kInput;
   }
@@ -481,11 +504,21 @@ class Lowerer {
     return ok_status();
   }
 
-  void push(TraceNode node, const std::string& axis, int64_t peer_stage, int64_t ring_offset) {
+  // The index in p_.axes of a collective op's axis, interned once per op.
+  uint8_t axis_of_op(int id) {
+    int16_t& a = op_axis_[static_cast<size_t>(id)];
+    if (a < 0) a = g_.ops[id].axis.empty() ? 0 : p_.axis_id(g_.ops[id].axis);
+    return static_cast<uint8_t>(a);
+  }
+
+  void push(TraceNode node, uint8_t axis, int64_t peer_stage, int64_t ring_offset, int64_t mb,
+            uint32_t name_ref = RoleProgram::kStoredName) {
     p_.nodes.push_back(std::move(node));
+    p_.name_ref.push_back(name_ref);
+    p_.node_mb.push_back(static_cast<int32_t>(mb));
     p_.node_axis.push_back(axis);
-    p_.peer_stage.push_back(peer_stage);
-    p_.ring_offset.push_back(ring_offset);
+    p_.peer_stage.push_back(static_cast<int32_t>(peer_stage));
+    p_.ring_offset.push_back(static_cast<int8_t>(ring_offset));
   }
 
   // Ring attention in `degree` steps: step j computes on the K/V block it
@@ -510,6 +543,7 @@ class Lowerer {
     const int64_t rings = static_cast<int64_t>(ring_index_.size());
     const std::string prefix = mb_prefix(mb) + phase_name(op.phase) + "." + op.name;
     const std::set<uint64_t> inputs(deps.begin(), deps.end());
+    const uint8_t ring_axis = p_.axis_id(op.ring_axis);
     int64_t prev_recv = -1;
     uint64_t last = 0;
     for (int64_t j = 0; j < n; ++j) {
@@ -529,7 +563,7 @@ class Lowerer {
           x.tag = static_cast<int32_t>(tag);
           x.deps.assign(d.begin(), d.end());
           const int64_t node_id = static_cast<int64_t>(x.id);
-          push(std::move(x), op.ring_axis, -1, offset);
+          push(std::move(x), ring_axis, -1, offset, mb);
           return node_id;
         };
         last_send_ = p2p(".kv_send", TraceNodeKind::kSend,
@@ -556,7 +590,7 @@ class Lowerer {
       c.deps.assign(cd.begin(), cd.end());
       last_compute_ = static_cast<int64_t>(c.id);
       last = c.id;
-      push(std::move(c), "", -1, 0);
+      push(std::move(c), 0, -1, 0, mb);
       prev_recv = recv;
     }
     for (int t : op.outputs) produced(t, mb, &last, 1);
@@ -581,10 +615,12 @@ class Lowerer {
   bool grads_written_ = true;                   // a main grad was written since the last bucket scan (or none scanned yet)
   std::vector<char> done_;                      // per op
   std::vector<int64_t> tensor_bytes_;           // per tensor: local bytes, -1 until evaluated
+  std::vector<uint8_t> tensor_kind_;            // per tensor: its TensorKind
   std::vector<OpCost> cost_;                    // per op
   std::vector<double> kernel_us_;               // per op: kernel-model time without the floor, -1 until evaluated
   FusionPlan plan_;                             // kernel model: fused kernels
-  std::map<std::string, uint64_t> last_coll_;
+  std::vector<int64_t> last_coll_;  // per axis of p_.axes: the last collective's node, -1 if none
+  std::vector<int16_t> op_axis_;    // per op: axis_of_op, -1 until asked
   int64_t last_compute_ = -1, last_send_ = -1;
   std::vector<uint64_t> barrier_;  // deps of every op after the schedule
   std::map<int, int64_t> ring_index_;                     // ring-attention op -> index (tags)
@@ -615,17 +651,50 @@ Result<RoleProgram> lower_program(const Graph& g, const Bindings& bind, const Ha
   return Lowerer(g, bind, hw, o).run();
 }
 
+uint8_t RoleProgram::axis_id(const std::string& axis) {
+  for (size_t i = 0; i < axes.size(); ++i)
+    if (axes[i] == axis) return static_cast<uint8_t>(i);
+  SC_CHECK(axes.size() < 256, "more than 255 mesh axes in one program");
+  axes.push_back(axis);
+  return static_cast<uint8_t>(axes.size() - 1);
+}
+
+std::string RoleProgram::node_name(size_t node) const {
+  if (node >= name_ref.size() || name_ref[node] == kStoredName) return nodes[node].name;
+  const std::string& suffix = name_suffixes[name_ref[node]];
+  const std::string m = std::to_string(node_mb[node]);
+  std::string out;
+  out.reserve(3 + m.size() + suffix.size());
+  out.append("mb").append(m).append(".").append(suffix);
+  return out;
+}
+
+std::string_view RoleProgram::name_suffix(size_t node) const {
+  if (node < name_ref.size() && name_ref[node] != kStoredName) return name_suffixes[name_ref[node]];
+  std::string_view n = nodes[node].name;
+  if (n.starts_with("mb")) n.remove_prefix(std::min(n.size(), n.find('.') + 1));
+  return n;
+}
+
+int32_t RoleProgram::micro_batch_of(size_t node) const {
+  if (node < node_mb.size()) return node_mb[node];
+  const std::string& n = nodes[node].name;
+  return n.starts_with("mb") ? static_cast<int32_t>(std::strtol(n.c_str() + 2, nullptr, 10)) : -1;
+}
+
 RankTrace instantiate_rank(const RoleProgram& p, const RankLayout& layout, int64_t rank) {
   RankTrace t;
   t.rank = rank;
   t.nodes = p.nodes;
   for (size_t i = 0; i < t.nodes.size(); ++i) {
     TraceNode& n = t.nodes[i];
-    if (n.kind == TraceNodeKind::kCollective) n.group = layout.group_id(rank, p.node_axis[i]);
+    if (i < p.name_ref.size() && p.name_ref[i] != RoleProgram::kStoredName) n.name = p.node_name(i);
+    if (n.kind == TraceNodeKind::kCollective) n.group = layout.group_id(rank, p.axis_of(i));
     else if (n.kind != TraceNodeKind::kCompute && i < p.ring_offset.size() && p.ring_offset[i] != 0) {
-      const int64_t deg = layout.degree(p.node_axis[i]);
-      const int64_t c = (layout.coord(rank, p.node_axis[i]) + p.ring_offset[i] + deg) % deg;
-      n.peer = static_cast<int32_t>(layout.with_coord(rank, p.node_axis[i], c));
+      const std::string& axis = p.axis_of(i);
+      const int64_t deg = layout.degree(axis);
+      const int64_t c = (layout.coord(rank, axis) + p.ring_offset[i] + deg) % deg;
+      n.peer = static_cast<int32_t>(layout.with_coord(rank, axis, c));
     } else if (n.kind != TraceNodeKind::kCompute) {
       n.peer = static_cast<int32_t>(layout.with_coord(rank, "pp", p.peer_stage[i]));
     }

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -35,12 +36,36 @@
 namespace sc {
 
 struct RoleProgram {
-  std::vector<TraceNode> nodes;        // group / peer unset
-  std::vector<std::string> node_axis;  // per node: mesh axis of a collective, "" otherwise
-  std::vector<int64_t> peer_stage;     // per node: pipeline stage of a send/recv peer, -1 otherwise
+  std::vector<TraceNode> nodes;  // group / peer unset
+  // Per node: the mesh axis of a collective (or of a ring-attention
+  // send/recv), as an index into `axes` (axes[0] = "": none). An index,
+  // not a string per node: programs hold millions of nodes over a few axes.
+  std::vector<uint8_t> node_axis;
+  std::vector<std::string> axes = {""};
+  std::vector<int32_t> peer_stage;  // per node: pipeline stage of a send/recv peer, -1 otherwise
   // per node: for ring-attention sends/receives, the peer's offset along
-  // node_axis (+1 next, -1 previous in the ring); 0 otherwise
-  std::vector<int64_t> ring_offset;
+  // the node's axis (+1 next, -1 previous in the ring); 0 otherwise
+  std::vector<int8_t> ring_offset;
+
+  // Names. A node of a micro-batch is named "mb<N>.<suffix>"; its
+  // nodes[i].name is left empty and the name is kept as (micro-batch,
+  // index into name_suffixes), built on demand: a name per node would be
+  // a heap block per node (millions of them). kStoredName: nodes[i].name
+  // holds the name (the optimizer phase, ring-attention steps, programs
+  // built by hand). instantiate_rank writes every name into the trace.
+  static constexpr uint32_t kStoredName = UINT32_MAX;
+  std::vector<uint32_t> name_ref;   // per node (or empty: every name stored)
+  std::vector<int32_t> node_mb;     // per node: micro-batch, -1 for none (or empty: read from the name)
+  std::vector<std::string> name_suffixes;
+
+  const std::string& axis_of(size_t node) const { return axes[node_axis[node]]; }
+  std::string node_name(size_t node) const;
+  // The name without its "mb<N>." prefix.
+  std::string_view name_suffix(size_t node) const;
+  // The node's micro-batch, -1 when it belongs to none.
+  int32_t micro_batch_of(size_t node) const;
+  // The index of `axis` in `axes`, added if new.
+  uint8_t axis_id(const std::string& axis);
   // Activation bytes alive after each step of the schedule (saved for
   // backward), for the memory timeline; and its peak.
   std::vector<int64_t> activation_timeline;

@@ -205,10 +205,10 @@ TEST_CASE("request: a program naming an axis without groups is an internal error
   c.name = "L0.attn.ar";
   c.kind = TraceNodeKind::kCollective;
   prog.nodes = {TraceNode{}, c};
-  prog.node_axis = {"", "tp"};
+  prog.node_axis = {0, prog.axis_id("tp")};
   prog.peer_stage = {-1, -1};
   CHECK(check_role_program(prog, layout, 2, 0).ok());
-  prog.node_axis[1] = "dp";  // degree 1
+  prog.node_axis[1] = prog.axis_id("dp");  // degree 1
   Status s = check_role_program(prog, layout, 2, 1);
   REQUIRE_FALSE(s.ok());
   CHECK(s.error().code == ErrorCode::kInternal);
@@ -218,7 +218,7 @@ TEST_CASE("request: a program naming an axis without groups is an internal error
   send.name = "send";
   send.kind = TraceNodeKind::kSend;
   prog.nodes[1] = send;
-  prog.node_axis[1] = "";
+  prog.node_axis[1] = 0;
   prog.peer_stage[1] = 2;
   CHECK(check_role_program(prog, layout, 2, 0).error().message.find("peer stage 2 outside [0, 2)") !=
         std::string::npos);

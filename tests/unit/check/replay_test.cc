@@ -103,6 +103,17 @@ TEST_CASE("replay_pipeline: compute waits for its sends' producers, free communi
     std::vector<const std::vector<TraceNode>*> o = {&lone, &other};
     CHECK(!replay_pipeline(o, {{-1, 1}, {-1}}).completed);
   }
+  SUBCASE("a receive without its send hangs, and so does one of a key sent twice") {
+    std::vector<TraceNode> waits = {p2p(0, TraceNodeKind::kRecv, 3, {}), compute(1, 4, {0})};
+    std::vector<TraceNode> other = {compute(0, 1, {})};
+    std::vector<const std::vector<TraceNode>*> o = {&waits, &other};
+    CHECK(!replay_pipeline(o, {{1, -1}, {-1}}).completed);
+    std::vector<TraceNode> twice = {compute(0, 1, {}), p2p(1, TraceNodeKind::kSend, 3, {0}),
+                                    p2p(2, TraceNodeKind::kSend, 3, {0})};
+    std::vector<TraceNode> once = {p2p(0, TraceNodeKind::kRecv, 3, {}), compute(1, 4, {0})};
+    std::vector<const std::vector<TraceNode>*> d = {&twice, &once};
+    CHECK(!replay_pipeline(d, {{-1, 1, 1}, {0, -1}}).completed);
+  }
 }
 
 TEST_CASE("replay_pipeline: the longest path equals the event replay on lowered pipelines") {
@@ -139,6 +150,13 @@ TEST_CASE("replay_pipeline: the longest path equals the event replay on lowered 
     CHECK(ev.completed);
     CHECK(fast.busy_micros == ev.busy_micros);
     CHECK(fast.end_micros == ev.end_micros);
+    // The programs read in place (peers from their columns) give the same.
+    std::vector<const RoleProgram*> programs;
+    for (int64_t i = 0; i < s.num_stages(); ++i) programs.push_back(&s.program_of(i));
+    PipelineTiming in_place = replay_pipeline(programs);
+    CHECK(in_place.completed);
+    CHECK(in_place.busy_micros == ev.busy_micros);
+    CHECK(in_place.end_micros == ev.end_micros);
     double makespan = 0;
     for (double e : fast.end_micros) makespan = std::max(makespan, e);
     CHECK(makespan > 0);
