@@ -321,7 +321,7 @@ int load_job(const std::string& command, const Args& args, Job* job) {
   return kExitOk;
 }
 
-std::optional<Generator> build_generator(const std::string& command, const Args& args, const Job& job, int* rc) {
+std::optional<Generator> build_generator(const std::string& command, const Job& job, int* rc) {
   install_signal_cleanup();
   test_pause("build");  // tests: a signal here must stop the build below
   Result<Generator> gen = Generator::create(job);
@@ -356,10 +356,10 @@ void keep_until_exit(Generator&& gen) {
   kept->push_back(std::move(gen));
 }
 
-int answer_request(const std::string& command, const Args& args, const Job& job, const std::string& op,
+int answer_request(const std::string& command, const Job& job, const std::string& op,
                    std::string* body) {
   int rc = kExitOk;
-  std::optional<Generator> gen = build_generator(command, args, job, &rc);
+  std::optional<Generator> gen = build_generator(command, job, &rc);
   if (!gen) return rc;
   Request req;
   req.op = op;

@@ -65,7 +65,7 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes);
 // Generator::create with the CLI's guards: SIGINT/SIGTERM cancel the build
 // (the process then exits by the signal). Prints the error and sets *rc on
 // failure.
-std::optional<Generator> build_generator(const std::string& command, const Args& args, const Job& job, int* rc);
+std::optional<Generator> build_generator(const std::string& command, const Job& job, int* rc);
 // Keeps a Generator alive until the process exits, deliberately never
 // destroyed: the CLI builds one job per process, and freeing its programs
 // (millions of trace nodes, one heap block or more each) after the output
@@ -76,7 +76,7 @@ void keep_until_exit(Generator&& gen);
 // Builds the job's Generator (budget, cancellation) and answers one request
 // of the request layer (core/api/request.h) for it: the response body in
 // *body and kExitOk, or the error reported and its exit code.
-int answer_request(const std::string& command, const Args& args, const Job& job, const std::string& op,
+int answer_request(const std::string& command, const Job& job, const std::string& op,
                    std::string* body);
 
 // Builds and validates the job from --config and the override flags (flags

@@ -164,7 +164,7 @@ int cmd_generate(const std::vector<std::string>& argv) {
   }
   if (Status st = check_output_budget(job, opt, args.has("--allow-large")); !st.ok()) return report_error(kCmd, st.error());
   int rc = kExitOk;
-  std::optional<Generator> gen = build_generator(kCmd, args, job, &rc);
+  std::optional<Generator> gen = build_generator(kCmd, job, &rc);
   if (!gen) return rc;
   Result<ArchiveEncoder> enc = ArchiveEncoder::create(*gen);
   if (!enc.ok()) return report_error(kCmd, enc.error());

@@ -21,7 +21,7 @@ int cmd_graph(const std::vector<std::string>& argv) {
   Job job;
   if (int rc = load_job(cmd, args, &job); rc != kExitOk) return rc;
   std::string text;
-  if (int rc = answer_request(cmd, args, job, "graph", &text); rc != kExitOk) return rc;
+  if (int rc = answer_request(cmd, job, "graph", &text); rc != kExitOk) return rc;
   std::cout << text;
   return kExitOk;
 }

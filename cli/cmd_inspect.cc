@@ -180,7 +180,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
   Job job;
   if (int rc = load_job(kCmd, args, &job); rc != kExitOk) return rc;
   std::string summary;
-  if (int rc = answer_request(kCmd, args, job, "summary", &summary); rc != kExitOk) return rc;
+  if (int rc = answer_request(kCmd, job, "summary", &summary); rc != kExitOk) return rc;
   if (args.has("--json")) {
     std::cout << summary;
     return kExitOk;

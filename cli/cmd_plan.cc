@@ -371,7 +371,7 @@ int export_best(const Args& args, const PlanResult& r) {
   bool replace = false;
   if (Status st = check_output(dir, opt.format, opt.force, &replace); !st.ok()) return report_error(kCmd, st.error());
   int rc = kExitOk;
-  std::optional<Generator> gen = build_generator(kCmd, args, r.candidates.front().job, &rc);
+  std::optional<Generator> gen = build_generator(kCmd, r.candidates.front().job, &rc);
   if (!gen) return rc;
   opt.ranks = all_ranks(gen->world_size());
   Result<RankEncoder> enc = RankEncoder::create(*gen);

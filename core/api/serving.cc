@@ -30,7 +30,6 @@ struct Shape {
 };
 
 enum class Kind { kPrefill, kDecode, kMixed };
-const char* kind_name(Kind k) { return k == Kind::kPrefill ? "prefill" : k == Kind::kDecode ? "decode" : "mixed"; }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 

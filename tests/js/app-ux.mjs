@@ -74,15 +74,22 @@ export async function uxCases(context, base, only = '') {
     check(mid !== 'working' || spawned > spawned0, `the busy worker was replaced (${spawned0} -> ${spawned})`);
     console.log(`[app-ux] typing 1024 into dp (llama3-70b, tp 8, pp 8, gbs 2048): final summary ${(final.t - last).toFixed(0)} ms after the last key; dp 1 was ${mid === 'working' ? 'running' : 'refused as too large'}; ${spawned - spawned0} workers replaced`);
 
-    // A job within the budget that runs long enough to be superseded (dp 8:
-    // 256 micro-batches per rank, about a second of engine time since the
-    // memory pass of docs/performance.md), superseded by typing 512 while it
-    // runs. Checked 350 ms after the edit: past the 200 ms debounce, well
-    // before it ends.
+    // A job within the budget (dp 8: 256 micro-batches per rank, about a
+    // second of engine time), superseded by typing 512 while it runs. The
+    // worker is held 10 s before each request (selfTestHold), so the job is
+    // still running whatever the machine's speed: checked 700 ms after the
+    // edit (past the editor's 200 ms debounce); the replacement worker starts
+    // without the hold.
+    // The dp 1024 job's graph and simulation requests follow its summary
+    // (chained without a frame between them): wait until the worker is idle,
+    // or the next edit would replace the held worker.
+    await page.waitForFunction(() => document.body.dataset.state === 'ready' && window.stagecraftApp.engine().busy === 0, null, { timeout: 60_000 });
     await page.evaluate(() => { window.__shown.length = 0; window.__inputs.length = 0; });
+    await page.evaluate(() => window.stagecraftApp.selfTestHold(10_000));
+    check(await page.evaluate(() => window.stagecraftApp.engine().busy) === 0, 'nothing else queued behind the hold');
     const spawned1 = await page.evaluate(() => window.stagecraftApp.engine().spawned);
     await page.fill(dp, '8');
-    await page.waitForTimeout(350);
+    await page.waitForTimeout(700);
     check(await page.evaluate(() => document.body.dataset.state) === 'working', 'dp 8 is running');
     check(await page.$eval('#summary', (el) => el.classList.contains('stale')), 'the dp 1024 summary is marked stale meanwhile');
     check(/working/.test(await page.textContent('#job-status')), 'a working… line');

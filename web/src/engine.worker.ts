@@ -109,12 +109,23 @@ async function archive(wasm: WasmEngine, id: number, job: string, prefix: string
   return { ok: true, result: { blob, bytes, files } };
 }
 
+// selfTestHold: how long each later request holds this worker busy (ms).
+let holdMs = 0;
+
 async function handle(req: Request): Promise<{ reply: Reply; transfer: Transferable[] }> {
-  const payload = (req.payload ?? {}) as { job?: unknown; rank?: unknown; stage?: unknown; coords?: unknown; target?: unknown; prefix?: unknown; phase?: unknown; concurrency?: unknown };
+  const payload = (req.payload ?? {}) as { job?: unknown; rank?: unknown; stage?: unknown; coords?: unknown; target?: unknown; prefix?: unknown; phase?: unknown; concurrency?: unknown; ms?: unknown };
   if (req.type === 'cancel') {
     if (typeof payload.target === 'number') cancelled.add(payload.target);
     return { reply: { ok: true, result: { cancelled: true } }, transfer: [] };
   }
+  if (req.type === 'selfTestHold') {
+    if (typeof payload.ms !== 'number' || !(payload.ms >= 0 && payload.ms <= 60_000)) return { reply: fail('bad_request', 'ms must be a number in [0, 60000]', 'ms'), transfer: [] };
+    holdMs = payload.ms;
+    return { reply: { ok: true, result: { ms: holdMs } }, transfer: [] };
+  }
+  // Synchronous, as the engine's own calls are: the worker answers nothing
+  // else meanwhile.
+  for (const end = performance.now() + holdMs; performance.now() < end;);
   const wasm = await loadEngine();
   const job = typeof payload.job === 'string' ? payload.job : JSON.stringify(payload.job ?? null);
   const none: Transferable[] = [];

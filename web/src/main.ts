@@ -285,6 +285,7 @@ initPlan((planned) => {
   state: () => document.body.dataset.state,
   engine: () => ({ spawned: client.spawned, busy: client.busy }),
   selfTestAbort: () => client.request('selfTestAbort', {}).catch((e: EngineRequestError) => e.error),
+  selfTestHold: (ms: number) => client.request('selfTestHold', { ms }),
   planEngine: () => ({ spawned: planClient().spawned, busy: planClient().busy }),
   // Draws a plan answer without running the search (hand-made plans in tests).
   showPlan: (plan: Plan) => renderPlan(plan),

@@ -137,6 +137,10 @@ export interface Methods {
   // Test hook: fails like a wasm abort (engine_aborted); the client then
   // replaces the worker.
   selfTestAbort: [Record<string, never>, Record<string, never>];
+  // Test hook: every later request of this worker first holds it busy for
+  // `ms` (a worker replaced meanwhile starts without the hold), so a test of
+  // superseding a running job does not race the engine's speed.
+  selfTestHold: [{ ms: number }, { ms: number }];
 }
 export type MethodName = keyof Methods;
 
