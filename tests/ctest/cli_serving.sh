@@ -7,6 +7,8 @@
 # way; the concurrency sweep and the errors name their fields; serving
 # archives (zip, tar.gz, --ranks, --prefix, --force, interrupts) and the
 # KV transfer's bytes per pair by hand.
+# Outputs go to files before grep -q: `cmd | grep -q` under pipefail fails
+# when grep exits at its match and the writer, still writing, gets SIGPIPE.
 set -euo pipefail
 cli=${STAGECRAFT_CLI:?}
 out=$(mktemp -d)
@@ -32,7 +34,7 @@ for k in prefill decode mixed; do
   [ "$(ls "$out/llama/$k"/trace.*.et | wc -l)" -eq 8 ] || { echo "$k: expected 8 traces"; exit 1; }
   [ -f "$out/llama/$k/comm_groups.json" ]
   "$cli" validate "$out/llama/$k" >/dev/null
-  "$cli" replay "$out/llama/$k" | grep -q '^completed: 8 ranks'
+  "$cli" replay "$out/llama/$k" >"$out/replay.txt"; grep -q '^completed: 8 ranks' "$out/replay.txt"
 done
 grep -q '"kv_cache_bytes_per_token": 327680' "$out/llama/summary.json"
 
@@ -48,12 +50,12 @@ grep -q '^kv cache    70,272 bytes per token' "$out/ds.txt"
 [ "$(ls "$out/ds/prefill"/trace.*.et | wc -l)" -eq 16 ]
 [ "$(ls "$out/ds/decode"/trace.*.et | wc -l)" -eq 32 ]
 [ ! -e "$out/ds/mixed" ]
-"$cli" replay "$out/ds/decode" | grep -q '^completed: 32 ranks'
-"$cli" replay "$out/ds/prefill" | grep -q '^completed: 16 ranks'
+"$cli" replay "$out/ds/decode" >"$out/replay.txt"; grep -q '^completed: 32 ranks' "$out/replay.txt"
+"$cli" replay "$out/ds/prefill" >"$out/replay.txt"; grep -q '^completed: 16 ranks' "$out/replay.txt"
 # The KV cache moves from the 16 prefill ranks to the 32 decode ranks as send/recv.
 [ "$(ls "$out/ds/kv_transfer"/trace.*.et | wc -l)" -eq 48 ]
 "$cli" validate "$out/ds/kv_transfer" >/dev/null
-"$cli" replay "$out/ds/kv_transfer" | grep -q '^completed: 48 ranks'
+"$cli" replay "$out/ds/kv_transfer" >"$out/replay.txt"; grep -q '^completed: 48 ranks' "$out/replay.txt"
 # Serving archives (docs/export.md, "Inference jobs"): one archive holds
 # every part's folder; zip and tar.gz are deterministic and hold the
 # directory export's files byte for byte plus, per folder, astra-sim/ and a
@@ -147,12 +149,13 @@ for r in 0 1 2 3 4 5 6 7; do
 done
 recv=$(for r in 8 9 10 11; do "$cli" dump "$out/dis.dir/kv_transfer/trace.$r.et"; done | grep -c 'COMM_RECV_NODE.*comm_size=2064384$')
 [ "$recv" -eq 8 ] || { echo "decode ranks receive $recv pairs, expected 8"; exit 1; }
-"$cli" replay "$out/dis.x.zip/kv_transfer" | grep -q '^completed: 12 ranks'
+"$cli" replay "$out/dis.x.zip/kv_transfer" >"$out/replay.txt"; grep -q '^completed: 12 ranks' "$out/replay.txt"
 
 # --prefix names every folder's traces; --force replaces a previous serving
 # export (directory or archive) but nothing else.
 "$cli" generate --config "$out/dis.json" -o "$out/dis.p.zip" -q --prefix wl
-unzip -l "$out/dis.p.zip" | grep -q ' kv_transfer/wl\.11\.et$'
+unzip -l "$out/dis.p.zip" >"$out/list.txt"
+grep -q ' kv_transfer/wl\.11\.et$' "$out/list.txt"
 "$cli" generate --config "$out/dis.json" -o "$out/dis.dir" -q --force
 "$cli" generate --config "$out/dis.json" -o "$out/dis.a.zip" -q --force
 cmp "$out/dis.a.zip" "$out/dis.b.zip"
@@ -177,7 +180,8 @@ done
 # The sweep: one row per concurrency.
 "$cli" simulate --config "$out/serve.json" --sweep-concurrency 1,8,64 | tee "$out/sweep.txt"
 [ "$(grep -cE '^ +(1|8|64) ' "$out/sweep.txt")" -eq 3 ]
-"$cli" simulate --config "$out/serve.json" --sweep-concurrency 1,8 --json | grep -q '"tpot_seconds"'
+"$cli" simulate --config "$out/serve.json" --sweep-concurrency 1,8 --json >"$out/sweep.json"
+grep -q '"tpot_seconds"' "$out/sweep.json"
 
 # Errors name the field.
 echo '{"mode": "inference", "model": "llama3-70b", "training": {"seq_len": 4096}}' >"$out/bad.json"
@@ -201,7 +205,7 @@ for par in '{"tp": 2}' '{"tp": 2, "ep": 2}'; do
   "$cli" generate --config "$out/moe_tp.json" -o "$out/moe" -q
   for k in prefill decode mixed; do
     "$cli" validate "$out/moe/$k" >/dev/null
-    "$cli" replay "$out/moe/$k" | grep -q '^completed: 2 ranks'
+    "$cli" replay "$out/moe/$k" >"$out/replay.txt"; grep -q '^completed: 2 ranks' "$out/replay.txt"
   done
 done
 # Experts over more ranks than tp: refused, naming ep and the layout to use instead.
