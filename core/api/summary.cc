@@ -84,10 +84,8 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
   // millions of nodes), by name after.
   std::vector<int64_t> axis_bytes(prog.axes.size(), 0);
   std::vector<char> axis_used(prog.axes.size(), 0);
-  // The same per collective type (Chakra's enum values, small).
-  std::map<int, std::pair<int64_t, int64_t>> by_type;  // bytes, count
-  int last_type = -1;
-  std::pair<int64_t, int64_t>* last_entry = nullptr;
+  // The same per collective type (indexed by its enum value, small): bytes, count.
+  std::vector<std::pair<int64_t, int64_t>> by_type;
   for (size_t i = 0; i < prog.nodes.size(); ++i) {
     const TraceNode& n = prog.nodes[i];
     if (n.kind == TraceNodeKind::kCompute) {
@@ -95,9 +93,10 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
       f.compute_us += n.duration_micros;
       ++f.n_compute;
     } else if (n.kind == TraceNodeKind::kCollective) {
-      if (static_cast<int>(n.coll) != last_type) last_type = static_cast<int>(n.coll), last_entry = &by_type[last_type];
-      last_entry->first += n.comm_size;
-      last_entry->second += 1;
+      const size_t type = static_cast<size_t>(n.coll);
+      if (type >= by_type.size()) by_type.resize(type + 1);
+      by_type[type].first += n.comm_size;
+      by_type[type].second += 1;
       axis_bytes[prog.node_axis[i]] += n.comm_size;
       axis_used[prog.node_axis[i]] = 1;
       ++f.n_coll;
@@ -108,10 +107,11 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
   }
   for (size_t a = 0; a < prog.axes.size(); ++a)
     if (axis_used[a]) f.bytes_by_axis[prog.axes[a]] += axis_bytes[a];
-  for (const auto& [type, v] : by_type) {
+  for (size_t type = 0; type < by_type.size(); ++type) {
+    if (by_type[type].second == 0) continue;  // no collective of this type
     const char* name = collective_name(static_cast<CollectiveType>(type));
-    f.bytes_by_type[name] += v.first;
-    f.count_by_type[name] += v.second;
+    f.bytes_by_type[name] += by_type[type].first;
+    f.count_by_type[name] += by_type[type].second;
   }
   // ZeRO shards optimizer state (1), gradients (2) and parameters (3) over
   // the sharding group (dp x cp, or HSDP's shard group); routed experts'
