@@ -7,7 +7,8 @@ Every row must name a source, model and recipe the spec defines, a role
 (fit, check, or out_of_scope: a run of another framework), a published step time or tokens/s/GPU, and a layout whose
 GPU count divides by tp x cp x pp; every source must say where it is read
 (a repository with a 40-hex commit and paths, or a URL); the spec must state
-its split rule and have fit rows and check rows (or only out_of_scope rows); no two rows
+its split rule and have check rows (fit rows optional: a spec may only check
+constants fitted elsewhere), or only out_of_scope rows; no two rows
 may repeat the same run (layout, batch, source). The jobs are then built as
 table.py builds them. Exit 1 naming the spec, the row and the field on the
 first problem of each spec.
@@ -58,13 +59,16 @@ def problems(spec):
         if row["gpus"] % (row["tp"] * row["cp"] * row["pp"]):
             yield f"{where}.gpus: {row['gpus']} does not divide by tp x cp x pp"
         run = (row["source"], row["model"], row["gpus"], row["tp"], row["cp"], row["pp"], row["vp"], row["mbs"],
-               row["gbs"], row["seq"], json.dumps(row.get("model_overrides"), sort_keys=True))
+               row["gbs"], row["seq"], row.get("ep", 1), row.get("precision", spec["precision"]),
+               json.dumps(row.get("model_overrides"), sort_keys=True))
         if run in seen:
             yield f"{where}: the same run as an earlier row"
         seen.add(run)
     roles = {row["role"] for row in spec["rows"]}
-    if roles != {"out_of_scope"} and not {"fit", "check"} <= roles:
-        yield f"rows: need fit rows and check rows, or only out_of_scope rows (roles present: {sorted(roles)})"
+    if roles != {"out_of_scope"} and "check" not in roles:
+        yield f"rows: need check rows, or only out_of_scope rows (roles present: {sorted(roles)})"
+    if "fit" in roles and "fit" not in spec["split_rule"].lower():
+        yield "split_rule: has fit rows but does not say how they were chosen"
     for row in spec["rows"]:
         try:
             table.step_job(spec, row)
