@@ -129,7 +129,8 @@ def step_job(spec, row):
     # set, with the file they are read from) and gives the layout per row:
     # dp = GPUs / (tp cp pp); sequence parallelism with tp > 1 (Megatron's
     # recipes turn it on with tp); interleaved 1F1B when v > 1; the row's
-    # precision (default: the spec's), ep and parallel/training overrides.
+    # precision and hardware profile (default: the spec's), ep, network and
+    # parallel/training overrides.
     m = spec["models"][row["model"]]
     r = spec["recipes"][row["recipe"]]
     model = dict(m["model"])
@@ -154,7 +155,10 @@ def step_job(spec, row):
     if r.get("tp_comm_overlap_if_tp"):
         training["tp_comm_overlap"] = tp > 1
     training.update(row.get("training", {}))
-    return {"model": model, "parallel": parallel, "training": training, "hardware": spec["hardware"]}
+    job = {"model": model, "parallel": parallel, "training": training, "hardware": row.get("hardware", spec["hardware"])}
+    if "network" in row:
+        job["network"] = row["network"]
+    return job
 
 
 def published_step_seconds(row):
