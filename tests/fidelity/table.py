@@ -198,9 +198,9 @@ def render_step(spec, results):
     # (simulated - published) / published. Fit rows (the ones a constant
     # was fitted on), check rows and runs of other frameworks are reported
     # apart, each with its own summary line.
-    head = ("| run | source | GPUs | t | cp | p | v | d | seq | B | b | published | published s/iter | simulated s/iter "
-            "| error | FLOPs sim/pub | bubble | exposed comm (tp / cp / ep / pp / dp) s |")
-    rule = "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    head = ("| run | source | dtype | GPUs | t | cp | p | v | d | ep | seq | B | b | published | published s/iter "
+            "| simulated s/iter | error | FLOPs sim/pub | bubble | exposed comm (tp / cp / ep / pp / dp) s |")
+    rule = "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
     out, errs = {}, {}
     for role, _, _ in ROLES:
         out[role], errs[role] = [head, rule], []
@@ -227,8 +227,9 @@ def render_step(spec, results):
                      else f"{row['published_tokens_per_s_per_gpu']} tok/s/GPU")
         d = row["gpus"] // (row["tp"] * row["cp"] * row["pp"])
         out[row["role"]].append(
-            f"| {row['name']} | {row['source']} | {row['gpus']} | {row['tp']} | {row['cp']} | {row['pp']} | {row['vp']} "
-            f"| {d} | {row['seq']} | {row['gbs']} | {row['mbs']} | {published} | {pub:.3f} | {step:.3f} | {100 * err:+.1f}% "
+            f"| {row['name']} | {row['source']} | {row.get('precision', spec['precision'])} | {row['gpus']} | {row['tp']} "
+            f"| {row['cp']} | {row['pp']} | {row['vp']} | {d} | {row.get('ep', 1)} | {row['seq']} | {row['gbs']} | {row['mbs']} "
+            f"| {published} | {pub:.3f} | {step:.3f} | {100 * err:+.1f}% "
             f"| {'–' if ratio is None else f'{ratio:.3f}'} | {sim['bubble_fraction']:.3f} "
             f"| {e['tp']:.3f} / {e['cp']:.3f} / {e['ep']:.3f} / {e['pp']:.3f} / {e['dp']:.3f} |")
     lines = []
