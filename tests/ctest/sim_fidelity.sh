@@ -3,10 +3,30 @@
 # published runs of tests/fidelity/*.json are simulated again and each
 # table must match the doc byte for byte (no drift). Regenerate with
 # tests/fidelity/table.py ... --update (docs/fidelity.md says how).
+# Specs waiting for job keys of other branches (tests/fidelity/pending/)
+# are only checked to be well formed. tests/fidelity/fit.py is run on one
+# published row and must show the physics: a higher GEMM efficiency, a
+# shorter step.
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash"
 SRC="${STAGECRAFT_SOURCE_DIR:?}"
 for spec in "$SRC"/tests/fidelity/*.json; do
   TMPDIR="$WORK" python3 "$SRC/tests/fidelity/table.py" "$CLI" "$spec" "$SRC/docs/fidelity.md" || fail "$(basename "$spec")"
 done
+steps=("$SRC"/tests/fidelity/*.json "$SRC"/tests/fidelity/pending/*.json)
+mapfile -t steps < <(grep -l '"kind": "step"' "${steps[@]}" 2>/dev/null)
+if [[ ${#steps[@]} -gt 0 ]]; then
+  python3 "$SRC/tests/fidelity/spec_check.py" "${steps[@]}" || fail "spec_check"
+fi
+# fit.py on Narayanan et al.'s 18.4B row: the error must fall as
+# gemm_efficiency rises (0.70 -> 0.80 -> 0.90), one row, three columns.
+TMPDIR="$WORK" python3 "$SRC/tests/fidelity/fit.py" "$CLI" gemm_efficiency 0.7,0.8,0.9 \
+  "$SRC/tests/fidelity/narayanan2021-table1.json:18.4B" > fit.txt || fail "fit.py"
+python3 - fit.txt <<'PY' || fail "fit.py output"
+import re, sys
+rows = [l for l in open(sys.argv[1]) if l.startswith("| narayanan2021-table1: 18.4B |")]
+assert len(rows) == 1, rows
+errs = [float(x) for x in re.findall(r"([+-][0-9.]+)%", rows[0])]
+assert len(errs) == 3 and errs[0] > errs[1] > errs[2], errs
+PY
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]

@@ -117,12 +117,137 @@ def render_tflops(spec, results):
     return "\n".join(lines) + "\n"
 
 
+def padded_vocab(vocab, multiple, tp):
+    # Megatron-LM's _vocab_size_with_padding: up to a multiple of
+    # make_vocab_size_divisible_by x tp.
+    m = multiple * tp
+    return -(-vocab // m) * m
+
+
+def step_job(spec, row):
+    # A "step" spec names each run's model and recipe (the flags its authors
+    # set, with the file they are read from) and gives the layout per row:
+    # dp = GPUs / (tp cp pp); sequence parallelism with tp > 1 (Megatron's
+    # recipes turn it on with tp); interleaved 1F1B when v > 1; the row's
+    # precision and hardware profile (default: the spec's), ep, network and
+    # parallel/training overrides.
+    m = spec["models"][row["model"]]
+    r = spec["recipes"][row["recipe"]]
+    model = dict(m["model"])
+    model.update(row.get("model_overrides", {}))
+    if "pad_vocab" in m:
+        model["vocab"] = padded_vocab(model["vocab"], m["pad_vocab"], row["tp"])
+    tp, cp, pp, vp = row["tp"], row["cp"], row["pp"], row["vp"]
+    if row["gpus"] % (tp * cp * pp):
+        raise SystemExit(f"{row['name']}: {row['gpus']} GPUs do not divide by tp x cp x pp = {tp * cp * pp}")
+    parallel = {"tp": tp, "cp": cp, "pp": pp, "dp": row["gpus"] // (tp * cp * pp), "virtual_stages": vp,
+                "sequence_parallel": tp > 1, "zero": row.get("zero", r["zero"])}
+    if row.get("ep", 1) > 1:
+        parallel["ep"] = row["ep"]
+    parallel.update(r.get("parallel", {}))
+    parallel.update(row.get("parallel", {}))
+    precision = row.get("precision", spec["precision"])
+    training = {"seq_len": row["seq"], "micro_batch_size": row["mbs"], "global_batch_size": row["gbs"],
+                "schedule": "interleaved-1f1b" if vp > 1 else "1f1b", "dtype": precision}
+    if precision == "fp8" and r["fp8_recipe"] is not None:  # JSON null: not given
+        training["fp8_recipe"] = r["fp8_recipe"]
+    training.update(r["training"])
+    if r.get("tp_comm_overlap_if_tp"):
+        training["tp_comm_overlap"] = tp > 1
+    training.update(row.get("training", {}))
+    job = {"model": model, "parallel": parallel, "training": training, "hardware": row.get("hardware", spec["hardware"])}
+    if "network" in row:
+        job["network"] = row["network"]
+    return job
+
+
+def published_step_seconds(row):
+    # The published step time, or the one a published tokens/s/GPU implies:
+    # B s / (GPUs x tokens/s/GPU).
+    if "published_step_seconds" in row:
+        return row["published_step_seconds"]
+    return row["gbs"] * row["seq"] / (row["gpus"] * row["published_tokens_per_s_per_gpu"])
+
+
+def flops_ratio(spec, row, sim):
+    # simulate's model FLOPs against the source's own count, where it gives
+    # one: a guard that the job is the model the source ran (not an error
+    # term: the table's error is in step time, which needs no FLOP count).
+    per_seq = sim["model_flops_per_step"] / row["gbs"]
+    if "published_model_tflops_per_gpu" in row:  # FLOPs per step / (GPUs x step), per sequence
+        pub = row["published_model_tflops_per_gpu"] * 1e12 * row["gpus"] * published_step_seconds(row) / row["gbs"]
+    elif "model_overrides" not in row and "published_model_flops_per_seq" in spec["models"][row["model"]]:
+        pub = spec["models"][row["model"]]["published_model_flops_per_seq"]
+    else:
+        return None
+    return per_seq / pub
+
+
+def summary_line(label, errors):
+    a = [abs(x) for x in errors]
+    return (f"{label}: {len(a)} rows; within 10%: {sum(1 for x in a if x <= 0.10)}, within 15%: "
+            f"{sum(1 for x in a if x <= 0.15)}; mean |error| {100 * sum(a) / len(a):.1f}%, largest {100 * max(a):.1f}%.")
+
+
+ROLES = (("fit", "Fit rows", "Fit rows"), ("check", "Check rows", "Check rows"),
+         ("out_of_scope", "Out of scope (another framework, not Megatron's options)", "Out-of-scope rows"))
+
+
+def render_step(spec, results):
+    # Rows that give a step time or tokens/s/GPU: the error is in step time,
+    # (simulated - published) / published. Fit rows (the ones a constant
+    # was fitted on), check rows and runs of other frameworks are reported
+    # apart, each with its own summary line.
+    head = ("| run | source | dtype | GPUs | t | cp | p | v | d | ep | seq | B | b | published | published s/iter "
+            "| simulated s/iter | error | FLOPs sim/pub | bubble | exposed comm (tp / cp / ep / pp / dp) s |")
+    rule = "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    out, errs = {}, {}
+    for role, _, _ in ROLES:
+        out[role], errs[role] = [head, rule], []
+    for row, sim in zip(spec["rows"], results):
+        if row["role"] not in out:
+            raise SystemExit(f"{row['name']}: role must be one of {[r[0] for r in ROLES]} (got {row['role']!r})")
+        if sim["world_size"] != row["gpus"]:
+            raise SystemExit(f"{row['name']}: the job has {sim['world_size']} ranks, the row {row['gpus']} GPUs")
+        pub = published_step_seconds(row)
+        ratio = flops_ratio(spec, row, sim)
+        # Sources count FLOPs their own way (NeMo's and Megatron-Bridge's
+        # counts differ from Megatron's formula by up to ~30%: causal or
+        # windowed attention counted at its executed share or not, the
+        # embedding in or out), so only a gross mismatch (a wrong model)
+        # fails.
+        if ratio is not None and not 2 / 3 <= ratio <= 1.5:
+            raise SystemExit(f"{row['name']}: simulate's model FLOPs are {ratio:.3f}x the source's count: "
+                             f"the job is not the model the row ran")
+        step = sim["step_seconds"]
+        err = (step - pub) / pub
+        errs[row["role"]].append(err)
+        e = sim["exposed_comm_seconds"]
+        published = (f"{row['published_step_seconds']} s" if "published_step_seconds" in row
+                     else f"{row['published_tokens_per_s_per_gpu']} tok/s/GPU")
+        d = row["gpus"] // (row["tp"] * row["cp"] * row["pp"])
+        out[row["role"]].append(
+            f"| {row['name']} | {row['source']} | {row.get('precision', spec['precision'])} | {row['gpus']} | {row['tp']} "
+            f"| {row['cp']} | {row['pp']} | {row['vp']} | {d} | {row.get('ep', 1)} | {row['seq']} | {row['gbs']} | {row['mbs']} "
+            f"| {published} | {pub:.3f} | {step:.3f} | {100 * err:+.1f}% "
+            f"| {'–' if ratio is None else f'{ratio:.3f}'} | {sim['bubble_fraction']:.3f} "
+            f"| {e['tp']:.3f} / {e['cp']:.3f} / {e['ep']:.3f} / {e['pp']:.3f} / {e['dp']:.3f} |")
+    lines = []
+    for role, heading, label in ROLES:
+        if errs[role]:
+            lines += ([""] if lines else []) + [f"{heading}:", ""] + out[role] + ["", summary_line(label, errs[role])]
+    return "\n".join(lines) + "\n"
+
+
 def main():
     cli, spec_path, spec, doc_path, update, name = docblock.args(__doc__)
-    tflops = spec.get("kind") == "tflops"
-    jobs = [row["job"] if tflops else job(spec, row) for row in spec["rows"]]
+    kind = spec.get("kind")
+    if kind == "step":
+        jobs = [step_job(spec, row) for row in spec["rows"]]
+    else:
+        jobs = [row["job"] if kind == "tflops" else job(spec, row) for row in spec["rows"]]
     results = docblock.run_all(cli, "simulate", jobs, name)
-    table = render_tflops(spec, results) if tflops else render(spec, results)
+    table = {"step": render_step, "tflops": render_tflops}.get(kind, render)(spec, results)
     docblock.sync(doc_path, name, table, update, "simulate", f"tests/fidelity/table.py CLI {spec_path} {doc_path}",
                   len(spec["rows"]))
 
