@@ -44,8 +44,9 @@ export function renderSimulation(el: HTMLElement, sim: Simulation): void {
     ...Object.entries(COMPUTE).filter(([k]) => kinds.has(k)).map(([k, [c, name]]) => h('li', {}, h('span', { class: 'swatch', style: `background:${c}` }), `${k} ${name}`)),
     h('li', {}, h('span', { class: 'swatch', style: 'background:#f1f3f5;border:1px solid #868e96' }), 'gap: waiting'),
     ...['tp', 'cp', 'ep', 'pp', 'dp'].filter((k) => kinds.has(k)).map((k) => h('li', {}, h('span', { class: 'swatch', style: `background:${AXIS_COLOR[k]}` }), `${k} communication (thin lane under the stage)`)),
-    h('li', {}, h('span', { class: 'swatch', style: 'background:#495057' }), 'solid: exposed (no compute beside it)'),
-    h('li', {}, h('span', { class: 'swatch', style: 'background:repeating-linear-gradient(90deg,#495057 0 2px,#fff 2px 4px)' }), 'striped: hidden under compute'));
+    ...(hiddenUs + exposedUs > 0 ? [
+      h('li', {}, h('span', { class: 'swatch', style: 'background:#495057' }), 'communication solid: exposed (no compute beside it)'),
+      h('li', {}, h('span', { class: 'swatch', style: 'background:repeating-linear-gradient(90deg,#495057 0 2px,#fff 2px 4px)' }), 'communication striped: hidden under compute')] : []));
   el.replaceChildren(h('h3', {}, 'Step time (simulated)'), cards, canvas, legend, table);
   el.dataset.step = String(sim.step_seconds);
   el.dataset.stages = String(sim.stages.length);
