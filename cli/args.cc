@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <tuple>
 
 #include "api/budget.h"
 #include "api/request.h"
@@ -90,6 +91,7 @@ std::string flag_for_path(const Args& args, const std::string& path) {
   }
   if (args.has("--hardware") && path.rfind("hardware", 0) == 0) return "--hardware";
   if (args.has("--sequence-parallel") && path == "training.seq_len") return "--sequence-parallel";
+  if (args.has("--overlap-param-gather") && path == "training.overlap_param_gather") return "--overlap-param-gather";
   return "";
 }
 
@@ -166,6 +168,10 @@ const std::vector<FlagSpec>& job_flags() {
       {"--recompute", nullptr, true, "R", "activation recomputation: none, selective, full"},
       {"--order", nullptr, true, "O", "rank layout, innermost first: megatron, llama3 or e.g. tp,cp,pp,dp"},
       {"--sequence-parallel", nullptr, false, "", "Megatron sequence parallelism"},
+      {"--tp-comm-overlap", nullptr, false, "", "Transformer Engine tp communication/GEMM overlap (tp > 1 with SP)"},
+      {"--overlap-grad-reduce", nullptr, false, "", "reduce gradient buckets during backward (the default)"},
+      {"--no-overlap-grad-reduce", nullptr, false, "", "reduce gradients after backward (Megatron-LM's default)"},
+      {"--overlap-param-gather", nullptr, false, "", "ZeRO 1/2: gather parameters during the next forward"},
       {"--seq-len", nullptr, true, "N", "sequence length in tokens"},
       {"--micro-batch-size", nullptr, true, "N", "sequences per micro-batch"},
       {"--global-batch-size", nullptr, true, "N", "sequences per iteration (default dp x micro-batch)"},
@@ -283,6 +289,13 @@ int load_job(const std::string& command, const Args& args, Job* job) {
     if (args.has("--sequence-parallel")) {
       if (nlohmann::json* s = section(j, "parallel")) (*s)["sequence_parallel"] = true;
     }
+    // Megatron-LM's overlap flags (training.<key> booleans).
+    for (const auto& [flag, key, value] : {std::tuple{"--tp-comm-overlap", "tp_comm_overlap", true},
+                                          std::tuple{"--overlap-grad-reduce", "overlap_grad_reduce", true},
+                                          std::tuple{"--no-overlap-grad-reduce", "overlap_grad_reduce", false},
+                                          std::tuple{"--overlap-param-gather", "overlap_param_gather", true}})
+      if (args.has(flag))
+        if (nlohmann::json* s = section(j, "training")) (*s)[key] = value;
     for (const StringFlag& f : kStringFlags) {
       const std::string* v = args.get(f.flag);
       if (!v) continue;

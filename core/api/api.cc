@@ -1,6 +1,7 @@
 #include "api/api.h"
 
 #include <cstdio>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -158,7 +159,11 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
                                                           : RecomputeMode::kNone;
     append_backward_and_optimizer(g, ao);
     propagate_shardings(g, propagation_options(bo));
-    const double bucket_bytes = t.dp_bucket_mb * 1024.0 * 1024.0;
+    // Without overlap_grad_reduce the gradients are reduced once, after
+    // the backward pass: one bucket, final when the last gradient is (the
+    // same trace as a dp_bucket_mb above the gradient bytes).
+    const double bucket_bytes =
+        t.overlap_grad_reduce ? t.dp_bucket_mb * 1024.0 * 1024.0 : std::numeric_limits<double>::infinity();
     SC_RETURN_IF_ERROR(bucket_dp_gradients(g, s->bind, bucket_bytes, grad_axis));
     if (bo.has_edp) SC_RETURN_IF_ERROR(bucket_dp_gradients(g, s->bind, bucket_bytes, "edp", "expert_grad_bucket"));
     apply_zero(g, static_cast<int>(p.zero), zaxes);
@@ -172,6 +177,10 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
     lo.schedule = t.schedule;
     lo.compute_dtype = t.dtype;
     lo.optimizer_bytes_per_param = t.optimizer_bytes_per_param;
+    // Userbuffers overlap the sequence-parallel collectives: without tp > 1
+    // and sequence parallelism there are none, and the option changes nothing.
+    lo.tp_comm_overlap = t.tp_comm_overlap && bo.sequence_parallel;
+    lo.overlap_param_gather = t.overlap_param_gather;
     SC_ASSIGN_OR_RETURN(RoleProgram prog, lower_program(g, s->bind, job.hardware, lo));
     SC_RETURN_IF_ERROR(check_role_program(prog, s->layout, p.pp, stage));
     s->stages.push_back({std::move(g), std::move(prog)});

@@ -243,7 +243,9 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
   // Dense weight gradients of at least a DDP bucket: each closes a bucket
   // of its own (parallel/buckets.cc closes a bucket once it holds
   // dp_bucket_mb), so a part has at least that many gradient buckets.
-  const double bucket_bytes = base.training.dp_bucket_mb * 1024.0 * 1024.0;
+  // (one bucket without overlap_grad_reduce, api.cc)
+  const double bucket_bytes = base.training.overlap_grad_reduce ? base.training.dp_bucket_mb * 1024.0 * 1024.0
+                                                                : std::numeric_limits<double>::infinity();
   std::set<int> big;  // by weight: a gradient and its reduced copies are one item
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     const Tensor& tt = g.tensors[t];

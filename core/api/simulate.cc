@@ -153,7 +153,11 @@ std::string simulate_json(const SimulateReport& r) {
                {"end_seconds", sig(s.end / 1e6)}};
     if (!s.timeline.empty()) {
       json iv = json::array();
-      for (const SimInterval& x : s.timeline) iv.push_back({round3(x.start), round3(x.end), x.kind, x.micro_batch});
+      for (const SimInterval& x : s.timeline) {
+        json e = {round3(x.start), round3(x.end), x.kind, x.micro_batch};
+        if (x.exposed >= 0) e.push_back(static_cast<int>(x.exposed));  // communication: 1 exposed, 0 hidden
+        iv.push_back(std::move(e));
+      }
       st["timeline"] = iv;
     }
     stages.push_back(st);

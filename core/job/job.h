@@ -19,7 +19,9 @@
 //                "dp_bucket_mb": 25, "optimizer": "adamw",
 //                "optimizer_bytes_per_param": 12,
 //                "schedule": "1f1b" | "gpipe" | "interleaved-1f1b" | "zero-bubble",
-//                "recompute": "none" | "selective" | "full"},
+//                "recompute": "none" | "selective" | "full",
+//                "tp_comm_overlap": false, "overlap_grad_reduce": true,
+//                "overlap_param_gather": false},
 //   "hardware": "h100"                  // or {"preset":"h100", overrides}
 //   "mode": "training" | "inference",   // inference: a "serving" section instead of
 //   "serving": {...}                    // "training" (docs/inference.md, job_serving.cc)
@@ -88,6 +90,16 @@ struct TrainingConfig {
   int64_t optimizer_bytes_per_param = 12;  // fp32 master + 2 moments
   Schedule schedule = Schedule::kOneFOneB;  // pipeline schedule (pp > 1)
   Recompute recompute = Recompute::kNone;   // activation recomputation
+  // Megatron-LM's overlap options (docs/parallelism.md, "Communication
+  // overlap"; docs/simulate.md). tp_comm_overlap: Transformer Engine
+  // userbuffers (tp > 1 with sequence parallelism only; elsewhere no
+  // effect). overlap_grad_reduce: gradient buckets reduced during backward
+  // (false: one reduction after backward). overlap_param_gather: the
+  // distributed optimizer's (ZeRO 1/2) parameter all-gather overlapped
+  // with the next forward (needs overlap_grad_reduce).
+  bool tp_comm_overlap = false;
+  bool overlap_grad_reduce = true;
+  bool overlap_param_gather = false;
 
   // Micro-batches per iteration per dp rank = B / (dp * b).
   int64_t num_micro_batches(const ParallelConfig& p) const {

@@ -100,6 +100,11 @@ std::string job_to_canonical_json(const Job& job) {
       {"schedule", schedule_name(t.schedule)},
       {"recompute", recompute_name(t.recompute)},
   };
+  // The overlap options only when not the default: the jobs written before
+  // them keep their canonical form, hence their config hash and trace bytes.
+  if (t.tp_comm_overlap) training["tp_comm_overlap"] = true;
+  if (!t.overlap_grad_reduce) training["overlap_grad_reduce"] = false;
+  if (t.overlap_param_gather) training["overlap_param_gather"] = true;
   Json hardware = {
       {"name", hw.name},
       {"peak_flops_fp32", hw.peak_flops_fp32},

@@ -221,6 +221,11 @@ static Status validate_layout(const Job& job) {
                       "must be > 0 and <= " + to_string(int64_t(limits::kMaxBucketMb)) + " MiB (got " +
                       jsonf::Json(t.dp_bucket_mb).dump() + ")", "training.dp_bucket_mb");
   }
+  if (t.overlap_param_gather && !t.overlap_grad_reduce) {  // Megatron-LM asserts the same
+    return make_error(ErrorCode::kInvalidArgument,
+                      "true needs training.overlap_grad_reduce true (Megatron-LM: --overlap-param-gather "
+                      "requires --overlap-grad-reduce)", "training.overlap_param_gather");
+  }
   if (t.dtype == DType::kInt64 || t.dtype == DType::kInt32 || t.dtype == DType::kUInt8) {
     return make_error(ErrorCode::kInvalidArgument,
                       std::string("must be a floating-point dtype (got ") + dtype_name(t.dtype) + ")",

@@ -69,8 +69,9 @@ struct NodeState {
 
 // Streams of a rank. ASTRA-sim's rule uses kCompute and kComm; Megatron's
 // puts tp/cp/ep collectives on kCompute, sends on kComm, dp reductions on
-// kReduce.
-inline constexpr int kCompute = 0, kComm = 1, kReduce = 2, kStreams = 3;
+// kReduce, and the tp collectives Transformer Engine overlaps with the
+// GEMMs (RoleProgram::side_stream) on kSide.
+inline constexpr int kCompute = 0, kComm = 1, kReduce = 2, kSide = 3, kStreams = 4;
 
 struct Actor {
   int stage = 0;
@@ -86,10 +87,10 @@ struct Actor {
   int32_t* waiting = nullptr;  // per node: unfinished dependencies, -1 once finished (Engine::waiting_)
   // Ready nodes per stream, lowest id first (a heap: cheaper than a set).
   std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> ready[kStreams];
-  bool busy[kStreams] = {false, false, false};
+  bool busy[kStreams] = {false, false, false, false};
   std::vector<int64_t> issued;  // per collective slot
   int64_t finished = 0;
-  int64_t last[kStreams] = {-1, -1, -1};
+  int64_t last[kStreams] = {-1, -1, -1, -1};
   // Compute slowed by communication kernels sharing the SMs (kMegatron):
   // the compute node in flight, its work left (µs at full speed) as of
   // seg_start, and how many overlapping transfers of each tier run.
@@ -219,6 +220,7 @@ class Engine {
           in.slot = coll_slot[ax];
           in.kind = static_cast<int8_t>(gkind[ax]);
           if (opt_.streams == SimStreams::kAstra) in.stream = kComm;
+          else if (i < p.side_stream.size() && p.side_stream[i]) in.stream = kSide;  // TE userbuffers
           else in.stream = in.kind <= 2 ? kCompute : kReduce;  // tp, cp, ep: compute stream
         } else {
           PeerSpec ps;
@@ -710,6 +712,13 @@ class Engine {
         comm[pl.info[i].kind].push_back({a.s[i].start, a.s[i].end, kCommKinds[pl.info[i].kind], mb});
       }
     }
+    // Compute coverage (compute nodes run one at a time, in order), to
+    // split each communication interval into hidden and exposed pieces.
+    std::vector<std::pair<double, double>> cover;
+    for (const SimInterval& x : out) {
+      if (!cover.empty() && x.start <= cover.back().second + 1e-9) cover.back().second = std::max(cover.back().second, x.end);
+      else cover.push_back({x.start, x.end});
+    }
     for (auto& v : comm) {
       std::sort(v.begin(), v.end(), [](const SimInterval& x, const SimInterval& y) { return x.start < y.start; });
       std::vector<SimInterval> merged;
@@ -721,7 +730,28 @@ class Engine {
           merged.push_back(x);
         }
       }
-      out.insert(out.end(), merged.begin(), merged.end());
+      size_t ci = 0;
+      for (const SimInterval& x : merged) {
+        while (ci < cover.size() && cover[ci].second <= x.start) ++ci;
+        double t = x.start;
+        for (size_t k = ci; t < x.end; ++k) {
+          // [t, a): no compute; [a, b): compute (clipped to the interval)
+          const double a = k < cover.size() ? std::clamp(cover[k].first, t, x.end) : x.end;
+          const double b = k < cover.size() ? std::clamp(cover[k].second, a, x.end) : x.end;
+          const auto piece = [&](double s0, double s1, int8_t e) {
+            if (s1 - s0 <= 1e-9) return;
+            SimInterval y = x;
+            y.start = s0, y.end = s1, y.exposed = e;
+            if (!out.empty() && out.back().kind == y.kind && out.back().exposed == e && s0 - out.back().end < 1e-9)
+              out.back().end = s1;
+            else
+              out.push_back(y);
+          };
+          piece(t, a, 1);
+          piece(a, b, 0);
+          t = b;
+        }
+      }
     }
     return out;
   }

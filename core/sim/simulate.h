@@ -61,6 +61,10 @@ struct SimInterval {
   // "F", "B", "W", "O" (compute phases) or a comm kind ("tp", ... "dp")
   const char* kind = "F";
   int32_t micro_batch = -1;
+  // Communication only: 1 when no compute ran beside it (exposed), 0 when
+  // compute ran all along (hidden); a transfer partly hidden is split into
+  // such pieces. -1 for compute.
+  int8_t exposed = -1;
 };
 
 struct SimStageResult {

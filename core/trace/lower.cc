@@ -62,10 +62,13 @@ class Lowerer {
     p_.peer_stage.reserve(expect);
     p_.ring_offset.reserve(expect);
     bufs_.reserve(expect);  // about one activation buffer per node: no regrowth copies
+    std::set<int> forward_seen;  // chunks whose first forward step was emitted
     for (size_t si = 0; si < steps.size(); ++si) {
       const Step& st = steps[si];
       SC_RETURN_IF_ERROR(check_cancelled("lowering"));
+      first_forward_ = !gather_seq_.empty() && st.kind == StepKind::kForward && forward_seen.insert(st.chunk).second;
       for (int id : seg_[{st.kind, st.chunk}]) {
+        if (first_forward_) SC_RETURN_IF_ERROR(param_gathers_before(id));
         SC_RETURN_IF_ERROR(emit(id, st.mb));
         // A bucket becomes ready only when a main grad is written: scan the
         // pending ones (in order, as each op is issued) only after a write.
@@ -80,6 +83,7 @@ class Lowerer {
           }
         }
       }
+      first_forward_ = false;
       if (st.mb >= 0 && st.mb < o_.micro_batches && last_step[static_cast<size_t>(st.mb)] == si) release(st.mb);
       // Saved activations live from a chunk's forward to its backward (to
       // its weight-gradient step when the schedule splits it off).
@@ -150,6 +154,85 @@ class Lowerer {
       for (int t : o.outputs)
         if (persistent(t)) expected_[t] += o_.micro_batches;
     }
+    if (o_.tp_comm_overlap) find_tp_overlap();
+    if (o_.overlap_param_gather) find_param_gathers();
+  }
+
+  // ---- Transformer Engine's tp communication overlap (tp_comm_overlap) ----
+  // Per op: how it is emitted. kRingGather: a sequence-parallel all-gather
+  // whose next op is the GEMM it feeds (forward: qkv, fc1; backward: the
+  // gathered output gradient of proj, fc2): TE's ring exchange, emitted
+  // with the GEMM in tp steps. kPipeGemm: a GEMM whose next op
+  // reduce-scatters its output (forward proj, fc2): TE's pipelined
+  // split, kTpSplits chunks. kBulk: a backward all-gather feeding only a
+  // weight-gradient GEMM, or the reduce-scatter of a dgrad GEMM's output:
+  // TE's bulk overlap, the collective whole on the side stream. kFused: the
+  // GEMM / reduce-scatter emitted with its partner.
+  enum TpFuse : uint8_t { kNone = 0, kRingGather, kPipeGemm, kBulk, kBulkGather, kFused };
+  static constexpr int64_t kTpSplits = 4;  // TE's num_splits for the pipelined reduce-scatter
+
+  bool tp_coll(const Op& o, CollectiveType c) const {
+    return o.kind == OpKind::kCollective && o.coll == c && o.axis == "tp";
+  }
+  static bool reads(const Op& o, int t) { return std::find(o.inputs.begin(), o.inputs.end(), t) != o.inputs.end(); }
+  bool layer_gemm(const Op& o) const { return o.kind == OpKind::kMatmul && o.layer >= 0; }
+
+  void find_tp_overlap() {
+    if (bind_.count("tp") == 0 || bind_.at("tp") < 2) return;
+    tp_fuse_.assign(g_.ops.size(), kNone);
+    for (auto& [key, ids] : seg_) {
+      for (size_t i = 0; i < ids.size(); ++i) {
+        const Op& o = g_.ops[ids[i]];
+        size_t j = i + 1;
+        while (j < ids.size() && g_.ops[ids[j]].kind == OpKind::kView) ++j;
+        const Op* next = j < ids.size() ? &g_.ops[ids[j]] : nullptr;
+        uint8_t& f = tp_fuse_[static_cast<size_t>(o.id)];
+        if (f != kNone) continue;
+        if (tp_coll(o, CollectiveType::kAllGather) && next && layer_gemm(*next) && reads(*next, o.outputs[0])) {
+          if (!next->wgrad) {
+            f = kRingGather;
+            partner_[o.id] = next->id;
+            tp_fuse_[static_cast<size_t>(next->id)] = kFused;
+            ring_index_[o.id] = static_cast<int64_t>(ring_index_.size());
+          } else if (o.phase != Phase::kForward) {
+            f = kBulkGather;
+          }
+        } else if (layer_gemm(o) && !o.wgrad && next && tp_coll(*next, CollectiveType::kReduceScatter) &&
+                   reads(*next, o.outputs[0])) {
+          f = kPipeGemm;
+          partner_[o.id] = next->id;
+          tp_fuse_[static_cast<size_t>(next->id)] = kFused;
+        } else if (tp_coll(o, CollectiveType::kReduceScatter) && o.phase != Phase::kForward) {
+          const int prod = g_.tensors[o.inputs[0]].producer;
+          if (prod >= 0 && layer_gemm(g_.ops[prod]) && !g_.ops[prod].wgrad) f = kBulk;
+        }
+      }
+    }
+  }
+
+  // ---- ZeRO 1/2's parameter all-gather in the next forward -----------------
+  // (overlap_param_gather). The step's per-bucket all-gathers move to the
+  // start of the iteration (the steady state: iteration i's gather runs
+  // during iteration i+1's forward): bucket k's gather is issued when the
+  // forward reaches the first op reading bucket k - 1 (Megatron's forward
+  // pre-hook dispatches the next bucket), and that op of the first forward
+  // of each chunk waits for its own bucket.
+  void find_param_gathers() {
+    for (int id : opt_) {
+      const Op& o = g_.ops[id];
+      if (o.kind != OpKind::kCollective || o.cause.kind != CauseKind::kZeroParamGatherAfterStep) continue;
+      for (int t : o.inputs) {
+        const int prod = g_.tensors[t].producer;
+        if (prod >= 0 && g_.ops[prod].kind == OpKind::kOptimizer) gather_of_weight_[g_.ops[prod].inputs[0]] = id;
+      }
+    }
+    // The gathers in the order the forward pass first reads their weights.
+    std::set<int> seen;
+    for (int c = 0; c < o_.virtual_stages; ++c)
+      for (int id : seg_[{StepKind::kForward, c}])
+        for (int t : g_.ops[id].inputs)
+          if (auto it = gather_of_weight_.find(t); it != gather_of_weight_.end() && seen.insert(it->second).second)
+            gather_seq_.push_back(it->second);
   }
 
   bool final_inputs(const Op& o) const {
@@ -358,6 +441,7 @@ class Lowerer {
 
   Status emit(int id, int64_t mb) {
     const Op& op = g_.ops[id];
+    if (!tp_fuse_.empty() && tp_fuse_[static_cast<size_t>(id)] == kFused) return ok_status();  // with its partner
     done_[static_cast<size_t>(id)] = 1;
     // Built in a reused buffer, copied once at its final size into the node.
     std::vector<uint64_t>& deps = deps_;
@@ -374,6 +458,10 @@ class Lowerer {
       return ok_status();
     }
     deps.insert(deps.end(), barrier_.begin(), barrier_.end());
+    if (!extra_deps_.empty()) {
+      deps.insert(deps.end(), extra_deps_.begin(), extra_deps_.end());
+      extra_deps_.clear();
+    }
     if (op.after_op >= 0)
       if (const int64_t n = state(mb).op_node[static_cast<size_t>(op.after_op)]; n >= 0)
         deps.push_back(static_cast<uint64_t>(n));
@@ -382,6 +470,17 @@ class Lowerer {
       if (persistent(t) && op.phase != Phase::kOptimizer) add_nodes_of(t, mb, deps);
 
     if (!op.ring_axis.empty()) return emit_ring(op, id, mb, deps);
+    uint8_t side = 0;
+    if (!tp_fuse_.empty()) {
+      const uint8_t f = tp_fuse_[static_cast<size_t>(id)];
+      if (f == kRingGather) return emit_ring_gather(op, id, mb, deps);
+      if (f == kPipeGemm) return emit_pipelined_gemm(op, id, mb, deps);
+      // Bulk overlap: beside the GEMMs; an all-gather for a weight-gradient
+      // GEMM is launched with the dgrad GEMM before it (TE issues it there).
+      if (f == kBulk || f == kBulkGather) side = 1;
+      if (f == kBulkGather && prev_compute_ >= 0) deps.push_back(static_cast<uint64_t>(prev_compute_));
+    }
+    if (pending_gather_dep_ >= 0) deps.push_back(static_cast<uint64_t>(pending_gather_dep_));
     SC_ASSIGN_OR_RETURN(OpCost* c, cost_of(id));
     TraceNode node;
     node.id = p_.nodes.size();
@@ -423,6 +522,7 @@ class Lowerer {
       node.tensor_size = c->tensor_size;
       node.duration_micros = c->duration_micros;
       if (last_compute_ >= 0) deps.push_back(static_cast<uint64_t>(last_compute_));
+      prev_compute_ = last_compute_;
       last_compute_ = static_cast<int64_t>(node.id);
     }
     sort_unique(deps);
@@ -444,8 +544,177 @@ class Lowerer {
     for (int t : op.outputs) produced(t, mb, &nid, 1);
     state(mb).op_node[static_cast<size_t>(id)] = static_cast<int64_t>(nid);
     const int64_t at = static_cast<int64_t>(nid);
-    push(std::move(node), axis, peer, 0, mb, name_ref);
+    push(std::move(node), axis, peer, 0, mb, name_ref, side);
     return track_buffers(op, mb, at, at);
+  }
+
+  // Before op `id` of a chunk's first forward step (overlap_param_gather):
+  // the gathers of the buckets it reads are issued (if not yet) and it waits
+  // for them; the next bucket's gather is issued behind the compute so far.
+  Status param_gathers_before(int id) {
+    const Op& op = g_.ops[id];
+    if (op.kind == OpKind::kView) return ok_status();
+    std::vector<uint64_t> waits;
+    for (int t : op.inputs) {
+      auto it = gather_of_weight_.find(t);
+      if (it == gather_of_weight_.end()) continue;
+      const auto at = std::find(gather_seq_.begin(), gather_seq_.end(), it->second);
+      for (auto k = gather_seq_.begin(); k <= at + 1 && k != gather_seq_.end(); ++k) {
+        if (done_[static_cast<size_t>(*k)]) continue;
+        pending_gather_dep_ = k == at + 1 ? last_compute_ : -1;
+        const Status st = emit(*k, -1);
+        pending_gather_dep_ = -1;
+        SC_RETURN_IF_ERROR(st);
+      }
+      waits.push_back(static_cast<uint64_t>(state(-1).op_node[static_cast<size_t>(it->second)]));
+    }
+    extra_deps_ = std::move(waits);
+    return ok_status();
+  }
+
+  // A GEMM split into n chunks: chunk j's FLOPs, bytes and duration (the
+  // whole GEMM's kernel time split evenly, at least 1 µs a chunk).
+  Status gemm_chunk(TraceNode& x, const OpCost& c, int64_t j, int64_t n) const {
+    const auto part = [&](uint64_t v) {
+      return static_cast<uint64_t>((static_cast<unsigned __int128>(v) * static_cast<uint64_t>(j + 1)) / static_cast<uint64_t>(n) -
+                                   (static_cast<unsigned __int128>(v) * static_cast<uint64_t>(j)) / static_cast<uint64_t>(n));
+    };
+    x.kind = TraceNodeKind::kCompute;
+    x.num_ops = static_cast<int64_t>(part(static_cast<uint64_t>(c.num_ops)));
+    x.tensor_size = std::max<uint64_t>(1, part(c.tensor_size));
+    x.duration_micros = std::max<uint64_t>(1, part(c.duration_micros));
+    return ok_status();
+  }
+
+  uint64_t push_compute_chunk(TraceNode x, std::vector<uint64_t> d, int64_t mb) {
+    if (last_compute_ >= 0) d.push_back(static_cast<uint64_t>(last_compute_));
+    sort_unique(d);
+    x.id = p_.nodes.size();
+    x.deps.assign(d.begin(), d.end());
+    prev_compute_ = last_compute_;
+    last_compute_ = static_cast<int64_t>(x.id);
+    const uint64_t id = x.id;
+    push(std::move(x), 0, -1, 0, mb);
+    return id;
+  }
+
+  // TE's ring exchange (tp_comm_overlap): the sequence-parallel all-gather
+  // `ag` and the GEMM it feeds run in tp steps; step j multiplies the
+  // sequence shard it holds (its own at j = 0) while sending that shard to
+  // the next tp rank and receiving the next one from the previous rank.
+  Status emit_ring_gather(const Op& ag, int id, int64_t mb, std::vector<uint64_t> in) {
+    const int mm_id = partner_.at(id);
+    const Op& mm = g_.ops[mm_id];
+    done_[static_cast<size_t>(mm_id)] = 1;
+    for (int t : mm.inputs)
+      if (t != ag.outputs[0]) add_nodes_of(t, mb, in);
+    sort_unique(in);
+    const int64_t n = bind_.at("tp");
+    SC_ASSIGN_OR_RETURN(OpCost* gc, cost_of(id));
+    const int64_t block = gc->comm_size;
+    SC_ASSIGN_OR_RETURN(OpCost* mc, cost_of(mm_id));
+    const OpCost c = *mc;
+    SC_ASSIGN_OR_RETURN(int64_t out_bytes, bytes_of(mm.outputs[0]));
+    const int64_t rings = static_cast<int64_t>(ring_index_.size());
+    const std::string prefix = mb_prefix(mb) + phase_name(ag.phase) + ".";
+    const uint8_t tp_axis = p_.axis_id("tp");
+    const bool bwd = ag.phase != Phase::kForward;
+    std::vector<uint64_t> gathered = in;  // the gathered tensor: the own shard and every received one
+    int64_t prev_recv = -1;
+    uint64_t first = p_.nodes.size(), last = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      int64_t recv = -1;
+      if (j + 1 < n) {
+        // Tags of their own (offset 2^30) so that they never meet a
+        // ring-attention or pipeline tag between the same two ranks.
+        const int64_t tag = (int64_t{1} << 30) + ((std::max<int64_t>(mb, 0) * rings + ring_index_.at(id)) * n + j) * 2 + (bwd ? 1 : 0);
+        if (tag > INT32_MAX)
+          return make_error(ErrorCode::kInvalidArgument,
+                            "too many ring-exchange steps for int32 message tags", "training.tp_comm_overlap");
+        TraceNode snd;
+        snd.id = p_.nodes.size();
+        snd.name = prefix + ag.name + ".ub_send" + std::to_string(j);
+        snd.kind = TraceNodeKind::kSend;
+        snd.comm_size = block;
+        snd.tag = static_cast<int32_t>(tag);
+        if (prev_recv >= 0) snd.deps = {static_cast<uint64_t>(prev_recv)};
+        else snd.deps.assign(in.begin(), in.end());
+        last_send_ = static_cast<int64_t>(snd.id);
+        push(std::move(snd), tp_axis, -1, +1, mb);
+        TraceNode rcv;
+        rcv.id = p_.nodes.size();
+        rcv.name = prefix + ag.name + ".ub_recv" + std::to_string(j);
+        rcv.kind = TraceNodeKind::kRecv;
+        rcv.comm_size = block;
+        rcv.output_bytes = static_cast<uint64_t>(block);
+        rcv.tag = static_cast<int32_t>(tag);
+        recv = static_cast<int64_t>(rcv.id);
+        gathered.push_back(rcv.id);
+        push(std::move(rcv), tp_axis, -1, -1, mb);
+      }
+      TraceNode x;
+      x.name = prefix + mm.name + ".chunk" + std::to_string(j);
+      SC_RETURN_IF_ERROR(gemm_chunk(x, c, j, n));
+      x.output_bytes = j + 1 == n ? static_cast<uint64_t>(out_bytes) : 0;  // the last chunk completes the output
+      last = push_compute_chunk(std::move(x), prev_recv >= 0 ? std::vector<uint64_t>{static_cast<uint64_t>(prev_recv)} : in, mb);
+      prev_recv = recv;
+    }
+    produced(ag.outputs[0], mb, gathered.data(), gathered.size());
+    for (int t : mm.outputs) produced(t, mb, &last, 1);
+    state(mb).op_node[static_cast<size_t>(id)] = static_cast<int64_t>(last);
+    state(mb).op_node[static_cast<size_t>(mm_id)] = static_cast<int64_t>(last);
+    SC_RETURN_IF_ERROR(track_buffers(ag, mb, static_cast<int64_t>(first), static_cast<int64_t>(last)));
+    return track_buffers(mm, mb, static_cast<int64_t>(last), static_cast<int64_t>(last));
+  }
+
+  // TE's pipelined reduce-scatter (tp_comm_overlap): the GEMM `mm` runs in
+  // kTpSplits chunks of its output rows; each chunk's reduce-scatter runs on
+  // the side stream while the next chunk computes.
+  Status emit_pipelined_gemm(const Op& mm, int id, int64_t mb, std::vector<uint64_t> in) {
+    const int rs_id = partner_.at(id);
+    const Op& rs = g_.ops[rs_id];
+    done_[static_cast<size_t>(rs_id)] = 1;
+    sort_unique(in);
+    SC_ASSIGN_OR_RETURN(OpCost* mc, cost_of(id));
+    const OpCost c = *mc;
+    SC_ASSIGN_OR_RETURN(OpCost* rc, cost_of(rs_id));
+    const int64_t rs_size = rc->comm_size;
+    SC_ASSIGN_OR_RETURN(int64_t mm_out, bytes_of(mm.outputs[0]));
+    SC_ASSIGN_OR_RETURN(int64_t rs_out, bytes_of(rs.outputs[0]));
+    const std::string prefix = mb_prefix(mb) + phase_name(mm.phase) + ".";
+    const uint8_t axis = axis_of_op(rs_id);
+    const int64_t k = kTpSplits;
+    const auto part = [&](int64_t v, int64_t j) { return v * (j + 1) / k - v * j / k; };
+    std::vector<uint64_t> scattered;
+    uint64_t first = p_.nodes.size(), last = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      TraceNode x;
+      x.name = prefix + mm.name + ".chunk" + std::to_string(j);
+      SC_RETURN_IF_ERROR(gemm_chunk(x, c, j, k));
+      x.output_bytes = static_cast<uint64_t>(part(mm_out, j));
+      last = push_compute_chunk(std::move(x), j == 0 ? in : std::vector<uint64_t>{}, mb);
+      TraceNode r;
+      r.id = p_.nodes.size();
+      r.name = prefix + rs.name + ".chunk" + std::to_string(j);
+      r.kind = TraceNodeKind::kCollective;
+      r.coll = rs.coll;
+      r.comm_size = std::max<int64_t>(1, part(rs_size, j));
+      r.output_bytes = static_cast<uint64_t>(part(rs_out, j));
+      std::vector<uint64_t> d = {last};
+      if (last_coll_.size() <= axis) last_coll_.resize(axis + size_t{1}, -1);
+      if (last_coll_[axis] >= 0) d.push_back(static_cast<uint64_t>(last_coll_[axis]));
+      sort_unique(d);
+      r.deps.assign(d.begin(), d.end());
+      last_coll_[axis] = static_cast<int64_t>(r.id);
+      scattered.push_back(r.id);
+      push(std::move(r), axis, -1, 0, mb, RoleProgram::kStoredName, 1);
+    }
+    for (int t : mm.outputs) produced(t, mb, &last, 1);
+    produced(rs.outputs[0], mb, scattered.data(), scattered.size());
+    state(mb).op_node[static_cast<size_t>(id)] = static_cast<int64_t>(last);
+    state(mb).op_node[static_cast<size_t>(rs_id)] = static_cast<int64_t>(scattered.back());
+    SC_RETURN_IF_ERROR(track_buffers(mm, mb, static_cast<int64_t>(first), static_cast<int64_t>(scattered.back())));
+    return track_buffers(rs, mb, static_cast<int64_t>(scattered.back()), static_cast<int64_t>(scattered.back()));
   }
 
   // Activation memory, buffer by buffer: an activation (mask, activation
@@ -512,7 +781,8 @@ class Lowerer {
   }
 
   void push(TraceNode node, uint8_t axis, int64_t peer_stage, int64_t ring_offset, int64_t mb,
-            uint32_t name_ref = RoleProgram::kStoredName) {
+            uint32_t name_ref = RoleProgram::kStoredName, uint8_t side = 0) {
+    if (!tp_fuse_.empty()) p_.side_stream.push_back(side);
     p_.nodes.push_back(std::move(node));
     p_.name_ref.push_back(name_ref);
     p_.node_mb.push_back(static_cast<int32_t>(mb));
@@ -588,6 +858,7 @@ class Lowerer {
       if (prev_recv >= 0) cd.insert(static_cast<uint64_t>(prev_recv));
       if (last_compute_ >= 0) cd.insert(static_cast<uint64_t>(last_compute_));
       c.deps.assign(cd.begin(), cd.end());
+      prev_compute_ = last_compute_;
       last_compute_ = static_cast<int64_t>(c.id);
       last = c.id;
       push(std::move(c), 0, -1, 0, mb);
@@ -622,6 +893,14 @@ class Lowerer {
   std::vector<int64_t> last_coll_;  // per axis of p_.axes: the last collective's node, -1 if none
   std::vector<int16_t> op_axis_;    // per op: axis_of_op, -1 until asked
   int64_t last_compute_ = -1, last_send_ = -1;
+  int64_t prev_compute_ = -1;                     // the compute node before last_compute_
+  std::vector<uint8_t> tp_fuse_;                  // per op: TpFuse (empty: tp_comm_overlap off or tp 1)
+  std::map<int, int> partner_;                    // kRingGather / kPipeGemm op -> its GEMM / reduce-scatter
+  std::map<int, int> gather_of_weight_;           // overlap_param_gather: weight -> its bucket's gather op
+  std::vector<int> gather_seq_;                   // those gathers in first-use order
+  bool first_forward_ = false;                    // emitting a chunk's first forward step
+  int64_t pending_gather_dep_ = -1;               // the next bucket's gather waits for this compute node
+  std::vector<uint64_t> extra_deps_;              // added to the next emitted node's deps
   std::vector<uint64_t> barrier_;  // deps of every op after the schedule
   std::map<int, int64_t> ring_index_;                     // ring-attention op -> index (tags)
   struct Buf { int64_t bytes, first, last; };

@@ -46,6 +46,11 @@ struct RoleProgram {
   // per node: for ring-attention sends/receives, the peer's offset along
   // the node's axis (+1 next, -1 previous in the ring); 0 otherwise
   std::vector<int8_t> ring_offset;
+  // Per node (empty when no node has it): 1 for a tensor-parallel
+  // collective that Transformer Engine's userbuffers run beside the GEMMs
+  // (tp_comm_overlap): the simulator puts it on a stream of its own
+  // instead of the compute stream (docs/simulate.md, "Streams").
+  std::vector<uint8_t> side_stream;
 
   // Names. A node of a micro-batch is named "mb<N>.<suffix>"; its
   // nodes[i].name is left empty and the name is kept as (micro-batch,
@@ -84,6 +89,13 @@ struct LowerOptions {
   Schedule schedule = Schedule::kOneFOneB;
   DType compute_dtype = DType::kBF16;
   int64_t optimizer_bytes_per_param = 12;
+  // Megatron-LM's overlap options (training.*, docs/parallelism.md
+  // "Communication overlap"): Transformer Engine's userbuffer overlap of
+  // the sequence-parallel all-gathers / reduce-scatters with their GEMMs
+  // (tp > 1 with sequence parallelism), and ZeRO 1/2's parameter
+  // all-gather overlapped with the next forward pass.
+  bool tp_comm_overlap = false;
+  bool overlap_param_gather = false;
 };
 
 Result<RoleProgram> lower_program(const Graph& g, const Bindings& bind, const HardwareProfile& hw,

@@ -2,7 +2,9 @@
 // tokens per second, bubble and exposed communication, and rank 0's
 // pipeline as one row per stage — compute blocks F (forward), B (backward),
 // W (weight gradients, zero-bubble), O (optimizer), gaps = waits — with
-// that stage's communication on a thin lane under it. Canvas (a pipeline
+// that stage's communication on a thin lane under it: solid where it was
+// exposed (no compute beside it), striped where compute hid it (the
+// engine's 5th timeline field: 1 exposed, 0 hidden). Canvas (a pipeline
 // has thousands of blocks); the per-stage table is the text alternative.
 import type { Simulation } from '../protocol';
 import { h, fmtUs, AXIS_COLOR } from '../util';
@@ -10,6 +12,8 @@ import { h, fmtUs, AXIS_COLOR } from '../util';
 const COMPUTE: Record<string, [string, string]> = {
   F: ['#1c7ed6', 'forward'], B: ['#e67700', 'backward'], W: ['#7048e8', 'weight gradients'], O: ['#495057', 'optimizer'],
 };
+// Communication entries carry a 5th field: 1 exposed, 0 hidden under compute.
+const exposedOf = (e: readonly unknown[]) => (e.length > 4 ? e[4] === 1 : true);
 const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
 const sec = (s: number) => fmtUs(s * 1e6);
 
@@ -30,13 +34,19 @@ export function renderSimulation(el: HTMLElement, sim: Simulation): void {
     h('table', {}, h('caption', {}, 'Per stage (rank 0’s pipeline)'),
       h('thead', {}, h('tr', {}, ...['stage', 'compute busy', 'waiting (bubble)', 'exposed communication', 'done at'].map((t) => h('th', { scope: 'col' }, t)))),
       h('tbody', {}, ...rows)));
-  const canvas = h('canvas', { class: 'pipechart', role: 'img', 'aria-label': `Pipeline timeline: ${sim.stages.length} stages over ${sec(sim.step_seconds)}; the table below gives each stage’s busy, waiting and communication time` }) as HTMLCanvasElement;
+  // Communication hidden under compute vs exposed, summed over the stages (accessible text).
+  let hiddenUs = 0, exposedUs = 0;
+  for (const st of sim.stages) for (const e of st.timeline) if (!COMPUTE[e[2]]) { if (exposedOf(e)) exposedUs += e[1] - e[0]; else hiddenUs += e[1] - e[0]; }
+  const canvas = h('canvas', { class: 'pipechart', role: 'img', 'aria-label': `Pipeline timeline: ${sim.stages.length} stages over ${sec(sim.step_seconds)}; communication hidden under compute ${fmtUs(hiddenUs)}, exposed ${fmtUs(exposedUs)} (summed over stages); the table below gives each stage’s busy, waiting and communication time` }) as HTMLCanvasElement;
   // The legend names the kinds this pipeline has.
   const kinds = new Set(sim.stages.flatMap((st) => st.timeline.map((e) => e[2])));
   const legend = h('ul', { class: 'legend' },
     ...Object.entries(COMPUTE).filter(([k]) => kinds.has(k)).map(([k, [c, name]]) => h('li', {}, h('span', { class: 'swatch', style: `background:${c}` }), `${k} ${name}`)),
     h('li', {}, h('span', { class: 'swatch', style: 'background:#f1f3f5;border:1px solid #868e96' }), 'gap: waiting'),
-    ...['tp', 'cp', 'ep', 'pp', 'dp'].filter((k) => kinds.has(k)).map((k) => h('li', {}, h('span', { class: 'swatch', style: `background:${AXIS_COLOR[k]}` }), `${k} communication (thin lane under the stage)`)));
+    ...['tp', 'cp', 'ep', 'pp', 'dp'].filter((k) => kinds.has(k)).map((k) => h('li', {}, h('span', { class: 'swatch', style: `background:${AXIS_COLOR[k]}` }), `${k} communication (thin lane under the stage)`)),
+    ...(hiddenUs + exposedUs > 0 ? [
+      h('li', {}, h('span', { class: 'swatch', style: 'background:#495057' }), 'communication solid: exposed (no compute beside it)'),
+      h('li', {}, h('span', { class: 'swatch', style: 'background:repeating-linear-gradient(90deg,#495057 0 2px,#fff 2px 4px)' }), 'communication striped: hidden under compute')] : []));
   el.replaceChildren(h('h3', {}, 'Step time (simulated)'), cards, canvas, legend, table);
   el.dataset.step = String(sim.step_seconds);
   el.dataset.stages = String(sim.stages.length);
@@ -62,12 +72,14 @@ export function drawPipeline(c: HTMLCanvasElement, sim: Simulation): void {
     ctx.fillText(`stage ${st.stage}`, 4, y + 15);
     ctx.fillStyle = '#f1f3f5';
     ctx.fillRect(L, y, PW, rowH);
-    for (const [a, b, kind] of st.timeline) {
+    for (const e of st.timeline) {
+      const [a, b, kind] = e;
       const comp = COMPUTE[kind];
       ctx.fillStyle = comp ? comp[0] : AXIS_COLOR[kind] ?? '#868e96';
       const x0 = x(a), w = Math.max(1, x(b) - x0);
       if (comp) ctx.fillRect(x0, y, w, rowH);
-      else ctx.fillRect(x0, y + rowH + 1, w, commH);
+      else if (exposedOf(e)) ctx.fillRect(x0, y + rowH + 1, w, commH);
+      else hatch(ctx, x0, y + rowH + 1, w, commH);  // hidden under compute
     }
   });
   ctx.fillStyle = '#343a40';
@@ -75,4 +87,14 @@ export function drawPipeline(c: HTMLCanvasElement, sim: Simulation): void {
   ctx.fillText('0', L, yb);
   const end = sec(T / 1e6);
   ctx.fillText(end, W - 8 - ctx.measureText(end).width, yb);
+}
+
+// A hidden transfer: vertical stripes of the current colour (1.5 px every 3 px).
+function hatch(ctx: CanvasRenderingContext2D, x0: number, y0: number, w: number, hh: number): void {
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(x0, y0, w, hh);
+  ctx.clip();
+  for (let s = x0 - hh; s < x0 + w; s += 3) { ctx.fillRect(s, y0, 1.5, hh); }
+  ctx.restore();
 }

@@ -1,0 +1,352 @@
+// Megatron-LM's overlap options (docs/parallelism.md, "Communication
+// overlap"): parsing and errors, the lowered structure (chunks and their
+// dependencies), and simulated times derived by hand from the traces' own
+// node durations and the network formulas.
+#include "../test_jobs.h"
+
+#include <regex>
+
+#include "api/simulate.h"
+#include "sim/network.h"
+
+using namespace sc;
+using namespace sc::testing;
+
+namespace {
+
+Job parse(const std::string& text) {
+  auto j = parse_job(text);
+  if (!j.ok()) FAIL(j.error().to_string());
+  return *j;
+}
+
+SimulateReport sim(const Generator& g, bool timeline = false) {
+  SimulateOptions o;
+  o.comm_sm_share_domain = o.comm_sm_share_scale_out = 0;  // no slowdown: times add up by hand
+  o.timeline = timeline;
+  auto r = simulate(g, o);
+  if (!r.ok()) FAIL(r.error().to_string());
+  return *r;
+}
+
+GroupShape shape_of(const NetworkModel& n, int64_t size) {
+  GroupShapeBuilder b;
+  for (int64_t r = 0; r < size; ++r) b.add(n, r);
+  return b.finish(n);
+}
+
+// A tp2 job with sequence parallelism, 2 layers, on a fast NVLink (every
+// transfer shorter than the GEMM chunk it hides under).
+std::string tp_job(const std::string& extra, int64_t tp = 2) {
+  return R"({"model":{"preset":"gpt3-1.7b","num_layers":2},"parallel":{"tp":)" + std::to_string(tp) +
+         R"(,"sequence_parallel":true},
+            "training":{"seq_len":2048,"global_batch_size":1)" + extra + R"(},
+            "network":{"domain_bandwidth_gbs":2000}})";
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// Two rank traces hold the same nodes (every field a Chakra node gets).
+bool same_nodes(const RankTrace& a, const RankTrace& b) {
+  if (a.nodes.size() != b.nodes.size()) return false;
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    const TraceNode &x = a.nodes[i], &y = b.nodes[i];
+    if (std::tie(x.id, x.name, x.kind, x.coll, x.num_ops, x.tensor_size, x.duration_micros, x.comm_size, x.group, x.peer,
+                 x.tag, x.output_bytes) != std::tie(y.id, y.name, y.kind, y.coll, y.num_ops, y.tensor_size,
+                                                    y.duration_micros, y.comm_size, y.group, y.peer, y.tag, y.output_bytes) ||
+        !(x.deps == y.deps))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("overlap options: parse, defaults, canonical form, errors name the field") {
+  Job d = parse(R"({"model":{"preset":"gpt3-1.7b"}})");
+  CHECK(d.training.tp_comm_overlap == false);
+  CHECK(d.training.overlap_grad_reduce == true);
+  CHECK(d.training.overlap_param_gather == false);
+  // Defaults stay out of the canonical form (jobs keep their hash).
+  const std::string canon = job_to_canonical_json(d);
+  CHECK(!contains(canon, "overlap"));
+  Job j = parse(R"({"model":{"preset":"gpt3-1.7b"},"parallel":{"dp":2,"zero":1},
+                   "training":{"tp_comm_overlap":true,"overlap_grad_reduce":true,"overlap_param_gather":true}})");
+  CHECK(j.training.tp_comm_overlap);
+  CHECK(j.training.overlap_param_gather);
+  const std::string c2 = job_to_canonical_json(j);
+  CHECK(contains(c2, "\"tp_comm_overlap\": true"));
+  CHECK(contains(c2, "\"overlap_param_gather\": true"));
+  Job back = parse(c2);  // the canonical form parses back to the same job
+  CHECK(job_to_canonical_json(back) == c2);
+  CHECK(contains(job_to_canonical_json(parse(R"({"model":{"preset":"gpt3-1.7b"},"training":{"overlap_grad_reduce":false}})")),
+                 "\"overlap_grad_reduce\": false"));
+  for (const char* key : {"tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather"}) {
+    auto bad = parse_job(std::string(R"({"model":{"preset":"gpt3-1.7b"},"training":{")") + key + R"(":"yes"}})");
+    REQUIRE(!bad.ok());
+    CHECK(bad.error().path == std::string("training.") + key);
+    auto num = parse_job(std::string(R"({"model":{"preset":"gpt3-1.7b"},"training":{")") + key + R"(":1}})");
+    REQUIRE(!num.ok());
+    CHECK(num.error().path == std::string("training.") + key);
+  }
+  auto both = parse_job(R"({"model":{"preset":"gpt3-1.7b"},"parallel":{"dp":2,"zero":1},
+                           "training":{"overlap_grad_reduce":false,"overlap_param_gather":true}})");
+  REQUIRE(!both.ok());
+  CHECK(both.error().path == "training.overlap_param_gather");
+  CHECK(contains(both.error().message, "overlap_grad_reduce"));
+}
+
+TEST_CASE("tp_comm_overlap: lowered chunks and their dependencies") {
+  for (int64_t tp : {2, 4}) {
+    CAPTURE(tp);
+    auto g = make(parse(tp_job(R"(,"tp_comm_overlap":true)", tp)));
+    const RankTrace t = g.rank_trace(0).value();
+    std::map<std::string, const TraceNode*> by_name;
+    for (const auto& n : t.nodes) by_name[n.name] = &n;
+    const auto node = [&](const std::string& name) {
+      auto it = by_name.find(name);
+      REQUIRE_MESSAGE(it != by_name.end(), name);
+      return it->second;
+    };
+    const auto depends = [&](const TraceNode* a, const TraceNode* b) {
+      return std::find(a->deps.begin(), a->deps.end(), b->id) != a->deps.end();
+    };
+    int sends = 0, recvs = 0, gemm_chunks = 0, rs_chunks = 0;
+    for (const auto& n : t.nodes) {
+      sends += n.kind == TraceNodeKind::kSend;
+      recvs += n.kind == TraceNodeKind::kRecv;
+      if (contains(n.name, ".chunk")) (n.kind == TraceNodeKind::kCompute ? gemm_chunks : rs_chunks)++;
+    }
+    // Per layer: 4 ring exchanges (qkv, fc1 forward; proj, fc2 dgrad) of
+    // tp - 1 steps, tp GEMM chunks each; 2 pipelined GEMMs (proj, fc2
+    // forward) of 4 chunks, each with its reduce-scatter chunk.
+    CHECK(sends == 2 * 4 * (tp - 1));
+    CHECK(recvs == sends);
+    CHECK(gemm_chunks == 2 * (4 * tp + 2 * 4));
+    CHECK(rs_chunks == 2 * 2 * 4);
+    // The layer's GEMMs and collectives are gone as whole nodes; the output
+    // layer's (not Transformer Engine's) stay.
+    CHECK(by_name.count("mb0.fwd.L0.attn.qkv") == 0);
+    CHECK(by_name.count("mb0.fwd.L0.ln1.all_gather(tp)") == 0);
+    CHECK(by_name.count("mb0.fwd.L0.attn.proj.reduce_scatter(tp)") == 0);
+    CHECK(by_name.count("mb0.fwd.final_norm.all_gather(tp)") == 1);
+    CHECK(by_name.count("mb0.fwd.output.logits") == 1);
+    // Ring exchange: chunk 0 needs no transfer; chunk j waits for receive j-1.
+    const TraceNode* c0 = node("mb0.fwd.L0.attn.qkv.chunk0");
+    for (const auto& n : t.nodes)
+      if (n.kind == TraceNodeKind::kRecv) CHECK(!depends(c0, &n));
+    for (int64_t j = 1; j < tp; ++j) {
+      const TraceNode* c = node("mb0.fwd.L0.attn.qkv.chunk" + std::to_string(j));
+      const TraceNode* r = node("mb0.fwd.L0.ln1.all_gather(tp).ub_recv" + std::to_string(j - 1));
+      CHECK(depends(c, r));
+      CHECK(r->comm_size == node("mb0.fwd.L0.ln1.all_gather(tp).ub_send" + std::to_string(j - 1))->comm_size);
+    }
+    // Each send carries one sequence shard: b * s/tp * h bf16 bytes.
+    CHECK(node("mb0.fwd.L0.ln1.all_gather(tp).ub_send0")->comm_size == 1 * 2048 / tp * 2304 * 2);
+    // Pipelined reduce-scatter: chunk j's reduce-scatter waits for GEMM chunk
+    // j and carries a quarter of the b * s * h bf16 output.
+    for (int j = 0; j < 4; ++j) {
+      const TraceNode* c = node("mb0.fwd.L0.attn.proj.chunk" + std::to_string(j));
+      const TraceNode* r = node("mb0.fwd.L0.attn.proj.reduce_scatter(tp).chunk" + std::to_string(j));
+      CHECK(depends(r, c));
+      CHECK(r->comm_size == 2048 * 2304 * 2 / 4);
+    }
+    // The bias add waits for the last reduce-scatter chunk.
+    CHECK(depends(node("mb0.fwd.L0.attn.proj.bias_add"), node("mb0.fwd.L0.attn.proj.reduce_scatter(tp).chunk3")));
+    // GEMM chunks keep the GEMM's FLOPs: their sum is the GEMM's without overlap.
+    auto plain = make(parse(tp_job("", tp)));
+    int64_t whole = 0, sum = 0;
+    const RankTrace tp_plain = plain.rank_trace(0).value();
+    for (const auto& n : tp_plain.nodes)
+      if (n.name == "mb0.fwd.L0.attn.qkv") whole = n.num_ops;
+    for (int64_t j = 0; j < tp; ++j) sum += node("mb0.fwd.L0.attn.qkv.chunk" + std::to_string(j))->num_ops;
+    CHECK(whole > 0);
+    CHECK(sum == whole);
+    // Every rank runs to completion, sends meet receives, FLOPs add up, and
+    // the Chakra validator accepts the traces.
+    check_complete_balanced_and_summed(g, summary(g));
+    CHECK(validate_generated(g).ok());
+  }
+}
+
+TEST_CASE("tp_comm_overlap: exposed tp time drops by the hidden transfers, derived from the chunks") {
+  // Without overlap every tp collective runs on the compute stream: all of
+  // it is exposed. With it, the collectives of the layers' GEMMs run beside
+  // them; on this fast network each transfer is shorter than the compute it
+  // hides under, so only the last reduce-scatter chunk of each pipelined
+  // GEMM stays exposed (its consumer waits for it). The drop is therefore
+  // sum(layer collectives without overlap) - sum(last chunks with overlap).
+  auto g0 = make(parse(tp_job("")));
+  auto g1 = make(parse(tp_job(R"(,"tp_comm_overlap":true)")));
+  auto r0 = sim(g0), r1 = sim(g1);
+  const GroupShape pair = shape_of(r0.network, 2);
+  const std::regex layer(R"(^mb\d+\.(fwd|bwd)\.L\d+\.)");
+  double hidden = 0, last_chunks = 0;
+  const RankTrace t0 = g0.rank_trace(0).value();
+  for (const auto& n : t0.nodes)
+    if (n.kind == TraceNodeKind::kCollective && std::regex_search(n.name, layer))
+      hidden += collective_micros(r0.network, pair, n.coll, n.comm_size);
+  const RankTrace t1 = g1.rank_trace(0).value();
+  std::map<std::string, const TraceNode*> by_name;
+  for (const auto& n : t1.nodes) by_name[n.name] = &n;
+  // The premise: every transfer beside a GEMM chunk is shorter than the
+  // shortest chunk.
+  double shortest_chunk = 1e30, longest_transfer = 0;
+  for (const auto& n : t1.nodes) {
+    if (n.kind == TraceNodeKind::kCollective && contains(n.name, "reduce_scatter(tp).chunk3"))
+      last_chunks += collective_micros(r1.network, pair, n.coll, n.comm_size);
+    if (n.kind == TraceNodeKind::kSend) longest_transfer = std::max(longest_transfer, p2p_micros(r1.network, 0, 1, n.comm_size));
+    if (n.kind == TraceNodeKind::kCollective && contains(n.name, ".chunk"))
+      longest_transfer = std::max(longest_transfer, collective_micros(r1.network, pair, n.coll, n.comm_size));
+    if (n.kind == TraceNodeKind::kCompute && contains(n.name, ".chunk"))
+      shortest_chunk = std::min(shortest_chunk, static_cast<double>(n.duration_micros));
+  }
+  REQUIRE(longest_transfer < shortest_chunk);
+  REQUIRE(hidden > 0);
+  REQUIRE(last_chunks > 0);
+  CHECK(r0.sim.stages[0].exposed[0] - r1.sim.stages[0].exposed[0] == doctest::Approx(hidden - last_chunks).epsilon(1e-9));
+  // Nothing else moves: the compute is the same, split in chunks.
+  CHECK(r0.sim.stages[0].busy == doctest::Approx(r1.sim.stages[0].busy).epsilon(1e-9));
+  CHECK(r0.sim.step - r1.sim.step == doctest::Approx(hidden - last_chunks).epsilon(1e-9));
+  // Without sequence parallelism (or with tp 1) the option changes nothing.
+  auto n0 = make(parse(R"({"model":{"preset":"gpt3-1.7b","num_layers":2},"parallel":{"tp":2},
+                          "training":{"seq_len":512,"global_batch_size":1}})"));
+  auto n1 = make(parse(R"({"model":{"preset":"gpt3-1.7b","num_layers":2},"parallel":{"tp":2},
+                          "training":{"seq_len":512,"global_batch_size":1,"tp_comm_overlap":true}})"));
+  CHECK(same_nodes(n0.rank_trace(0).value(), n1.rank_trace(0).value()));
+}
+
+TEST_CASE("tp_comm_overlap: the SM share slows the GEMMs a transfer runs beside") {
+  auto g1 = make(parse(tp_job(R"(,"tp_comm_overlap":true)")));
+  SimulateOptions o;
+  o.comm_sm_share_domain = o.comm_sm_share_scale_out = 0;
+  auto free_run = simulate(g1, o).value();
+  o.comm_sm_share_domain = 0.15;
+  auto shared = simulate(g1, o).value();
+  CHECK(shared.sim.stages[0].busy > free_run.sim.stages[0].busy);
+}
+
+TEST_CASE("overlap_grad_reduce: false reduces once after backward, the trace of one huge bucket") {
+  const std::string base = R"({"model":{"preset":"gpt3-1.7b","num_layers":2},"parallel":{"dp":4},
+                               "training":{"seq_len":2048,"global_batch_size":4,"dp_bucket_mb":4)";
+  auto on = make(parse(base + "}}"));
+  auto off = make(parse(base + R"(,"overlap_grad_reduce":false}})"));
+  auto huge = make(parse(R"({"model":{"preset":"gpt3-1.7b","num_layers":2},"parallel":{"dp":4},
+                             "training":{"seq_len":2048,"global_batch_size":4,"dp_bucket_mb":1048576}})"));
+  // The same nodes as a bucket above the gradient bytes (docs/fidelity.md's jobs).
+  CHECK(same_nodes(off.rank_trace(0).value(), huge.rank_trace(0).value()));
+  auto r_on = sim(on), r_off = sim(off), r_huge = sim(huge);
+  CHECK(r_off.sim.step == r_huge.sim.step);
+  const GroupShape dp = shape_of(r_off.network, 4);
+  // Off: every optimizer step waits for the one all-reduce, issued after the
+  // last backward node: all of it is exposed.
+  double whole = 0;
+  int reductions = 0;
+  const RankTrace t_off = off.rank_trace(0).value();
+  for (const auto& n : t_off.nodes)
+    if (n.kind == TraceNodeKind::kCollective && contains(n.name, "dp_grad_bucket")) {
+      whole += collective_micros(r_off.network, dp, n.coll, n.comm_size);
+      ++reductions;
+    }
+  CHECK(reductions == 1);
+  CHECK(r_off.sim.stages[0].exposed[4] == doctest::Approx(whole).epsilon(1e-9));
+  // On: the buckets before the last finish under the backward pass; the last
+  // one (here the tied word embedding's gradient, final with the last
+  // backward node) is issued at the end of backward and overlaps only the
+  // optimizer steps that need none of it: exposed is what of it those steps
+  // do not cover.
+  const RankTrace t = on.rank_trace(0).value();
+  const TraceNode* last = nullptr;
+  int buckets = 0;
+  for (const auto& n : t.nodes)
+    if (n.kind == TraceNodeKind::kCollective && contains(n.name, "dp_grad_bucket")) last = &n, ++buckets;
+  REQUIRE(last);
+  CHECK(buckets > 2);
+  // Compute nodes form one chain: the optimizer steps that run beside the
+  // last bucket are those before the first that reads it.
+  double free_opt = 0;
+  for (const auto& n : t.nodes) {
+    if (n.kind != TraceNodeKind::kCompute || n.id < last->id) continue;
+    if (std::find(n.deps.begin(), n.deps.end(), last->id) != n.deps.end()) break;
+    free_opt += static_cast<double>(n.duration_micros);
+  }
+  const double tail = collective_micros(r_on.network, dp, last->coll, last->comm_size);
+  CHECK(r_on.sim.stages[0].exposed[4] == doctest::Approx(std::max(0.0, tail - free_opt)).epsilon(1e-9));
+  CHECK(r_on.sim.stages[0].exposed[4] < r_off.sim.stages[0].exposed[4]);
+}
+
+TEST_CASE("overlap_param_gather: ZeRO-1's parameter all-gathers move into the forward pass") {
+  const std::string base = R"({"model":{"preset":"gpt3-1.7b","num_layers":2},"parallel":{"dp":4,"zero":1},
+                               "training":{"seq_len":2048,"global_batch_size":4,"dp_bucket_mb":4)";
+  auto after = make(parse(base + "}}"));
+  auto during = make(parse(base + R"(,"overlap_param_gather":true}})"));
+  const RankTrace ta = after.rank_trace(0).value(), td = during.rank_trace(0).value();
+  CHECK(ta.nodes.size() == td.nodes.size());  // the same nodes, moved
+  uint64_t first_forward = UINT64_MAX, first_opt = UINT64_MAX;
+  for (const auto& n : td.nodes) {
+    if (n.kind == TraceNodeKind::kCompute && first_forward == UINT64_MAX) first_forward = n.id;
+    if (contains(n.name, "opt.optimizer.") && first_opt == UINT64_MAX) first_opt = n.id;
+  }
+  int gathers = 0;
+  std::vector<uint64_t> ids;
+  for (const auto& n : td.nodes)
+    if (contains(n.name, "param_all_gather")) {
+      ++gathers;
+      ids.push_back(n.id);
+      CHECK(n.id < first_opt);  // before the step, in the forward pass
+    }
+  int gathers_after = 0;
+  for (const auto& n : ta.nodes)
+    if (contains(n.name, "param_all_gather")) ++gathers_after;
+  CHECK(gathers == gathers_after);
+  REQUIRE(gathers > 1);
+  // The first bucket's gather precedes the first compute and nothing waits
+  // before it; the first forward node reads the embedding (its bucket's
+  // gather is a dependency of it).
+  CHECK(ids.front() < first_forward);
+  CHECK(td.nodes[ids.front()].deps.empty());
+  bool waits = false;
+  for (const auto& n : td.nodes)
+    for (uint64_t d : n.deps)
+      if (n.kind == TraceNodeKind::kCompute && std::find(ids.begin(), ids.end(), d) != ids.end()) waits = true;
+  CHECK(waits);
+  check_runs_to_completion(during);
+  CHECK(validate_generated(during).ok());
+  // The gathers overlap the forward pass: the step is shorter, by at most
+  // their time.
+  auto ra = sim(after), rd = sim(during);
+  const GroupShape dp = shape_of(ra.network, 4);
+  double gather_time = 0;
+  for (const auto& n : ta.nodes)
+    if (contains(n.name, "param_all_gather")) gather_time += collective_micros(ra.network, dp, n.coll, n.comm_size);
+  CHECK(rd.sim.step < ra.sim.step);
+  CHECK(ra.sim.step - rd.sim.step <= gather_time + 1e-6);
+  // ZeRO 0: nothing to gather, nothing changes.
+  auto z0 = make(parse(R"({"model":{"preset":"gpt3-1.7b","num_layers":2},"parallel":{"dp":4},
+                          "training":{"seq_len":512,"global_batch_size":4,"overlap_param_gather":true}})"));
+  auto z0d = make(parse(R"({"model":{"preset":"gpt3-1.7b","num_layers":2},"parallel":{"dp":4},
+                           "training":{"seq_len":512,"global_batch_size":4}})"));
+  CHECK(same_nodes(z0.rank_trace(0).value(), z0d.rank_trace(0).value()));
+}
+
+TEST_CASE("simulate timeline: communication pieces marked hidden or exposed") {
+  auto g = make(parse(tp_job(R"(,"tp_comm_overlap":true)")));
+  auto r = sim(g, true);
+  double exposed_tp = 0;
+  int hidden = 0;
+  for (const auto& iv : r.sim.stages[0].timeline) {
+    const bool compute = std::string(iv.kind).size() == 1;
+    CHECK((iv.exposed == -1) == compute);
+    if (!compute && iv.exposed == 0) ++hidden;
+    if (std::string(iv.kind) == "tp" && iv.exposed == 1) exposed_tp += iv.end - iv.start;
+  }
+  CHECK(hidden > 0);
+  // The exposed pieces of tp are the stage's exposed tp time (tp is the
+  // only kind of communication in this job).
+  CHECK(exposed_tp == doctest::Approx(r.sim.stages[0].exposed[0]).epsilon(1e-6));
+  auto js = nlohmann::json::parse(simulate_json(r));
+  bool five = false;
+  for (const auto& e : js["stages"][0]["timeline"])
+    if (e[2] == "tp") five = e.size() == 5;
+  CHECK(five);
+}
