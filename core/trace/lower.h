@@ -84,6 +84,10 @@ struct LowerOptions {
   Schedule schedule = Schedule::kOneFOneB;
   DType compute_dtype = DType::kBF16;
   int64_t optimizer_bytes_per_param = 12;
+  // parallel.moe_imbalance: the routed experts' GEMMs (forward, dgrad,
+  // wgrad) last this many times their uniform-routing time (the busiest
+  // expert rank sets the pace; docs/parallelism.md).
+  double moe_imbalance = 1.0;
 };
 
 Result<RoleProgram> lower_program(const Graph& g, const Bindings& bind, const HardwareProfile& hw,
