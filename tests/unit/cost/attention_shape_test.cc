@@ -66,7 +66,8 @@ TEST_CASE("attention by shape: a flash-attention node's duration in the trace, b
   Result<Generator> gen = Generator::create(*j);
   REQUIRE(gen.ok());
   std::map<std::string, TraceNode> nodes;
-  for (const TraceNode& n : gen->rank_trace(0).value().nodes) nodes[n.name] = n;
+  const RankTrace trace = gen->rank_trace(0).value();
+  for (const TraceNode& n : trace.nodes) nodes[n.name] = n;
   REQUIRE(nodes.count("mb0.fwd.L0.attn.flash"));
   // FLOPs: 2 x b x a x s x (s/2) x (d + d).
   const double flops = 2.0 * 2 * 32 * 2048 * 1024 * 256;

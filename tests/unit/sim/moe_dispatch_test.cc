@@ -75,8 +75,8 @@ TEST_CASE("moe dispatcher: keys parse, default as the traces, errors name the fi
   const Job x = job_of(moe_json(R"(, "moe_dispatcher": "deepep", "moe_imbalance": 1.5)"));
   CHECK(x.parallel.moe_dispatcher == "deepep");
   CHECK(x.parallel.moe_imbalance == 1.5);
-  CHECK(has(job_to_canonical_json(x), "\"moe_dispatcher\":\"deepep\""));
-  CHECK(has(job_to_canonical_json(x), "\"moe_imbalance\":1.5"));
+  CHECK(has(job_to_canonical_json(x), "\"moe_dispatcher\": \"deepep\""));
+  CHECK(has(job_to_canonical_json(x), "\"moe_imbalance\": 1.5"));
   CHECK(job_of(moe_json(R"(, "moe_dispatcher": "allgather")")).parallel.moe_dispatcher == "allgather");
 
   Error e = parse_error(moe_json(R"(, "moe_dispatcher": "a2a")"));

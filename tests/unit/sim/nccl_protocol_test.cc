@@ -71,7 +71,7 @@ TEST_CASE("nccl protocols: medium messages pick LL128 or Simple, large ones pay 
     const double simple = (8.4 - 3.6) + 14 * (0.7 + 3.4 - 0.47) + bytes / bw;
     return std::min({ll, ll128, simple});
   };
-  for (double S : {4096.0, 1 << 20, 4 << 20, 256 << 20}) {
+  for (double S : {4096.0, 1048576.0, 4194304.0, 268435456.0}) {
     CAPTURE(S);
     CHECK(collective_micros(n, node, CollectiveType::kAllReduce, static_cast<int64_t>(S)) == doctest::Approx(by_hand(S)));
   }
