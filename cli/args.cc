@@ -56,7 +56,21 @@ constexpr StringFlag kStringFlags[] = {
     {"--recompute", "training", "recompute"},
     {"--order", "parallel", "order"},
     {"--cp-algorithm", "parallel", "cp_algorithm"},
+    {"--moe-dispatcher", "parallel", "moe_dispatcher"},
 };
+
+// Number flags (usage error when not a number; ranges in parse_job).
+constexpr StringFlag kNumberFlags[] = {
+    {"--moe-imbalance", "parallel", "moe_imbalance"},
+};
+
+std::optional<double> parse_number(const std::string& s) {
+  double v = 0;
+  const char* end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(s.data(), end, v);
+  if (ec != std::errc() || p != end || s.empty() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
 
 std::optional<int64_t> parse_int(const std::string& s) {
   int64_t v = 0;
@@ -88,6 +102,9 @@ std::string flag_for_path(const Args& args, const std::string& path) {
   if (args.has("--model") && path.rfind("model.preset", 0) == 0) return "--model";
   for (const StringFlag& f : kStringFlags) {
     if (args.has(f.flag) && path.rfind(std::string(f.section) + "." + f.key, 0) == 0) return f.flag;
+  }
+  for (const StringFlag& f : kNumberFlags) {
+    if (args.has(f.flag) && path == std::string(f.section) + "." + f.key) return f.flag;
   }
   if (args.has("--hardware") && path.rfind("hardware", 0) == 0) return "--hardware";
   if (args.has("--sequence-parallel") && path == "training.seq_len") return "--sequence-parallel";
@@ -162,6 +179,8 @@ const std::vector<FlagSpec>& job_flags() {
       {"--cp-algorithm", nullptr, true, "A", "context parallelism: allgather (K/V all-gathered, Llama 3) or ring"},
       {"--ep", nullptr, true, "N", "expert parallelism (MoE models), folded into tp x cp x dp as Megatron does"},
       {"--expert-tp", nullptr, true, "N", "tensor parallelism inside the experts (default: tp)"},
+      {"--moe-dispatcher", nullptr, true, "D", "MoE token dispatcher: alltoall (default), allgather, deepep"},
+      {"--moe-imbalance", nullptr, true, "X", "router imbalance: busiest expert rank's tokens over the mean (>= 1)"},
       {"--zero", nullptr, true, "Z", "ZeRO stage over dp: 0, 1 (optimizer), 2 (+gradients), 3 (+parameters, FSDP)"},
       {"--shard-group", nullptr, true, "N", "HSDP: shard ZeRO state over N data-parallel ranks, replicate across the rest"},
       {"--schedule", nullptr, true, "S", "pipeline schedule: 1f1b, gpipe, interleaved-1f1b, zero-bubble"},
@@ -300,6 +319,13 @@ int load_job(const std::string& command, const Args& args, Job* job) {
       const std::string* v = args.get(f.flag);
       if (!v) continue;
       if (nlohmann::json* s = section(j, f.section)) (*s)[f.key] = *v;
+    }
+    for (const StringFlag& f : kNumberFlags) {
+      const std::string* v = args.get(f.flag);
+      if (!v) continue;
+      std::optional<double> x = parse_number(*v);
+      if (!x) return usage_error(command, std::string(f.flag) + " expects a number (got '" + *v + "')");
+      if (nlohmann::json* s = section(j, f.section)) (*s)[f.key] = *x;
     }
     if (const std::string* h = args.get("--hardware")) {
       auto it = j.find("hardware");

@@ -175,6 +175,7 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus) {
   if (j.contains("parallel") && j["parallel"].is_object()) {
     json keep = json::object();
     if (j["parallel"].contains("cp_algorithm")) keep["cp_algorithm"] = j["parallel"]["cp_algorithm"];
+    if (j["parallel"].contains("moe_dispatcher")) keep["moe_dispatcher"] = j["parallel"]["moe_dispatcher"];
     j["parallel"] = keep;
   }
   if (j.contains("training") && j["training"].is_object())

@@ -181,6 +181,7 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
     // and sequence parallelism there are none, and the option changes nothing.
     lo.tp_comm_overlap = t.tp_comm_overlap && bo.sequence_parallel;
     lo.overlap_param_gather = t.overlap_param_gather;
+    lo.moe_imbalance = p.moe_imbalance;
     SC_ASSIGN_OR_RETURN(RoleProgram prog, lower_program(g, s->bind, job.hardware, lo));
     SC_RETURN_IF_ERROR(check_role_program(prog, s->layout, p.pp, stage));
     s->stages.push_back({std::move(g), std::move(prog)});

@@ -186,6 +186,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net) {
   p.cp = k.cp;
   p.sequence_parallel = k.sp;
   p.cp_algorithm = base.parallel.cp_algorithm;
+  p.moe_dispatcher = base.parallel.moe_dispatcher;
   int64_t dp = 1;
   if (base.model.is_moe()) {
     p.ep = k.ep;
@@ -1291,6 +1292,7 @@ Job layout_job(const Job& base, const PlanLayout& l) {
   const std::string cp_alg = base.parallel.cp_algorithm;
   p = ParallelConfig{};
   p.cp_algorithm = cp_alg;
+  p.moe_dispatcher = base.parallel.moe_dispatcher;
   p.tp = l.tp, p.cp = l.cp, p.pp = l.pp, p.virtual_stages = l.vp, p.dp = l.dp, p.zero = l.zero;
   p.sequence_parallel = l.sp;
   p.shard_group = l.zero > 0 && l.shard_group != l.dp * l.cp ? l.shard_group : 0;

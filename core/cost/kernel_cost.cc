@@ -110,6 +110,32 @@ double memory_micros(const HardwareProfile& hw, double flops, double bytes) {
   return std::max(t_flops, t_bytes) * 1e6;
 }
 
+// Attention by shape. A fused attention kernel runs a tile of queries
+// against the keys block by block; each tile pays a fixed prologue and
+// epilogue (Q load, softmax rescale, output write), so its rate rises with
+// the keys a query visits as kv / (kv + knee). FlashAttention-3's forward
+// on H100 (BF16, non-causal, batch x seq = 16k; kernel-efficiency.md §2.2)
+// fits this with one knee per head dim: head dim 128, 430 and 621 TFLOP/s
+// at 512 and 16k keys give knee = 238 (and 511, 564, 595, 612 TFLOP/s at
+// 1k-8k against the measured 517, 566, 590, 614); head dim 256, 286 and
+// 642 at 512 and 16k give knee = 685 (within 7% at 1k-8k). Between 128 and
+// 256 the knee is interpolated on a log scale; below 128 it is 128's (no
+// measurement); above 256, 256's. Triton's FA2 on the same H100 (329 and
+// 477 TFLOP/s at 512 and 16k, head dim 128) gives the same knee (243),
+// so the curve's shape serves every profile; its level stays the
+// profile's attention_efficiency at the reference shape (4,096 keys
+// visited: the 8k causal Llama 3 runs it was fitted on; docs/hardware.md).
+double attention_shape_factor(const HardwareProfile& hw, double kv, double head_dim, bool backward) {
+  constexpr double kKnee128 = 238, kKnee256 = 685, kRefKeys = 4096;
+  if (!(kv > 0)) return 1;
+  const double d = std::clamp(head_dim, 128.0, 256.0);
+  const double knee = kKnee128 * std::pow(kKnee256 / kKnee128, std::log2(d / 128.0));
+  const double ref = kRefKeys / (kRefKeys + kKnee128);
+  const double f = kv / (kv + knee) / ref;
+  const double eff = backward ? hw.attention_bwd_efficiency : hw.attention_efficiency;
+  return eff > 0 ? std::min(f, 1.0 / eff) : f;
+}
+
 FusionPlan plan_fusion(const Graph& g) {
   FusionPlan p;
   const size_t n = g.ops.size();

@@ -51,6 +51,14 @@ double gemm_micros(const HardwareProfile& hw, DType dt, const GemmShape& s, doub
 double attention_micros(const HardwareProfile& hw, DType dt, double flops, double bytes, bool backward);
 double memory_micros(const HardwareProfile& hw, double flops, double bytes);
 
+// Fused attention by shape (docs/hardware.md, "Attention by shape"): the
+// factor on attention_efficiency (or attention_bwd_efficiency) for a
+// kernel whose queries each visit `kv` keys on average (causal: half the
+// keys) with QK head dim `head_dim`. 1 at the reference shape the constants
+// were fitted at (4,096 keys visited, head dim <= 128); never lifts the
+// efficiency above 1. Callers divide the kernel's FLOPs by it.
+double attention_shape_factor(const HardwareProfile& hw, double kv, double head_dim, bool backward);
+
 // Which ops share one fused kernel, and which tensors never touch HBM.
 struct FusionPlan {
   std::vector<int> head;                   // per op: first op of its kernel (itself when alone)

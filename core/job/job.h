@@ -56,6 +56,15 @@ struct ParallelConfig {
   // expert_tp x ep x expert-dp (inner first). Attention keeps tp, cp, dp.
   int64_t ep = 1;
   int64_t expert_tp = 0;  // expert tensor parallelism; 0 = tp (Megatron's default)
+  // How the MoE layers move tokens to their experts (docs/parallelism.md):
+  // "alltoall" (Megatron's MoEAlltoAllTokenDispatcher; what the traces
+  // record), "allgather" (MoEAllGatherTokenDispatcher) or "deepep"
+  // (DeepEP's normal kernels). simulate times the ep exchange accordingly.
+  std::string moe_dispatcher = "alltoall";
+  // Router imbalance: tokens of the busiest expert rank over the mean (>= 1,
+  // <= ep; 1 = uniform). The busiest rank's expert GEMMs and all-to-all
+  // take this much longer, and every rank waits for it.
+  double moe_imbalance = 1.0;
   // ZeRO/FSDP sharding group (HSDP): parameters, gradients and optimizer
   // state are sharded over this many data-parallel ranks (the inner part of
   // dp x cp) and replicated across the rest; 0 = all of them.
@@ -119,6 +128,11 @@ struct NetworkConfig {
   double scale_out_latency_us = -1;    // per algorithm step between domains
   double oversubscription = 1;         // scale-out bandwidth divided by this (>= 1)
   std::string algorithm = "ring";      // "ring" | "tree" | "hierarchical"
+  // "nccl": ring collectives run the fastest of NCCL's protocols (LL,
+  // LL128, Simple) with their latencies and bandwidths; "simple": one
+  // protocol at full bandwidth, every step at the per-step latency
+  // (docs/simulate.md, "Small messages").
+  std::string protocols = "nccl";
   int64_t nodes = 0;                   // domains available; 0 = as many as the job needs
   // Fraction of compute speed a rank loses while a transfer of another
   // stream runs beside it (docs/simulate.md, "Streams"), in [0, 1); < 0 =

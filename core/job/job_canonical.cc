@@ -88,6 +88,9 @@ std::string job_to_canonical_json(const Job& job) {
       {"shard_group", job.parallel.shard_degree()},
       {"world_size", job.parallel.world_size()},
   };
+  // Only when set (older jobs' canonical JSON is unchanged).
+  if (job.parallel.moe_dispatcher != "alltoall") parallel["moe_dispatcher"] = job.parallel.moe_dispatcher;
+  if (job.parallel.moe_imbalance != 1.0) parallel["moe_imbalance"] = job.parallel.moe_imbalance;
   Json training = {
       {"seq_len", t.seq_len},
       {"micro_batch_size", t.micro_batch_size},

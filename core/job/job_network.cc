@@ -20,7 +20,7 @@ Result<NetworkConfig> parse_network_section(const Json& v, const std::string& pa
   SC_RETURN_IF_ERROR(jsonf::check_keys(
       v, {"domain_size", "domain_bandwidth_gbs", "domain_latency_us", "scale_out_bandwidth_gbs",
           "scale_out_latency_us", "oversubscription", "algorithm", "nodes", "comm_sm_share_domain",
-          "comm_sm_share_scale_out"},
+          "comm_sm_share_scale_out", "protocols"},
       path));
   NetworkConfig n;
   if (const Json* x = jsonf::find(v, "domain_size")) {
@@ -58,6 +58,12 @@ Result<NetworkConfig> parse_network_section(const Json& v, const std::string& pa
       return make_error(ErrorCode::kInvalidArgument,
                         "unknown algorithm \"" + n.algorithm + "\" (known: ring, tree, hierarchical)",
                         join(path, "algorithm"));
+  }
+  if (const Json* x = jsonf::find(v, "protocols")) {
+    SC_ASSIGN_OR_RETURN(n.protocols, jsonf::get_string(*x, join(path, "protocols")));
+    if (n.protocols != "nccl" && n.protocols != "simple")
+      return make_error(ErrorCode::kInvalidArgument,
+                        "unknown protocols \"" + n.protocols + "\" (known: nccl, simple)", join(path, "protocols"));
   }
   return n;
 }

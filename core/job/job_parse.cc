@@ -55,8 +55,19 @@ Status parse_parallel(const Json& v, ParallelConfig* p, int64_t* world_size) {
   SC_RETURN_IF_ERROR(jsonf::expect_object(v, path));
   SC_RETURN_IF_ERROR(jsonf::check_keys(
       v, {"dp", "tp", "pp", "cp", "cp_algorithm", "virtual_stages", "zero", "sequence_parallel", "pipeline_layout",
-          "order", "world_size", "ep", "expert_tp", "shard_group"},
+          "order", "world_size", "ep", "expert_tp", "shard_group", "moe_dispatcher", "moe_imbalance"},
       path));
+  if (const Json* x = jsonf::find(v, "moe_dispatcher")) {
+    SC_ASSIGN_OR_RETURN(p->moe_dispatcher, jsonf::get_string(*x, "parallel.moe_dispatcher"));
+    if (p->moe_dispatcher != "alltoall" && p->moe_dispatcher != "allgather" && p->moe_dispatcher != "deepep")
+      return make_error(ErrorCode::kInvalidArgument,
+                        "unknown moe_dispatcher \"" + p->moe_dispatcher + "\" (known: alltoall, allgather, deepep)",
+                        "parallel.moe_dispatcher");
+  }
+  if (const Json* x = jsonf::find(v, "moe_imbalance")) {
+    SC_ASSIGN_OR_RETURN(p->moe_imbalance,
+                        jsonf::get_number_in(*x, "parallel.moe_imbalance", 1, limits::kMaxDegree, true));
+  }
   if (const Json* x = jsonf::find(v, "ep")) {
     SC_ASSIGN_OR_RETURN(p->ep, jsonf::get_int(*x, "parallel.ep", 1, limits::kMaxDegree));
   }

@@ -133,6 +133,12 @@ static Status validate_experts_and_sharding(const Job& job) {
   const ModelConfig& m = job.model;
   SC_RETURN_IF_ERROR(in_range(p.ep, 1, limits::kMaxDegree, "parallel.ep"));
   SC_RETURN_IF_ERROR(in_range(p.expert_tp_degree(), 1, limits::kMaxDegree, "parallel.expert_tp"));
+  // The busiest of ep expert ranks holds at most all the tokens: ep x the mean.
+  if (!(p.moe_imbalance >= 1.0 && p.moe_imbalance <= static_cast<double>(p.ep)))
+    return make_error(ErrorCode::kInvalidArgument,
+                      "moe_imbalance (" + jsonf::Json(p.moe_imbalance).dump() + ") must be >= 1 and <= ep (" +
+                          to_string(p.ep) + "): the busiest expert rank's tokens over the mean",
+                      "parallel.moe_imbalance");
   const int64_t etp = p.expert_tp_degree(), stage_ranks = p.tp * p.cp * p.dp;
   if (!m.is_moe()) {
     if (p.ep > 1)

@@ -1,5 +1,7 @@
 #include "sim/network.h"
 
+#include "model/transformer.h"
+
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -28,6 +30,47 @@ Efficiency nccl_efficiency(const std::string& hw) {
 // takes 19-21 µs for its 2 steps (kernel-efficiency.md §6.3, §5).
 constexpr double kDomainLatencyUs = 0.7;
 constexpr double kScaleOutLatencyUs = 10;
+
+// NCCL's protocols (its tuning model, NVIDIA/nccl src/graph/tuning.cc
+// @01afd20: baseLat and hwLat of the Ring rows, the bandwidth refinements
+// of ncclTopoTuneModel). LL sends 8-byte lines of 4 data bytes and a flag:
+// 1/4 of the bandwidth on an all-reduce or across nodes, 1/3 otherwise,
+// with the lowest latency; LL128 128-byte lines of 120 data bytes (0.92);
+// Simple all of it, with the highest latency. NCCL runs the protocol its
+// model predicts fastest; so does this one (docs/simulate.md).
+struct Protocol { double base_us, nvlink_step_us, bw_share_local, bw_share_cross; };
+constexpr Protocol kLL{3.6, 0.47, 1.0 / 3, 1.0 / 4};
+constexpr Protocol kLL128{10.0, 1.9, 0.92, 0.92};
+constexpr Protocol kSimple{8.4, 3.4, 1, 1};
+// NCCL multiplies LL's NVLink step latency by 1.8 when the ring crosses nodes.
+constexpr double kLLCrossNodeFactor = 1.8;
+
+// A ring all-reduce (passes 2), reduce-scatter or all-gather (1) of S
+// bytes under NCCL's protocols. The network's per-step latencies (α_d, α_o:
+// the measured small-message floors, docs/simulate.md) are LL's; the other
+// protocols add NCCL's differences to LL (base latency, NVLink step). As in
+// NCCL's model a ring crossing N domains takes N - 1 network steps per pass
+// and its other steps on NVLink.
+double nccl_ring(const NetworkModel& net, const GroupShape& g, double passes, double S, double bw, bool all_reduce) {
+  const double n = static_cast<double>(g.n);
+  const bool cross = g.domains > 1;
+  const double steps = passes * (n - 1);
+  const double net_steps = cross ? passes * static_cast<double>(g.domains - 1) : 0;
+  const double nvl_steps = steps - net_steps;
+  const double bytes = passes * (n - 1) / n * S;
+  double best = 0;
+  bool first = true;
+  for (const Protocol* p : {&kLL, &kLL128, &kSimple}) {
+    double nvl_step = net.domain_lat + (p->nvlink_step_us - kLL.nvlink_step_us);
+    if (p == &kLL && cross) nvl_step += (kLLCrossNodeFactor - 1) * kLL.nvlink_step_us;
+    const double lat = (p->base_us - kLL.base_us) + nvl_steps * nvl_step + net_steps * net.scale_out_lat;
+    const double share = all_reduce || cross ? p->bw_share_cross : p->bw_share_local;
+    const double t = lat + bytes / (bw * share);
+    if (first || t < best) best = t;
+    first = false;
+  }
+  return best;
+}
 
 int hops(const std::string& topology) { return topology == "FullyConnected" ? 1 : 2; }
 
@@ -175,6 +218,7 @@ Result<NetworkModel> resolve_network(const Job& job, int64_t world, bool astra) 
   n.scale_out_lat = c.scale_out_latency_us >= 0 ? c.scale_out_latency_us : kScaleOutLatencyUs;
   n.oversubscription = c.oversubscription;
   n.algorithm = c.algorithm;
+  n.nccl_protocols = c.protocols == "nccl";
   if (c.comm_sm_share_domain >= 0) n.comm_sm_share_domain = c.comm_sm_share_domain;
   if (c.comm_sm_share_scale_out >= 0) n.comm_sm_share_scale_out = c.comm_sm_share_scale_out;
   if (!(n.domain_bw > 0))
@@ -195,6 +239,22 @@ Result<NetworkModel> resolve_network(const Job& job, int64_t world, bool astra) 
                           " nodes)",
                       "network.nodes");
   n.nodes = needed;
+  const ParallelConfig& p = job.parallel;
+  n.moe_dispatcher = p.moe_dispatcher == "allgather" ? NetworkModel::Dispatcher::kAllGather
+                     : p.moe_dispatcher == "deepep"  ? NetworkModel::Dispatcher::kDeepEP
+                                                     : NetworkModel::Dispatcher::kAllToAll;
+  n.moe_imbalance = p.moe_imbalance;
+  if (job.model.is_moe()) {
+    // The dispatch buffer of one source rank holds E x cap token slots
+    // (api.cc binds cap from the same local tokens).
+    const TrainingConfig& t = job.training;
+    const int64_t local_tokens = t.micro_batch_size * t.seq_len / (p.cp * (p.sequence_parallel ? p.tp : 1));
+    const int64_t cap = moe_capacity(job.model, local_tokens);
+    n.moe_experts = job.model.num_experts;
+    n.moe_topk = job.model.experts_per_token;
+    if (cap > 0 && n.moe_experts > 0)
+      n.moe_token_share = static_cast<double>(local_tokens) / (static_cast<double>(n.moe_experts) * static_cast<double>(cap));
+  }
   if (astra) {
     n.dims = astra_dims(hw, world);
     int64_t product = 1;
@@ -276,7 +336,58 @@ double collective_micros(const NetworkModel& net, const GroupShape& g, Collectiv
   }
   if (net.algorithm == "tree" && t == CollectiveType::kAllReduce)
     return 2 * std::ceil(std::log2(n)) * lat + 2 * (n - 1) / n * S / bw;
+  if (net.nccl_protocols) return nccl_ring(net, g, passes, S, bw, t == CollectiveType::kAllReduce);
   return passes * ((n - 1) * lat + (n - 1) / n * S / bw);
+}
+
+double expert_collective_micros(const NetworkModel& net, const GroupShape& g, CollectiveType t, int64_t comm_size) {
+  using D = NetworkModel::Dispatcher;
+  if (net.astra || t != CollectiveType::kAllToAll || g.n <= 1 ||
+      (net.moe_dispatcher == D::kAllToAll && net.moe_imbalance == 1.0))
+    return collective_micros(net, g, t, comm_size);
+  const double n = static_cast<double>(g.n), m = static_cast<double>(g.per_domain);
+  const double C = static_cast<double>(comm_size);  // one rank's dispatch buffer: k copies of its tokens
+  const double out = net.scale_out_bw / net.oversubscription;
+  const bool cross = g.domains > 1;
+  const double lat = cross ? net.scale_out_lat : net.domain_lat;
+  switch (net.moe_dispatcher) {
+    case D::kAllToAll: {
+      // The busiest rank receives moe_imbalance x the mean; everyone waits.
+      const double inside = cross ? (m - 1) * C / n / net.domain_bw : (n - 1) * C / n / net.domain_bw;
+      const double outside = cross ? (n - m) * C / n / out : 0;
+      return lat + net.moe_imbalance * std::max(inside, outside);
+    }
+    case D::kAllGather: {
+      // Every rank gathers every member's tokens once (not k copies), picks
+      // those of its own experts; the combine reduce-scatters them back
+      // (the same ring time). Routing does not change the bytes, so the
+      // imbalance stretches only the expert GEMMs.
+      const double tokens = C * net.moe_token_share;
+      return collective_micros(net, g, CollectiveType::kAllGather, static_cast<int64_t>(std::llround(tokens)));
+    }
+    case D::kDeepEP: {
+      const double nvl_bw = net.domain_bw * kDeepEPNvlinkShare;
+      if (!cross) return lat + net.moe_imbalance * (n - 1) / n * C / nvl_bw;
+      // Normal kernels across nodes: a token goes once over RDMA to each
+      // other node that holds one of its k experts (to the GPU of the same
+      // local index), then over NVLink to the GPUs of its experts there.
+      // With E experts over N nodes (E m / n each) and the k experts drawn
+      // uniformly without replacement, a node is missed with probability
+      // prod_i (E - E_node - i) / (E - i).
+      const double N = static_cast<double>(g.domains);
+      const double E = static_cast<double>(net.moe_experts);
+      const double e_node = E * m / n;
+      double miss = 1;
+      for (int64_t i = 0; i < net.moe_topk; ++i) {
+        const double d = E - static_cast<double>(i);
+        miss *= d > 0 ? std::max(0.0, E - e_node - static_cast<double>(i)) / d : 0;
+      }
+      const double rdma = C * net.moe_token_share * (N - 1) * (1 - miss);
+      const double nvl = C * (m - 1) / m;
+      return lat + net.moe_imbalance * std::max(rdma / out, nvl / nvl_bw);
+    }
+  }
+  return collective_micros(net, g, t, comm_size);
 }
 
 double p2p_micros(const NetworkModel& net, int64_t a, int64_t b, int64_t bytes) {

@@ -55,6 +55,9 @@ struct NetworkModel {
   double scale_out_lat = 0;   // µs per step
   double oversubscription = 1;
   std::string algorithm = "ring";
+  // NCCL's protocols on ring collectives (network.protocols "nccl", the
+  // job default); false: one protocol, every step at its latency.
+  bool nccl_protocols = false;
   // Communication kernels take SMs: while a collective or send runs on a
   // stream other than the compute stream, the rank's compute runs this
   // fraction slower (Calculon's assumption: 15% for NVLink traffic, 2% for
@@ -62,6 +65,14 @@ struct NetworkModel {
   double comm_sm_share_domain = 0.15;
   double comm_sm_share_scale_out = 0.02;
   int64_t nodes = 0;          // domains the job uses
+  // MoE token exchange (the ep all-to-alls of the traces), timed as
+  // parallel.moe_dispatcher moves the tokens (docs/parallelism.md).
+  enum class Dispatcher { kAllToAll, kAllGather, kDeepEP };
+  Dispatcher moe_dispatcher = Dispatcher::kAllToAll;
+  double moe_imbalance = 1;     // busiest expert rank's tokens over the mean
+  double moe_token_share = 0;   // a rank's tokens (tokens x h) over its dispatch buffer (E x cap x h)
+  int64_t moe_experts = 0;      // E
+  int64_t moe_topk = 0;         // k
   // astra mode
   std::vector<AstraDim> dims;
   double local_mem_bw = 0;    // bytes per µs (system.json local-mem-bw)
@@ -98,6 +109,14 @@ int64_t domain_of(const NetworkModel& net, int64_t rank);
 
 // Time of one collective (comm_size semantics of docs/trace-format.md).
 double collective_micros(const NetworkModel& net, const GroupShape& g, CollectiveType t, int64_t comm_size);
+// Time of one collective on the expert-parallel axis: the MoE dispatch or
+// combine (an all-to-all in the traces) as net.moe_dispatcher moves the
+// tokens, stretched by net.moe_imbalance; other collectives as
+// collective_micros. The ASTRA-sim mode keeps its own rules.
+double expert_collective_micros(const NetworkModel& net, const GroupShape& g, CollectiveType t, int64_t comm_size);
+// DeepEP's measured NVLink rate over the achievable maximum it was measured
+// against: 153 of ~160 GB/s (H800, dispatch; docs/parallelism.md).
+inline constexpr double kDeepEPNvlinkShare = 153.0 / 160.0;
 // Time of one message from rank a to rank b.
 double p2p_micros(const NetworkModel& net, int64_t a, int64_t b, int64_t bytes);
 // What a message's time depends on (for symmetry): a class of the link.

@@ -469,7 +469,9 @@ class Engine {
     Actor& a = actors_[ai];
     const StagePlan::Info& in = plans_[a.stage].info[n];
     a.s[n].start = start;
-    a.s[n].end = start + collective_micros(net_, a.shape[s], static_cast<CollectiveType>(in.coll), in.val);
+    const auto coll = static_cast<CollectiveType>(in.coll);
+    a.s[n].end = start + (in.kind == 2 ? expert_collective_micros(net_, a.shape[s], coll, in.val)  // ep
+                                       : collective_micros(net_, a.shape[s], coll, in.val));
     share(ai, n, a.shape[s].domains > 1, +1, start);
     events_.push({a.s[n].end, ai, n});
   }

@@ -9,6 +9,7 @@
 #include "base/cancel.h"
 #include "base/check.h"
 #include "cost/kernel_cost.h"
+#include "graph/ops.h"
 #include "trace/schedule.h"
 
 namespace sc {
@@ -379,6 +380,41 @@ class Lowerer {
     return w;
   }
 
+  // attention_shape_factor of a fused attention op (or of the forward op a
+  // backward differentiates): the keys a query visits on average, from the
+  // forward's local FLOPs 2 x queries x heads x keys x (dq + dv) and its
+  // local query elements queries x heads x dq. fwd_flops < 0: the forward
+  // op's whole FLOPs (ring attention passes one step's).
+  Result<double> attention_factor(int id, double fwd_flops = -1) {
+    const Op& op = g_.ops[static_cast<size_t>(id)];
+    const Op& f = g_.ops[static_cast<size_t>(op.fwd_op >= 0 ? op.fwd_op : id)];
+    if ((f.def != &ops::kFlashAttention && f.def != &ops::kRingAttention) || f.inputs.empty() || f.outputs.empty())
+      return 1.0;
+    const Tensor& q = g_.tensors[static_cast<size_t>(f.inputs[0])];
+    const Tensor& o = g_.tensors[static_cast<size_t>(f.outputs[0])];
+    if (q.dims.empty() || o.dims.empty()) return 1.0;
+    SC_ASSIGN_OR_RETURN(int64_t dq, q.dims.back().size.eval(bind_, q.name + " head dim"));
+    SC_ASSIGN_OR_RETURN(int64_t dv, o.dims.back().size.eval(bind_, o.name + " head dim"));
+    SC_ASSIGN_OR_RETURN(int64_t nq, q.local_numel().eval(bind_, q.name + " elements"));
+    if (fwd_flops < 0) {
+      SC_ASSIGN_OR_RETURN(int64_t ff, f.local_flops.eval(bind_, f.name + " flops"));
+      fwd_flops = static_cast<double>(ff);
+    }
+    if (nq <= 0 || dq <= 0 || dv <= 0) return 1.0;
+    const double kv = fwd_flops * static_cast<double>(dq) / (2.0 * static_cast<double>(nq) * static_cast<double>(dq + dv));
+    return attention_shape_factor(hw_, kv, static_cast<double>(dq), op.fwd_op >= 0);
+  }
+
+  // A routed expert's GEMM: it (or the forward GEMM it differentiates)
+  // multiplies by an expert weight.
+  bool expert_gemm(const Op& op) const {
+    if (op.kind != OpKind::kMatmul) return false;
+    for (const Op* o : {&op, op.fwd_op >= 0 ? &g_.ops[static_cast<size_t>(op.fwd_op)] : &op})
+      for (int t : o->inputs)
+        if (g_.tensors[static_cast<size_t>(t)].expert) return true;
+    return false;
+  }
+
   // Kernel-model time of one op without the launch floor, evaluated once.
   Result<double> kernel_micros(int id) {
     double& us = kernel_us_[static_cast<size_t>(id)];
@@ -390,7 +426,8 @@ class Lowerer {
       SC_ASSIGN_OR_RETURN(GemmShape shape, gemm_shape(g_, op, bind_));
       us = gemm_micros(hw_, w.dt, shape, flops, bytes);
     } else if (op.kind == OpKind::kAttention) {
-      us = attention_micros(hw_, o_.compute_dtype, flops, bytes, op.fwd_op >= 0);
+      SC_ASSIGN_OR_RETURN(double shape, attention_factor(id));
+      us = attention_micros(hw_, o_.compute_dtype, flops / shape, bytes, op.fwd_op >= 0);
     } else {
       us = memory_micros(hw_, flops, bytes);
     }
@@ -428,6 +465,7 @@ class Lowerer {
       } else {
         us = roofline_micros(hw_, w.dt, static_cast<double>(w.flops), static_cast<double>(w.bytes));
       }
+      if (o_.moe_imbalance != 1.0 && expert_gemm(op)) us *= o_.moe_imbalance;
       SC_RETURN_IF_ERROR(set_cost(n, w.flops, w.bytes, us, op.name));
       c.num_ops = n.num_ops;
       c.tensor_size = n.tensor_size;
@@ -810,6 +848,13 @@ class Lowerer {
       block += b;
     }
     if (op.phase == Phase::kBackward) block *= 2;
+    // One step's keys: the forward's FLOPs over the n steps.
+    double shape = 1;
+    if (kernel_model()) {
+      const Op& fwd = op.fwd_op >= 0 ? g_.ops[static_cast<size_t>(op.fwd_op)] : op;
+      SC_ASSIGN_OR_RETURN(int64_t ff, fwd.local_flops.eval(bind_, fwd.name + " flops"));
+      SC_ASSIGN_OR_RETURN(shape, attention_factor(id, static_cast<double>(ff) / static_cast<double>(n)));
+    }
     const int64_t rings = static_cast<int64_t>(ring_index_.size());
     const std::string prefix = mb_prefix(mb) + phase_name(op.phase) + "." + op.name;
     const std::set<uint64_t> inputs(deps.begin(), deps.end());
@@ -848,7 +893,7 @@ class Lowerer {
       const double us =
           kernel_model()
               ? std::max(hw_.kernel_floor_micros,
-                         attention_micros(hw_, o_.compute_dtype, static_cast<double>(f), static_cast<double>(by),
+                         attention_micros(hw_, o_.compute_dtype, static_cast<double>(f) / shape, static_cast<double>(by),
                                           op.fwd_op >= 0))
               : roofline_micros(hw_, o_.compute_dtype, static_cast<double>(f), static_cast<double>(by));
       SC_RETURN_IF_ERROR(set_cost(c, f, by, us, op.name));

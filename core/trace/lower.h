@@ -96,6 +96,10 @@ struct LowerOptions {
   // all-gather overlapped with the next forward pass.
   bool tp_comm_overlap = false;
   bool overlap_param_gather = false;
+  // parallel.moe_imbalance: the routed experts' GEMMs (forward, dgrad,
+  // wgrad) last this many times their uniform-routing time (the busiest
+  // expert rank sets the pace; docs/parallelism.md).
+  double moe_imbalance = 1.0;
 };
 
 Result<RoleProgram> lower_program(const Graph& g, const Bindings& bind, const HardwareProfile& hw,

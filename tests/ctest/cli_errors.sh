@@ -22,7 +22,7 @@ printf '{\n  "model": {"preset": "gpt3-1.7b"},\n  "parallel": {"dp": 2,, "tp": 1
 expect malformed-json 1 "malformed.json: line 3, column 24" -- "$CLI" inspect --config malformed.json
 
 echo '{"model": "gpt3-1.7b", "parallel": {"tpp": 2}}' > unknown.json
-expect unknown-key 1 "parallel.tpp: unknown key (known: dp, tp, pp, cp, cp_algorithm, virtual_stages, zero, sequence_parallel, pipeline_layout, order, world_size, ep, expert_tp, shard_group)" -- \
+expect unknown-key 1 "parallel.tpp: unknown key (known: dp, tp, pp, cp, cp_algorithm, virtual_stages, zero, sequence_parallel, pipeline_layout, order, world_size, ep, expert_tp, shard_group, moe_dispatcher, moe_imbalance)" -- \
   "$CLI" inspect --config unknown.json
 
 expect tp-heads 1 "num_heads (96) is not divisible by tp (7)" -- \

@@ -47,7 +47,7 @@ TEST_CASE("unknown keys name the path and the known keys") {
   CHECK(e.path == "parallel.tpp");
   const std::string known =
       "unknown key (known: dp, tp, pp, cp, cp_algorithm, virtual_stages, zero, sequence_parallel, pipeline_layout, "
-      "order, world_size, ep, expert_tp, shard_group)";
+      "order, world_size, ep, expert_tp, shard_group, moe_dispatcher, moe_imbalance)";
   CHECK(e.message == known);
   CHECK(e.to_string() == "parallel.tpp: " + known);
   CHECK(must_fail(R"({"model": "gpt3-1.7b", "pipeline": {}})").path == "pipeline");

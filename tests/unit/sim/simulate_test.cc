@@ -226,6 +226,7 @@ TEST_CASE("simulate: on a free network the step equals the reference replay's ma
     Job j = parse(text);
     j.network.domain_bandwidth_gbs = j.network.scale_out_bandwidth_gbs = 1e6;
     j.network.domain_latency_us = j.network.scale_out_latency_us = 0;
+    j.network.protocols = "simple";  // one protocol at full bandwidth, as the replay assumes
     auto g = make(j);
     std::vector<RankTrace> ranks;
     for (int64_t r = 0; r < g.world_size(); ++r) ranks.push_back(g.rank_trace(r).value());
