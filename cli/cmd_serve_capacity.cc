@@ -97,9 +97,10 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
       return usage_error(kCmd, "--replicas-list must be 1 to 16 positive integers (got '" + *args.get("--replicas-list") + "')");
   }
   nlohmann::json all = nlohmann::json::array();
-  if (!args.has("--json"))
-    std::printf("SLO: P99 TTFT %s, P99 TPOT %s\n", ttft > 0 ? (std::to_string(ttft * 1e3) + " ms").c_str() : "-",
-                tpot > 0 ? (std::to_string(tpot * 1e3) + " ms").c_str() : "-");
+  if (!args.has("--json")) {
+    auto show = [](double v) { char b[32]; std::snprintf(b, sizeof b, "%g ms", v * 1e3); return v > 0 ? std::string(b) : std::string("-"); };
+    std::printf("SLO: P99 TTFT %s, P99 TPOT %s\n", show(ttft).c_str(), show(tpot).c_str());
+  }
   for (int64_t tp : tps)
     for (int64_t rep : reps) {
       Job j = job;
