@@ -112,6 +112,10 @@ Status lower_kind(GeneratorState& s, const Shape& sh) {
 // the whole model's bytes of one cached token.
 struct Footprint {
   int64_t weights_per_rank = 0, kv_token_per_rank = 0, kv_token_model = 0;
+  // Per cache tensor: (layer, bytes per cached token), each stage's on its
+  // rank and the whole model's; what a sliding window caps per layer.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> stage_caches;
+  std::vector<std::pair<int64_t, int64_t>> model_caches;
 };
 
 Result<Footprint> footprint(const GeneratorState& s) {
@@ -123,6 +127,7 @@ Result<Footprint> footprint(const GeneratorState& s) {
   global["dp"] = 1;
   for (int64_t st = 0; st < s.num_stages(); ++st) {
     int64_t w = 0, kv = 0;
+    f.stage_caches.emplace_back();
     for (const Tensor& t : s.graph_of(st).tensors) {
       if (t.kind == TensorKind::kWeight && t.producer < 0) {
         SC_ASSIGN_OR_RETURN(int64_t b, t.local_bytes().eval(s.bind, t.name));
@@ -132,6 +137,8 @@ Result<Footprint> footprint(const GeneratorState& s) {
         SC_ASSIGN_OR_RETURN(int64_t g, (t.global_numel() * Expr(dtype_bytes(t.dtype))).eval(global, t.name));
         kv += b;
         f.kv_token_model += g;
+        f.stage_caches.back().push_back({t.layer, b});
+        f.model_caches.push_back({t.layer, g});
       }
     }
     f.weights_per_rank = std::max(f.weights_per_rank, w);
@@ -237,6 +244,40 @@ int64_t seq_bytes(const Mix& m, int64_t per_token) {
   return static_cast<int64_t>(std::ceil(m.mean_seq_tokens * static_cast<double>(per_token)));
 }
 
+// A sliding-window model's sequence: a windowed layer keeps only the last
+// kv_positions(layer, P + O) = min(P + O, window) tokens (paged), a full
+// layer all of them (docs/inference.md, "Sliding windows"); the mean over
+// the mix, whole bytes rounded up. `caches`: (layer, bytes per token).
+double windowed_bytes(const Job& job, const std::vector<std::pair<int64_t, int64_t>>& caches, int64_t ctx) {
+  double b = 0;
+  for (const auto& [layer, per_token] : caches) {
+    const int64_t kept = job.model.kv_positions(layer, ctx);
+    b += static_cast<double>(ceil_div(kept, job.serving.page_tokens) * job.serving.page_tokens) *
+         static_cast<double>(per_token);
+  }
+  return b;
+}
+
+int64_t windowed_seq_bytes(const Job& job, const std::vector<std::pair<int64_t, int64_t>>& caches) {
+  const Mix m = mix_of(job.serving);
+  double total = 0;
+  for (size_t i = 0; i < m.classes.size(); ++i)
+    total += m.share[i] * windowed_bytes(job, caches, m.classes[i].prompt_tokens + m.classes[i].output_tokens);
+  return static_cast<int64_t>(std::ceil(total));
+}
+
+// One sequence's cache on the largest rank, and in the whole model.
+int64_t seq_rank_bytes(const Job& job, const Footprint& f, const Mix& m) {
+  if (job.model.sliding_window <= 0) return seq_bytes(m, f.kv_token_per_rank);
+  int64_t most = 0;
+  for (const auto& caches : f.stage_caches) most = std::max(most, windowed_seq_bytes(job, caches));
+  return most;
+}
+int64_t seq_model_bytes(const Job& job, const Footprint& f, const Mix& m) {
+  if (job.model.sliding_window <= 0) return seq_bytes(m, f.kv_token_model);
+  return windowed_seq_bytes(job, f.model_caches);
+}
+
 // The memory the engine may use: serving.gpu_memory_utilization of the
 // GPU's (all of it when not given), as vLLM's --gpu-memory-utilization.
 double usable_memory(const Job& job) {
@@ -278,7 +319,7 @@ Status plan(const Job& full, Serving* sv, int64_t want, bool strict) {
   SC_ASSIGN_OR_RETURN(Footprint pfp, footprint(*sv->prefill));
   const double cap = usable_memory(full);
   const Mix mix = mix_of(cfg);
-  sv->kv_seq_rank = seq_bytes(mix, sv->fp.kv_token_per_rank);
+  sv->kv_seq_rank = seq_rank_bytes(full, sv->fp, mix);
   const int64_t act1 = std::max(activation_peak(*sv->prefill), activation_peak(*sv->decode));
   auto fit = [&](int64_t act) -> int64_t {
     const double free = cap - static_cast<double>(sv->fp.weights_per_rank) - static_cast<double>(act);
@@ -462,7 +503,7 @@ json inference_json(const Job& full, const Serving& sv) {
   if (sv.mixed) it["mixed"] = iteration_json(*sv.mixed, sv.mshape, sv.t_mixed);
   json out = {
       {"kv_cache_bytes_per_token", sv.fp.kv_token_model},
-      {"kv_cache_bytes_per_sequence", seq_bytes(mix, sv.fp.kv_token_model)},
+      {"kv_cache_bytes_per_sequence", seq_model_bytes(full, sv.fp, mix)},
       {"kv_cache_bytes_per_token_per_rank", sv.fp.kv_token_per_rank},
       {"max_concurrent_sequences", sv.max_concurrency},
       {"concurrency", sv.concurrency},
@@ -493,7 +534,11 @@ json inference_json(const Job& full, const Serving& sv) {
       classes.push_back({{"prompt_tokens", c.prompt_tokens},
                          {"output_tokens", c.output_tokens},
                          {"share", sig(mix.share[i])},
-                         {"kv_cache_bytes_per_sequence", slots * sv.fp.kv_token_model},
+                         {"kv_cache_bytes_per_sequence",
+                          full.model.sliding_window > 0
+                              ? static_cast<int64_t>(windowed_bytes(full, sv.fp.model_caches,
+                                                                    c.prompt_tokens + c.output_tokens))
+                              : slots * sv.fp.kv_token_model},
                          {"prefill_seconds", sig(sv.classes[i].t_prefill)},
                          {"ttft_seconds", sig(sv.classes[i].ttft)}});
     }

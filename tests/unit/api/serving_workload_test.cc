@@ -5,6 +5,8 @@
 // monotone in its targets.
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -162,4 +164,43 @@ TEST_CASE("serving capacity: the request op") {
                                        R"(, "ttft_seconds_p99": -1})").envelope);
   CHECK(!bad["ok"].get<bool>());
   CHECK(bad["error"]["path"] == "ttft_seconds_p99");
+}
+
+namespace {
+
+std::string fixture(const char* name) {
+  std::ifstream f(std::string(STAGECRAFT_SOURCE_DIR) + "/tests/fixtures/hf/" + name);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+json hf_inference(const char* file, int64_t prompt, int64_t output) {
+  return inference_of(R"({"mode": "inference", "model": {"hf_config": )" + fixture(file) +
+                      R"(}, "parallel": {"tp": 1}, "hardware": "h100", "serving": {"prompt_tokens": )" +
+                      std::to_string(prompt) + R"(, "output_tokens": )" + std::to_string(output) + "}}");
+}
+
+}  // namespace
+
+TEST_CASE("serving: a sliding window caps the KV cache per sequence, by hand") {
+  // Mistral 7B v0.1 (config.json): 32 layers, 8 KV heads of 128, window
+  // 4,096 on every layer. 8,000 + 1,000 tokens keep the last 4,096 per
+  // layer: 32 x 2 x 8 x 128 x 2 B x 4,096 = 536,870,912 B, not the
+  // 9,008 paged tokens' 1,180,696,576 B of a full cache.
+  json m = hf_inference("mistral-7b-v0.1-cot-mnc.config.json", 8000, 1000);
+  CHECK(m["kv_cache_bytes_per_token"].get<int64_t>() == 32 * 2 * 8 * 128 * 2);
+  CHECK(m["kv_cache_bytes_per_sequence"].get<int64_t>() == int64_t{32} * 2 * 8 * 128 * 2 * 4096);
+  // The fit follows: (capacity - weights - activations) / that.
+  const json& mem = m["memory_bytes_per_rank"];
+  const int64_t left = mem["capacity"].get<int64_t>() - mem["weights"].get<int64_t>() - mem["activations"].get<int64_t>();
+  CHECK(m["max_concurrent_sequences"].get<int64_t>() == left / (int64_t{32} * 2 * 8 * 128 * 2 * 4096));
+  // Gemma 2 9B: 42 layers, 8 KV heads of 256, every other layer windowed
+  // (4,096), the others global. 8,000 + 100 tokens: 21 layers keep 8,112
+  // paged tokens, 21 keep 4,096; 2 x 8 x 256 x 2 = 8,192 B per layer and token.
+  json g = hf_inference("gemma-2-9b-it.config.json", 8000, 100);
+  CHECK(g["kv_cache_bytes_per_sequence"].get<int64_t>() == int64_t{21} * 8192 * (8112 + 4096));
+  // A context within the window: nothing capped (Mistral, 1,000 + 24 tokens).
+  json s = hf_inference("mistral-7b-v0.1-cot-mnc.config.json", 1000, 24);
+  CHECK(s["kv_cache_bytes_per_sequence"].get<int64_t>() == int64_t{32} * 2 * 8 * 128 * 2 * 1024);
 }
