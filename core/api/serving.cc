@@ -571,6 +571,10 @@ serve::SchedulerParams scheduler_params(const Job& full, const Serving& sv) {
   p.replicas = cfg.replicas;
   p.slo_ttft = cfg.slo.ttft_seconds_p99;
   p.slo_tpot = cfg.slo.tpot_seconds_p99;
+  p.prefix_hit_rate = cfg.workload.prefix_cache_hit_rate;
+  p.speculative_tokens = sc.speculative_tokens;
+  p.acceptance_rate = sc.acceptance_rate;
+  p.seed = cfg.workload.seed;
   return p;
 }
 
@@ -581,7 +585,7 @@ serve::SchedulerParams scheduler_params(const Job& full, const Serving& sv) {
 // iterations the traces show afterwards.
 Result<serve::CostModel> cost_model(const Job& full, Serving& sv, const serve::SchedulerParams& p) {
   serve::CostModel m;
-  const int64_t top = std::max(p.token_budget, p.max_num_seqs);
+  const int64_t top = std::max(p.token_budget, p.max_num_seqs * (1 + p.speculative_tokens));
   for (int64_t x = 1;;) {
     m.grid.push_back(x);
     if (x >= top) break;
@@ -593,7 +597,7 @@ Result<serve::CostModel> cost_model(const Job& full, Serving& sv, const serve::S
   for (int64_t x : m.grid) {
     SC_ASSIGN_OR_RETURN(double tp, probe(pre, Shape{x, 1, 1, 1}));
     m.prefill_base.push_back(tp);
-    if (x <= p.max_num_seqs * 3 / 2 + 1) {
+    if (x <= p.max_num_seqs * (1 + p.speculative_tokens) * 3 / 2 + 1) {
       SC_ASSIGN_OR_RETURN(double td, probe(dec, Shape{x, 1, 1, x}));
       m.decode_base.push_back(td);
     } else {
@@ -611,7 +615,8 @@ Result<serve::CostModel> cost_model(const Job& full, Serving& sv, const serve::S
   m.seconds_per_cached = std::max(0.0, dc - d0) / static_cast<double>(big - 1);
   SC_RETURN_IF_ERROR(lower_kind(pre, sv.pshape));
   SC_RETURN_IF_ERROR(lower_kind(dec, sv.dshape));
-  (void)full;
+  m.step_overhead = full.serving.scheduler.step_overhead_seconds;
+  m.per_sampled_overhead = full.serving.scheduler.token_overhead_seconds;
   return m;
 }
 

@@ -159,6 +159,7 @@ struct WorkloadConfig {
   uint64_t seed = 0;
   LengthDist prompt, output;
   std::vector<TraceRequest> trace;  // arrival "trace": the requests as given
+  double prefix_cache_hit_rate = 0;  // share of each prompt found in the prefix cache, in [0, 1)
 };
 inline constexpr int64_t kMaxWorkloadRequests = 200000;
 
@@ -170,6 +171,10 @@ struct SchedulerConfig {
   int64_t max_num_batched_tokens = 8192;  // token budget per iteration (vllm)
   int64_t max_num_seqs = 256;             // running sequences per attention-dp rank
   int64_t chunk_tokens = 512;             // sarathi: the token budget per iteration
+  double step_overhead_seconds = 0;       // host time per iteration (scheduling, launch)
+  double token_overhead_seconds = 0;      // host time per sampled token (sampling, detokenization)
+  int64_t speculative_tokens = 0;         // draft tokens verified per decode step (0 = none)
+  double acceptance_rate = 0;             // chance each draft token is accepted, in [0, 1]
 };
 
 // serving.slo: latency targets of the capacity search and of goodput.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <tuple>
 
 #include "job/job_internal.h"
 
@@ -92,7 +93,9 @@ Status parse_workload(const Json& v, WorkloadConfig* w) {
   const std::string path = "serving.workload";
   SC_RETURN_IF_ERROR(jsonf::expect_object(v, path));
   SC_RETURN_IF_ERROR(jsonf::check_keys(
-      v, {"arrival", "rate", "duration_seconds", "requests", "seed", "prompt_tokens", "output_tokens", "trace"}, path));
+      v, {"arrival", "rate", "duration_seconds", "requests", "seed", "prompt_tokens", "output_tokens", "trace",
+          "prefix_cache_hit_rate"},
+      path));
   w->present = true;
   std::string arrival = "poisson";
   if (const Json* x = jsonf::find(v, "arrival")) {
@@ -116,6 +119,13 @@ Status parse_workload(const Json& v, WorkloadConfig* w) {
   }
   if (const Json* x = jsonf::find(v, "requests")) {
     SC_ASSIGN_OR_RETURN(w->requests, jsonf::get_int(*x, path + ".requests", 1, kMaxWorkloadRequests));
+  }
+  if (const Json* x = jsonf::find(v, "prefix_cache_hit_rate")) {
+    SC_ASSIGN_OR_RETURN(w->prefix_cache_hit_rate, jsonf::get_number_in(*x, path + ".prefix_cache_hit_rate", 0, 1));
+    if (w->prefix_cache_hit_rate >= 1)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "must be below 1 (at least the prompt's last token is computed)",
+                        path + ".prefix_cache_hit_rate");
   }
   if (const Json* x = jsonf::find(v, "seed")) {
     SC_ASSIGN_OR_RETURN(int64_t seed, jsonf::get_int(*x, path + ".seed", 0, (int64_t{1} << 53)));
@@ -197,7 +207,11 @@ Status parse_workload(const Json& v, WorkloadConfig* w) {
 Status parse_scheduler(const Json& v, SchedulerConfig* c) {
   const std::string path = "serving.scheduler";
   SC_RETURN_IF_ERROR(jsonf::expect_object(v, path));
-  SC_RETURN_IF_ERROR(jsonf::check_keys(v, {"policy", "max_num_batched_tokens", "max_num_seqs", "chunk_tokens"}, path));
+  SC_RETURN_IF_ERROR(jsonf::check_keys(v,
+                                       {"policy", "max_num_batched_tokens", "max_num_seqs", "chunk_tokens",
+                                        "step_overhead_seconds", "token_overhead_seconds", "speculative_tokens",
+                                        "acceptance_rate"},
+                                       path));
   c->present = true;
   if (const Json* x = jsonf::find(v, "policy")) {
     SC_ASSIGN_OR_RETURN(std::string p, jsonf::get_string(*x, path + ".policy"));
@@ -207,6 +221,21 @@ Status parse_scheduler(const Json& v, SchedulerConfig* c) {
       return make_error(ErrorCode::kInvalidArgument, "unknown policy \"" + jsonf::clip(p) + "\" (known: vllm, sarathi)",
                         path + ".policy");
   }
+  for (const auto& [key, dst, hi] : {std::tuple<const char*, double*, double>{"step_overhead_seconds",
+                                                                              &c->step_overhead_seconds, 10.0},
+                                     std::tuple<const char*, double*, double>{"token_overhead_seconds",
+                                                                              &c->token_overhead_seconds, 10.0},
+                                     std::tuple<const char*, double*, double>{"acceptance_rate", &c->acceptance_rate,
+                                                                              1.0}})
+    if (const Json* x = jsonf::find(v, key)) {
+      SC_ASSIGN_OR_RETURN(*dst, jsonf::get_number_in(*x, path + "." + key, 0, hi));
+    }
+  if (const Json* x = jsonf::find(v, "speculative_tokens")) {
+    SC_ASSIGN_OR_RETURN(c->speculative_tokens, jsonf::get_int(*x, path + ".speculative_tokens", 0, 16));
+  }
+  if (c->speculative_tokens > 0 && !jsonf::find(v, "acceptance_rate"))
+    return make_error(ErrorCode::kInvalidArgument, "speculative decoding needs the chance a draft token is accepted",
+                      path + ".acceptance_rate");
   const std::pair<const char*, int64_t*> ints[] = {{"max_num_batched_tokens", &c->max_num_batched_tokens},
                                                    {"max_num_seqs", &c->max_num_seqs},
                                                    {"chunk_tokens", &c->chunk_tokens}};
@@ -383,12 +412,14 @@ Json workload_json(const WorkloadConfig& w) {
       t.push_back({{"arrival_seconds", r.arrival_seconds}, {"prompt_tokens", r.prompt_tokens},
                    {"output_tokens", r.output_tokens}});
     j["trace"] = t;
+    if (w.prefix_cache_hit_rate > 0) j["prefix_cache_hit_rate"] = w.prefix_cache_hit_rate;
     return j;
   }
   if (w.rate > 0) j["rate"] = w.rate;
   if (w.duration_seconds > 0) j["duration_seconds"] = w.duration_seconds;
   if (w.requests > 0) j["requests"] = w.requests;
   j["seed"] = w.seed;
+  if (w.prefix_cache_hit_rate > 0) j["prefix_cache_hit_rate"] = w.prefix_cache_hit_rate;
   if (w.prompt.kind != LengthDist::Kind::kDefault) j["prompt_tokens"] = length_json(w.prompt);
   if (w.output.kind != LengthDist::Kind::kDefault) j["output_tokens"] = length_json(w.output);
   return j;
@@ -429,6 +460,12 @@ void serving_canonical(const Job& job, Json* root) {
                             {"max_num_batched_tokens", c.max_num_batched_tokens},
                             {"max_num_seqs", c.max_num_seqs},
                             {"chunk_tokens", c.chunk_tokens}};
+    if (c.step_overhead_seconds > 0) serving["scheduler"]["step_overhead_seconds"] = c.step_overhead_seconds;
+    if (c.token_overhead_seconds > 0) serving["scheduler"]["token_overhead_seconds"] = c.token_overhead_seconds;
+    if (c.speculative_tokens > 0) {
+      serving["scheduler"]["speculative_tokens"] = c.speculative_tokens;
+      serving["scheduler"]["acceptance_rate"] = c.acceptance_rate;
+    }
   }
   if (s.slo.present) {
     Json slo = Json::object();

@@ -5,6 +5,7 @@
 #include <deque>
 
 #include "base/cancel.h"
+#include "serve/rng.h"
 
 namespace sc::serve {
 namespace {
@@ -28,6 +29,7 @@ struct Live {
   int64_t computed = 0;      // tokens whose K/V are in the cache
   int64_t generated = 0;     // output tokens produced so far
   int64_t blocks = 0;        // cache pages held
+  int64_t prefix = 0;        // tokens found in the prefix cache (whole pages, shared)
   double last_token = 0;     // time of the latest output token
 };
 
@@ -36,7 +38,11 @@ struct Rank {
   std::vector<Live> running;
   int64_t free_blocks = 0;
   // This iteration: the running entries scheduled and their new tokens.
-  std::vector<std::pair<size_t, int64_t>> sched;
+  struct Sched {
+    size_t i;
+    int64_t n, draft;
+  };
+  std::vector<Sched> sched;
 };
 
 }  // namespace
@@ -98,6 +104,7 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
   // ranks that step together form a group, every other rank is its own.
   const int64_t group_size = p.lockstep ? p.dp : 1;
   const int64_t groups = ranks_total / group_size;
+  Rng spec(p.seed ^ 0x7370656375617465ULL);  // acceptance draws, in the order steps are applied
   std::vector<double> itl;
   std::vector<std::pair<double, double>> kv_trace;  // (iteration end, utilization x dt), all groups
   std::vector<std::pair<double, double>> kv_spans;  // (start, end) with utilization, for buckets
@@ -115,8 +122,14 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
     while (next < mine.size() || live > 0) {
       while (next < mine.size() && requests[mine[next]].arrival <= t) {
         const size_t id = mine[next];
+        Live l{static_cast<int64_t>(id)};
+        if (p.prefix_hit_rate > 0)
+          l.prefix = static_cast<int64_t>(std::floor(p.prefix_hit_rate * static_cast<double>(requests[id].prompt) /
+                                                     static_cast<double>(p.page_tokens))) *
+                     p.page_tokens;
+        l.computed = l.prefix;
         ranks[static_cast<size_t>(static_cast<int64_t>(id % static_cast<size_t>(ranks_total)) % group_size)]
-            .waiting.push_back(Live{static_cast<int64_t>(id)});
+            .waiting.push_back(l);
         ++live;
         ++next;
       }
@@ -145,15 +158,20 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
         // pages preempts the most recently admitted one (recompute).
         for (size_t i = 0; i < rk.running.size() && left > 0;) {
           Live& l = rk.running[i];
-          const int64_t n = std::min(total_tokens(l) - l.computed, left);
-          const int64_t need = ceil_div(l.computed + n, p.page_tokens) - l.blocks;
+          int64_t n = std::min(total_tokens(l) - l.computed, left), draft = 0;
+          if (p.speculative_tokens > 0 && l.generated > 0 && total_tokens(l) - l.computed == 1) {
+            const int64_t out_left = out.requests[static_cast<size_t>(l.id)].output - l.generated - 1;
+            draft = std::max<int64_t>(0, std::min({p.speculative_tokens, out_left, left - 1}));
+            n = 1 + draft;
+          }
+          const int64_t need = ceil_div(l.computed + n, p.page_tokens) - l.prefix / p.page_tokens - l.blocks;
           bool ok = true;
           while (need > rk.free_blocks) {
             Live victim = rk.running.back();
             rk.running.pop_back();
             rk.free_blocks += victim.blocks;
             victim.blocks = 0;
-            victim.computed = 0;
+            victim.computed = victim.prefix;  // the shared prefix stays cached
             out.requests[static_cast<size_t>(victim.id)].preemptions++;
             out.preemptions++;
             rk.waiting.push_front(victim);
@@ -167,7 +185,7 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
           Live& m = rk.running[i];
           m.blocks += need;
           rk.free_blocks -= need;
-          rk.sched.push_back({i, n});
+          rk.sched.push_back({i, n, draft});
           left -= n;
           ++i;
         }
@@ -177,7 +195,7 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
                static_cast<int64_t>(rk.running.size()) < p.max_num_seqs) {
           Live l = rk.waiting.front();
           const int64_t n = std::min(total_tokens(l) - l.computed, left);
-          const int64_t need = ceil_div(l.computed + n, p.page_tokens) - l.blocks;
+          const int64_t need = ceil_div(l.computed + n, p.page_tokens) - l.prefix / p.page_tokens - l.blocks;
           if (need > rk.free_blocks) break;
           rk.waiting.pop_front();
           l.blocks += need;
@@ -185,18 +203,20 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
           RequestResult& rr = out.requests[static_cast<size_t>(l.id)];
           if (rr.scheduled < 0) rr.scheduled = t;
           rk.running.push_back(l);
-          rk.sched.push_back({rk.running.size() - 1, n});
+          rk.sched.push_back({rk.running.size() - 1, n, 0});
           left -= n;
         }
-        for (const auto& [i, n] : rk.sched) {
-          const Live& l = rk.running[i];
-          const double c = static_cast<double>(l.computed), nn = static_cast<double>(n);
-          sh.tokens += n;
+        for (const Rank::Sched& e : rk.sched) {
+          const Live& l = rk.running[e.i];
+          const double c = static_cast<double>(l.computed), nn = static_cast<double>(e.n);
+          sh.tokens += e.n;
           const double pr = nn * c + nn * (nn + 1) / 2;  // over the cached prefix and causally within
-          if (n == 1 && l.generated > 0) sh.decode_pairs += pr;
+          const bool decode = l.generated > 0 && l.computed + 1 == total_tokens(l);
+          if (decode) sh.decode_pairs += pr;
           else sh.prefill_pairs += pr;
           sh.cached += c + nn;
-          if (l.computed + n >= total_tokens(l)) sh.sampled++;
+          if (decode) sh.sampled += e.n;  // every verified position is sampled
+          else if (l.computed + e.n >= total_tokens(l)) sh.sampled++;
         }
         const double used = static_cast<double>(p.blocks_per_rank - rk.free_blocks);
         kv_util.push_back(p.blocks_per_rank > 0 ? used / static_cast<double>(p.blocks_per_rank) : 0);
@@ -221,14 +241,21 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
         std::vector<Live> keep;
         keep.reserve(rk.running.size());
         std::vector<char> done(rk.running.size(), 0);
-        for (const auto& [i, n] : rk.sched) {
+        for (const Rank::Sched& e : rk.sched) {
+          const size_t i = e.i;
           Live& l = rk.running[i];
           const int64_t total = out.requests[static_cast<size_t>(l.id)].prompt + l.generated;
-          l.computed += n;
+          int64_t accepted = 0;
+          if (e.draft > 0) {  // draft tokens accepted until the first rejection
+            while (accepted < e.draft && spec.uniform() < p.acceptance_rate) ++accepted;
+            l.computed += 1 + accepted;  // the rejected drafts' entries are dropped
+          } else {
+            l.computed += e.n;
+          }
           if (l.computed < total) continue;  // a prefill chunk: no token yet
           RequestResult& rr = out.requests[static_cast<size_t>(l.id)];
-          ++l.generated;
-          ++out.output_tokens;
+          l.generated += 1 + accepted;
+          out.output_tokens += 1 + accepted;
           if (rr.first_token < 0) rr.first_token = t;
           else itl.push_back(t - l.last_token);
           l.last_token = t;

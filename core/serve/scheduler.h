@@ -53,6 +53,15 @@ struct SchedulerParams {
   int64_t replicas = 1;
   int64_t max_iterations = 20000000;
   double slo_ttft = 0, slo_tpot = 0;  // goodput targets (0 = none)
+  // Prefix caching: the first floor(rate x prompt / page) pages of every
+  // prompt are found cached (shared pages: computed by no one, held apart).
+  double prefix_hit_rate = 0;
+  // Speculative decoding: each decode step verifies up to this many draft
+  // tokens beside its own, each accepted with `acceptance_rate` until the
+  // first rejection (drawn from the seeded stream).
+  int64_t speculative_tokens = 0;
+  double acceptance_rate = 0;
+  uint64_t seed = 0;
 };
 
 struct RequestResult {

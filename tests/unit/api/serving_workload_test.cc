@@ -66,6 +66,13 @@ TEST_CASE("serving workload: parse errors name the field") {
   CHECK(parse_error(job_with(R"(, "scheduler": {"max_num_seqs": 0})")).path == "serving.scheduler.max_num_seqs");
   CHECK(parse_error(job_with(R"(, "slo": {})")).path == "serving.slo");
   CHECK(parse_error(job_with(R"(, "gpu_memory_utilization": 1.5)")).path == "serving.gpu_memory_utilization");
+  CHECK(parse_error(job_with(R"(, "workload": {"rate": 1, "requests": 5, "prefix_cache_hit_rate": 1})")).path ==
+        "serving.workload.prefix_cache_hit_rate");
+  CHECK(parse_error(job_with(R"(, "scheduler": {"speculative_tokens": 3})")).path == "serving.scheduler.acceptance_rate");
+  CHECK(parse_error(job_with(R"(, "scheduler": {"speculative_tokens": 3, "acceptance_rate": 1.2})")).path ==
+        "serving.scheduler.acceptance_rate");
+  CHECK(parse_error(job_with(R"(, "scheduler": {"step_overhead_seconds": -1})")).path ==
+        "serving.scheduler.step_overhead_seconds");
   // Past the model's context (Llama 3 8B: 8,192).
   CHECK(parse_error(job_with(R"(, "workload": {"rate": 1, "requests": 5, "prompt_tokens": 9000})")).path ==
         "serving.workload.prompt_tokens");

@@ -200,3 +200,49 @@ TEST_CASE("serve: a Poisson workload: its count, order and the rate scale") {
     CHECK(q.output >= 1);
   }
 }
+
+TEST_CASE("serve: prefix caching skips the cached pages of a prompt, by hand") {
+  // 20 + 2 tokens, 4-token pages, half the prompt found cached: floor(0.5 x
+  // 20 / 4) = 2 pages = 8 tokens; the first iteration computes the other 12.
+  SchedulerParams p = small(16, 100);
+  p.prefix_hit_rate = 0.5;
+  Result<WorkloadResult> r = simulate_workload({{0, 20, 2}}, linear_cost(), p);
+  REQUIRE(r.ok());
+  CHECK(r->iterations == 2);
+  CHECK(r->requests[0].ttft() == doctest::Approx(cost(12)).epsilon(1e-12));
+  CHECK(r->requests[0].e2e() == doctest::Approx(cost(12) + cost(1)).epsilon(1e-12));
+}
+
+TEST_CASE("serve: speculative decoding, every draft accepted or none, by hand") {
+  // 4 + 5 tokens, 2 draft tokens per step. Accepting all: the prefill gives
+  // token 1; a step verifies 1 + 2 positions and yields 3 (tokens 2-4); the
+  // last step drafts none (one token left): 3 iterations of 4, 3, 1 tokens.
+  SchedulerParams p = small(16, 100);
+  p.speculative_tokens = 2;
+  p.acceptance_rate = 1.0;
+  Result<WorkloadResult> all = simulate_workload({{0, 4, 5}}, linear_cost(), p);
+  REQUIRE(all.ok());
+  CHECK(all->iterations == 3);
+  CHECK(all->output_tokens == 5);
+  CHECK(all->requests[0].e2e() == doctest::Approx(cost(4) + cost(3) + cost(1)).epsilon(1e-12));
+  // Accepting none: each step yields one token; drafts shrink to what is
+  // left: steps of 3, 3, 2, 1 positions after the prefill.
+  p.acceptance_rate = 0.0;
+  Result<WorkloadResult> none = simulate_workload({{0, 4, 5}}, linear_cost(), p);
+  REQUIRE(none.ok());
+  CHECK(none->iterations == 5);
+  CHECK(none->requests[0].e2e() ==
+        doctest::Approx(cost(4) + cost(3) + cost(3) + cost(2) + cost(1)).epsilon(1e-12));
+}
+
+TEST_CASE("serve: fixed host costs per iteration and per sampled token") {
+  // 10 ms + 10 us per token, plus 1 ms per iteration and 0.1 ms per sampled
+  // row: a lone 8 + 2 request: (c(8) + 1 + 0.1 ms) then (c(1) + 1 + 0.1 ms).
+  CostModel m = linear_cost();
+  m.step_overhead = 0.001;
+  m.per_sampled_overhead = 0.0001;
+  Result<WorkloadResult> r = simulate_workload({{0, 8, 2}}, m, small(16, 100));
+  REQUIRE(r.ok());
+  CHECK(r->requests[0].ttft() == doctest::Approx(cost(8) + 0.0011).epsilon(1e-12));
+  CHECK(r->requests[0].tpot() == doctest::Approx(cost(1) + 0.0011).epsilon(1e-12));
+}
