@@ -52,6 +52,12 @@ assert not c["curve"][-1]["meets_slo"], c["curve"][-1]  # 1.5x the capacity miss
 PY
 "$cli" serve-capacity --config "$out/c.json" --slo-ttft 0.5 --replicas-list 1,2 >"$out/cap.txt"
 grep -q '^tp 1, replicas 2 (2 GPUs): capacity' "$out/cap.txt"
+"$cli" serve-capacity --config "$out/c.json" --slo-tpot 0.03 --tp-list 1,2 --requests 100 --json >"$out/tps.json"
+python3 - "$out/tps.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["layouts"]
+assert [(x["tp"], x["gpus"]) for x in c] == [(1, 1), (2, 2)], c
+PY
 if "$cli" serve-capacity --config "$out/c.json" 2>"$out/err.txt"; then echo "accepted no SLO"; exit 1; fi
 grep -q 'slo-ttft' "$out/err.txt"
 # Bad workloads name their fields.
