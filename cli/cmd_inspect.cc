@@ -167,6 +167,24 @@ void print_serving(const Job& job, const nlohmann::json& inf) {
             << "itl         " << ms(inf["itl_seconds"]) << " (between a request's tokens: TPOT + other requests' prefills)\n"
             << "throughput  " << fmt("%.1f", num(inf["tokens_per_second_per_gpu"])) << " output tokens/s per GPU ("
             << grouped(inf["gpus"].get<int64_t>()) << " GPUs)\n";
+  if (inf.contains("workload")) {  // serving.workload (docs/inference.md, "Workload")
+    const nlohmann::json& w = inf["workload"];
+    std::cout << "workload    " << grouped(w["requests"].get<int64_t>()) << " requests over "
+              << fmt("%.1f s", num(w["makespan_seconds"])) << ", " << grouped(w["iterations"].get<int64_t>())
+              << " iterations, " << grouped(w["preemptions"].get<int64_t>()) << " preemptions; "
+              << fmt("%.2f", num(w["requests_per_second"])) << " requests/s, "
+              << fmt("%.1f", num(w["output_tokens_per_second_per_gpu"])) << " output tokens/s per GPU; KV cache "
+              << fmt("%.0f%%", 100 * num(w["kv_cache_utilization_mean"])) << " used on average, "
+              << fmt("%.0f%%", 100 * num(w["kv_cache_utilization_max"])) << " at most\n";
+    for (const char* k : {"ttft", "tpot", "itl", "e2e", "queue"}) {
+      const std::string b = std::string(k) + "_seconds";
+      std::cout << "  " << k << std::string(10 - std::string(k).size(), ' ') << "p50 " << ms(inf[b + "_p50"]) << ", p90 " << ms(inf[b + "_p90"])
+                << ", p99 " << ms(inf[b + "_p99"]) << ", mean " << ms(inf[b + "_mean"]) << "\n";
+    }
+    if (w.contains("goodput_requests_per_second"))
+      std::cout << "  goodput   " << fmt("%.2f", num(w["goodput_requests_per_second"]))
+                << " requests/s within serving.slo\n";
+  }
 }
 
 }  // namespace

@@ -49,11 +49,61 @@ bool parse_list(const std::string& text, std::vector<int64_t>* out) {
   return !out->empty() && out->size() <= 64;
 }
 
-int sweep(const Generator& gen, const std::vector<int64_t>& values, bool as_json) {
+// A serving job with a workload: its percentiles (summary.json's inference
+// keys) and, with serving.slo, the capacity search (docs/inference.md).
+int workload_extra(const Job& job, const Generator& gen, nlohmann::json* out) {
+  if (!job.serving.workload.present && !job.serving.slo.present) return kExitOk;
+  const auto inf = nlohmann::json::parse(gen.summary_json(), nullptr, false)["inference"];
+  if (job.serving.workload.present) {
+    nlohmann::json w = inf["workload"];
+    w.erase("kv_cache_utilization");
+    w.erase("per_request");
+    for (const char* k : {"ttft", "tpot", "itl", "e2e", "queue"})
+      for (const char* q : {"_mean", "_p50", "_p90", "_p99"}) {
+        const std::string key = std::string(k) + "_seconds" + q;
+        w[key] = inf[key];
+      }
+    (*out)["workload"] = w;
+  }
+  if (job.serving.slo.present) {
+    Result<CapacityResult> c = serving_capacity(gen, job.serving.slo.ttft_seconds_p99, job.serving.slo.tpot_seconds_p99);
+    if (!c.ok()) return report_error(kCmd, c.error());
+    (*out)["capacity"] = nlohmann::json::parse(serving_capacity_json(*c));
+  }
+  return kExitOk;
+}
+
+void print_workload(const nlohmann::json& extra) {
+  if (extra.contains("workload")) {
+    const auto& w = extra["workload"];
+    std::printf("\nworkload: %lld requests, %.2f requests/s, %.1f output tokens/s per GPU, %lld preemptions\n",
+                static_cast<long long>(w["requests"].get<int64_t>()), w["requests_per_second"].get<double>(),
+                w["output_tokens_per_second_per_gpu"].get<double>(),
+                static_cast<long long>(w["preemptions"].get<int64_t>()));
+    std::printf("%8s %12s %12s %12s %12s\n", "", "p50_ms", "p90_ms", "p99_ms", "mean_ms");
+    for (const char* k : {"ttft", "tpot", "itl", "e2e", "queue"}) {
+      const std::string b = std::string(k) + "_seconds";
+      std::printf("%8s %12.2f %12.2f %12.2f %12.2f\n", k, w[b + "_p50"].get<double>() * 1e3,
+                  w[b + "_p90"].get<double>() * 1e3, w[b + "_p99"].get<double>() * 1e3,
+                  w[b + "_mean"].get<double>() * 1e3);
+    }
+  }
+  if (extra.contains("capacity"))
+    std::printf("\ncapacity: %.3f requests/s within the SLOs (P99 TTFT %.3f s, P99 TPOT %.4f s)\n",
+                extra["capacity"]["capacity_requests_per_second"].get<double>(),
+                extra["capacity"]["slo"]["ttft_seconds_p99"].get<double>(),
+                extra["capacity"]["slo"]["tpot_seconds_p99"].get<double>());
+}
+
+int sweep(const Job& job, const Generator& gen, const std::vector<int64_t>& values, bool as_json) {
   Result<std::vector<ServingPoint>> r = serving_sweep(gen, values);
   if (!r.ok()) return report_error(kCmd, r.error());
+  nlohmann::json extra = nlohmann::json::object();
+  if (int rc = workload_extra(job, gen, &extra); rc != kExitOk) return rc;
   if (as_json) {
-    std::cout << "{\"sweep\":" << serving_sweep_json(*r) << "}\n";
+    std::string tail;
+    for (const auto& [k, v] : extra.items()) tail += ",\"" + k + "\":" + v.dump();
+    std::cout << "{\"sweep\":" << serving_sweep_json(*r) << tail << "}\n";
     return kExitOk;
   }
   std::printf("%12s %12s %12s %16s %16s %5s\n", "concurrency", "ttft_ms", "tpot_ms", "tok/s/gpu", "tok/s/user", "fits");
@@ -61,6 +111,7 @@ int sweep(const Generator& gen, const std::vector<int64_t>& values, bool as_json
     std::printf("%12lld %12.2f %12.2f %16.1f %16.1f %5s\n", static_cast<long long>(p.concurrency),
                 p.ttft_seconds * 1e3, p.tpot_seconds * 1e3, p.tokens_per_second_per_gpu, p.tokens_per_second_per_user,
                 p.fits ? "yes" : "no");
+  print_workload(extra);
   return kExitOk;
 }
 
@@ -95,7 +146,7 @@ int cmd_simulate(const std::vector<std::string>& argv) {
     const auto summary = nlohmann::json::parse(gen->summary_json(), nullptr, false);
     values.push_back(summary["inference"]["concurrency"].get<int64_t>());
   }
-  if (!values.empty()) return sweep(*gen, values, args.has("--json"));
+  if (!values.empty()) return sweep(job, *gen, values, args.has("--json"));
   SimulateOptions o;
   o.exhaustive = args.has("--exhaustive");
   o.astra = args.has("--astra");

@@ -14,6 +14,7 @@ int cmd_replay(const std::vector<std::string>& argv);
 int cmd_validate(const std::vector<std::string>& argv);
 int cmd_simulate(const std::vector<std::string>& argv);
 int cmd_plan(const std::vector<std::string>& argv);
+int cmd_serve_capacity(const std::vector<std::string>& argv);
 
 // Top-level usage text (stagecraft help).
 std::string main_usage();

@@ -26,6 +26,7 @@ std::string main_usage() {
          "  validate   check a directory's traces across ranks for what makes the simulator abort or hang\n"
          "  simulate   the step time of the whole job: MFU, bubble, exposed communication, critical path\n"
          "  plan       the fastest parallel layout of a model on N GPUs that fits in memory\n"
+         "  serve-capacity  the highest request rate a serving job holds at its P99 TTFT/TPOT targets\n"
          "  help       show this help, or 'stagecraft help <command>'\n"
          "\n"
          "Options:\n"
@@ -65,7 +66,8 @@ int run(int argc, char** argv) {
     command = rest[0];
     rest = {"--help"};
     if (command != "generate" && command != "inspect" && command != "graph" && command != "dump" &&
-        command != "replay" && command != "validate" && command != "simulate" && command != "plan") {
+        command != "replay" && command != "validate" && command != "simulate" && command != "plan" &&
+        command != "serve-capacity") {
       return usage_error("help", "unknown command '" + command + "'");
     }
   }
@@ -78,6 +80,7 @@ int run(int argc, char** argv) {
   if (command == "validate") return cmd_validate(rest);
   if (command == "simulate") return cmd_simulate(rest);
   if (command == "plan") return cmd_plan(rest);
+  if (command == "serve-capacity") return cmd_serve_capacity(rest);
   std::cerr << "stagecraft: unknown command '" << command << "'\n"
             << "(see 'stagecraft help')\n";
   return kExitUsage;

@@ -335,6 +335,26 @@ Response op_serving_sweep(const Context& c) {
   return ok_raw("sweep", serving_sweep_json(*r));
 }
 
+// {"ttft_seconds_p99": 1, "tpot_seconds_p99": 0.05, "requests": 1000}:
+// the capacity search of an inference job (api/serving.h, docs/inference.md).
+Response op_serving_capacity(const Context& c) {
+  double slo[2] = {0, 0};
+  const char* names[2] = {"ttft_seconds_p99", "tpot_seconds_p99"};
+  for (int i = 0; i < 2; ++i) {
+    auto it = c.args.find(names[i]);
+    if (it == c.args.end()) continue;
+    if (!it->is_number() || !(it->get<double>() > 0) || !(it->get<double>() <= 1e6))
+      return failed(make_error(ErrorCode::kInvalidArgument, "must be a number of seconds in (0, 1e6]", names[i]));
+    slo[i] = it->get<double>();
+  }
+  int64_t requests = 0;
+  if (c.args.contains("requests") && !integer_arg(c.args, "requests", 1, 200001.0, &requests))
+    return failed(make_error(ErrorCode::kInvalidArgument, "must be an integer in [1, 200000]", "requests"));
+  Result<CapacityResult> r = serving_capacity(*c.gen, slo[0], slo[1], requests);
+  if (!r.ok()) return failed(r.error());
+  return ok_raw("capacity", serving_capacity_json(*r));
+}
+
 struct RequestOp {
   const char* name;
   Needs needs;
@@ -415,6 +435,7 @@ constexpr RequestOp kOps[] = {
     {"archive_entry", Needs::kGenerator, op_archive_entry, true},
     {"plan", Needs::kJob, op_plan},
     {"serving_sweep", Needs::kGenerator, op_serving_sweep},
+    {"serving_capacity", Needs::kGenerator, op_serving_capacity},
 };
 
 }  // namespace

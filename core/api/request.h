@@ -27,6 +27,8 @@
 //                  the job is the base job (its parallel block is ignored) and
 //                  is parsed, not built (docs/plan.md); progress is called
 //   serving_sweep  (concurrency: [numbers]) {"ok":true,"sweep":[...]} (inference jobs)
+//   serving_capacity (ttft_seconds_p99, tpot_seconds_p99, requests)
+//                  {"ok":true,"capacity":{...}} (inference jobs; docs/inference.md)
 // Inference jobs: every job operation takes phase: "prefill" | "decode"
 // (the default) | "mixed" (docs/inference.md).
 // Every failure is {"ok":false,"error":{"code","message","path"}} with the

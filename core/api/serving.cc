@@ -16,6 +16,8 @@
 #include "api/state.h"
 #include "model/transformer.h"
 #include "parallel/propagate.h"
+#include "serve/scheduler.h"
+#include "serve/workload.h"
 
 namespace sc {
 namespace {
@@ -111,6 +113,10 @@ Status lower_kind(GeneratorState& s, const Shape& sh) {
 // the whole model's bytes of one cached token.
 struct Footprint {
   int64_t weights_per_rank = 0, kv_token_per_rank = 0, kv_token_model = 0;
+  // Per cache tensor: (layer, bytes per cached token), each stage's on its
+  // rank and the whole model's; what a sliding window caps per layer.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> stage_caches;
+  std::vector<std::pair<int64_t, int64_t>> model_caches;
 };
 
 Result<Footprint> footprint(const GeneratorState& s) {
@@ -122,6 +128,7 @@ Result<Footprint> footprint(const GeneratorState& s) {
   global["dp"] = 1;
   for (int64_t st = 0; st < s.num_stages(); ++st) {
     int64_t w = 0, kv = 0;
+    f.stage_caches.emplace_back();
     for (const Tensor& t : s.graph_of(st).tensors) {
       if (t.kind == TensorKind::kWeight && t.producer < 0) {
         SC_ASSIGN_OR_RETURN(int64_t b, t.local_bytes().eval(s.bind, t.name));
@@ -131,6 +138,8 @@ Result<Footprint> footprint(const GeneratorState& s) {
         SC_ASSIGN_OR_RETURN(int64_t g, (t.global_numel() * Expr(dtype_bytes(t.dtype))).eval(global, t.name));
         kv += b;
         f.kv_token_model += g;
+        f.stage_caches.back().push_back({t.layer, b});
+        f.model_caches.push_back({t.layer, g});
       }
     }
     f.weights_per_rank = std::max(f.weights_per_rank, w);
@@ -236,6 +245,47 @@ int64_t seq_bytes(const Mix& m, int64_t per_token) {
   return static_cast<int64_t>(std::ceil(m.mean_seq_tokens * static_cast<double>(per_token)));
 }
 
+// A sliding-window model's sequence: a windowed layer keeps only the last
+// kv_positions(layer, P + O) = min(P + O, window) tokens (paged), a full
+// layer all of them (docs/inference.md, "Sliding windows"); the mean over
+// the mix, whole bytes rounded up. `caches`: (layer, bytes per token).
+double windowed_bytes(const Job& job, const std::vector<std::pair<int64_t, int64_t>>& caches, int64_t ctx) {
+  double b = 0;
+  for (const auto& [layer, per_token] : caches) {
+    const int64_t kept = job.model.kv_positions(layer, ctx);
+    b += static_cast<double>(ceil_div(kept, job.serving.page_tokens) * job.serving.page_tokens) *
+         static_cast<double>(per_token);
+  }
+  return b;
+}
+
+int64_t windowed_seq_bytes(const Job& job, const std::vector<std::pair<int64_t, int64_t>>& caches) {
+  const Mix m = mix_of(job.serving);
+  double total = 0;
+  for (size_t i = 0; i < m.classes.size(); ++i)
+    total += m.share[i] * windowed_bytes(job, caches, m.classes[i].prompt_tokens + m.classes[i].output_tokens);
+  return static_cast<int64_t>(std::ceil(total));
+}
+
+// One sequence's cache on the largest rank, and in the whole model.
+int64_t seq_rank_bytes(const Job& job, const Footprint& f, const Mix& m) {
+  if (job.model.sliding_window <= 0) return seq_bytes(m, f.kv_token_per_rank);
+  int64_t most = 0;
+  for (const auto& caches : f.stage_caches) most = std::max(most, windowed_seq_bytes(job, caches));
+  return most;
+}
+int64_t seq_model_bytes(const Job& job, const Footprint& f, const Mix& m) {
+  if (job.model.sliding_window <= 0) return seq_bytes(m, f.kv_token_model);
+  return windowed_seq_bytes(job, f.model_caches);
+}
+
+// The memory the engine may use: serving.gpu_memory_utilization of the
+// GPU's (all of it when not given), as vLLM's --gpu-memory-utilization.
+double usable_memory(const Job& job) {
+  const double cap = job.hardware.memory_bytes;
+  return job.serving.gpu_memory_utilization > 0 ? cap * job.serving.gpu_memory_utilization : cap;
+}
+
 std::string gib(double bytes) {
   char b[64];
   std::snprintf(b, sizeof b, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
@@ -268,9 +318,9 @@ Status plan(const Job& full, Serving* sv, int64_t want, bool strict) {
   SC_RETURN_IF_ERROR(lower_kind(*sv->decode, one.decode));
   SC_ASSIGN_OR_RETURN(sv->fp, footprint(*sv->decode));
   SC_ASSIGN_OR_RETURN(Footprint pfp, footprint(*sv->prefill));
-  const double cap = full.hardware.memory_bytes;
+  const double cap = usable_memory(full);
   const Mix mix = mix_of(cfg);
-  sv->kv_seq_rank = seq_bytes(mix, sv->fp.kv_token_per_rank);
+  sv->kv_seq_rank = seq_rank_bytes(full, sv->fp, mix);
   const int64_t act1 = std::max(activation_peak(*sv->prefill), activation_peak(*sv->decode));
   auto fit = [&](int64_t act) -> int64_t {
     const double free = cap - static_cast<double>(sv->fp.weights_per_rank) - static_cast<double>(act);
@@ -445,7 +495,7 @@ json iteration_json(const GeneratorState& s, const Shape& sh, double seconds) {
 }
 
 json inference_json(const Job& full, const Serving& sv) {
-  const double cap = full.hardware.memory_bytes;
+  const double cap = usable_memory(full);
   const int64_t kv = sv.per_dp * sv.kv_seq_rank;
   const int64_t total = sv.fp.weights_per_rank + sv.act + kv;
   const Mix mix = mix_of(full.serving);
@@ -454,7 +504,7 @@ json inference_json(const Job& full, const Serving& sv) {
   if (sv.mixed) it["mixed"] = iteration_json(*sv.mixed, sv.mshape, sv.t_mixed);
   json out = {
       {"kv_cache_bytes_per_token", sv.fp.kv_token_model},
-      {"kv_cache_bytes_per_sequence", seq_bytes(mix, sv.fp.kv_token_model)},
+      {"kv_cache_bytes_per_sequence", seq_model_bytes(full, sv.fp, mix)},
       {"kv_cache_bytes_per_token_per_rank", sv.fp.kv_token_per_rank},
       {"max_concurrent_sequences", sv.max_concurrency},
       {"concurrency", sv.concurrency},
@@ -485,13 +535,166 @@ json inference_json(const Job& full, const Serving& sv) {
       classes.push_back({{"prompt_tokens", c.prompt_tokens},
                          {"output_tokens", c.output_tokens},
                          {"share", sig(mix.share[i])},
-                         {"kv_cache_bytes_per_sequence", slots * sv.fp.kv_token_model},
+                         {"kv_cache_bytes_per_sequence",
+                          full.model.sliding_window > 0
+                              ? static_cast<int64_t>(windowed_bytes(full, sv.fp.model_caches,
+                                                                    c.prompt_tokens + c.output_tokens))
+                              : slots * sv.fp.kv_token_model},
                          {"prefill_seconds", sig(sv.classes[i].t_prefill)},
                          {"ttft_seconds", sig(sv.classes[i].ttft)}});
     }
     out["requests"] = classes;
   }
   return out;
+}
+
+// ---- Workloads (docs/inference.md, "Workload") -------------------------
+
+Result<double> probe(GeneratorState& s, const Shape& sh) {
+  SC_RETURN_IF_ERROR(lower_kind(s, sh));
+  return step_seconds(s);
+}
+
+serve::SchedulerParams scheduler_params(const Job& full, const Serving& sv) {
+  const ServingConfig& cfg = full.serving;
+  serve::SchedulerParams p;
+  const SchedulerConfig& sc = cfg.scheduler;
+  p.policy = sc.policy == SchedulerConfig::Policy::kSarathi ? serve::SchedulerParams::Policy::kSarathi
+                                                             : serve::SchedulerParams::Policy::kVllm;
+  p.token_budget = sc.policy == SchedulerConfig::Policy::kSarathi ? sc.chunk_tokens : sc.max_num_batched_tokens;
+  p.max_num_seqs = sc.max_num_seqs;
+  p.page_tokens = cfg.page_tokens;
+  const double free = usable_memory(full) - static_cast<double>(sv.fp.weights_per_rank + sv.act);
+  const double page = static_cast<double>(cfg.page_tokens * sv.fp.kv_token_per_rank);
+  p.blocks_per_rank = free > 0 && page > 0 ? static_cast<int64_t>(std::floor(free / page)) : 0;
+  p.dp = serving_pool_job(full, false).parallel.dp;
+  p.lockstep = full.model.is_moe() && p.dp > 1;
+  p.replicas = cfg.replicas;
+  p.slo_ttft = cfg.slo.ttft_seconds_p99;
+  p.slo_tpot = cfg.slo.tpot_seconds_p99;
+  p.prefix_hit_rate = cfg.workload.prefix_cache_hit_rate;
+  p.speculative_tokens = sc.speculative_tokens;
+  p.acceptance_rate = sc.acceptance_rate;
+  p.seed = cfg.workload.seed;
+  return p;
+}
+
+// The iteration cost as a function of the batch (serve::CostModel): the
+// prefill and decode iterations simulated at a grid of token counts with
+// no attention work, and attention's cost per query-key pair and per
+// cached token from three more; the states are lowered back to the
+// iterations the traces show afterwards.
+Result<serve::CostModel> cost_model(const Job& full, Serving& sv, const serve::SchedulerParams& p) {
+  serve::CostModel m;
+  const int64_t top = std::max(p.token_budget, p.max_num_seqs * (1 + p.speculative_tokens));
+  for (int64_t x = 1;;) {
+    m.grid.push_back(x);
+    if (x >= top) break;
+    const int64_t half = x / 2;  // two points per octave: 1 2 3 4 6 8 12 16 ...
+    x = (x >= 2 && (x & (x - 1)) == 0) ? x + half : (x < 2 ? 2 : (x / 3) * 4);
+  }
+  GeneratorState& pre = *sv.prefill;
+  GeneratorState& dec = *sv.decode;
+  for (int64_t x : m.grid) {
+    SC_ASSIGN_OR_RETURN(double tp, probe(pre, Shape{x, 1, 1, 1}));
+    m.prefill_base.push_back(tp);
+    if (x <= p.max_num_seqs * (1 + p.speculative_tokens) * 3 / 2 + 1) {
+      SC_ASSIGN_OR_RETURN(double td, probe(dec, Shape{x, 1, 1, x}));
+      m.decode_base.push_back(td);
+    } else {
+      m.decode_base.push_back(tp);  // never read: at most max_num_seqs rows are sampled
+    }
+  }
+  const int64_t big = int64_t{1} << 24;
+  SC_ASSIGN_OR_RETURN(double p0, probe(pre, Shape{1, 1, 1, 1}));
+  SC_ASSIGN_OR_RETURN(double pp, probe(pre, Shape{1, 1, big, 1}));
+  SC_ASSIGN_OR_RETURN(double d0, probe(dec, Shape{1, 1, 1, 1}));
+  SC_ASSIGN_OR_RETURN(double dpair, probe(dec, Shape{1, 1, big, 1}));
+  SC_ASSIGN_OR_RETURN(double dc, probe(dec, Shape{1, big, 1, 1}));
+  m.seconds_per_prefill_pair = std::max(0.0, pp - p0) / static_cast<double>(big - 1);
+  m.seconds_per_decode_pair = std::max(0.0, dpair - d0) / static_cast<double>(big - 1);
+  m.seconds_per_cached = std::max(0.0, dc - d0) / static_cast<double>(big - 1);
+  SC_RETURN_IF_ERROR(lower_kind(pre, sv.pshape));
+  SC_RETURN_IF_ERROR(lower_kind(dec, sv.dshape));
+  m.step_overhead = full.serving.scheduler.step_overhead_seconds;
+  m.per_sampled_overhead = full.serving.scheduler.token_overhead_seconds;
+  return m;
+}
+
+json pct_json(const char* name, const serve::Percentiles& p, json* out) {
+  const std::string n = name;
+  (*out)[n + "_mean"] = sig(p.mean);
+  (*out)[n + "_p50"] = sig(p.p50);
+  (*out)[n + "_p90"] = sig(p.p90);
+  (*out)[n + "_p99"] = sig(p.p99);
+  return *out;
+}
+
+int64_t max_context(const Job& job) {
+  return job.model.max_positions > 0 ? job.model.max_positions : limits::kMaxSeqLen;
+}
+
+// The workload's figures into the inference block: percentiles under
+// explicit keys, the rest in inference.workload.
+void workload_json(const Job& full, const serve::WorkloadResult& r, const serve::SchedulerParams& p,
+                   const serve::CostModel& m, const Serving& sv, json* inf) {
+  pct_json("ttft_seconds", r.ttft, inf);
+  pct_json("tpot_seconds", r.tpot, inf);
+  pct_json("itl_seconds", r.itl, inf);
+  pct_json("e2e_seconds", r.e2e, inf);
+  pct_json("queue_seconds", r.queue, inf);
+  json kv = json::array();
+  for (const auto& [t, u] : r.kv_utilization) kv.push_back({sig(t), sig(u)});
+  json w = {{"requests", static_cast<int64_t>(r.requests.size())},
+            {"makespan_seconds", sig(r.makespan)},
+            {"iterations", r.iterations},
+            {"preemptions", r.preemptions},
+            {"output_tokens", r.output_tokens},
+            {"requests_per_second", sig(r.request_throughput)},
+            {"output_tokens_per_second", sig(r.output_tokens_per_second)},
+            {"output_tokens_per_second_per_gpu", sig(r.output_tokens_per_second / static_cast<double>(sv.gpus))},
+            {"kv_cache_pages_per_rank", p.blocks_per_rank},
+            {"kv_cache_utilization_mean", sig(r.kv_utilization_mean)},
+            {"kv_cache_utilization_max", sig(r.kv_utilization_max)},
+            {"kv_cache_utilization", kv},
+            {"scheduler",
+             {{"policy", p.policy == serve::SchedulerParams::Policy::kSarathi ? "sarathi" : "vllm"},
+              {"token_budget", p.token_budget},
+              {"max_num_seqs", p.max_num_seqs},
+              {"dp_lockstep", p.lockstep}}},
+            {"cost_model",
+             {{"seconds_per_prefill_pair", sig(m.seconds_per_prefill_pair)},
+              {"seconds_per_decode_pair", sig(m.seconds_per_decode_pair)},
+              {"seconds_per_cached_token", sig(m.seconds_per_cached)},
+              {"grid_points", static_cast<int64_t>(m.grid.size())}}}};
+  if (full.serving.slo.present) {
+    w["goodput_requests_per_second"] = sig(r.goodput);
+  }
+  if (r.requests.size() <= 32) {
+    json per = json::array();
+    for (const serve::RequestResult& q : r.requests)
+      per.push_back({{"arrival_seconds", sig(q.arrival)},
+                     {"prompt_tokens", q.prompt},
+                     {"output_tokens", q.output},
+                     {"ttft_seconds", sig(q.ttft())},
+                     {"tpot_seconds", sig(q.tpot())},
+                     {"e2e_seconds", sig(q.e2e())},
+                     {"queue_seconds", sig(q.queue())},
+                     {"preemptions", q.preemptions}});
+    w["per_request"] = per;
+  }
+  (*inf)["workload"] = w;
+}
+
+Result<serve::WorkloadResult> run_workload(const Job& full, const serve::CostModel& m, const serve::SchedulerParams& p,
+                                           double rate_scale, int64_t requests_cap) {
+  ServingConfig cfg = full.serving;
+  if (requests_cap > 0) {
+    cfg.workload.requests = requests_cap;
+    cfg.workload.duration_seconds = 0;
+  }
+  SC_ASSIGN_OR_RETURN(std::vector<serve::Request> reqs, serve::make_requests(cfg, max_context(full), rate_scale));
+  return serve::simulate_workload(reqs, m, p);
 }
 
 }  // namespace
@@ -501,6 +704,12 @@ Result<Generator> create_serving_generator(const Job& job) {
   SC_RETURN_IF_ERROR(plan(job, &sv, job.serving.concurrency, /*strict=*/true));
   const std::string hash = config_hash_hex(job_to_canonical_json(job));
   json inference = inference_json(job, sv);  // before the states move
+  if (job.serving.workload.present) {
+    const serve::SchedulerParams p = scheduler_params(job, sv);
+    SC_ASSIGN_OR_RETURN(serve::CostModel m, cost_model(job, sv, p));
+    SC_ASSIGN_OR_RETURN(serve::WorkloadResult r, run_workload(job, m, p, 1.0, 0));
+    workload_json(job, r, p, m, sv, &inference);
+  }
   std::vector<std::pair<std::string, std::unique_ptr<GeneratorState>>> kinds;
   kinds.emplace_back("prefill", std::move(sv.prefill));
   if (sv.mixed) kinds.emplace_back("mixed", std::move(sv.mixed));
@@ -578,6 +787,120 @@ std::string serving_sweep_json(const std::vector<ServingPoint>& points) {
                  {"tokens_per_second_per_gpu", p.tokens_per_second_per_gpu},
                  {"tokens_per_second_per_user", p.tokens_per_second_per_user}});
   return a.dump();
+}
+
+Result<CapacityResult> serving_capacity(const Generator& g, double slo_ttft, double slo_tpot, int64_t requests) {
+  const GeneratorState& s = GeneratorAccess::state(g);
+  if (!s.serving_job)
+    return make_error(ErrorCode::kInvalidArgument, "serving_capacity needs an inference job (\"mode\": \"inference\")",
+                      "mode");
+  if (!(slo_ttft > 0) && !(slo_tpot > 0))
+    return make_error(ErrorCode::kInvalidArgument, "give a P99 TTFT or TPOT target (seconds > 0), or both",
+                      "slo.ttft_seconds_p99");
+  Job job = *s.serving_job;
+  if (job.serving.disaggregated)
+    return make_error(ErrorCode::kUnsupported, "the capacity search simulates colocated serving only",
+                      "serving.disaggregated");
+  WorkloadConfig& w = job.serving.workload;
+  if (w.present && (w.arrival == WorkloadConfig::Arrival::kTrace || w.arrival == WorkloadConfig::Arrival::kBurst))
+    return make_error(ErrorCode::kInvalidArgument,
+                      "the capacity search varies the arrival rate: it needs poisson or fixed arrivals",
+                      "serving.workload.arrival");
+  if (requests < 0 || requests > kMaxWorkloadRequests)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "must be in [0, " + to_string(kMaxWorkloadRequests) + "] (got " + to_string(requests) + ")",
+                      "requests");
+  const int64_t n = requests > 0 ? requests : (w.present && w.requests > 0 ? w.requests : 1000);
+  if (!w.present) {
+    w = WorkloadConfig{};
+    w.present = true;
+  }
+  w.rate = 1.0;  // rate_scale is then the rate itself
+  w.requests = n;
+  w.duration_seconds = 0;
+  Serving sv;
+  SC_RETURN_IF_ERROR(plan(job, &sv, job.serving.concurrency, /*strict=*/false));
+  serve::SchedulerParams p = scheduler_params(job, sv);
+  p.slo_ttft = slo_ttft;
+  p.slo_tpot = slo_tpot;
+  SC_ASSIGN_OR_RETURN(serve::CostModel m, cost_model(job, sv, p));
+  CapacityResult out;
+  out.slo_ttft = slo_ttft;
+  out.slo_tpot = slo_tpot;
+  out.requests = n;
+  out.gpus = sv.gpus;
+  auto run = [&](double rate) -> Result<CapacityPoint> {
+    SC_ASSIGN_OR_RETURN(serve::WorkloadResult r, run_workload(job, m, p, rate, 0));
+    ++out.simulations;
+    CapacityPoint c;
+    c.rate = rate;
+    c.ttft_p50 = r.ttft.p50;
+    c.ttft_p99 = r.ttft.p99;
+    c.tpot_p50 = r.tpot.p50;
+    c.tpot_p99 = r.tpot.p99;
+    c.output_tokens_per_second = r.output_tokens_per_second;
+    c.meets_slo = (!(slo_ttft > 0) || r.ttft.p99 <= slo_ttft) && (!(slo_tpot > 0) || r.tpot.p99 <= slo_tpot);
+    return c;
+  };
+  // Bracket: double from 1 request/s while the SLOs hold, or halve until
+  // they do; then bisect to 0.5 % of the rate.
+  double lo = 0, hi = 1;
+  SC_ASSIGN_OR_RETURN(CapacityPoint first, run(hi));
+  if (first.meets_slo) {
+    while (hi < 1e6) {
+      SC_ASSIGN_OR_RETURN(CapacityPoint c, run(hi * 2));
+      if (!c.meets_slo) {
+        lo = hi;
+        hi *= 2;
+        break;
+      }
+      hi *= 2;
+      lo = hi;
+    }
+  } else {
+    while (hi > 1e-4) {
+      SC_ASSIGN_OR_RETURN(CapacityPoint c, run(hi / 2));
+      if (c.meets_slo) {
+        lo = hi / 2;
+        break;
+      }
+      hi /= 2;
+    }
+  }
+  if (lo > 0) {
+    for (int i = 0; i < 30 && hi - lo > 0.005 * hi; ++i) {
+      const double mid = (lo + hi) / 2;
+      SC_ASSIGN_OR_RETURN(CapacityPoint c, run(mid));
+      (c.meets_slo ? lo : hi) = mid;
+    }
+  }
+  out.capacity = sig(lo);
+  const double ref = lo > 0 ? lo : hi;
+  for (double f : {0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5}) {
+    SC_ASSIGN_OR_RETURN(CapacityPoint c, run(sig(ref * f)));
+    out.curve.push_back(c);
+  }
+  return out;
+}
+
+std::string serving_capacity_json(const CapacityResult& r) {
+  json curve = json::array();
+  for (const CapacityPoint& c : r.curve)
+    curve.push_back({{"requests_per_second", sig(c.rate)},
+                     {"ttft_seconds_p50", sig(c.ttft_p50)},
+                     {"ttft_seconds_p99", sig(c.ttft_p99)},
+                     {"tpot_seconds_p50", sig(c.tpot_p50)},
+                     {"tpot_seconds_p99", sig(c.tpot_p99)},
+                     {"output_tokens_per_second", sig(c.output_tokens_per_second)},
+                     {"meets_slo", c.meets_slo}});
+  json j = {{"capacity_requests_per_second", sig(r.capacity)},
+            {"capacity_requests_per_second_per_gpu", sig(r.gpus > 0 ? r.capacity / static_cast<double>(r.gpus) : 0)},
+            {"slo", {{"ttft_seconds_p99", sig(r.slo_ttft)}, {"tpot_seconds_p99", sig(r.slo_tpot)}}},
+            {"requests_per_run", r.requests},
+            {"gpus", r.gpus},
+            {"simulations", r.simulations},
+            {"curve", curve}};
+  return j.dump();
 }
 
 }  // namespace sc

@@ -28,6 +28,27 @@ Result<std::vector<ServingPoint>> serving_sweep(const Generator& g, const std::v
 // {"ok":true,"sweep":[...]}'s array as JSON text.
 std::string serving_sweep_json(const std::vector<ServingPoint>& points);
 
+// The capacity search (docs/inference.md, "Capacity"): the highest request
+// rate (requests per second, the whole deployment) whose simulated
+// workload meets the SLOs (P99 TTFT, P99 TPOT; 0 = no target), and the
+// latency-rate curve around it. The workload is the job's serving.workload
+// (poisson or fixed arrivals; its lengths and seed) with its rate varied,
+// or, without one, Poisson arrivals of the job's request lengths, seed 0;
+// `requests` of them per run (0: the workload's count, else 1000).
+struct CapacityPoint {
+  double rate = 0, ttft_p50 = 0, ttft_p99 = 0, tpot_p50 = 0, tpot_p99 = 0, output_tokens_per_second = 0;
+  bool meets_slo = false;
+};
+struct CapacityResult {
+  double capacity = 0;  // requests per second; 0 when even a trickle misses the SLOs
+  double slo_ttft = 0, slo_tpot = 0;
+  int64_t requests = 0, gpus = 0, simulations = 0;
+  std::vector<CapacityPoint> curve;  // ascending rate
+};
+Result<CapacityResult> serving_capacity(const Generator& g, double slo_ttft, double slo_tpot, int64_t requests = 0);
+// {"capacity_requests_per_second", ..., "curve": [...]} as JSON text.
+std::string serving_capacity_json(const CapacityResult& r);
+
 // The KV transfer between disaggregated pools: api/kv_transfer.h.
 
 }  // namespace sc

@@ -158,6 +158,57 @@ struct RequestClass {
   double weight = 1;
 };
 
+// A request-length distribution of a serving workload (docs/inference.md,
+// "Workload"): fixed at `a`; uniform integers in [a, b]; normal with mean a
+// and standard deviation b, rounded and clamped to [1, the context left];
+// or the job's request classes (kDefault: prompt_tokens/output_tokens or
+// the `requests` mix, drawn by weight).
+struct LengthDist {
+  enum class Kind { kDefault, kFixed, kUniform, kNormal } kind = Kind::kDefault;
+  double a = 0, b = 0;
+};
+
+// One request of a trace workload: when it arrives and its lengths.
+struct TraceRequest {
+  double arrival_seconds = 0;
+  int64_t prompt_tokens = 1, output_tokens = 1;
+};
+
+// serving.workload: requests that arrive over time (docs/inference.md,
+// "Workload"). present = false: no workload (the fixed-concurrency figures).
+struct WorkloadConfig {
+  bool present = false;
+  enum class Arrival { kPoisson, kFixed, kBurst, kTrace } arrival = Arrival::kPoisson;
+  double rate = 0;              // requests per second (poisson, fixed)
+  double duration_seconds = 0;  // arrivals in [0, duration); 0 = by `requests`
+  int64_t requests = 0;         // at most this many; 0 = by duration
+  uint64_t seed = 0;
+  LengthDist prompt, output;
+  std::vector<TraceRequest> trace;  // arrival "trace": the requests as given
+  double prefix_cache_hit_rate = 0;  // share of each prompt found in the prefix cache, in [0, 1)
+};
+inline constexpr int64_t kMaxWorkloadRequests = 200000;
+
+// serving.scheduler: the engine's batching policy (docs/inference.md,
+// "Scheduler"). present = false keeps the canonical job unchanged.
+struct SchedulerConfig {
+  bool present = false;
+  enum class Policy { kVllm, kSarathi } policy = Policy::kVllm;
+  int64_t max_num_batched_tokens = 8192;  // token budget per iteration (vllm)
+  int64_t max_num_seqs = 256;             // running sequences per attention-dp rank
+  int64_t chunk_tokens = 512;             // sarathi: the token budget per iteration
+  double step_overhead_seconds = 0;       // host time per iteration (scheduling, launch)
+  double token_overhead_seconds = 0;      // host time per sampled token (sampling, detokenization)
+  int64_t speculative_tokens = 0;         // draft tokens verified per decode step (0 = none)
+  double acceptance_rate = 0;             // chance each draft token is accepted, in [0, 1]
+};
+
+// serving.slo: latency targets of the capacity search and of goodput.
+struct SloConfig {
+  bool present = false;
+  double ttft_seconds_p99 = 0, tpot_seconds_p99 = 0;  // 0 = no target
+};
+
 struct ServingConfig {
   int64_t prompt_tokens = 1024;  // per request; with `requests`: the longest prompt's class (its traces)
   int64_t output_tokens = 256;   // per request; with `requests`: that class's
@@ -170,6 +221,10 @@ struct ServingConfig {
   int64_t replicas = 1;          // independent copies of the serving instance
   bool disaggregated = false;    // separate prefill and decode pools
   PoolLayout prefill, decode;    // their layouts (disaggregated only)
+  double gpu_memory_utilization = 0;  // share of memory the engine may use; 0 = not given (all of it)
+  WorkloadConfig workload;
+  SchedulerConfig scheduler;
+  SloConfig slo;
 };
 
 struct Job {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <tuple>
 
 #include "job/job_internal.h"
 
@@ -40,6 +41,228 @@ Status parse_pool(const Json& v, const std::string& path, const ParallelConfig& 
   return ok_status();
 }
 
+// A length: an int, or {"distribution": "fixed"|"uniform"|"normal", ...}.
+Status parse_length(const Json& v, const std::string& path, LengthDist* out) {
+  if (v.is_number_integer()) {
+    SC_ASSIGN_OR_RETURN(int64_t n, jsonf::get_int(v, path, 1, limits::kMaxSeqLen));
+    *out = {LengthDist::Kind::kFixed, static_cast<double>(n), 0};
+    return ok_status();
+  }
+  if (!v.is_object())
+    return make_error(ErrorCode::kInvalidArgument,
+                      "must be a token count or {\"distribution\": \"fixed\" | \"uniform\" | \"normal\", ...} (got " +
+                          std::string(jsonf::type_name(v)) + ")",
+                      path);
+  const Json* d = jsonf::find(v, "distribution");
+  if (!d) return make_error(ErrorCode::kInvalidArgument, "missing (fixed, uniform or normal)", path + ".distribution");
+  SC_ASSIGN_OR_RETURN(std::string kind, jsonf::get_string(*d, path + ".distribution"));
+  auto num = [&](const char* key, double lo, bool lo_incl) -> Result<double> {
+    const Json* x = jsonf::find(v, key);
+    if (!x)
+      return make_error(ErrorCode::kInvalidArgument, "a " + kind + " distribution needs " + key, path + "." + key);
+    return jsonf::get_number_in(*x, path + "." + key, lo, static_cast<double>(limits::kMaxSeqLen), lo_incl);
+  };
+  if (kind == "fixed") {
+    SC_RETURN_IF_ERROR(jsonf::check_keys(v, {"distribution", "value"}, path));
+    SC_ASSIGN_OR_RETURN(double x, num("value", 1, true));
+    *out = {LengthDist::Kind::kFixed, std::floor(x), 0};
+  } else if (kind == "uniform") {
+    SC_RETURN_IF_ERROR(jsonf::check_keys(v, {"distribution", "min", "max"}, path));
+    SC_ASSIGN_OR_RETURN(double lo, num("min", 1, true));
+    SC_ASSIGN_OR_RETURN(double hi, num("max", 1, true));
+    if (hi < lo)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "max (" + to_string(static_cast<int64_t>(hi)) + ") is below min (" +
+                            to_string(static_cast<int64_t>(lo)) + ")",
+                        path + ".max");
+    *out = {LengthDist::Kind::kUniform, std::floor(lo), std::floor(hi)};
+  } else if (kind == "normal") {
+    SC_RETURN_IF_ERROR(jsonf::check_keys(v, {"distribution", "mean", "std"}, path));
+    SC_ASSIGN_OR_RETURN(double mean, num("mean", 1, true));
+    SC_ASSIGN_OR_RETURN(double sd, num("std", 0, true));
+    *out = {LengthDist::Kind::kNormal, mean, sd};
+  } else {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "unknown distribution \"" + jsonf::clip(kind) + "\" (known: fixed, uniform, normal)",
+                      path + ".distribution");
+  }
+  return ok_status();
+}
+
+Status parse_workload(const Json& v, WorkloadConfig* w) {
+  const std::string path = "serving.workload";
+  SC_RETURN_IF_ERROR(jsonf::expect_object(v, path));
+  SC_RETURN_IF_ERROR(jsonf::check_keys(
+      v, {"arrival", "rate", "duration_seconds", "requests", "seed", "prompt_tokens", "output_tokens", "trace",
+          "prefix_cache_hit_rate"},
+      path));
+  w->present = true;
+  std::string arrival = "poisson";
+  if (const Json* x = jsonf::find(v, "arrival")) {
+    SC_ASSIGN_OR_RETURN(arrival, jsonf::get_string(*x, path + ".arrival"));
+  }
+  using A = WorkloadConfig::Arrival;
+  if (arrival == "poisson") w->arrival = A::kPoisson;
+  else if (arrival == "fixed") w->arrival = A::kFixed;
+  else if (arrival == "burst") w->arrival = A::kBurst;
+  else if (arrival == "trace") w->arrival = A::kTrace;
+  else
+    return make_error(ErrorCode::kInvalidArgument,
+                      "unknown arrival \"" + jsonf::clip(arrival) + "\" (known: poisson, fixed, burst, trace)",
+                      path + ".arrival");
+  if (const Json* x = jsonf::find(v, "rate")) {
+    SC_ASSIGN_OR_RETURN(w->rate, jsonf::get_number_in(*x, path + ".rate", 0, 1e6, /*lo_inclusive=*/false));
+  }
+  if (const Json* x = jsonf::find(v, "duration_seconds")) {
+    SC_ASSIGN_OR_RETURN(w->duration_seconds,
+                        jsonf::get_number_in(*x, path + ".duration_seconds", 0, 1e7, /*lo_inclusive=*/false));
+  }
+  if (const Json* x = jsonf::find(v, "requests")) {
+    SC_ASSIGN_OR_RETURN(w->requests, jsonf::get_int(*x, path + ".requests", 1, kMaxWorkloadRequests));
+  }
+  if (const Json* x = jsonf::find(v, "prefix_cache_hit_rate")) {
+    SC_ASSIGN_OR_RETURN(w->prefix_cache_hit_rate, jsonf::get_number_in(*x, path + ".prefix_cache_hit_rate", 0, 1));
+    if (w->prefix_cache_hit_rate >= 1)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "must be below 1 (at least the prompt's last token is computed)",
+                        path + ".prefix_cache_hit_rate");
+  }
+  if (const Json* x = jsonf::find(v, "seed")) {
+    SC_ASSIGN_OR_RETURN(int64_t seed, jsonf::get_int(*x, path + ".seed", 0, (int64_t{1} << 53)));
+    w->seed = static_cast<uint64_t>(seed);
+  }
+  for (const auto& [key, dst] : {std::pair<const char*, LengthDist*>{"prompt_tokens", &w->prompt},
+                                 std::pair<const char*, LengthDist*>{"output_tokens", &w->output}})
+    if (const Json* x = jsonf::find(v, key)) {
+      if (w->arrival == A::kTrace)
+        return make_error(ErrorCode::kInvalidArgument,
+                          std::string("a trace gives each request's lengths; ") + key + " is not taken with it",
+                          path + "." + key);
+      SC_RETURN_IF_ERROR(parse_length(*x, path + "." + key, dst));
+    }
+  if (w->arrival == A::kTrace) {
+    const Json* t = jsonf::find(v, "trace");
+    if (!t || !t->is_array() || t->empty() || static_cast<int64_t>(t->size()) > kMaxWorkloadRequests)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "arrival \"trace\" needs a list of 1 to " + to_string(kMaxWorkloadRequests) +
+                            " requests {\"arrival_seconds\", \"prompt_tokens\", \"output_tokens\"}",
+                        path + ".trace");
+    for (const char* key : {"rate", "duration_seconds", "requests"})
+      if (jsonf::find(v, key))
+        return make_error(ErrorCode::kInvalidArgument, "a trace gives its own arrivals; not taken with it",
+                          path + "." + key);
+    double last = 0;
+    for (size_t i = 0; i < t->size(); ++i) {
+      const Json& r = (*t)[i];
+      const std::string rp = path + ".trace[" + to_string(i) + "]";
+      SC_RETURN_IF_ERROR(jsonf::expect_object(r, rp));
+      SC_RETURN_IF_ERROR(jsonf::check_keys(r, {"arrival_seconds", "prompt_tokens", "output_tokens"}, rp));
+      TraceRequest q;
+      for (const char* key : {"arrival_seconds", "prompt_tokens", "output_tokens"})
+        if (!jsonf::find(r, key))
+          return make_error(ErrorCode::kInvalidArgument, "each trace request needs arrival_seconds, prompt_tokens "
+                            "and output_tokens", rp + "." + key);
+      SC_ASSIGN_OR_RETURN(q.arrival_seconds,
+                          jsonf::get_number_in(*jsonf::find(r, "arrival_seconds"), rp + ".arrival_seconds", 0, 1e7));
+      SC_ASSIGN_OR_RETURN(q.prompt_tokens,
+                          jsonf::get_int(*jsonf::find(r, "prompt_tokens"), rp + ".prompt_tokens", 1, limits::kMaxSeqLen));
+      SC_ASSIGN_OR_RETURN(q.output_tokens,
+                          jsonf::get_int(*jsonf::find(r, "output_tokens"), rp + ".output_tokens", 1, limits::kMaxSeqLen));
+      if (q.arrival_seconds < last)
+        return make_error(ErrorCode::kInvalidArgument, "arrivals must not decrease (previous " +
+                          jsonf::clip(std::to_string(last)) + " s)", rp + ".arrival_seconds");
+      last = q.arrival_seconds;
+      w->trace.push_back(q);
+    }
+    return ok_status();
+  }
+  if (jsonf::find(v, "trace"))
+    return make_error(ErrorCode::kInvalidArgument, "a trace is taken only with \"arrival\": \"trace\"",
+                      path + ".trace");
+  if (w->arrival == A::kBurst) {
+    if (w->requests == 0)
+      return make_error(ErrorCode::kInvalidArgument, "a burst needs the number of requests arriving at once",
+                        path + ".requests");
+    return ok_status();
+  }
+  if (w->rate <= 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "arrival \"" + arrival + "\" needs a rate (requests per second)", path + ".rate");
+  if (w->duration_seconds <= 0 && w->requests == 0)
+    return make_error(ErrorCode::kInvalidArgument, "give duration_seconds or requests (how long the load lasts)",
+                      path + ".duration_seconds");
+  if (w->duration_seconds > 0 && w->rate * w->duration_seconds > static_cast<double>(kMaxWorkloadRequests) * 1.1 &&
+      w->requests == 0) {
+    char b[128];
+    std::snprintf(b, sizeof b, "rate (%g) x duration_seconds (%g) = %.0f requests", w->rate, w->duration_seconds,
+                  w->rate * w->duration_seconds);
+    return make_error(ErrorCode::kInvalidArgument,
+                      std::string(b) + " is above the " + to_string(kMaxWorkloadRequests) +
+                          " a workload may hold; shorten it or cap it with requests",
+                      path + ".duration_seconds");
+  }
+  return ok_status();
+}
+
+Status parse_scheduler(const Json& v, SchedulerConfig* c) {
+  const std::string path = "serving.scheduler";
+  SC_RETURN_IF_ERROR(jsonf::expect_object(v, path));
+  SC_RETURN_IF_ERROR(jsonf::check_keys(v,
+                                       {"policy", "max_num_batched_tokens", "max_num_seqs", "chunk_tokens",
+                                        "step_overhead_seconds", "token_overhead_seconds", "speculative_tokens",
+                                        "acceptance_rate"},
+                                       path));
+  c->present = true;
+  if (const Json* x = jsonf::find(v, "policy")) {
+    SC_ASSIGN_OR_RETURN(std::string p, jsonf::get_string(*x, path + ".policy"));
+    if (p == "vllm") c->policy = SchedulerConfig::Policy::kVllm;
+    else if (p == "sarathi") c->policy = SchedulerConfig::Policy::kSarathi;
+    else
+      return make_error(ErrorCode::kInvalidArgument, "unknown policy \"" + jsonf::clip(p) + "\" (known: vllm, sarathi)",
+                        path + ".policy");
+  }
+  for (const auto& [key, dst, hi] : {std::tuple<const char*, double*, double>{"step_overhead_seconds",
+                                                                              &c->step_overhead_seconds, 10.0},
+                                     std::tuple<const char*, double*, double>{"token_overhead_seconds",
+                                                                              &c->token_overhead_seconds, 10.0},
+                                     std::tuple<const char*, double*, double>{"acceptance_rate", &c->acceptance_rate,
+                                                                              1.0}})
+    if (const Json* x = jsonf::find(v, key)) {
+      SC_ASSIGN_OR_RETURN(*dst, jsonf::get_number_in(*x, path + "." + key, 0, hi));
+    }
+  if (const Json* x = jsonf::find(v, "speculative_tokens")) {
+    SC_ASSIGN_OR_RETURN(c->speculative_tokens, jsonf::get_int(*x, path + ".speculative_tokens", 0, 16));
+  }
+  if (c->speculative_tokens > 0 && !jsonf::find(v, "acceptance_rate"))
+    return make_error(ErrorCode::kInvalidArgument, "speculative decoding needs the chance a draft token is accepted",
+                      path + ".acceptance_rate");
+  const std::pair<const char*, int64_t*> ints[] = {{"max_num_batched_tokens", &c->max_num_batched_tokens},
+                                                   {"max_num_seqs", &c->max_num_seqs},
+                                                   {"chunk_tokens", &c->chunk_tokens}};
+  for (const auto& [key, dst] : ints)
+    if (const Json* x = jsonf::find(v, key)) {
+      SC_ASSIGN_OR_RETURN(*dst, jsonf::get_int(*x, path + "." + key, 1, std::string(key) == "max_num_seqs"
+                                                                              ? int64_t{65536}
+                                                                              : int64_t{1048576}));
+    }
+  return ok_status();
+}
+
+Status parse_slo(const Json& v, SloConfig* c) {
+  const std::string path = "serving.slo";
+  SC_RETURN_IF_ERROR(jsonf::expect_object(v, path));
+  SC_RETURN_IF_ERROR(jsonf::check_keys(v, {"ttft_seconds_p99", "tpot_seconds_p99"}, path));
+  c->present = true;
+  for (const auto& [key, dst] : {std::pair<const char*, double*>{"ttft_seconds_p99", &c->ttft_seconds_p99},
+                                 std::pair<const char*, double*>{"tpot_seconds_p99", &c->tpot_seconds_p99}})
+    if (const Json* x = jsonf::find(v, key)) {
+      SC_ASSIGN_OR_RETURN(*dst, jsonf::get_number_in(*x, path + "." + key, 0, 1e6, /*lo_inclusive=*/false));
+    }
+  if (c->ttft_seconds_p99 == 0 && c->tpot_seconds_p99 == 0)
+    return make_error(ErrorCode::kInvalidArgument, "give ttft_seconds_p99, tpot_seconds_p99 or both", path);
+  return ok_status();
+}
+
 }  // namespace
 
 Status parse_serving(const Json& root, Job* job) {
@@ -54,13 +277,16 @@ Status parse_serving(const Json& root, Job* job) {
       if (jsonf::find(*p, key))
         return training_only(std::string("parallel.") + key, std::string("parallel.") + key);
   ServingConfig& s = job->serving;
+  // vLLM V1's default on GPUs of 70 GB or more (docs/inference.md, "Workload").
+  s.scheduler.max_num_seqs = 1024;
   const Json* v = jsonf::find(root, "serving");
   if (!v) return ok_status();  // every field has a default
   const std::string path = "serving";
   SC_RETURN_IF_ERROR(jsonf::expect_object(*v, path));
   SC_RETURN_IF_ERROR(jsonf::check_keys(*v,
                                        {"prompt_tokens", "output_tokens", "requests", "concurrency", "chunk_tokens",
-                                        "kv_dtype", "weights_dtype", "page_tokens", "replicas", "disaggregated"},
+                                        "kv_dtype", "weights_dtype", "page_tokens", "replicas", "disaggregated",
+                                        "gpu_memory_utilization", "workload", "scheduler", "slo"},
                                        path));
   const struct {
     const char* key;
@@ -114,6 +340,13 @@ Status parse_serving(const Json& root, Job* job) {
   if (const Json* x = jsonf::find(*v, "weights_dtype")) {
     SC_ASSIGN_OR_RETURN(s.weights_dtype, serving_dtype(*x, "serving.weights_dtype"));
   }
+  if (const Json* x = jsonf::find(*v, "gpu_memory_utilization")) {
+    SC_ASSIGN_OR_RETURN(s.gpu_memory_utilization,
+                        jsonf::get_number_in(*x, "serving.gpu_memory_utilization", 0, 1, /*lo_inclusive=*/false));
+  }
+  if (const Json* x = jsonf::find(*v, "workload")) SC_RETURN_IF_ERROR(parse_workload(*x, &s.workload));
+  if (const Json* x = jsonf::find(*v, "scheduler")) SC_RETURN_IF_ERROR(parse_scheduler(*x, &s.scheduler));
+  if (const Json* x = jsonf::find(*v, "slo")) SC_RETURN_IF_ERROR(parse_slo(*x, &s.slo));
   if (const Json* d = jsonf::find(*v, "disaggregated")) {
     const std::string dp = "serving.disaggregated";
     SC_RETURN_IF_ERROR(jsonf::expect_object(*d, dp));
@@ -158,6 +391,40 @@ void resolve_serving(Job* job) {
     if (p->expert_tp == 0) p->expert_tp = p->tp / std::gcd(p->tp, p->ep);
 }
 
+Json length_json(const LengthDist& d) {
+  switch (d.kind) {
+    case LengthDist::Kind::kFixed: return static_cast<int64_t>(d.a);
+    case LengthDist::Kind::kUniform:
+      return {{"distribution", "uniform"}, {"min", static_cast<int64_t>(d.a)}, {"max", static_cast<int64_t>(d.b)}};
+    case LengthDist::Kind::kNormal: return {{"distribution", "normal"}, {"mean", d.a}, {"std", d.b}};
+    case LengthDist::Kind::kDefault: break;
+  }
+  return nullptr;
+}
+
+Json workload_json(const WorkloadConfig& w) {
+  using A = WorkloadConfig::Arrival;
+  const char* names[] = {"poisson", "fixed", "burst", "trace"};
+  Json j = {{"arrival", names[static_cast<int>(w.arrival)]}};
+  if (w.arrival == A::kTrace) {
+    Json t = Json::array();
+    for (const TraceRequest& r : w.trace)
+      t.push_back({{"arrival_seconds", r.arrival_seconds}, {"prompt_tokens", r.prompt_tokens},
+                   {"output_tokens", r.output_tokens}});
+    j["trace"] = t;
+    if (w.prefix_cache_hit_rate > 0) j["prefix_cache_hit_rate"] = w.prefix_cache_hit_rate;
+    return j;
+  }
+  if (w.rate > 0) j["rate"] = w.rate;
+  if (w.duration_seconds > 0) j["duration_seconds"] = w.duration_seconds;
+  if (w.requests > 0) j["requests"] = w.requests;
+  j["seed"] = w.seed;
+  if (w.prefix_cache_hit_rate > 0) j["prefix_cache_hit_rate"] = w.prefix_cache_hit_rate;
+  if (w.prompt.kind != LengthDist::Kind::kDefault) j["prompt_tokens"] = length_json(w.prompt);
+  if (w.output.kind != LengthDist::Kind::kDefault) j["output_tokens"] = length_json(w.output);
+  return j;
+}
+
 void serving_canonical(const Job& job, Json* root) {
   const ServingConfig& s = job.serving;
   (*root).erase("training");
@@ -182,6 +449,29 @@ void serving_canonical(const Job& job, Json* root) {
                   {"replicas", l.replicas}};
     };
     serving["disaggregated"] = {{"prefill", pool(s.prefill)}, {"decode", pool(s.decode)}};
+  }
+  // The keys below are written only when given: jobs without them keep
+  // their canonical form (and config hash).
+  if (s.gpu_memory_utilization > 0) serving["gpu_memory_utilization"] = s.gpu_memory_utilization;
+  if (s.workload.present) serving["workload"] = workload_json(s.workload);
+  if (s.scheduler.present) {
+    const SchedulerConfig& c = s.scheduler;
+    serving["scheduler"] = {{"policy", c.policy == SchedulerConfig::Policy::kSarathi ? "sarathi" : "vllm"},
+                            {"max_num_batched_tokens", c.max_num_batched_tokens},
+                            {"max_num_seqs", c.max_num_seqs},
+                            {"chunk_tokens", c.chunk_tokens}};
+    if (c.step_overhead_seconds > 0) serving["scheduler"]["step_overhead_seconds"] = c.step_overhead_seconds;
+    if (c.token_overhead_seconds > 0) serving["scheduler"]["token_overhead_seconds"] = c.token_overhead_seconds;
+    if (c.speculative_tokens > 0) {
+      serving["scheduler"]["speculative_tokens"] = c.speculative_tokens;
+      serving["scheduler"]["acceptance_rate"] = c.acceptance_rate;
+    }
+  }
+  if (s.slo.present) {
+    Json slo = Json::object();
+    if (s.slo.ttft_seconds_p99 > 0) slo["ttft_seconds_p99"] = s.slo.ttft_seconds_p99;
+    if (s.slo.tpot_seconds_p99 > 0) slo["tpot_seconds_p99"] = s.slo.tpot_seconds_p99;
+    serving["slo"] = slo;
   }
   (*root)["mode"] = "inference";
   (*root)["serving"] = serving;
@@ -269,6 +559,37 @@ Status validate_serving(const Job& job, Status (*validate_layout)(const Job&)) {
   if (s.requests.size() > kMaxRequestClasses)
     return make_error(ErrorCode::kInvalidArgument, "at most " + to_string(kMaxRequestClasses) + " request classes",
                       "serving.requests");
+  if (s.workload.present) {
+    const WorkloadConfig& w = s.workload;
+    if (s.disaggregated)
+      return make_error(ErrorCode::kUnsupported,
+                        "a request workload is simulated for colocated serving only (one engine runs prefill and "
+                        "decode); not yet with serving.disaggregated",
+                        "serving.workload");
+    auto longest = [](const LengthDist& d, int64_t dflt) -> int64_t {
+      switch (d.kind) {
+        case LengthDist::Kind::kFixed: return static_cast<int64_t>(d.a);
+        case LengthDist::Kind::kUniform: return static_cast<int64_t>(d.b);
+        default: return dflt;  // normal: clamped to the context when drawn
+      }
+    };
+    int64_t longest_p = 0, longest_o = 0;
+    for (const RequestClass& c : mix) {
+      longest_p = std::max(longest_p, c.prompt_tokens);
+      longest_o = std::max(longest_o, c.output_tokens);
+    }
+    for (const TraceRequest& r : w.trace) {
+      longest_p = std::max(longest_p, r.prompt_tokens);
+      longest_o = std::max(longest_o, r.output_tokens);
+    }
+    const int64_t p = longest(w.prompt, longest_p), o = longest(w.output, longest_o);
+    if (m.max_positions > 0 && p + o > m.max_positions)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "the longest request (" + to_string(p) + " + " + to_string(o) +
+                            " tokens) exceeds the model's context (max_positions = " + to_string(m.max_positions) + ")",
+                        w.arrival == WorkloadConfig::Arrival::kTrace ? "serving.workload.trace"
+                                                                      : "serving.workload.prompt_tokens");
+  }
   if (m.is_hybrid())
     return make_error(ErrorCode::kUnsupported,
                       "hybrid (Mamba) models are not modelled in inference yet: their decode needs a recurrent "

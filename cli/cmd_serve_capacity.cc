@@ -1,0 +1,136 @@
+// stagecraft serve-capacity: the highest request rate a serving deployment
+// holds at its latency targets (docs/inference.md, "Capacity"), for the
+// job's layout or across tp degrees and replica counts.
+#include <cstdio>
+#include <numeric>
+
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "api/api.h"
+#include "api/serving.h"
+#include "args.h"
+#include "commands.h"
+
+namespace sc::cli {
+namespace {
+
+const char* kCmd = "serve-capacity";
+const char* kUsage =
+    "usage: stagecraft serve-capacity (--model PRESET | --config job.json) [overrides]\n"
+    "                                 [--slo-ttft S] [--slo-tpot S] [--requests N]\n"
+    "                                 [--tp-list 2,4,8] [--replicas-list 1,2] [--json]\n"
+    "\n"
+    "For an inference job (\"mode\": \"inference\"): the highest request rate\n"
+    "(requests per second) at which a simulated workload keeps P99 TTFT under\n"
+    "--slo-ttft and P99 TPOT under --slo-tpot (seconds; default: the job's\n"
+    "serving.slo), and the P50/P99 latencies at rates around it. The workload\n"
+    "is the job's serving.workload with its rate varied (poisson or fixed\n"
+    "arrivals), or Poisson arrivals of the job's request lengths; --requests\n"
+    "per simulated run (default: the workload's count, else 1000). With\n"
+    "--tp-list / --replicas-list, one search per layout (docs/inference.md).";
+
+bool parse_ints(const std::string& text, std::vector<int64_t>* out) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string part = text.substr(start, comma - start);
+    if (part.empty() || part.size() > 7 || part.find_first_not_of("0123456789") != std::string::npos) return false;
+    const int64_t v = std::stoll(part);
+    if (v < 1) return false;
+    out->push_back(v);
+    start = comma + 1;
+  }
+  return !out->empty() && out->size() <= 16;
+}
+
+bool parse_seconds(const std::string& text, double* out) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || *end != '\0' || !(v > 0) || v > 1e6) return false;
+  *out = v;
+  return true;
+}
+
+}  // namespace
+
+int cmd_serve_capacity(const std::vector<std::string>& argv) {
+  std::vector<FlagSpec> specs = job_flags();
+  specs.push_back({"--slo-ttft", nullptr, true, "S", "P99 time-to-first-token target, seconds"});
+  specs.push_back({"--slo-tpot", nullptr, true, "S", "P99 time-per-output-token target, seconds"});
+  specs.push_back({"--requests", nullptr, true, "N", "requests per simulated run (default 1000)"});
+  specs.push_back({"--tp-list", nullptr, true, "LIST", "search each tensor-parallel degree, e.g. 2,4,8"});
+  specs.push_back({"--replicas-list", nullptr, true, "LIST", "search each replica count, e.g. 1,2,4"});
+  specs.push_back({"--json", nullptr, false, "", "print the result as JSON"});
+  Args args;
+  if (std::optional<int> rc = parse_or_exit(kCmd, argv, specs, kUsage, &args)) return *rc;
+  if (!args.positional.empty()) return usage_error(kCmd, "unexpected argument '" + args.positional[0] + "'");
+  Job job;
+  if (int rc = load_job(kCmd, args, &job); rc != kExitOk) return rc;
+  if (!job.inference()) return usage_error(kCmd, "needs an inference job (\"mode\": \"inference\")");
+  double ttft = job.serving.slo.ttft_seconds_p99, tpot = job.serving.slo.tpot_seconds_p99;
+  for (const auto& [flag, dst] : {std::pair<const char*, double*>{"--slo-ttft", &ttft},
+                                  std::pair<const char*, double*>{"--slo-tpot", &tpot}})
+    if (args.has(flag) && !parse_seconds(*args.get(flag), dst))
+      return usage_error(kCmd, std::string(flag) + " must be a number of seconds > 0 (got '" + *args.get(flag) + "')");
+  if (!(ttft > 0) && !(tpot > 0))
+    return usage_error(kCmd, "give --slo-ttft, --slo-tpot or both (or a serving.slo block in the job)");
+  int64_t requests = 0;
+  if (args.has("--requests")) {
+    std::vector<int64_t> v;
+    if (!parse_ints(*args.get("--requests"), &v) || v.size() != 1)
+      return usage_error(kCmd, "--requests must be a positive integer (got '" + *args.get("--requests") + "')");
+    requests = v[0];
+  }
+  std::vector<int64_t> tps{job.parallel.tp}, reps{job.serving.replicas};
+  if (args.has("--tp-list")) {
+    tps.clear();
+    if (!parse_ints(*args.get("--tp-list"), &tps))
+      return usage_error(kCmd, "--tp-list must be 1 to 16 positive integers, e.g. 2,4,8 (got '" + *args.get("--tp-list") + "')");
+  }
+  if (args.has("--replicas-list")) {
+    reps.clear();
+    if (!parse_ints(*args.get("--replicas-list"), &reps))
+      return usage_error(kCmd, "--replicas-list must be 1 to 16 positive integers (got '" + *args.get("--replicas-list") + "')");
+  }
+  nlohmann::json all = nlohmann::json::array();
+  if (!args.has("--json")) {
+    auto show = [](double v) { char b[32]; std::snprintf(b, sizeof b, "%g ms", v * 1e3); return v > 0 ? std::string(b) : std::string("-"); };
+    std::printf("SLO: P99 TTFT %s, P99 TPOT %s\n", show(ttft).c_str(), show(tpot).c_str());
+  }
+  for (int64_t tp : tps)
+    for (int64_t rep : reps) {
+      Job j = job;
+      if (args.has("--tp-list")) {  // expert tp follows tp as when left out (docs/inference.md)
+        j.parallel.tp = tp;
+        j.parallel.expert_tp = tp / std::gcd(tp, j.parallel.ep);
+      }
+      j.serving.replicas = rep;
+      if (Status st = validate_job(j); !st.ok()) return report_error(kCmd, st.error());
+      Result<Generator> g = Generator::create(j);
+      if (!g.ok()) return report_error(kCmd, g.error());
+      Result<CapacityResult> r = serving_capacity(*g, ttft, tpot, requests);
+      if (!r.ok()) return report_error(kCmd, r.error());
+      nlohmann::json one = nlohmann::json::parse(serving_capacity_json(*r));
+      one["tp"] = tp;
+      one["replicas"] = rep;
+      all.push_back(one);
+      if (args.has("--json")) continue;
+      std::printf("\ntp %lld, replicas %lld (%lld GPUs): capacity %.3f requests/s (%.4f per GPU), %lld runs of %lld requests\n",
+                  static_cast<long long>(tp), static_cast<long long>(rep), static_cast<long long>(r->gpus), r->capacity,
+                  r->gpus > 0 ? r->capacity / static_cast<double>(r->gpus) : 0.0,
+                  static_cast<long long>(r->simulations), static_cast<long long>(r->requests));
+      std::printf("%12s %12s %12s %12s %12s %12s %5s\n", "req/s", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
+                  "tpot_p99_ms", "out_tok/s", "slo");
+      for (const CapacityPoint& c : r->curve)
+        std::printf("%12.3f %12.1f %12.1f %12.2f %12.2f %12.1f %5s\n", c.rate, c.ttft_p50 * 1e3, c.ttft_p99 * 1e3,
+                    c.tpot_p50 * 1e3, c.tpot_p99 * 1e3, c.output_tokens_per_second, c.meets_slo ? "yes" : "no");
+    }
+  if (args.has("--json")) std::cout << (all.size() == 1 ? all[0].dump() : nlohmann::json{{"layouts", all}}.dump()) << "\n";
+  return kExitOk;
+}
+
+}  // namespace sc::cli

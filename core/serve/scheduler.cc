@@ -1,0 +1,315 @@
+#include "serve/scheduler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+
+#include "base/cancel.h"
+#include "serve/rng.h"
+
+namespace sc::serve {
+namespace {
+
+using std::to_string;
+
+// Linear in tokens between grid points (extrapolated past the last one).
+double interp(const std::vector<int64_t>& x, const std::vector<double>& y, double v) {
+  const size_t n = x.size();
+  if (n == 1) return y[0];
+  size_t i = 1;
+  while (i + 1 < n && static_cast<double>(x[i]) < v) ++i;
+  const double x0 = static_cast<double>(x[i - 1]), x1 = static_cast<double>(x[i]);
+  return y[i - 1] + (y[i] - y[i - 1]) * (v - x0) / (x1 - x0);
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct Live {
+  int64_t id = 0;            // index in the results
+  int64_t computed = 0;      // tokens whose K/V are in the cache
+  int64_t generated = 0;     // output tokens produced so far
+  int64_t blocks = 0;        // cache pages held
+  int64_t prefix = 0;        // tokens found in the prefix cache (whole pages, shared)
+  double last_token = 0;     // time of the latest output token
+};
+
+struct Rank {
+  std::deque<Live> waiting;
+  std::vector<Live> running;
+  int64_t free_blocks = 0;
+  // This iteration: the running entries scheduled and their new tokens.
+  struct Sched {
+    size_t i;
+    int64_t n, draft;
+  };
+  std::vector<Sched> sched;
+};
+
+}  // namespace
+
+double CostModel::seconds(const IterationShape& s) const {
+  if (s.tokens <= 0) return 0;
+  const double t = static_cast<double>(s.tokens);
+  double base = interp(grid, prefill_base, t);
+  if (s.sampled > 1) {  // the head's extra sampled rows, as in a decode of that many rows
+    const double k = static_cast<double>(s.sampled);
+    base += interp(grid, decode_base, k) - interp(grid, prefill_base, k);
+  }
+  const double attn = std::max(seconds_per_prefill_pair * s.prefill_pairs + seconds_per_decode_pair * s.decode_pairs,
+                               seconds_per_cached * s.cached);
+  return base + attn + step_overhead + per_sampled_overhead * static_cast<double>(s.sampled);
+}
+
+Percentiles percentiles(std::vector<double> v) {
+  Percentiles p;
+  if (v.empty()) return p;
+  std::sort(v.begin(), v.end());
+  double sum = 0;
+  for (double x : v) sum += x;
+  p.mean = sum / static_cast<double>(v.size());
+  auto at = [&](double q) {
+    const double r = q * static_cast<double>(v.size() - 1);
+    const size_t lo = static_cast<size_t>(std::floor(r));
+    const size_t hi = std::min(lo + 1, v.size() - 1);
+    return v[lo] + (v[hi] - v[lo]) * (r - static_cast<double>(lo));
+  };
+  p.p50 = at(0.50);
+  p.p90 = at(0.90);
+  p.p99 = at(0.99);
+  return p;
+}
+
+Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, const CostModel& cost,
+                                         const SchedulerParams& p) {
+  WorkloadResult out;
+  out.requests.resize(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    RequestResult& r = out.requests[i];
+    r.arrival = requests[i].arrival;
+    r.prompt = requests[i].prompt;
+    r.output = requests[i].output;
+    // A request whose whole sequence cannot be cached on an idle rank can
+    // never finish: an error, not an endless preemption loop.
+    if (ceil_div(r.prompt + r.output, p.page_tokens) > p.blocks_per_rank)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "a request of " + to_string(r.prompt) + " + " + to_string(r.output) + " tokens needs " +
+                            to_string(ceil_div(r.prompt + r.output, p.page_tokens)) + " KV pages but a rank holds " +
+                            to_string(p.blocks_per_rank),
+                        "serving.workload");
+  }
+  const int64_t budget = p.token_budget;  // sarathi: the chunk size (set by the caller)
+  const int64_t ranks_total = p.dp * p.replicas;
+  // Request i goes to rank i mod (dp x replicas) (round robin, as a load
+  // balancer in front of the replicas and the engine's dp ranks do);
+  // ranks that step together form a group, every other rank is its own.
+  const int64_t group_size = p.lockstep ? p.dp : 1;
+  const int64_t groups = ranks_total / group_size;
+  Rng spec(p.seed ^ 0x7370656375617465ULL);  // acceptance draws, in the order steps are applied
+  std::vector<double> itl;
+  std::vector<std::pair<double, double>> kv_trace;  // (iteration end, utilization x dt), all groups
+  std::vector<std::pair<double, double>> kv_spans;  // (start, end) with utilization, for buckets
+  std::vector<double> kv_util;
+  double kv_weighted = 0;
+  for (int64_t g = 0; g < groups; ++g) {
+    std::vector<Rank> ranks(static_cast<size_t>(group_size));
+    for (Rank& r : ranks) r.free_blocks = p.blocks_per_rank;
+    std::vector<size_t> mine;  // this group's requests, in arrival order
+    for (size_t i = 0; i < requests.size(); ++i)
+      if (static_cast<int64_t>(i % static_cast<size_t>(ranks_total)) / group_size == g) mine.push_back(i);
+    size_t next = 0;
+    double t = 0;
+    int64_t live = 0;
+    while (next < mine.size() || live > 0) {
+      while (next < mine.size() && requests[mine[next]].arrival <= t) {
+        const size_t id = mine[next];
+        Live l{static_cast<int64_t>(id)};
+        if (p.prefix_hit_rate > 0)
+          l.prefix = static_cast<int64_t>(std::floor(p.prefix_hit_rate * static_cast<double>(requests[id].prompt) /
+                                                     static_cast<double>(p.page_tokens))) *
+                     p.page_tokens;
+        l.computed = l.prefix;
+        ranks[static_cast<size_t>(static_cast<int64_t>(id % static_cast<size_t>(ranks_total)) % group_size)]
+            .waiting.push_back(l);
+        ++live;
+        ++next;
+      }
+      if (live == 0) {
+        t = requests[mine[next]].arrival;
+        continue;
+      }
+      if ((out.iterations & 4095) == 0) SC_RETURN_IF_ERROR(check_cancelled("the workload simulation"));
+      if (++out.iterations > p.max_iterations)
+        return make_error(ErrorCode::kInvalidArgument,
+                          "the simulation passed " + to_string(p.max_iterations) +
+                              " iterations; fewer or shorter requests (duration_seconds, requests, output_tokens)",
+                          "serving.workload");
+      double dt = 0;
+      std::vector<IterationShape> shapes(ranks.size());
+      for (size_t k = 0; k < ranks.size(); ++k) {
+        Rank& rk = ranks[k];
+        rk.sched.clear();
+        IterationShape& sh = shapes[k];
+        int64_t left = budget;
+        bool preempted = false;
+        auto total_tokens = [&](const Live& l) {
+          return out.requests[static_cast<size_t>(l.id)].prompt + l.generated;
+        };
+        // Running requests first, in order; a request that cannot get its
+        // pages preempts the most recently admitted one (recompute).
+        for (size_t i = 0; i < rk.running.size() && left > 0;) {
+          Live& l = rk.running[i];
+          int64_t n = std::min(total_tokens(l) - l.computed, left), draft = 0;
+          if (p.speculative_tokens > 0 && l.generated > 0 && total_tokens(l) - l.computed == 1) {
+            const int64_t out_left = out.requests[static_cast<size_t>(l.id)].output - l.generated - 1;
+            draft = std::max<int64_t>(0, std::min({p.speculative_tokens, out_left, left - 1}));
+            n = 1 + draft;
+          }
+          const int64_t need = ceil_div(l.computed + n, p.page_tokens) - l.prefix / p.page_tokens - l.blocks;
+          bool ok = true;
+          while (need > rk.free_blocks) {
+            Live victim = rk.running.back();
+            rk.running.pop_back();
+            rk.free_blocks += victim.blocks;
+            victim.blocks = 0;
+            victim.computed = victim.prefix;  // the shared prefix stays cached
+            out.requests[static_cast<size_t>(victim.id)].preemptions++;
+            out.preemptions++;
+            rk.waiting.push_front(victim);
+            preempted = true;
+            if (rk.running.size() == i) {  // it was this one
+              ok = false;
+              break;
+            }
+          }
+          if (!ok) break;
+          Live& m = rk.running[i];
+          m.blocks += need;
+          rk.free_blocks -= need;
+          rk.sched.push_back({i, n, draft});
+          left -= n;
+          ++i;
+        }
+        // Then waiting requests, first come first served, while the budget,
+        // the running cap and the cache allow (not after a preemption).
+        while (!preempted && !rk.waiting.empty() && left > 0 &&
+               static_cast<int64_t>(rk.running.size()) < p.max_num_seqs) {
+          Live l = rk.waiting.front();
+          const int64_t n = std::min(total_tokens(l) - l.computed, left);
+          const int64_t need = ceil_div(l.computed + n, p.page_tokens) - l.prefix / p.page_tokens - l.blocks;
+          if (need > rk.free_blocks) break;
+          rk.waiting.pop_front();
+          l.blocks += need;
+          rk.free_blocks -= need;
+          RequestResult& rr = out.requests[static_cast<size_t>(l.id)];
+          if (rr.scheduled < 0) rr.scheduled = t;
+          rk.running.push_back(l);
+          rk.sched.push_back({rk.running.size() - 1, n, 0});
+          left -= n;
+        }
+        for (const Rank::Sched& e : rk.sched) {
+          const Live& l = rk.running[e.i];
+          const double c = static_cast<double>(l.computed), nn = static_cast<double>(e.n);
+          sh.tokens += e.n;
+          const double pr = nn * c + nn * (nn + 1) / 2;  // over the cached prefix and causally within
+          const bool decode = l.generated > 0 && l.computed + 1 == total_tokens(l);
+          if (decode) sh.decode_pairs += pr;
+          else sh.prefill_pairs += pr;
+          sh.cached += c + nn;
+          if (decode) sh.sampled += e.n;  // every verified position is sampled
+          else if (l.computed + e.n >= total_tokens(l)) sh.sampled++;
+        }
+        const double used = static_cast<double>(p.blocks_per_rank - rk.free_blocks);
+        kv_util.push_back(p.blocks_per_rank > 0 ? used / static_cast<double>(p.blocks_per_rank) : 0);
+      }
+      for (const IterationShape& sh : shapes) dt = std::max(dt, cost.seconds(sh));
+      if (dt <= 0) {
+        // Nothing could be scheduled on any rank (every waiting head blocked):
+        // impossible with the page check above; guard against a loop anyway.
+        return make_error(ErrorCode::kInternal, "the scheduler made no progress", "serving.workload");
+      }
+      const double t0 = t;
+      t += dt;
+      double u = 0;
+      for (double x : kv_util) u += x;
+      u /= static_cast<double>(kv_util.size());
+      kv_util.clear();
+      kv_spans.push_back({t0, t});
+      kv_trace.push_back({t, u});
+      kv_weighted += u * dt;
+      out.kv_utilization_max = std::max(out.kv_utilization_max, u);
+      for (Rank& rk : ranks) {
+        std::vector<Live> keep;
+        keep.reserve(rk.running.size());
+        std::vector<char> done(rk.running.size(), 0);
+        for (const Rank::Sched& e : rk.sched) {
+          const size_t i = e.i;
+          Live& l = rk.running[i];
+          const int64_t total = out.requests[static_cast<size_t>(l.id)].prompt + l.generated;
+          int64_t accepted = 0;
+          if (e.draft > 0) {  // draft tokens accepted until the first rejection
+            while (accepted < e.draft && spec.uniform() < p.acceptance_rate) ++accepted;
+            l.computed += 1 + accepted;  // the rejected drafts' entries are dropped
+          } else {
+            l.computed += e.n;
+          }
+          if (l.computed < total) continue;  // a prefill chunk: no token yet
+          RequestResult& rr = out.requests[static_cast<size_t>(l.id)];
+          l.generated += 1 + accepted;
+          out.output_tokens += 1 + accepted;
+          if (rr.first_token < 0) rr.first_token = t;
+          else itl.push_back(t - l.last_token);
+          l.last_token = t;
+          if (l.generated >= rr.output) {
+            rr.finish = t;
+            rk.free_blocks += l.blocks;
+            done[i] = 1;
+            --live;
+          }
+        }
+        for (size_t i = 0; i < rk.running.size(); ++i)
+          if (!done[i]) keep.push_back(rk.running[i]);
+        rk.running.swap(keep);
+      }
+    }
+    out.makespan = std::max(out.makespan, t);
+  }
+  std::vector<double> ttft, tpot, e2e, queue;
+  int64_t good = 0;
+  for (const RequestResult& r : out.requests) {
+    ttft.push_back(r.ttft());
+    e2e.push_back(r.e2e());
+    queue.push_back(r.queue());
+    if (r.output > 1) tpot.push_back(r.tpot());
+    if ((p.slo_ttft <= 0 || r.ttft() <= p.slo_ttft) && (p.slo_tpot <= 0 || r.tpot() <= p.slo_tpot)) ++good;
+  }
+  out.ttft = percentiles(std::move(ttft));
+  out.tpot = percentiles(std::move(tpot));
+  out.itl = percentiles(std::move(itl));
+  out.e2e = percentiles(std::move(e2e));
+  out.queue = percentiles(std::move(queue));
+  if (out.makespan > 0) {
+    const double n = static_cast<double>(out.requests.size());
+    out.request_throughput = n / out.makespan;
+    out.output_tokens_per_second = static_cast<double>(out.output_tokens) / out.makespan;
+    out.goodput = static_cast<double>(good) / out.makespan;
+    // Time-weighted utilization over [0, makespan] (idle gaps count as 0),
+    // with several groups: their mean, weighting each iteration by its span.
+    out.kv_utilization_mean = kv_weighted / (out.makespan * static_cast<double>(groups));
+    const int buckets = 100;
+    const double w = out.makespan / buckets;
+    std::vector<double> acc(buckets, 0);
+    for (size_t i = 0; i < kv_spans.size(); ++i) {
+      const auto [a, b] = kv_spans[i];
+      const double u = kv_trace[i].second;
+      for (int k = std::max(0, static_cast<int>(a / w)); k < buckets && k * w < b; ++k) {
+        const double lo = std::max(a, k * w), hi = std::min(b, (k + 1) * w);
+        if (hi > lo) acc[static_cast<size_t>(k)] += u * (hi - lo);
+      }
+    }
+    for (int k = 0; k < buckets; ++k)
+      out.kv_utilization.push_back({k * w, acc[static_cast<size_t>(k)] / (w * static_cast<double>(groups))});
+  }
+  return out;
+}
+
+}  // namespace sc::serve

@@ -1,0 +1,96 @@
+// A request-level simulator of a serving engine's scheduler (docs/inference.md,
+// "Workload" and "Scheduler"): requests arrive, wait, are batched with
+// continuous batching (vLLM's V1 policy: running requests first, then
+// waiting ones first-come first-served, under a token budget per iteration
+// with chunked prefill and a cap on running sequences; preemption by
+// recompute when the paged KV cache is full), and each iteration takes the
+// time the cost model gives for its composition.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "serve/workload.h"
+
+namespace sc::serve {
+
+// What one attention-dp rank runs in an iteration: tokens through the
+// linear layers, rows sampled, query-key pairs and KV entries attention reads.
+struct IterationShape {
+  int64_t tokens = 0, sampled = 0;
+  double prefill_pairs = 0, decode_pairs = 0, cached = 0;
+};
+
+// An iteration's seconds as a function of its shape, from a few simulated
+// iterations of the job (api/serving.cc fills it): base(tokens, sampled) +
+// max(prefill pairs x its seconds + decode pairs x theirs, cached x
+// seconds_per_cached) (attention: compute-bound over its query-key pairs,
+// prefill in the prompt's form, decode in the cache's (MLA: absorbed), or
+// bound by reading the cache), base
+// interpolated linearly between grid points of prefill-like (1 row
+// sampled) and decode-like (every row sampled) iterations, plus fixed
+// per-iteration and per-sampled-row host costs. docs/inference.md, "Cost
+// of an iteration".
+struct CostModel {
+  std::vector<int64_t> grid;        // token counts, ascending, grid[0] = 1
+  std::vector<double> prefill_base;  // seconds at grid[i] tokens, 1 sampled, 1 pair, 1 cached
+  std::vector<double> decode_base;   // seconds at grid[i] tokens, all sampled
+  double seconds_per_prefill_pair = 0, seconds_per_decode_pair = 0, seconds_per_cached = 0;
+  double step_overhead = 0, per_sampled_overhead = 0;  // host: scheduler, sampling, detokenization
+  double seconds(const IterationShape& s) const;
+};
+
+struct SchedulerParams {
+  enum class Policy { kVllm, kSarathi } policy = Policy::kVllm;
+  int64_t token_budget = 8192;  // tokens per iteration per rank
+  int64_t max_num_seqs = 256;   // running sequences per rank
+  int64_t page_tokens = 16;
+  int64_t blocks_per_rank = 0;  // KV cache pages each rank holds
+  int64_t dp = 1;               // attention-dp ranks of one instance
+  bool lockstep = false;        // dp ranks step together (MoE: the all-to-all waits for the slowest)
+  int64_t replicas = 1;
+  int64_t max_iterations = 20000000;
+  double slo_ttft = 0, slo_tpot = 0;  // goodput targets (0 = none)
+  // Prefix caching: the first floor(rate x prompt / page) pages of every
+  // prompt are found cached (shared pages: computed by no one, held apart).
+  double prefix_hit_rate = 0;
+  // Speculative decoding: each decode step verifies up to this many draft
+  // tokens beside its own, each accepted with `acceptance_rate` until the
+  // first rejection (drawn from the seeded stream).
+  int64_t speculative_tokens = 0;
+  double acceptance_rate = 0;
+  uint64_t seed = 0;
+};
+
+struct RequestResult {
+  double arrival = 0, scheduled = -1, first_token = -1, finish = -1;
+  int64_t prompt = 0, output = 0, preemptions = 0;
+  double ttft() const { return first_token - arrival; }
+  double e2e() const { return finish - arrival; }
+  double queue() const { return scheduled - arrival; }
+  double tpot() const { return output > 1 ? (finish - first_token) / static_cast<double>(output - 1) : 0; }
+};
+
+struct Percentiles {
+  double mean = 0, p50 = 0, p90 = 0, p99 = 0;
+};
+// Linear interpolation between order statistics (rank p x (n - 1), numpy's default).
+Percentiles percentiles(std::vector<double> v);
+
+struct WorkloadResult {
+  std::vector<RequestResult> requests;  // arrival order
+  Percentiles ttft, tpot, itl, e2e, queue;
+  double makespan = 0;  // last finish (the first arrival at 0 or later)
+  int64_t iterations = 0, preemptions = 0, output_tokens = 0;
+  double request_throughput = 0, output_tokens_per_second = 0;
+  double goodput = 0;  // requests per second meeting the SLOs (all of them when none)
+  double kv_utilization_mean = 0, kv_utilization_max = 0;  // time-weighted over the makespan
+  std::vector<std::pair<double, double>> kv_utilization;   // (bucket start, mean) over <= 100 buckets
+};
+
+Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, const CostModel& cost,
+                                         const SchedulerParams& p);
+
+}  // namespace sc::serve

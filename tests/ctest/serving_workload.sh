@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Issue 26: requests over time. The issue's workload form runs through
+# inspect (percentiles under explicit keys) and simulate; a seeded run is
+# the same bytes twice; serve-capacity finds a rate whose curve meets the
+# SLO below it and not far above; bad workloads name their fields.
+set -euo pipefail
+cli=${STAGECRAFT_CLI:?}
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+cat >"$out/w.json" <<'J'
+{"mode": "inference", "model": "llama3-70b", "parallel": {"tp": 8}, "hardware": "h100",
+ "serving": {"prompt_tokens": 2048, "output_tokens": 256,
+             "workload": {"arrival": "poisson", "rate": 10, "duration_seconds": 600, "seed": 1}}}
+J
+"$cli" inspect --config "$out/w.json" >"$out/inspect.txt"
+grep -Eq '^workload    [0-9,]+ requests over [0-9.]+ s' "$out/inspect.txt"
+grep -Eq '^  ttft      p50 [0-9.]+ ms, p90 [0-9.]+ ms, p99 [0-9.]+ ms' "$out/inspect.txt"
+grep -Eq '^  tpot      p50 [0-9.]+ ms' "$out/inspect.txt"
+"$cli" inspect --config "$out/w.json" --json >"$out/a.json"
+"$cli" inspect --config "$out/w.json" --json >"$out/b.json"
+cmp "$out/a.json" "$out/b.json"
+python3 - "$out/a.json" <<'PY'
+import json, sys
+inf = json.load(open(sys.argv[1]))["inference"]
+for k in ("ttft", "tpot", "itl", "e2e", "queue"):
+    for q in ("mean", "p50", "p90", "p99"):
+        assert f"{k}_seconds_{q}" in inf, (k, q)
+w = inf["workload"]
+# 10 requests/s for 600 s: 6,000 expected (sd 77); every one finishes with its 256 tokens.
+assert 5700 < w["requests"] < 6300, w["requests"]
+assert w["output_tokens"] == 256 * w["requests"]
+assert inf["ttft_seconds_p50"] <= inf["ttft_seconds_p90"] <= inf["ttft_seconds_p99"]
+PY
+"$cli" simulate --config "$out/w.json" >"$out/sim.txt"
+grep -Eq '^ *ttft +[0-9.]+ +[0-9.]+ +[0-9.]+' "$out/sim.txt"
+# Capacity: the latency-rate curve meets the SLO at and below the capacity.
+cat >"$out/c.json" <<'J'
+{"mode": "inference", "model": "llama3-8b", "parallel": {"tp": 1}, "hardware": "h100",
+ "serving": {"prompt_tokens": 1024, "output_tokens": 128, "workload": {"rate": 1, "requests": 300, "seed": 5}}}
+J
+"$cli" serve-capacity --config "$out/c.json" --slo-ttft 0.5 --slo-tpot 0.04 --json >"$out/cap.json"
+python3 - "$out/cap.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+cap = c["capacity_requests_per_second"]
+assert cap > 0
+for p in c["curve"]:
+    if p["requests_per_second"] <= cap:
+        assert p["meets_slo"], p
+        assert p["ttft_seconds_p99"] <= 0.5 and p["tpot_seconds_p99"] <= 0.04, p
+assert not c["curve"][-1]["meets_slo"], c["curve"][-1]  # 1.5x the capacity misses
+PY
+"$cli" serve-capacity --config "$out/c.json" --slo-ttft 0.5 --replicas-list 1,2 >"$out/cap.txt"
+grep -q '^tp 1, replicas 2 (2 GPUs): capacity' "$out/cap.txt"
+"$cli" serve-capacity --config "$out/c.json" --slo-tpot 0.03 --tp-list 1,2 --requests 100 --json >"$out/tps.json"
+python3 - "$out/tps.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))["layouts"]
+assert [(x["tp"], x["gpus"]) for x in c] == [(1, 1), (2, 2)], c
+PY
+if "$cli" serve-capacity --config "$out/c.json" 2>"$out/err.txt"; then echo "accepted no SLO"; exit 1; fi
+grep -q 'slo-ttft' "$out/err.txt"
+# Bad workloads name their fields.
+echo '{"mode": "inference", "model": "llama3-8b", "serving": {"workload": {"arrival": "poisson", "duration_seconds": 5}}}' >"$out/bad.json"
+if "$cli" inspect --config "$out/bad.json" 2>"$out/err.txt"; then echo "accepted no rate"; exit 1; fi
+grep -q 'serving.workload.rate' "$out/err.txt"
+echo "serving_workload: ok"

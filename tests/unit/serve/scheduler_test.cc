@@ -1,0 +1,248 @@
+// The serving workload simulator (core/serve, docs/inference.md "Workload"):
+// the 3-request example of the docs traced by hand iteration by iteration,
+// preemption by recompute traced by hand, percentiles, and the seeded
+// samplers. Expected values are derived here from the cost function's
+// formula, never read back from the code under test.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "job/job.h"
+#include "serve/rng.h"
+#include "serve/scheduler.h"
+#include "serve/workload.h"
+
+using namespace sc;
+using namespace sc::serve;
+
+namespace {
+
+// An iteration costs 10 ms + 10 us per token: linear, so the grid's linear
+// interpolation is exact; no attention or head cost.
+CostModel linear_cost() {
+  CostModel m;
+  m.grid = {1, 4096};
+  m.prefill_base = {0.010 + 1e-5, 0.010 + 4096e-5};
+  m.decode_base = m.prefill_base;
+  return m;
+}
+double cost(int tokens) { return 0.010 + 1e-5 * tokens; }
+
+SchedulerParams small(int64_t budget, int64_t blocks) {
+  SchedulerParams p;
+  p.token_budget = budget;
+  p.max_num_seqs = 4;
+  p.page_tokens = 4;
+  p.blocks_per_rank = blocks;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("serve: the 3-request example of docs/inference.md, by hand") {
+  // A: t=0, 20 + 3 tokens; B: t=5 ms, 4 + 2; C: t=50 ms, 8 + 2. Budget 16.
+  const std::vector<Request> reqs = {{0.0, 20, 3}, {0.005, 4, 2}, {0.050, 8, 2}};
+  Result<WorkloadResult> r = simulate_workload(reqs, linear_cost(), small(16, 1000));
+  REQUIRE(r.ok());
+  // it1 (t=0): A's first chunk of 16.         ends t1 = c(16)
+  // it2: A's last 4 + B's 4 (B arrived at 5 ms): t2 = t1 + c(8); A, B first tokens
+  // it3: A and B decode:                        t3 = t2 + c(2); B done (2 tokens)
+  // it4: A decodes:                             t4 = t3 + c(1); A done (3 tokens)
+  // idle until C arrives at 50 ms; it5: C's 8:  t5 = 0.05 + c(8); C first token
+  // it6: C decodes:                             t6 = t5 + c(1); C done
+  const double t1 = cost(16), t2 = t1 + cost(8), t3 = t2 + cost(2), t4 = t3 + cost(1);
+  const double t5 = 0.05 + cost(8), t6 = t5 + cost(1);
+  const auto& q = r->requests;
+  CHECK(r->iterations == 6);
+  CHECK(q[0].ttft() == doctest::Approx(t2).epsilon(1e-12));
+  CHECK(q[1].ttft() == doctest::Approx(t2 - 0.005).epsilon(1e-12));
+  CHECK(q[2].ttft() == doctest::Approx(t5 - 0.05).epsilon(1e-12));
+  CHECK(q[0].tpot() == doctest::Approx((t4 - t2) / 2).epsilon(1e-12));
+  CHECK(q[1].tpot() == doctest::Approx(t3 - t2).epsilon(1e-12));
+  CHECK(q[2].tpot() == doctest::Approx(t6 - t5).epsilon(1e-12));
+  CHECK(q[0].e2e() == doctest::Approx(t4).epsilon(1e-12));
+  CHECK(q[1].queue() == doctest::Approx(t1 - 0.005).epsilon(1e-12));  // waited for A's first chunk
+  CHECK(q[0].queue() == 0);
+  CHECK(r->makespan == doctest::Approx(t6).epsilon(1e-12));
+  // TTFTs sorted: C 10.08 ms, B 15.24 ms, A 20.24 ms. P50 = B's; P90 at
+  // rank 0.9 x 2 = 1.8: B + 0.8 (A - B); P99 at 1.98.
+  CHECK(r->ttft.p50 == doctest::Approx(t2 - 0.005).epsilon(1e-12));
+  CHECK(r->ttft.p90 == doctest::Approx((t2 - 0.005) + 0.8 * 0.005).epsilon(1e-9));
+  CHECK(r->ttft.p99 == doctest::Approx((t2 - 0.005) + 0.98 * 0.005).epsilon(1e-9));
+  CHECK(r->output_tokens == 7);
+  CHECK(r->preemptions == 0);
+}
+
+TEST_CASE("serve: preemption by recompute when the paged cache is full, by hand") {
+  // Two 8 + 8 requests at t=0, 4-token pages, 6 pages (24 slots). Both
+  // prefill (16 tokens, 2 pages each), decode to 12 cached tokens (3 pages
+  // each); at the 13th token X needs a 4th page: Y (admitted last) is
+  // preempted, its 3 pages freed. X decodes alone to its 8th token (Y's
+  // 13-token recompute needs 4 pages, 2 free), finishes, then Y recomputes
+  // its prompt and 5 tokens in one 13-token iteration and decodes twice.
+  const std::vector<Request> reqs = {{0, 8, 8}, {0, 8, 8}};
+  Result<WorkloadResult> r = simulate_workload(reqs, linear_cost(), small(16, 6));
+  REQUIRE(r.ok());
+  CHECK(r->iterations == 11);
+  CHECK(r->preemptions == 1);
+  CHECK(r->requests[1].preemptions == 1);
+  CHECK(r->requests[0].preemptions == 0);
+  // Tokens per iteration: 16, 2, 2, 2, 2, 1 (X; Y preempted), 1, 1 (X done), 13, 1, 1.
+  const double x_done = 8 * 0.010 + 1e-5 * (16 + 2 + 2 + 2 + 2 + 1 + 1 + 1);
+  const double y_done = x_done + 3 * 0.010 + 1e-5 * (13 + 1 + 1);
+  CHECK(r->requests[0].finish == doctest::Approx(x_done).epsilon(1e-12));
+  CHECK(r->requests[1].finish == doctest::Approx(y_done).epsilon(1e-12));
+  CHECK(r->requests[1].ttft() == doctest::Approx(cost(16)).epsilon(1e-12));  // its first token stands
+}
+
+TEST_CASE("serve: a request larger than a rank's cache is an error naming the workload") {
+  Result<WorkloadResult> r = simulate_workload({{0, 30, 10}}, linear_cost(), small(16, 6));
+  REQUIRE(!r.ok());
+  CHECK(r.error().path == "serving.workload");
+  CHECK(r.error().message.find("needs 10 KV pages but a rank holds 6") != std::string::npos);
+}
+
+TEST_CASE("serve: the token budget and max_num_seqs cap an iteration") {
+  // Five 4 + 1 requests at t=0, budget 16, at most 4 running: the first
+  // iteration prefills four (16 tokens), the fifth waits for the next.
+  std::vector<Request> reqs(5, Request{0, 4, 1});
+  Result<WorkloadResult> r = simulate_workload(reqs, linear_cost(), small(16, 100));
+  REQUIRE(r.ok());
+  CHECK(r->iterations == 2);
+  for (int i = 0; i < 4; ++i) CHECK(r->requests[i].ttft() == doctest::Approx(cost(16)).epsilon(1e-12));
+  CHECK(r->requests[4].ttft() == doctest::Approx(cost(16) + cost(4)).epsilon(1e-12));
+}
+
+TEST_CASE("serve: dp ranks in lockstep wait for the slowest; round robin over ranks") {
+  // Two ranks, requests alternate: rank 0 gets a 16-token prompt, rank 1 a
+  // 4-token one. In lockstep the iteration is the slower rank's; apart,
+  // each rank its own.
+  const std::vector<Request> reqs = {{0, 16, 1}, {0, 4, 1}};
+  SchedulerParams p = small(16, 100);
+  p.dp = 2;
+  p.lockstep = true;
+  Result<WorkloadResult> lock = simulate_workload(reqs, linear_cost(), p);
+  REQUIRE(lock.ok());
+  CHECK(lock->requests[1].ttft() == doctest::Approx(cost(16)).epsilon(1e-12));
+  p.lockstep = false;
+  Result<WorkloadResult> apart = simulate_workload(reqs, linear_cost(), p);
+  REQUIRE(apart.ok());
+  CHECK(apart->requests[1].ttft() == doctest::Approx(cost(4)).epsilon(1e-12));
+}
+
+TEST_CASE("serve: percentiles interpolate between order statistics") {
+  Percentiles p = percentiles({4, 1, 3, 2});
+  CHECK(p.mean == 2.5);
+  CHECK(p.p50 == 2.5);                                     // rank 1.5
+  CHECK(p.p90 == doctest::Approx(3.7).epsilon(1e-12));     // rank 2.7
+  CHECK(p.p99 == doctest::Approx(3.97).epsilon(1e-12));    // rank 2.97
+}
+
+TEST_CASE("serve: portable_log matches the logarithm to the last bits") {
+  for (double x : {1e-300, 1e-9, 0.1, 0.5, 0.70710678, 1.0, 1.5, 2.0, 10.0, 12345.678, 1e300})
+    CHECK(portable_log(x) == doctest::Approx(std::log(x)).epsilon(1e-15));
+  CHECK(portable_log(1.0) == 0.0);
+}
+
+TEST_CASE("serve: seeded samplers: the same stream twice, the moments they should have") {
+  Rng a(7), b(7), c(8);
+  for (int i = 0; i < 100; ++i) CHECK(a.next() == b.next());
+  CHECK(Rng(7).next() != c.next());
+  // Means over 200,000 draws: exponential 1 (sd of the mean 0.0022),
+  // normal 0 and variance 1 (sd 0.0022 and 0.0032), uniform 1/2.
+  Rng r(1);
+  double se = 0, sn = 0, sn2 = 0, su = 0;
+  const int n = 200000;
+  for (int i = 0; i < n; ++i) {
+    se += r.exponential();
+    const double z = r.normal();
+    sn += z;
+    sn2 += z * z;
+    su += r.uniform();
+  }
+  CHECK(se / n == doctest::Approx(1.0).epsilon(0.01));
+  CHECK(std::abs(sn / n) < 0.01);
+  CHECK(sn2 / n == doctest::Approx(1.0).epsilon(0.015));
+  CHECK(su / n == doctest::Approx(0.5).epsilon(0.01));
+}
+
+TEST_CASE("serve: a Poisson workload: its count, order and the rate scale") {
+  ServingConfig sv;
+  sv.prompt_tokens = 2048;
+  sv.output_tokens = 256;
+  sv.workload.present = true;
+  sv.workload.rate = 10;
+  sv.workload.duration_seconds = 600;
+  sv.workload.seed = 1;
+  Result<std::vector<Request>> r = make_requests(sv, 8192);
+  REQUIRE(r.ok());
+  // 6,000 expected, sd sqrt(6000) = 77: within 4 sd.
+  CHECK(r->size() > 6000 - 310);
+  CHECK(r->size() < 6000 + 310);
+  for (size_t i = 1; i < r->size(); ++i) CHECK((*r)[i].arrival >= (*r)[i - 1].arrival);
+  CHECK((*r)[0].prompt == 2048);
+  CHECK(r->back().arrival < 600);
+  // Twice the rate: the same draws, half the times (over the first requests).
+  sv.workload.requests = 100;
+  Result<std::vector<Request>> one = make_requests(sv, 8192), two = make_requests(sv, 8192, 2.0);
+  REQUIRE(one.ok());
+  REQUIRE(two.ok());
+  for (size_t i = 0; i < 100; ++i) CHECK((*two)[i].arrival == doctest::Approx((*one)[i].arrival / 2).epsilon(1e-12));
+  // Uniform lengths stay in their range.
+  sv.workload.prompt = {LengthDist::Kind::kUniform, 100, 200};
+  sv.workload.output = {LengthDist::Kind::kNormal, 50, 400};
+  Result<std::vector<Request>> u = make_requests(sv, 8192);
+  REQUIRE(u.ok());
+  for (const Request& q : *u) {
+    CHECK(q.prompt >= 100);
+    CHECK(q.prompt <= 200);
+    CHECK(q.output >= 1);
+  }
+}
+
+TEST_CASE("serve: prefix caching skips the cached pages of a prompt, by hand") {
+  // 20 + 2 tokens, 4-token pages, half the prompt found cached: floor(0.5 x
+  // 20 / 4) = 2 pages = 8 tokens; the first iteration computes the other 12.
+  SchedulerParams p = small(16, 100);
+  p.prefix_hit_rate = 0.5;
+  Result<WorkloadResult> r = simulate_workload({{0, 20, 2}}, linear_cost(), p);
+  REQUIRE(r.ok());
+  CHECK(r->iterations == 2);
+  CHECK(r->requests[0].ttft() == doctest::Approx(cost(12)).epsilon(1e-12));
+  CHECK(r->requests[0].e2e() == doctest::Approx(cost(12) + cost(1)).epsilon(1e-12));
+}
+
+TEST_CASE("serve: speculative decoding, every draft accepted or none, by hand") {
+  // 4 + 5 tokens, 2 draft tokens per step. Accepting all: the prefill gives
+  // token 1; a step verifies 1 + 2 positions and yields 3 (tokens 2-4); the
+  // last step drafts none (one token left): 3 iterations of 4, 3, 1 tokens.
+  SchedulerParams p = small(16, 100);
+  p.speculative_tokens = 2;
+  p.acceptance_rate = 1.0;
+  Result<WorkloadResult> all = simulate_workload({{0, 4, 5}}, linear_cost(), p);
+  REQUIRE(all.ok());
+  CHECK(all->iterations == 3);
+  CHECK(all->output_tokens == 5);
+  CHECK(all->requests[0].e2e() == doctest::Approx(cost(4) + cost(3) + cost(1)).epsilon(1e-12));
+  // Accepting none: each step yields one token; drafts shrink to what is
+  // left: steps of 3, 3, 2, 1 positions after the prefill.
+  p.acceptance_rate = 0.0;
+  Result<WorkloadResult> none = simulate_workload({{0, 4, 5}}, linear_cost(), p);
+  REQUIRE(none.ok());
+  CHECK(none->iterations == 5);
+  CHECK(none->requests[0].e2e() ==
+        doctest::Approx(cost(4) + cost(3) + cost(3) + cost(2) + cost(1)).epsilon(1e-12));
+}
+
+TEST_CASE("serve: fixed host costs per iteration and per sampled token") {
+  // 10 ms + 10 us per token, plus 1 ms per iteration and 0.1 ms per sampled
+  // row: a lone 8 + 2 request: (c(8) + 1 + 0.1 ms) then (c(1) + 1 + 0.1 ms).
+  CostModel m = linear_cost();
+  m.step_overhead = 0.001;
+  m.per_sampled_overhead = 0.0001;
+  Result<WorkloadResult> r = simulate_workload({{0, 8, 2}}, m, small(16, 100));
+  REQUIRE(r.ok());
+  CHECK(r->requests[0].ttft() == doctest::Approx(cost(8) + 0.0011).epsilon(1e-12));
+  CHECK(r->requests[0].tpot() == doctest::Approx(cost(1) + 0.0011).epsilon(1e-12));
+}
