@@ -3,8 +3,7 @@
 // answer from a current one. Views read it; main.ts (the controller) writes it.
 import { EngineClient } from './client';
 import type { GraphJson } from './protocol';
-import type { GraphViewState } from './views/graph';
-import type { Preview } from './views/rank';
+import type { GraphViewState, Preview } from './types';
 
 export type Summary = Record<string, any>;  // docs/summary.md
 

@@ -12,11 +12,11 @@ import { h, s, COLL_COLOR, axisColor, axisExplain, REMESH_EXPLAIN } from '../uti
 
 const BOX_W = 210, BOX_H = 46, PILL_H = 30;
 
-// stage: the pipeline stage whose graph is shown (graph_json is per stage).
-// layer: a layer, -1 for the ops outside layers, ALL_LAYERS for the whole
-// stage with one box per layer (expanded: the layers in `expanded`).
+// GraphViewState (types.ts): the stage, layer (-1: outside layers,
+// ALL_LAYERS: the whole stage by layer), phases, selection.
 export const ALL_LAYERS = -2;
-export interface GraphViewState { stage: number; layer: number; phases: Set<string>; selected: number | null; expanded: Set<number> }
+export type { GraphViewState } from '../types';
+import type { GraphViewState } from '../types';
 
 // "layers 12–17", "layers 2–3 and 6–7" (interleaved chunks), "layer 4", "no layers".
 export function layersText(p: StagePart): string {

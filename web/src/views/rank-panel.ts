@@ -13,9 +13,8 @@ import { explain } from '../messages';
 import { state, current, client } from '../state';
 import { renderDownloads } from './downloads';
 import { $, h } from '../util';
-import { showStage } from './graph-panel';
 import { servingMemory, isDisaggregated } from './serving';
-import { selectTab } from './tabs';
+import { emit, on } from '../bus';
 
 export const rankInput = () => $<HTMLInputElement>('#rank');
 // Inference jobs: the phase whose program is previewed (prefill, decode,
@@ -66,7 +65,7 @@ export function renderRankStage(info: RankInfo): void {
   el.hidden = false;
   const part = state.graph && state.graphJob === state.jobText ? state.graph.stages[pp.coord] : undefined;
   const link = h('button', { type: 'button', class: 'linklike', id: 'show-rank-stage' }, 'show this rank’s stage in the graph');
-  link.addEventListener('click', () => { selectTab('graph'); showStage(pp.coord); });
+  link.addEventListener('click', () => { emit('select-tab', 'graph'); emit('show-stage', pp.coord); });
   el.replaceChildren(`Rank ${info.rank} has pp coordinate ${pp.coord}, so it runs pipeline ${part ? stageLabel(part, pp.degree) : `stage ${pp.coord} of ${pp.degree}`}. `, link);
   el.dataset.stage = String(pp.coord);
 }
@@ -194,6 +193,9 @@ $('#zoom-out').onclick = () => timeline.zoom(2);
 $('#zoom-fit').onclick = () => timeline.fit();
 
 // Redraws the canvases (they need their on-screen size) when the tab shows.
+on('tab-shown', (name) => { if (name === 'rank') redrawRank(); });
+// The graph of a stage arrived: the rank's stage line names its layers.
+on('graph-loaded', () => { if (state.preview) renderRankStage(state.preview.info); });
 export function redrawRank(): void {
   if (state.preview) { timeline.draw(); renderMemory($('#memory'), state.preview); }
 }
