@@ -10,6 +10,8 @@ export interface Events {
   'graph-loaded': number;
   /** Show this pipeline stage in the graph view (rank-panel.ts asks). */
   'show-stage': number;
+  /** A rank's preview was drawn (rank-panel.ts). */
+  'rank-shown': number;
   /** Show this view tab (any view may ask). */
   'select-tab': string;
 }

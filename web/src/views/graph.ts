@@ -171,7 +171,11 @@ export async function renderGraph(root: HTMLElement, g: GraphJson, st: GraphView
   const groups = new Map<number, GraphOp[]>();
   if (all) {
     for (const o of ops) { if (!groups.has(o.layer)) groups.set(o.layer, []); groups.get(o.layer)!.push(o); }
-    for (const [layer, gops] of groups) {
+    // Layers in program order (the ops outside layers first), and ELK told
+    // to keep that order when it breaks cycles (forward and backward edges
+    // between layers, the loss feeding back): otherwise it may start the
+    // stage in the middle (Mixtral stage 0 drew layers 5, 6, 7, then 0–4).
+    for (const [layer, gops] of [...groups].sort((a, b) => a[0] - b[0])) {
       const key = `L${layer}`;
       items.push({ key, layer, ops: gops });
       for (const o of gops) itemOf.set(o.id, st.expanded.has(layer) ? `o${o.id}` : key);
@@ -216,7 +220,7 @@ export async function renderGraph(root: HTMLElement, g: GraphJson, st: GraphView
     }
   }
   const edges: ElkExtendedEdge[] = [...edgeSet.values()].map((e, i) => ({ id: `e${i}`, sources: [e.from], targets: [e.to] }));
-  const root0: ElkNode = { id: 'root', layoutOptions: LAYOUT, children, edges };
+  const root0: ElkNode = { id: 'root', layoutOptions: all ? { ...LAYOUT, 'elk.layered.cycleBreaking.strategy': 'MODEL_ORDER', 'elk.layered.considerModelOrder.strategy': 'NODES_AND_EDGES' } : LAYOUT, children, edges };
   root.setAttribute('aria-busy', 'true');
   const laid: ElkNode = await (await elk()).layout(root0);
   if (seq !== renderSeq) return;

@@ -145,6 +145,7 @@ export async function showRank(rank: number, mine = state.generation): Promise<n
   const wire = document.getElementById('wire');
   if (wire) renderWire(wire, rank, wireByGroupKind(trace.nodes, (pg) => byKey.get(pg)));
   renderDownloads();
+  emit('rank-shown', rank);
   return performance.now() - t0;
 }
 const timeline = new Timeline($<HTMLCanvasElement>('#timeline'), $('#timeline-tip'));
@@ -186,6 +187,17 @@ $('#rank-picker').addEventListener('change', async (e) => {
       await showRank(rank);
     }
   } catch (err) { rankError(err, t.id === 'rank' ? 'rank' : `coords.${t.name.slice(6)}`); }
+});
+// The rank field applies as it is typed (a short pause first), not only on
+// Enter or blur.
+let rankTimer: ReturnType<typeof setTimeout> | undefined;
+rankInput().addEventListener('input', () => {
+  clearTimeout(rankTimer);
+  rankTimer = setTimeout(() => {
+    const v = rankInput().value;
+    if (v === '' || !/^\d+$/.test(v)) return;
+    rankInput().dispatchEvent(new Event('change', { bubbles: true }));
+  }, 300);
 });
 $('#node-search').addEventListener('input', () => { if (state.preview) renderTable($('#node-table'), state.preview, $<HTMLInputElement>('#node-search').value); });
 $('#zoom-in').onclick = () => timeline.zoom(0.5);
