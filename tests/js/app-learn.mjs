@@ -122,6 +122,12 @@ export async function learnCases(context, base, only = '') {
     const page2 = await context.newPage();
     await page2.goto(url);
     await page2.waitForFunction((id) => document.querySelector('#lessons')?.dataset.lesson === id && document.querySelector('#lessons').dataset.step === '1', l.id, { timeout: 30_000 });
+    // The step's own job is in the editor (not the default job), and the
+    // engine answered for it.
+    await settled(page2);
+    const job = await page2.evaluate(() => window.stagecraftApp.job());
+    check(JSON.stringify(job.model) === JSON.stringify(l.steps[1].job.model), `the step's model: ${JSON.stringify(job.model)}`);
+    check(!/unavailable|replaced/.test(await page2.textContent('#engine-status')), `engine status: ${await page2.textContent('#engine-status')}`);
     await page2.close();
   });
 
@@ -221,6 +227,22 @@ export async function learnCases(context, base, only = '') {
     await settled(page);
     check(await page.$eval('#fit-banner', (el) => el.hidden), 'no banner when it fits');
     check(await page.evaluate(() => document.body.dataset.fits) === 'true', 'body marks it as fitting');
+  });
+
+  await run('examples: every example fits in GPU memory, or its title says it does not, on purpose', async (page) => {
+    await page.goto(`${base}/`);
+    await ready(page);
+    const options = await page.$$eval('#job-preset option', (os) => os.filter((o) => o.value).map((o) => ({ id: o.value, title: o.textContent })));
+    check(options.length >= 10, `${options.length} examples`);
+    const marked = options.filter((o) => /does not fit, on purpose/.test(o.title));
+    check(marked.length === 2, `examples labelled as not fitting: ${marked.map((o) => o.id)}`);
+    for (const o of options) {
+      if (marked.includes(o)) continue;
+      await page.evaluate(() => { document.body.dataset.fits = ''; });
+      await page.selectOption('#job-preset', o.id);
+      await page.waitForFunction(() => document.body.dataset.fits !== '' && document.body.dataset.state !== 'working', null, { timeout: 120_000 });
+      check(await page.evaluate(() => document.body.dataset.fits) === 'true', `example ${o.id} fits: ${await page.textContent('#fit-banner')}`);
+    }
   });
 
   await run('freshness: greyed and labelled while a newer job computes, after Stop, and under a validation error', async (page) => {

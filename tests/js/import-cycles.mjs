@@ -11,7 +11,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../web/src');
-const SPEC = /(?:^|[;\n])\s*(?:import|export)\s[^'"`;]*?\bfrom\s*['"]([^'"]+)['"]|(?:^|[;\n])\s*import\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/g;
+// Statements at the start of a line (so comments and strings that mention
+// an import are not read as one); a statement may span lines up to its ';'.
+const SPEC = /^[ \t]*(?:import|export)\b[^;'"`]*?\bfrom\s*['"]([^'"]+)['"]|^[ \t]*import\s*['"]([^'"]+)['"]|\bimport\(\s*['"]([^'"]+)['"]\s*\)/gm;
 
 function files(dir) {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -35,7 +37,7 @@ function resolve(from, spec) {
 export function importGraph(root = ROOT) {
   const graph = new Map();
   for (const f of files(root)) {
-    const text = fs.readFileSync(f, 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+    const text = fs.readFileSync(f, 'utf8');
     const deps = new Set();
     for (const m of text.matchAll(SPEC)) {
       const r = resolve(f, m[1] ?? m[2] ?? m[3]);

@@ -109,7 +109,7 @@ try {
   console.log(`screenshots written to ${OUT}`);
 } catch (e) {
   if (e.message !== 'done') throw e;
-  console.log(`serving.png written to ${OUT}`);
+  console.log(`${process.argv.includes('--learn') ? 'compare and lesson screenshots' : 'serving.png'} written to ${OUT}`);
 } finally {
   await browser.close();
   server.close();

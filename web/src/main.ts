@@ -24,7 +24,7 @@ import { state, current, client, planClient, compareClient, type Pinned } from '
 import { $, h } from './util';
 import { fitOf, IF_IT_FITTED } from './fit';
 import { renderCompare, renderRankCompare, type RankSide } from './views/compare';
-import { initLessons } from './views/lessons';
+import { initLessons, openFromUrl } from './views/lessons';
 import { decodeTrace } from './lib/chakra';
 import { wireByGroupKind } from './lib/comm';
 import { on } from './bus';
@@ -60,7 +60,8 @@ function pinnedFromUrl(): string | null {
 }
 function jobToUrl(job: JobJson): void {
   const a = state.pinned ? `&a=${encodeURIComponent(state.pinned.jobText)}` : '';
-  const lesson = /&lesson=[^&]*/.exec(location.hash)?.[0] ?? '';
+  const m = /[#&]lesson=([^&]*)/.exec(location.hash);
+  const lesson = m ? `&lesson=${m[1]}` : '';
   history.replaceState(null, '', `${location.search}#job=${encodeURIComponent(JSON.stringify(job))}${a}${lesson}`);
 }
 
@@ -468,11 +469,12 @@ async function boot(): Promise<void> {
     if (!form.querySelector('.generated')) buildEditor(presets);
     $<HTMLSelectElement>('#job-preset').replaceChildren(h('option', { value: '' }, 'choose a job preset…'), ...JOB_PRESETS.map((p) => h('option', { value: p.id }, p.title)));
     const fromUrl = jobFromUrl();
-    initWelcome(new Map(JOB_PRESETS.map((p) => [p.id, p.title])), loadPreset, fromUrl === null);
+    initWelcome(new Map(JOB_PRESETS.map((p) => [p.id, p.title])), loadPreset, fromUrl === null && !/[#&]lesson=/.test(location.hash));
     writeJob(fromUrl ?? JOB_PRESETS[0].job);
     const a = pinnedFromUrl();
     if (a) { state.pinned = { jobText: a, summary: null, simulation: null }; void computeSide(a).then((p) => { if (state.pinned?.jobText === a) { state.pinned = p; renderComparison(); } }); }
     await update();
+    openFromUrl();
   } catch (e) {
     statusEl.textContent = `engine unavailable: ${e instanceof Error ? e.message : String(e)}`;
   }

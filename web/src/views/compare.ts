@@ -18,17 +18,35 @@ const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
 const sec = (x: number) => fmtUs(x * 1e6);
 
 // The job fields that differ, "parallel.pp: 4 → 8" (flattened JSON paths).
-export function jobDiff(a: string, b: string): string[] {
+// Only fields one of the two jobs sets are compared, by their resolved
+// values (the summary's `job`, every default explicit) when both are known:
+// a default written out on one side is not a difference, and derived fields
+// (world_size) are not listed.
+export function jobDiff(a: string, b: string, aResolved?: unknown, bResolved?: unknown): string[] {
   const flat = (o: unknown, pre = '', out = new Map<string, string>()) => {
     if (o && typeof o === 'object' && !Array.isArray(o)) {
       for (const [k, v] of Object.entries(o)) flat(v, pre ? `${pre}.${k}` : k, out);
     } else out.set(pre, JSON.stringify(o));
     return out;
   };
+  // "hardware": "h100" is the short form of {"preset": "h100"} (and so for model).
+  const norm = (j: Record<string, unknown>) => {
+    for (const k of ['hardware', 'model']) if (typeof j[k] === 'string') j[k] = { preset: j[k] };
+    return j;
+  };
   let fa: Map<string, string>, fb: Map<string, string>;
-  try { fa = flat(JSON.parse(a)); fb = flat(JSON.parse(b)); } catch { return []; }
+  try { fa = flat(norm(JSON.parse(a))); fb = flat(norm(JSON.parse(b))); } catch { return []; }
+  const ra = aResolved ? flat(aResolved) : new Map<string, string>(), rb = bResolved ? flat(bResolved) : new Map<string, string>();
   const keys = [...new Set([...fa.keys(), ...fb.keys()])].sort();
-  return keys.filter((k) => fa.get(k) !== fb.get(k)).map((k) => `${k}: ${fa.get(k) ?? '(default)'} → ${fb.get(k) ?? '(default)'}`);
+  const out: string[] = [];
+  const both = ra.size > 0 && rb.size > 0;
+  for (const k of keys) {
+    let x = fa.get(k), y = fb.get(k);
+    if (both && (ra.has(k) || rb.has(k))) { x = ra.get(k); y = rb.get(k); }  // the resolved values
+    else if (both && (x === undefined || y === undefined)) continue;       // a short form the resolved job spells otherwise
+    if (x !== y) out.push(`${k}: ${x ?? '(default)'} → ${y ?? '(default)'}`);
+  }
+  return out;
 }
 
 // "B is 23.1 % lower", "same"; lowerIsBetter decides the word's class.
@@ -122,7 +140,7 @@ function timeline(side: Side, tag: string): HTMLElement {
 }
 
 export function renderCompare(el: HTMLElement, a: Pinned, b: Side): void {
-  const diff = jobDiff(a.jobText, b.jobText);
+  const diff = jobDiff(a.jobText, b.jobText, a.summary?.job, b.summary?.job);
   const show = el.dataset.show || 'both';
   const toggle = h('div', { class: 'toggle', role: 'group', 'aria-label': 'Show' }, 'Show ',
     ...(['both', 'a', 'b'] as const).map((v) => {

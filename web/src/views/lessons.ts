@@ -172,7 +172,7 @@ export function open(id: string, index: number): void {
   requestAnimationFrame(() => markWatch(step.watch));
   heading.focus();
   const url = new URL(location.href);
-  url.hash = location.hash.replace(/&lesson=[^&]*/, '') + `&lesson=${l.id}.${stepIndex}`;
+  url.hash = location.hash.replace(/[#&]lesson=[^&]*/, '') + `&lesson=${l.id}.${stepIndex}`;
   history.replaceState(null, '', url);
 }
 
@@ -186,8 +186,17 @@ export function initLessons(el: HTMLElement, toggle: HTMLButtonElement, h0: Less
   });
   panel.querySelector('#lesson-close')?.addEventListener('click', () => { panel.hidden = true; clearWatch(); toggle.setAttribute('aria-expanded', 'false'); toggle.focus(); });
   renderList();
+}
+
+// A lesson step in the page address (&lesson=<id>.<step>) opens once the
+// app has its engine and editor (main.ts calls this at the end of boot).
+export function openFromUrl(): boolean {
   const m = /[#&]lesson=([\w-]+)\.(\d+)/.exec(location.hash);
-  if (m) { panel.hidden = false; toggle.setAttribute('aria-expanded', 'true'); open(m[1], Number(m[2])); }
+  if (!m || !LESSONS.some((l) => l.id === m[1])) return false;
+  panel.hidden = false;
+  document.getElementById('show-lessons')?.setAttribute('aria-expanded', 'true');
+  open(m[1], Number(m[2]));
+  return true;
 }
 
 export const currentLesson = () => (lesson ? { id: lesson.id, step: stepIndex } : null);
