@@ -270,6 +270,22 @@ export async function learnCases(context, base, only = '') {
     check(await grey() === 'none', 'fresh again after a valid edit');
   });
 
+  await run('graph: the whole stage of Mixtral stage 0 draws its layers in program order', async (page) => {
+    // Issue 25: ELK broke the cycles between layer boxes anywhere, drawing
+    // layers 5, 6, 7, then 0–4. Stage 0 of pp 4 holds layers 0–7 (32 ÷ 4).
+    await page.goto(`${base}/`);
+    await ready(page);
+    await page.selectOption('#job-preset', 'mixtral-8x7b');
+    await page.waitForFunction(() => document.querySelector('#summary')?.dataset.worldSize === '32' && document.body.dataset.state === 'ready', null, { timeout: 120_000 });
+    await page.click('#tab-graph');
+    await page.waitForSelector('#graph svg [data-op]', { timeout: 60_000 });
+    await page.selectOption('#layer', '-2');
+    await page.waitForSelector('#graph svg [data-layer="0"]', { timeout: 60_000 });
+    const order = await page.$$eval('#graph svg [data-layer]', (els) => els.map((e) => [Number(e.dataset.layer), e.getBoundingClientRect().top])
+      .sort((a, b) => a[1] - b[1]).map((x) => x[0]).filter((l) => l >= 0));
+    check(order.join() === '0,1,2,3,4,5,6,7', `layers top to bottom: ${order}`);
+  });
+
   // ------------------------------------------------------------ phone, a11y
   await run('390 px phone: results before the editor, skip link, h1 → h2 → h3, 24 px targets, explain the fields', async (page) => {
     await page.setViewportSize({ width: 390, height: 844 });
