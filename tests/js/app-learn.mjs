@@ -111,6 +111,7 @@ export async function learnCases(context, base, only = '') {
     await page.focus('#show-lessons');
     await page.keyboard.press('Enter');
     await page.waitForFunction(() => document.activeElement?.id === 'lessons-title', null, { timeout: 5_000 });
+    await checkAxe(page, 'the lesson list');
     await page.keyboard.press('Tab');  // Close lessons
     await page.keyboard.press('Tab');  // the first lesson
     check(await page.evaluate(() => document.activeElement?.dataset.lesson), 'Tab reaches the lesson list');
