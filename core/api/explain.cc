@@ -121,7 +121,12 @@ std::string gather_reason(const Op& c, const std::string& label, const std::stri
     if (a == axis && f != label)
       return axis + " already splits its factor " + pretty_factor(f) + " (an axis can split only one factor of an op)";
   if (c.wgrad) return "the weight-gradient GEMM needs the full " + label + " it contracts (Megatron re-gathers it rather than keeping the gathered copy from the forward pass)";
-  return "it needs " + label + " whole";
+  // Context parallelism splits the sequence into cp chunks (the dim c):
+  // every query attends to the keys and values of all of them.
+  if (axis == "cp" && label == "c")
+    return "each query attends to the keys and values of the whole sequence, and cp splits the sequence into " + label +
+           " chunks, one per rank";
+  return "";  // no reason beyond the need itself: the sentence says only that
 }
 
 // g: the graph of the stage being explained (op, rd belong to it).
@@ -216,9 +221,9 @@ ojson why_json(const Graph& g, const Readers& rd, const Op& op) {
   } else if (in_dim >= 0 && out_dim < 0) {
     reason = "gather";
     std::string label = dim_label(in, in_dim);
-    std::string why = first ? gather_reason(*first, label, X) : "it needs " + label + " whole";
+    std::string why = first ? gather_reason(*first, label, X) : "";
     text = in.name + " is sharded on " + X + " along " + label + " (local " + local_shape_string(in) + "); " + cname +
-           " needs " + label + " whole because " + why + ", so the shards are all-gathered (local " +
+           " needs " + label + " whole" + (why.empty() ? "" : " because " + why) + ", so the shards are all-gathered (local " +
            local_shape_string(out) + ").";
   } else if (in_dim >= 0 && out_dim >= 0 && in_dim != out_dim) {
     reason = "redistribute";

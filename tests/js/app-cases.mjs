@@ -11,6 +11,7 @@ import { IDENTITY_JOB } from './suite/jobs.mjs';
 import { uxCases } from './app-ux.mjs';
 import { servingCases } from './app-serving.mjs';
 import { planCases } from './app-plan.mjs';
+import { learnCases } from './app-learn.mjs';
 
 const ready = (page) => page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
 const jobUrl = (base, job) => `${base}/#job=${encodeURIComponent(JSON.stringify(job))}`;
@@ -256,5 +257,7 @@ export async function appCases(context, base, fixturesDir) {
   // Issue 16: inference mode.
   results.push(...await servingCases(context, base));
   results.push(...await planCases(context, base));
+  // Issue 25: compare, lessons, fit and freshness marks, phone layout.
+  results.push(...await learnCases(context, base));
   return results;
 }

@@ -83,7 +83,11 @@ export async function uxCases(context, base, only = '') {
     // The dp 1024 job's graph and simulation requests follow its summary
     // (chained without a frame between them): wait until the worker is idle,
     // or the next edit would replace the held worker.
-    await page.waitForFunction(() => document.body.dataset.state === 'ready' && window.stagecraftApp.engine().busy === 0, null, { timeout: 60_000 });
+    // The worker is idle for a moment between the graph and the simulation
+    // (the graph's layout runs on the page): wait for the simulation's answer
+    // too (#simulation[data-fresh=current]), the last request of a job.
+    await page.waitForFunction(() => document.body.dataset.state === 'ready' && window.stagecraftApp.engine().busy === 0 &&
+      document.querySelector('#simulation')?.dataset.fresh === 'current', null, { timeout: 60_000 });
     await page.evaluate(() => { window.__shown.length = 0; window.__inputs.length = 0; });
     await page.evaluate(() => window.stagecraftApp.selfTestHold(10_000));
     check(await page.evaluate(() => window.stagecraftApp.engine().busy) === 0, 'nothing else queued behind the hold');

@@ -2,6 +2,7 @@
 // built app (build/web) in headless Chromium at a laptop/projector size.
 //   node tests/js/screenshots.mjs             (all of them)
 //   node tests/js/screenshots.mjs --serving   (only serving.png)
+//   node tests/js/screenshots.mjs --learn     (only compare*.png, lesson*.png)
 import fs from 'node:fs';
 import path from 'node:path';
 import { serveStatic, launchChromium } from './launch.mjs';
@@ -24,8 +25,39 @@ async function serving(page) {
   await page.evaluate(() => { document.querySelector('#welcome').hidden = true; });
   await page.screenshot({ path: path.join(OUT, 'serving.png'), fullPage: true });
 }
+// Issue 25: a comparison (dp 2 × pp 2 pinned as A, dp 1 × pp 2 as B) and a
+// lesson step (the pipeline lesson's first step, revealed), at 1440 and 390 px.
+async function learn(page) {
+  const A = { model: { preset: 'gpt3-1.7b', num_layers: 4 }, parallel: { dp: 2, pp: 2 }, training: { seq_len: 256, micro_batch_size: 1, global_batch_size: 4 } };
+  const B = { ...A, parallel: { dp: 1, pp: 2 } };
+  const settled = () => page.waitForFunction(() => document.body.dataset.state === 'ready' && document.querySelector('#simulation')?.dataset.fresh === 'current', null, { timeout: 120_000 });
+  for (const [w, suffix] of [[1440, ''], [390, '-phone']]) {
+    await page.setViewportSize({ width: w, height: w > 400 ? 900 : 844 });
+    await page.goto('about:blank');
+    await page.goto(`${base}/#job=${encodeURIComponent(JSON.stringify(B))}&a=${encodeURIComponent(JSON.stringify(A))}`);
+    await settled();
+    await page.waitForFunction(() => /s$/.test(document.querySelector('#compare [data-row=step] .col-a')?.textContent ?? ''), null, { timeout: 120_000 });
+    await page.evaluate(() => { document.querySelector('#welcome').hidden = true; });
+    await page.waitForTimeout(300);
+    await page.locator('#compare').screenshot({ path: path.join(OUT, `compare${suffix}.png`) });
+    await page.goto('about:blank');
+    await page.goto(`${base}/#lesson=pipeline-bubble.0`);
+    await settled();
+    await page.evaluate(() => { document.querySelector('#welcome').hidden = true; });
+    await page.check('input[name="lesson-predict"][value="0"]');
+    await page.click('#lesson-reveal');
+    await page.waitForFunction(() => document.querySelector('#lessons')?.dataset.revealed === '1', null, { timeout: 120_000 });
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: path.join(OUT, `lesson${suffix}.png`), fullPage: false });
+  }
+  await page.setViewportSize({ width: 1440, height: 900 });
+}
 try {
   const page = await context.newPage();
+  if (process.argv.includes('--learn')) {
+    await learn(page);
+    throw new Error('done');
+  }
   if (process.argv.includes('--serving')) {
     await serving(page);
     throw new Error('done');  // only serving.png: skip the others (caught below)
@@ -73,10 +105,11 @@ try {
   await page.screenshot({ path: path.join(OUT, 'phone.png') });
   await page.setViewportSize({ width: 1440, height: 900 });
   await serving(page);
+  await learn(page);
   console.log(`screenshots written to ${OUT}`);
 } catch (e) {
   if (e.message !== 'done') throw e;
-  console.log(`serving.png written to ${OUT}`);
+  console.log(`${process.argv.includes('--learn') ? 'compare and lesson screenshots' : 'serving.png'} written to ${OUT}`);
 } finally {
   await browser.close();
   server.close();

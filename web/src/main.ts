@@ -20,8 +20,14 @@ import type { Plan } from './lib/plan';
 import { buildEditor, readJob, writeJob, clearErrors, showError, useHfConfig, usePreset, renderModelSource, hfText, presetSelect, hfActive, applyMode, modeSelect } from './views/editor';
 import { initWelcome, fetchHfConfig } from './views/welcome';
 import { explain, isTooBig } from './messages';
-import { state, current, client, planClient } from './state';
+import { state, current, client, planClient, compareClient, type Pinned } from './state';
 import { $, h } from './util';
+import { fitOf, IF_IT_FITTED } from './fit';
+import { renderCompare, renderRankCompare, type RankSide } from './views/compare';
+import { initLessons, openFromUrl } from './views/lessons';
+import { decodeTrace } from './lib/chakra';
+import { wireByGroupKind } from './lib/comm';
+import { on } from './bus';
 
 const form = $<HTMLFormElement>('#job-form');
 const statusEl = $('#engine-status');
@@ -45,8 +51,18 @@ function jobFromUrl(): JobJson | null {
   if (!m) return null;
   try { return JSON.parse(decodeURIComponent(m[1])) as JobJson; } catch { return null; }
 }
+// Compare: job A rides in the URL beside the editor's job (#job=B&a=A), so
+// a link opens the same comparison; a lesson step as &lesson=<id>.<step>.
+function pinnedFromUrl(): string | null {
+  const m = /[#&]a=([^&]*)/.exec(location.hash);
+  if (!m) return null;
+  try { return JSON.stringify(JSON.parse(decodeURIComponent(m[1]))); } catch { return null; }
+}
 function jobToUrl(job: JobJson): void {
-  history.replaceState(null, '', `${location.search}#job=${encodeURIComponent(JSON.stringify(job))}`);
+  const a = state.pinned ? `&a=${encodeURIComponent(state.pinned.jobText)}` : '';
+  const m = /[#&]lesson=([^&]*)/.exec(location.hash);
+  const lesson = m ? `&lesson=${m[1]}` : '';
+  history.replaceState(null, '', `${location.search}#job=${encodeURIComponent(JSON.stringify(job))}${a}${lesson}`);
 }
 
 // ---------------------------------------------------------------- working / stale
@@ -55,9 +71,14 @@ function jobToUrl(job: JobJson): void {
 // button (which drops the request by replacing the worker).
 let workingSince = 0;
 let tick: ReturnType<typeof setInterval> | undefined;
+// body[data-fresh]: current (the views show the editor's job), working (a
+// newer job computes), stopped (Stop pressed: the form holds a job the
+// views do not show), invalid (the editor's job has an error). Anything but
+// current greys the result views (style.css) and says why in #job-status.
 function setBusy(what: 'working' | 'ready' | 'error' | 'stopped'): void {
   document.body.dataset.state = what;
-  const stale = what === 'working' && state.summary !== null;
+  const stale = what !== 'ready' && state.summary !== null;
+  document.body.dataset.fresh = what === 'ready' ? 'current' : what === 'working' ? 'working' : what === 'stopped' ? 'stopped' : 'invalid';
   summaryEl.classList.toggle('stale', stale);
   $('main').setAttribute('aria-busy', String(what === 'working'));
   clearInterval(tick);
@@ -75,6 +96,10 @@ function setBusy(what: 'working' | 'ready' | 'error' | 'stopped'): void {
     $('#job-status-text').textContent = 'stopped — the views show the previous job; edit the job to try again';
     $<HTMLButtonElement>('#stop').hidden = true;
     jobStatus.hidden = false;
+  } else if (what === 'error' && state.summary !== null) {
+    $('#job-status-text').textContent = 'The job in the editor has an error (see the highlighted field): the views, greyed, still show the last job that computed.';
+    $<HTMLButtonElement>('#stop').hidden = true;
+    jobStatus.hidden = false;
   } else {
     jobStatus.hidden = true;
   }
@@ -90,6 +115,7 @@ function largeJobHint(): string {
   } catch { return ''; }
 }
 $('#stop').addEventListener('click', () => {
+  clearTimeout(timer);  // an edit's update still waiting to start is dropped too
   state.generation++;
   client.supersede();
   setBusy('stopped');
@@ -140,6 +166,9 @@ async function update(): Promise<void> {
     summaryEl.dataset.worldSize = String(r.summary.world_size);
     summaryEl.dataset.job = state.jobText;
     renderModelSource((r.summary as any).job?.model ?? null);
+    renderFit();
+    // The step time below is the previous job's until this job's arrives.
+    $('#simulation').dataset.fresh = state.simJob === state.jobText ? 'current' : 'pending';
     rankInput().max = String(Number(r.summary.world_size) - 1);
     if (Number(rankInput().value) >= Number(r.summary.world_size)) rankInput().value = '0';
     try {
@@ -163,11 +192,10 @@ async function update(): Promise<void> {
     clearErrors();
     showError(err);
     if (isTooBig(err)) showTooBig(err);
-    else {
-      state.summary = null;
-      summaryEl.classList.remove('stale');
+    else if (state.summary === null) {
       summaryEl.replaceChildren(h('p', { class: 'hint' }, 'Fix the highlighted field to see the summary.'));
     }
+    // Otherwise the last valid job's views stay, greyed and labelled.
     setBusy('error');
   }
 }
@@ -235,13 +263,20 @@ async function loadSimulation(mine: number): Promise<void> {
     const { simulation } = await client.request('simulate', { job: state.jobText });
     if (!current(mine)) return;
     el.hidden = false;
-    renderSimulation(el, simulation);
+    state.simulation = simulation;
+    state.simJob = state.jobText;
+    renderSimulation(el, simulation, { fit: state.fit, pipeline: (state.summary as any)?.pipeline });
+    el.dataset.fresh = 'current';
+    renderComparison();
   } catch (e) {
     if (!current(mine)) return;
     const err = e instanceof EngineRequestError ? e.error : { code: 'error', message: String(e), path: '' };
     if (err.code === 'superseded') return;
     el.hidden = err.code === 'unsupported';
     el.dataset.step = '';
+    el.dataset.fresh = 'current';
+    state.simulation = null;
+    state.simJob = state.jobText;
     el.replaceChildren(h('h3', {}, 'Step time (simulated)'), h('p', { class: 'hint' }, `Not available for this job: ${explain(err).text}`));
   }
 }
@@ -250,6 +285,9 @@ async function loadSimulation(mine: number): Promise<void> {
 // serving_sweep, over 1, 2, 4, … up to the sequences that fit.
 async function loadSweep(mine: number): Promise<void> {
   $('#simulation').hidden = true;
+  state.simulation = null;
+  state.simJob = state.jobText;
+  renderComparison();
   const el = document.getElementById('sweep');
   const inf = (state.summary as any)?.inference;
   if (!el || !inf) return;
@@ -279,6 +317,137 @@ initPlan((planned) => {
   edited(0);
 });
 
+// ---------------------------------------------------------------- fit
+// A layout that does not fit in GPU memory still gets a step time from the
+// simulator: the banner above the views (shown on every tab) and the step
+// time's card say it is what the time would be, if it fitted.
+function renderFit(): void {
+  const fit = fitOf(state.summary);
+  state.fit = fit;
+  const el = $('#fit-banner');
+  document.body.dataset.fits = fit ? String(fit.fits) : '';
+  if (!fit || fit.fits) { el.hidden = true; el.replaceChildren(); return; }
+  el.hidden = false;
+  el.replaceChildren(h('strong', {}, 'This layout does not fit in GPU memory. '), fit.text.replace(/^Does not fit: /, 'It needs '),
+    ` Every time and throughput shown for it (step time, MFU, tokens/s, the timelines) is what it ${IF_IT_FITTED}. `,
+    state.summary?.inference ? 'Raise tp (or ep), use fp8 weights or an fp8 KV cache, or shorten the sequences.'
+      : 'Raise tp or pp (ep for experts), use ZeRO, recompute activations, or a smaller micro-batch.');
+}
+
+// ---------------------------------------------------------------- compare
+// Pin the job shown as A; the editor's job is B. A's figures come from its
+// own worker (compareClient) so B's edits never supersede them.
+async function computeSide(jobText: string): Promise<Pinned> {
+  const side: Pinned = { jobText, summary: null, simulation: null };
+  try {
+    const { summary } = await compareClient().request('inspect', { job: jobText });
+    side.summary = summary;
+    if ((summary as any).inference === undefined) {
+      try { side.simulation = (await compareClient().request('simulate', { job: jobText })).simulation; } catch { /* no simulator: figures without times */ }
+    }
+  } catch (e) {
+    side.error = e instanceof EngineRequestError ? explain(e.error).text : String(e);
+  }
+  return side;
+}
+function pin(on: boolean): void {
+  if (!on) {
+    state.pinned = null;
+  } else {
+    state.pinned = { jobText: state.jobText, summary: state.summaryJob === state.jobText ? state.summary : null,
+      simulation: state.simJob === state.jobText ? state.simulation : null };
+    if (!state.pinned.summary) void computeSide(state.jobText).then((p) => { if (state.pinned?.jobText === p.jobText) { state.pinned = p; renderComparison(); } });
+  }
+  jobToUrl(readJob());
+  renderComparison();
+  if (state.preview) void rankComparison(state.preview.rank);
+}
+$('#pin').addEventListener('click', () => pin(true));
+$('#unpin').addEventListener('click', () => pin(false));
+function renderComparison(): void {
+  const el = $('#compare');
+  const a = state.pinned;
+  $('#unpin').hidden = !a;
+  $('#pin').textContent = a ? 'Pin this job as A instead' : 'Pin this job as A, to compare';
+  document.body.dataset.compare = a ? 'on' : '';
+  $('#pin-status').textContent = a ? 'Comparing: A is pinned, B is the editor’s job.' : '';
+  if (!a) { el.hidden = true; el.replaceChildren(); $('#rank-compare').hidden = true; return; }
+  if (a.jobText === state.simJob && !a.simulation && state.simulation) a.simulation = state.simulation;
+  el.hidden = false;
+  renderCompare(el, a, { jobText: state.jobText, summary: state.summaryJob === state.jobText ? state.summary : null,
+    simulation: state.simJob === state.jobText ? state.simulation : null });
+}
+async function rankSide(jobText: string, rank: number): Promise<RankSide> {
+  const [{ bytes }, { text }] = await Promise.all([
+    compareClient().request('rankTrace', { job: jobText, rank }),
+    compareClient().request('groups', { job: jobText })]);
+  const table = JSON.parse(text) as Record<string, number[]>;
+  const nodes = decodeTrace(new Uint8Array(bytes)).nodes;
+  const computeUs = nodes.filter((n) => n.type !== 5 && n.type !== 6 && n.type !== 7).reduce((a, n) => a + n.duration, 0);
+  // A group's axis is the end of its collectives' names ("…all_reduce(tp)").
+  const axisOf = new Map<string, string>();
+  for (const n of nodes) if (n.attrs.pg_name !== undefined) axisOf.set(String(n.attrs.pg_name), /\(([^()]+)\)$/.exec(n.name)?.[1] ?? '?');
+  const wire = wireByGroupKind(nodes, (pg) => (table[pg] ? { axis: axisOf.get(pg) ?? '?', size: table[pg].length } : undefined));
+  return { nodes: nodes.length, computeUs, wire };
+}
+let rankCmpSeq = 0;
+async function rankComparison(rank: number): Promise<void> {
+  const el = $('#rank-compare');
+  const a = state.pinned;
+  if (!a || state.summary?.inference !== undefined || a.summary?.inference !== undefined) { el.hidden = true; return; }
+  const seq = ++rankCmpSeq;
+  el.hidden = false;
+  const aWorld = Number(a.summary?.world_size);
+  try {
+    const b = await rankSide(state.jobText, rank);
+    const aSide = aWorld && rank >= aWorld ? `A has ${aWorld} ranks: rank ${rank} is not one of them.` : await rankSide(a.jobText, rank);
+    if (seq !== rankCmpSeq) return;
+    renderRankCompare(el, rank, aSide, b, state.preview?.info);
+  } catch (e) {
+    if (seq !== rankCmpSeq) return;
+    renderRankCompare(el, rank, `Could not build rank ${rank} of both jobs: ${e instanceof EngineRequestError ? explain(e.error).text : String(e)}`, { nodes: 0, computeUs: 0, wire: { rows: [], total: { sent: 0 } } });
+  }
+}
+on('rank-shown', (rank) => void rankComparison(rank));
+
+// ---------------------------------------------------------------- lessons
+function settled(): Promise<void> {
+  return new Promise((resolve) => {
+    const check = () => {
+      const done = document.body.dataset.state === 'ready' && state.summaryJob === state.jobText &&
+        (state.summary?.inference !== undefined || state.simJob === state.jobText);
+      if (done) resolve(); else setTimeout(check, 100);
+    };
+    check();
+  });
+}
+function setPath(job: JobJson, path: string, v: unknown): void {
+  const keys = path.split('.');
+  let o = job as Record<string, unknown>;
+  for (const k of keys.slice(0, -1)) o = (o[k] ??= {}) as Record<string, unknown>;
+  o[keys[keys.length - 1]] = v;
+}
+initLessons($('#lessons'), $<HTMLButtonElement>('#show-lessons'), {
+  loadJob: (job) => { writeJob(job); renderModelSource(null); edited(0); },
+  setFields: (set) => { const job = readJob(); for (const [p, v] of Object.entries(set)) setPath(job, p, v); writeJob(job); renderModelSource(null); edited(0); },
+  job: () => readJob(),
+  pin,
+  settled,
+});
+
+// ---------------------------------------------------------------- explain
+// Field help in words, under each field (touch cannot open a tooltip).
+$('#explain-fields').addEventListener('click', () => {
+  const on = !form.classList.contains('explain');
+  form.classList.toggle('explain', on);
+  $('#explain-fields').setAttribute('aria-pressed', String(on));
+  for (const label of form.querySelectorAll<HTMLElement>('label[title]')) {
+    label.querySelector(':scope > .field-help')?.remove();
+    if (on) label.append(h('span', { class: 'field-help' }, label.title));
+  }
+});
+$('#panel-plan').prepend(h('h2', { class: 'sr-only' }, 'Plan'));
+
 // For the benchmark and tests.
 (window as unknown as { stagecraftApp: unknown }).stagecraftApp = {
   preview: (rank: number) => showRank(rank),
@@ -290,6 +459,7 @@ initPlan((planned) => {
   // Draws a plan answer without running the search (hand-made plans in tests).
   showPlan: (plan: Plan) => renderPlan(plan),
   job: () => readJob(),
+  pinned: () => state.pinned,
 };
 
 async function boot(): Promise<void> {
@@ -299,9 +469,12 @@ async function boot(): Promise<void> {
     if (!form.querySelector('.generated')) buildEditor(presets);
     $<HTMLSelectElement>('#job-preset').replaceChildren(h('option', { value: '' }, 'choose a job preset…'), ...JOB_PRESETS.map((p) => h('option', { value: p.id }, p.title)));
     const fromUrl = jobFromUrl();
-    initWelcome(new Map(JOB_PRESETS.map((p) => [p.id, p.title])), loadPreset, fromUrl === null);
+    initWelcome(new Map(JOB_PRESETS.map((p) => [p.id, p.title])), loadPreset, fromUrl === null && !/[#&]lesson=/.test(location.hash));
     writeJob(fromUrl ?? JOB_PRESETS[0].job);
+    const a = pinnedFromUrl();
+    if (a) { state.pinned = { jobText: a, summary: null, simulation: null }; void computeSide(a).then((p) => { if (state.pinned?.jobText === a) { state.pinned = p; renderComparison(); } }); }
     await update();
+    openFromUrl();
   } catch (e) {
     statusEl.textContent = `engine unavailable: ${e instanceof Error ? e.message : String(e)}`;
   }

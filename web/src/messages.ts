@@ -26,6 +26,8 @@ const EXTRA_WORDS: Record<string, string> = {
   micro_batch_size: 'micro-batch size', global_batch_size: 'global batch', num_heads: 'attention heads',
   num_kv_heads: 'KV heads', num_layers: 'layers', num_experts: 'experts', hidden_size: 'hidden size',
   num_hidden_layers: 'num_hidden_layers', world_size: 'number of GPUs', seq_len: 'sequence length',
+  // No editor field: say where it is set.
+  'parallel.pipeline_layout': 'the layers per pipeline stage (parallel.pipeline_layout, set in the job JSON: the editor has no field for it)',
 };
 
 // "model.num_experts" / "num_experts" -> "Experts (E)"; longest names first.
@@ -41,10 +43,14 @@ const WORDS: [RegExp, string][] = (() => {
     .map(([k, v]) => [new RegExp(`(?<![\\w.])${k.replace(/\./g, '\\.')}(?![\\w.])`, 'g'), v] as [RegExp, string]);
 })();
 
+// Identifiers to words, "4125000" to "4,125,000" (whole numbers of five or
+// more digits that are not part of a name or a decimal), and a full stop at
+// the end, so a hint after it does not run on.
 export function humanize(text: string): string {
   let out = text;
   for (const [re, words] of WORDS) out = out.replace(re, words);
-  return out.replace(/ x /g, ' × ');
+  out = out.replace(/ x /g, ' × ').replace(/(?<![\w.,])\d{5,}(?!\w|[.,]\d)/g, (n) => Number(n).toLocaleString('en'));
+  return out && !/[.!?]$/.test(out.trim()) ? `${out.trim()}.` : out;
 }
 
 // Codes of a job that is valid but too large for a browser tab: the core's

@@ -2,11 +2,12 @@
 // engine answered for it, and the generation counter that tells a stale
 // answer from a current one. Views read it; main.ts (the controller) writes it.
 import { EngineClient } from './client';
-import type { GraphJson } from './protocol';
-import type { GraphViewState } from './views/graph';
-import type { Preview } from './views/rank';
+import type { GraphJson, Simulation } from './protocol';
+import type { Fit } from './fit';
+import type { GraphViewState, Preview } from './types';
 
 export type Summary = Record<string, any>;  // docs/summary.md
+export interface Pinned { jobText: string; summary: Summary | null; simulation: Simulation | null; error?: string }
 
 export const state = {
   /** The job JSON text of the latest edit (what the URL carries). */
@@ -19,6 +20,12 @@ export const state = {
   graph: null as GraphJson | null,
   graphJob: '',
   preview: null as (Preview & { raw?: Uint8Array }) | null,
+  /** The simulated step of `simJob` (training jobs), and whether it fits. */
+  simulation: null as Simulation | null,
+  simJob: '',
+  fit: null as Fit | null,
+  /** Compare: job A, pinned (its text, summary and simulation). */
+  pinned: null as Pinned | null,
   gstate: { stage: 0, layer: 0, phases: new Set(['fwd']), selected: null, expanded: new Set<number>() } as GraphViewState,
 };
 
@@ -35,3 +42,7 @@ export const archiveClient = () => (archiveEngine ??= new EngineClient());
 // must not kill it, and its Cancel (a worker restart) must not kill theirs.
 let planEngine: EngineClient | null = null;
 export const planClient = () => (planEngine ??= new EngineClient());
+// Compare's own worker: job A's figures are computed beside B's edits,
+// which must not supersede them.
+let compareEngine: EngineClient | null = null;
+export const compareClient = () => (compareEngine ??= new EngineClient());

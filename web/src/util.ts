@@ -28,8 +28,11 @@ export function fmtBytes(n: number): string {
   return `${n.toFixed(i === 0 ? 0 : n < 10 ? 2 : 1)} ${u[i]}`;
 }
 
+// Whole numbers below a million are written out ("1,024", not "1.02K"):
+// a rounded count of GPUs or micro-batches reads as a different number.
 export function fmtCount(n: number): string {
   if (!Number.isFinite(n)) return '—';
+  if (Number.isInteger(n) && Math.abs(n) < 1e6) return n.toLocaleString('en');
   const u = ['', 'K', 'M', 'G', 'T', 'P', 'E', 'Z'];
   let i = 0;
   while (Math.abs(n) >= 1000 && i < u.length - 1) { n /= 1000; i++; }

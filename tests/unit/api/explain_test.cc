@@ -69,6 +69,28 @@ TEST_CASE("explain: every collective has a why naming its axis") {
   }
 }
 
+TEST_CASE("explain: a gather's why gives a reason or none, never the need as its own reason (issue 25)") {
+  // cp 2 all-gathers K and V over cp (Llama 3's context parallelism): the
+  // sentence once read "needs c whole because it needs c whole".
+  for (const char* alg : {"allgather", "ring"}) {
+    CAPTURE(alg);
+    auto g = generator_from_json(std::string(R"({"model": {"preset": "gpt3-1.7b", "num_layers": 1},
+      "parallel": {"cp": 2, "cp_algorithm": ")") + alg + R"("}, "training": {"seq_len": 256, "global_batch_size": 1}})");
+    auto j = graph_of(g);
+    int cp_gathers = 0;
+    for (const auto& op : j["ops"]) {
+      if (op["kind"] != "collective") continue;
+      std::string text = op["why"]["text"];
+      CHECK_MESSAGE(text.find("because it needs") == std::string::npos, text);
+      if (op["axis"] == "cp" && op["collective"] == "all_gather") {
+        ++cp_gathers;
+        CHECK_MESSAGE(text.find("keys and values of the whole sequence") != std::string::npos, text);
+      }
+    }
+    if (std::string(alg) == "allgather") CHECK(cp_gathers > 0);
+  }
+}
+
 TEST_CASE("explain: SP reduce-scatter names the contraction and sequence parallelism") {
   auto g = make(gpt_job(1, 256, 4, 2, 1, true, 1, 64));
   auto j = graph_of(g);

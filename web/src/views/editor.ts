@@ -193,16 +193,25 @@ export function useHfConfig(text?: string): string[] {
 }
 
 // A preset was picked: it becomes the model (the pasted config is removed).
+// The previous model's overrides (a 2-layer cut of the teaching job) are
+// cleared and listed, as for a Hugging Face config: picking llama3-70b
+// must give Llama 3 70B, not 2 of its layers.
 export function usePreset(): void {
   if (presetSelect().value) { hfText().value = ''; hfText().dataset.active = ''; }
-  lastCleared = [];
+  lastCleared = modelOverrides().map(([t]) => t);
+  for (const f of JOB_SCHEMA) {
+    if (f.group !== 'model') continue;
+    const el = field<HTMLInputElement | HTMLSelectElement>(f.path);
+    if (el instanceof HTMLInputElement && el.type === 'checkbox') el.checked = false;
+    else if (el) el.value = '';
+  }
   renderModelSource(null);
 }
 
 // "Model in use": the source, its resolved size once the engine answered,
 // and the overrides applied on top.
 export function renderModelSource(model: Record<string, any> | null): void {
-  const cleared = hfText().value.trim() ? lastCleared : [];
+  const cleared = lastCleared;
   const el = $('#model-source');
   const hf = hfText().value.trim() !== '';
   const src = hf ? 'the pasted Hugging Face config' : `preset ${presetSelect().value || 'gpt3-1.7b'}`;

@@ -7,7 +7,7 @@ import { renderGraph, renderDetails, renderWhyList, stageLabel, outsideLabel, sh
 import { explain } from '../messages';
 import { state, current, client } from '../state';
 import { $, h, axisColor, axisExplain, REMESH_EXPLAIN } from '../util';
-import { renderRankStage } from './rank-panel';
+import { emit, on } from '../bus';
 
 const pz = new PanZoom($('#graph'));
 let graphSeq = 0;
@@ -34,7 +34,7 @@ export async function loadGraph(mine: number): Promise<void> {
     sel.value = [...sel.options].some((o) => o.value === prev) ? prev : sel.options[0].value;
     gs.layer = Number(sel.value);
     await drawGraph();
-    if (state.preview) renderRankStage(state.preview.info);
+    emit('graph-loaded', r.graph.stage);
   } catch (e) {
     if (current(mine) && seq === graphSeq && !(e instanceof EngineRequestError && e.error.code === 'superseded')) {
       $('#graph').replaceChildren(h('p', { class: 'error' }, e instanceof EngineRequestError ? explain(e.error).text : String(e)));
@@ -66,6 +66,7 @@ function renderStagePicker(g: GraphJson): void {
 }
 $('#stage').addEventListener('change', () => showStage(Number($<HTMLSelectElement>('#stage').value)));
 
+on('show-stage', (stage) => showStage(stage));
 export function showStage(stage: number): void {
   const gs = state.gstate;
   if (stage === gs.stage && state.graph?.stage === stage && state.graphJob === state.jobText) return;

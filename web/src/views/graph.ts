@@ -12,11 +12,11 @@ import { h, s, COLL_COLOR, axisColor, axisExplain, REMESH_EXPLAIN } from '../uti
 
 const BOX_W = 210, BOX_H = 46, PILL_H = 30;
 
-// stage: the pipeline stage whose graph is shown (graph_json is per stage).
-// layer: a layer, -1 for the ops outside layers, ALL_LAYERS for the whole
-// stage with one box per layer (expanded: the layers in `expanded`).
+// GraphViewState (types.ts): the stage, layer (-1: outside layers,
+// ALL_LAYERS: the whole stage by layer), phases, selection.
 export const ALL_LAYERS = -2;
-export interface GraphViewState { stage: number; layer: number; phases: Set<string>; selected: number | null; expanded: Set<number> }
+export type { GraphViewState } from '../types';
+import type { GraphViewState } from '../types';
 
 // "layers 12–17", "layers 2–3 and 6–7" (interleaved chunks), "layer 4", "no layers".
 export function layersText(p: StagePart): string {
@@ -171,7 +171,11 @@ export async function renderGraph(root: HTMLElement, g: GraphJson, st: GraphView
   const groups = new Map<number, GraphOp[]>();
   if (all) {
     for (const o of ops) { if (!groups.has(o.layer)) groups.set(o.layer, []); groups.get(o.layer)!.push(o); }
-    for (const [layer, gops] of groups) {
+    // Layers in program order (the ops outside layers first), and ELK told
+    // to keep that order when it breaks cycles (forward and backward edges
+    // between layers, the loss feeding back): otherwise it may start the
+    // stage in the middle (Mixtral stage 0 drew layers 5, 6, 7, then 0–4).
+    for (const [layer, gops] of [...groups].sort((a, b) => a[0] - b[0])) {
       const key = `L${layer}`;
       items.push({ key, layer, ops: gops });
       for (const o of gops) itemOf.set(o.id, st.expanded.has(layer) ? `o${o.id}` : key);
@@ -216,7 +220,7 @@ export async function renderGraph(root: HTMLElement, g: GraphJson, st: GraphView
     }
   }
   const edges: ElkExtendedEdge[] = [...edgeSet.values()].map((e, i) => ({ id: `e${i}`, sources: [e.from], targets: [e.to] }));
-  const root0: ElkNode = { id: 'root', layoutOptions: LAYOUT, children, edges };
+  const root0: ElkNode = { id: 'root', layoutOptions: all ? { ...LAYOUT, 'elk.layered.cycleBreaking.strategy': 'MODEL_ORDER', 'elk.layered.considerModelOrder.strategy': 'NODES_AND_EDGES' } : LAYOUT, children, edges };
   root.setAttribute('aria-busy', 'true');
   const laid: ElkNode = await (await elk()).layout(root0);
   if (seq !== renderSeq) return;

@@ -13,9 +13,8 @@ import { explain } from '../messages';
 import { state, current, client } from '../state';
 import { renderDownloads } from './downloads';
 import { $, h } from '../util';
-import { showStage } from './graph-panel';
 import { servingMemory, isDisaggregated } from './serving';
-import { selectTab } from './tabs';
+import { emit, on } from '../bus';
 
 export const rankInput = () => $<HTMLInputElement>('#rank');
 // Inference jobs: the phase whose program is previewed (prefill, decode,
@@ -66,7 +65,7 @@ export function renderRankStage(info: RankInfo): void {
   el.hidden = false;
   const part = state.graph && state.graphJob === state.jobText ? state.graph.stages[pp.coord] : undefined;
   const link = h('button', { type: 'button', class: 'linklike', id: 'show-rank-stage' }, 'show this rank’s stage in the graph');
-  link.addEventListener('click', () => { selectTab('graph'); showStage(pp.coord); });
+  link.addEventListener('click', () => { emit('select-tab', 'graph'); emit('show-stage', pp.coord); });
   el.replaceChildren(`Rank ${info.rank} has pp coordinate ${pp.coord}, so it runs pipeline ${part ? stageLabel(part, pp.degree) : `stage ${pp.coord} of ${pp.degree}`}. `, link);
   el.dataset.stage = String(pp.coord);
 }
@@ -146,6 +145,7 @@ export async function showRank(rank: number, mine = state.generation): Promise<n
   const wire = document.getElementById('wire');
   if (wire) renderWire(wire, rank, wireByGroupKind(trace.nodes, (pg) => byKey.get(pg)));
   renderDownloads();
+  emit('rank-shown', rank);
   return performance.now() - t0;
 }
 const timeline = new Timeline($<HTMLCanvasElement>('#timeline'), $('#timeline-tip'));
@@ -188,12 +188,26 @@ $('#rank-picker').addEventListener('change', async (e) => {
     }
   } catch (err) { rankError(err, t.id === 'rank' ? 'rank' : `coords.${t.name.slice(6)}`); }
 });
+// The rank field applies as it is typed (a short pause first), not only on
+// Enter or blur.
+let rankTimer: ReturnType<typeof setTimeout> | undefined;
+rankInput().addEventListener('input', () => {
+  clearTimeout(rankTimer);
+  rankTimer = setTimeout(() => {
+    const v = rankInput().value;
+    if (v === '' || !/^\d+$/.test(v)) return;
+    rankInput().dispatchEvent(new Event('change', { bubbles: true }));
+  }, 300);
+});
 $('#node-search').addEventListener('input', () => { if (state.preview) renderTable($('#node-table'), state.preview, $<HTMLInputElement>('#node-search').value); });
 $('#zoom-in').onclick = () => timeline.zoom(0.5);
 $('#zoom-out').onclick = () => timeline.zoom(2);
 $('#zoom-fit').onclick = () => timeline.fit();
 
 // Redraws the canvases (they need their on-screen size) when the tab shows.
+on('tab-shown', (name) => { if (name === 'rank') redrawRank(); });
+// The graph of a stage arrived: the rank's stage line names its layers.
+on('graph-loaded', () => { if (state.preview) renderRankStage(state.preview.info); });
 export function redrawRank(): void {
   if (state.preview) { timeline.draw(); renderMemory($('#memory'), state.preview); }
 }

@@ -4,23 +4,12 @@
 // hardware profile; overlap is where both lanes are busy), and its
 // memory over time (the engine's live-buffer curve). Canvas for the timeline: one rank can have
 // tens of thousands of nodes, too many for SVG elements.
-import type { ChakraNode } from '../lib/chakra';
 import { COMM_TYPE_NAMES } from '../lib/chakra';
-import type { Schedule } from '../lib/schedule';
 import type { RankInfo } from '../protocol';
 import { h, fmtBytes, fmtCount, fmtUs, COLL_COLOR, axisColor, axisExplain } from '../util';
 
-export interface Preview {
-  rank: number;
-  phase?: string;  // inference jobs: prefill | decode | mixed
-  info: RankInfo;
-  nodes: ChakraNode[];
-  sched: Schedule;
-  memory: { points: [number, number][]; peak: number };
-  capacity: number;
-  staticBytes: number;  // weights + gradients + optimizer state of the rank's stage
-  bytes: number;  // size of the .et file
-}
+export type { Preview } from '../types';
+import type { Preview } from '../types';
 
 export type GroupOfRank = RankInfo['groups'][number];
 

@@ -17,14 +17,38 @@ const exposedOf = (e: readonly unknown[]) => (e.length > 4 ? e[4] === 1 : true);
 const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
 const sec = (s: number) => fmtUs(s * 1e6);
 
-export function renderSimulation(el: HTMLElement, sim: Simulation): void {
+// The three bubble figures a pipelined job shows, side by side with why
+// they differ (issue 25): the formula assumes equal stages and compares the
+// idle slots with the compute; the trace replay compares the makespan with
+// the busiest stage's compute; the simulation is the mean stage's waiting
+// share of the whole step (lighter stages wait on the busiest, and the
+// optimizer step and communication are in the step). The stage imbalance
+// part is computed from the per-stage busy times on screen.
+function bubbleNote(sim: Simulation, pipe: Record<string, any> | undefined): HTMLElement | null {
+  if (!pipe || sim.stages.length < 2) return null;
+  const busiest = Math.max(...sim.stages.map((st) => st.busy_seconds));
+  const imbalance = sim.stages.reduce((a, st) => a + (busiest - st.busy_seconds), 0) / sim.stages.length / (sim.step_seconds || 1);
+  const p = Number(pipe.stages), m = Number(pipe.micro_batches);
+  const zb = /zero/.test(String(pipe.schedule));
+  return h('div', { class: 'bubble-note', id: 'bubble-note' },
+    h('h4', {}, 'Three bubble figures, and why they differ'),
+    h('ul', {},
+      h('li', {}, h('strong', {}, `Formula ${pct(Number(pipe.bubble_fraction_formula))}`), `: (p−1)/(v·m) with p = ${p} stages and m = ${m} micro-batches — idle slots ÷ busy slots, assuming every stage takes the same time and communication is free.`),
+      h('li', {}, h('strong', {}, `Traces ${pct(Number(pipe.bubble_fraction))}`), ': one pipeline replayed from the traces with free communication, (makespan − the busiest stage’s compute) ÷ that compute. Lower than the formula when the stages differ: the busiest stage (the one with the output layer and loss, or the embedding) sets the pace, and the formula’s idle slots are measured against it.'),
+      h('li', {}, h('strong', {}, `Simulated ${pct(sim.bubble_fraction)}`), `: the mean over stages of the time each stage’s compute waits with nothing in flight, ÷ the whole step (optimizer and communication included). It counts the lighter stages waiting on the busiest one: that stage imbalance alone is ${pct(imbalance)} of the step here (the busiest stage computes ${sec(busiest)}; the others less, see the table).`)),
+    zb ? h('p', { class: 'hint' }, 'Zero-bubble schedules split the backward pass into the input gradient (B) and the weight gradient (W) and fill the drain with W blocks: they remove the schedule’s idle slots, not the waits caused by unequal stages, so with unequal stages the simulated bubble stays near the other schedules’ — the imbalance above is what remains.') : '');
+}
+
+export function renderSimulation(el: HTMLElement, sim: Simulation, ctx: { fit?: { fits: boolean } | null; pipeline?: Record<string, any> } = {}): void {
   const card = (t: string, v: string, n: string) => h('div', { class: 'card' }, h('div', { class: 'card-title' }, t), h('div', { class: 'card-value' }, v), h('div', { class: 'card-note' }, n));
   const exposed = Object.entries(sim.exposed_comm_seconds ?? {}).filter(([, v]) => v > 0);
+  const unfit = ctx.fit && !ctx.fit.fits;
+  const ifFit = unfit ? ' — would be, if it fitted (it does not fit in GPU memory)' : '';
   const cards = h('div', { class: 'cards' },
-    card('Step time', sec(sim.step_seconds), 'one optimizer step, simulated from the ranks’ programs'),
-    card('MFU', pct(sim.mfu), 'model FLOPs ÷ (GPUs × peak FLOP/s × step time)'),
-    card('Tokens / s', Math.round(sim.tokens_per_second).toLocaleString('en'), 'global batch × sequence ÷ step time'),
-    card('Bubble', pct(sim.bubble_fraction), 'share of the step the pipeline stages wait'),
+    card(unfit ? 'Step time (would be, if it fitted)' : 'Step time', sec(sim.step_seconds), `one optimizer step, simulated from the ranks’ programs${ifFit}`),
+    card(unfit ? 'MFU (would be, if it fitted)' : 'MFU', pct(sim.mfu), 'model FLOPs ÷ (GPUs × peak FLOP/s × step time)'),
+    card(unfit ? 'Tokens / s (would be, if it fitted)' : 'Tokens / s', Math.round(sim.tokens_per_second).toLocaleString('en'), 'global batch × sequence ÷ step time'),
+    card('Bubble', pct(sim.bubble_fraction), 'share of the step the pipeline stages wait (simulated)'),
     card('Exposed communication', exposed.length ? exposed.map(([k, v]) => `${k} ${sec(v)}`).join(', ') : 'none', 'communication time not hidden behind compute, by kind'));
   const rows = sim.stages.map((st) => h('tr', {}, h('th', { scope: 'row' }, `stage ${st.stage} (rank ${st.rank})`),
     h('td', { class: 'num' }, sec(st.busy_seconds)), h('td', { class: 'num' }, sec(st.bubble_seconds)),
@@ -47,7 +71,9 @@ export function renderSimulation(el: HTMLElement, sim: Simulation): void {
     ...(hiddenUs + exposedUs > 0 ? [
       h('li', {}, h('span', { class: 'swatch', style: 'background:#495057' }), 'communication solid: exposed (no compute beside it)'),
       h('li', {}, h('span', { class: 'swatch', style: 'background:repeating-linear-gradient(90deg,#495057 0 2px,#fff 2px 4px)' }), 'communication striped: hidden under compute')] : []));
-  el.replaceChildren(h('h3', {}, 'Step time (simulated)'), cards, canvas, legend, table);
+  el.replaceChildren(h('h3', {}, 'Step time (simulated)'), cards, canvas, legend, table, bubbleNote(sim, ctx.pipeline) ?? '');
+  el.dataset.fits = unfit ? 'false' : 'true';
+  if (unfit) cards.classList.add('unfit');
   el.dataset.step = String(sim.step_seconds);
   el.dataset.stages = String(sim.stages.length);
   // Per stage: how many micro-batches run a forward block (for tests).

@@ -29,11 +29,17 @@ export const peakOf = (mem: Record<string, number>) =>
 // Scaled to the job (not to the GPU), so a small job is not an empty bar;
 // the capacity is a dashed line when it is within 1.5× the peak, a sentence
 // otherwise.
-function memoryBar(mem: Record<string, number>, label: string): HTMLElement {
+// With pipeline stages every bar uses the same scale (the largest stage's),
+// so stages compare by length (issue 25).
+const barScale = (mem: Record<string, number>) => {
+  const cap = mem.capacity || 0, total = peakOf(mem);
+  return (cap && cap <= 1.5 * total ? Math.max(cap, total) : total) * 1.04 || 1;
+};
+function memoryBar(mem: Record<string, number>, label: string, sharedScale = 0, advice = true): HTMLElement {
   const W = 640, H = 56;
   const cap = mem.capacity || 0;
   const total = peakOf(mem);
-  const scale = (cap && cap <= 1.5 * total ? Math.max(cap, total) : total) * 1.04 || 1;
+  const scale = sharedScale || barScale(mem);
   const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, width: '100%', role: 'img', 'aria-label': `${label}: ${fmtBytes(total)} of ${fmtBytes(cap)} GPU memory` });
   let x = 0;
   for (const [k, name, color] of MEM_PARTS) {
@@ -57,7 +63,7 @@ function memoryBar(mem: Record<string, number>, label: string): HTMLElement {
   const notes: (HTMLElement | string)[] = [];
   if (cap && !capOnScale) notes.push(h('p', { class: 'hint' }, `Drawn to this job’s scale: the GPU’s ${fmtBytes(cap)} is off to the right (this rank uses ${((total / cap) * 100).toFixed(1)} % of it).`));
   notes.push(h('p', { class: 'hint small' }, `Peak = weights + gradients + optimizer + every activation buffer alive at the busiest moment of the rank’s trace (${fmtBytes(acts)}); the papers’ estimate of saved activations alone (Korthikanti et al.) is ${fmtBytes(mem.activations_peak || 0)}.`));
-  if (actShare > 0.5) {
+  if (advice && actShare > 0.5) {
     notes.push(h('p', { class: 'advice', 'data-advice': 'activations' }, h('strong', {}, `Activations are ${(actShare * 100).toFixed(0)} % of this rank’s memory. `),
       'To shrink them: recompute (selective drops the attention scores, full keeps only each layer’s input), context parallelism (cp splits the sequence), sequence parallelism with tp, a smaller micro-batch, or more pipeline stages (each holds fewer layers’ activations).'));
   }
@@ -91,7 +97,9 @@ export function renderSummary(el: HTMLElement, summary: Summary): void {
   const moe = Number(layout.expert_dp) > 0;  // 0 for dense models
   const cards = h('div', { class: 'cards' },
     card('Ranks', fmtCount(summary.world_size), axes.map((a) => `${a} ${layout[a]}`).join(' × ') + ' (innermost first)'),
-    card('Parameters', fmtCount(p.total), `${fmtCount(p.per_rank)} held per rank`),
+    card('Parameters', fmtCount(p.total), Number(par.zero) >= 3
+      ? `${fmtCount(p.per_rank)} per rank while a layer runs (its tp/pp/ep shard); ZeRO-3 stores only 1/${Number(layout.shard_group) || Number(layout.dp) * Number(layout.cp)} of them between uses (the weights bar below) and all-gathers each layer’s before it runs`
+      : `${fmtCount(p.per_rank)} held per rank`),
   );
   if (moe || (p.active !== undefined && p.active !== p.total)) {
     // Mixture of experts: a token is routed to k of the E experts, so it
@@ -130,10 +138,19 @@ export function renderSummary(el: HTMLElement, summary: Summary): void {
   if ((pipe.stages ?? 1) > 1) {
     cards.append(card('Pipeline bubble', `${(100 * Number(pipe.bubble_fraction ?? 0)).toFixed(1)} %`,
       `measured on the traces (${pipe.schedule}, ${pipe.stages} stages, ${pipe.micro_batches} micro-batches); ` +
-      `formula (p−1)/(v·m) = ${(100 * Number(pipe.bubble_fraction_formula ?? 0)).toFixed(1)} %`));
+      `formula (p−1)/(v·m) = ${(100 * Number(pipe.bubble_fraction_formula ?? 0)).toFixed(1)} %; the simulated step below has a third figure — “Three bubble figures” there says why they differ`));
   }
   const stages: Summary[] = summary.stages ?? [];
-  const mems = stages.map((st, i) => memoryBar(st.memory_bytes ?? {}, stages.length > 1 ? `Stage ${i} memory per rank` : 'Memory per rank'));
+  const scale = Math.max(...stages.map((st) => barScale(st.memory_bytes ?? {})), 1);
+  const mems = stages.map((st, i) => memoryBar(st.memory_bytes ?? {}, stages.length > 1 ? `Stage ${i} memory per rank` : 'Memory per rank', scale, stages.length === 1));
+  // The activations advice once, naming the stages it applies to.
+  const heavy = stages.map((st, i) => [i, st.memory_bytes ?? {}] as [number, Record<string, number>])
+    .filter(([, m]) => peakOf(m) > 0 && (m.activations_live_peak || 0) / peakOf(m) > 0.5);
+  if (stages.length > 1 && heavy.length) {
+    mems.push(h('p', { class: 'advice', 'data-advice': 'activations' }, h('strong', {}, `Activations are more than half the memory on ${heavy.length === stages.length ? 'every stage' : `stage${heavy.length > 1 ? 's' : ''} ${heavy.map(([i]) => i).join(', ')}`}. `),
+      'To shrink them: recompute (selective drops the attention scores, full keeps only each layer’s input), context parallelism (cp splits the sequence), sequence parallelism with tp, a smaller micro-batch, or more pipeline stages (each holds fewer layers’ activations).'));
+  }
+  if (stages.length > 1) mems.unshift(h('p', { class: 'hint' }, 'All stages are drawn on one scale, so their bars compare by length.'));
   const byType = Object.entries(comm.per_rank_bytes ?? {}).map(([k, v]) =>
     [`${k} (×${comm.per_rank_collectives?.[k] ?? '?'})`, Number(v), COLL_COLOR[k] ?? '#495057'] as [string, number, string]);
   const byAxis = Object.entries(comm.per_rank_bytes_by_axis ?? {}).map(([k, v]) => [k, Number(v), axisColor(k)] as [string, number, string]);

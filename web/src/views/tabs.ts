@@ -1,5 +1,5 @@
 // The view tabs (WAI-ARIA tab pattern).
-import { redrawRank } from './rank-panel';
+import { emit, on } from '../bus';
 
 // WAI-ARIA tabs: one tab in the tab order (roving tabindex), arrow keys,
 // Home and End move between tabs and select them.
@@ -12,8 +12,9 @@ export function selectTab(name: string, focus = false): void {
     document.getElementById(tab.getAttribute('aria-controls')!)!.hidden = !on;
     if (on && focus) tab.focus();
   }
-  if (name === 'rank') redrawRank();
+  emit('tab-shown', name);
 }
+on('select-tab', (name) => selectTab(name));
 for (const tab of tabs) {
   tab.addEventListener('click', () => selectTab(tab.id.replace(/^tab-/, '')));
   tab.addEventListener('keydown', (e) => {

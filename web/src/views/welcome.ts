@@ -50,9 +50,9 @@ export async function fetchHfConfig(id: string, hub = hubBase()): Promise<string
   try {
     res = await fetch(url, { mode: 'cors', credentials: 'omit' });
   } catch {
-    throw new Error(`The browser could not reach ${hub} (offline, or blocked by a firewall or the browser). Download ${name}’s config.json on a machine that can and drop it on the box below.`);
+    throw new Error(`The browser could not reach ${hub} (offline, or blocked by a firewall or the browser). Download ${name}’s config.json on a machine that can and drop it on the config.json box above.`);
   }
-  if (res.status === 401 || res.status === 403) throw new Error(`${name} is gated or private on the hub: accept its license on huggingface.co, download config.json and drop it on the box below.`);
+  if (res.status === 401 || res.status === 403) throw new Error(`${name} is gated or private on the hub: accept its license on huggingface.co, download config.json and drop it on the config.json box above.`);
   if (res.status === 404) throw new Error(`The hub has no config.json for “${name}”: check the id (owner/name, as in the model page’s address).`);
   if (!res.ok) throw new Error(`The hub answered ${res.status} ${res.statusText} for ${name}’s config.json.`);
   const text = await res.text();

@@ -1,0 +1,344 @@
+// Issue 25 in headless Chromium (the built app): compare two layouts,
+// every step of every guided lesson (data-driven over web/src/lessons/*.json),
+// the fit and freshness marks, the phone layout, and axe-core on each new
+// view. Run by app-cases.mjs; alone while developing:
+//   node tests/js/app-learn.mjs [name prefix]
+import fs from 'node:fs';
+import path from 'node:path';
+import { REPO_ROOT } from './native.mjs';
+import { caseRunner, check, checkAxe } from './app-runner.mjs';
+
+const LESSON_DIR = path.join(REPO_ROOT, 'web/src/lessons');
+export const lessonFiles = () => fs.readdirSync(LESSON_DIR).filter((f) => f.endsWith('.json')).sort()
+  .map((f) => ({ file: f, lesson: JSON.parse(fs.readFileSync(path.join(LESSON_DIR, f), 'utf8')) }));
+
+const ready = (page, timeout = 60_000) => page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout });
+// The summary and (training) the simulated step are the editor's job's.
+const settled = (page, timeout = 90_000) => page.waitForFunction(() => {
+  const s = document.querySelector('#summary');
+  const sim = document.querySelector('#simulation');
+  return document.body.dataset.state === 'ready' && s?.dataset.job && (s.dataset.mode === 'inference' || sim?.dataset.fresh === 'current');
+}, null, { timeout });
+const jobUrl = (base, job, extra = '') => `${base}/#job=${encodeURIComponent(JSON.stringify(job))}${extra}`;
+const TEACH = { model: { preset: 'gpt3-1.7b', num_layers: 2 }, parallel: { dp: 2, tp: 2 }, training: { seq_len: 256, micro_batch_size: 1, global_batch_size: 4 } };
+
+export async function learnCases(context, base, only = '') {
+  const results = [];
+  const run = caseRunner(context, 'app-learn', results, only);
+
+  // ------------------------------------------------------------ lessons
+  const lessons = lessonFiles();
+  await run('lessons: at least eight lesson files, each well formed, on the eight topics', async () => {
+    check(lessons.length >= 8, `${lessons.length} lesson files`);
+    const ids = new Set();
+    for (const { file, lesson: l } of lessons) {
+      check(typeof l.id === 'string' && !ids.has(l.id), `${file}: id`);
+      ids.add(l.id);
+      check(typeof l.title === 'string' && typeof l.goal === 'string' && Array.isArray(l.steps) && l.steps.length >= 2, `${file}: title, goal, 2+ steps`);
+      check(l.steps.some((s) => s.predict), `${file}: at least one step asks for a prediction`);
+      check(l.steps[0].job, `${file}: the first step sets a job`);
+      for (const s of l.steps) {
+        check(typeof s.title === 'string' && typeof s.text === 'string' && typeof s.explain === 'string', `${file}: step fields`);
+        if (s.predict) check(s.predict.answer >= 0 && s.predict.answer < s.predict.choices.length, `${file}: answer index`);
+        if (s.change) check(s.set && Object.keys(s.set).length > 0, `${file}: a change says what to set`);
+      }
+    }
+    const text = lessons.map(({ lesson: l }) => `${l.title} ${l.goal}`).join(' ').toLowerCase();
+    for (const topic of ['data parallel', 'zero', 'tensor', 'pipeline', 'recomput', 'context parallel', 'expert', 'kv cache']) {
+      check(text.includes(topic), `a lesson on ${topic}`);
+    }
+  });
+
+  for (const { file, lesson } of lessons) {
+    await run(`lesson ${lesson.id}: every step sets its job, highlights, asks, reveals the numbers`, async (page) => {
+      await page.goto(`${base}/`);
+      await ready(page);
+      await page.click('#show-lessons');
+      await page.click(`button[data-lesson="${lesson.id}"]`);
+      for (let i = 0; i < lesson.steps.length; i++) {
+        const step = lesson.steps[i];
+        const where = `${file} step ${i + 1}`;
+        await page.waitForFunction((n) => document.querySelector('#lessons')?.dataset.step === String(n), i, { timeout: 10_000 });
+        check((await page.textContent('#lesson-step-title')).includes(step.title), `${where}: title`);
+        check(await page.evaluate(() => document.activeElement?.id === 'lesson-step-title'), `${where}: the step's heading has the focus`);
+        if (step.job) {
+          await settled(page);
+          const job = await page.evaluate(() => window.stagecraftApp.job());
+          for (const [k, v] of Object.entries(step.job.parallel ?? {})) check(job.parallel?.[k] === v || (v === 1 && job.parallel?.[k] === undefined), `${where}: job parallel.${k} = ${v}: ${JSON.stringify(job.parallel)}`);
+        }
+        if (step.pin) {
+          await page.waitForFunction(() => window.stagecraftApp.pinned() !== null, null, { timeout: 60_000 });
+          check(/[#&]a=/.test(page.url()), `${where}: the pinned job rides in the URL`);
+        }
+        if (step.predict) {
+          const radios = await page.$$('input[name="lesson-predict"]');
+          check(radios.length === step.predict.choices.length, `${where}: ${radios.length} choices`);
+          check(await page.$eval('#lesson-reveal', (b) => b.disabled), `${where}: reveal waits for a prediction`);
+          await radios[step.predict.answer].check();
+        }
+        if (step.set) {
+          // Revealing before the change asks for the change.
+          await page.click('#lesson-reveal');
+          await page.waitForFunction(() => /Make the change first/.test(document.querySelector('#lesson-explain')?.textContent ?? ''), null, { timeout: 5_000 });
+          await page.click('#lesson-do');
+          await page.waitForFunction((set) => {
+            const job = window.stagecraftApp.job();
+            return Object.entries(set).every(([p, v]) => JSON.stringify(p.split('.').reduce((o, k) => o?.[k], job)) === JSON.stringify(v));
+          }, step.set, { timeout: 10_000 });
+        }
+        await page.click('#lesson-reveal');
+        await page.waitForFunction(() => document.querySelector('#lessons')?.dataset.revealed === '1', null, { timeout: 120_000 });
+        const text = await page.textContent('#lesson-explain');
+        check(!/\?|NaN|undefined|Infinity|\{|\}/.test(text), `${where}: a number is missing from the explanation: ${text}`);
+        if (step.predict) check(/Your prediction was right/.test(text), `${where}: the right answer is called right: ${text.slice(0, 200)}`);
+        for (const c of step.check?.contains ?? []) check(text.includes(c), `${where}: the explanation shows ${c} (${step.check.why}): ${text}`);
+        if (step.watch) {
+          const n = await page.$$eval('.lesson-watch', (els) => els.filter((e) => e.getClientRects().length > 0).length);
+          check(n > 0, `${where}: what to watch (${step.watch}) is outlined on the page`);
+        }
+        if (i === 0 || step.pin) await checkAxe(page, `${where} (revealed)`);
+        await page.click('#lesson-next');
+      }
+      // Finish returns to the list.
+      await page.waitForSelector('button[data-lesson]', { timeout: 5_000 });
+    });
+  }
+
+  await run('lessons: keyboard only, and a lesson step in the URL reopens it', async (page) => {
+    const l = lessons[0].lesson;
+    await page.goto(`${base}/`);
+    await ready(page);
+    await page.focus('#show-lessons');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.activeElement?.id === 'lessons-title', null, { timeout: 5_000 });
+    await checkAxe(page, 'the lesson list');
+    await page.keyboard.press('Tab');  // Close lessons
+    await page.keyboard.press('Tab');  // the first lesson
+    check(await page.evaluate(() => document.activeElement?.dataset.lesson), 'Tab reaches the lesson list');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.querySelector('#lessons')?.dataset.step === '0', null, { timeout: 5_000 });
+    await page.click('#lesson-next');
+    await page.waitForFunction(() => /lesson=[\w-]+\.1/.test(location.hash), null, { timeout: 5_000 });
+    const url = page.url();
+    const page2 = await context.newPage();
+    await page2.goto(url);
+    await page2.waitForFunction((id) => document.querySelector('#lessons')?.dataset.lesson === id && document.querySelector('#lessons').dataset.step === '1', l.id, { timeout: 30_000 });
+    // The step's own job is in the editor (not the default job), and the
+    // engine answered for it.
+    await settled(page2);
+    const job = await page2.evaluate(() => window.stagecraftApp.job());
+    check(JSON.stringify(job.model) === JSON.stringify(l.steps[1].job.model), `the step's model: ${JSON.stringify(job.model)}`);
+    check(!/unavailable|replaced/.test(await page2.textContent('#engine-status')), `engine status: ${await page2.textContent('#engine-status')}`);
+    await page2.close();
+  });
+
+  // ------------------------------------------------------------ compare
+  await run('compare: pin A, edit B, every figure side by side, the pair in the URL, A/B toggle, the same rank of both', async (page) => {
+    await page.goto(jobUrl(base, { ...TEACH, parallel: { dp: 2, pp: 2 }, model: { preset: 'gpt3-1.7b', num_layers: 4 } }));
+    await settled(page);
+    const stepA = Number(await page.getAttribute('#simulation', 'data-step'));
+    await page.click('#pin');
+    await page.waitForSelector('#compare:not([hidden])', { timeout: 10_000 });
+    check(/same job as A/.test(await page.textContent('#compare')), 'B = A at first');
+    await page.fill('input[name="parallel.dp"]', '1');
+    await page.waitForFunction(() => document.querySelector('#compare')?.dataset.differences === '1', null, { timeout: 30_000 });
+    await settled(page);
+    await page.waitForFunction(() => /ms|µs|s$/.test(document.querySelector('#compare [data-row=step] .col-b')?.textContent ?? ''), null, { timeout: 30_000 });
+    const stepB = Number(await page.getAttribute('#simulation', 'data-step'));
+    check(stepA > 0 && stepB > 0 && stepA !== stepB, `step times A ${stepA}, B ${stepB}`);
+    const rows = await page.$$eval('#compare tbody tr', (trs) => trs.map((tr) => tr.dataset.row));
+    for (const r of ['fits', 'step', 'mfu', 'tokens', 'bubble', 'memory-0', 'memory-1']) check(rows.includes(r), `compare row ${r}: ${rows}`);
+    check(rows.some((r) => r.startsWith('coll-')), `bytes per collective rows: ${rows}`);
+    // B vs A in words: dp 2 -> 1 with the same global batch doubles each
+    // rank's micro-batches, so B's step is longer: "+…%" and marked worse.
+    const diff = await page.textContent('#compare [data-row=step] td:last-child');
+    check(/^\+\d/.test(diff) && /worse/.test(diff), `step time change: ${diff}`);
+    check(/parallel\.dp: 2 → 1/.test(await page.textContent('#compare')), 'the changed field is named');
+    check(await page.$$eval('#compare canvas.pipechart', (cs) => cs.length) === 2, 'both pipeline timelines');
+    check(await page.$$eval('#compare svg.compare-mem rect', (rs) => rs.length) === 4, 'memory of 2 stages × 2 jobs on one chart');
+    await checkAxe(page, 'compare');
+    // The toggle: A only hides B's column.
+    await page.click('#compare button[data-show="a"]');
+    check(await page.$eval('#compare [data-row=step] .col-b', (td) => getComputedStyle(td).display === 'none'), 'A only hides B');
+    await page.click('#compare button[data-show="both"]');
+    // The same rank of A and B.
+    await page.click('#tab-rank');
+    await page.waitForSelector('#rank-compare table', { timeout: 30_000 });
+    const rc = await page.textContent('#rank-compare');
+    check(/Rank 0 in A and B/.test(rc) && /Sent on the wire: total/.test(rc), `rank compare: ${rc.slice(0, 200)}`);
+    await checkAxe(page, 'rank compare');
+    // The link opens the same comparison.
+    check(/&a=/.test(page.url()), `URL has A: ${page.url()}`);
+    const page2 = await context.newPage();
+    await page2.goto(page.url());
+    await page2.waitForFunction(() => document.querySelector('#compare')?.dataset.differences === '1' && /ms|µs|s$/.test(document.querySelector('#compare [data-row=step] .col-a')?.textContent ?? ''), null, { timeout: 60_000 });
+    const a2 = await page2.textContent('#compare [data-row=step] .col-a');
+    const a1 = await page.textContent('#compare [data-row=step] .col-a');
+    check(a1 === a2, `A's step time through the link: ${a1} vs ${a2}`);
+    await page2.close();
+    await page.click('#unpin');
+    check(await page.$eval('#compare', (el) => el.hidden), 'Stop comparing hides it');
+    check(!/&a=/.test(page.url()), 'and drops A from the URL');
+  });
+
+  await run('compare on a 390 px phone: A and B stack, the toggle works, nothing widens the page', async (page) => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    const a = { ...TEACH, model: { preset: 'gpt3-1.7b', num_layers: 4 }, parallel: { dp: 2, pp: 2 } };
+    const b = { ...a, parallel: { dp: 1, pp: 2 } };
+    await page.goto(jobUrl(base, b, `&a=${encodeURIComponent(JSON.stringify(a))}`));
+    await settled(page);
+    await page.waitForFunction(() => /ms|µs|s$/.test(document.querySelector('#compare [data-row=step] .col-a')?.textContent ?? ''), null, { timeout: 60_000 });
+    const [ya, yb] = await page.$$eval('#compare canvas.pipechart', (cs) => cs.map((c) => c.getBoundingClientRect().top));
+    check(yb > ya, `timelines stack: A at ${ya}, B at ${yb}`);
+    await page.click('#compare button[data-show="b"]');
+    check(await page.$eval('#compare [data-row=step] .col-a', (td) => getComputedStyle(td).display === 'none'), 'B only hides A');
+    const w = await page.evaluate(() => document.scrollingElement.scrollWidth);
+    check(w <= 390, `page width ${w}`);
+    await checkAxe(page, 'compare at 390 px');
+  });
+
+  // ------------------------------------------------------------ fit, freshness
+  await run('fit: a layout that does not fit is marked on every view with its time', async (page) => {
+    // Two layers of Llama 3 8B on one 16,384-token sequence, one GPU (the
+    // context-parallel lesson's first step, which does not fit). What is
+    // tested is the marking: the page must mark the job as not fitting
+    // exactly when the memory bars' peak exceeds the GPU's capacity.
+    const job = { model: { preset: 'llama3-8b', num_layers: 2 }, parallel: { cp: 1 }, training: { seq_len: 16384, micro_batch_size: 1, global_batch_size: 2 } };
+    await page.goto(jobUrl(base, job));
+    await settled(page);
+    const peaks = await page.$$eval('#summary figure.mem', (fs) => fs.map((f) => Number(f.dataset.peak)));
+    const cap = await page.$eval('#summary figure.mem svg', (s) => s.getAttribute('aria-label'));
+    check(/of 74\.5 GiB GPU memory/.test(cap) && Math.max(...peaks) > 80e9, `the bar: ${cap}, peak ${Math.max(...peaks)} bytes over an H100's 80 GB`);
+    check(await page.evaluate(() => document.body.dataset.fits) === 'false', 'body marks the job as not fitting');
+    const banner = await page.textContent('#fit-banner');
+    // The banner's figure is the peak the memory bar shows (GiB, 1 decimal).
+    const gib = (Math.max(...peaks) / 2 ** 30).toFixed(1);
+    check(banner.includes(`${gib} GiB`) && /does not fit/.test(banner) && /would be, if it fitted/.test(banner), `banner: ${banner} (peak ${gib} GiB)`);
+    check(/would be, if it fitted/.test(await page.textContent('#simulation .cards')), 'the step time card says so');
+    for (const tab of ['graph', 'rank', 'downloads']) {
+      await page.click(`#tab-${tab}`);
+      check(await page.$eval('#fit-banner', (el) => el.getClientRects().length > 0), `the banner shows on the ${tab} tab`);
+    }
+    // The phase picker stays hidden on a training job ([hidden] wins).
+    check(await page.$eval('#phase-picker', (el) => getComputedStyle(el).display === 'none'), 'no Phase picker on a training job');
+    await checkAxe(page, 'a job that does not fit');
+    // A job that fits has no banner.
+    await page.goto('about:blank');
+    await page.goto(jobUrl(base, TEACH));
+    await settled(page);
+    check(await page.$eval('#fit-banner', (el) => el.hidden), 'no banner when it fits');
+    check(await page.evaluate(() => document.body.dataset.fits) === 'true', 'body marks it as fitting');
+  });
+
+  await run('examples: every example fits in GPU memory, or its title says it does not, on purpose', async (page) => {
+    await page.goto(`${base}/`);
+    await ready(page);
+    const options = await page.$$eval('#job-preset option', (os) => os.filter((o) => o.value).map((o) => ({ id: o.value, title: o.textContent })));
+    check(options.length >= 10, `${options.length} examples`);
+    const marked = options.filter((o) => /does not fit, on purpose/.test(o.title));
+    check(marked.length === 2, `examples labelled as not fitting: ${marked.map((o) => o.id)}`);
+    for (const o of options) {
+      if (marked.includes(o)) continue;
+      await page.evaluate(() => { document.body.dataset.fits = ''; });
+      await page.selectOption('#job-preset', o.id);
+      await page.waitForFunction(() => document.body.dataset.fits !== '' && document.body.dataset.state !== 'working', null, { timeout: 120_000 });
+      check(await page.evaluate(() => document.body.dataset.fits) === 'true', `example ${o.id} fits: ${await page.textContent('#fit-banner')}`);
+    }
+  });
+
+  await run('freshness: greyed and labelled while a newer job computes, after Stop, and under a validation error', async (page) => {
+    await page.goto(jobUrl(base, TEACH));
+    await settled(page);
+    check(await page.evaluate(() => document.body.dataset.fresh) === 'current', 'current at first');
+    const grey = () => page.$eval('#panel-summary', (el) => getComputedStyle(el).filter);
+    check(await grey() === 'none', 'not greyed when current');
+    await page.evaluate(() => window.stagecraftApp.selfTestHold(3000));
+    await page.fill('input[name="parallel.dp"]', '4');
+    await page.waitForFunction(() => document.body.dataset.fresh === 'working', null, { timeout: 5_000 });
+    check(/grayscale/.test(await grey()), 'greyed while working');
+    check(/previous job/.test(await page.textContent('#job-status')), 'labelled while working');
+    await page.click('#stop');
+    check(await page.evaluate(() => document.body.dataset.fresh) === 'stopped', 'stopped');
+    check(/grayscale/.test(await grey()), 'greyed after Stop');
+    check(/stopped/.test(await page.textContent('#job-status')), 'labelled after Stop');
+    await page.fill('input[name="parallel.tp"]', '3');
+    await page.waitForSelector('label[data-path="parallel.tp"].invalid', { timeout: 30_000 });
+    check(await page.evaluate(() => document.body.dataset.fresh) === 'invalid', 'invalid');
+    check(/grayscale/.test(await grey()), 'greyed under a validation error');
+    check(/error/.test(await page.textContent('#job-status')) && await page.$eval('#job-status', (el) => !el.hidden), 'labelled under a validation error');
+    await page.fill('input[name="parallel.tp"]', '2');
+    await settled(page);
+    check(await grey() === 'none', 'fresh again after a valid edit');
+  });
+
+  await run('graph: the whole stage of Mixtral stage 0 draws its layers in program order', async (page) => {
+    // Issue 25: ELK broke the cycles between layer boxes anywhere, drawing
+    // layers 5, 6, 7, then 0–4. Stage 0 of pp 4 holds layers 0–7 (32 ÷ 4).
+    await page.goto(`${base}/`);
+    await ready(page);
+    await page.selectOption('#job-preset', 'mixtral-8x7b');
+    await page.waitForFunction(() => document.querySelector('#summary')?.dataset.worldSize === '32' && document.body.dataset.state === 'ready', null, { timeout: 120_000 });
+    await page.click('#tab-graph');
+    await page.waitForSelector('#graph svg [data-op]', { timeout: 60_000 });
+    await page.selectOption('#layer', '-2');
+    await page.waitForSelector('#graph svg [data-layer="0"]', { timeout: 60_000 });
+    const order = await page.$$eval('#graph svg [data-layer]', (els) => els.map((e) => [Number(e.dataset.layer), e.getBoundingClientRect().top])
+      .sort((a, b) => a[1] - b[1]).map((x) => x[0]).filter((l) => l >= 0));
+    check(order.join() === '0,1,2,3,4,5,6,7', `layers top to bottom: ${order}`);
+  });
+
+  // ------------------------------------------------------------ phone, a11y
+  await run('390 px phone: results before the editor, skip link, h1 → h2 → h3, 24 px targets, explain the fields', async (page) => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(jobUrl(base, TEACH));
+    await settled(page);
+    const [mainTop, formTop] = await page.evaluate(() => [document.querySelector('main').getBoundingClientRect().top, document.querySelector('#job-form').getBoundingClientRect().top]);
+    check(mainTop < formTop, `results (${mainTop}) above the editor (${formTop})`);
+    check(mainTop < 844, `results start on the first screen: ${mainTop}`);
+    await page.keyboard.press('Tab');
+    check(await page.evaluate(() => document.activeElement?.classList.contains('skip-link')), 'the first Tab stop is the skip link');
+    await page.keyboard.press('Enter');
+    check(await page.evaluate(() => document.activeElement?.id === 'main'), 'the skip link moves focus to the results');
+    // Headings never skip a level, on every tab.
+    for (const tab of ['summary', 'graph', 'rank', 'downloads', 'plan']) {
+      await page.click(`#tab-${tab}`);
+      const levels = await page.$$eval('h1, h2, h3, h4, h5, h6', (hs) => hs.filter((x) => !x.closest('[hidden]')).map((x) => Number(x.tagName[1])));
+      for (let i = 1; i < levels.length; i++) check(levels[i] <= levels[i - 1] + 1, `${tab}: heading levels ${levels.join(' ')}`);
+    }
+    await page.click('#tab-summary');
+    // Every visible control of the editor and the views is at least 24 px
+    // both ways (links inside sentences are exempt). A checkbox or radio
+    // button's target is its whole label (a click on the text toggles it).
+    const small = await page.$$eval('button, select, input:not([type=hidden]), [role=tab], summary', (els) => els
+      .filter((e) => e.getClientRects().length > 0 && !e.closest('[hidden]'))
+      .map((e) => (/^(checkbox|radio)$/.test(e.type) && e.closest('label')) || e)
+      .map((e) => { const r = e.getBoundingClientRect(); return { id: e.id || e.name || e.textContent.trim().slice(0, 20), w: r.width, h: r.height }; })
+      .filter((r) => r.w < 24 || r.h < 24));
+    check(small.length === 0, `controls under 24 px: ${JSON.stringify(small.slice(0, 8))}`);
+    // Explain the fields: the help shows under the fields, no hover needed.
+    await page.click('#explain-fields');
+    const help = await page.$$eval('.field-help', (els) => els.filter((e) => e.getClientRects().length > 0).length);
+    check(help >= 5, `${help} field explanations shown`);
+    check(await page.getAttribute('#explain-fields', 'aria-pressed') === 'true', 'the toggle says it is on');
+    await checkAxe(page, 'phone with explanations');
+  });
+
+  return results;
+}
+
+// Alone: node tests/js/app-learn.mjs [name prefix]
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { serveStatic, launchChromium } = await import('./launch.mjs');
+  const { server, base } = await serveStatic([['/', path.join(REPO_ROOT, 'build/web')]]);
+  const browser = await launchChromium();
+  try {
+    const results = await learnCases(browser.context, base, process.argv[2] ?? '');
+    for (const r of results) console.log(`  ${r.status === 'pass' ? 'ok  ' : 'FAIL'}  ${r.name} (${r.ms.toFixed(0)} ms)${r.status === 'pass' ? '' : `\n${r.message.replace(/^/gm, '        ')}`}`);
+    const failed = results.filter((r) => r.status !== 'pass').length;
+    console.log(`${results.length - failed} passed, ${failed} failed`);
+    process.exitCode = failed ? 1 : 0;
+  } finally {
+    await browser.close();
+    server.close();
+  }
+}
