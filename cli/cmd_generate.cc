@@ -181,6 +181,7 @@ int cmd_generate(const std::vector<std::string>& argv) {
     std::cerr << "stagecraft " << kCmd << ": note: " << (sig == SIGINT ? "SIGINT" : "SIGTERM")
               << " arrived after " << dir.string() << " was complete; kept it\n";
 
+  set_stdout_failure_note(dir.string() + " is complete");
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (quiet) return kExitOk;
   char secs[32];
