@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -161,6 +162,10 @@ int finish_stdout(int rc) {
 }  // namespace sc::cli
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) would kill the process by SIGXFSZ
+  // mid-write, leaving OUT.tmp-<pid>; ignored, the write fails with EFBIG
+  // and the ordinary error path reports it and removes the temporary.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     sc::cli::check_stdout_writes();
     return sc::cli::finish_stdout(sc::cli::run(argc, argv));

@@ -83,13 +83,21 @@ fi
 "$CLI" generate "${JOB[@]}" --quiet -o quiet > quiet.out 2> quiet.err || fail "--quiet run"
 [[ -s quiet.out || -s quiet.err ]] && fail "--quiet printed something"
 
-# A write failure mid-archive (file size limit, SIGXFSZ ignored so write
-# fails with EFBIG): clear error, no archive, no temporary.
+# A write failure mid-export (file size limit, SIGXFSZ at its default
+# action, which the CLI ignores so the write fails with EFBIG; issue 24 D8:
+# the test used to ignore SIGXFSZ itself): clear error, no output, no
+# temporary, for an archive and a directory.
 BIG=(--model gpt3-1.7b --layers 4 --tp 2 --dp 8 --seq-len 256 --global-batch-size 64)
-(trap '' XFSZ; ulimit -f 200; exec "$CLI" generate "${BIG[@]}" -o limited.tar.gz --compression-level 0 > /dev/null 2> limited2.err) ; rc=$?
-[[ $rc == 1 ]] || fail "file-size limit: exit $rc"
-grep -q "error: .*limited.tar.gz.tmp-[0-9]*.*File too large \[io_error\]" limited2.err || fail "file-size message: $(cat limited2.err)"
-compgen -G "limited*" | grep -v '\.err$' && fail "a failed archive left files"
+for out in limited.tar.gz limited_dir; do
+  (trap - XFSZ; ulimit -f 200; exec "$CLI" generate "${BIG[@]}" -o $out --compression-level 0 > /dev/null 2> $out.err2) ; rc=$?
+  [[ $rc == 1 ]] || fail "$out: file-size limit: exit $rc (153 = killed by SIGXFSZ)"
+  grep -q "error: .*$out.tmp-[0-9]*.*File too large \[io_error\]" $out.err2 || fail "$out: file-size message: $(cat $out.err2)"
+  [[ "$(grep -c . $out.err2)" == 1 ]] || fail "$out: not one line: $(cat $out.err2)"
+  compgen -G "$out*" | grep -v '\.err2$' && fail "$out: a failed export left files"
+done
+# stdout past the limit: the same.
+(trap - XFSZ; ulimit -f 1; exec "$CLI" graph "${BIG[@]}" > graph.out 2> graph.err2) ; rc=$?
+[[ $rc == 1 ]] && grep -q "cannot write to standard output: File too large" graph.err2 || fail "graph past ulimit -f: exit $rc: $(cat graph.err2)"
 
 # Interrupts at known points (STAGECRAFT_TEST_PAUSE makes the writer wait
 # for the signal there, so these runs do not depend on timing).
