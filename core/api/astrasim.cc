@@ -24,14 +24,11 @@ std::string list(const std::vector<std::string>& v, bool quote) {
   return s + " ]";
 }
 
-// A name from the job (hardware.name) inside a YAML comment: 'name' as it
-// is, or JSON-quoted (escaped) when it holds a control character, so a
-// newline in it cannot start a line of configuration.
-std::string comment_text(const std::string& name) {
-  for (char c : name)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return json_quote(name);
-  return "'" + name + "'";
-}
+// A name from the job (hardware.name) inside a YAML comment: 'name',
+// escaped by echo_text (base/status.h) so that no character YAML reads as
+// a line break (\n, \r, U+0085, U+2028, U+2029) or any other control
+// character can end the comment and start a line of configuration.
+std::string comment_text(const std::string& name) { return "'" + echo_text(name, 200) + "'"; }
 
 }  // namespace
 
