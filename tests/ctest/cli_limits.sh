@@ -28,6 +28,19 @@ grep -q "^stagecraft generate: error: -o: this export would write about [0-9.]* 
 "$CLI" generate --model gpt3-1.7b --layers 2 --seq-len 256 --dp 1048576 --global-batch-size 1048576 --ranks 0-1 -q -o wide_part 2> part.err \
   || fail "1M ranks, --ranks 0-1: $(cat part.err)"
 
+# --- simulate --exhaustive (issue 24 D7): every rank's state at once is
+# checked against the memory budget before the work. 131,072 ranks of a
+# 2-layer GPT (~98 GiB estimated) are refused at once with the estimate and
+# what to change (the old binary ran out of memory under this limit and
+# said "out of memory reading the input"); 2,048 ranks run.
+(ulimit -v 4000000; exec timeout -k 5 120 "$CLI" simulate --model gpt3-1.7b --layers 2 --seq-len 256 --tp 2 --dp 65536 \
+  --global-batch-size 131072 --exhaustive > /dev/null 2> exh.err); rc=$?
+[[ $rc == 1 ]] || fail "exhaustive 131072 ranks: exit $rc"
+grep -q "^stagecraft simulate: error: --exhaustive: simulating every one of the 131072 ranks needs about [0-9.]* GiB of memory (283 nodes per rank, largest group 65536), over the budget of 8.0 GiB. Drop --exhaustive.*\[too_large\]$" exh.err \
+  || fail "exhaustive budget message: $(head -c 400 exh.err)"
+"$CLI" simulate --model gpt3-1.7b --layers 2 --seq-len 256 --tp 2 --dp 1024 --global-batch-size 2048 --exhaustive > exh_ok.out 2>&1 \
+  || fail "exhaustive 2048 ranks refused: $(cat exh_ok.out)"
+
 # --- cancellation (item 4): a signal while the job is being built stops
 # the build (inspect had no handler; generate ignored it while building).
 # The "build" pause holds the CLI just before Generator::create until the
