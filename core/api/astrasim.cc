@@ -24,11 +24,15 @@ std::string list(const std::vector<std::string>& v, bool quote) {
   return s + " ]";
 }
 
-// A name from the job (hardware.name) inside a YAML comment: 'name',
-// escaped by echo_text (base/status.h) so that no character YAML reads as
-// a line break (\n, \r, U+0085, U+2028, U+2029) or any other control
-// character can end the comment and start a line of configuration.
-std::string comment_text(const std::string& name) { return "'" + echo_text(name, 200) + "'"; }
+// A name from the job (hardware.name) inside a YAML comment: 'name' as it
+// is, or "escaped" by echo_text (base/status.h) when it holds anything
+// YAML reads as a line break (\n, \r, U+0085, U+2028, U+2029) or another
+// control character, so it cannot end the comment and start a line of
+// configuration.
+std::string comment_text(const std::string& name) {
+  const std::string e = echo_text(name, 200);
+  return e == name ? "'" + name + "'" : "\"" + e + "\"";
+}
 
 }  // namespace
 
