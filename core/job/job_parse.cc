@@ -202,7 +202,12 @@ Result<Job> parse_job(const std::string& json_text) {
                       std::string("the job must be a JSON object (got ") + jsonf::type_name(j) + ")");
   }
   SC_RETURN_IF_ERROR(
-      jsonf::check_keys(j, {"model", "parallel", "training", "hardware", "network", "mode", "serving"}, ""));
+      jsonf::check_keys(j, {"model", "parallel", "training", "hardware", "network", "mode", "serving", "plan"}, ""));
+  // "plan": the planner's constraints (docs/plan.md). One job file serves
+  // every command (issue 24 D14): the others accept the block, which
+  // changes nothing they build (not part of the canonical job), and check
+  // only that it is an object; stagecraft plan checks its contents.
+  if (const Json* plan = jsonf::find(j, "plan")) SC_RETURN_IF_ERROR(jsonf::expect_object(*plan, "plan"));
   Job job;
   if (const Json* mode = jsonf::find(j, "mode")) {
     SC_ASSIGN_OR_RETURN(std::string s, jsonf::get_string(*mode, "mode"));

@@ -137,5 +137,15 @@ expect denormal 1 "network.scale_out_bandwidth_gbs: must be >= 0.01 (got 4.94066
 echo '{"model": "gpt3-1.7b", "network": {"domain_bandwidth_gbs": 0.001}}' > slow.json
 expect slow-domain 1 "network.domain_bandwidth_gbs: must be >= 0.01 (got 0.001)" -- "$CLI" inspect --config slow.json
 
+# D14: one job file for every command: a "plan" block is accepted by
+# inspect (and changes nothing it prints), and must be an object.
+echo '{"model": {"preset": "gpt3-1.7b", "num_layers": 2}, "training": {"seq_len": 256}, "plan": {"objective": "step_time"}}' > withplan.json
+echo '{"model": {"preset": "gpt3-1.7b", "num_layers": 2}, "training": {"seq_len": 256}}' > noplan.json
+"$CLI" inspect --config withplan.json --json > withplan.out 2>&1 || fail_d "a job with a plan block refused: $(cat withplan.out)"
+"$CLI" inspect --config noplan.json --json > noplan.out 2>&1
+cmp -s withplan.out noplan.out || fail_d "the plan block changed inspect's output"
+echo '{"model": "gpt3-1.7b", "plan": 3}' > badplan.json
+expect plan-not-object 1 "plan: must be an object (got integer 3) [invalid_argument]" -- "$CLI" inspect --config badplan.json
+
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]
