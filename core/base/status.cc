@@ -1,4 +1,5 @@
 #include "base/status.h"
+#include "base/utf8.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -54,6 +55,20 @@ size_t utf8_at(std::string_view s, size_t i, uint32_t* cp) {
   return n;
 }
 }  // namespace
+
+bool valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    uint32_t cp = 0;
+    const size_t n = utf8_at(s, i, &cp);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
 
 std::string echo_text(std::string_view s, size_t max) {
   std::string out;

@@ -147,5 +147,13 @@ cmp -s withplan.out noplan.out || fail_d "the plan block changed inspect's outpu
 echo '{"model": "gpt3-1.7b", "plan": 3}' > badplan.json
 expect plan-not-object 1 "plan: must be an object (got integer 3) [invalid_argument]" -- "$CLI" inspect --config badplan.json
 
+# A flag value that is not valid UTF-8 (it goes into the job's JSON) used
+# to abort the CLI (exit 134); now a usage error naming the flag. Paths may
+# hold any bytes.
+expect flag-utf8 2 "--model is not valid UTF-8 (got 'gpt\xff\n')" -- "$CLI" inspect --model $'gpt\xff\n'
+one_line flag-utf8 <(head -1 err.txt)
+expect flag-utf8-order 2 "--order is not valid UTF-8" -- "$CLI" generate --model gpt3-1.7b --order $'\xff,tp' -o x
+"$CLI" generate --model gpt3-1.7b --layers 1 --seq-len 256 -q -o $'odd\xffdir' || fail_d "an -o path with a non-UTF-8 byte refused"
+
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]
