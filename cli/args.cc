@@ -1,4 +1,5 @@
 #include "args.h"
+#include "base/utf8.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -382,6 +383,16 @@ std::optional<int> parse_or_exit(const std::string& command, const std::vector<s
   std::string error;
   std::optional<Args> a = parse_args(argv, specs, &error);
   if (!a) return usage_error(command, error);
+  // A value that goes into the job (every flag but the paths: FILE, OUT,
+  // DIR) must be valid UTF-8, as a JSON string is: the job built from the
+  // flags used to abort on a strict dump of e.g. --model $'gpt\xff'.
+  for (const FlagSpec& s : specs) {
+    if (!s.takes_value || !a->has(s.name)) continue;
+    const std::string kind = s.value_name ? s.value_name : "";
+    if (kind == "FILE" || kind == "OUT" || kind == "DIR") continue;
+    if (const std::string* v = a->get(s.name); v && !valid_utf8(*v))
+      return usage_error(command, std::string(s.name) + " is not valid UTF-8 (got '" + echo_text(*v) + "')");
+  }
   if (a->has("--help")) {
     std::cout << usage << "\n\nOptions:\n" << flags_help(specs);
     return kExitOk;

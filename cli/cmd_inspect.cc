@@ -50,7 +50,7 @@ void print_job(const Job& job) {
   const ModelConfig& m = job.model;
   const TrainingConfig& t = job.training;
   const HardwareProfile& hw = job.hardware;
-  std::cout << "model       " << m.name << ": " << m.num_layers << " layers, hidden " << m.hidden
+  std::cout << "model       " << echo_text(m.name, 200) << ": " << m.num_layers << " layers, hidden " << m.hidden
             << ", " << m.num_heads << " heads (kv " << m.num_kv_heads << ", head_dim " << m.head_dim
             << "), ffn " << m.ffn_hidden << ", vocab " << m.vocab << "\n"
             << "            " << (m.norm == NormKind::kRMSNorm ? "RMSNorm" : "LayerNorm") << ", "
@@ -94,7 +94,7 @@ void print_job(const Job& job) {
             << ", global batch " << t.global_batch_size << " (" << t.num_micro_batches(job.parallel)
             << " micro-batches per rank), " << dtype_name(t.dtype) << ", grads "
             << dtype_name(t.grad_reduce_dtype) << "\n";
-  std::cout << "hardware    " << hw.name << ": " << fmt("%.1f", hw.peak_for(t.dtype) / 1e12)
+  std::cout << "hardware    " << echo_text(hw.name, 200) << ": " << fmt("%.1f", hw.peak_for(t.dtype) / 1e12)
             << " TFLOP/s " << dtype_name(t.dtype) << ", " << fmt("%.2f", hw.mem_bandwidth / 1e12)
             << " TB/s HBM, " << fmt("%.0f", hw.memory_bytes / 1e9) << " GB, efficiency "
             << fmt("%.2f", hw.compute_efficiency) << " compute / " << fmt("%.2f", hw.memory_efficiency)

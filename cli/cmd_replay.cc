@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 
+#include "api/export.h"
 #include "args.h"
 #include "check/group_file.h"
 #include "check/replay.h"
@@ -30,6 +31,8 @@ int cmd_replay(const std::vector<std::string>& argv) {
   namespace fs = std::filesystem;
   const fs::path dir = args.positional[0];
   const std::string prefix = args.has("--prefix") ? *args.get("--prefix") : "trace";
+  if (!valid_trace_prefix(prefix))  // never a path: "../x" would read outside DIR (issue 24 D14)
+    return usage_error(cmd, "--prefix must be a file name of letters, digits, '.', '_' or '-' (got '" + prefix + "')");
   Result<std::string> gtext = read_file((dir / "comm_groups.json").string(), kMaxGroupFileBytes);
   if (!gtext.ok()) return report_error(cmd, gtext.error());
   Result<GroupTable> groups = parse_group_file((dir / "comm_groups.json").string(), *gtext);

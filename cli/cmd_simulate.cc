@@ -1,6 +1,7 @@
 // stagecraft simulate: the step time of the whole job (docs/simulate.md),
 // from the same per-rank programs the traces hold. Same job inputs as
 // inspect; the network is the job's "network" block (docs/job-format.md).
+#include <algorithm>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "api/api.h"
+#include "api/budget.h"
 #include "api/serving.h"
 #include "api/simulate.h"
 #include "args.h"
@@ -117,6 +119,35 @@ int sweep(const Job& job, const Generator& gen, const std::vector<int64_t>& valu
 
 }  // namespace
 
+// --exhaustive keeps every rank's simulation state at once: refused before
+// the work when the estimate is past the memory budget (issue 24 D7).
+// Calibration (docs/promises.md, "Budgets"): peak RSS over the ordinary
+// simulate of seven jobs (gpt3-1.7b, llama3-8b, llama3-70b; 2,048-8,192
+// ranks, 279-2,678 nodes per rank, largest group 64-4,096) fits 30.4 B per
+// node per rank plus 7.8 B per member of the largest group per rank within
+// 5%; the estimate uses 38 and 10 (1.23-1.33x the measured growth), plus
+// the engine's own estimate.
+static Status check_exhaustive_budget(const Job& job, const Generator& gen) {
+  const auto summary = nlohmann::json::parse(gen.summary_json(), nullptr, false);
+  const auto* trace = summary.is_object() && summary.contains("trace") ? &summary["trace"] : nullptr;
+  const int64_t nodes = trace && (*trace)["nodes_per_rank"].is_number_integer() ? (*trace)["nodes_per_rank"].get<int64_t>() : 0;
+  const auto& p = job.parallel;
+  const int64_t group = std::max({p.dp, p.tp, p.pp, p.cp, p.ep, int64_t{1}});
+  const int64_t world = std::max<int64_t>(1, p.world_size());
+  const double per_rank = 38.0 * static_cast<double>(nodes) + 10.0 * static_cast<double>(group);
+  const double need = static_cast<double>(world) * per_rank + static_cast<double>(estimate_job(job).engine_bytes);
+  const int64_t budget = engine_budget().max_engine_bytes;
+  if (need <= static_cast<double>(budget)) return ok_status();
+  return make_error(ErrorCode::kTooLarge,
+                    "simulating every one of the " + std::to_string(world) + " ranks needs about " +
+                        human_bytes(need >= 4e18 ? INT64_MAX / 4 : static_cast<int64_t>(need)) + " of memory (" +
+                        std::to_string(nodes) + " nodes per rank, largest group " + std::to_string(group) +
+                        "), over the budget of " + human_bytes(budget) +
+                        ". Drop --exhaustive (one rank per symmetry class gives the same step time), or "
+                        "--allow-large to raise the budget to the free memory",
+                    "--exhaustive");
+}
+
 int cmd_simulate(const std::vector<std::string>& argv) {
   std::vector<FlagSpec> specs = job_flags();
   specs.push_back({"--exhaustive", nullptr, false, "", "simulate every rank, not one per symmetry class"});
@@ -147,6 +178,9 @@ int cmd_simulate(const std::vector<std::string>& argv) {
     values.push_back(summary["inference"]["concurrency"].get<int64_t>());
   }
   if (!values.empty()) return sweep(job, *gen, values, args.has("--json"));
+  if (args.has("--exhaustive")) {
+    if (Status st = check_exhaustive_budget(job, *gen); !st.ok()) return report_error(kCmd, st.error());
+  }
   SimulateOptions o;
   o.exhaustive = args.has("--exhaustive");
   o.astra = args.has("--astra");

@@ -22,6 +22,8 @@
 #include <system_error>
 #include <thread>
 
+#include "api/export.h"
+#include "base/json.h"
 #include "args.h"
 #include "check/group_file.h"
 #include "check/validate.h"
@@ -100,37 +102,9 @@ struct FileResult {
   RankCheck check;
 };
 
-}  // namespace
-
-int cmd_validate(const std::vector<std::string>& argv) {
-  const char* cmd = "validate";
-  const char* usage =
-      "usage: stagecraft validate DIR [--prefix trace] [--json] [--threads N]\n"
-      "\n"
-      "Checks a directory of Chakra traces (<prefix>.<rank>.et + comm_groups.json)\n"
-      "across all ranks for what makes ASTRA-sim abort or hang: ids, dependencies,\n"
-      "cycles, node and collective types, attributes, groups, the per-group\n"
-      "collective sequence of every member, send/recv pairing and the rank files\n"
-      "(rules R0-R9, docs/validate.md). Reads one rank at a time per thread, so\n"
-      "memory stays small for 100K-rank jobs. Prints the first 50 findings and\n"
-      "counts per rule; exits 0 when there is no error (warnings allowed), 1 otherwise.";
-  static const std::vector<FlagSpec> specs = {{"--help", "-h", false, "", "show this help"},
-                                              {"--prefix", nullptr, true, "NAME", "trace file prefix (default trace)"},
-                                              {"--json", nullptr, false, "", "print the report as JSON"},
-                                              {"--threads", nullptr, true, "N", "worker threads (default: one per core, at most 8)"}};
-  Args args;
-  if (std::optional<int> rc = parse_or_exit(cmd, argv, specs, usage, &args)) return *rc;
-  if (args.positional.size() != 1) return usage_error(cmd, "expects exactly one DIR");
-  int threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 8);
-  if (args.has("--threads")) {
-    const std::string& t = *args.get("--threads");
-    char* end = nullptr;
-    const long v = std::strtol(t.c_str(), &end, 10);
-    if (t.empty() || *end || v < 1 || v > 64) return usage_error(cmd, "--threads must be an integer 1..64 (got '" + t + "')");
-    threads = static_cast<int>(v);
-  }
-  const fs::path dir = args.positional[0];
-  const std::string prefix = args.has("--prefix") ? *args.get("--prefix") : "trace";
+// One directory of traces: prints its report (text), or stores it in
+// *json_out (--json); returns the exit status.
+int validate_one(const char* cmd, const fs::path& dir, const std::string& prefix, int threads, std::string* json_out) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     return report_error(cmd, make_error(ErrorCode::kIoError, dir.string() + ": not a directory"));
@@ -336,14 +310,91 @@ int cmd_validate(const std::vector<std::string>& argv) {
   report.append(extra_undecoded_rep);
   report.append(validator.finish());
 
-  if (args.has("--json")) {
-    std::cout << report.json() << "\n";
+  if (json_out) {
+    *json_out = report.json();
   } else {
     std::cout << dir.string() << ": " << files.size() << " trace files, " << nodes << " nodes, " << groups.size()
               << " groups\n"
               << report.text(50) << (report.ok() ? "valid\n" : "invalid\n");
   }
   return report.ok() ? kExitOk : kExitError;
+}
+
+// An inference job's export (docs/export.md): no traces of its own but
+// part folders, each a trace directory. Their names, in archive order.
+std::vector<std::string> part_folders(const fs::path& dir, const std::string& prefix) {
+  std::error_code ec;
+  if (fs::exists(dir / "comm_groups.json", ec)) return {};
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    if (n.size() > prefix.size() + 4 && n.compare(0, prefix.size() + 1, prefix + ".") == 0 &&
+        n.compare(n.size() - 3, 3, ".et") == 0)
+      return {};
+  }
+  std::vector<std::string> parts;
+  for (const char* p : {"prefill", "decode", "mixed", "kv_transfer"})
+    if (fs::is_directory(dir / p, ec)) parts.push_back(p);
+  return parts;
+}
+
+}  // namespace
+
+int cmd_validate(const std::vector<std::string>& argv) {
+  const char* cmd = "validate";
+  const char* usage =
+      "usage: stagecraft validate DIR [--prefix trace] [--json] [--threads N]\n"
+      "\n"
+      "Checks a directory of Chakra traces (<prefix>.<rank>.et + comm_groups.json)\n"
+      "across all ranks for what makes ASTRA-sim abort or hang: ids, dependencies,\n"
+      "cycles, node and collective types, attributes, groups, the per-group\n"
+      "collective sequence of every member, send/recv pairing and the rank files\n"
+      "(rules R0-R9, docs/validate.md). Reads one rank at a time per thread, so\n"
+      "memory stays small for 100K-rank jobs. Prints the first 50 findings and\n"
+      "counts per rule; exits 0 when there is no error (warnings allowed), 1 otherwise.";
+  static const std::vector<FlagSpec> specs = {{"--help", "-h", false, "", "show this help"},
+                                              {"--prefix", nullptr, true, "NAME", "trace file prefix (default trace)"},
+                                              {"--json", nullptr, false, "", "print the report as JSON"},
+                                              {"--threads", nullptr, true, "N", "worker threads (default: one per core, at most 8)"}};
+  Args args;
+  if (std::optional<int> rc = parse_or_exit(cmd, argv, specs, usage, &args)) return *rc;
+  if (args.positional.size() != 1) return usage_error(cmd, "expects exactly one DIR");
+  int threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 8);
+  if (args.has("--threads")) {
+    const std::string& t = *args.get("--threads");
+    char* end = nullptr;
+    const long v = std::strtol(t.c_str(), &end, 10);
+    if (t.empty() || *end || v < 1 || v > 64) return usage_error(cmd, "--threads must be an integer 1..64 (got '" + t + "')");
+    threads = static_cast<int>(v);
+  }
+  const fs::path dir = args.positional[0];
+  const std::string prefix = args.has("--prefix") ? *args.get("--prefix") : "trace";
+  if (!valid_trace_prefix(prefix))  // never a path: "../x" would read outside DIR (issue 24 D14)
+    return usage_error(cmd, "--prefix must be a file name of letters, digits, '.', '_' or '-' (got '" + prefix + "')");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return report_error(cmd, make_error(ErrorCode::kIoError, dir.string() + ": not a directory"));
+  }
+  const bool json = args.has("--json");
+  const std::vector<std::string> parts = part_folders(dir, prefix);
+  if (parts.empty()) {
+    std::string j;
+    const int rc = validate_one(cmd, dir, prefix, threads, json ? &j : nullptr);
+    if (json && !j.empty()) std::cout << j << "\n";
+    return rc;
+  }
+  // A serving export: each phase folder on its own; valid when all are.
+  int rc = kExitOk;
+  std::string j = "{\"parts\": {";
+  for (size_t i = 0; i < parts.size(); ++i) {
+    std::string one;
+    const int r = validate_one(cmd, dir / parts[i], prefix, threads, json ? &one : nullptr);
+    if (r != kExitOk) rc = r;
+    if (json) j += (i ? ", " : "") + json_quote(parts[i]) + ": " + (one.empty() ? std::string("null") : one);
+    else if (i + 1 < parts.size()) std::cout << "\n";
+  }
+  if (json) std::cout << j << "}, \"valid\": " << (rc == kExitOk ? "true" : "false") << "}\n";
+  else std::cout << (rc == kExitOk ? "all " : "not all ") << parts.size() << " parts valid\n";
+  return rc;
 }
 
 }  // namespace sc::cli

@@ -16,6 +16,12 @@ int cmd_simulate(const std::vector<std::string>& argv);
 int cmd_plan(const std::vector<std::string>& argv);
 int cmd_serve_capacity(const std::vector<std::string>& argv);
 
+// stdout is checked at exit (main.cc): a failed write exits 1 with one
+// line on stderr. A command whose real work is already done (generate's
+// committed export) adds what is true despite the failure, e.g.
+// "out is complete", to that line.
+void set_stdout_failure_note(const std::string& note);
+
 // Top-level usage text (stagecraft help).
 std::string main_usage();
 

@@ -424,41 +424,180 @@ Error exists_meanwhile(const fs::path& out) {
                                              "ours (use --force to replace a previous export)");
 }
 
-// Moves tmp to out. Without replace, fails if out appeared meanwhile; with
-// it, the old output is moved aside first (restored if the final rename
-// fails) and removed once the new one is in place.
-Status commit(const fs::path& tmp, const fs::path& out, bool is_dir, bool replace) {
+Error changed_meanwhile(const fs::path& out) {
+  return make_error(ErrorCode::kIoError, out.string() +
+                                             " changed during the export (something was written or moved there); "
+                                             "kept it as it is and removed ours");
+}
+
+// What OUT was when the export started; the commit replaces only that
+// (docs/export.md, "Committing"). A directory's tree is its entries'
+// relative names with their type ('f' regular file, 'd' directory, 'o'
+// anything else), sorted, and the root's device and inode: a file added,
+// removed or renamed, or another directory moved in at OUT, changes it.
+struct OutState {
+  enum class Kind { kAbsent, kEmptyDir, kOldDir, kOldArchive } kind = Kind::kAbsent;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  std::vector<std::string> tree;
+  bool operator==(const OutState& o) const { return kind == o.kind && dev == o.dev && ino == o.ino && tree == o.tree; }
+};
+
+bool list_tree(const fs::path& root, const std::string& rel, int depth, std::vector<std::string>* tree) {
   std::error_code ec;
-  fs::path old;
-  if (replace && is_dir) {
-    old = out;
-    old += ".old-" + std::to_string(::getpid());
-    fs::rename(out, old, ec);
-    if (ec) return make_error(ErrorCode::kIoError, "cannot move " + out.string() + " aside: " + ec.message());
+  for (fs::directory_iterator it(root / rel, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string n = rel.empty() ? it->path().filename().string() : rel + "/" + it->path().filename().string();
+    const fs::file_type t = it->symlink_status(ec).type();
+    if (ec) return false;
+    if (t == fs::file_type::directory) {
+      tree->push_back("d " + n);
+      if (depth > 0 && !list_tree(root, n, depth - 1, tree)) return false;
+      if (depth == 0) tree->push_back("o " + n + "/...");  // deeper than an export goes: never equal to one
+    } else {
+      tree->push_back((t == fs::file_type::regular ? "f " : "o ") + n);
+    }
   }
-  if (replace && !is_dir) {
+  return !ec;
+}
+
+// The state of path now (kind_hint: what the caller expects it to be).
+std::optional<OutState> snapshot(const fs::path& path, bool is_dir) {
+  OutState st;
+  struct stat sb {};
+  if (::lstat(path.c_str(), &sb) != 0) {
+    if (errno == ENOENT) return st;
+    return std::nullopt;
+  }
+  st.dev = sb.st_dev;
+  st.ino = sb.st_ino;
+  if (is_dir) {
+    if (!S_ISDIR(sb.st_mode) || !list_tree(path, "", 1, &st.tree)) return std::nullopt;
+    std::sort(st.tree.begin(), st.tree.end());
+    st.kind = st.tree.empty() ? OutState::Kind::kEmptyDir : OutState::Kind::kOldDir;
+  } else {
+    if (!S_ISREG(sb.st_mode)) return std::nullopt;
+    st.kind = OutState::Kind::kOldArchive;
+    st.tree.push_back(std::to_string(sb.st_size) + " " + std::to_string(sb.st_mtim.tv_sec) + "." +
+                      std::to_string(sb.st_mtim.tv_nsec));
+  }
+  return st;
+}
+
+// Removes root's entries named in tree (files, then folders deepest
+// first), then root itself; never anything else: a folder that still
+// holds a stranger stays. Returns false if root could not be removed.
+bool remove_known(const fs::path& root, const std::vector<std::string>& tree) {
+  std::vector<std::string> dirs;
+  for (const std::string& e : tree) {
+    const std::string n = e.substr(2);
+    if (e[0] == 'd') dirs.push_back(n);
+    else if (e[0] == 'f') ::unlink((root / n).c_str());
+  }
+  std::sort(dirs.begin(), dirs.end(), [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  for (const std::string& d : dirs) ::rmdir((root / d).c_str());
+  return ::rmdir(root.c_str()) == 0 || errno == ENOENT;
+}
+
+// Swaps two paths atomically (Linux renameat2 RENAME_EXCHANGE); errno on failure.
+int exchange(const fs::path& a, const fs::path& b) {
+  return ::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0 ? 0 : errno;
+}
+
+// Moves tmp (holding the files named by ours) to out, which must still be
+// what it was at the start (was):
+// - absent: rename without replacing (fails if anything appeared);
+// - an empty directory: rename(2) onto it, which the kernel refuses
+//   (ENOTEMPTY) if anything was written into it meanwhile;
+// - a previous directory export (--force): checked unchanged, swapped
+//   with tmp (RENAME_EXCHANGE), checked again on the far side of the swap
+//   (swapped back if it changed in between), then only its known files
+//   removed;
+// - a previous archive (--force): checked unchanged, then replaced
+//   atomically.
+// On refusal nothing at out is touched; the caller removes tmp.
+Status commit(const fs::path& tmp, const fs::path& out, bool is_dir, const OutState& was,
+              const std::vector<std::string>& ours) {
+  using K = OutState::Kind;
+  if (was.kind == K::kAbsent) {
+    if (int err = rename_noreplace(tmp, out, is_dir); err != 0) {
+      if (err == EEXIST || err == ENOTEMPTY) return exists_meanwhile(out);
+      return make_error(ErrorCode::kIoError, os_error("rename " + tmp.string() + " to", out, err));
+    }
+    test_pause("committed");
+    return ok_status();
+  }
+  const std::optional<OutState> now = snapshot(out, is_dir);
+  if (!now || !(*now == was)) return changed_meanwhile(out);
+  if (was.kind == K::kEmptyDir) {
+    if (::rename(tmp.c_str(), out.c_str()) != 0) {
+      const int err = errno;
+      if (err == ENOTEMPTY || err == EEXIST || err == ENOTDIR || err == EISDIR) return changed_meanwhile(out);
+      return make_error(ErrorCode::kIoError, os_error("rename " + tmp.string() + " to", out, err));
+    }
+    test_pause("committed");
+    return ok_status();
+  }
+  if (was.kind == K::kOldArchive) {
+    std::error_code ec;
     fs::rename(tmp, out, ec);  // atomic replacement of the previous archive
     if (ec) return make_error(ErrorCode::kIoError, "cannot rename " + tmp.string() + " to " + out.string() + ": " + ec.message());
-  } else if (int err = rename_noreplace(tmp, out, is_dir); err != 0) {
-    std::error_code ignored;
-    if (!old.empty()) fs::rename(old, out, ignored);
-    if (err == EEXIST || err == ENOTEMPTY) return exists_meanwhile(out);
-    return make_error(ErrorCode::kIoError, os_error("rename " + tmp.string() + " to", out, err));
+    test_pause("committed");
+    return ok_status();
+  }
+  // A previous directory export. Swap it with ours: out is then ours and
+  // tmp the old one, which we check once more (it may have changed between
+  // the check above and the swap).
+  fs::path old = tmp;
+  int err = exchange(tmp, out);
+  if (err == EINVAL || err == ENOSYS || err == EOPNOTSUPP) {
+    // No RENAME_EXCHANGE here: move the old one aside, then ours in.
+    old = out;
+    old += ".old-" + std::to_string(::getpid());
+    if (::rename(out.c_str(), old.c_str()) != 0)
+      return make_error(ErrorCode::kIoError, os_error("move aside", out, errno));
+    const std::optional<OutState> moved = snapshot(old, true);
+    if (!moved || !(*moved == was)) {
+      ::rename(old.c_str(), out.c_str());
+      return changed_meanwhile(out);
+    }
+    if (int e = rename_noreplace(tmp, out, true); e != 0) {
+      ::rename(old.c_str(), out.c_str());
+      return e == EEXIST || e == ENOTEMPTY ? changed_meanwhile(out)
+                                           : make_error(ErrorCode::kIoError, os_error("rename " + tmp.string() + " to", out, e));
+    }
+  } else if (err != 0) {
+    return make_error(ErrorCode::kIoError, os_error("swap " + tmp.string() + " with", out, err));
+  } else {
+    const std::optional<OutState> swapped = snapshot(old, true);
+    if (!swapped || !(*swapped == was)) {
+      exchange(tmp, out);  // back: the old (changed) one at out, ours at tmp
+      return changed_meanwhile(out);
+    }
   }
   test_pause("committed");
-  if (!old.empty()) fs::remove_all(old, ec);
+  if (!remove_known(old, was.tree))
+    std::fprintf(stderr, "stagecraft: note: kept %s: it holds files stagecraft did not write\n", old.c_str());
+  (void)ours;
   return ok_status();
 }
 
-// Removes the temporary unless released.
+// Removes the temporary unless released: an archive file, or a directory
+// of which only the files named in tree (what this export writes) are
+// removed.
 struct TempPath {
   fs::path path;
   int fd = -1;
   bool keep = false;
+  bool is_dir = false;
+  std::vector<std::string> tree;
   ~TempPath() {
     if (fd >= 0) ::close(fd);
-    std::error_code ec;
-    if (!keep && !path.empty()) fs::remove_all(path, ec);
+    if (keep || path.empty()) return;
+    if (!is_dir) {
+      ::unlink(path.c_str());
+    } else if (!remove_known(path, tree)) {
+      std::fprintf(stderr, "stagecraft: note: kept %s: it holds files stagecraft did not write\n", path.c_str());
+    }
   }
 };
 
@@ -581,8 +720,13 @@ Status run_export(const Generator& gen, const ArchiveEncoder& enc, const ExportO
   const fs::path& out = opt.out;
   std::error_code ec;
   const bool is_dir = opt.format == OutputFormat::kDirectory;
+  // What out is now (checked on both sides of check_output): the commit
+  // replaces only that.
+  const std::optional<OutState> was = snapshot(out, is_dir);
   bool replace = false;
   SC_RETURN_IF_ERROR(check_output(out, opt.format, opt.force, &replace));
+  if (const std::optional<OutState> again = snapshot(out, is_dir); !was || !again || !(*again == *was))
+    return changed_meanwhile(out);
   ArchiveSpec spec;
   spec.layout = is_dir ? ArchiveLayout::kFiles : ArchiveLayout::kBundle;
   spec.prefix = opt.prefix;
@@ -594,9 +738,31 @@ Status run_export(const Generator& gen, const ArchiveEncoder& enc, const ExportO
     if (ec) return make_error(ErrorCode::kIoError, "cannot create " + parent.string() + ": " + ec.message());
   }
   TempPath tmp;
-  tmp.path = out;
-  tmp.path += ".tmp-" + std::to_string(::getpid());
-  fs::remove_all(tmp.path, ec);
+  tmp.is_dir = is_dir;
+  if (is_dir) {
+    for (const ArchiveEntry& e : entries) {
+      if (e.kind == ArchiveEntry::Kind::kManifest) continue;  // a directory has no manifest
+      tmp.tree.push_back("f " + e.name);
+      if (const size_t slash = e.name.rfind('/'); slash != std::string::npos) tmp.tree.push_back("d " + e.name.substr(0, slash));
+    }
+    std::sort(tmp.tree.begin(), tmp.tree.end());
+    tmp.tree.erase(std::unique(tmp.tree.begin(), tmp.tree.end()), tmp.tree.end());
+  }
+  // OUT.tmp-<pid>, or OUT.tmp-<pid>-<n> if a stale one is there (never removed: not ours).
+  fs::path tmp_name;
+  for (int n = 0;; ++n) {
+    tmp_name = out;
+    tmp_name += ".tmp-" + std::to_string(::getpid()) + (n ? "-" + std::to_string(n) : "");
+    int err = 0;
+    if (is_dir) {
+      if (::mkdir(tmp_name.c_str(), 0755) != 0) err = errno;
+    } else if ((tmp.fd = ::open(tmp_name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) < 0) {
+      err = errno;
+    }
+    if (err == 0) break;
+    if (err != EEXIST || n >= 100) return make_error(ErrorCode::kIoError, os_error("create", tmp_name, err));
+  }
+  tmp.path = tmp_name;
 
   Progress progress(opt.progress == ProgressMode::kQuiet  ? Progress::Mode::kQuiet
                     : opt.progress == ProgressMode::kBar   ? Progress::Mode::kBar
@@ -606,12 +772,8 @@ Status run_export(const Generator& gen, const ArchiveEncoder& enc, const ExportO
                                   [](const ArchiveEntry& e) { return e.kind == ArchiveEntry::Kind::kTrace; }));
   Status result = ok_status();
   if (is_dir) {
-    if (!fs::create_directory(tmp.path, ec))
-      return make_error(ErrorCode::kIoError, "cannot create " + tmp.path.string() + ": " + ec.message());
     result = export_directory(enc, entries, opt, tmp.path, &progress, stats);
   } else {
-    tmp.fd = ::open(tmp.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC, 0644);
-    if (tmp.fd < 0) return make_error(ErrorCode::kIoError, os_error("create", tmp.path, errno));
     result = export_archive(gen, enc, entries, spec, opt, tmp.fd, tmp.path.string(), &progress, stats);
     if (result.ok()) {
       int fd = tmp.fd;
@@ -622,10 +784,9 @@ Status run_export(const Generator& gen, const ArchiveEncoder& enc, const ExportO
   progress.finish();
   if (!result.ok()) return result;
   if (g_signal) return cancelled();
-  if (!is_dir) SC_RETURN_IF_ERROR(check_output(out, opt.format, opt.force, &replace));  // recheck: still ours to replace?
   test_pause("commit");
   if (g_signal) return cancelled();
-  SC_RETURN_IF_ERROR(commit(tmp.path, out, is_dir, replace));
+  SC_RETURN_IF_ERROR(commit(tmp.path, out, is_dir, *was, tmp.tree));
   tmp.keep = true;
   stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return ok_status();

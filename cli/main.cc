@@ -1,6 +1,12 @@
 // stagecraft: synthesizes Chakra execution traces for ASTRA-sim.
 // Dispatches to one file per subcommand; never lets an exception escape
 // (the core returns errors as values; this guards allocation failures).
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <new>
@@ -95,11 +101,77 @@ std::string out_of_memory_message() {
                       "error: out of memory reading the input";
 }
 
+// Every command's output goes through std::cout (synchronised with
+// stdio's stdout). A write that failed (a full disk, /dev/full, a closed
+// pipe's EIO) must not exit 0 with truncated output: flush, check the
+// stream's error state, and close the descriptor (NFS reports some errors
+// only then). One line on stderr; exit 1 unless the command already failed.
+namespace {
+// std::cout's buffer: stdio's stdout (so it interleaves with printf as
+// before), remembering the errno of the first failed write.
+class CheckedStdout : public std::streambuf {
+ public:
+  int err = 0;
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    if (std::fputc(traits_type::to_char_type(c), stdout) == EOF) return note(), traits_type::eof();
+    return c;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    const size_t w = std::fwrite(s, 1, static_cast<size_t>(n), stdout);
+    if (w < static_cast<size_t>(n)) note();
+    return static_cast<std::streamsize>(w);
+  }
+  int sync() override { return std::fflush(stdout) == 0 ? 0 : (note(), -1); }
+
+ private:
+  void note() {
+    if (!err) err = errno;
+  }
+};
+CheckedStdout* g_stdout = nullptr;
+std::string g_stdout_note;
+}  // namespace
+
+void set_stdout_failure_note(const std::string& note) { g_stdout_note = note; }
+
+void check_stdout_writes() {
+  g_stdout = new CheckedStdout;  // never freed: std::cout may be flushed at exit
+  std::cout.rdbuf(g_stdout);
+}
+
+int finish_stdout(int rc) {
+  std::cout.flush();
+  bool failed = std::cout.bad() || std::cout.fail();
+  int err = g_stdout ? g_stdout->err : 0;
+  if (std::fflush(stdout) != 0) {
+    failed = true;
+    if (!err) err = errno;
+  }
+  if (std::ferror(stdout)) failed = true;
+  if (!failed && ::close(STDOUT_FILENO) != 0 && errno != EBADF) {
+    failed = true;
+    err = errno;
+  }
+  if (!failed) return rc;
+  std::cerr << (g_command.empty() ? std::string("stagecraft: ") : "stagecraft " + g_command + ": ")
+            << "error: cannot write to standard output: " << (err ? std::strerror(err) : "write error")
+            << (g_stdout_note.empty() ? "" : " (" + g_stdout_note + ")") << "\n";
+  return rc == kExitOk ? kExitError : rc;
+}
+
 }  // namespace sc::cli
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) would kill the process by SIGXFSZ
+  // mid-write, leaving OUT.tmp-<pid>; ignored, the write fails with EFBIG
+  // and the ordinary error path reports it and removes the temporary.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
-    return sc::cli::run(argc, argv);
+    sc::cli::check_stdout_writes();
+    return sc::cli::finish_stdout(sc::cli::run(argc, argv));
   } catch (const std::bad_alloc&) {
     std::cerr << sc::cli::out_of_memory_message() << "\n";
   } catch (const std::exception& e) {

@@ -111,8 +111,8 @@ val bytes_response(const sc::Response& r) {
   if (!r.ok()) {
     val error = val::object();
     error.set("code", std::string(sc::error_code_name(r.error->code)));
-    error.set("message", r.error->message);
-    error.set("path", r.error->path);
+    error.set("message", sc::echo_text(r.error->message, sc::kMaxErrorMessageBytes));
+    error.set("path", sc::echo_text(r.error->path, sc::kMaxErrorPathBytes));
     out.set("error", error);
     return out;
   }

@@ -241,9 +241,11 @@ TraceMetadata Generator::metadata() const {
 std::string error_to_json(const Error& e) {
   nlohmann::json j;
   j["code"] = error_code_name(e.code);
-  j["message"] = e.message;
-  j["path"] = e.path;
-  return j.dump();
+  // Echoed input is escaped, clipped and valid UTF-8 (echo_text): a strict
+  // dump of a raw message with a stray byte would throw, i.e. abort in wasm.
+  j["message"] = echo_text(e.message, kMaxErrorMessageBytes);
+  j["path"] = echo_text(e.path, kMaxErrorPathBytes);
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace sc

@@ -25,12 +25,13 @@ std::string list(const std::vector<std::string>& v, bool quote) {
 }
 
 // A name from the job (hardware.name) inside a YAML comment: 'name' as it
-// is, or JSON-quoted (escaped) when it holds a control character, so a
-// newline in it cannot start a line of configuration.
+// is, or "escaped" by echo_text (base/status.h) when it holds anything
+// YAML reads as a line break (\n, \r, U+0085, U+2028, U+2029) or another
+// control character, so it cannot end the comment and start a line of
+// configuration.
 std::string comment_text(const std::string& name) {
-  for (char c : name)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) return json_quote(name);
-  return "'" + name + "'";
+  const std::string e = echo_text(name, 200);
+  return e == name ? "'" + name + "'" : "\"" + e + "\"";
 }
 
 }  // namespace

@@ -32,11 +32,6 @@ constexpr int64_t kNodesFixed = 200;                 // embedding, head, loss
 // nodes) peaks at 242 MB RSS, ~600 bytes per node.
 constexpr int64_t kEngineBytesPerNode = 640;
 constexpr int64_t kEngineBytesFixed = int64_t{64} << 20;  // graphs, tables, code
-// Serialised .et bytes per node (protobuf: id, name, type, deps, attrs,
-// and the inputs/outputs tensor lists ASTRA-sim's memory tracking reads):
-// measured 93-104 before those lists, ~180 with them (llama3-8b 4 layers,
-// tp 4 cp 2 SP dp 2 ZeRO-3: 363,675 bytes for 2,026 nodes).
-constexpr int64_t kTraceBytesPerNode = 240;
 
 Budget g_budget;
 

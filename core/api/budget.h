@@ -35,6 +35,13 @@ struct JobEstimate {
 // against built jobs). Saturates at INT64_MAX / 4 instead of overflowing.
 JobEstimate estimate_job(const Job& job);
 
+// Serialised .et bytes per node (protobuf: id, name, type, deps, attrs,
+// and the inputs/outputs tensor lists ASTRA-sim's memory tracking reads):
+// measured 93-104 before those lists, ~180 with them (llama3-8b 4 layers,
+// tp 4 cp 2 SP dp 2 ZeRO-3: 363,675 bytes for 2,026 nodes; Llama-3-70B tp 8
+// pp 8, 2 micro-batches: 163,014 bytes for 912 and for 938 nodes).
+inline constexpr int64_t kTraceBytesPerNode = 240;
+
 struct Budget {
   // 2 GiB of estimated engine memory (the estimate is 1-2x the measured
   // peak): leaves room in the 4 GiB wasm heap for growth and the JS side.

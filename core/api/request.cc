@@ -455,7 +455,7 @@ Response RequestHandler::handle(const Request& request) {
   if (!op) {
     std::string known;
     for (const RequestOp& o : kOps) known += (known.empty() ? "" : ", ") + std::string(o.name);
-    return failed(make_error(ErrorCode::kInvalidArgument, "unknown op '" + request.op + "' (known: " + known + ")",
+    return failed(make_error(ErrorCode::kInvalidArgument, "unknown op '" + echo_text(request.op) + "' (known: " + known + ")",
                              "op"));
   }
   const json& args = request.args.is_object() ? request.args : json::object();

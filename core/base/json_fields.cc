@@ -115,6 +115,17 @@ std::string format_double(double v) {
 }  // namespace
 
 Result<Json> parse_text(const std::string& text, const std::string& path) {
+  // nlohmann's lexer takes a NUL byte for the end of the input, so
+  // '{"model": "x"}\0garbage' would parse: refuse any NUL (issue 24 D11).
+  if (const size_t nul = text.find('\0'); nul != std::string::npos) {
+    size_t line = 1, line_start = 0;
+    for (size_t i = 0; i < nul; ++i)
+      if (text[i] == '\n') line = line + 1, line_start = i + 1;
+    return make_error(ErrorCode::kParseError,
+                      "line " + std::to_string(line) + ", column " + std::to_string(nul - line_start + 1) +
+                          ": a NUL byte (\\x00), which JSON text cannot contain",
+                      path);
+  }
   Checker checker(text);
   Json::sax_parse(text, &checker);
   if (const Error* e = checker.error()) {
@@ -129,12 +140,7 @@ Result<Json> parse_text(const std::string& text, const std::string& path) {
   return j;
 }
 
-std::string clip(const std::string& s, size_t max) {
-  if (s.size() <= max) return s;
-  size_t keep = max > 24 ? max - 24 : max;
-  while (keep > 0 && (static_cast<unsigned char>(s[keep]) & 0xC0) == 0x80) --keep;  // whole UTF-8 characters
-  return s.substr(0, keep) + "...(" + std::to_string(s.size()) + " bytes)";
-}
+std::string clip(const std::string& s, size_t max) { return echo_text(s, max); }
 
 std::string join(const std::string& base, const std::string& key) {
   if (base.empty()) return clip(key);

@@ -22,7 +22,8 @@ using Json = nlohmann::json;
 // are errors too (nlohmann would silently keep the last duplicate).
 Result<Json> parse_text(const std::string& text, const std::string& path = "");
 
-// Input echoed in a message is clipped: at most max bytes, then
+// Input echoed in a message is clipped and escaped (echo_text,
+// base/status.h): one line, valid UTF-8, at most about max bytes, then
 // "...(N bytes)" (a 10 MB key must not make a 10 MB error line).
 std::string clip(const std::string& s, size_t max = 64);
 // "base.key", the key clipped.

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -38,6 +39,19 @@ struct Error {
 };
 
 Error make_error(ErrorCode code, std::string message, std::string path = {});
+
+// The one function for text echoed into a message or a comment (issue 24
+// D9, D12): one line, valid UTF-8, nothing a terminal or a YAML/JSON reader
+// would act on, at most about max bytes. Control characters become \n, \r,
+// \t or \xNN; C1 controls (U+0080-U+009F, NEL included), U+2028, U+2029,
+// the bidirectional overrides (U+202A-U+202E, U+2066-U+2069) and U+FEFF
+// become \uXXXX; a byte that is not part of valid UTF-8 becomes \xNN.
+// Longer than max: cut at a character, then "...(N bytes)" (N: the input's
+// size). Backslashes are kept as they are, so echoing twice changes nothing.
+std::string echo_text(std::string_view s, size_t max = 64);
+// Limits of a whole rendered error (Error::to_string, the wasm envelope).
+inline constexpr size_t kMaxErrorMessageBytes = 2000;
+inline constexpr size_t kMaxErrorPathBytes = 400;
 
 // Result<T>: either a T or an Error. Deliberately small: value(), error(),
 // ok(). Accessing the wrong alternative is a bug: SC_CHECK aborts with a

@@ -88,7 +88,7 @@ Result<HardwareProfile> hardware_preset(const std::string& name, const std::stri
   std::string list;
   for (const std::string& n : hardware_names()) list += (list.empty() ? "" : ", ") + n;
   return make_error(ErrorCode::kInvalidArgument,
-                    "unknown hardware preset \"" + name + "\" (known: " + list + ")", path);
+                    "unknown hardware preset \"" + echo_text(name) + "\" (known: " + list + ")", path);
 }
 
 const char* cost_model_name(HardwareProfile::CostModel m) {

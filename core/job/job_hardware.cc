@@ -112,7 +112,7 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
     else if (name == "roofline") hw.cost_model = HardwareProfile::CostModel::kRoofline;
     else
       return make_error(ErrorCode::kInvalidArgument,
-                        "unknown cost model \"" + name + "\" (known: kernel, roofline)", join(path, "cost_model"));
+                        "unknown cost model \"" + echo_text(name) + "\" (known: kernel, roofline)", join(path, "cost_model"));
   }
   return hw;
 }

@@ -13,7 +13,7 @@ Result<E> parse_enum(const Json& v, const std::string& path, const char* a, E ea
   if (s == a) return ea;
   if (s == b) return eb;
   return make_error(ErrorCode::kInvalidArgument,
-                    "unknown value \"" + s + "\" (known: " + a + ", " + b + ")", path);
+                    "unknown value \"" + echo_text(s) + "\" (known: " + a + ", " + b + ")", path);
 }
 
 template <typename E>
@@ -24,7 +24,7 @@ Result<E> parse_enum(const Json& v, const std::string& path, const char* a, E ea
   if (s == b) return eb;
   if (s == c) return ec;
   return make_error(ErrorCode::kInvalidArgument,
-                    "unknown value \"" + s + "\" (known: " + a + ", " + b + ", " + c + ")", path);
+                    "unknown value \"" + echo_text(s) + "\" (known: " + a + ", " + b + ", " + c + ")", path);
 }
 
 

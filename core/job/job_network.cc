@@ -10,6 +10,9 @@ using jsonf::Json;
 using jsonf::join;
 
 constexpr double kMaxGBs = 1e6;        // GB/s (1 PB/s)
+// GB/s: 10 MB/s, below any data-centre link (1 GbE is 0.125 GB/s). A
+// denormal like 5e-324 used to pass "> 0" and time a step at inf s.
+constexpr double kMinGBs = 0.01;
 constexpr double kMaxLatencyUs = 1e6;  // one second per step
 constexpr double kMaxOversubscription = 1024;
 
@@ -31,9 +34,9 @@ Result<NetworkConfig> parse_network_section(const Json& v, const std::string& pa
   }
   struct F { const char* key; double NetworkConfig::*m; double lo; bool lo_incl; double hi; };
   const F fields[] = {
-      {"domain_bandwidth_gbs", &NetworkConfig::domain_bandwidth_gbs, 0, false, kMaxGBs},
+      {"domain_bandwidth_gbs", &NetworkConfig::domain_bandwidth_gbs, kMinGBs, true, kMaxGBs},
       {"domain_latency_us", &NetworkConfig::domain_latency_us, 0, true, kMaxLatencyUs},
-      {"scale_out_bandwidth_gbs", &NetworkConfig::scale_out_bandwidth_gbs, 0, false, kMaxGBs},
+      {"scale_out_bandwidth_gbs", &NetworkConfig::scale_out_bandwidth_gbs, kMinGBs, true, kMaxGBs},
       {"scale_out_latency_us", &NetworkConfig::scale_out_latency_us, 0, true, kMaxLatencyUs},
       {"oversubscription", &NetworkConfig::oversubscription, 1, true, kMaxOversubscription},
   };
@@ -56,7 +59,7 @@ Result<NetworkConfig> parse_network_section(const Json& v, const std::string& pa
     SC_ASSIGN_OR_RETURN(n.algorithm, jsonf::get_string(*x, join(path, "algorithm")));
     if (n.algorithm != "ring" && n.algorithm != "tree" && n.algorithm != "hierarchical")
       return make_error(ErrorCode::kInvalidArgument,
-                        "unknown algorithm \"" + n.algorithm + "\" (known: ring, tree, hierarchical)",
+                        "unknown algorithm \"" + echo_text(n.algorithm) + "\" (known: ring, tree, hierarchical)",
                         join(path, "algorithm"));
   }
   if (const Json* x = jsonf::find(v, "protocols")) {

@@ -84,7 +84,7 @@ Status parse_parallel(const Json& v, ParallelConfig* p, int64_t* world_size) {
     SC_ASSIGN_OR_RETURN(p->cp_algorithm, jsonf::get_string(*x, "parallel.cp_algorithm"));
     if (p->cp_algorithm != "allgather" && p->cp_algorithm != "ring")
       return make_error(ErrorCode::kInvalidArgument,
-                        "unknown cp_algorithm \"" + p->cp_algorithm + "\" (known: allgather, ring)",
+                        "unknown cp_algorithm \"" + echo_text(p->cp_algorithm) + "\" (known: allgather, ring)",
                         "parallel.cp_algorithm");
   }
   if (const Json* x = jsonf::find(v, "zero")) {
@@ -133,7 +133,7 @@ Result<DType> parse_dtype_field(const Json& v, const std::string& path, bool red
   if (!allowed) {
     const char* known = reduce ? "fp32, bf16, fp16" : "fp32, tf32, bf16, fp16, fp8";
     return make_error(ErrorCode::kInvalidArgument,
-                      "unknown dtype \"" + s + "\" (known: " + known + ")", path);
+                      "unknown dtype \"" + echo_text(s) + "\" (known: " + known + ")", path);
   }
   return *dt;
 }
@@ -162,7 +162,7 @@ Result<bool> parse_training(const Json& v, TrainingConfig* t) {
       if (s == schedule_name(k)) { t->schedule = k; found = true; }
     if (!found)
       return make_error(ErrorCode::kInvalidArgument,
-                        "unknown schedule \"" + s + "\" (known: gpipe, 1f1b, interleaved-1f1b, zero-bubble)",
+                        "unknown schedule \"" + echo_text(s) + "\" (known: gpipe, 1f1b, interleaved-1f1b, zero-bubble)",
                         "training.schedule");
   }
   if (const Json* x = jsonf::find(v, "recompute")) {
@@ -172,7 +172,7 @@ Result<bool> parse_training(const Json& v, TrainingConfig* t) {
       if (s == recompute_name(k)) { t->recompute = k; found = true; }
     if (!found)
       return make_error(ErrorCode::kInvalidArgument,
-                        "unknown recompute \"" + s + "\" (known: none, selective, full)", "training.recompute");
+                        "unknown recompute \"" + echo_text(s) + "\" (known: none, selective, full)", "training.recompute");
   }
   if (const Json* x = jsonf::find(v, "seq_len")) {
     SC_ASSIGN_OR_RETURN(t->seq_len, jsonf::get_int(*x, "training.seq_len", 1, limits::kMaxSeqLen));
@@ -201,7 +201,7 @@ Result<bool> parse_training(const Json& v, TrainingConfig* t) {
     std::optional<OptimizerKind> k = parse_optimizer(s);
     if (!k) {
       return make_error(ErrorCode::kInvalidArgument,
-                        "unknown optimizer \"" + s + "\" (known: adam, adamw, sgd)", "training.optimizer");
+                        "unknown optimizer \"" + echo_text(s) + "\" (known: adam, adamw, sgd)", "training.optimizer");
     }
     t->optimizer = *k;
   }
@@ -223,7 +223,12 @@ Result<Job> parse_job(const std::string& json_text) {
                       std::string("the job must be a JSON object (got ") + jsonf::type_name(j) + ")");
   }
   SC_RETURN_IF_ERROR(
-      jsonf::check_keys(j, {"model", "parallel", "training", "hardware", "network", "mode", "serving"}, ""));
+      jsonf::check_keys(j, {"model", "parallel", "training", "hardware", "network", "mode", "serving", "plan"}, ""));
+  // "plan": the planner's constraints (docs/plan.md). One job file serves
+  // every command (issue 24 D14): the others accept the block, which
+  // changes nothing they build (not part of the canonical job), and check
+  // only that it is an object; stagecraft plan checks its contents.
+  if (const Json* plan = jsonf::find(j, "plan")) SC_RETURN_IF_ERROR(jsonf::expect_object(*plan, "plan"));
   Job job;
   if (const Json* mode = jsonf::find(j, "mode")) {
     SC_ASSIGN_OR_RETURN(std::string s, jsonf::get_string(*mode, "mode"));

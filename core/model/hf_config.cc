@@ -149,7 +149,7 @@ Result<ModelConfig> from_llama_style(const HfReader& r, const std::string& model
                           : (a == "silu" || a == "swish");
     if (!ok) {
       return make_error(ErrorCode::kUnsupported,
-                        "gated MLP with activation \"" + a + "\" is not supported (only " +
+                        "gated MLP with activation \"" + echo_text(a) + "\" is not supported (only " +
                             (geglu ? "gelu / gelu_pytorch_tanh, i.e. GeGLU" : "silu, i.e. SwiGLU") + ")",
                         jsonf::join(r.path, key));
     }
@@ -525,7 +525,7 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
   if (model_type == "gemma3") return gemma3_multimodal(r, strict);
   if (const char* missing = not_yet(model_type)) {
     return make_error(ErrorCode::kUnsupported,
-                      "architecture \"" + model_type + "\" is not supported yet (" + missing +
+                      "architecture \"" + echo_text(model_type) + "\" is not supported yet (" + missing +
                           " is not modelled); supported: " + kSupported,
                       type_path);
   }
@@ -539,7 +539,7 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
                           model_type == "gemma" || model_type == "gemma2" || model_type == "gemma3_text" || model_type == "phi3" || deepseek;
   if (!gpt2 && !llama_like) {
     return make_error(ErrorCode::kUnsupported,
-                      "architecture \"" + model_type + "\" is not supported (supported: " + kSupported + ")",
+                      "architecture \"" + echo_text(model_type) + "\" is not supported (supported: " + kSupported + ")",
                       type_path);
   }
   if (!mixtral && !deepseek && !qwen3_moe && !qwen2_moe) {
@@ -549,7 +549,7 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
         return make_error(ErrorCode::kUnsupported,
                           "mixture-of-experts configs are supported for model_type mixtral, qwen2_moe, qwen3_moe, "
                           "deepseek_v2 and deepseek_v3 only (model_type " +
-                          (model_type.empty() ? std::string("not given") : "\"" + model_type + "\"") +
+                          (model_type.empty() ? std::string("not given") : "\"" + echo_text(model_type) + "\"") +
                           ", " + std::string(moe) + " = " + jsonf::brief(*v) + ")",
                           jsonf::join(path, moe));
       }

@@ -76,7 +76,7 @@ struct Reader {
     SC_ASSIGN_OR_RETURN(std::string a, text(key, fallback));
     if (a == modelled) return ok_status();
     return make_error(ErrorCode::kUnsupported,
-                      "activation \"" + a + "\" is not supported (only " + modelled + ")", at(key));
+                      "activation \"" + echo_text(a) + "\" is not supported (only " + modelled + ")", at(key));
   }
   Status no_dropout(std::initializer_list<const char*> keys) {
     for (const char* k : keys) {

@@ -242,7 +242,7 @@ Result<ModelConfig> model_preset(const std::string& name, const std::string& pat
   std::string list;
   for (const std::string& n : preset_names()) list += (list.empty() ? "" : ", ") + n;
   return make_error(ErrorCode::kInvalidArgument,
-                    "unknown model preset \"" + name + "\" (known: " + list + ")", path);
+                    "unknown model preset \"" + echo_text(name) + "\" (known: " + list + ")", path);
 }
 
 }  // namespace sc

@@ -74,5 +74,86 @@ for c in generate inspect graph dump; do
 done
 "$CLI" --version | grep -q '^stagecraft [0-9]' && echo "ok   version" || { echo "FAIL version"; failures=$((failures + 1)); }
 
+# Issue 24 D4, D9, D11, D12, D10. one_line NAME FILE: FILE (stderr) is one
+# line of valid UTF-8 with no control character but the final newline,
+# no U+0085/2028/2029, under 2,500 bytes.
+one_line() {
+  python3 - "$2" <<'PY' || fail_d "$1: not one clean line: $(head -c 300 "$2" | od -c | head -5)"
+import sys
+b = open(sys.argv[1], "rb").read()
+t = b.decode("utf-8")  # raises on invalid UTF-8
+assert t.endswith("\n") and t.count("\n") == 1, t[:200]
+assert not any(ord(c) < 0x20 and c != "\n" or ord(c) == 0x7f or 0x80 <= ord(c) <= 0x9f or c in "\u2028\u2029" for c in t), t[:200]
+assert len(b) < 2500, len(b)
+PY
+}
+fail_d() { echo "FAIL $*"; failures=$((failures + 1)); }
+# D4: a syntax error beside a non-ASCII character (smart quotes): the
+# message used to quote a lone byte of the character.
+printf '{"model": \xe2\x80\x9cgpt3-1.7b\xe2\x80\x9d}' > smart.json
+expect smart-quotes 1 "smart.json: line 1, column 11: syntax error" -- "$CLI" inspect --config smart.json
+one_line smart-quotes err.txt
+# D9: a value with a newline, a terminal escape, a line separator, or 1 MB,
+# echoed in an error: one line, escaped, clipped.
+printf '{"model": "gpt3-1.7b\\nfake: line", "training": {"dtype": "x\\u001b[2Jy"}}' > nl.json
+expect preset-newline 1 'unknown model preset "gpt3-1.7b\nfake: line"' -- "$CLI" inspect --config nl.json
+one_line preset-newline err.txt
+printf '{"model": "gpt3-1.7b", "training": {"dtype": "x\\u001b[2J\\u2028y"}}' > esc.json
+expect dtype-escape 1 'unknown dtype "x\x1b[2J\u2028y"' -- "$CLI" inspect --config esc.json
+one_line dtype-escape err.txt
+for field in '"model": {"preset": "gpt3-1.7b"}, "training": {"schedule": "V"}' '"model": "gpt3-1.7b", "network": {"algorithm": "V"}' \
+             '"model": "gpt3-1.7b", "training": {"recompute": "V"}' '"model": "gpt3-1.7b", "training": {"optimizer": "V"}' \
+             '"model": "gpt3-1.7b", "hardware": "V"' '"model": "V"'; do
+  python3 -c "import sys; print('{' + sys.argv[1].replace('V', 'v\\\\n' * 200000) + '}')" "$field" > big.json
+  "$CLI" inspect --config big.json > /dev/null 2> big.err; rc=$?
+  [[ $rc == 1 ]] || fail_d "1 MB value ($field): exit $rc"
+  one_line "1 MB value ($field)" big.err
+  grep -q '\.\.\.(400000 bytes)' big.err || fail_d "1 MB value ($field) not clipped: $(head -c 300 big.err)"
+done
+# inspect prints model.name and hardware.name escaped.
+printf '{"model": {"preset": "gpt3-1.7b", "name": "a\\u001b[31mb\\nc"}, "hardware": {"preset": "h100", "name": "h\\u2028x"}}' > names.json
+"$CLI" inspect --config names.json --layers 1 > names.out 2>&1 || fail_d "inspect with odd names: $(cat names.out)"
+grep -qF 'model       a\x1b[31mb\nc: ' names.out || fail_d "model.name not escaped: $(grep model names.out | od -c | head -3)"
+grep -qF 'hardware    h\u2028x: ' names.out || fail_d "hardware.name not escaped: $(grep hardware names.out | od -c | head -3)"
+# D12: hardware.name with U+2028/2029/0085 in astra-sim/network.yml: no
+# line separator reaches the YAML (a reader would see an injected key).
+printf '{"model": {"preset": "gpt3-1.7b", "num_layers": 1}, "hardware": {"preset": "h100", "name": "h\\u2028npus_count: [ 9 ]\\u2029x\\u0085y\\nz"}, "training": {"seq_len": 256}}' > yml.json
+"$CLI" generate --config yml.json -q -o yml.zip || fail_d "generate yml.zip"
+mkdir yml && (cd yml && unzip -q ../yml.zip) || fail_d "unzip yml.zip"
+python3 - yml/astra-sim/network.yml <<'PY' || fail_d "network.yml: $(od -c yml/astra-sim/network.yml | head)"
+import sys, yaml
+b = open(sys.argv[1], "rb").read()
+assert b"\xe2\x80\xa8" not in b and b"\xe2\x80\xa9" not in b and b"\xc2\x85" not in b, b[:300]
+d = yaml.safe_load(b.decode())
+assert d["npus_count"] == [1], d
+assert "\\u2028npus_count" in b.decode(), b
+PY
+# D11: bytes after a NUL are not ignored.
+printf '{"model":"gpt3-1.7b"}\0garbage' > nul.json
+expect nul-byte 1 "nul.json: line 1, column 22: a NUL byte (\x00), which JSON text cannot contain [parse_error]" -- "$CLI" inspect --config nul.json
+# D10: a denormal bandwidth is refused naming the field and the range.
+echo '{"model": "gpt3-1.7b", "network": {"scale_out_bandwidth_gbs": 5e-324}}' > denormal.json
+expect denormal 1 "network.scale_out_bandwidth_gbs: must be >= 0.01 (got 4.94066e-324)" -- "$CLI" simulate --config denormal.json
+echo '{"model": "gpt3-1.7b", "network": {"domain_bandwidth_gbs": 0.001}}' > slow.json
+expect slow-domain 1 "network.domain_bandwidth_gbs: must be >= 0.01 (got 0.001)" -- "$CLI" inspect --config slow.json
+
+# D14: one job file for every command: a "plan" block is accepted by
+# inspect (and changes nothing it prints), and must be an object.
+echo '{"model": {"preset": "gpt3-1.7b", "num_layers": 2}, "training": {"seq_len": 256}, "plan": {"objective": "step_time"}}' > withplan.json
+echo '{"model": {"preset": "gpt3-1.7b", "num_layers": 2}, "training": {"seq_len": 256}}' > noplan.json
+"$CLI" inspect --config withplan.json --json > withplan.out 2>&1 || fail_d "a job with a plan block refused: $(cat withplan.out)"
+"$CLI" inspect --config noplan.json --json > noplan.out 2>&1
+cmp -s withplan.out noplan.out || fail_d "the plan block changed inspect's output"
+echo '{"model": "gpt3-1.7b", "plan": 3}' > badplan.json
+expect plan-not-object 1 "plan: must be an object (got integer 3) [invalid_argument]" -- "$CLI" inspect --config badplan.json
+
+# A flag value that is not valid UTF-8 (it goes into the job's JSON) used
+# to abort the CLI (exit 134); now a usage error naming the flag. Paths may
+# hold any bytes.
+expect flag-utf8 2 "--model is not valid UTF-8 (got 'gpt\xff\n')" -- "$CLI" inspect --model $'gpt\xff\n'
+one_line flag-utf8 <(head -1 err.txt)
+expect flag-utf8-order 2 "--order is not valid UTF-8" -- "$CLI" generate --model gpt3-1.7b --order $'\xff,tp' -o x
+"$CLI" generate --model gpt3-1.7b --layers 1 --seq-len 256 -q -o $'odd\xffdir' || fail_d "an -o path with a non-UTF-8 byte refused"
+
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]

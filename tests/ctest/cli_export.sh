@@ -83,13 +83,21 @@ fi
 "$CLI" generate "${JOB[@]}" --quiet -o quiet > quiet.out 2> quiet.err || fail "--quiet run"
 [[ -s quiet.out || -s quiet.err ]] && fail "--quiet printed something"
 
-# A write failure mid-archive (file size limit, SIGXFSZ ignored so write
-# fails with EFBIG): clear error, no archive, no temporary.
+# A write failure mid-export (file size limit, SIGXFSZ at its default
+# action, which the CLI ignores so the write fails with EFBIG; issue 24 D8:
+# the test used to ignore SIGXFSZ itself): clear error, no output, no
+# temporary, for an archive and a directory.
 BIG=(--model gpt3-1.7b --layers 4 --tp 2 --dp 8 --seq-len 256 --global-batch-size 64)
-(trap '' XFSZ; ulimit -f 200; exec "$CLI" generate "${BIG[@]}" -o limited.tar.gz --compression-level 0 > /dev/null 2> limited2.err) ; rc=$?
-[[ $rc == 1 ]] || fail "file-size limit: exit $rc"
-grep -q "error: .*limited.tar.gz.tmp-[0-9]*.*File too large \[io_error\]" limited2.err || fail "file-size message: $(cat limited2.err)"
-compgen -G "limited*" | grep -v '\.err$' && fail "a failed archive left files"
+for out in limited.tar.gz limited_dir; do
+  (trap - XFSZ; ulimit -f 200; exec "$CLI" generate "${BIG[@]}" -o $out --compression-level 0 > /dev/null 2> $out.err2) ; rc=$?
+  [[ $rc == 1 ]] || fail "$out: file-size limit: exit $rc (153 = killed by SIGXFSZ)"
+  grep -q "error: .*$out.tmp-[0-9]*.*File too large \[io_error\]" $out.err2 || fail "$out: file-size message: $(cat $out.err2)"
+  [[ "$(grep -c . $out.err2)" == 1 ]] || fail "$out: not one line: $(cat $out.err2)"
+  compgen -G "$out*" | grep -v '\.err2$' && fail "$out: a failed export left files"
+done
+# stdout past the limit: the same.
+(trap - XFSZ; ulimit -f 1; exec "$CLI" graph "${BIG[@]}" > graph.out 2> graph.err2) ; rc=$?
+[[ $rc == 1 ]] && grep -q "cannot write to standard output: File too large" graph.err2 || fail "graph past ulimit -f: exit $rc: $(cat graph.err2)"
 
 # Interrupts at known points (STAGECRAFT_TEST_PAUSE makes the writer wait
 # for the signal there, so these runs do not depend on timing).
@@ -169,6 +177,56 @@ for out in race.zip race_dir; do
   fi
   compgen -G "$out.tmp-*" && fail "$out: the losing writer left its temporary"
 done
+
+# D1/D2 (issue 24): a directory export replaces only what OUT was when it
+# started. Something written into OUT while it runs (an empty directory,
+# or a previous export being replaced with --force), or another directory
+# moved in at OUT, makes the commit refuse: exit 1, one line, OUT as the
+# user left it, no temporary. resume_after POINT OUT ACTION...: runs
+# generate paused at POINT, does ACTION, lets it go on; sets $rc.
+resume_after() {
+  local point=$1 out=$2; shift 2
+  local extra=(); [[ $point == rank_force ]] && { point=rank; extra=(--force); }
+  rm -f resume
+  STAGECRAFT_TEST_RESUME=$WORK/resume start_paused $point "$out" "${extra[@]}"
+  "$@"
+  touch resume; wait $pid; rc=$?
+}
+mkdir d1_empty
+resume_after rank d1_empty sh -c 'echo mine > d1_empty/notes.txt'
+[[ $rc == 1 ]] || fail "D1: a file added to an empty OUT: exit $rc"
+[[ "$(cat d1_empty/notes.txt 2>/dev/null)" == mine && "$(ls d1_empty)" == notes.txt ]] || fail "D1: OUT changed: $(ls d1_empty)"
+grep -q "error: d1_empty changed during the export (something was written or moved there); kept it as it is and removed ours \[io_error\]" d1_empty.err \
+  || fail "D1 message: $(cat d1_empty.err)"
+(( $(grep -c . d1_empty.err) == 2 )) || fail "D1: not one line: $(cat d1_empty.err)"
+cp -r full d1_old
+resume_after rank_force d1_old sh -c 'echo mine > d1_old/notes.txt'
+[[ $rc == 1 ]] || fail "D1: a file added to a previous export being replaced: exit $rc"
+[[ "$(cat d1_old/notes.txt 2>/dev/null)" == mine ]] || fail "D1: notes.txt in the old export lost"
+rm d1_old/notes.txt; diff -r full d1_old > /dev/null || fail "D1: the old export was touched"
+cp -r full d1_swap
+resume_after rank_force d1_swap sh -c 'mv d1_swap d1_swap.mine && cp -r full d1_swap'
+[[ $rc == 1 ]] || fail "D1: another directory (a look-alike export) moved in at OUT: exit $rc"
+diff -r full d1_swap > /dev/null && diff -r full d1_swap.mine > /dev/null || fail "D1: a swapped-in directory was touched"
+mkdir d1_dir
+resume_after rank d1_dir sh -c 'rmdir d1_dir && mkdir -p d1_dir/sub && echo mine > d1_dir/sub/x'
+[[ $rc == 1 && "$(cat d1_dir/sub/x)" == mine ]] || fail "D1: a non-empty directory moved in at OUT: exit $rc, $(ls -R d1_dir)"
+compgen -G "d1_*.tmp-*" && fail "D1: a refused export left its temporary"
+# Two exports to one existing empty directory: the one held before its
+# commit loses when the other has committed; the winner's files stay.
+mkdir race_empty
+resume_after commit race_empty "$CLI" generate "${JOB[@]}" --ranks 1 -o race_empty -q
+[[ $rc == 1 ]] || fail "D2: both writers to an empty directory succeeded (first exit $rc)"
+grep -q "race_empty changed during the export" race_empty.err || fail "D2 message: $(cat race_empty.err)"
+[[ "$(ls race_empty | grep -c '\.et$')" == 1 && -f race_empty/trace.1.et ]] || fail "D2: the winner's output was touched: $(ls race_empty)"
+compgen -G "race_empty.tmp-*" && fail "D2: the losing writer left its temporary"
+# The same two with --force over a previous export: the loser sees the
+# winner's export (same names, another directory) and refuses.
+cp -r full race_old
+resume_after rank_force race_old "$CLI" generate "${JOB[@]}" --ranks 1 -o race_old -q --force
+[[ $rc == 1 ]] || fail "D2: both --force writers succeeded (first exit $rc)"
+[[ "$(ls race_old | grep -c '\.et$')" == 1 && -f race_old/trace.1.et ]] || fail "D2: the --force winner's output was touched: $(ls race_old)"
+compgen -G "race_old.*" | grep -v '\.\(log\|err\)$' && fail "D2: left $(compgen -G "race_old.*")"
 
 # -o x.zip/ is a usage error (it used to write a directory named x.zip).
 "$CLI" generate "${JOB[@]}" -o y.zip/ > /dev/null 2> slash.err; rc=$?

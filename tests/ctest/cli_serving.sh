@@ -12,7 +12,9 @@
 set -euo pipefail
 cli=${STAGECRAFT_CLI:?}
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+# A background export still running when the script ends (an early exit
+# under set -e) must not write into "$out" while it is being removed.
+trap 'jobs -p | xargs -r kill -KILL 2>/dev/null; wait 2>/dev/null; rm -rf "$out"' EXIT
 cat >"$out/serve.json" <<'J'
 {"mode": "inference", "model": "llama3-70b", "parallel": {"tp": 8}, "hardware": "h100",
  "serving": {"prompt_tokens": 8000, "output_tokens": 192}}
@@ -167,9 +169,16 @@ grep -q "holds 'decode/notes.txt'" "$out/err.txt"
 for fmt in zip dir; do
   o="$out/int.$fmt"; [ "$fmt" = dir ] && o="$out/int"
   set +e
-  STAGECRAFT_TEST_PAUSE=rank "$cli" generate --config "$out/dis.json" -o "$o" -q 2>"$out/pause.err" &
+  # One stderr file per run: with a shared one the wait below could see the
+  # previous run's pause line before this run's redirection truncates it.
+  perr="$out/pause.$fmt.err"
+  STAGECRAFT_TEST_PAUSE=rank "$cli" generate --config "$out/dis.json" -o "$o" -q 2>"$perr" &
   pid=$!
-  for _ in $(seq 200); do grep -q "test pause at rank" "$out/pause.err" && break; sleep 0.05; done
+  # Up to the pause's own 60 s (a loaded machine can take more than 10 s to
+  # get there); a run that never pauses fails here, not in a later check.
+  paused=0
+  for _ in $(seq 1200); do grep -q "test pause at rank" "$perr" 2>/dev/null && { paused=1; break; }; sleep 0.05; done
+  [ "$paused" = 1 ] || { echo "interrupted $fmt export: never paused: $(cat "$perr")"; exit 1; }
   kill -TERM "$pid"; wait "$pid"; rc=$?
   set -e
   [ "$rc" -eq 143 ] || { echo "interrupted $fmt export: exit $rc"; exit 1; }

@@ -99,5 +99,24 @@ check p; expect 1 "error R9: no trace.<rank>.et files" "wrong prefix"
 check; [[ $rc == 2 ]] || fail "no DIR: exit $rc"
 check nope; expect 1 "not a directory" "missing DIR"
 
+# A serving job's export (issue 24): no traces of its own, one folder per
+# phase; validate checks each and is valid when all are.
+echo '{"mode": "inference", "model": {"preset": "llama3-8b", "num_layers": 2}, "parallel": {"tp": 2},
+  "serving": {"prompt_tokens": 256, "output_tokens": 16}}' > serve.json
+"$CLI" generate --config serve.json -q -o serve || fail "generate serving"
+check serve; expect 0 "^all 3 parts valid$" "serving export"
+for part in prefill decode mixed; do grep -q "^serve/$part: 2 trace files" out.txt || fail "serving: no report for $part: $(cat out.txt)"; done
+"$CLI" validate serve --json > serve.json.out || fail "serving --json: exit $?"
+python3 -c "import json; d = json.load(open('serve.json.out')); assert list(d['parts']) == ['prefill', 'decode', 'mixed'] and d['valid'] is True, d" \
+  || fail "serving --json: $(head -c 300 serve.json.out)"
+head -c 100 serve/decode/trace.1.et > cut && mv cut serve/decode/trace.1.et
+check serve; expect 1 "^not all 3 parts valid$" "serving export with a cut decode trace"
+grep -q "trace.1.et does not decode" out.txt || fail "serving: the cut file is not named: $(cat out.txt)"
+# --prefix is a file name, never a path (D14): "../x" would read outside DIR.
+mkdir -p inside && cp gen/comm_groups.json inside/
+check inside --prefix ../gen/trace; [[ $rc == 2 ]] && grep -q "prefix must be a file name" out.txt || fail "validate --prefix ../: exit $rc: $(cat out.txt)"
+"$CLI" replay inside --prefix ../gen/trace > out.txt 2>&1; rc=$?
+[[ $rc == 2 ]] && grep -q "prefix must be a file name" out.txt || fail "replay --prefix ../ read outside DIR: exit $rc: $(cat out.txt)"
+
 if [[ $failures -gt 0 ]]; then echo "$failures failure(s)"; exit 1; fi
 echo "cli_validate: all passed"
