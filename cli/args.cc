@@ -57,6 +57,8 @@ constexpr StringFlag kStringFlags[] = {
     {"--cp-algorithm", "parallel", "cp_algorithm"},
 };
 
+}  // namespace
+
 std::optional<int64_t> parse_int(const std::string& s) {
   int64_t v = 0;
   const char* end = s.data() + s.size();
@@ -64,6 +66,8 @@ std::optional<int64_t> parse_int(const std::string& s) {
   if (ec != std::errc() || p != end || s.empty()) return std::nullopt;
   return v;
 }
+
+namespace {
 
 // The object at j[section], created when absent. Null when the section
 // exists but is not an object: parse_job then reports its type.

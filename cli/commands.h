@@ -14,6 +14,9 @@ int cmd_replay(const std::vector<std::string>& argv);
 int cmd_validate(const std::vector<std::string>& argv);
 int cmd_simulate(const std::vector<std::string>& argv);
 int cmd_plan(const std::vector<std::string>& argv);
+// What plan is doing, for the out-of-memory message ("searching layouts
+// (simulate phase)").
+std::string plan_activity();
 
 // Top-level usage text (stagecraft help).
 std::string main_usage();
