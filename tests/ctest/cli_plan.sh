@@ -194,5 +194,19 @@ done
 "$CLI" plan --model llama3-8b --gpus 8 --seq-len 1024 > /dev/null 2> nogbs.err; rc=$?
 [[ $rc == 1 ]] && grep -q "training.global_batch_size" nogbs.err || fail "missing global batch: $rc $(cat nogbs.err)"
 
+# An impossible request says how many GPUs it needs at least: Llama 3.1
+# 405B has 405,853,388,800 parameters (its Hugging Face config), each
+# 2 + 4 + 12 bytes (bf16 weight, fp32 gradient, Adam's fp32 master and two
+# moments) = 7.305e12 B over 0.9 x 80e9 B usable per H100 = 101.5: 102.
+"$CLI" plan --model llama3-405b --gpus 8 --seq-len 8192 --global-batch-size 16 --progress none --json \
+  > big.json 2> big.err; rc=$?
+[[ $rc == 1 ]] || fail "405B on 8 GPUs: exit $rc"
+python3 -c "
+import json; p = json.load(open('big.json'))
+assert p['candidates'] == [] and p['complete'] is True and p['min_gpus_lower_bound'] == 102, p.get('min_gpus_lower_bound')
+" || fail "405B on 8 GPUs: no or wrong min_gpus_lower_bound"
+"$CLI" plan --model llama3-405b --gpus 8 --seq-len 8192 --global-batch-size 16 --progress none > big.txt 2>&1
+grep -q "^needs at least 102 GPUs" big.txt || fail "405B on 8 GPUs: $(head -5 big.txt)"
+
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]
