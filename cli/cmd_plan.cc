@@ -317,8 +317,11 @@ void print_text(const PlanResult& r, const Job& base, double seconds) {
       std::cout << "\n";
     }
     std::cout << "\n";
-    for (size_t i = 0; i < r.candidates.size(); ++i)
+    for (size_t i = 0; i < r.candidates.size(); ++i) {
       std::cout << "#" << i + 1 << " " << r.candidates[i].bound << "\n";
+      for (const PlanLayout& a : r.candidates[i].alternatives)
+        std::cout << "   the same step with recompute " << recompute_name(a.recompute) << "\n";
+    }
     std::cout << "why #1      " << r.why_winner << "\n";
   }
   if (!r.closest_misses.empty()) {

@@ -980,6 +980,15 @@ struct Cand {
   bool refined = false;  // est.bound_us includes the schedule replay (replay_bound_us)
 };
 
+// Layouts that differ only in recompute (with fused attention "none" and
+// "selective" recompute the same nothing): variants of one row when their
+// steps are equal.
+std::string variant_key(const PlanLayout& l) {
+  PlanLayout k = l;
+  k.recompute = Recompute::kNone;
+  return layout_label(k, true);
+}
+
 auto tie_key(const PlanLayout& l) {
   return std::make_tuple(l.tp, l.cp, l.pp, l.vp, schedule_index(l.schedule), l.dp, l.zero, l.shard_group, l.ep,
                          l.expert_tp, static_cast<int>(l.recompute), l.mbs, l.sp ? 0 : 1, order_name(l.order));
@@ -1599,7 +1608,8 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     std::rotate(order.begin() + static_cast<std::ptrdiff_t>(pos), order.begin() + static_cast<std::ptrdiff_t>(pos) + 1, to);
   };
   const size_t top = static_cast<size_t>(c.top);
-  std::vector<double> best;  // accepted steps (µs), sorted
+  std::vector<double> best;  // accepted steps (µs) of distinct rows, sorted
+  std::set<std::pair<std::string, double>> variant_steps;
   std::vector<PlanCandidate> accepted;
   auto threshold = [&] {
     return !o.exhaustive && best.size() >= top ? best[top - 1] : std::numeric_limits<double>::infinity();
@@ -1659,7 +1669,10 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
       }
       cd.state = Cand::kSimulated;
       if (cd.l.zero == 1) zero1_fits.insert(sibling(cd.l));
-      best.insert(std::upper_bound(best.begin(), best.end(), ev->c.step_seconds * 1e6), ev->c.step_seconds * 1e6);
+      // A variant (same layout but for recompute, same step) shares its
+      // row: it does not take a place of the top N.
+      if (variant_steps.insert({variant_key(cd.l), ev->c.step_seconds}).second)
+        best.insert(std::upper_bound(best.begin(), best.end(), ev->c.step_seconds * 1e6), ev->c.step_seconds * 1e6);
       accepted.push_back(std::move(ev->c));
     }
     if (stopping()) stop = true;
@@ -1696,6 +1709,18 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     if (a.step_seconds != b.step_seconds) return a.step_seconds < b.step_seconds;
     return tie_key(a.layout) < tie_key(b.layout);
   });
+  // Collapse the variants into the row of the first (by the layout key),
+  // which names them; then the top N rows.
+  {
+    std::vector<PlanCandidate> rows;
+    std::map<std::pair<std::string, double>, size_t> row_of;
+    for (PlanCandidate& pc : accepted) {
+      auto [it, added] = row_of.emplace(std::make_pair(variant_key(pc.layout), pc.step_seconds), rows.size());
+      if (added) rows.push_back(std::move(pc));
+      else rows[it->second].alternatives.push_back(pc.layout);
+    }
+    accepted = std::move(rows);
+  }
   if (accepted.size() > top) accepted.resize(top);
   for (PlanCandidate& pc : accepted) pc.bound = bound_line(pc);
   r.candidates = std::move(accepted);
@@ -1768,6 +1793,12 @@ std::string plan_json(const PlanResult& r) {
     j["exposed_comm_seconds"] = {{"tp", c.exposed[0]}, {"cp", c.exposed[1]}, {"ep", c.exposed[2]},
                                  {"pp", c.exposed[3]}, {"dp", c.exposed[4]}};
     j["bound"] = c.bound;
+    // Only where some layout simulated to the same step (docs/plan.md).
+    if (!c.alternatives.empty()) {
+      ojson alts = ojson::array();
+      for (const PlanLayout& a : c.alternatives) alts.push_back(layout_json(a));
+      j["alternatives"] = std::move(alts);
+    }
     j["job"] = ojson::parse(job_to_canonical_json(c.job), nullptr, false);
     cands.push_back(std::move(j));
   }

@@ -96,6 +96,9 @@ struct PlanCandidate {
   int64_t peak_memory_bytes = 0, memory_capacity_bytes = 0, usable_memory_bytes = 0;
   double bound_seconds = 0;  // the lower bound the search used
   std::string bound;         // one line: what bounds it
+  // Layouts that differ from this one only in recompute and simulate to
+  // the same step: one row names them (ranked by the layout key).
+  std::vector<PlanLayout> alternatives;
 };
 
 struct PlanMiss {

@@ -208,5 +208,32 @@ assert p['candidates'] == [] and p['complete'] is True and p['min_gpus_lower_bou
 "$CLI" plan --model llama3-405b --gpus 8 --seq-len 8192 --global-batch-size 16 --progress none > big.txt 2>&1
 grep -q "^needs at least 102 GPUs" big.txt || fail "405B on 8 GPUs: $(head -5 big.txt)"
 
+# Variants collapse: with fused (flash) attention, selective recompute
+# recomputes nothing, so every selective layout simulates exactly as its
+# no-recompute twin; each row is one layout naming its twin, and the top 3
+# are 3 distinct layouts.
+cat > flash.json <<'J'
+{"model": {"preset": "llama3-8b", "num_layers": 4, "flash_attention": true},
+ "training": {"seq_len": 1024, "global_batch_size": 16}, "hardware": "h100",
+ "plan": {"max_mbs": 1, "max_cp": 1, "top": 3, "recompute": ["none", "selective"]}}
+J
+"$CLI" plan --config flash.json --gpus 8 --json --progress none > flash_out.json 2> flash.err || fail "flash plan: $(cat flash.err)"
+python3 - <<'PY' || fail "variants not collapsed: $(head -c 3000 flash_out.json)"
+import json
+p = json.load(open("flash_out.json"))
+rows = p["candidates"]
+assert len(rows) == 3, len(rows)
+keys = set()
+for c in rows:
+    l = dict(c["layout"]); assert l["recompute"] == "none", l
+    alts = c.get("alternatives", [])
+    assert len(alts) == 1 and alts[0]["recompute"] == "selective", alts
+    a = dict(alts[0]); a["recompute"] = "none"; assert a == l, (a, l)
+    del l["recompute"]; keys.add(json.dumps(l, sort_keys=True))
+assert len(keys) == 3
+PY
+"$CLI" plan --config flash.json --gpus 8 --progress none > flash.txt 2>&1 || fail "flash plan text"
+[[ $(grep -c "the same step with recompute selective" flash.txt) == 3 ]] || fail "variants not named: $(cat flash.txt)"
+
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]
