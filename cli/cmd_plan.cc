@@ -321,6 +321,7 @@ void print_text(const PlanResult& r, const Job& base, double seconds) {
       std::cout << "#" << i + 1 << " " << r.candidates[i].bound << "\n";
       for (const PlanLayout& a : r.candidates[i].alternatives)
         std::cout << "   the same step with recompute " << recompute_name(a.recompute) << "\n";
+      for (const std::string& w : r.candidates[i].low_confidence) std::cout << "   low confidence: " << w << "\n";
     }
     std::cout << "why #1      " << r.why_winner << "\n";
   }

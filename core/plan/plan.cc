@@ -1247,6 +1247,30 @@ std::string bound_line(const PlanCandidate& c) {
   return s;
 }
 
+// Where the simulator's figures for a candidate rest on what no checked
+// published run covers (docs/plan.md, "Confidence"): the ranking still
+// uses them, the plan says so beside the candidate.
+std::vector<std::string> low_confidence(const PlanCandidate& c) {
+  std::vector<std::string> out;
+  const PlanLayout& l = c.layout;
+  double exposed = 0;
+  for (double e : c.exposed) exposed += e;
+  if (c.step_seconds > 0 && exposed >= kLowConfidenceExposedShare * c.step_seconds)
+    out.push_back("exposed communication " + pct(exposed / c.step_seconds) +
+                  " of the step: the overlap model decides the ranking");
+  const int64_t per_rank = l.cp > 1 ? c.job.training.seq_len / l.cp : 0;
+  if (l.cp > 1 && per_rank < kLowConfidenceCpTokensPerRank)
+    out.push_back("cp" + std::to_string(l.cp) + " at " + std::to_string(per_rank) + " tokens per rank: below the " +
+                  std::to_string(kLowConfidenceCpTokensPerRank) + " of the only checked cp run");
+  if (l.pp > kLowConfidencePipelineStages)
+    out.push_back("pp" + std::to_string(l.pp) + ": more stages than the " +
+                  std::to_string(kLowConfidencePipelineStages) + " of the checked pipelines");
+  if (l.pp > 1 && l.schedule == Schedule::kZeroBubble) out.push_back("zero-bubble: no checked published run");
+  if (l.zero == 3 && l.shard_group > kLowConfidenceZero3Group)
+    out.push_back("ZeRO-3 over " + std::to_string(l.shard_group) + " ranks: per-layer gathers at this scale unchecked");
+  return out;
+}
+
 // What differs between two layouts, "pp 4 vs 8, zero 1 vs 2": only the
 // dimensions that mean something in both (no schedule or rank order
 // beside a one-stage pipeline, no rank order without dp, no shard group
@@ -1722,7 +1746,10 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     accepted = std::move(rows);
   }
   if (accepted.size() > top) accepted.resize(top);
-  for (PlanCandidate& pc : accepted) pc.bound = bound_line(pc);
+  for (PlanCandidate& pc : accepted) {
+    pc.bound = bound_line(pc);
+    pc.low_confidence = low_confidence(pc);
+  }
   r.candidates = std::move(accepted);
   if (r.candidates.size() >= 2) r.why_winner = why_line(r.candidates);
   else if (r.candidates.size() == 1) r.why_winner = "#1 is the only layout that fits";
@@ -1793,6 +1820,7 @@ std::string plan_json(const PlanResult& r) {
     j["exposed_comm_seconds"] = {{"tp", c.exposed[0]}, {"cp", c.exposed[1]}, {"ep", c.exposed[2]},
                                  {"pp", c.exposed[3]}, {"dp", c.exposed[4]}};
     j["bound"] = c.bound;
+    if (!c.low_confidence.empty()) j["low_confidence"] = c.low_confidence;
     // Only where some layout simulated to the same step (docs/plan.md).
     if (!c.alternatives.empty()) {
       ojson alts = ojson::array();

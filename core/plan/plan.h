@@ -99,7 +99,17 @@ struct PlanCandidate {
   // Layouts that differ from this one only in recompute and simulate to
   // the same step: one row names them (ranked by the layout key).
   std::vector<PlanLayout> alternatives;
+  // Why the simulator's figure is less sure here (docs/plan.md,
+  // "Confidence"); empty when nothing applies.
+  std::vector<std::string> low_confidence;
 };
+
+// The thresholds of PlanCandidate::low_confidence (docs/plan.md,
+// "Confidence", says where each comes from).
+inline constexpr double kLowConfidenceExposedShare = 0.25;
+inline constexpr int64_t kLowConfidenceCpTokensPerRank = 8192;
+inline constexpr int64_t kLowConfidencePipelineStages = 16;
+inline constexpr int64_t kLowConfidenceZero3Group = 64;
 
 struct PlanMiss {
   PlanLayout layout;

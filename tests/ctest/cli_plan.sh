@@ -235,5 +235,31 @@ PY
 "$CLI" plan --config flash.json --gpus 8 --progress none > flash.txt 2>&1 || fail "flash plan text"
 [[ $(grep -c "the same step with recompute selective" flash.txt) == 3 ]] || fail "variants not named: $(cat flash.txt)"
 
+# Low-confidence notes beside a candidate (docs/plan.md "Confidence"):
+# cp 2 of 1,024 tokens is 512 per rank, under the checked 8,192; a
+# zero-bubble schedule has no checked run; an exposed share of 25% or more
+# is named (read back from the candidate's own figures).
+"$CLI" plan --model llama3-8b --layers 4 --hardware h100 --seq-len 1024 --global-batch-size 16 --gpus 8 --cp 2 \
+  --pp 2 --schedules zero-bubble --max-mbs 1 --top 3 --json --progress none > conf.json 2> conf.err || fail "conf: $(cat conf.err)"
+python3 - <<'PY' || fail "low_confidence: $(head -c 2000 conf.json)"
+import json
+p = json.load(open("conf.json"))
+assert p["candidates"]
+for c in p["candidates"]:
+    notes = c["low_confidence"]
+    assert any(n.startswith("cp2 at 512 tokens per rank") for n in notes), notes
+    assert "zero-bubble: no checked published run" in notes, notes
+    share = sum(c["exposed_comm_seconds"].values()) / c["step_seconds"]
+    assert (share >= 0.25) == any(n.startswith("exposed communication") for n in notes), (share, notes)
+PY
+"$CLI" plan "${BASE[@]}" --top 3 --json --progress none > noconf.json || fail "plan --json"
+python3 -c "
+import json; p = json.load(open('noconf.json'))
+for c in p['candidates']:
+    l = c['layout']; share = sum(c['exposed_comm_seconds'].values()) / c['step_seconds']
+    if l['cp'] == 1 and l['pp'] <= 16 and l['schedule'] != 'zero-bubble' and l['zero'] != 3 and share < 0.25:
+        assert 'low_confidence' not in c, c['low_confidence']
+" || fail "low_confidence where none applies"
+
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]
