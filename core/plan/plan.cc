@@ -196,7 +196,9 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
   j.training.global_batch_size = dp * k.mbs;
   j.training.recompute = k.rc;
   j.training.schedule = Schedule::kOneFOneB;
-  Result<std::unique_ptr<const PlanBuild>> gen = backend.build(j, /*summary=*/true);
+  // No summary.json: the proxy reads the graph, the program and the
+  // bindings only (the summary's default simulation cost as much again).
+  Result<std::unique_ptr<const PlanBuild>> gen = backend.build(j, /*summary=*/false);
   if (!gen.ok()) {
     px.error = gen.error();
     return px;
@@ -1487,6 +1489,12 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
       enum_stopped ? std::vector<Cand>{} : enumerate(base, o, stopping, &enum_stopped);
   if (enum_stopped) cancelled = true;
   r.counts.considered = static_cast<int64_t>(cands.size());
+  auto lap = [&, t = started](int phase) mutable {
+    const auto now = std::chrono::steady_clock::now();
+    r.phase_seconds[phase] += std::chrono::duration<double>(now - t).count();
+    t = now;
+  };
+  lap(0);
   progress(0, r.counts.considered, "validate");
   // Each layout writes its own slot only: any thread count, same result.
   parallel_for(static_cast<int64_t>(cands.size()), o.threads, [&](int64_t i) {
@@ -1510,6 +1518,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     }
   });
 
+  lap(1);
   // 2. One proxy per stage-program key.
   std::map<ProxyKey, int> key_index;
   std::vector<ProxyKey> keys;
@@ -1528,6 +1537,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
       },
       [&](int64_t d) { progress(d, static_cast<int64_t>(keys.size()), "estimate"); });
 
+  lap(2);
   // 3. Memory and bound of each layout (activation peaks cached: they do
   // not depend on ZeRO, the shard group or the rank order). In parallel
   // over the groups of layouts that share a peak key, each group in order
@@ -1571,6 +1581,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
   });
   if (estimate_cancelled) cancelled = true;
 
+  lap(3);
   // 4. Dominance (applied as the search goes, below): ZeRO 2 issues the
   // same reductions and the same gather after the step as ZeRO 1 and
   // differs only in memory; once the ZeRO 1 layout of the same everything
@@ -1727,6 +1738,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     }
   }
 
+  lap(4);
   // 6. Rank: objective value, then the layout key. With every GPU used
   // both objectives order alike (tokens/s/GPU = tokens per step / step / GPUs).
   std::sort(accepted.begin(), accepted.end(), [](const PlanCandidate& a, const PlanCandidate& b) {

@@ -139,6 +139,9 @@ struct PlanResult {
   // weights, gradients and optimizer state sharded over all of them fill
   // the usable memory of fewer); 0 otherwise. JSON only when > 0.
   int64_t min_gpus_lower_bound = 0;
+  // Wall seconds per phase (not in the JSON; the benchmark prints them):
+  // enumerate, validate, proxies, estimates, dominance + simulate.
+  double phase_seconds[5] = {0, 0, 0, 0, 0};
   int64_t usable_memory_bytes = 0, memory_capacity_bytes = 0;
 };
 
