@@ -375,6 +375,27 @@ TEST_CASE("plan: the request op answers with the plan JSON and reports progress"
   CHECK(bad.error->path == "plan.tp");
 }
 
+// A built layout that requests cancellation (as Ctrl-C does) once the
+// search has timed `stop` layouts.
+class CancelAfter final : public PlanBuild {
+ public:
+  CancelAfter(std::unique_ptr<const PlanBuild> in, int* timed, int stop) : in_(std::move(in)), timed_(timed), stop_(stop) {}
+  int64_t num_stages() const override { return in_->num_stages(); }
+  const Graph& graph_of(int64_t st) const override { return in_->graph_of(st); }
+  const RoleProgram& program_of(int64_t st) const override { return in_->program_of(st); }
+  const Bindings& bindings() const override { return in_->bindings(); }
+  Result<PlanTiming> simulate() const override {
+    Result<PlanTiming> t = in_->simulate();
+    if (++*timed_ >= stop_) request_cancel();
+    return t;
+  }
+
+ private:
+  std::unique_ptr<const PlanBuild> in_;
+  int* timed_;
+  int stop_;
+};
+
 // Stops (issue 23 item 4, issue 24 D6), deterministic: a backend that
 // cancels after N timed layouts stands for Ctrl-C at that moment.
 TEST_CASE("plan: a stop at any moment keeps the best so far and never says nothing fits") {
@@ -393,10 +414,11 @@ TEST_CASE("plan: a stop at any moment keeps the best so far and never says nothi
     const PlanBackend real = generator_plan_backend();
     int timed = 0;
     PlanBackend b;
-    b.build = [&](const Job& j, bool summary) {
-      // summary = false: a layout being timed (proxies build with it).
-      if (!summary && timed++ == stop_after) request_cancel();
-      return real.build(j, summary);
+    b.build = [&](const Job& j, bool summary) -> Result<std::unique_ptr<const PlanBuild>> {
+      Result<std::unique_ptr<const PlanBuild>> built = real.build(j, summary);
+      if (!built.ok()) return built.error();
+      return std::unique_ptr<const PlanBuild>(
+          std::make_unique<CancelAfter>(std::move(built).value(), &timed, stop_after));
     };
     if (stop_after == 0) request_cancel();  // before anything: the enumeration's first check
     Result<PlanResult> r = plan(base, o, b);
