@@ -489,6 +489,13 @@ double dp_comm_bound(const Job& job, const NetworkModel& net, int64_t dense, int
 using PeakKey = std::tuple<int, int64_t, int64_t, int, int64_t>;
 using PeakCache = std::map<PeakKey, std::vector<int64_t>>;
 
+// The schedule, and whether the end chunks hold no layers (their layout
+// differs from the balanced one): what PeakKey needs beside pp, vp, dp.
+int chunk_kind(const Job& job) {
+  const std::vector<int64_t>& pl = job.parallel.pipeline_layout;
+  return static_cast<int>(job.training.schedule) + (!pl.empty() && pl.front() == 0 ? 100 : 0);
+}
+
 Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, PeakCache* cache = nullptr,
                   int proxy_index = -1, bool count_buckets = true) {
   Estimate e;
@@ -496,8 +503,7 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
   std::vector<int64_t>* peaks = nullptr;
   bool have_peaks = false;
   if (cache) {
-    const PeakKey key{proxy_index, job.parallel.pp, job.parallel.virtual_stages,
-                      static_cast<int>(job.training.schedule), job.parallel.dp};
+    const PeakKey key{proxy_index, job.parallel.pp, job.parallel.virtual_stages, chunk_kind(job), job.parallel.dp};
     auto [it, added] = cache->try_emplace(key);
     peaks = &it->second;
     have_peaks = !added;
@@ -993,7 +999,8 @@ std::string variant_key(const PlanLayout& l) {
 
 auto tie_key(const PlanLayout& l) {
   return std::make_tuple(l.tp, l.cp, l.pp, l.vp, schedule_index(l.schedule), l.dp, l.zero, l.shard_group, l.ep,
-                         l.expert_tp, static_cast<int>(l.recompute), l.mbs, l.sp ? 0 : 1, order_name(l.order));
+                         l.expert_tp, static_cast<int>(l.recompute), l.mbs, l.sp ? 0 : 1, order_name(l.order),
+                         l.empty_ends ? 1 : 0);
 }
 
 Status check_constraints(const Job& base, const PlanOptions& o) {
@@ -1066,14 +1073,20 @@ std::vector<Cand> enumerate(const Job& base, const PlanOptions& o, const std::fu
         const int64_t dp = G / tp / cp / pp;
         if (!allowed_deg(c, kDp, dp)) continue;
         // (schedule, vp): pp = 1 runs every schedule as plain accumulation.
-        std::vector<std::pair<Schedule, int64_t>> sched;
-        if (pp == 1) sched.push_back({Schedule::kOneFOneB, 1});
+        // Interleaved also with the first and last virtual stages holding
+        // no layers (the embedding alone, the loss alone: Llama 3 405B's
+        // 126 layers over 16 x 8 chunks), where the other chunks split the
+        // layers evenly.
+        std::vector<std::tuple<Schedule, int64_t, bool>> sched;
+        if (pp == 1) sched.push_back({Schedule::kOneFOneB, 1, false});
         else {
-          for (Schedule s : {Schedule::kOneFOneB, Schedule::kZeroBubble, Schedule::kGPipe}) sched.push_back({s, 1});
+          for (Schedule s : {Schedule::kOneFOneB, Schedule::kZeroBubble, Schedule::kGPipe}) sched.push_back({s, 1, false});
           for (int64_t v : divisors(L / std::max<int64_t>(1, pp)))
-            if (v >= 2 && L % (pp * v) == 0) sched.push_back({Schedule::kInterleaved, v});
+            if (v >= 2 && L % (pp * v) == 0) sched.push_back({Schedule::kInterleaved, v, false});
+          for (int64_t v = 2; pp * v - 2 <= L; ++v)
+            if (L % (pp * v - 2) == 0) sched.push_back({Schedule::kInterleaved, v, true});
         }
-        for (auto [s, v] : sched) {
+        for (auto [s, v, ends] : sched) {
           if (!in_list(c.schedules, std::string(schedule_name(s))) || !allowed_deg(c, kVp, v)) continue;
           for (int64_t mbs = 1; mbs <= std::max<int64_t>(1, B / dp); ++mbs) {
             if (!c.fixed[kMbs] && !c.max[kMbs] && mbs > 8) break;
@@ -1114,6 +1127,7 @@ std::vector<Cand> enumerate(const Job& base, const PlanOptions& o, const std::fu
                         cd.l.tp = tp, cd.l.cp = cp, cd.l.pp = pp, cd.l.vp = v, cd.l.dp = dp, cd.l.zero = z;
                         cd.l.shard_group = sg, cd.l.ep = ep, cd.l.expert_tp = etp, cd.l.mbs = mbs, cd.l.sp = sp;
                         cd.l.schedule = s, cd.l.recompute = rc, cd.l.order = order_of(on);
+                        cd.l.empty_ends = ends;
                         out.push_back(std::move(cd));
                         if (out.size() % 4096 == 0 && stop()) {
                           *stopped = true;
@@ -1287,6 +1301,7 @@ std::string layout_diff(const PlanLayout& a, const PlanLayout& b, bool moe) {
   add("cp", std::to_string(a.cp), std::to_string(b.cp));
   add("pp", std::to_string(a.pp), std::to_string(b.pp));
   add("vp", std::to_string(a.vp), std::to_string(b.vp));
+  add("end chunks", a.empty_ends ? "embedding/loss only" : "with layers", b.empty_ends ? "embedding/loss only" : "with layers");
   if (a.pp > 1 && b.pp > 1) add("schedule", schedule_name(a.schedule), schedule_name(b.schedule));
   add("dp", std::to_string(a.dp), std::to_string(b.dp));
   add("zero", std::to_string(a.zero), std::to_string(b.zero));
@@ -1357,7 +1372,11 @@ Job layout_job(const Job& base, const PlanLayout& l) {
   // layers go to the middle stages, the first and last (which also hold
   // the embedding and the head) get fewer, as Llama 3 405B's 7, 8 x 14, 7.
   const int64_t L = base.model.num_layers, n = l.pp * l.vp;
-  if (n > 1 && L % n != 0 && L >= n) {
+  if (l.empty_ends && n > 2) {
+    p.pipeline_layout.assign(static_cast<size_t>(n), L / (n - 2));
+    p.pipeline_layout.front() = 0;
+    p.pipeline_layout.back() = 0;
+  } else if (n > 1 && L % n != 0 && L >= n) {
     const int64_t each = L / n, extra = L % n;
     p.pipeline_layout.assign(static_cast<size_t>(n), each);
     const int64_t first = (n - extra) / 2;
@@ -1399,6 +1418,7 @@ std::string layout_label(const PlanLayout& l, bool moe) {
                   std::to_string(l.pp);
   if (l.vp > 1) s += " v" + std::to_string(l.vp);
   if (l.pp > 1) s += std::string(" ") + schedule_name(l.schedule);
+  if (l.empty_ends) s += " emb+loss-ends";
   s += " dp" + std::to_string(l.dp);
   if (moe) s += " ep" + std::to_string(l.ep) + " etp" + std::to_string(l.expert_tp);
   s += " zero" + std::to_string(l.zero);
@@ -1424,6 +1444,8 @@ nlohmann::ordered_json layout_json(const PlanLayout& l) {
   j["recompute"] = recompute_name(l.recompute);
   j["micro_batch_size"] = l.mbs;
   j["order"] = l.order;
+  // Only when set: the first and last virtual stages hold no layers.
+  if (l.empty_ends) j["empty_end_chunks"] = true;
   return j;
 }
 
@@ -1547,8 +1569,8 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
   for (size_t i = 0; i < cands.size(); ++i) {
     const Cand& cd = cands[i];
     if (cd.state != Cand::kNew) continue;
-    peak_groups[PeakKey{cd.proxy, cd.job.parallel.pp, cd.job.parallel.virtual_stages,
-                        static_cast<int>(cd.job.training.schedule), cd.job.parallel.dp}]
+    peak_groups[PeakKey{cd.proxy, cd.job.parallel.pp, cd.job.parallel.virtual_stages, chunk_kind(cd.job),
+                        cd.job.parallel.dp}]
         .push_back(i);
   }
   std::vector<const std::vector<size_t>*> groups;

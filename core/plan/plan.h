@@ -86,6 +86,10 @@ struct PlanLayout {
   Schedule schedule = Schedule::kOneFOneB;
   Recompute recompute = Recompute::kNone;
   std::vector<std::string> order;
+  // Interleaved only: the first virtual stage holds the embedding alone and
+  // the last the loss alone (no transformer layers), the others L / (pp x
+  // vp - 2) layers each (Llama 3 405B's layout; docs/plan.md).
+  bool empty_ends = false;
 };
 
 struct PlanCandidate {

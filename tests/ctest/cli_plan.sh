@@ -261,5 +261,26 @@ for c in p['candidates']:
         assert 'low_confidence' not in c, c['low_confidence']
 " || fail "low_confidence where none applies"
 
+# Embedding-only and loss-only end chunks (Llama 3's): 4 layers on pp 2 x
+# vp 3 = 6 chunks, the 4 middle ones 1 layer each; on pp 2 x vp 2 = 4
+# chunks, the 2 middle ones 2 layers each.
+"$CLI" plan "${BASE[@]}" --pp 2 --schedules interleaved-1f1b --top 50 --json --progress none > ends.json 2> ends.err \
+  || fail "ends: $(cat ends.err)"
+python3 - <<'PY' || fail "empty end chunks: $(head -c 1500 ends.json)"
+import json
+p = json.load(open("ends.json"))
+seen = set()
+for c in p["candidates"]:
+    l = c["layout"]
+    pl = c["job"]["parallel"].get("pipeline_layout")
+    if l.get("empty_end_chunks"):
+        want = {3: [0, 1, 1, 1, 1, 0], 2: [0, 2, 2, 0]}[l["vp"]]
+        assert pl == want, (l["vp"], pl)
+        seen.add(l["vp"])
+    else:
+        assert not pl or pl[0] != 0, pl
+assert seen == {2, 3}, seen
+PY
+
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]
