@@ -109,6 +109,8 @@ def plan_label(l):
         s += f" v{l['vp']}"
     if l["pp"] > 1:
         s += f" {l['schedule']}"
+    if l.get("empty_end_chunks"):
+        s += " emb+loss-ends"
     s += f" dp{l['dp']} zero{l['zero']} rc-{l['recompute']} mbs{l['micro_batch_size']}"
     return s
 
