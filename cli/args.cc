@@ -73,6 +73,8 @@ std::optional<double> parse_number(const std::string& s) {
   return v;
 }
 
+}  // namespace
+
 std::optional<int64_t> parse_int(const std::string& s) {
   int64_t v = 0;
   const char* end = s.data() + s.size();
@@ -80,6 +82,8 @@ std::optional<int64_t> parse_int(const std::string& s) {
   if (ec != std::errc() || p != end || s.empty()) return std::nullopt;
   return v;
 }
+
+namespace {
 
 // The object at j[section], created when absent. Null when the section
 // exists but is not an object: parse_job then reports its type.

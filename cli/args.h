@@ -61,6 +61,9 @@ inline constexpr size_t kMaxTraceFileBytes = size_t{1} << 30;    // one .et
 // kIoError "PATH: message" names the file and the reason.
 Status read_regular_file(const std::string& path, size_t max_bytes, std::string* out);
 Result<std::string> read_file(const std::string& path, size_t max_bytes);
+// The job flags' integer rule: decimal digits with an optional '-', nothing
+// else (no spaces, no "0x8", no "2.0"). Used by plan's flags too.
+std::optional<int64_t> parse_int(const std::string& s);
 
 // Generator::create with the CLI's guards: SIGINT/SIGTERM cancel the build
 // (the process then exits by the signal). Prints the error and sets *rc on

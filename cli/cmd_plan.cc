@@ -1,12 +1,17 @@
 // stagecraft plan: the fastest parallel layout of a model on N GPUs that
-// fits in memory (docs/plan.md). The search is core/api/plan.h; this file
+// fits in memory (docs/plan.md). The search is core/plan/plan.h (through core/api/plan.h); this file
 // maps flags onto the base job and the constraints, runs it on every core,
 // draws progress on stderr and prints the ranking (text, --json, --csv),
 // and with --export-best writes the winner's archive as generate does.
 #include <unistd.h>
 
+#include <charconv>
+#include <atomic>
 #include <chrono>
+#include <cmath>
+#include <condition_variable>
 #include <csignal>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -52,8 +57,8 @@ std::vector<FlagSpec> specs() {
       {"--layers", nullptr, true, "N", "override model.num_layers"},
       {"--gpus", nullptr, true, "N", "GPUs to lay the job out on (required)"},
       {"--hardware", nullptr, true, "H", "hardware preset: a100, h100, h200, b200"},
-      {"--seq-len", nullptr, true, "N", "sequence length in tokens"},
-      {"--global-batch-size", nullptr, true, "N", "sequences per iteration"},
+      {"--seq-len", nullptr, true, "N", "sequence length in tokens (required, or training.seq_len)"},
+      {"--global-batch-size", nullptr, true, "N", "sequences per iteration (required, or training.global_batch_size)"},
       {"--dtype", nullptr, true, "D", "compute dtype: bf16, fp16, fp32, tf32, fp8"},
       {"--tp", nullptr, true, "N", "fix tensor parallelism"},
       {"--pp", nullptr, true, "N", "fix pipeline stages"},
@@ -90,7 +95,7 @@ std::vector<FlagSpec> specs() {
       {"-o", "--output", true, "OUT", "with --export-best: directory or OUT.zip / OUT.tar.gz"},
       {"--force", nullptr, false, "", "with --export-best: replace OUT if it is a previous export"},
       {"--threads", nullptr, true, "N", "worker threads (default: one per core)"},
-      {"--time-limit", nullptr, true, "S", "stop simulating after S seconds; print the best so far (marked incomplete)"},
+      {"--time-limit", nullptr, true, "S", "stop the whole search after S seconds; print the best so far (marked incomplete)"},
       {"--progress", nullptr, true, "MODE", "bar | lines | none (default: bar on a terminal, else lines)"},
       {"--quiet", "-q", false, "", "no progress"},
       {"--allow-large", nullptr, false, "", "raise the work budget per candidate (docs/promises.md)"},
@@ -99,15 +104,17 @@ std::vector<FlagSpec> specs() {
   return s;
 }
 
-std::optional<int64_t> to_int(const std::string& s) {
-  try {
-    size_t used = 0;
-    long long v = std::stoll(s, &used);
-    if (used != s.size()) return std::nullopt;
-    return v;
-  } catch (...) {
-    return std::nullopt;
-  }
+// Numbers follow the job flags' rules (cli/args.h parse_int): " 2" and
+// "0x8" are refused here as there.
+std::optional<int64_t> to_int(const std::string& s) { return parse_int(s); }
+
+// A finite decimal number, nothing around it (no spaces, no hex, no inf).
+std::optional<double> to_double(const std::string& s) {
+  double v = 0;
+  const char* end = s.data() + s.size();
+  auto [p, ec] = std::from_chars(s.data(), end, v, std::chars_format::general);
+  if (s.empty() || ec != std::errc() || p != end || !std::isfinite(v)) return std::nullopt;
+  return v;
 }
 
 std::vector<std::string> split(const std::string& s) {
@@ -129,6 +136,7 @@ std::string flag_of_key(const std::string& key) {
 // The base job and the constraints: the config's JSON, its "plan" block,
 // then the flags on top.
 int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus) {
+  if (!args.has("--gpus")) return usage_error(kCmd, "missing --gpus N");
   json j = json::object();
   if (const std::string* config = args.get("--config")) {
     Result<std::string> text = read_file(*config, kMaxJobFileBytes);
@@ -171,6 +179,25 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus) {
     if (j.contains("hardware") && j["hardware"].is_object()) j["hardware"]["preset"] = *h;
     else j["hardware"] = *h;
   }
+  // The job's own keys go through the same parser as inspect / generate /
+  // simulate first, so an unknown key (parallel.bogus) is refused with its
+  // name even where the plan replaces the section's values.
+  {
+    Result<Job> whole = parse_job(j.dump());
+    if (!whole.ok() && whole.error().code == ErrorCode::kUnknownField) return report_error(kCmd, whole.error());
+  }
+  // The plan needs the sequence length and the batch: the parser's
+  // defaults (seq 2048, a batch of one micro-batch) would plan a job
+  // nobody asked for.
+  for (const auto& [key, flag] : {std::pair<const char*, const char*>{"seq_len", "--seq-len"},
+                                  std::pair<const char*, const char*>{"global_batch_size", "--global-batch-size"}}) {
+    const bool given = j.contains("training") && j["training"].is_object() && j["training"].contains(key);
+    if (!given && !(j.contains("mode") && j["mode"] == "inference"))
+      return report_error(kCmd, make_error(ErrorCode::kInvalidArgument,
+                                           std::string("required by plan: give ") + flag + " N or the job's training." +
+                                               key,
+                                           std::string("training.") + key));
+  }
   // What the plan chooses is not part of the base job.
   if (j.contains("parallel") && j["parallel"].is_object()) {
     json keep = json::object();
@@ -209,15 +236,10 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus) {
   }
   for (const char* key : {"memory_reserve_gib", "memory_reserve_fraction"})
     if (const std::string* v = args.get(flag_of_key(key))) {
-      try {
-        size_t used = 0;
-        double x = std::stod(*v, &used);
-        if (used != v->size()) throw 0;
-        planj[key] = x;
-        planj.erase(std::string(key) == "memory_reserve_gib" ? "memory_reserve_fraction" : "memory_reserve_gib");
-      } catch (...) {
-        return usage_error(kCmd, flag_of_key(key) + " expects a number (got '" + *v + "')");
-      }
+      std::optional<double> x = to_double(*v);
+      if (!x) return usage_error(kCmd, flag_of_key(key) + " expects a number (got '" + *v + "')");
+      planj[key] = *x;
+      planj.erase(std::string(key) == "memory_reserve_gib" ? "memory_reserve_fraction" : "memory_reserve_gib");
     }
   if (const std::string* v = args.get("--objective")) planj["objective"] = *v;
   if (const std::string* v = args.get("--top")) {
@@ -266,10 +288,20 @@ void print_text(const PlanResult& r, const Job& base, double seconds) {
   const PlanCounts& c = r.counts;
   std::cout << "searched    " << c.considered << " layouts: " << c.divisibility << " do not divide, " << c.memory
             << " do not fit, " << c.dominated << " dominated, " << c.bound << " cut by the step-time bound, "
-            << c.simulated << " simulated (" << fmt("%.1f", seconds) << " s)"
+            << c.simulated << " simulated";
+  if (c.unexamined > 0) std::cout << ", " << c.unexamined << " not examined";
+  std::cout << " (" << fmt("%.1f", seconds) << " s)"
             << (r.complete ? "" : "; INCOMPLETE (interrupted or time limit): best so far") << "\n\n";
-  if (r.candidates.empty()) {
+  if (r.candidates.empty() && !r.complete) {
+    // Stopped: what fits is not known yet.
+    std::cout << (c.simulated == 0 ? "nothing simulated yet: stopped before any layout was timed.\n"
+                                   : "none of the layouts simulated so far fits; stopped before the rest.\n");
+  } else if (r.candidates.empty()) {
     std::cout << "no layout fits on " << r.gpus << " GPUs.\n";
+    if (r.min_gpus_lower_bound > 0)
+      std::cout << "needs at least " << r.min_gpus_lower_bound
+                << " GPUs: the weights, gradients and optimizer state alone, sharded over every GPU, fill the usable "
+                   "memory of fewer (activations come on top).\n";
   } else {
     size_t w = 6;
     for (const PlanCandidate& p : r.candidates) w = std::max(w, layout_label(p.layout, moe).size());
@@ -286,8 +318,12 @@ void print_text(const PlanResult& r, const Job& base, double seconds) {
       std::cout << "\n";
     }
     std::cout << "\n";
-    for (size_t i = 0; i < r.candidates.size(); ++i)
+    for (size_t i = 0; i < r.candidates.size(); ++i) {
       std::cout << "#" << i + 1 << " " << r.candidates[i].bound << "\n";
+      for (const PlanLayout& a : r.candidates[i].alternatives)
+        std::cout << "   the same step with recompute " << recompute_name(a.recompute) << "\n";
+      for (const std::string& w : r.candidates[i].low_confidence) std::cout << "   low confidence: " << w << "\n";
+    }
     std::cout << "why #1      " << r.why_winner << "\n";
   }
   if (!r.closest_misses.empty()) {
@@ -333,17 +369,29 @@ class PlanProgress {
     last_ = now;
     const double el = std::chrono::duration<double>(now - start_).count();
     const int pct = total > 0 ? static_cast<int>(100.0 * done / total) : 100;
+    // The phase's own pace: its remaining share at the rate so far.
+    if (phase != phase_) {
+      phase_ = phase;
+      phase_start_ = el;
+    }
+    std::string eta;
+    if (done > 0 && done < total) {
+      const double left = (el - phase_start_) * static_cast<double>(total - done) / static_cast<double>(done);
+      eta = ", about " + Progress::format_eta(left) + " left in " + phase;
+    }
     if (mode_ == Progress::Mode::kBar) {
       char bar[29];
       const int fill = total > 0 ? static_cast<int>(28 * done / total) : 28;
       for (int i = 0; i < 28; ++i) bar[i] = i < fill ? '#' : '.';
       bar[28] = 0;
-      std::fprintf(stderr, "\r\033[K%3d%% [%s] %s %lld/%lld  %s", pct, bar, phase.c_str(),
-                   static_cast<long long>(done), static_cast<long long>(total), Progress::format_eta(el).c_str());
+      std::fprintf(stderr, "\r\033[K%3d%% [%s] %s %lld/%lld  %s elapsed%s", pct, bar, phase.c_str(),
+                   static_cast<long long>(done), static_cast<long long>(total), Progress::format_eta(el).c_str(),
+                   eta.c_str());
       drawn_ = true;
     } else if (el >= interval_) {
-      std::fprintf(stderr, "progress: %s %lld/%lld (%d%%), %s elapsed\n", phase.c_str(), static_cast<long long>(done),
-                   static_cast<long long>(total), pct, Progress::format_eta(el).c_str());
+      std::fprintf(stderr, "progress: %s %lld/%lld (%d%%), %s elapsed%s\n", phase.c_str(),
+                   static_cast<long long>(done), static_cast<long long>(total), pct, Progress::format_eta(el).c_str(),
+                   eta.c_str());
     }
     std::fflush(stderr);
   }
@@ -357,7 +405,33 @@ class PlanProgress {
   std::chrono::steady_clock::time_point start_, last_;
   double interval_;
   bool drawn_ = false;
+  std::string phase_;
+  double phase_start_ = 0;
 };
+
+// Tests (tests/ctest/cli_plan.sh): STAGECRAFT_TEST_PAUSE holds the search
+// at a point until a signal (or the time limit's cancel) arrives, so an
+// interrupt lands in a given phase whatever the machine's speed:
+// plan-validate (before anything is estimated), plan-estimate (after the
+// first estimate), plan-simulate (after the first layout is decided),
+// plan-simulate-N (after N are decided).
+void plan_test_pause(const std::string& phase, int64_t done) {
+  static const char* want = std::getenv("STAGECRAFT_TEST_PAUSE");
+  if (!want || std::strncmp(want, "plan-", 5) != 0) return;
+  const std::string w = want;
+  bool hit = false;
+  if (w == "plan-" + phase) hit = phase == "validate" || done >= 1;
+  else if (phase == "simulate" && w.rfind("plan-simulate-", 0) == 0)
+    hit = done >= std::atoll(w.c_str() + std::strlen("plan-simulate-"));
+  if (!hit) return;
+  static bool paused = false;
+  if (paused) return;
+  paused = true;
+  std::fprintf(stderr, "stagecraft: test pause at %s\n", want);
+  std::fflush(stderr);
+  for (int i = 0; i < 6000 && !pending_signal() && !cancel_requested(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
 
 int export_best(const Args& args, const PlanResult& r) {
   if (r.candidates.empty()) return report_error(kCmd, make_error(ErrorCode::kInvalidArgument, "no layout fits: nothing to export", "--export-best"));
@@ -387,7 +461,15 @@ int export_best(const Args& args, const PlanResult& r) {
   return kExitOk;
 }
 
+// The phase the search is in (the progress callback's), for plan_activity().
+std::atomic<const char*> g_phase{nullptr};
+
 }  // namespace
+
+std::string plan_activity() {
+  const char* ph = g_phase.load();
+  return ph ? std::string("searching layouts (") + ph + " phase)" : std::string("reading the job and enumerating layouts");
+}
 
 int cmd_plan(const std::vector<std::string>& argv) {
   std::vector<FlagSpec> flag_specs = specs();
@@ -412,9 +494,8 @@ int cmd_plan(const std::vector<std::string>& argv) {
     o.threads = static_cast<int>(*n);
   }
   if (const std::string* t = args.get("--time-limit")) {
-    char* end = nullptr;
-    const double v = std::strtod(t->c_str(), &end);
-    if (t->empty() || *end || !(v > 0)) return usage_error(kCmd, "--time-limit must be a positive number of seconds (got '" + *t + "')");
+    const double v = to_double(*t).value_or(0);
+    if (!(v > 0)) return usage_error(kCmd, "--time-limit must be a positive number of seconds (got '" + *t + "')");
     o.time_limit_seconds = v;
   }
   Progress::Mode mode = Progress::auto_mode();
@@ -428,12 +509,35 @@ int cmd_plan(const std::vector<std::string>& argv) {
   PlanProgress bar(mode);
   o.progress = [&](int64_t d, int64_t t, const std::string& ph) {
     bar.update(d, t, ph);
-    // Tests: a signal here stops a search that has simulated some layouts.
-    if (ph == "simulate" && d >= 1) test_pause("plan-simulate");
+    g_phase = ph == "validate" ? "validate" : ph == "estimate" ? "estimate" : "simulate";
+    plan_test_pause(ph, d);
   };
   install_signal_cleanup();  // SIGINT/SIGTERM: the search stops and prints its best so far
   const auto start = std::chrono::steady_clock::now();
+  // --time-limit: the search checks the clock between steps; this watch
+  // also cancels a build or simulation in flight at the limit (base/cancel.h).
+  std::mutex watch_mu;
+  std::condition_variable watch_cv;
+  bool watch_done = false, timed_out = false;
+  std::thread watch;
+  if (o.time_limit_seconds > 0)
+    watch = std::thread([&] {
+      std::unique_lock<std::mutex> lk(watch_mu);
+      if (!watch_cv.wait_for(lk, std::chrono::duration<double>(o.time_limit_seconds), [&] { return watch_done; })) {
+        timed_out = true;
+        request_cancel();
+      }
+    });
   Result<PlanResult> r = plan(base, o);
+  if (watch.joinable()) {
+    {
+      std::lock_guard<std::mutex> lk(watch_mu);
+      watch_done = true;
+    }
+    watch_cv.notify_all();
+    watch.join();
+    if (timed_out && pending_signal() == 0) clear_cancel();  // --export-best still builds the winner
+  }
   bar.finish();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!r.ok()) {

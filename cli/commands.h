@@ -22,6 +22,10 @@ int cmd_serve_capacity(const std::vector<std::string>& argv);
 // "out is complete", to that line.
 void set_stdout_failure_note(const std::string& note);
 
+// What plan is doing, for the out-of-memory message ("searching layouts
+// (simulate phase)").
+std::string plan_activity();
+
 // Top-level usage text (stagecraft help).
 std::string main_usage();
 

@@ -95,6 +95,9 @@ int run(int argc, char** argv) {
 }  // namespace
 
 std::string out_of_memory_message() {
+  if (g_command == "plan")
+    return "stagecraft plan: error: out of memory " + plan_activity() +
+           " (narrow the search: fix or bound degrees; docs/plan.md)";
   const bool builds = g_command == "generate" || g_command == "inspect" || g_command == "graph";
   return builds ? "stagecraft " + g_command + ": error: out of memory building the job (try a smaller job; see the budgets in docs/promises.md)"
                 : "stagecraft " + (g_command.empty() ? std::string("") : g_command + ": ") +

@@ -1,138 +1,20 @@
-// `plan`: the fastest parallel layout of a job that fits (docs/plan.md).
-//
-// Given a base job (model, seq_len, global batch, dtype, hardware,
-// network) and a GPU count, enumerates every layout of the search space
-// (tp, sequence parallelism, cp, pp, virtual stages, schedule, dp, ZeRO /
-// HSDP shard group, ep and expert tp, recompute, micro-batch size, rank
-// order), rejects those validate_job refuses, estimates every layout's
-// per-rank peak memory and a lower bound of its step time from one small
-// "proxy" build per stage-program key (the per-layer weights, saved
-// activations and compute durations do not depend on pp, dp, ZeRO or the
-// schedule), and times with the simulator only the layouts whose bound
-// can still enter the top N. Single-threaded unless PlanOptions::threads
-// > 1 (the CLI); the result does not depend on the thread count.
+// The request layer's door to the planner (core/plan/plan.h, docs/plan.md):
+// the planner's backend built on Generator::create and simulate, and
+// plan() / estimate_layout() with it. The search itself lives in core/plan.
 #pragma once
 
-#include <cstdint>
-#include <functional>
-#include <optional>
-#include <string>
-#include <vector>
-
-#include <nlohmann/json.hpp>
-
-#include "base/status.h"
-#include "job/job.h"
+#include "plan/plan.h"
 
 namespace sc {
 
-// The seven bounded degrees, in this order: tp, pp, cp, dp, ep, vp, mbs.
-inline constexpr int kPlanDegrees = 7;
-inline constexpr const char* kPlanDegreeNames[kPlanDegrees] = {"tp", "pp", "cp", "dp", "ep", "vp", "mbs"};
+// Builds a job with Generator::create and times it with simulate_state.
+PlanBackend generator_plan_backend();
 
-struct PlanConstraints {
-  std::optional<int64_t> fixed[kPlanDegrees];
-  std::optional<int64_t> min[kPlanDegrees];
-  std::optional<int64_t> max[kPlanDegrees];
-  std::vector<std::string> schedules;  // empty = all
-  std::vector<std::string> recompute;  // empty = all
-  std::vector<int64_t> zero;           // empty = 0..3
-  std::vector<std::string> orders;     // empty = megatron, llama3
-  std::optional<double> memory_reserve_gib, memory_reserve_fraction;
-  std::string objective = "step_time";  // or "tokens_per_gpu"
-  int64_t top = 5;
-};
-
-// The "plan" block of a job JSON / the request's args.constraints. Errors
-// name "<path>.<key>" and the value; unknown keys are kUnknownField.
-Result<PlanConstraints> parse_plan_constraints(const nlohmann::json& j, const std::string& path = "plan");
-
-// Default reserve: this fraction of the GPU's memory (docs/plan.md).
-inline constexpr double kDefaultMemoryReserveFraction = 0.10;
-
-struct PlanOptions {
-  int64_t gpus = 0;
-  PlanConstraints constraints;
-  int threads = 1;  // > 1 only natively (the CLI); wasm runs single-threaded
-  // Stop the simulations after this many seconds (0: no limit) and return
-  // the best so far with complete = false.
-  double time_limit_seconds = 0;
-  // Tests: simulate every layout that fits, no bound or dominance pruning.
-  bool exhaustive = false;
-  // Benchmark baseline: false prunes with the previous round's bound only
-  // (the closed form without gradient bucket counts, no schedule replay;
-  // docs/plan.md, step 5). The result is the same, only slower.
-  bool replay_bound = true;
-  // Called from the calling thread only: (done, total, phase).
-  std::function<void(int64_t, int64_t, const std::string&)> progress;
-};
-
-struct PlanLayout {
-  int64_t tp = 1, cp = 1, pp = 1, vp = 1, dp = 1, zero = 0, shard_group = 1, ep = 1, expert_tp = 1, mbs = 1;
-  bool sp = false;
-  Schedule schedule = Schedule::kOneFOneB;
-  Recompute recompute = Recompute::kNone;
-  std::vector<std::string> order;
-};
-
-struct PlanCandidate {
-  PlanLayout layout;
-  Job job;
-  double step_seconds = 0, mfu = 0, tokens_per_second = 0, tokens_per_second_per_gpu = 0, bubble_fraction = 0;
-  double exposed[5] = {0, 0, 0, 0, 0};  // tp, cp, ep, pp, dp (seconds)
-  int64_t peak_memory_bytes = 0, memory_capacity_bytes = 0, usable_memory_bytes = 0;
-  double bound_seconds = 0;  // the lower bound the search used
-  std::string bound;         // one line: what bounds it
-};
-
-struct PlanMiss {
-  PlanLayout layout;
-  std::string reason;
-  int64_t short_by_bytes = 0;  // memory misses; 0 for divisibility
-};
-
-struct PlanCounts {
-  int64_t considered = 0, divisibility = 0, memory = 0, dominated = 0, bound = 0, simulated = 0;
-  // Not in the JSON: layouts whose schedule replay was computed (they
-  // reached the front of the bound order), for the benchmark.
-  int64_t replayed = 0;
-};
-
-struct PlanResult {
-  int64_t gpus = 0;
-  std::string objective;
-  PlanCounts counts;
-  std::vector<PlanCandidate> candidates;  // ranked
-  std::string why_winner;
-  std::vector<PlanMiss> closest_misses;
-  bool complete = true;
-  int64_t usable_memory_bytes = 0, memory_capacity_bytes = 0;
-};
-
-// Errors: impossible constraints (naming the conflicting keys), a GPU
-// count the fixed degrees do not divide. Cancellation (base/cancel.h)
-// returns the best so far with complete = false.
+// plan(base, options, generator_plan_backend()), with the search's memory
+// budget (options.max_search_bytes, when 0) half the engine budget
+// (api/budget.h).
 Result<PlanResult> plan(const Job& base, const PlanOptions& options);
-
-// docs/plan.md's JSON, stable key order, one line per candidate's job.
-std::string plan_json(const PlanResult& r);
-// "tp8 sp cp1 pp8 v5 interleaved-1f1b dp64 z1 ..." for tables and messages.
-std::string layout_label(const PlanLayout& l, bool moe);
-// The candidate's job JSON (canonical, feedable to generate).
-nlohmann::ordered_json layout_json(const PlanLayout& l);
-
-// Internals exposed for tests (tests/unit/api/plan_test.cc): the estimate of one
-// layout of base, computed as the search does.
-struct PlanEstimate {
-  bool ok = false;
-  Error error;
-  int64_t peak_lower_bytes = 0;  // max over stages of weights+grads+optimizer+saved activations
-  int64_t peak_upper_bytes = 0;  // ... plus the proxy's transient activations
-  double bound_seconds = 0;      // lower bound of the simulated step: the larger of both below
-  double first_bound_seconds = 0;  // the closed-form bound every layout gets (docs/plan.md step 5)
-};
+// estimate_layout(job, generator_plan_backend()) (tests).
 PlanEstimate estimate_layout(const Job& job);
-// The job of a layout over base.
-Job layout_job(const Job& base, const PlanLayout& l);
 
 }  // namespace sc

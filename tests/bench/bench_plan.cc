@@ -105,6 +105,8 @@ int main(int argc, char** argv) {
               we.bound_seconds, we.first_bound_seconds, we.bound_seconds > we.first_bound_seconds ? "tighter" : "no tighter");
   std::printf("plan       %.1f s wall, %.1f s CPU, %s; %lld schedule replays\n", wall, cpu,
               r->complete ? "complete" : "INCOMPLETE (time limit): best so far", static_cast<long long>(c.replayed));
+  std::printf("phases     enumerate %.1f s, validate %.1f s, proxies %.1f s, estimates %.1f s, simulate %.1f s (wall)\n",
+              r->phase_seconds[0], r->phase_seconds[1], r->phase_seconds[2], r->phase_seconds[3], r->phase_seconds[4]);
   if (!r->complete)
     std::printf("remaining  %lld layouts with a bound under the current threshold not yet decided\n",
                 static_cast<long long>(sim_total - sim_done));

@@ -77,7 +77,7 @@ assert all(c['layout']['tp'] == 2 for c in p['candidates'])
 "$CLI" plan "${BASE[@]}" --tp 8 --max-tp 4 > /dev/null 2> conflict.err; rc=$?
 [[ $rc == 1 ]] || fail "conflicting constraints exit $rc"
 grep -q "plan.tp: tp 8 conflicts with max_tp 4" conflict.err || fail "conflict message: $(cat conflict.err)"
-"$CLI" plan --model llama3-8b --gpus 12 --tp 8 > /dev/null 2> div.err; rc=$?
+"$CLI" plan --model llama3-8b --seq-len 1024 --global-batch-size 16 --gpus 12 --tp 8 > /dev/null 2> div.err; rc=$?
 [[ $rc == 1 ]] || fail "indivisible gpus exit $rc"
 grep -q "gpus: gpus 12 is not divisible by the fixed degrees tp 8" div.err || fail "divisibility message: $(cat div.err)"
 "$CLI" plan "${BASE[@]}" --schedules 2f2b > /dev/null 2> sched.err; rc=$?
@@ -102,6 +102,185 @@ wait $pid; rc=$?
 grep -q "INCOMPLETE (interrupted or time limit): best so far" int.txt || fail "SIGINT: no best-so-far line: $(cat int.txt)"
 grep -q '^1  tp' int.txt || fail "SIGINT: no candidate in the best so far: $(cat int.txt)"
 grep -q "interrupted by SIGINT" int.err || fail "SIGINT: no note: $(cat int.err)"
+
+# Interrupts land in a given phase through the test pause (not timed):
+# at 0 s (before any estimate) and 5 s (during the estimates) nothing was
+# simulated yet, which the plan says (never "no layout fits"); at 15 s
+# (after 5 layouts were decided) it prints the best so far.
+for point in plan-validate plan-estimate plan-simulate-5; do
+  STAGECRAFT_TEST_PAUSE=$point "$CLI" plan "${BASE[@]}" --threads 1 --progress none > "$point.txt" 2> "$point.err" &
+  pid=$!
+  for _ in $(seq 1 600); do grep -q "test pause at $point" "$point.err" && break; sleep 0.1; done
+  grep -q "test pause at $point" "$point.err" || fail "$point: the search never paused: $(cat "$point.err")"
+  kill -INT $pid
+  wait $pid; rc=$?
+  [[ $rc == 130 ]] || fail "$point: SIGINT exit $rc (expected 130): $(cat "$point.err")"
+  grep -q "INCOMPLETE (interrupted or time limit)" "$point.txt" || fail "$point: not marked incomplete: $(cat "$point.txt")"
+  grep -q "no layout fits" "$point.txt" && fail "$point: says no layout fits while layouts fit: $(cat "$point.txt")"
+  grep -q "interrupted by SIGINT" "$point.err" || fail "$point: no note: $(cat "$point.err")"
+  if [[ $point == plan-simulate-5 ]]; then
+    grep -q '^1  tp' "$point.txt" || fail "$point: no best so far: $(cat "$point.txt")"
+  else
+    grep -q "^nothing simulated yet" "$point.txt" || fail "$point: no 'nothing simulated yet': $(cat "$point.txt")"
+    grep -q " not examined" "$point.txt" || fail "$point: unexamined layouts not counted: $(cat "$point.txt")"
+  fi
+done
+# SIGTERM likewise.
+STAGECRAFT_TEST_PAUSE=plan-estimate "$CLI" plan "${BASE[@]}" --threads 1 --progress none > term.txt 2> term.err &
+pid=$!
+for _ in $(seq 1 600); do grep -q "test pause at plan-estimate" term.err && break; sleep 0.1; done
+kill -TERM $pid
+wait $pid; rc=$?
+[[ $rc == 143 ]] || fail "SIGTERM exit $rc (expected 143): $(cat term.err)"
+grep -q "^nothing simulated yet" term.txt || fail "SIGTERM: $(cat term.txt)"
+
+# --time-limit bounds every phase, not only the simulations: held in the
+# estimates by the test pause, the limit's cancel releases it and the
+# search stops there (counts add up; the JSON says incomplete).
+STAGECRAFT_TEST_PAUSE=plan-estimate "$CLI" plan "${BASE[@]}" --threads 1 --progress none --time-limit 0.5 --json \
+  > tl.json 2> tl.err; rc=$?
+[[ $rc == 1 ]] || fail "time limit with nothing simulated: exit $rc (expected 1): $(cat tl.err)"
+grep -q "stopped at the time limit" tl.err || fail "time limit: no note: $(cat tl.err)"
+python3 - <<'PY' || fail "time limit JSON: $(cat tl.json)"
+import json
+p = json.load(open("tl.json"))
+c = p["counts"]
+assert p["complete"] is False and p["candidates"] == [] and p["why_winner"] == "nothing simulated yet", p
+assert c["simulated"] == 0 and c["unexamined"] > 0, c
+assert c["considered"] == sum(c["rejected"].values()) + c["simulated"] + c["unexamined"], c
+PY
+
+# Progress: elapsed time and an estimate, a total per phase that never
+# shrinks and a count that never falls.
+STAGECRAFT_PROGRESS_INTERVAL=0 "$CLI" plan "${BASE[@]}" --threads 1 --progress lines > /dev/null 2> prog.err \
+  || fail "plan --progress lines"
+python3 - <<'PY' || fail "progress: $(head -20 prog.err)"
+import re
+last = {}
+sim = 0
+for line in open("prog.err"):
+    m = re.match(r"progress: (\w+) (\d+)/(\d+) \(\d+%\), .* elapsed", line)
+    assert m, line
+    ph, d, t = m.group(1), int(m.group(2)), int(m.group(3))
+    if ph in last:
+        pd, pt = last[ph]
+        assert t == pt and d >= pd, (line, last[ph])
+    last[ph] = (d, t)
+    if ph == "simulate":
+        sim += 1
+        if 0 < d < t: assert "left in simulate" in line, line
+assert sim >= 2, sim
+assert last["simulate"][0] == last["simulate"][1], last
+PY
+
+# The job's keys go through the job parser (unknown keys named), numbers
+# follow the job flags' rules, the sequence length and batch are required.
+cat > bogus.json <<'J'
+{"model": {"preset": "llama3-8b", "num_layers": 4}, "training": {"seq_len": 1024, "global_batch_size": 16},
+ "parallel": {"tp": 2, "bogus": 1}}
+J
+"$CLI" plan --config bogus.json --gpus 8 --progress none > /dev/null 2> bogus.err; rc=$?
+[[ $rc == 1 ]] && grep -q "parallel.bogus" bogus.err || fail "unknown parallel key: $rc $(cat bogus.err)"
+sed 's/"parallel": {"tp": 2, "bogus": 1}/"parallel": {"tp": 2}/; s/"global_batch_size": 16/"global_batch_size": 16, "fp8_recipee": 1/' \
+  bogus.json > bogus2.json
+"$CLI" plan --config bogus2.json --gpus 8 --progress none > /dev/null 2> bogus2.err; rc=$?
+[[ $rc == 1 ]] && grep -q "training.fp8_recipee" bogus2.err || fail "unknown training key: $rc $(cat bogus2.err)"
+for bad in "--top= 2" "--tp=0x8" "--gpus= 8" "--max-mbs=2.0" "--time-limit=0x8" "--memory-reserve-gib= 4" "--time-limit=inf"; do
+  "$CLI" plan "${BASE[@]}" "$bad" --progress none > /dev/null 2> num.err; rc=$?
+  [[ $rc == 2 ]] || fail "$bad accepted (exit $rc): $(cat num.err)"
+done
+"$CLI" plan --model llama3-8b --gpus 8 --global-batch-size 16 > /dev/null 2> noseq.err; rc=$?
+[[ $rc == 1 ]] && grep -q "training.seq_len" noseq.err || fail "missing seq_len: $rc $(cat noseq.err)"
+"$CLI" plan --model llama3-8b --gpus 8 --seq-len 1024 > /dev/null 2> nogbs.err; rc=$?
+[[ $rc == 1 ]] && grep -q "training.global_batch_size" nogbs.err || fail "missing global batch: $rc $(cat nogbs.err)"
+
+# An impossible request says how many GPUs it needs at least: Llama 3.1
+# 405B has 405,853,388,800 parameters (its Hugging Face config), each
+# 2 + 4 + 12 bytes (bf16 weight, fp32 gradient, Adam's fp32 master and two
+# moments) = 7.305e12 B over 0.9 x 80e9 B usable per H100 = 101.5: 102.
+"$CLI" plan --model llama3-405b --gpus 8 --seq-len 8192 --global-batch-size 16 --progress none --json \
+  > big.json 2> big.err; rc=$?
+[[ $rc == 1 ]] || fail "405B on 8 GPUs: exit $rc"
+python3 -c "
+import json; p = json.load(open('big.json'))
+assert p['candidates'] == [] and p['complete'] is True and p['min_gpus_lower_bound'] == 102, p.get('min_gpus_lower_bound')
+" || fail "405B on 8 GPUs: no or wrong min_gpus_lower_bound"
+"$CLI" plan --model llama3-405b --gpus 8 --seq-len 8192 --global-batch-size 16 --progress none > big.txt 2>&1
+grep -q "^needs at least 102 GPUs" big.txt || fail "405B on 8 GPUs: $(head -5 big.txt)"
+
+# Variants collapse: with fused (flash) attention, selective recompute
+# recomputes nothing, so every selective layout simulates exactly as its
+# no-recompute twin; each row is one layout naming its twin, and the top 3
+# are 3 distinct layouts.
+cat > flash.json <<'J'
+{"model": {"preset": "llama3-8b", "num_layers": 4, "flash_attention": true},
+ "training": {"seq_len": 1024, "global_batch_size": 16}, "hardware": "h100",
+ "plan": {"max_mbs": 1, "max_cp": 1, "top": 3, "recompute": ["none", "selective"]}}
+J
+"$CLI" plan --config flash.json --gpus 8 --json --progress none > flash_out.json 2> flash.err || fail "flash plan: $(cat flash.err)"
+python3 - <<'PY' || fail "variants not collapsed: $(head -c 3000 flash_out.json)"
+import json
+p = json.load(open("flash_out.json"))
+rows = p["candidates"]
+assert len(rows) == 3, len(rows)
+keys = set()
+for c in rows:
+    l = dict(c["layout"]); assert l["recompute"] == "none", l
+    alts = c.get("alternatives", [])
+    assert len(alts) == 1 and alts[0]["recompute"] == "selective", alts
+    a = dict(alts[0]); a["recompute"] = "none"; assert a == l, (a, l)
+    del l["recompute"]; keys.add(json.dumps(l, sort_keys=True))
+assert len(keys) == 3
+PY
+"$CLI" plan --config flash.json --gpus 8 --progress none > flash.txt 2>&1 || fail "flash plan text"
+[[ $(grep -c "the same step with recompute selective" flash.txt) == 3 ]] || fail "variants not named: $(cat flash.txt)"
+
+# Low-confidence notes beside a candidate (docs/plan.md "Confidence"):
+# cp 2 of 1,024 tokens is 512 per rank, under the checked 8,192; a
+# zero-bubble schedule has no checked run; an exposed share of 25% or more
+# is named (read back from the candidate's own figures).
+"$CLI" plan --model llama3-8b --layers 4 --hardware h100 --seq-len 1024 --global-batch-size 16 --gpus 8 --cp 2 \
+  --pp 2 --schedules zero-bubble --max-mbs 1 --top 3 --json --progress none > conf.json 2> conf.err || fail "conf: $(cat conf.err)"
+python3 - <<'PY' || fail "low_confidence: $(head -c 2000 conf.json)"
+import json
+p = json.load(open("conf.json"))
+assert p["candidates"]
+for c in p["candidates"]:
+    notes = c["low_confidence"]
+    assert any(n.startswith("cp2 at 512 tokens per rank") for n in notes), notes
+    assert "zero-bubble: no checked published run" in notes, notes
+    share = sum(c["exposed_comm_seconds"].values()) / c["step_seconds"]
+    assert (share >= 0.25) == any(n.startswith("exposed communication") for n in notes), (share, notes)
+PY
+"$CLI" plan "${BASE[@]}" --top 3 --json --progress none > noconf.json || fail "plan --json"
+python3 -c "
+import json; p = json.load(open('noconf.json'))
+for c in p['candidates']:
+    l = c['layout']; share = sum(c['exposed_comm_seconds'].values()) / c['step_seconds']
+    if l['cp'] == 1 and l['pp'] <= 16 and l['schedule'] != 'zero-bubble' and l['zero'] != 3 and share < 0.25:
+        assert 'low_confidence' not in c, c['low_confidence']
+" || fail "low_confidence where none applies"
+
+# Embedding-only and loss-only end chunks (Llama 3's): 4 layers on pp 2 x
+# vp 3 = 6 chunks, the 4 middle ones 1 layer each; on pp 2 x vp 2 = 4
+# chunks, the 2 middle ones 2 layers each.
+"$CLI" plan "${BASE[@]}" --pp 2 --schedules interleaved-1f1b --top 50 --json --progress none > ends.json 2> ends.err \
+  || fail "ends: $(cat ends.err)"
+python3 - <<'PY' || fail "empty end chunks: $(head -c 1500 ends.json)"
+import json
+p = json.load(open("ends.json"))
+seen = set()
+for c in p["candidates"]:
+    l = c["layout"]
+    pl = c["job"]["parallel"].get("pipeline_layout")
+    if l.get("empty_end_chunks"):
+        want = {3: [0, 1, 1, 1, 1, 0], 2: [0, 2, 2, 0]}[l["vp"]]
+        assert pl == want, (l["vp"], pl)
+        seen.add(l["vp"])
+    else:
+        assert not pl or pl[0] != 0, pl
+assert seen == {2, 3}, seen
+PY
 
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]

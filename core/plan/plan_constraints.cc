@@ -3,7 +3,7 @@
 #include <string>
 
 #include "base/json_fields.h"
-#include "api/plan.h"
+#include "plan/plan.h"
 
 namespace sc {
 

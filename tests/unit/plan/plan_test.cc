@@ -1,4 +1,4 @@
-// The planner (core/api/plan.h, docs/plan.md): its estimates against the
+// The planner (core/plan/plan.h through its door core/api/plan.h, docs/plan.md): its estimates against the
 // real build, the pruned search against the exhaustive one, determinism
 // across thread counts, constraints and bad input, the request op.
 #include <cmath>
@@ -373,4 +373,96 @@ TEST_CASE("plan: the request op answers with the plan JSON and reports progress"
   bad = h.handle_json(R"({"op": "plan", "gpus": 8, "constraints": {"tp": 8, "max_tp": 4}, "job": {"model": "llama3-8b"}})");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error->path == "plan.tp");
+}
+
+// A built layout that requests cancellation (as Ctrl-C does) once the
+// search has timed `stop` layouts.
+class CancelAfter final : public PlanBuild {
+ public:
+  CancelAfter(std::unique_ptr<const PlanBuild> in, int* timed, int stop) : in_(std::move(in)), timed_(timed), stop_(stop) {}
+  int64_t num_stages() const override { return in_->num_stages(); }
+  const Graph& graph_of(int64_t st) const override { return in_->graph_of(st); }
+  const RoleProgram& program_of(int64_t st) const override { return in_->program_of(st); }
+  const Bindings& bindings() const override { return in_->bindings(); }
+  Result<PlanTiming> simulate() const override {
+    Result<PlanTiming> t = in_->simulate();
+    if (++*timed_ >= stop_) request_cancel();
+    return t;
+  }
+
+ private:
+  std::unique_ptr<const PlanBuild> in_;
+  int* timed_;
+  int stop_;
+};
+
+// Stops (issue 23 item 4, issue 24 D6), deterministic: a backend that
+// cancels after N timed layouts stands for Ctrl-C at that moment.
+TEST_CASE("plan: a stop at any moment keeps the best so far and never says nothing fits") {
+  const Job base = base_job(R"({"preset": "llama3-8b", "num_layers": 4})", 1024, 16);
+  PlanOptions o;
+  o.gpus = 8;
+  o.threads = 1;
+  o.constraints = parse_plan_constraints(json{{"max_mbs", 1}, {"max_cp", 1}, {"top", 3}}).value();
+  Result<PlanResult> full = plan(base, o);
+  REQUIRE(full.ok());
+  REQUIRE(full->complete);
+  REQUIRE(full->counts.simulated > 4);
+  CHECK(full->counts.unexamined == 0);
+  for (int stop_after : {0, 1, 4}) {
+    CAPTURE(stop_after);
+    const PlanBackend real = generator_plan_backend();
+    int timed = 0;
+    PlanBackend b;
+    b.build = [&](const Job& j, bool summary) -> Result<std::unique_ptr<const PlanBuild>> {
+      Result<std::unique_ptr<const PlanBuild>> built = real.build(j, summary);
+      if (!built.ok()) return built.error();
+      return std::unique_ptr<const PlanBuild>(
+          std::make_unique<CancelAfter>(std::move(built).value(), &timed, stop_after));
+    };
+    if (stop_after == 0) request_cancel();  // before anything: the enumeration's first check
+    Result<PlanResult> r = plan(base, o, b);
+    clear_cancel();
+    REQUIRE(r.ok());
+    CHECK_FALSE(r->complete);
+    const PlanCounts& c = r->counts;
+    CHECK(c.considered == c.divisibility + c.memory + c.dominated + c.bound + c.simulated + c.unexamined);
+    CHECK(c.unexamined > 0);
+    CHECK(c.simulated <= stop_after);
+    if (stop_after == 0) {
+      CHECK(r->candidates.empty());
+      CHECK(r->why_winner == "nothing simulated yet");
+      CHECK(plan_json(*r).find("\"unexamined\"") != std::string::npos);
+    } else {
+      // The layouts timed before the stop, the first of them the full
+      // search's best-bound layout; every one of them a real candidate.
+      REQUIRE_FALSE(r->candidates.empty());
+      CHECK(r->why_winner != "no layout fits");
+      for (const PlanCandidate& p : r->candidates) CHECK(p.step_seconds >= full->candidates.front().step_seconds);
+    }
+  }
+  // A complete search's JSON has no "unexamined" count.
+  CHECK(plan_json(*full).find("\"unexamined\"") == std::string::npos);
+}
+
+// The memory budget (issue 24 D5) is checked before any layout is stored:
+// the count is the complete search's "considered", the estimate that count
+// times the per-layout bytes.
+TEST_CASE("plan: the search's memory budget refuses before the work, naming the count") {
+  const Job base = base_job(R"({"preset": "llama3-8b", "num_layers": 4})", 1024, 16);
+  PlanOptions o;
+  o.gpus = 8;
+  o.constraints = parse_plan_constraints(json{{"max_mbs", 1}, {"max_cp", 1}}).value();
+  Result<PlanResult> full = plan(base, o);
+  REQUIRE(full.ok());
+  const int64_t need = full->counts.considered * plan_bytes_per_layout(base);
+  o.max_search_bytes = need - 1;
+  Result<PlanResult> refused = plan(base, o);
+  REQUIRE_FALSE(refused.ok());
+  CHECK(refused.error().code == ErrorCode::kTooLarge);
+  CHECK(refused.error().path == "gpus");
+  CHECK(refused.error().message.find("the search over " + std::to_string(full->counts.considered) + " layouts") !=
+        std::string::npos);
+  o.max_search_bytes = need;
+  CHECK(plan(base, o).ok());
 }

@@ -1,0 +1,202 @@
+// `plan`: the fastest parallel layout of a job that fits (docs/plan.md).
+// The planner's own layer (core/plan, above the simulator): it builds and
+// times layouts through a PlanBackend that the request layer supplies
+// (core/api/plan.h, the door: Generator::create and simulate), so this
+// layer uses nothing above sim.
+//
+// Given a base job (model, seq_len, global batch, dtype, hardware,
+// network) and a GPU count, enumerates every layout of the search space
+// (tp, sequence parallelism, cp, pp, virtual stages, schedule, dp, ZeRO /
+// HSDP shard group, ep and expert tp, recompute, micro-batch size, rank
+// order), rejects those validate_job refuses, estimates every layout's
+// per-rank peak memory and a lower bound of its step time from one small
+// "proxy" build per stage-program key (the per-layer weights, saved
+// activations and compute durations do not depend on pp, dp, ZeRO or the
+// schedule), and times with the simulator only the layouts whose bound
+// can still enter the top N. Single-threaded unless PlanOptions::threads
+// > 1 (the CLI); the result does not depend on the thread count.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/status.h"
+#include "graph/graph.h"
+#include "job/job.h"
+#include "symbolic/expr.h"
+#include "trace/lower.h"
+
+namespace sc {
+
+// The seven bounded degrees, in this order: tp, pp, cp, dp, ep, vp, mbs.
+inline constexpr int kPlanDegrees = 7;
+inline constexpr const char* kPlanDegreeNames[kPlanDegrees] = {"tp", "pp", "cp", "dp", "ep", "vp", "mbs"};
+
+struct PlanConstraints {
+  std::optional<int64_t> fixed[kPlanDegrees];
+  std::optional<int64_t> min[kPlanDegrees];
+  std::optional<int64_t> max[kPlanDegrees];
+  std::vector<std::string> schedules;  // empty = all
+  std::vector<std::string> recompute;  // empty = all
+  std::vector<int64_t> zero;           // empty = 0..3
+  std::vector<std::string> orders;     // empty = megatron, llama3
+  std::optional<double> memory_reserve_gib, memory_reserve_fraction;
+  std::string objective = "step_time";  // or "tokens_per_gpu"
+  int64_t top = 5;
+};
+
+// The "plan" block of a job JSON / the request's args.constraints. Errors
+// name "<path>.<key>" and the value; unknown keys are kUnknownField.
+Result<PlanConstraints> parse_plan_constraints(const nlohmann::json& j, const std::string& path = "plan");
+
+// Default reserve: this fraction of the GPU's memory (docs/plan.md).
+inline constexpr double kDefaultMemoryReserveFraction = 0.10;
+
+struct PlanOptions {
+  int64_t gpus = 0;
+  PlanConstraints constraints;
+  int threads = 1;  // > 1 only natively (the CLI); wasm runs single-threaded
+  // Stop the search (every phase: enumeration, validation, estimates,
+  // simulations) after this many seconds (0: no limit) and return the best
+  // so far with complete = false.
+  double time_limit_seconds = 0;
+  // Memory the search may hold for its layouts (0: no limit): the layouts
+  // are counted before any is stored and the search refused (kTooLarge,
+  // naming the count and the estimate) when count x plan_bytes_per_layout
+  // is over it. The door (core/api/plan.h) sets the engine budget's.
+  int64_t max_search_bytes = 0;
+  // Tests: simulate every layout that fits, no bound or dominance pruning.
+  bool exhaustive = false;
+  // Benchmark baseline: false prunes with the previous round's bound only
+  // (the closed form without gradient bucket counts, no schedule replay;
+  // docs/plan.md, step 5). The result is the same, only slower.
+  bool replay_bound = true;
+  // Called from the calling thread only: (done, total, phase).
+  std::function<void(int64_t, int64_t, const std::string&)> progress;
+};
+
+struct PlanLayout {
+  int64_t tp = 1, cp = 1, pp = 1, vp = 1, dp = 1, zero = 0, shard_group = 1, ep = 1, expert_tp = 1, mbs = 1;
+  bool sp = false;
+  Schedule schedule = Schedule::kOneFOneB;
+  Recompute recompute = Recompute::kNone;
+  std::vector<std::string> order;
+  // Interleaved only: the first virtual stage holds the embedding alone and
+  // the last the loss alone (no transformer layers), the others L / (pp x
+  // vp - 2) layers each (Llama 3 405B's layout; docs/plan.md).
+  bool empty_ends = false;
+};
+
+struct PlanCandidate {
+  PlanLayout layout;
+  Job job;
+  double step_seconds = 0, mfu = 0, tokens_per_second = 0, tokens_per_second_per_gpu = 0, bubble_fraction = 0;
+  double exposed[5] = {0, 0, 0, 0, 0};  // tp, cp, ep, pp, dp (seconds)
+  int64_t peak_memory_bytes = 0, memory_capacity_bytes = 0, usable_memory_bytes = 0;
+  double bound_seconds = 0;  // the lower bound the search used
+  std::string bound;         // one line: what bounds it
+  // Layouts that differ from this one only in recompute and simulate to
+  // the same step: one row names them (ranked by the layout key).
+  std::vector<PlanLayout> alternatives;
+  // Why the simulator's figure is less sure here (docs/plan.md,
+  // "Confidence"); empty when nothing applies.
+  std::vector<std::string> low_confidence;
+};
+
+// The thresholds of PlanCandidate::low_confidence (docs/plan.md,
+// "Confidence", says where each comes from).
+inline constexpr double kLowConfidenceExposedShare = 0.25;
+inline constexpr int64_t kLowConfidenceCpTokensPerRank = 8192;
+inline constexpr int64_t kLowConfidencePipelineStages = 16;
+inline constexpr int64_t kLowConfidenceZero3Group = 64;
+
+struct PlanMiss {
+  PlanLayout layout;
+  std::string reason;
+  int64_t short_by_bytes = 0;  // memory misses; 0 for divisibility
+};
+
+struct PlanCounts {
+  int64_t considered = 0, divisibility = 0, memory = 0, dominated = 0, bound = 0, simulated = 0;
+  // Layouts a stopped search (interrupt, time limit) never decided on; 0
+  // when complete. In the JSON only when > 0.
+  int64_t unexamined = 0;
+  // Not in the JSON: layouts whose schedule replay was computed (they
+  // reached the front of the bound order), for the benchmark.
+  int64_t replayed = 0;
+};
+
+struct PlanResult {
+  int64_t gpus = 0;
+  std::string objective;
+  PlanCounts counts;
+  std::vector<PlanCandidate> candidates;  // ranked
+  std::string why_winner;
+  std::vector<PlanMiss> closest_misses;
+  bool complete = true;
+  // Nothing fits for memory: at least this many GPUs are needed (the
+  // weights, gradients and optimizer state sharded over all of them fill
+  // the usable memory of fewer); 0 otherwise. JSON only when > 0.
+  int64_t min_gpus_lower_bound = 0;
+  // Wall seconds per phase (not in the JSON; the benchmark prints them):
+  // enumerate, validate, proxies, estimates, dominance + simulate.
+  double phase_seconds[5] = {0, 0, 0, 0, 0};
+  int64_t usable_memory_bytes = 0, memory_capacity_bytes = 0;
+};
+
+// What the planner needs from the layer above (core/api/plan.h supplies
+// it): a job built into its stage graphs and programs, and its simulation.
+struct PlanTiming {
+  double step_seconds = 0, mfu = 0, tokens_per_second = 0, bubble_fraction = 0;
+  double exposed[5] = {0, 0, 0, 0, 0};  // tp, cp, ep, pp, dp (seconds)
+};
+class PlanBuild {
+ public:
+  virtual ~PlanBuild() = default;
+  virtual int64_t num_stages() const = 0;
+  virtual const Graph& graph_of(int64_t stage) const = 0;
+  virtual const RoleProgram& program_of(int64_t stage) const = 0;
+  virtual const Bindings& bindings() const = 0;
+  // The simulator's figures with default options (sim/simulate.h).
+  virtual Result<PlanTiming> simulate() const = 0;
+};
+struct PlanBackend {
+  // summary: also build summary.json (Generator::create's default).
+  std::function<Result<std::unique_ptr<const PlanBuild>>(const Job&, bool summary)> build;
+};
+
+// Errors: impossible constraints (naming the conflicting keys), a GPU
+// count the fixed degrees do not divide. Cancellation (base/cancel.h)
+// returns the best so far with complete = false.
+Result<PlanResult> plan(const Job& base, const PlanOptions& options, const PlanBackend& backend);
+
+// docs/plan.md's JSON, stable key order, one line per candidate's job.
+std::string plan_json(const PlanResult& r);
+// "tp8 sp cp1 pp8 v5 interleaved-1f1b dp64 z1 ..." for tables and messages.
+std::string layout_label(const PlanLayout& l, bool moe);
+// The candidate's job JSON (canonical, feedable to generate).
+nlohmann::ordered_json layout_json(const PlanLayout& l);
+
+// The memory one layout holds while the search runs (its record and job).
+int64_t plan_bytes_per_layout(const Job& base);
+
+// Internals exposed for tests (tests/unit/plan/plan_test.cc): the estimate of one
+// layout of base, computed as the search does.
+struct PlanEstimate {
+  bool ok = false;
+  Error error;
+  int64_t peak_lower_bytes = 0;  // max over stages of weights+grads+optimizer+saved activations
+  int64_t peak_upper_bytes = 0;  // ... plus the proxy's transient activations
+  double bound_seconds = 0;      // lower bound of the simulated step: the larger of both below
+  double first_bound_seconds = 0;  // the closed-form bound every layout gets (docs/plan.md step 5)
+};
+PlanEstimate estimate_layout(const Job& job, const PlanBackend& backend);
+// The job of a layout over base.
+Job layout_job(const Job& base, const PlanLayout& l);
+
+}  // namespace sc
