@@ -275,14 +275,15 @@ static Status validate_layout(const Job& job) {
     if (t.seq_len % (2 * p.cp) != 0)
       return make_error(ErrorCode::kNotDivisible,
                         "seq_len (" + to_string(t.seq_len) + ") is not divisible by 2 x cp (" + to_string(2 * p.cp) +
-                            "), which load-balanced context parallelism requires", "training.seq_len");
+                            "), which load-balanced context parallelism requires",
+                        "parallel.cp");
     // With sequence parallelism each cp chunk is split again over tp.
     if (p.sequence_parallel && (t.seq_len / p.cp) % p.tp != 0)
       return make_error(ErrorCode::kNotDivisible,
                         "seq_len (" + to_string(t.seq_len) + ") / cp (" + to_string(p.cp) + ") = " +
                             to_string(t.seq_len / p.cp) + " is not divisible by tp (" + to_string(p.tp) +
                             "), which sequence parallelism within a context-parallel chunk requires",
-                        "training.seq_len");
+                        "parallel.cp");
   }
   if (m.position == PositionKind::kLearned && t.seq_len > m.max_positions) {
     return make_error(ErrorCode::kInvalidArgument,

@@ -205,3 +205,20 @@ TEST_CASE("issue 13: messages echo bounded input and no library-internal text") 
   CHECK(e.code == ErrorCode::kParseError);
   CHECK(e.to_string().size() < 1000);
 }
+
+TEST_CASE("a context-parallel degree that does not split the sequence names parallel.cp") {
+  // seq 4096 over 2 x cp = 6 chunks: the degree the user just typed is at
+  // fault, not the sequence length (issue 25: "cp 3 flags the sequence length").
+  Error e = must_fail(R"({"model": "llama3-8b", "parallel": {"cp": 3},
+                          "training": {"seq_len": 4096, "global_batch_size": 8}})");
+  CHECK(e.code == ErrorCode::kNotDivisible);
+  CHECK(e.path == "parallel.cp");
+  CHECK(contains(e.message, "4096"));
+  CHECK(contains(e.message, "2 x cp (6)"));
+  // With SP each cp chunk is split again over tp: seq 4100 divides by tp 4
+  // and by 2 x cp = 4, but 4100 / cp 2 = 2050 does not divide by tp 4.
+  e = must_fail(R"({"model": "llama3-8b", "parallel": {"cp": 2, "tp": 4, "sequence_parallel": true},
+                    "training": {"seq_len": 4100, "global_batch_size": 8}})");
+  CHECK(e.code == ErrorCode::kNotDivisible);
+  CHECK(e.path == "parallel.cp");
+}
