@@ -296,6 +296,9 @@ export async function servingCases(context, base, only = '') {
       }
     check(await page.getAttribute('#workload', 'data-requests') === '200', 'the workload\'s 200 requests');
     check(/Goodput/.test(await page.textContent('#workload')), 'goodput shown with SLO targets');
+    // KV cache over time: one step per bucket of the summary's 100 (docs/inference.md), from 0 to the makespan.
+    const kvPts = (await page.getAttribute('#workload svg.kv-time polygon', 'points')).trim().split(/\s+/);
+    check(sum.workload.kv_cache_utilization.length === 100 && kvPts.length === 2 * 100 + 2, `KV cache over time: ${kvPts.length} vertices for ${sum.workload.kv_cache_utilization.length} buckets`);
     // The sweep: TTFT says it has no queueing; a user's rate is 1 / ITL, not 1 / TPOT.
     await page.waitForFunction(() => Number(document.querySelector('#sweep')?.dataset.points) > 1, null, { timeout: 60_000 });
     const heads = await page.$$eval('#sweep thead th', (ths) => ths.map((t) => t.textContent));

@@ -244,12 +244,36 @@ function workloadSection(inf: Summary, w: Summary): HTMLElement {
   );
   return h('section', { id: 'workload', 'aria-label': 'Workload', 'data-requests': String(wl.requests) },
     h('h3', {}, 'Workload: requests that arrive, queue and finish'), cards,
+    ...(Array.isArray(wl.kv_cache_utilization) && wl.kv_cache_utilization.length ? [kvOverTime(wl.kv_cache_utilization as [number, number][], Number(wl.makespan_seconds))] : []),
     h('div', { class: 'table-scroll', tabindex: 0, role: 'region', 'aria-label': 'Workload latency table' }, table),
     h('p', { class: 'hint' }, 'A request-level simulation of the engine’s scheduler (continuous batching, chunked prefill, preemption when the KV cache is full), each iteration timed by this job’s own cost model; percentiles over the requests (ITL: over every gap). Unlike the cards above, TTFT includes the time a request waits for room.'));
 }
 
+// inference.workload.kv_cache_utilization: [bucket start (s), mean share of
+// the KV pages in use] over 100 equal buckets of the makespan.
+function kvOverTime(buckets: [number, number][], makespan: number): HTMLElement {
+  const W = 640, H = 120, L = 44, B = 30, T = 8, R = 12;
+  const pw = W - L - R, ph = H - T - B;
+  const w = makespan / buckets.length;
+  const X = (t: number) => (makespan > 0 ? (t / makespan) * pw : 0);
+  const Y = (u: number) => ph - Math.max(0, Math.min(1, u)) * ph;
+  const peak = buckets.reduce((a, [, u]) => Math.max(a, u), 0);
+  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, width: '100%', role: 'img', class: 'kv-time',
+    'aria-label': `KV cache in use over the run: ${buckets.length} intervals of ${sec(w)}, at most ${pct(peak)} of the pages` });
+  const g = s('g', { transform: `translate(${L},${T})` });
+  svg.append(g);
+  g.append(s('rect', { x: 0, y: 0, width: pw, height: ph, fill: '#fff', stroke: '#adb5bd' }));
+  for (const f of [0, 0.5, 1]) g.append(s('text', { x: -6, y: Y(f) + 4, 'text-anchor': 'end', 'font-size': 11, fill: '#343a40' }, `${f * 100} %`));
+  for (const f of [0, 0.5, 1]) g.append(s('text', { x: f * pw, y: ph + 16, 'text-anchor': f === 0 ? 'start' : f === 1 ? 'end' : 'middle', 'font-size': 11, fill: '#343a40' }, f === 0 ? '0 s' : sec(f * makespan)));
+  const pts = buckets.flatMap(([t, u]) => [`${X(t)},${Y(u)}`, `${X(t + w)},${Y(u)}`]);
+  g.append(s('polygon', { points: [`0,${ph}`, ...pts, `${pw},${ph}`].join(' '), fill: '#b2f2bb', stroke: '#2b8a3e', 'stroke-width': 1 }));
+  return h('figure', { class: 'kv-time' }, h('figcaption', {}, 'KV cache pages in use over the run (share of the pages, averaged over each interval)'), svg);
+}
+
 // ---------------------------------------------------------------- capacity
 const hasTarget = (v: unknown) => Number(v) > 0;
+// Request rates: three significant digits (a capacity may be 0.35 requests/s).
+const rps = (x: number) => (Number.isFinite(x) ? (x >= 1000 ? Math.round(x).toLocaleString('en') : `${+x.toPrecision(3)}`) : '—');
 export const hasSlo = (sv: Summary): boolean => hasTarget(sv.slo?.ttft_seconds_p99) || hasTarget(sv.slo?.tpot_seconds_p99);
 const noSloHint = 'Give a latency target (SLO: P99 TTFT and/or P99 TPOT, in the serving fields) to find the highest request rate this deployment holds and draw P99 latency against the rate.';
 
@@ -271,7 +295,7 @@ function ratePanel(cap: Capacity, metric: 'ttft' | 'tpot', title: string): SVGEl
   const Y = (v: number) => ph - (Math.min(v, yMax) / yMax) * ph;
   const capRate = cap.capacity_requests_per_second;
   const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, width: '100%', role: 'img', class: 'rate-chart', 'data-metric': metric,
-    'aria-label': `${title} against requests per second, ${curve.length} rates from ${rate(curve[0]?.requests_per_second)} to ${rate(curve[curve.length - 1]?.requests_per_second)}${slo > 0 ? `; target ${+slo.toPrecision(3)} ms` : ''}; capacity ${rate(capRate)} requests/s; the table below lists them` });
+    'aria-label': `${title} against requests per second, ${curve.length} rates from ${rps(curve[0]?.requests_per_second)} to ${rps(curve[curve.length - 1]?.requests_per_second)}${slo > 0 ? `; target ${+slo.toPrecision(3)} ms` : ''}; capacity ${rps(capRate)} requests/s; the table below lists them` });
   const g = s('g', { transform: `translate(${L},${T})` });
   svg.append(g);
   g.append(s('rect', { x: 0, y: 0, width: pw, height: ph, fill: '#fff', stroke: '#adb5bd' }));
@@ -290,8 +314,8 @@ function ratePanel(cap: Capacity, metric: 'ttft' | 'tpot', title: string): SVGEl
   }
   if (capRate > 0) {
     const v = s('line', { x1: X(capRate), x2: X(capRate), y1: 0, y2: ph, stroke: '#2b8a3e', 'stroke-width': 1.5, 'stroke-dasharray': '2 3', class: 'capacity', 'data-rate': String(capRate) });
-    v.append(s('title', {}, `capacity: ${rate(capRate)} requests/s`));
-    g.append(v, s('text', { x: Math.min(X(capRate) + 4, pw - 4), y: 12, 'text-anchor': X(capRate) + 4 > pw - 80 ? 'end' : 'start', 'font-size': 11, fill: '#2b6e35' }, `capacity ${rate(capRate)} req/s`));
+    v.append(s('title', {}, `capacity: ${rps(capRate)} requests/s`));
+    g.append(v, s('text', { x: Math.min(X(capRate) + 4, pw - 4), y: 12, 'text-anchor': X(capRate) + 4 > pw - 80 ? 'end' : 'start', 'font-size': 11, fill: '#2b6e35' }, `capacity ${rps(capRate)} req/s`));
   }
   const line = (f: (c: CapacityPoint) => number, color: string, width: number, dash?: string) =>
     s('polyline', { points: curve.map((c) => `${X(c.requests_per_second)},${Y(f(c))}`).join(' '), fill: 'none', stroke: color, 'stroke-width': width, ...(dash ? { 'stroke-dasharray': dash } : {}) });
@@ -301,7 +325,7 @@ function ratePanel(cap: Capacity, metric: 'ttft' | 'tpot', title: string): SVGEl
     const off = p99(c) > yMax;
     const dot = s('circle', { cx: X(c.requests_per_second), cy: Y(p99(c)), r: mine ? 6 : 4, fill: mine ? '#2b8a3e' : off ? '#fff' : '#1864ab', stroke: mine ? '#2b8a3e' : '#1864ab', 'stroke-width': 1.5,
       class: mine ? 'capacity-point' : 'point', 'data-rate': String(c.requests_per_second), 'data-p99': String(p99(c) / 1e3), 'data-meets': String(c.meets_slo), ...(off ? { 'data-off-scale': '1' } : {}) });
-    dot.append(s('title', {}, `${rate(c.requests_per_second)} requests/s: P99 ${title} ${sec(p99(c) / 1e3)}, P50 ${sec(p50(c) / 1e3)}${off ? ' (above the chart)' : ''}; ${c.meets_slo ? 'meets' : 'misses'} the targets`));
+    dot.append(s('title', {}, `${rps(c.requests_per_second)} requests/s: P99 ${title} ${sec(p99(c) / 1e3)}, P50 ${sec(p50(c) / 1e3)}${off ? ' (above the chart)' : ''}; ${c.meets_slo ? 'meets' : 'misses'} the targets`));
     g.append(dot);
   }
   return svg;
@@ -313,12 +337,12 @@ export function renderCapacity(el: HTMLElement, cap: Capacity): void {
   const targets = [hasTarget(slo.ttft_seconds_p99) ? `P99 TTFT ≤ ${sec(slo.ttft_seconds_p99)}` : '', hasTarget(slo.tpot_seconds_p99) ? `P99 TPOT ≤ ${sec(slo.tpot_seconds_p99)}` : ''].filter(Boolean).join(' and ');
   const capRate = cap.capacity_requests_per_second;
   const headline = capRate > 0
-    ? h('p', { class: 'capacity-result' }, 'Capacity: ', h('strong', {}, `${rate(capRate)} requests/s`), ` (${+cap.capacity_requests_per_second_per_gpu.toPrecision(3)} per GPU, ${fmtCount(cap.gpus)} GPUs) at ${targets}`)
+    ? h('p', { class: 'capacity-result' }, 'Capacity: ', h('strong', {}, `${rps(capRate)} requests/s`), ` (${+cap.capacity_requests_per_second_per_gpu.toPrecision(3)} per GPU, ${fmtCount(cap.gpus)} GPUs) at ${targets}`)
     : h('p', { class: 'capacity-result' }, h('strong', { class: 'bad' }, 'No rate meets the targets'), ` (${targets}): even a trickle of requests misses them; the curve shows the latencies at the lowest rates tried`);
   const table = h('table', { class: 'capacity' }, h('caption', {}, `Latency against request rate: ${cap.simulations} simulated runs of ${fmtCount(cap.requests_per_run)} requests each`),
     h('thead', {}, h('tr', {}, ...['requests/s', 'TTFT P50', 'TTFT P99', 'TPOT P50', 'TPOT P99', 'output tokens/s', 'meets targets'].map((t) => h('th', { scope: 'col' }, t)))),
     h('tbody', {}, ...curve.map((c) => h('tr', { 'data-rate': String(c.requests_per_second), class: c.requests_per_second === capRate ? 'own' : undefined },
-      h('th', { scope: 'row' }, rate(c.requests_per_second)), h('td', { class: 'num' }, sec(c.ttft_seconds_p50)), h('td', { class: 'num' }, sec(c.ttft_seconds_p99)),
+      h('th', { scope: 'row' }, rps(c.requests_per_second)), h('td', { class: 'num' }, sec(c.ttft_seconds_p50)), h('td', { class: 'num' }, sec(c.ttft_seconds_p99)),
       h('td', { class: 'num' }, sec(c.tpot_seconds_p50)), h('td', { class: 'num' }, sec(c.tpot_seconds_p99)), h('td', { class: 'num' }, rate(c.output_tokens_per_second)),
       h('td', {}, c.meets_slo ? 'yes' : 'no')))));
   el.replaceChildren(h('h3', {}, 'Latency against request rate: capacity'), headline,
