@@ -66,6 +66,20 @@ std::string serving_sweep(const std::string& job_json, const std::string& args_j
   if (args.is_discarded() || !args.is_object()) args = nlohmann::json{{"concurrency", args_json}};
   return call("serving_sweep", job_json, std::move(args)).envelope;
 }
+// servingCapacity(job, argsJson): {"ok":true,"capacity":{capacity_requests_per_second,
+// ..., curve:[...]}} (docs/inference.md, "Capacity"). argsJson is
+// {"ttft_seconds_p99", "tpot_seconds_p99", "requests"} (each optional; the
+// job's serving.slo fills the targets left out); text that is not a JSON
+// object is a parse_error at path "args". Every simulated run's memory is
+// checked against the engine budget before it runs (too_large).
+std::string serving_capacity(const std::string& job_json, const std::string& args_json) {
+  nlohmann::json args = nlohmann::json::parse(args_json, nullptr, /*allow_exceptions=*/false);
+  if (args.is_discarded() || !args.is_object())
+    return sc::error_envelope({sc::ErrorCode::kParseError,
+                               "capacity arguments must be a JSON object {\"ttft_seconds_p99\", \"tpot_seconds_p99\", \"requests\"}",
+                               "args"});
+  return call("serving_capacity", job_json, std::move(args)).envelope;
+}
 std::string graph_json_stage(const std::string& job_json, double stage) {
   return call("graph_json", job_json, {{"stage", stage}}).envelope;
 }
@@ -170,6 +184,7 @@ EMSCRIPTEN_BINDINGS(stagecraft) {
   emscripten::function("rankTrace", &rank_trace);
   emscripten::function("rankTrace", &rank_trace_phase);
   emscripten::function("servingSweep", &serving_sweep);
+  emscripten::function("servingCapacity", &serving_capacity);
   // Overloaded by argument count: graphJson(job) and graphJson(job, stage).
   emscripten::function("graphJson", &graph_json);
   emscripten::function("graphJson", &graph_json_stage);

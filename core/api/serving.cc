@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/budget.h"
 #include "api/simulate.h"
 #include "base/json_fields.h"
 #include "base/cancel.h"
@@ -686,6 +687,34 @@ void workload_json(const Job& full, const serve::WorkloadResult& r, const serve:
   (*inf)["workload"] = w;
 }
 
+// The memory a workload run holds, estimated from its drawn requests before
+// it runs (docs/inference.md, "Workload"): per request its record and live
+// state (256 bytes), per output token one inter-token gap (a double, 16
+// bytes with the vector's growth), per iteration its KV-utilisation span
+// (64 bytes with growth); the iterations without preemption are at most
+// the output tokens plus the prompt chunks. Refused past the engine budget
+// (api/budget.h: 2 GiB in the browser, the CLI's 8 GiB or --allow-large's),
+// so the wasm module never runs out of memory mid-run.
+Status check_workload_budget(const std::vector<serve::Request>& reqs, const serve::SchedulerParams& p) {
+  double tokens = 0, iterations = 0;
+  const double chunk = static_cast<double>(std::max<int64_t>(1, p.token_budget));
+  for (const serve::Request& r : reqs) {
+    tokens += static_cast<double>(r.output);
+    iterations += static_cast<double>(r.output) + std::ceil(static_cast<double>(r.prompt) / chunk);
+  }
+  iterations = std::min(iterations, static_cast<double>(p.max_iterations));
+  const double bytes = 256.0 * static_cast<double>(reqs.size()) + 16.0 * tokens + 64.0 * iterations;
+  const int64_t limit = engine_budget().max_engine_bytes;
+  if (bytes <= static_cast<double>(limit)) return ok_status();
+  return make_error(ErrorCode::kTooLarge,
+                    "this workload needs about " + human_bytes(static_cast<int64_t>(bytes)) + " of engine memory (" +
+                        to_string(static_cast<int64_t>(reqs.size())) + " requests, " +
+                        to_string(static_cast<int64_t>(tokens)) +
+                        " output tokens, one inter-token gap each); the budget is " + human_bytes(limit) +
+                        ": fewer requests (serving.workload.requests or duration_seconds) or shorter outputs",
+                    "serving.workload");
+}
+
 Result<serve::WorkloadResult> run_workload(const Job& full, const serve::CostModel& m, const serve::SchedulerParams& p,
                                            double rate_scale, int64_t requests_cap) {
   ServingConfig cfg = full.serving;
@@ -694,6 +723,7 @@ Result<serve::WorkloadResult> run_workload(const Job& full, const serve::CostMod
     cfg.workload.duration_seconds = 0;
   }
   SC_ASSIGN_OR_RETURN(std::vector<serve::Request> reqs, serve::make_requests(cfg, max_context(full), rate_scale));
+  SC_RETURN_IF_ERROR(check_workload_budget(reqs, p));
   return serve::simulate_workload(reqs, m, p);
 }
 
@@ -772,6 +802,7 @@ Result<std::vector<ServingPoint>> serving_sweep(const Generator& g, const std::v
     p.tpot_seconds = sig(sv.tpot);
     p.tokens_per_second_per_gpu = sig(sv.tps_gpu);
     p.tokens_per_second_per_user = sig(sv.tpot > 0 ? 1.0 / sv.tpot : 0);
+    p.itl_seconds = sig(sv.itl);
     out.push_back(p);
   }
   return out;
@@ -785,7 +816,8 @@ std::string serving_sweep_json(const std::vector<ServingPoint>& points) {
                  {"ttft_seconds", p.ttft_seconds},
                  {"tpot_seconds", p.tpot_seconds},
                  {"tokens_per_second_per_gpu", p.tokens_per_second_per_gpu},
-                 {"tokens_per_second_per_user", p.tokens_per_second_per_user}});
+                 {"tokens_per_second_per_user", p.tokens_per_second_per_user},
+                 {"itl_seconds", p.itl_seconds}});
   return a.dump();
 }
 
@@ -794,9 +826,14 @@ Result<CapacityResult> serving_capacity(const Generator& g, double slo_ttft, dou
   if (!s.serving_job)
     return make_error(ErrorCode::kInvalidArgument, "serving_capacity needs an inference job (\"mode\": \"inference\")",
                       "mode");
+  if (!(slo_ttft > 0) && !(slo_tpot > 0)) {  // neither given: the job's serving.slo
+    slo_ttft = s.serving_job->serving.slo.ttft_seconds_p99;
+    slo_tpot = s.serving_job->serving.slo.tpot_seconds_p99;
+  }
   if (!(slo_ttft > 0) && !(slo_tpot > 0))
-    return make_error(ErrorCode::kInvalidArgument, "give a P99 TTFT or TPOT target (seconds > 0), or both",
-                      "slo.ttft_seconds_p99");
+    return make_error(ErrorCode::kInvalidArgument,
+                      "give a P99 TTFT or TPOT target (seconds > 0), or both, or a serving.slo block in the job",
+                      "serving.slo.ttft_seconds_p99");
   Job job = *s.serving_job;
   if (job.serving.disaggregated)
     return make_error(ErrorCode::kUnsupported, "the capacity search simulates colocated serving only",

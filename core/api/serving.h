@@ -20,6 +20,9 @@ struct ServingPoint {
   int64_t concurrency = 0;
   bool fits = true;  // the KV cache of that many sequences fits beside weights and activations
   double ttft_seconds = 0, tpot_seconds = 0, tokens_per_second_per_gpu = 0, tokens_per_second_per_user = 0;
+  // The gap a request sees between its tokens at that concurrency: TPOT
+  // plus the stalls of the other requests' prefills (summary's itl_seconds).
+  double itl_seconds = 0;
 };
 
 // TTFT, TPOT and throughput at each concurrency (a multiple of the decode

@@ -15,9 +15,27 @@ export function cliPath() {
 }
 
 // Runs the CLI once into a fresh temp dir; returns { dir, files: Map }.
-export function runNativeIdentityJob(args = IDENTITY_CLI_ARGS) {
+// spec (a NATIVE_JOBS entry): an argument '@job' is a file holding
+// spec.job's JSON (for jobs no flags describe); with spec.stdout the
+// command's standard output is the one file, under that name (no -o).
+export function runNativeIdentityJob(args = IDENTITY_CLI_ARGS, spec = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stagecraft-native-'));
-  execFileSync(cliPath(), [...args, '-o', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
+  let jobFile = null;
+  if (args.includes('@job')) {
+    jobFile = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'stagecraft-job-')), 'job.json');
+    fs.writeFileSync(jobFile, JSON.stringify(spec.job));
+    args = args.map((a) => (a === '@job' ? jobFile : a));
+  }
+  try {
+    if (spec.stdout) {
+      const out = execFileSync(cliPath(), args, { stdio: ['ignore', 'pipe', 'inherit'] });
+      fs.writeFileSync(path.join(dir, spec.stdout), out);
+    } else {
+      execFileSync(cliPath(), [...args, '-o', dir], { stdio: ['ignore', 'ignore', 'inherit'] });
+    }
+  } finally {
+    if (jobFile) fs.rmSync(path.dirname(jobFile), { recursive: true, force: true });
+  }
   const files = new Map();
   for (const name of fs.readdirSync(dir).sort()) {
     const p = path.join(dir, name);
@@ -39,7 +57,7 @@ export function nodeNativeProvider() {
     // name: a key of NATIVE_JOBS (default: the identity job).
     async files(name = 'identity') {
       if (!cached.has(name)) {
-        const { dir, files } = runNativeIdentityJob(NATIVE_JOBS[name].args);
+        const { dir, files } = runNativeIdentityJob(NATIVE_JOBS[name].args, NATIVE_JOBS[name]);
         fs.rmSync(dir, { recursive: true, force: true });
         cached.set(name, files);
       }

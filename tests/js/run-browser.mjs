@@ -42,10 +42,10 @@ function prepareFixtures() {
     for (const [name, bytes] of native.files) fs.writeFileSync(path.join(dir, name), bytes);
     fs.rmSync(native.dir, { recursive: true, force: true });
     manifest = { available: true, files: [...native.files.keys()], jobs: {} };
-    for (const [job, { args }] of Object.entries(NATIVE_JOBS)) {
+    for (const [job, spec] of Object.entries(NATIVE_JOBS)) {
       if (job === 'identity') continue;
       try {
-        const out = runNativeIdentityJob(args);
+        const out = runNativeIdentityJob(spec.args, spec);
         fs.mkdirSync(path.join(dir, job));
         for (const [name, bytes] of out.files) fs.writeFileSync(path.join(dir, job, name), bytes);
         fs.rmSync(out.dir, { recursive: true, force: true });

@@ -19,6 +19,7 @@ interface WasmEngine {
   rankAt(job: string, coords: string): string;
   rankTrace(job: string, rank: number, phase?: string): { ok: true; bytes: Uint8Array } | { ok: false; error: EngineError };
   servingSweep?(job: string, args: string): string;  // inference jobs (docs/inference.md)
+  servingCapacity?(job: string, args: string): string;  // inference jobs: the capacity search
   simulate?(job: string, options: string): string;  // engines with core/sim (docs/simulate.md)
   archiveManifest(job: string, layout: string, prefix: string, sizes: boolean, phase?: string): string;  // overloaded: an inference job's phase
   archiveEntry(job: string, layout: string, prefix: string, name: string, phase?: string): { ok: true; bytes: Uint8Array } | { ok: false; error: EngineError };
@@ -181,6 +182,14 @@ async function handle(req: Request): Promise<{ reply: Reply; transfer: Transfera
       if (typeof wasm.servingSweep !== 'function') return { reply: fail('unsupported', 'this engine build has no serving sweep'), transfer: none };
       if (!Array.isArray(payload.concurrency)) return { reply: fail('bad_request', 'concurrency must be an array of numbers', 'concurrency'), transfer: none };
       return { reply: fromJson(wasm.servingSweep(job, JSON.stringify({ concurrency: payload.concurrency }))), transfer: none };
+    case 'servingCapacity': {
+      if (typeof wasm.servingCapacity !== 'function') return { reply: fail('unsupported', 'this engine build has no capacity search'), transfer: none };
+      // Only the arguments given travel (the engine checks their values).
+      const p = payload as Record<string, unknown>;
+      const args: Record<string, unknown> = {};
+      for (const k of ['ttft_seconds_p99', 'tpot_seconds_p99', 'requests']) if (p[k] !== undefined) args[k] = p[k];
+      return { reply: fromJson(wasm.servingCapacity(job, JSON.stringify(args))), transfer: none };
+    }
     case 'selfTestAbort':
       // Test hook: the path a real abort takes (Emscripten's abort() throws
       // a WebAssembly.RuntimeError out of the engine call), without a

@@ -10,7 +10,7 @@ import { JOB_PRESETS } from './job-schema';
 import type { EngineError, JobJson } from './protocol';
 import { renderSummary } from './views/summary';
 import { renderSimulation } from './views/simulate';
-import { renderServingSummary, renderSweep, sweepUnavailable } from './views/serving';
+import { renderServingSummary, renderSweep, sweepUnavailable, loadCapacity } from './views/serving';
 import { sweepConcurrencies } from './lib/serving';
 import { loadGraph } from './views/graph-panel';
 import { showRank, previewUnavailable, rankInput } from './views/rank-panel';
@@ -183,7 +183,9 @@ async function update(): Promise<void> {
     }
     if (!current(mine)) return;
     setBusy('ready');
-    if (inference) void loadGraph(mine).then(() => loadSweep(mine));
+    if (inference) void loadGraph(mine).then(() => loadSweep(mine)).then(() => {
+      if (current(mine) && state.summary) return loadCapacity(state.summary, state.jobText, (job) => client.request('servingCapacity', { job }), () => current(mine), (e) => explain(e).text);
+    });
     else void loadGraph(mine).then(() => loadSimulation(mine));
   } catch (e) {
     if (!current(mine)) return;

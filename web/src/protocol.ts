@@ -96,6 +96,25 @@ export interface Simulation {
 export interface SweepPoint {
   concurrency: number; ttft_seconds: number; tpot_seconds: number;
   tokens_per_second_per_gpu: number; tokens_per_second_per_user: number;
+  // The gap a request sees between its tokens: TPOT plus the stalls of the
+  // other requests' prefills (absent from engines before it was added).
+  itl_seconds?: number;
+}
+
+// serving_capacity (docs/inference.md "Capacity"): the highest request rate
+// whose simulated workload meets the P99 targets, and the latency-rate
+// curve around it (0.25 … 1.5 × the capacity, ascending).
+export interface CapacityPoint {
+  requests_per_second: number;
+  ttft_seconds_p50: number; ttft_seconds_p99: number;
+  tpot_seconds_p50: number; tpot_seconds_p99: number;
+  output_tokens_per_second: number; meets_slo: boolean;
+}
+export interface Capacity {
+  capacity_requests_per_second: number; capacity_requests_per_second_per_gpu: number;
+  slo: { ttft_seconds_p99: number; tpot_seconds_p99: number };  // 0 = no target
+  requests_per_run: number; gpus: number; simulations: number;
+  curve: CapacityPoint[];
 }
 
 // type -> [payload, result]
@@ -116,6 +135,10 @@ export interface Methods {
   // Inference jobs: TTFT, TPOT and throughput at each concurrency (the
   // latency-throughput curve); docs/inference.md.
   servingSweep: [{ job: JobJson | string; concurrency: number[] }, { sweep: SweepPoint[] }];
+  // The capacity search (docs/inference.md "Capacity"): targets in seconds,
+  // each optional (neither: the job's serving.slo); requests per simulated
+  // run (default: the workload's count, else 1,000).
+  servingCapacity: [{ job: JobJson | string; ttft_seconds_p99?: number; tpot_seconds_p99?: number; requests?: number }, { capacity: Capacity }];
   // The Chakra archive (zip of the engine's archive list, layout "files":
   // trace.<r>.et for every rank, comm_groups.json, summary.json, the bytes of
   // `stagecraft generate -o DIR`; an inference job: one folder per part,

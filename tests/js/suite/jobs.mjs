@@ -62,9 +62,27 @@ export const HSDP_JOB = {
   training: { seq_len: 256, micro_batch_size: 1, global_batch_size: 4 },
 };
 
+// A seeded serving workload (docs/inference.md "Workload"): Llama 3 8B cut
+// to 4 layers on tp 2, 300 Poisson arrivals at 40 requests/s, normal prompt
+// and uniform output lengths (every draw of the seeded stream used), with
+// SLO targets (goodput, and the capacity search's default targets).
+export const SERVE_WORKLOAD_JOB = {
+  mode: 'inference', model: { preset: 'llama3-8b', num_layers: 4 }, parallel: { tp: 2 },
+  serving: {
+    prompt_tokens: 1000, output_tokens: 200,
+    workload: { arrival: 'poisson', rate: 40, requests: 300, seed: 7,
+      prompt_tokens: { distribution: 'normal', mean: 800, std: 300 }, output_tokens: { distribution: 'uniform', min: 20, max: 300 } },
+    slo: { ttft_seconds_p99: 0.2, tpot_seconds_p99: 0.02 },
+  },
+};
+
 // The jobs the identity suite runs through the native CLI and the wasm
-// module: name -> { job, args } (the CLI flags equivalent to the job JSON).
+// module: name -> { job, args } (the CLI flags equivalent to the job JSON;
+// '@job' is a file holding the job, and with `stdout` the command's output
+// is the one file: tests/js/native.mjs).
 export const NATIVE_JOBS = {
   identity: { job: IDENTITY_JOB, args: IDENTITY_CLI_ARGS },
   moe: { job: MOE_JOB, args: MOE_CLI_ARGS },
+  workload: { job: SERVE_WORKLOAD_JOB, args: ['generate', '--config', '@job'] },
+  capacity: { job: SERVE_WORKLOAD_JOB, args: ['serve-capacity', '--config', '@job', '--requests', '200', '--json'], stdout: 'capacity.json' },
 };

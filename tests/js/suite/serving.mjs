@@ -2,8 +2,10 @@
 // the KV cache per token and the weights per rank against hand formulas
 // (written from the models' papers, not from the engine), the sequences
 // that fit against the memory they leave, the latency-throughput sweep's
-// physics, per-phase traces and groups, and errors that name the field.
-import { json } from './jobs.mjs';
+// physics, per-phase traces and groups, errors that name the field, a
+// seeded workload and the capacity search byte for byte as the native CLI
+// writes them, and the capacity search's budget and targets.
+import { json, SERVE_WORKLOAD_JOB } from './jobs.mjs';
 import { decodeTrace } from '../../../web/src/lib/chakra.js';
 import { sweepConcurrencies, curvePoints, niceCeil, parseRequests, formatRequests, mixMean } from '../../../web/src/lib/serving.js';
 
@@ -53,7 +55,7 @@ function llama8bParamsPerRank(layers, tp) {
   return (2 * V * h) / tp + h + layers * layer;
 }
 
-export const cases = [
+export const cases0 = [
   {
     name: 'KV cache per token by hand: GQA 2·L·kv·d·bytes, MLA L·(latent + RoPE key)·bytes, bf16 and fp8',
     run({ engine, assert }) {
@@ -117,6 +119,10 @@ export const cases = [
         assert.equal(p.concurrency, list[i], 'points in request order');
         assert.ok(p.tpot_seconds > 0 && p.ttft_seconds > 0, `point ${p.concurrency} has times`);
         assert.ok(Math.abs(p.tokens_per_second_per_user * p.tpot_seconds - 1) < 1e-6, `per-user tokens/s = 1/TPOT at ${p.concurrency}`);
+        // ITL = TPOT + (sequences per dp rank - 1) x a prefill's cost / E[O]
+        // (docs/inference.md "ITL"): equal at one sequence, above it after.
+        if (p.concurrency === 1) assert.equal(p.itl_seconds, p.tpot_seconds, 'ITL = TPOT at one sequence: no other prefill stalls it');
+        else assert.ok(p.itl_seconds > p.tpot_seconds, `ITL ${p.itl_seconds} > TPOT ${p.tpot_seconds} at ${p.concurrency}`);
         // Physics: a decode step reads at least the rank's weights and the
         // cache of every sequence it decodes (each at least its 1,000-token
         // prompt; tp 2 holds 4 of the 8 KV heads: 2·4·4·128·2 B per token).
@@ -303,3 +309,107 @@ export const cases = [
     },
   },
 ];
+
+// The capacity search's answer (docs/inference.md "Capacity").
+const capacityOf = (assert, engine, job, args, what) => ok(assert, engine.servingCapacity(json(job), JSON.stringify(args)), what).capacity;
+const SLO = SERVE_WORKLOAD_JOB.serving.slo;
+
+export const workloadCases = [
+  {
+    name: 'a seeded workload: the summary (percentiles, counts, KV-cache use) in wasm equals the native CLI\'s summary.json',
+    async run({ engine, assert, native }) {
+      const job = json(SERVE_WORKLOAD_JOB);
+      const s = ok(assert, engine.inspect(job), 'inspect').summary;
+      const inf = s.inference;
+      assert.equal(inf.workload.requests, 300, 'the workload\'s 300 requests');
+      for (const m of ['ttft', 'tpot', 'itl', 'e2e', 'queue']) {
+        const [mean, p50, p90, p99] = ['mean', 'p50', 'p90', 'p99'].map((k) => inf[`${m}_seconds_${k}`]);
+        assert.ok(p50 <= p90 && p90 <= p99, `${m}: P50 ${p50} <= P90 ${p90} <= P99 ${p99}`);
+        assert.ok(Number.isFinite(mean) && mean >= 0, `${m} mean ${mean}`);
+      }
+      // TTFT = queue + the prefill: never below the queue, at every percentile.
+      assert.ok(inf.ttft_seconds_p99 >= inf.queue_seconds_p99 && inf.ttft_seconds_p50 >= inf.queue_seconds_p50, 'TTFT >= queue time');
+      // The same job string again (no rebuild) and after another job (a rebuild): the same document.
+      assert.equal(JSON.stringify(ok(assert, engine.inspect(job), 'again').summary), JSON.stringify(s), 'same job, same summary');
+      ok(assert, engine.inspect(json(SERVE_GQA)), 'another job');
+      assert.equal(JSON.stringify(ok(assert, engine.inspect(job), 'rebuilt').summary), JSON.stringify(s), 'rebuilt, same summary');
+      // Another seed draws other requests.
+      const other = ok(assert, engine.inspect(json({ ...SERVE_WORKLOAD_JOB, serving: { ...SERVE_WORKLOAD_JOB.serving, workload: { ...SERVE_WORKLOAD_JOB.serving.workload, seed: 8 } } })), 'seed 8').summary.inference;
+      assert.ok(other.ttft_seconds_p99 !== inf.ttft_seconds_p99 || other.workload.makespan_seconds !== inf.workload.makespan_seconds, 'seed 8 gives another run');
+      if (!native.available) return `skip: ${native.reason}`;
+      const files = await native.files('workload');
+      assert.ok(files.has('summary.json'), `native wrote summary.json (${[...files.keys()].join(', ')})`);
+      const nativeSummary = JSON.parse(new TextDecoder().decode(files.get('summary.json')));
+      assert.equal(JSON.stringify(s), JSON.stringify(nativeSummary), 'summary.json (stagecraft generate) vs inspect() in wasm');
+      return undefined;
+    },
+  },
+  {
+    name: 'capacity search: wasm servingCapacity equals the native `serve-capacity --json`',
+    async run({ engine, assert, native }) {
+      const cap = capacityOf(assert, engine, SERVE_WORKLOAD_JOB, { requests: 200 }, 'servingCapacity');
+      if (!native.available) return `skip: ${native.reason}`;
+      const files = await native.files('capacity');
+      const nat = JSON.parse(new TextDecoder().decode(files.get('capacity.json')));
+      assert.equal(nat.tp, 2, 'the CLI labels its layout: tp 2');
+      assert.equal(nat.replicas, 1, 'one replica');
+      delete nat.tp; delete nat.replicas;
+      assert.equal(JSON.stringify(cap), JSON.stringify(nat), 'the capacity search, byte for byte');
+      return undefined;
+    },
+  },
+  {
+    name: 'capacity search: the job\'s targets when none given, every point judged by its P99s, the curve at the documented multiples',
+    run({ engine, assert }) {
+      const cap = capacityOf(assert, engine, SERVE_WORKLOAD_JOB, { requests: 200 }, 'job targets');
+      assert.equal(cap.slo.ttft_seconds_p99, SLO.ttft_seconds_p99, 'the job\'s P99 TTFT target');
+      assert.equal(cap.slo.tpot_seconds_p99, SLO.tpot_seconds_p99, 'the job\'s P99 TPOT target');
+      assert.equal(cap.requests_per_run, 200, '200 requests per run');
+      assert.equal(cap.gpus, 2, 'tp 2: two GPUs');
+      assert.ok(cap.capacity_requests_per_second > 0, `capacity ${cap.capacity_requests_per_second}`);
+      assert.ok(Math.abs(cap.capacity_requests_per_second_per_gpu * 2 - cap.capacity_requests_per_second) <= 1e-8 * cap.capacity_requests_per_second, 'per GPU = capacity / 2');
+      // The curve: 0.25, 0.5, 0.75, 0.9, 1, 1.1, 1.25, 1.5 x the capacity (docs/inference.md).
+      const f = [0.25, 0.5, 0.75, 0.9, 1, 1.1, 1.25, 1.5];
+      assert.equal(cap.curve.length, f.length, 'eight rates');
+      cap.curve.forEach((c, i) => {
+        assert.ok(Math.abs(c.requests_per_second / cap.capacity_requests_per_second - f[i]) < 1e-6, `point ${i} at ${f[i]} x the capacity`);
+        const meets = c.ttft_seconds_p99 <= SLO.ttft_seconds_p99 && c.tpot_seconds_p99 <= SLO.tpot_seconds_p99;
+        assert.equal(c.meets_slo, meets, `point ${i}: meets_slo iff both P99s are within the targets`);
+        assert.ok(c.ttft_seconds_p50 <= c.ttft_seconds_p99 && c.tpot_seconds_p50 <= c.tpot_seconds_p99, `point ${i}: P50 <= P99`);
+      });
+      assert.equal(cap.curve[4].meets_slo, true, 'the capacity itself meets the targets');
+      // Looser targets never lower the capacity; explicit targets replace the job's.
+      const loose = capacityOf(assert, engine, SERVE_WORKLOAD_JOB, { requests: 200, ttft_seconds_p99: 1, tpot_seconds_p99: 0.1 }, 'loose');
+      assert.equal(loose.slo.ttft_seconds_p99, 1, 'the given target');
+      assert.ok(loose.capacity_requests_per_second >= cap.capacity_requests_per_second, `looser targets: ${loose.capacity_requests_per_second} >= ${cap.capacity_requests_per_second}`);
+    },
+  },
+  {
+    name: 'capacity search and workloads: bad arguments name their field; the memory of a run is checked before it runs (too_large, never an abort)',
+    run({ engine, assert }) {
+      const job = json(SERVE_WORKLOAD_JOB);
+      assert.error(JSON.parse(engine.servingCapacity(job, '{')), 'parse_error', 'args', 'arguments that are not JSON');
+      assert.error(JSON.parse(engine.servingCapacity(job, '[1]')), 'parse_error', 'args', 'arguments that are not an object');
+      assert.error(JSON.parse(engine.servingCapacity(job, JSON.stringify({ ttft_seconds_p99: -1 }))), 'invalid_argument', 'ttft_seconds_p99', 'a negative target');
+      assert.error(JSON.parse(engine.servingCapacity(job, JSON.stringify({ tpot_seconds_p99: 'fast' }))), 'invalid_argument', 'tpot_seconds_p99', 'a target that is not a number');
+      assert.error(JSON.parse(engine.servingCapacity(job, JSON.stringify({ requests: 0.5 }))), 'invalid_argument', 'requests', 'a fraction of a request');
+      assert.error(JSON.parse(engine.servingCapacity(json(SERVE_GQA), '{}')), 'invalid_argument', 'serving.slo.ttft_seconds_p99', 'no target given and none in the job');
+      assert.error(JSON.parse(engine.servingCapacity(json({ ...SERVE_DIS, serving: { ...SERVE_DIS.serving, slo: SLO } }), '{}')), 'unsupported', 'serving.disaggregated', 'disaggregated pools');
+      assert.error(JSON.parse(engine.servingCapacity(json({ model: { preset: 'gpt3-1.7b', num_layers: 2 }, training: { seq_len: 256, micro_batch_size: 1, global_batch_size: 1 } }), JSON.stringify({ ttft_seconds_p99: 1 }))), 'invalid_argument', 'mode', 'a training job');
+      // 200,000 requests of 1,000 output tokens per run: 2e8 inter-token
+      // gaps (16 bytes each) = 3.2 GB, past the browser's 2 GiB budget:
+      // refused before the first run (run, it would take minutes).
+      const long = { ...SERVE_GQA, serving: { prompt_tokens: 1000, output_tokens: 1000, slo: SLO } };
+      const big = JSON.parse(engine.servingCapacity(json(long), JSON.stringify({ requests: 200000 })));
+      assert.error(big, 'too_large', 'serving.workload', 'a run past the budget');
+      assert.match(big.error.message, /200000 requests, 200000000 output tokens/, 'the message gives the requests and tokens');
+      // The same for a workload in the job itself (inspect builds it).
+      const wl = { ...long, serving: { ...long.serving, workload: { arrival: 'burst', requests: 200000 } } };
+      assert.error(JSON.parse(engine.inspect(json(wl))), 'too_large', 'serving.workload', 'a workload past the budget');
+      // The module still answers.
+      ok(assert, engine.servingCapacity(job, JSON.stringify({ requests: 50 })), 'after the refusals');
+    },
+  },
+];
+
+export const cases = [...cases0, ...workloadCases];

@@ -306,8 +306,11 @@ TEST_CASE("serving: the concurrency sweep and the request layer") {
   CHECK(env["ok"] == true);
   REQUIRE(env["sweep"].size() == 2);
   for (const char* key : {"concurrency", "ttft_seconds", "tpot_seconds", "tokens_per_second_per_gpu",
-                          "tokens_per_second_per_user"})
+                          "tokens_per_second_per_user", "itl_seconds"})
     CHECK(env["sweep"][0].contains(key));
+  // ITL = TPOT + (sequences per dp rank - 1) x a prefill's cost / E[O]: TPOT at one sequence, above it at two.
+  CHECK(env["sweep"][0]["itl_seconds"] == env["sweep"][0]["tpot_seconds"]);
+  CHECK(env["sweep"][1]["itl_seconds"].get<double>() > env["sweep"][1]["tpot_seconds"].get<double>());
   for (const char* phase : {"prefill", "decode", "mixed"}) {
     Response t = h.handle_json(R"({"op": "rank_trace", "rank": 1, "phase": ")" + std::string(phase) + R"(", "job": )" + job + "}");
     CHECK_MESSAGE(t.ok(), t.envelope);

@@ -156,7 +156,40 @@ TEST_CASE("serving capacity: monotone in the targets; the curve meets the SLO be
   // No target at all is an error naming it; a trace workload cannot be rescaled.
   Result<CapacityResult> none = serving_capacity(g, 0, 0);
   REQUIRE(!none.ok());
-  CHECK(none.error().path == "slo.ttft_seconds_p99");
+  CHECK(none.error().path == "serving.slo.ttft_seconds_p99");
+  // Neither target given: the job's serving.slo, as the CLI does.
+  Generator with_slo = testing::generator_from_json(
+      job_with(R"(, "workload": {"rate": 1, "requests": 300, "seed": 2}, "slo": {"ttft_seconds_p99": 0.5, "tpot_seconds_p99": 0.05})"));
+  Result<CapacityResult> from_job = serving_capacity(with_slo, 0, 0);
+  REQUIRE(from_job.ok());
+  CHECK(from_job->slo_ttft == 0.5);
+  CHECK(from_job->slo_tpot == 0.05);
+  CHECK(from_job->capacity == tight->capacity);
+}
+
+TEST_CASE("serving workload: the memory of a run is checked against the engine budget before it runs") {
+  // A burst of 200,000 requests of 6,000 output tokens keeps 1.2e9
+  // inter-token gaps: at 16 bytes each (a double, with the vector's growth)
+  // 19.2 GB, past the budget (2 GiB in the browser, 8 GiB in the CLI);
+  // refused before a single iteration (run, it would take hours).
+  const std::string job = job_with(
+      R"(, "workload": {"arrival": "burst", "requests": 200000, "output_tokens": 6000, "seed": 1})");
+  Result<Job> j = parse_job(job);
+  REQUIRE(j.ok());
+  Result<Generator> g = Generator::create(*j);
+  REQUIRE(!g.ok());
+  CHECK(g.error().code == ErrorCode::kTooLarge);
+  CHECK(g.error().path == "serving.workload");
+  CHECK_MESSAGE(g.error().message.find("200000 requests, 1200000000 output tokens") != std::string::npos,
+                g.error().message);
+  // The capacity search checks each run the same way: 200,000 requests of
+  // 256 tokens per run bound 51.4 million iterations at 64 bytes (3.3 GB)
+  // beside 0.8 GB of gaps, past the 2 GiB default budget.
+  Generator small = testing::generator_from_json(job_with(R"(, "workload": {"rate": 1, "requests": 100, "seed": 2})"));
+  Result<CapacityResult> c = serving_capacity(small, 1, 0.05, 200000);
+  REQUIRE(!c.ok());
+  CHECK(c.error().code == ErrorCode::kTooLarge);
+  CHECK(c.error().path == "serving.workload");
 }
 
 TEST_CASE("serving capacity: the request op") {
