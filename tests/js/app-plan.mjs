@@ -180,6 +180,10 @@ export async function planCases(context, base, only = '') {
     check(await page.textContent('#plan-counts') === counts, 'the same counts');
     check(await page.inputValue('#plan-gpus') === '16', 'the request back in the form');
     check(await page.$$eval('#plan-scatter .plan-yours', (x) => x.length) === 1, 'your layout still marked');
+    check(!(await page.$('#plan-other-job')), 'the editor still holds the planned job: no note');
+    // An edit after the reload: the restored plan says it was for another job.
+    await page.fill('input[name="parallel.dp"]', '8');
+    await page.waitForSelector('#plan-other-job', { timeout: 30_000 });
   });
 
   await run('a reload while the plan runs says it was lost and shows the best found before; axe on it at 390 px', async (page) => {
@@ -204,6 +208,20 @@ export async function planCases(context, base, only = '') {
     const w = await widths(page);
     check(w.page <= 390, `page width at 390 px: ${w.page}`);
     await checkAxe(page, 'a plan lost to a reload at 390 px');
+  });
+
+  await run('a search over the browser budget says so with the plan\'s own hint', async (page) => {
+    // Llama 3 70B on 1,024 GPUs: 244,905 layouts, about 1.2 GiB of search
+    // state, over the browser's 1.0 GiB (docs/plan.md "Budget").
+    await page.goto(jobUrl(base, { model: { preset: 'llama3-70b' }, parallel: { tp: 8, dp: 128 }, training: { seq_len: 8192, global_batch_size: 2048 } }));
+    await ready(page);
+    await page.click('#tab-plan');
+    await page.fill('#plan-gpus', '1024');
+    await page.click('#plan-run');
+    await page.waitForFunction(() => document.querySelector('#plan-error')?.textContent, null, { timeout: 120_000 });
+    const err = await page.textContent('#plan-error');
+    check(/too large for the browser/.test(err) && /244,?905 layouts/.test(err) && /constraints/.test(err) && !/micro-batches per rank/.test(err), `error: ${err}`);
+    check(await page.evaluate(() => document.body.dataset.plan) !== 'running', 'not running');
   });
 
   await run('hand-made plans: axes from zero, ties and tiny gaps in words, notes beside rows, Load first, no scroll at 1440 px', async (page) => {

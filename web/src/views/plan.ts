@@ -141,6 +141,12 @@ export function planJobChanged(jobText: string): void {
   const model = m?.hf_config ? 'the pasted Hugging Face config' : `model ${String(m?.preset ?? 'gpt3-1.7b')}`;
   const hw = typeof job.hardware === 'string' ? job.hardware : String((job.hardware as JobJson | undefined)?.preset ?? 'h100');
   const need = (k: string, words: string) => t[k] === undefined ? `${words} not set (the plan needs it: set it in the editor)` : `${words} ${String(t[k])}`;
+  // A restored plan made for another job than the editor's now.
+  const note = document.querySelector('#plan-restored');
+  if (record && note?.firstChild && !running) {
+    document.querySelector('#plan-other-job')?.remove();
+    if (record.request.job !== jobText) note.append(h('p', { class: 'hint', id: 'plan-other-job' }, 'The plan above was made for another job than the editor’s now (Run plan plans the editor’s job; Load puts a layout onto it).'));
+  }
   $('#plan-base').textContent = `Searches layouts for the editor’s job: ${model}, ${need('seq_len', 'sequence')}, ${need('global_batch_size', 'global batch')}, GPU ${hw}. The model, batch and hardware stay; the parallel layout, micro-batch, schedule and recompute are searched.`;
 }
 
@@ -204,7 +210,7 @@ function onProgress(p: Progress): void {
   if (p.total > 0) { bar.max = p.total; bar.value = p.done; } else bar.removeAttribute('value');
   const step = PHASES.indexOf(p.phase);
   const left = remainingSeconds(p.done, p.total, (now - phaseStart) / 1000);
-  const leftText = left === null || now - phaseStart < 1000 ? '' : ` · about ${secs(left)} left in this step at its rate so far${p.phase === 'simulate' ? ' (the bound usually ends it sooner)' : ''}`;
+  const leftText = left === null || now - phaseStart < 1000 ? '' : ` · about ${secs(left)} left in this step at its rate so far${p.phase === 'simulate' ? ' (a rough guess: the bound cuts layouts in bursts, and each layout left may need a simulation)' : ''}`;
   $('#plan-status').textContent = `${step >= 0 ? `step ${step + 1} of 3, ` : ''}${PHASE_WORDS[p.phase] ?? p.phase}: ${fmtCount(p.done)} of ${fmtCount(p.total)} layouts · ${secs((now - runStart) / 1000)} elapsed${leftText}`;
   document.body.dataset.planProgress = String(p.done);
   document.body.dataset.planTotal = String(p.total);
@@ -213,6 +219,8 @@ function onProgress(p: Progress): void {
   if (p.best) {
     partials++;
     document.body.dataset.planPartials = String(partials);
+    // For the benchmark (tests/js/bench-plan.mjs): ms from Run to the first best so far.
+    if (partials === 1) document.body.dataset.planFirstBestMs = String(Math.round(now - runStart));
     if (record) record.plan = p.best;
     renderPlan(p.best, { running: true, keepSort: true });
   }
@@ -253,6 +261,7 @@ async function run(): Promise<void> {
   record = { request: { job: jobText, ...args }, status: 'running', started: Date.now() };
   save();
   runStart = performance.now(); phaseName = ''; partials = 0;
+  delete document.body.dataset.planFirstBestMs;
   shown = null; yours = null;
   $('#plan-result').replaceChildren();
   setRunning(true);
@@ -291,7 +300,11 @@ async function run(): Promise<void> {
       $('#plan-status').textContent = shown ? `cancelled after ${record.seconds.toFixed(1)} s: the best found until then is shown` : 'cancelled (nothing simulated yet)';
       if (shown) renderPlan(shown, { stopped: 'cancelled', keepSort: true });
     } else {
-      const { lead, text, hint } = explain(err);
+      // The search's own budget (docs/plan.md "Budget"), not the job's:
+      // the job-size hints (micro-batches, dp) do not apply.
+      const { lead, text, hint } = err.code === 'too_large' && err.path === 'gpus'
+        ? { lead: 'The search is too large for the browser', text: `${err.message}.`, hint: 'Open the constraints below the inputs and fix or bound degrees (for example micro-batch at most 1, fewer ZeRO stages or recompute modes), or run stagecraft plan natively, which has no browser memory limit.' }
+        : explain(err);
       $('#plan-status').textContent = '';
       $('#plan-error').replaceChildren(h('strong', {}, `${lead}: `), text, hint ? ` ${hint}` : '');
       $('#plan-error').dataset.code = err.code;
@@ -322,23 +335,23 @@ function restore(): void {
   yours = r.yours ?? null;
   const when = new Date(r.started).toLocaleTimeString('en-GB');
   const note = $('#plan-restored');
-  const sameJob = r.request.job === state.jobText || !state.jobText;
-  const jobNote = sameJob ? '' : ' It was planned for another job than the editor’s now (its base job is kept with it).';
+  // Whether the editor still holds the planned job is said once the
+  // editor's job is known (planJobChanged).
   if (r.status === 'running') {
     const p = r.progress;
     const where = p ? ` at ${PHASE_WORDS[p.phase] ?? p.phase}, ${fmtCount(p.done)} of ${fmtCount(p.total)} layouts` : ' before its first progress report';
     const rerun = h('button', { type: 'button', id: 'plan-rerun' }, 'Run it again');
-    rerun.addEventListener('click', () => { if (sameJob) void run(); else $('#plan-restored').append(h('p', {}, 'Load its job first, or run the editor’s job with Run plan.')); });
+    rerun.addEventListener('click', () => { void run(); });
     note.replaceChildren(h('div', { class: 'banner', role: 'alert', id: 'plan-lost' },
       h('strong', {}, 'The plan was lost: '), `the page was reloaded while the search (started ${when})${where} was running, and a search cannot survive a reload. `,
       r.plan ? 'Shown below: the best it had found before the reload, not a finished plan. ' : 'Nothing had been simulated yet, so there is no best so far to show. ',
-      jobNote, ' ', rerun));
+      rerun));
     document.body.dataset.planRestored = 'lost';
     if (r.plan) renderPlan(r.plan, { stopped: 'reload' });
   } else if (r.plan) {
     const how = r.status === 'cancelled' ? 'cancelled' : r.plan.complete === false ? 'stopped at its time limit' : 'finished';
     note.replaceChildren(h('p', { class: 'hint', id: 'plan-restored-note' },
-      `Restored from this tab’s session: the plan started at ${when}, ${how}${r.seconds ? ` after ${r.seconds.toFixed(1)} s` : ''}.${jobNote}`));
+      `Restored from this tab’s session: the plan started at ${when}, ${how}${r.seconds ? ` after ${r.seconds.toFixed(1)} s` : ''}.`));
     document.body.dataset.planRestored = 'restored';
     renderPlan(r.plan, r.status === 'cancelled' ? { stopped: 'cancelled' } : {});
   }
