@@ -86,7 +86,7 @@ struct PlanOptions {
   // at that moment would return (complete = false; the layouts not yet
   // decided counted as unexamined, or as cut by the bound when the bound
   // already cuts them). Not called with the final result. The browser's
-  // Plan tab streams it (docs/plan.md, "Anytime answers").
+  // Plan tab streams it (docs/plan.md, "Request op" and "In the browser").
   std::function<void(const PlanResult&)> improved;
 };
 
