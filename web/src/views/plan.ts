@@ -63,6 +63,7 @@ let onLoad: (job: JobJson, c: PlanCandidate) => void = () => {};
 let running: Call<{ plan: Plan }> | null = null;
 let shown: Plan | null = null;
 let yours: Yours | null = null;
+let yoursTried = false;  // a run (or a restored one) tried to simulate it
 let sortKey: SortKey = 'rank';
 let sortDir: 'asc' | 'desc' = 'asc';
 let record: Stored | null = null;
@@ -196,6 +197,8 @@ function setRunning(on: boolean): void {
   document.body.dataset.plan = on ? 'running' : shown ? 'done' : 'idle';
 }
 
+// Counts of layouts are written out in full, however large (exact counts).
+const exact = (x: number) => Math.round(x).toLocaleString('en');
 const secs = (x: number) => (x < 60 ? `${x.toFixed(x < 10 ? 1 : 0)} s` : `${Math.floor(x / 60)} min ${Math.round(x % 60)} s`);
 let phaseStart = 0, phaseName = '', runStart = 0;
 
@@ -211,7 +214,7 @@ function onProgress(p: Progress): void {
   const step = PHASES.indexOf(p.phase);
   const left = remainingSeconds(p.done, p.total, (now - phaseStart) / 1000);
   const leftText = left === null || now - phaseStart < 1000 ? '' : ` · about ${secs(left)} left in this step at its rate so far${p.phase === 'simulate' ? ' (a rough guess: the bound cuts layouts in bursts, and each layout left may need a simulation)' : ''}`;
-  $('#plan-status').textContent = `${step >= 0 ? `step ${step + 1} of 3, ` : ''}${PHASE_WORDS[p.phase] ?? p.phase}: ${fmtCount(p.done)} of ${fmtCount(p.total)} layouts · ${secs((now - runStart) / 1000)} elapsed${leftText}`;
+  $('#plan-status').textContent = `${step >= 0 ? `step ${step + 1} of 3, ` : ''}${PHASE_WORDS[p.phase] ?? p.phase}: ${exact(p.done)} of ${exact(p.total)} layouts · ${secs((now - runStart) / 1000)} elapsed${leftText}`;
   document.body.dataset.planProgress = String(p.done);
   document.body.dataset.planTotal = String(p.total);
   document.body.dataset.planPhase = p.phase;
@@ -267,6 +270,7 @@ async function run(): Promise<void> {
   setRunning(true);
   $('#plan-status').textContent = 'your layout: simulating it once, to mark it on the plot…';
   cancelRequested = false;
+  yoursTried = true;
   yours = await yourLayout(jobText);
   if (cancelRequested) {
     record.status = 'cancelled';
@@ -333,13 +337,14 @@ function restore(): void {
   if (typeof constraints !== 'object') constraints = {};
   fillArgs(r.request.gpus, constraints, r.request.time_limit_seconds);
   yours = r.yours ?? null;
+  yoursTried = true;
   const when = new Date(r.started).toLocaleTimeString('en-GB');
   const note = $('#plan-restored');
   // Whether the editor still holds the planned job is said once the
   // editor's job is known (planJobChanged).
   if (r.status === 'running') {
     const p = r.progress;
-    const where = p ? ` at ${PHASE_WORDS[p.phase] ?? p.phase}, ${fmtCount(p.done)} of ${fmtCount(p.total)} layouts` : ' before its first progress report';
+    const where = p ? ` at ${PHASE_WORDS[p.phase] ?? p.phase}, ${exact(p.done)} of ${exact(p.total)} layouts` : ' before its first progress report';
     const rerun = h('button', { type: 'button', id: 'plan-rerun' }, 'Run it again');
     rerun.addEventListener('click', () => { void run(); });
     note.replaceChildren(h('div', { class: 'banner', role: 'alert', id: 'plan-lost' },
@@ -366,12 +371,12 @@ export function renderPlan(plan: Plan, opts: RenderOpts = {}): void {
   const out = $('#plan-result');
   const c = plan.counts;
   const rej = c?.rejected ?? {};
-  const n = (x: number | undefined) => fmtCount(x ?? 0);
+  const n = (x: number | undefined) => exact(x ?? 0);
   const partial = plan.complete === false;
   const state_ = opts.running ? 'Best so far, while the search runs' : opts.stopped === 'cancelled' ? 'Best found before Cancel'
     : opts.stopped === 'reload' ? 'Best found before the reload' : partial ? 'Best found before the time limit' : 'Plan';
   const counts = h('p', { id: 'plan-counts', 'data-simulated': c?.simulated ?? 0, 'data-unexamined': c?.unexamined ?? 0 },
-    `Considered ${n(c?.considered)} layouts on ${fmtCount(plan.gpus)} GPUs: `,
+    `Considered ${n(c?.considered)} layouts on ${exact(plan.gpus)} GPUs: `,
     `${n(rej.divisibility)} do not divide the model or the batch, `,
     `${n(rej.memory)} do not fit in memory, `,
     `${n(rej.dominated)} are dominated by another layout, `,
@@ -385,7 +390,7 @@ export function renderPlan(plan: Plan, opts: RenderOpts = {}): void {
     if (partial) {
       parts.push(h('p', { id: 'plan-nothing-yet' }, `Nothing fits ${c?.simulated ? 'among the layouts simulated so far' : 'yet: nothing simulated yet'}.`));
     } else {
-      const need = plan.min_gpus_lower_bound ? ` The model’s weights, gradients and optimizer state alone need at least ${fmtCount(plan.min_gpus_lower_bound)} GPUs of this kind (a lower bound).` : '';
+      const need = plan.min_gpus_lower_bound ? ` The model’s weights, gradients and optimizer state alone need at least ${exact(plan.min_gpus_lower_bound)} GPUs of this kind (a lower bound).` : '';
       parts.push(h('div', { class: 'banner', role: 'alert', id: 'plan-nothing' },
         h('strong', {}, 'No layout fits. '), `${need} The closest misses and what they lack:`,
         h('ul', { id: 'plan-misses' }, ...(plan.closest_misses ?? []).map((m) => h('li', {}, h('span', { class: 'mono' }, layoutText(m.layout)), ': ', missText(m))))));
@@ -485,7 +490,7 @@ function scatter(plan: Plan): SVGElement {
   const mineText = mine ? `; orange diamond: your layout (${sec(mine.step)}, ${fmtBytes(mine.mem)})` : '';
   const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'plan-scatter', role: 'img', id: 'plan-scatter', 'data-y0': 0, 'data-x0': 0,
     'aria-label': `Step time against peak memory per GPU for ${cs.length} layouts, both axes from zero; ${nf} on the Pareto front (filled, joined by the line: no other layout is both faster and smaller)${cap ? `; dashed line: the GPU’s ${fmtBytes(cap)}` : ''}${mineText}. The table below lists the same layouts.` }, g);
-  const yoursLine = mine ? ` Orange diamond: your layout in the editor (${mine.layout}${mine.gpus !== plan.gpus ? `, on ${fmtCount(mine.gpus)} GPUs, not ${fmtCount(plan.gpus)}` : ''}): ${sec(mine.step)}${mine.fits ? '' : ', though it does not fit in memory'}; #1 ${mine.step >= cs[0].step_seconds ? `is faster by ${gapText(cs[0].step_seconds, mine.step)}` : `is slower by ${gapText(mine.step, cs[0].step_seconds)}`}.` : ' Your layout could not be simulated, so it is not marked.';
+  const yoursLine = mine ? ` Orange diamond: your layout in the editor (${mine.layout}${mine.gpus !== plan.gpus ? `, on ${exact(mine.gpus)} GPUs, not ${exact(plan.gpus)}` : ''}): ${sec(mine.step)}${mine.fits ? '' : ', though it does not fit in memory'}; #1 ${mine.step >= cs[0].step_seconds ? `is faster by ${gapText(cs[0].step_seconds, mine.step)}` : `is slower by ${gapText(mine.step, cs[0].step_seconds)}`}.` : yoursTried ? ' Your layout could not be simulated, so it is not marked.' : '';
   return h('figure', { class: 'plan-figure' }, svg,
     h('figcaption', { class: 'hint', id: 'plan-caption' }, `Both axes start at zero, so steps a few per cent apart sit close together; the table gives the gaps. Filled green: the Pareto front (${nf} layouts no other beats on both step time and memory). Hollow: dominated. Dashed red: GPU memory.${yoursLine}`)) as unknown as SVGElement;
 }
