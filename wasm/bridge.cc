@@ -100,7 +100,16 @@ std::string rank_at(const std::string& job_json, const std::string& coords_json)
 // onProgress(done, total, phase) is called synchronously from inside the
 // search (a JS function, or undefined for none); the worker posts it to the
 // page while this call runs. Cancelling = terminating the worker.
+// plan(job, args, onProgress, onPartial): the same, and onPartial(planJson)
+// is called, also synchronously, each time the best so far changes (the
+// ranked rows a stop at that moment would give: PlanOptions::improved, as
+// JSON text of the same shape, complete false), so the page can show them
+// while the search goes on. args may also give time_limit_seconds.
+std::string plan_partial(const std::string& job_json, const std::string& args_json, val on_progress, val on_partial);
 std::string plan(const std::string& job_json, const std::string& args_json, val on_progress) {
+  return plan_partial(job_json, args_json, on_progress, val::undefined());
+}
+std::string plan_partial(const std::string& job_json, const std::string& args_json, val on_progress, val on_partial) {
   nlohmann::json args = nlohmann::json::parse(args_json, nullptr, /*allow_exceptions=*/false);
   if (args.is_discarded() || !args.is_object()) {
     return sc::error_envelope({sc::ErrorCode::kParseError, "plan arguments must be a JSON object {\"gpus\", \"constraints\"}", "args"});
@@ -115,6 +124,8 @@ std::string plan(const std::string& job_json, const std::string& args_json, val 
       on_progress(static_cast<double>(done), static_cast<double>(total), phase);
     };
   }
+  if (on_partial.typeOf().as<std::string>() == "function")
+    r.partial = [&on_partial](const std::string& plan_json) { on_partial(plan_json); };
   return handler().handle(r).envelope;
 }
 
@@ -197,5 +208,7 @@ EMSCRIPTEN_BINDINGS(stagecraft) {
   // Overloaded by argument count: an inference job's phase last.
   emscripten::function("archiveManifest", &archive_manifest_phase);
   emscripten::function("archiveEntry", &archive_entry_phase);
+  // Overloaded by argument count: (job, args, onProgress[, onPartial]).
   emscripten::function("plan", &plan);
+  emscripten::function("plan", &plan_partial);
 }

@@ -306,7 +306,33 @@ Response op_plan(const Context& c) {
   PlanOptions o;
   o.gpus = gpus;
   o.constraints = std::move(pc).value();
+  // As `stagecraft plan --time-limit S`: the whole search stops after S
+  // seconds and answers the best so far (complete = false).
+  if (auto it = c.args.find("time_limit_seconds"); it != c.args.end()) {
+    const double v = it->is_number() ? it->get<double>() : -1;
+    if (!(v > 0 && v <= 1e6))
+      return failed(make_error(ErrorCode::kInvalidArgument,
+                               "time_limit_seconds must be a number of seconds in (0, 1000000]", "time_limit_seconds"));
+    o.time_limit_seconds = v;
+  }
+  // As the CLI: the parser's defaults (seq 2048, a batch of one
+  // micro-batch) would plan a job nobody asked for. Checked on the job's
+  // text (a parsed Job cannot tell a default from a given value).
+  if (c.request && !c.request->generator && !c.request->job) {
+    const json j = json::parse(c.request->job_json, nullptr, /*allow_exceptions=*/false);
+    const bool inference = j.is_object() && j.contains("mode") && j["mode"] == "inference";
+    for (const char* key : {"seq_len", "global_batch_size"}) {
+      const bool given = j.is_object() && j.contains("training") && j["training"].is_object() && j["training"].contains(key);
+      if (!given && !inference)
+        return failed(make_error(ErrorCode::kInvalidArgument,
+                                 std::string("required by plan: give the job's training.") + key +
+                                     " (the defaults would plan a job nobody asked for)",
+                                 std::string("training.") + key));
+    }
+  }
   if (c.request && c.request->progress) o.progress = c.request->progress;
+  if (c.request && c.request->partial)
+    o.improved = [req = c.request](const PlanResult& so_far) { req->partial(plan_json(so_far)); };
   Result<PlanResult> r = plan(*c.job, o);
   if (!r.ok()) return failed(r.error());
   return ok_raw("plan", plan_json(*r));

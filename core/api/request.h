@@ -23,9 +23,11 @@
 //   archive_manifest (layout: "files"|"bundle", prefix, sizes: bool)
 //                  {"ok":true,"manifest":{"layout","prefix","worldSize","entries":[...]}}
 //   archive_entry  (name, layout, prefix) {"ok":true,"name":"...","bytes":<size>}, body = the bytes
-//   plan           (gpus: number, constraints: object) {"ok":true,"plan":<stagecraft plan --json>};
-//                  the job is the base job (its parallel block is ignored) and
-//                  is parsed, not built (docs/plan.md); progress is called
+//   plan           (gpus: number, constraints: object, time_limit_seconds: number > 0)
+//                  {"ok":true,"plan":<stagecraft plan --json>}; the job is the
+//                  base job (its parallel block is ignored), parsed, not built,
+//                  and must give training.seq_len and training.global_batch_size
+//                  (docs/plan.md); progress and partial are called
 //   serving_sweep  (concurrency: [numbers]) {"ok":true,"sweep":[...]} (inference jobs)
 //   serving_capacity (ttft_seconds_p99, tpot_seconds_p99, requests)
 //                  {"ok":true,"capacity":{...}} (inference jobs; docs/inference.md)
@@ -62,6 +64,9 @@ struct Request {
   // Progress of long operations (plan): (done, total, phase), called on
   // the calling thread; may be empty.
   std::function<void(int64_t done, int64_t total, const std::string& phase)> progress;
+  // plan only: the best so far as plan JSON (PlanOptions::improved), each
+  // time the ranked rows change while the search runs; may be empty.
+  std::function<void(const std::string& plan_json)> partial;
 };
 
 struct Response {

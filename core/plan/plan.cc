@@ -1675,6 +1675,96 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
   auto threshold = [&] {
     return !o.exhaustive && best.size() >= top ? best[top - 1] : std::numeric_limits<double>::infinity();
   };
+  // What the search returns when it ends now (complete or stopped):
+  // counts, the ranked rows of `acc` (collapsed, top N), the why line
+  // and the closest misses. Also the best-so-far snapshots of
+  // PlanOptions::improved, taken without changing any layout's state.
+  auto conclude = [&](bool complete, std::vector<PlanCandidate> acc) {
+    PlanResult out = r;
+    out.complete = complete;
+    // Not decided: cut by the bound when the search ran to its end (or
+    // the bound already cuts it), else not examined.
+    auto settled = [&](const Cand& cd) {
+      if (cd.state != Cand::kNew) return cd.state;
+      return complete || !(cd.est.bound_us < threshold()) ? Cand::kBound : Cand::kUnexamined;
+    };
+    for (const Cand& cd : cands) {
+      switch (settled(cd)) {
+        case Cand::kDivisibility: ++out.counts.divisibility; break;
+        case Cand::kMemory: ++out.counts.memory; break;
+        case Cand::kDominated: ++out.counts.dominated; break;
+        case Cand::kBound: ++out.counts.bound; break;
+        case Cand::kSimulated: ++out.counts.simulated; break;
+        case Cand::kUnexamined: ++out.counts.unexamined; break;
+        default: break;
+      }
+    }
+
+    // 6. Rank: objective value, then the layout key. With every GPU used
+    // both objectives order alike (tokens/s/GPU = tokens per step / step / GPUs).
+    std::sort(acc.begin(), acc.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
+      if (a.step_seconds != b.step_seconds) return a.step_seconds < b.step_seconds;
+      return tie_key(a.layout) < tie_key(b.layout);
+    });
+    // Collapse the variants into the row of the first (by the layout key),
+    // which names them; then the top N rows.
+    {
+      std::vector<PlanCandidate> rows;
+      std::map<std::pair<std::string, double>, size_t> row_of;
+      for (PlanCandidate& pc : acc) {
+        auto [it, added] = row_of.emplace(std::make_pair(variant_key(pc.layout), pc.step_seconds), rows.size());
+        if (added) rows.push_back(std::move(pc));
+        else rows[it->second].alternatives.push_back(pc.layout);
+      }
+      acc = std::move(rows);
+    }
+    if (acc.size() > top) acc.resize(top);
+    for (PlanCandidate& pc : acc) {
+      pc.bound = bound_line(pc);
+      pc.low_confidence = low_confidence(pc);
+    }
+    out.candidates = std::move(acc);
+    if (out.candidates.size() >= 2) out.why_winner = why_line(out.candidates);
+    else if (out.candidates.size() == 1) out.why_winner = "#1 is the only layout that fits";
+    else if (!out.complete && out.counts.simulated == 0) out.why_winner = "nothing simulated yet";
+    else if (!out.complete) out.why_winner = "no layout simulated so far fits";
+    else out.why_winner = "no layout fits";
+
+    // 7. Closest misses: smallest memory shortfall (those that would beat
+    // the winner when something fits), else the validation errors.
+    std::vector<const Cand*> mem;
+    for (const Cand& cd : cands)
+      if (cd.state == Cand::kMemory &&
+          (out.candidates.empty() || cd.est.bound_us / 1e6 < out.candidates.front().step_seconds))
+        mem.push_back(&cd);
+    std::sort(mem.begin(), mem.end(), [](const Cand* a, const Cand* b) {
+      if (a->short_by != b->short_by) return a->short_by < b->short_by;
+      return tie_key(a->l) < tie_key(b->l);
+    });
+    // Nothing fits for memory: the fewest GPUs the model's state could fit
+    // on at all, its weights, gradients and optimizer state sharded over
+    // every GPU (ZeRO-3) with nothing else in memory: a lower bound (the
+    // activations come on top).
+    if (out.candidates.empty() && out.complete && !mem.empty()) {
+      const double per_param = dtype_bytes(base.training.dtype) + dtype_bytes(base.training.grad_reduce_dtype) +
+                               static_cast<double>(base.training.optimizer_bytes_per_param);
+      const double state = static_cast<double>(closed_form_parameters(base.model)) * per_param;
+      const int64_t need = static_cast<int64_t>(std::ceil(state / static_cast<double>(usable)));
+      if (need > o.gpus) out.min_gpus_lower_bound = need;
+    }
+    const size_t want = out.candidates.empty() ? 5 : 3;
+    for (size_t i = 0; i < mem.size() && i < want; ++i) out.closest_misses.push_back({mem[i]->l, mem[i]->reason, mem[i]->short_by});
+    if (out.candidates.empty() && out.closest_misses.empty()) {
+      std::set<std::string> seen;
+      for (const Cand& cd : cands)
+        if (cd.state == Cand::kDivisibility && seen.insert(cd.reason).second && out.closest_misses.size() < 5)
+          out.closest_misses.push_back({cd.l, "divisibility: " + cd.reason, 0});
+    }
+    return out;
+  };
+  bool snapshot_due = false;
+  int64_t sim_done = -1;  // the simulate phase's last reported count
+  auto last_snapshot = std::chrono::steady_clock::time_point{};
   size_t next = 0;
   const int batch = std::max(1, o.threads);
   bool stop = cancelled.load(), exhausted = false;
@@ -1704,6 +1794,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     });
     // Replayed in order, as a one-at-a-time search decides.
     size_t ci = 0;
+    bool improved = false;  // the ranked rows changed (PlanOptions::improved)
     for (size_t k = next; k < end; ++k) {
       Cand& cd = cands[order[k]];
       Eval* ev = ci < chunk.size() && chunk[ci] == order[k] ? &evs[ci++] : nullptr;
@@ -1732,9 +1823,23 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
       if (cd.l.zero == 1) zero1_fits.insert(sibling(cd.l));
       // A variant (same layout but for recompute, same step) shares its
       // row: it does not take a place of the top N.
-      if (variant_steps.insert({variant_key(cd.l), ev->c.step_seconds}).second)
-        best.insert(std::upper_bound(best.begin(), best.end(), ev->c.step_seconds * 1e6), ev->c.step_seconds * 1e6);
+      if (variant_steps.insert({variant_key(cd.l), ev->c.step_seconds}).second) {
+        const auto at = std::upper_bound(best.begin(), best.end(), ev->c.step_seconds * 1e6);
+        if (static_cast<size_t>(at - best.begin()) < top) improved = true;
+        best.insert(at, ev->c.step_seconds * 1e6);
+      } else {
+        improved = true;  // a row gains an alternative
+      }
       accepted.push_back(std::move(ev->c));
+    }
+    // The best so far, at most every quarter second (a snapshot walks
+    // every layout): a change held back goes out after a later batch.
+    if (improved) snapshot_due = true;
+    if (snapshot_due && o.improved &&
+        std::chrono::steady_clock::now() - last_snapshot >= std::chrono::milliseconds(250)) {
+      o.improved(conclude(false, accepted));
+      snapshot_due = false;
+      last_snapshot = std::chrono::steady_clock::now();
     }
     if (stopping()) stop = true;
     // Done: the layouts decided (simulated, passed over) and those the
@@ -1743,89 +1848,17 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     // estimates: the total never shrinks and done never falls.
     const auto cut = std::partition_point(order.begin() + static_cast<std::ptrdiff_t>(next), order.end(),
                                           [&](int i) { return cands[i].est.bound_us < threshold(); });
-    progress(static_cast<int64_t>(next) + (order.end() - cut), static_cast<int64_t>(order.size()), "simulate");
+    sim_done = static_cast<int64_t>(next) + (order.end() - cut);
+    progress(sim_done, static_cast<int64_t>(order.size()), "simulate");
   }
+  // A search that ran to its end decided every layout (the bound cut the
+  // rest): the count reaches the total, also when the loop ended before
+  // reporting it (the next layout already cut).
+  if (!stop && !cancelled.load() && sim_done != static_cast<int64_t>(order.size()))
+    progress(static_cast<int64_t>(order.size()), static_cast<int64_t>(order.size()), "simulate");
   r.complete = !stop && !cancelled.load();
-  // Not decided: cut by the bound when the search ran to its end (or the
-  // bound already cuts it), else not examined.
-  for (Cand& cd : cands)
-    if (cd.state == Cand::kNew)
-      cd.state = r.complete || !(cd.est.bound_us < threshold()) ? Cand::kBound : Cand::kUnexamined;
-
-  for (const Cand& cd : cands) {
-    switch (cd.state) {
-      case Cand::kDivisibility: ++r.counts.divisibility; break;
-      case Cand::kMemory: ++r.counts.memory; break;
-      case Cand::kDominated: ++r.counts.dominated; break;
-      case Cand::kBound: ++r.counts.bound; break;
-      case Cand::kSimulated: ++r.counts.simulated; break;
-      case Cand::kUnexamined: ++r.counts.unexamined; break;
-      default: break;
-    }
-  }
-
   lap(4);
-  // 6. Rank: objective value, then the layout key. With every GPU used
-  // both objectives order alike (tokens/s/GPU = tokens per step / step / GPUs).
-  std::sort(accepted.begin(), accepted.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
-    if (a.step_seconds != b.step_seconds) return a.step_seconds < b.step_seconds;
-    return tie_key(a.layout) < tie_key(b.layout);
-  });
-  // Collapse the variants into the row of the first (by the layout key),
-  // which names them; then the top N rows.
-  {
-    std::vector<PlanCandidate> rows;
-    std::map<std::pair<std::string, double>, size_t> row_of;
-    for (PlanCandidate& pc : accepted) {
-      auto [it, added] = row_of.emplace(std::make_pair(variant_key(pc.layout), pc.step_seconds), rows.size());
-      if (added) rows.push_back(std::move(pc));
-      else rows[it->second].alternatives.push_back(pc.layout);
-    }
-    accepted = std::move(rows);
-  }
-  if (accepted.size() > top) accepted.resize(top);
-  for (PlanCandidate& pc : accepted) {
-    pc.bound = bound_line(pc);
-    pc.low_confidence = low_confidence(pc);
-  }
-  r.candidates = std::move(accepted);
-  if (r.candidates.size() >= 2) r.why_winner = why_line(r.candidates);
-  else if (r.candidates.size() == 1) r.why_winner = "#1 is the only layout that fits";
-  else if (!r.complete && r.counts.simulated == 0) r.why_winner = "nothing simulated yet";
-  else if (!r.complete) r.why_winner = "no layout simulated so far fits";
-  else r.why_winner = "no layout fits";
-
-  // 7. Closest misses: smallest memory shortfall (those that would beat
-  // the winner when something fits), else the validation errors.
-  std::vector<const Cand*> mem;
-  for (const Cand& cd : cands)
-    if (cd.state == Cand::kMemory &&
-        (r.candidates.empty() || cd.est.bound_us / 1e6 < r.candidates.front().step_seconds))
-      mem.push_back(&cd);
-  std::sort(mem.begin(), mem.end(), [](const Cand* a, const Cand* b) {
-    if (a->short_by != b->short_by) return a->short_by < b->short_by;
-    return tie_key(a->l) < tie_key(b->l);
-  });
-  // Nothing fits for memory: the fewest GPUs the model's state could fit
-  // on at all, its weights, gradients and optimizer state sharded over
-  // every GPU (ZeRO-3) with nothing else in memory: a lower bound (the
-  // activations come on top).
-  if (r.candidates.empty() && r.complete && !mem.empty()) {
-    const double per_param = dtype_bytes(base.training.dtype) + dtype_bytes(base.training.grad_reduce_dtype) +
-                             static_cast<double>(base.training.optimizer_bytes_per_param);
-    const double state = static_cast<double>(closed_form_parameters(base.model)) * per_param;
-    const int64_t need = static_cast<int64_t>(std::ceil(state / static_cast<double>(usable)));
-    if (need > o.gpus) r.min_gpus_lower_bound = need;
-  }
-  const size_t want = r.candidates.empty() ? 5 : 3;
-  for (size_t i = 0; i < mem.size() && i < want; ++i) r.closest_misses.push_back({mem[i]->l, mem[i]->reason, mem[i]->short_by});
-  if (r.candidates.empty() && r.closest_misses.empty()) {
-    std::set<std::string> seen;
-    for (const Cand& cd : cands)
-      if (cd.state == Cand::kDivisibility && seen.insert(cd.reason).second && r.closest_misses.size() < 5)
-        r.closest_misses.push_back({cd.l, "divisibility: " + cd.reason, 0});
-  }
-  return r;
+  return conclude(r.complete, std::move(accepted));
 }
 
 std::string plan_json(const PlanResult& r) {

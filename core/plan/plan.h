@@ -57,6 +57,8 @@ Result<PlanConstraints> parse_plan_constraints(const nlohmann::json& j, const st
 // Default reserve: this fraction of the GPU's memory (docs/plan.md).
 inline constexpr double kDefaultMemoryReserveFraction = 0.10;
 
+struct PlanResult;
+
 struct PlanOptions {
   int64_t gpus = 0;
   PlanConstraints constraints;
@@ -78,6 +80,14 @@ struct PlanOptions {
   bool replay_bound = true;
   // Called from the calling thread only: (done, total, phase).
   std::function<void(int64_t, int64_t, const std::string&)> progress;
+  // Called from the calling thread when the ranked rows changed (a layout
+  // that fits entered the top N), at most every 250 ms (a change held back
+  // is reported after a later simulation), while the search runs: what a stop
+  // at that moment would return (complete = false; the layouts not yet
+  // decided counted as unexamined, or as cut by the bound when the bound
+  // already cuts them). Not called with the final result. The browser's
+  // Plan tab streams it (docs/plan.md, "Request op" and "In the browser").
+  std::function<void(const PlanResult&)> improved;
 };
 
 struct PlanLayout {

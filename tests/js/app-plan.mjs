@@ -5,7 +5,16 @@
 // Pareto front marked in the scatter, header clicks sorting the table in
 // the hand-derived orders, Load putting the layout into the editor, the
 // closest misses in words when nothing fits, a 390 px phone and axe-core.
-import { PLAN_FIXTURE, PLAN_FRONT_RANKS, PLAN_SORTS, PLAN_NOTHING_FITS } from './suite/plan-fixture.mjs';
+// Issue 25 item 5: the best so far drawn while the search runs, with
+// counts and per-phase totals that never go back; the editor's own layout
+// on the plot; axes from zero; gaps as "ties" or a relative figure; Load
+// and every column without horizontal scroll at 1440 px; the alternatives
+// and low-confidence notes beside their rows; a reload that restores a
+// finished plan or says that a running one was lost.
+//   alone: node tests/js/app-plan.mjs [case name prefix]  (needs build/web)
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PLAN_FIXTURE, PLAN_FRONT_RANKS, PLAN_SORTS, PLAN_NOTHING_FITS, PLAN_NOTE_ALT, PLAN_NOTE_LOW, PLAN_TINY_GAP, PLAN_TINY_GAP_TEXT } from './suite/plan-fixture.mjs';
 import { caseRunner, check, checkAxe } from './app-runner.mjs';
 
 const ready = (page, timeout = 60_000) => page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout });
@@ -14,7 +23,30 @@ const jobUrl = (base, job) => `${base}/#job=${encodeURIComponent(JSON.stringify(
 const BASE = { model: { preset: 'gpt3-1.7b', num_layers: 2 }, parallel: { dp: 8 }, training: { seq_len: 256, global_batch_size: 16 } };
 // A larger space for Cancel: progress arrives long before the end.
 const BIG = { model: { preset: 'gpt3-1.7b', num_layers: 8 }, parallel: { dp: 64 }, training: { seq_len: 1024, global_batch_size: 64 } };
+// A mid-size space: a search of several seconds in the worker, so that
+// the best so far arrives well before the end.
+const MID = { model: { preset: 'gpt3-1.7b', num_layers: 4 }, parallel: { dp: 16 }, training: { seq_len: 1024, global_batch_size: 32 } };
 const rowRanks = (page) => page.$$eval('#plan-table tbody tr', (rs) => rs.map((r) => Number(r.dataset.rank)));
+
+// Records, on every DOM change of the page, what the Plan tab shows: the
+// phase's done/total, whether a best so far is drawn while it runs, the
+// simulated count and the ranked rows. Read back with planLog(page).
+function recordPlan() {
+  window.__planLog = [];
+  const snap = () => {
+    const b = document.body.dataset, counts = document.querySelector('#plan-counts');
+    window.__planLog.push({ plan: b.plan, phase: b.planPhase, done: Number(b.planProgress ?? -1), total: Number(b.planTotal ?? -1),
+      partial: document.querySelector('#plan-heading')?.dataset.partial === 'true',
+      simulated: counts ? Number(counts.dataset.simulated) : -1, rows: document.querySelectorAll('#plan-table tbody tr').length });
+  };
+  new MutationObserver(snap).observe(document.body, { attributes: true, childList: true, subtree: true });
+}
+const planLog = (page) => page.evaluate(() => window.__planLog);
+// Page width and the table's own scroll at the current viewport.
+const widths = (page) => page.evaluate(() => {
+  const t = document.querySelector('#plan-table');
+  return { page: Math.max(document.documentElement.scrollWidth, document.body.scrollWidth), sw: t.scrollWidth, cw: t.clientWidth };
+});
 
 // only: run the cases whose name starts with it (while developing).
 export async function planCases(context, base, only = '') {
@@ -104,5 +136,148 @@ export async function planCases(context, base, only = '') {
     await checkAxe(page, 'nothing fits');
   });
 
+  await run('the best so far streams while the plan runs: counts and totals never go back; your layout on the plot; a reload restores the finished plan', async (page) => {
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.goto(jobUrl(base, MID));
+    await ready(page);
+    await page.click('#tab-plan');
+    await page.evaluate(recordPlan);
+    await page.click('#plan-run');
+    await page.waitForFunction(() => document.body.dataset.plan === 'done', null, { timeout: 300_000 });
+    const log = await planLog(page);
+    const early = log.filter((e) => e.plan === 'running' && e.partial && e.rows > 0);
+    check(early.length > 0, `a best so far was drawn while the search ran (${log.length} DOM changes seen)`);
+    // Per phase: the total never changes, done never falls; the simulated
+    // count never falls from one best so far to the next and the end.
+    const byPhase = {};
+    let sim = 0;
+    for (const e of log) {
+      if (e.phase && e.total >= 0) {
+        const q = byPhase[e.phase];
+        if (q) check(e.total === q.total && e.done >= q.done, `${e.phase}: ${q.done}/${q.total} then ${e.done}/${e.total}`);
+        byPhase[e.phase] = e;
+      }
+      if (e.simulated >= 0) { check(e.simulated >= sim, `simulated went back: ${sim} then ${e.simulated}`); sim = e.simulated; }
+    }
+    check(byPhase.simulate, `the simulate phase was reported: ${Object.keys(byPhase)}`);
+    check(!(await page.$eval('#plan-heading', (el) => el.dataset.partial === 'true')), 'the final plan is not marked partial');
+    const status = await page.textContent('#plan-status');
+    check(/done in \d/.test(status), `status: ${status}`);
+    // The editor's own layout (dp 16) is marked and named.
+    check(await page.$$eval('#plan-scatter .plan-yours', (x) => x.length) === 1, 'your layout on the plot');
+    check(/your layout in the editor \(dp 16/.test(await page.textContent('#plan-caption')), `caption: ${await page.textContent('#plan-caption')}`);
+    const w = await widths(page);
+    check(w.page <= 1440 && w.sw <= w.cw, `no horizontal scroll at 1440 px: ${JSON.stringify(w)}`);
+    await checkAxe(page, 'the plan tab after a real plan at 1440 px');
+    const rows = await rowRanks(page);
+    const counts = await page.textContent('#plan-counts');
+    // Reload: the finished plan comes back as it was, and says so.
+    await page.reload();
+    await ready(page);
+    await page.click('#tab-plan');
+    check(/Restored from this tab’s session/.test(await page.textContent('#plan-restored')), `restored note: ${await page.textContent('#plan-restored')}`);
+    check(JSON.stringify(await rowRanks(page)) === JSON.stringify(rows), 'the same rows');
+    check(await page.textContent('#plan-counts') === counts, 'the same counts');
+    check(await page.inputValue('#plan-gpus') === '16', 'the request back in the form');
+    check(await page.$$eval('#plan-scatter .plan-yours', (x) => x.length) === 1, 'your layout still marked');
+    check(!(await page.$('#plan-other-job')), 'the editor still holds the planned job: no note');
+    // An edit after the reload: the restored plan says it was for another job.
+    await page.fill('input[name="parallel.dp"]', '8');
+    await page.waitForSelector('#plan-other-job', { timeout: 30_000 });
+  });
+
+  await run('a reload while the plan runs says it was lost and shows the best found before; axe on it at 390 px', async (page) => {
+    await page.goto(jobUrl(base, BIG));
+    await ready(page);
+    await page.click('#tab-plan');
+    await page.click('#plan-run');
+    await page.waitForFunction(() => Number(document.body.dataset.planPartials ?? 0) >= 1, null, { timeout: 300_000 });
+    check(await page.evaluate(() => document.body.dataset.plan) === 'running', 'the search was still running at the reload');
+    const simulated = Number(await page.$eval('#plan-counts', (el) => el.dataset.simulated));
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.reload();
+    await ready(page);
+    await page.click('#tab-plan');
+    const lost = await page.textContent('#plan-lost');
+    check(/The plan was lost/.test(lost) && /reloaded while the search/.test(lost) && /best it had found before the reload/.test(lost), `lost: ${lost}`);
+    check(/Best found before the reload/.test(await page.textContent('#plan-heading')), 'the heading says what the rows are');
+    check(Number(await page.$eval('#plan-counts', (el) => el.dataset.simulated)) >= simulated, 'counts of the last best so far');
+    check((await rowRanks(page)).length > 0, 'the rows found before the reload');
+    check(await page.evaluate(() => document.body.dataset.plan) !== 'running', 'nothing claims to run');
+    check(await page.inputValue('#plan-gpus') === '64', 'the request back in the form');
+    const w = await widths(page);
+    check(w.page <= 390, `page width at 390 px: ${w.page}`);
+    await checkAxe(page, 'a plan lost to a reload at 390 px');
+  });
+
+  await run('a search over the browser budget says so with the plan\'s own hint', async (page) => {
+    // Llama 3 70B on 1,024 GPUs: 244,905 layouts, about 1.2 GiB of search
+    // state, over the browser's 1.0 GiB (docs/plan.md "Budget").
+    await page.goto(jobUrl(base, { model: { preset: 'llama3-70b' }, parallel: { tp: 8, dp: 128 }, training: { seq_len: 8192, global_batch_size: 2048 } }));
+    await ready(page);
+    await page.click('#tab-plan');
+    await page.fill('#plan-gpus', '1024');
+    await page.click('#plan-run');
+    await page.waitForFunction(() => document.querySelector('#plan-error')?.textContent, null, { timeout: 120_000 });
+    const err = await page.textContent('#plan-error');
+    check(/too large for the browser/.test(err) && /244,?905 layouts/.test(err) && /constraints/.test(err) && !/micro-batches per rank/.test(err), `error: ${err}`);
+    check(await page.evaluate(() => document.body.dataset.plan) !== 'running', 'not running');
+  });
+
+  await run('hand-made plans: axes from zero, ties and tiny gaps in words, notes beside rows, Load first, no scroll at 1440 px', async (page) => {
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.goto(jobUrl(base, BASE));
+    await ready(page);
+    await page.click('#tab-plan');
+    await page.evaluate((plan) => window.stagecraftApp.showPlan(plan), PLAN_FIXTURE);
+    // Both axes start at zero: the lowest tick of each reads 0, and the
+    // bottom of the plot is step 0 (the dots sit above it in proportion:
+    // 1.0 s and 2.0 s, so #8 is twice as far from the axis as #1).
+    const ys = await page.$$eval('#plan-scatter circle.plan-dot', (cs) => Object.fromEntries(cs.map((c) => [c.dataset.rank, Number(c.getAttribute('cy'))])));
+    const axisY = await page.$eval('#plan-scatter line', (l) => Number(l.getAttribute('y1')));
+    const r = (axisY - ys[8]) / (axisY - ys[1]);
+    check(Math.abs(r - 2) < 1e-6, `step 2.0 s twice as high as 1.0 s above the axis: ${r}`);
+    check(await page.$eval('#plan-scatter .plan-ytick', (t) => t.textContent) === '0', 'y from 0');
+    check(/Both axes start at zero/.test(await page.textContent('#plan-caption')), 'said in the caption');
+    // #2 ties #1 (the same 1.0 s): no "+0.000".
+    check(/ties #1/.test(await page.textContent('#plan-table tr[data-rank="2"]')), 'row 2 ties #1');
+    // #3: 1.1 vs 1.0 = 0.1 / 1.1 = 9.1 %, 100 ms.
+    check(/\+9\.1 % \(100 ms\)/.test(await page.textContent('#plan-table tr[data-rank="3"]')), `row 3: ${await page.textContent('#plan-table tr[data-rank="3"]')}`);
+    check((await page.textContent('#plan-table tr[data-rank="1"] .plan-notes')).includes(PLAN_NOTE_ALT), 'alternatives beside #1');
+    check((await page.textContent('#plan-table tr[data-rank="3"] .plan-notes')).includes(PLAN_NOTE_LOW), 'low confidence beside #3');
+    // Load is in each row's first cell; nothing scrolls sideways at 1440 px.
+    check(await page.$$eval('#plan-table tbody tr', (rs) => rs.every((r) => r.cells[0].querySelector('button.plan-load'))), 'Load first in every row');
+    const w = await widths(page);
+    check(w.page <= 1440 && w.sw <= w.cw, `no horizontal scroll at 1440 px: ${JSON.stringify(w)}`);
+    const right = await page.evaluate(() => {
+      const t = document.querySelector('#plan-table').getBoundingClientRect().right;
+      return [...document.querySelectorAll('#plan-table tbody tr:first-child td')].every((td) => td.getBoundingClientRect().right <= t + 0.5);
+    });
+    check(right, 'every column, memory included, inside the table box');
+    await checkAxe(page, 'the plan tab with a hand-made plan at 1440 px');
+    // The engine's "by 0.000 s (0.0%)" said with sensible precision.
+    await page.evaluate((plan) => window.stagecraftApp.showPlan(plan), PLAN_TINY_GAP);
+    const why = await page.textContent('#plan-why');
+    check(why.includes(PLAN_TINY_GAP_TEXT) && !/0\.00\d s/.test(why), `why: ${why}`);
+  });
+
   return results;
+}
+
+// Alone: node tests/js/app-plan.mjs [case name prefix]
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { serveStatic, launchChromium } = await import('./launch.mjs');
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+  const { server, base } = await serveStatic([['/', path.join(root, 'build/web')]]);
+  const browser = await launchChromium();
+  try {
+    const results = await planCases(browser.context, base, process.argv[2] ?? '');
+    for (const r of results) console.log(`  ${r.status === 'pass' ? 'ok  ' : 'FAIL'}  ${r.name} (${r.ms.toFixed(0)} ms)${r.status === 'pass' ? '' : `\n${r.message.replace(/^/gm, '        ')}`}`);
+    const failed = results.filter((r) => r.status !== 'pass').length;
+    console.log(`${results.length - failed} passed, ${failed} failed`);
+    process.exitCode = failed || !results.length ? 1 : 0;
+  } finally {
+    await browser.close();
+    server.close();
+  }
 }

@@ -60,6 +60,12 @@ try {
   if (err) throw new Error(`plan failed in the browser: ${err}`);
   const first = await page.textContent('#plan-table tbody tr td.mono');
   console.log(`[bench] browser plan (wasm, 1 thread, in the Plan tab's worker): ${webS.toFixed(1)} s wall (target <= 60 s for 1,024 GPUs); winner ${first}; load average ${load()}`);
+  // The Plan tab draws the best so far as it improves (issue 25 item 5):
+  // from Run to the first one (it includes simulating the editor's own
+  // layout once), and how many it drew.
+  const firstBest = await page.evaluate(() => document.body.dataset.planFirstBestMs);
+  const partials = await page.evaluate(() => document.body.dataset.planPartials ?? '0');
+  console.log(`[bench] first best so far on screen after ${firstBest === undefined ? 'none' : `${(Number(firstBest) / 1000).toFixed(1)} s`}; ${partials} best-so-far updates drawn`);
   if (native) console.log(`[bench] ratio browser / native: ${(webS / nativeS).toFixed(2)}`);
 } finally {
   await browser.close();

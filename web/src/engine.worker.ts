@@ -5,7 +5,7 @@
 // is the one long loop over the engine's archive entries: it yields between
 // ranks so that a cancel message can arrive, and posts progress.
 import { Zip, ZipPassThrough } from 'fflate';
-import { PROTOCOL_VERSION, type EngineError, type Request, type Response } from './protocol';
+import { PROTOCOL_VERSION, type EngineError, type Plan, type Request, type Response } from './protocol';
 
 // The Embind functions of wasm/bridge.cc.
 interface WasmEngine {
@@ -25,7 +25,10 @@ interface WasmEngine {
   archiveEntry(job: string, layout: string, prefix: string, name: string, phase?: string): { ok: true; bytes: Uint8Array } | { ok: false; error: EngineError };
   // The planner (docs/plan.md): args is {"gpus","constraints"} as JSON text;
   // onProgress is called synchronously from inside the search.
-  plan?(job: string, args: string, onProgress: (done: number, total: number, phase: string) => void): string;
+  // onPartial(planJson), overload of 4 arguments: the best so far each time
+  // it changes (complete false), also from inside the search.
+  plan?(job: string, args: string, onProgress: (done: number, total: number, phase: string) => void,
+    onPartial?: (planJson: string) => void): string;
 }
 
 declare const self: DedicatedWorkerGlobalScope;
@@ -164,19 +167,25 @@ async function handle(req: Request): Promise<{ reply: Reply; transfer: Transfera
       return { reply: fromJson(wasm.simulate(job, JSON.stringify({ timeline: true }))), transfer: none };
     case 'plan': {
       if (typeof wasm.plan !== 'function') return { reply: fail('unsupported', 'this engine build has no planner'), transfer: none };
-      const { gpus, constraints } = payload as { gpus?: unknown; constraints?: unknown };
+      const { gpus, constraints, time_limit_seconds } = payload as { gpus?: unknown; constraints?: unknown; time_limit_seconds?: unknown };
       if (typeof gpus !== 'number') return { reply: fail('bad_request', 'gpus must be a number', 'gpus'), transfer: none };
       // The search runs synchronously inside this call; progress messages
       // leave the worker at once (the page is free to draw them), at most
-      // every 50 ms, and always the last one.
-      let last = 0;
+      // every 50 ms, and always the last one. The best so far (the engine
+      // sends it at most every 250 ms) goes out with the latest counts.
+      let last = 0, done0 = 0, total0 = 0, phase0 = 'simulate';
       const onProgress = (done: number, total: number, phase: string) => {
+        done0 = done; total0 = total; phase0 = phase;
         const now = performance.now();
         if (now - last < 50 && done < total) return;
         last = now;
         post({ v: PROTOCOL_VERSION, id: req.id, progress: { done, total, phase } });
       };
-      return { reply: fromJson(wasm.plan(job, JSON.stringify({ gpus, constraints: constraints ?? {} }), onProgress)), transfer: none };
+      const onPartial = (text: string) => {
+        post({ v: PROTOCOL_VERSION, id: req.id, progress: { done: done0, total: total0, phase: phase0, best: JSON.parse(text) as Plan } });
+      };
+      const args = { gpus, constraints: constraints ?? {}, ...(time_limit_seconds === undefined ? {} : { time_limit_seconds }) };
+      return { reply: fromJson(wasm.plan(job, JSON.stringify(args), onProgress, onPartial)), transfer: none };
     }
     case 'servingSweep':
       if (typeof wasm.servingSweep !== 'function') return { reply: fail('unsupported', 'this engine build has no serving sweep'), transfer: none };

@@ -1,7 +1,7 @@
 // The page <-> engine-worker message protocol (docs/wasm-bridge.md).
 // Versioned so that a stale cached worker and a new page fail loudly:
 //   request  {v: 2, id, type, payload}
-//   progress {v: 2, id, progress: {done, total, phase}}   (archive, plan)
+//   progress {v: 2, id, progress: {done, total, phase[, best]}}   (archive, plan)
 //   response {v: 2, id, ok: true, result} | {v: 2, id, ok: false, error}
 //   cancel   {v: 2, id: <new>, type: 'cancel', payload: {target: <id>}}
 // Errors travel as data; the UI branches on error.code, never on message.
@@ -25,7 +25,9 @@ export interface EngineError {
   path: string;     // job path of the field at fault ("parallel.tp"), or ""
 }
 
-export interface Progress { done: number; total: number; phase: string }
+// plan only: `best`, the best so far (the plan a stop now would give,
+// complete false), sent each time it changes while the search runs.
+export interface Progress { done: number; total: number; phase: string; best?: Plan }
 
 export interface GraphTensor {
   id: number; name: string; kind: string; dtype: string; shape: string;
@@ -156,7 +158,9 @@ export interface Methods {
   // engine call is synchronous: cancel by replacing the worker
   // (EngineClient.restart), not with a `cancel` message. `unsupported` from
   // an engine without the planner.
-  plan: [{ job: JobJson | string; gpus: number; constraints?: Record<string, unknown> }, { plan: Plan }];
+  // The best so far arrives as progress.best while it runs;
+  // time_limit_seconds stops the search (complete false), as the CLI's.
+  plan: [{ job: JobJson | string; gpus: number; constraints?: Record<string, unknown>; time_limit_seconds?: number }, { plan: Plan }];
   // Test hook: fails like a wasm abort (engine_aborted); the client then
   // replaces the worker.
   selfTestAbort: [Record<string, never>, Record<string, never>];

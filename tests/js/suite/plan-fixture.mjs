@@ -33,7 +33,7 @@ function candidate(rank, step, gib, mfu, bubble, exposed, p) {
     bound: bubble > 0 ? 'bubble' : 'compute', job };
 }
 
-export const PLAN_FIXTURE = {
+const PLAN_BASE_FIXTURE = {
   gpus: 8,
   objective: 'step_time',
   counts: { considered: 40, rejected: { divisibility: 20, memory: 6, dominated: 4, bound: 2 }, simulated: 8 },
@@ -51,6 +51,25 @@ export const PLAN_FIXTURE = {
   closest_misses: [],
   complete: true,
 };
+// #1 names a same-step alternative (recompute full) and #3 a low-confidence
+// note, as the planner's JSON does (docs/plan.md).
+export const PLAN_FIXTURE = {
+  ...PLAN_BASE_FIXTURE,
+  candidates: PLAN_BASE_FIXTURE.candidates.map((c) => (c.rank === 1 ? { ...c, alternatives: [{ ...c.layout, recompute: 'full' }] }
+    : c.rank === 3 ? { ...c, low_confidence: ['hand-made note: exposed communication is 30 % of the step'] } : c)),
+};
+export const PLAN_NOTE_ALT = 'same step with recompute full';
+export const PLAN_NOTE_LOW = 'low confidence: hand-made note: exposed communication is 30 % of the step';
+
+// Two layouts 40 µs apart on a 1 s step, with the engine's three-decimal
+// why line ("by 0.000 s (0.0%)"): the tab says 0.00004 / 1.00004 =
+// 0.0040 % (two significant digits) and 40.0 µs instead.
+export const PLAN_TINY_GAP = {
+  ...PLAN_BASE_FIXTURE,
+  candidates: [candidate(1, 1.0, 70, 0.40, 0, { dp: 0.05 }, { dp: 8, mbs: 2 }), candidate(2, 1.00004, 60, 0.40, 0, { dp: 0.05 }, { tp: 2, dp: 4 })],
+  why_winner: 'beats #2 by 0.000 s (0.0%) with tp 1 instead of 2: mostly 0.000 s less compute',
+};
+export const PLAN_TINY_GAP_TEXT = 'beats #2 by 0.0040 % (40.0 µs) with tp 1 instead of 2: mostly less compute';
 
 // Hand-derived orders (ties keep the rank order).
 export const PLAN_SORTS = {

@@ -3,7 +3,7 @@
 // sort orders on a hand-made set whose answers were worked out by hand
 // (plan-fixture.mjs), a real plan with progress reports, and cancelling a
 // plan by terminating its worker, then planning again in a fresh one.
-import { paretoFront, sortCandidates, layoutText, layoutOfJob } from '../../../web/src/lib/plan.js';
+import { paretoFront, sortCandidates, layoutText, layoutOfJob, gapText, secondsText, remainingSeconds, alternativesText } from '../../../web/src/lib/plan.js';
 import { PLAN_FIXTURE, PLAN_FRONT_RANKS, PLAN_SORTS } from './plan-fixture.mjs';
 import { json } from './jobs.mjs';
 
@@ -14,6 +14,10 @@ const PLAN_JOB = { model: { preset: 'gpt3-1.7b', num_layers: 2 }, training: { se
 // A bigger space (more GPUs and layers) for the cancel case, so that
 // progress is reported well before the end.
 const BIG_JOB = { model: { preset: 'gpt3-1.7b', num_layers: 8 }, training: { seq_len: 1024, global_batch_size: 64 } };
+
+// A mid-size space (about 2 s in wasm, 16 GPUs): the best so far is
+// reported more than once before the end.
+const MID_JOB = { model: { preset: 'gpt3-1.7b', num_layers: 4 }, training: { seq_len: 1024, global_batch_size: 32 } };
 
 const product = (l) => l.tp * l.cp * l.pp * l.dp;
 
@@ -102,6 +106,85 @@ export const cases = [
       // Bad arguments are errors with a path, not aborts.
       assert.error(JSON.parse(engine.plan(json(PLAN_JOB), JSON.stringify({ gpus: 0 }), () => {})), 'invalid_argument', 'gpus');
       assert.error(JSON.parse(engine.plan(json(PLAN_JOB), '{not json', () => {})), 'parse_error', 'args');
+    },
+  },
+  {
+    name: 'gap, seconds and estimate helpers: ties, sensible precision, hand-worked values',
+    run({ assert }) {
+      // Equal steps (and float noise below 1e-9 of a step) tie.
+      assert.equal(gapText(1.5, 1.5), 'ties', 'equal');
+      assert.equal(gapText(1.5, 1.5 * (1 + 1e-12)), 'ties', 'float noise');
+      // 2.000 s vs 2.010 s: 0.01 / 2.01 = 0.4975 % (two significant digits), 10 ms.
+      assert.equal(gapText(2, 2.01), '0.50 % (10.0 ms)', '0.5 %');
+      // 1 s vs 1.25 s: 0.25 / 1.25 = 20 %, 250 ms.
+      assert.equal(gapText(1, 1.25), '20.0 % (250 ms)', '20 %');
+      // The "0.000 s" case: 4e-5 s on 1.0 s = 0.0039999 %, 40 µs.
+      assert.equal(gapText(1, 1.00004), '0.0040 % (40.0 µs)', 'under half a millisecond');
+      assert.equal(secondsText(12.345), '12.3 s', 's');
+      assert.equal(secondsText(0.0015), '1.50 ms', 'ms');
+      // 30 of 120 done in 10 s: 90 left at 3 per s = 30 s.
+      assert.equal(remainingSeconds(30, 120, 10), 30, 'rate estimate');
+      assert.equal(remainingSeconds(0, 120, 10), null, 'nothing done yet: no estimate');
+      assert.equal(remainingSeconds(120, 120, 10), null, 'done: no estimate');
+      assert.equal(alternativesText({ alternatives: [{ recompute: 'selective' }] }), 'same step with recompute selective', 'alternatives');
+      assert.equal(alternativesText({}), '', 'none');
+    },
+  },
+  {
+    name: 'plan() streams the best so far: partial plans before the answer, counts monotone and adding up, totals that do not shrink',
+    run({ engine, assert }) {
+      const partials = [], progress = [];
+      const r = JSON.parse(engine.plan(json(MID_JOB), JSON.stringify({ gpus: 16, constraints: { top: 5 } }),
+        (done, total, phase) => progress.push({ done, total, phase }), (text) => partials.push(JSON.parse(text))));
+      assert.equal(r.ok, true, `ok (${JSON.stringify(r.error)})`);
+      const plan = r.plan;
+      assert.equal(plan.complete, true, 'the search ran to its end');
+      assert.ok(partials.length >= 1, `at least one best so far before the answer (${partials.length})`);
+      let prevSim = 0, prevBound = 0;
+      for (const [i, p] of partials.entries()) {
+        assert.equal(p.complete, false, `partial ${i} is marked incomplete`);
+        assert.equal(p.counts.considered, plan.counts.considered, `partial ${i}: the same layouts considered`);
+        const rej = p.counts.rejected;
+        // Every layout is in exactly one count (docs/plan.md), unexamined included.
+        assert.equal(p.counts.considered, rej.divisibility + rej.memory + rej.dominated + rej.bound + p.counts.simulated + (p.counts.unexamined ?? 0), `partial ${i}: counts add up`);
+        assert.ok(p.counts.simulated >= prevSim && p.counts.simulated <= plan.counts.simulated, `partial ${i}: simulated ${p.counts.simulated} after ${prevSim}, final ${plan.counts.simulated}`);
+        assert.ok(rej.bound >= prevBound, `partial ${i}: cut by the bound only grows (${rej.bound} after ${prevBound})`);
+        prevSim = p.counts.simulated; prevBound = rej.bound;
+        assert.ok(p.candidates.length >= 1 && p.candidates.length <= 5, `partial ${i}: 1 to top rows`);
+        for (let k = 1; k < p.candidates.length; k++) assert.ok(p.candidates[k].step_seconds >= p.candidates[k - 1].step_seconds, `partial ${i}: ranked`);
+        // The best so far is never better than the final best (the final
+        // one is the minimum over more simulated layouts).
+        assert.ok(p.candidates[0].step_seconds >= plan.candidates[0].step_seconds, `partial ${i}: #1 not faster than the final #1`);
+      }
+      // Progress: within a phase the total is fixed and done never falls.
+      const by = {};
+      for (const p of progress) {
+        const q = by[p.phase];
+        if (q) {
+          assert.equal(p.total, q.total, `${p.phase}: total does not change (${q.total} → ${p.total})`);
+          assert.ok(p.done >= q.done, `${p.phase}: done does not fall (${q.done} → ${p.done})`);
+        }
+        by[p.phase] = p;
+      }
+      assert.ok(by.simulate, 'the simulate phase reported progress');
+    },
+  },
+  {
+    name: 'plan request: time_limit_seconds stops the search with the best so far; seq_len and global_batch_size are required',
+    run({ engine, assert }) {
+      // A limit far below one simulation: the search stops, and says so.
+      const r = JSON.parse(engine.plan(json(BIG_JOB), JSON.stringify({ gpus: 64, time_limit_seconds: 1e-6 }), () => {}));
+      assert.equal(r.ok, true, `ok (${JSON.stringify(r.error)})`);
+      assert.equal(r.plan.complete, false, 'stopped early');
+      assert.ok(/nothing simulated yet|#1|beats|ties|fits/.test(r.plan.why_winner), `why: ${r.plan.why_winner}`);
+      assert.ok(!/^no layout fits$/.test(r.plan.why_winner), 'never "no layout fits" for a stopped search');
+      for (const bad of [0, -1, 'x', 2e6]) {
+        assert.error(JSON.parse(engine.plan(json(BIG_JOB), JSON.stringify({ gpus: 64, time_limit_seconds: bad }), () => {})), 'invalid_argument', 'time_limit_seconds');
+      }
+      const noSeq = { model: PLAN_JOB.model, training: { global_batch_size: 8 } };
+      assert.error(JSON.parse(engine.plan(json(noSeq), JSON.stringify({ gpus: 4 }), () => {})), 'invalid_argument', 'training.seq_len');
+      const noBatch = { model: PLAN_JOB.model, training: { seq_len: 256 } };
+      assert.error(JSON.parse(engine.plan(json(noBatch), JSON.stringify({ gpus: 4 }), () => {})), 'invalid_argument', 'training.global_batch_size');
     },
   },
   {

@@ -370,7 +370,8 @@ TEST_CASE("plan: the request op answers with the plan JSON and reports progress"
   Response bad = h.handle_json(R"({"op": "plan", "gpus": 0, "job": {"model": "llama3-8b"}})");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error->path == "gpus");
-  bad = h.handle_json(R"({"op": "plan", "gpus": 8, "constraints": {"tp": 8, "max_tp": 4}, "job": {"model": "llama3-8b"}})");
+  bad = h.handle_json(R"({"op": "plan", "gpus": 8, "constraints": {"tp": 8, "max_tp": 4}, "job": {"model": "llama3-8b",
+      "training": {"seq_len": 1024, "global_batch_size": 16}}})");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error->path == "plan.tp");
 }
@@ -465,4 +466,84 @@ TEST_CASE("plan: the search's memory budget refuses before the work, naming the 
         std::string::npos);
   o.max_search_bytes = need;
   CHECK(plan(base, o).ok());
+}
+
+// PlanOptions::improved (the browser's best so far): snapshots while the
+// search runs, each what a stop then would return: incomplete, every
+// layout in one count, simulated counts that only grow, rows ranked, and
+// a #1 never faster than the final #1 (the final minimum is over more).
+TEST_CASE("plan: the best so far is reported while the search runs") {
+  const Job base = base_job(R"({"preset": "llama3-8b", "num_layers": 4})", 1024, 16);
+  PlanOptions o;
+  o.gpus = 8;
+  o.constraints = parse_plan_constraints(json{{"max_mbs", 1}, {"top", 3}}).value();
+  std::vector<PlanResult> snaps;
+  o.improved = [&](const PlanResult& so_far) { snaps.push_back(so_far); };
+  Result<PlanResult> r = plan(base, o);
+  REQUIRE(r.ok());
+  REQUIRE(r->complete);
+  REQUIRE(!r->candidates.empty());
+  REQUIRE(!snaps.empty());  // the first change is always reported
+  int64_t prev = 0;
+  for (const PlanResult& s : snaps) {
+    CHECK_FALSE(s.complete);
+    const PlanCounts& c = s.counts;
+    CHECK(c.considered == r->counts.considered);
+    CHECK(c.considered == c.divisibility + c.memory + c.dominated + c.bound + c.simulated + c.unexamined);
+    CHECK(c.simulated >= prev);
+    CHECK(c.simulated <= r->counts.simulated);
+    prev = c.simulated;
+    REQUIRE(!s.candidates.empty());
+    CHECK(s.candidates.size() <= 3);
+    for (size_t k = 1; k < s.candidates.size(); ++k) CHECK(s.candidates[k].step_seconds >= s.candidates[k - 1].step_seconds);
+    CHECK(s.candidates.front().step_seconds >= r->candidates.front().step_seconds);
+    CHECK(json::parse(plan_json(s))["complete"] == false);
+  }
+  // The final answer is not changed by watching it.
+  PlanOptions quiet = o;
+  quiet.improved = nullptr;
+  Result<PlanResult> r2 = plan(base, quiet);
+  REQUIRE(r2.ok());
+  CHECK(plan_json(*r2) == plan_json(*r));
+}
+
+// The request op as the CLI: a time limit (bad values name the field),
+// seq_len and global_batch_size required, the best so far as JSON.
+TEST_CASE("plan: the request op takes a time limit, requires seq_len and the batch, streams the best so far") {
+  RequestHandler h;
+  const std::string job = R"({"model": {"preset": "llama3-8b", "num_layers": 4}, "training": {"seq_len": 1024,
+      "global_batch_size": 16}, "hardware": "h100"})";
+  for (const json& bad : {json(0), json(-2), json("5"), json(2e6)}) {
+    Request req;
+    req.op = "plan";
+    req.job_json = job;
+    req.args = {{"gpus", 8}, {"time_limit_seconds", bad}};
+    Response r = h.handle(req);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.error->path == "time_limit_seconds");
+  }
+  Response no_seq = h.handle_json(R"({"op": "plan", "gpus": 8, "job": {"model": {"preset": "llama3-8b", "num_layers": 4},
+      "training": {"global_batch_size": 16}}})");
+  REQUIRE_FALSE(no_seq.ok());
+  CHECK(no_seq.error->path == "training.seq_len");
+  Response no_batch = h.handle_json(R"({"op": "plan", "gpus": 8, "job": {"model": {"preset": "llama3-8b", "num_layers": 4},
+      "training": {"seq_len": 1024}}})");
+  REQUIRE_FALSE(no_batch.ok());
+  CHECK(no_batch.error->path == "training.global_batch_size");
+  Request req;
+  req.op = "plan";
+  req.job_json = job;
+  req.args = {{"gpus", 8}, {"constraints", {{"max_mbs", 1}, {"top", 2}}}};
+  std::vector<std::string> partial;
+  req.partial = [&](const std::string& p) { partial.push_back(p); };
+  Response r = h.handle(req);
+  REQUIRE_MESSAGE(r.ok(), r.envelope);
+  REQUIRE(!partial.empty());
+  for (const std::string& p : partial) CHECK(json::parse(p)["complete"] == false);
+  // A limit far below one simulation: stopped, and said so.
+  req.args["time_limit_seconds"] = 1e-6;
+  req.partial = nullptr;
+  Response limited = h.handle(req);
+  REQUIRE_MESSAGE(limited.ok(), limited.envelope);
+  CHECK(json::parse(limited.body)["complete"] == false);
 }

@@ -8,11 +8,14 @@ export interface PlanCandidate {
   tokens_per_second_per_gpu: number; peak_memory_bytes: number; memory_capacity_bytes: number;
   bubble_fraction: number; exposed_comm_seconds: Record<string, number>; bound: string;
   job: Record<string, unknown>;
+  alternatives?: PlanLayout[];   // same step, differing only in recompute
+  low_confidence?: string[];     // why the simulator's figure is less sure here
 }
 export interface PlanMiss { layout: PlanLayout; reason: string; short_by_bytes?: number }
 export interface Plan {
   gpus: number; objective: string;
-  counts: { considered: number; rejected: Record<string, number>; simulated: number };
+  counts: { considered: number; rejected: Record<string, number>; simulated: number; unexamined?: number };
+  min_gpus_lower_bound?: number;
   candidates: PlanCandidate[]; why_winner: string; closest_misses: PlanMiss[]; complete: boolean;
   [k: string]: unknown;
 }
@@ -23,3 +26,7 @@ export const SORT_KEYS: Record<SortKey, (c: PlanCandidate) => number | string>;
 export function sortCandidates(cands: PlanCandidate[], key: SortKey, dir?: 'asc' | 'desc'): PlanCandidate[];
 export function layoutText(l: PlanLayout | undefined): string;
 export function layoutOfJob(job: Record<string, any>): Partial<PlanLayout>;
+export function gapText(a: number, b: number): string;
+export function secondsText(x: number): string;
+export function remainingSeconds(done: number, total: number, elapsed: number): number | null;
+export function alternativesText(c: PlanCandidate): string;

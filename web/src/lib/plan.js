@@ -97,3 +97,42 @@ export function layoutOfJob(job) {
     recompute: t.recompute ?? 'none',
   };
 }
+
+// How much slower step b is than step a, in words with a precision that
+// means something: "ties" when the steps are equal (or differ by less
+// than 1e-9 of a step: float noise), else the relative gap with two
+// significant digits (at least one decimal: "0.41 %", "12 %", "0.0032 %")
+// and the absolute one in the unit that suits it ("12.3 ms", "1.25 s").
+export function gapText(a, b) {
+  const d = b - a;
+  if (!(Math.abs(d) > 1e-9 * Math.max(Math.abs(a), Math.abs(b)))) return 'ties';
+  const rel = (100 * Math.abs(d)) / Math.abs(b || a);
+  const digits = Math.max(1, 1 - Math.floor(Math.log10(rel)));
+  return `${d > 0 ? '' : '−'}${rel.toFixed(digits)} % (${secondsText(Math.abs(d))})`;
+}
+
+// Seconds with three significant digits in s, ms or µs.
+export function secondsText(x) {
+  const sig = (v) => {
+    const r = Number(v.toPrecision(3));  // rounded first: 9.9999 is "10.0", not "10.00"
+    return r.toFixed(r >= 100 ? 0 : r >= 10 ? 1 : 2);
+  };
+  if (x >= 1) return `${sig(x)} s`;
+  if (x >= 1e-3) return `${sig(x * 1e3)} ms`;
+  return `${sig(x * 1e6)} µs`;
+}
+
+// Seconds left in a phase at its rate so far: elapsed × (total − done) /
+// done; null before anything is done or when the phase is done.
+export function remainingSeconds(done, total, elapsed) {
+  if (!(done > 0) || !(total > done) || !(elapsed >= 0)) return null;
+  return (elapsed * (total - done)) / done;
+}
+
+// One line naming the layouts that simulate exactly as a row's own
+// (the planner's `alternatives`: they differ only in recompute).
+export function alternativesText(c) {
+  const alts = c.alternatives ?? [];
+  if (!alts.length) return '';
+  return `same step with ${alts.map((a) => `recompute ${a.recompute}`).join(', ')}`;
+}

@@ -1,19 +1,26 @@
 // The Plan tab (docs/web-app.md "Plan"): the planner of docs/plan.md run
-// on the editor's job in its own engine worker. Inputs: GPUs and the
-// search's constraints (fixed or bounded degrees, allowed schedules and
-// recompute modes, memory reserve, objective). While it runs: a progress
-// bar and Cancel (the worker is terminated and a fresh one started: the
-// engine call is synchronous). The answer: counts by reason, the "why"
-// lines, a scatter of step time against peak memory per GPU with the
-// Pareto front and the GPU's capacity, and a sortable table whose Load
-// buttons put a candidate's layout into the editor. When nothing fits, the
-// closest misses in words.
+// on the editor's job in its own engine worker. Inputs: GPUs, an optional
+// time limit and the search's constraints (fixed or bounded degrees,
+// allowed schedules and recompute modes, memory reserve, objective). While
+// it runs: the phase's progress (a total that does not shrink), elapsed
+// time and an estimate, Cancel (the worker is terminated and a fresh one
+// started: the engine call is synchronous), and the best so far, drawn
+// each time the engine reports that it changed. The answer: counts by
+// reason, the "why" lines, a scatter of step time against peak memory per
+// GPU (both axes from zero) with the Pareto front, the GPU's capacity and
+// the editor's own layout, and a sortable table whose Load buttons (first
+// column) put a candidate's layout into the editor, with each row's notes
+// (same-step alternatives, low confidence, what bounds it). When nothing
+// fits, the closest misses in words. The request and its latest answer
+// live in sessionStorage: a reload restores a finished plan, or shows the
+// best found before the reload and says the search stopped there.
 import { EngineRequestError, type Call } from '../client';
-import { paretoFront, sortCandidates, layoutText, exposedTotal, type Plan, type PlanCandidate, type SortKey } from '../lib/plan';
+import { paretoFront, sortCandidates, layoutText, layoutOfJob, exposedTotal, gapText, secondsText, remainingSeconds, alternativesText, type Plan, type PlanCandidate, type SortKey } from '../lib/plan';
+import { fitOf } from '../fit';
 import { explain } from '../messages';
-import type { JobJson, Progress } from '../protocol';
+import type { JobJson, Progress, Simulation } from '../protocol';
 import { planClient, state } from '../state';
-import { $, h, s, fmtBytes } from '../util';
+import { $, h, s, fmtBytes, fmtCount } from '../util';
 
 // Degrees the search may fix or bound (constraint keys: docs/plan.md).
 const DEGREES: [string, string][] = [
@@ -32,12 +39,50 @@ const GIB = 1024 ** 3;
 
 const sec = (x: number) => (x >= 1 ? `${x.toFixed(2)} s` : `${(x * 1e3).toFixed(1)} ms`);
 const pct = (x: number) => `${(100 * x).toFixed(1)} %`;
+const PHASES = ['validate', 'estimate', 'simulate'];
+const PHASE_WORDS: Record<string, string> = {
+  validate: 'checking layouts', estimate: 'estimating memory and bounds', simulate: 'simulating in order of the bound',
+};
+// sessionStorage key of the plan request and its latest answer (a reload
+// restores it; docs/web-app.md "Plan").
+const STORE = 'stagecraft.plan.v1';
+
+// The editor's own layout, simulated once per run: a marked point.
+interface Yours { layout: string; gpus: number; step: number; mem: number; fits: boolean }
+interface Stored {
+  request: { job: string; gpus: number; constraints: Record<string, unknown>; time_limit_seconds?: number };
+  status: 'running' | 'done' | 'cancelled' | 'failed';
+  started: number;  // Date.now() at the start
+  seconds?: number; // run time when it ended
+  progress?: Progress;
+  plan?: Plan;      // the final plan, or the best so far
+  yours?: Yours;
+}
 
 let onLoad: (job: JobJson, c: PlanCandidate) => void = () => {};
 let running: Call<{ plan: Plan }> | null = null;
 let shown: Plan | null = null;
+let yours: Yours | null = null;
+let yoursTried = false;  // a run (or a restored one) tried to simulate it
 let sortKey: SortKey = 'rank';
 let sortDir: 'asc' | 'desc' = 'asc';
+let record: Stored | null = null;
+let partials = 0;
+let cancelRequested = false;
+
+function save(): void {
+  if (!record) return;
+  try { sessionStorage.setItem(STORE, JSON.stringify(record)); } catch {
+    // Over the quota (a very large plan): keep the request, drop the answer.
+    try { sessionStorage.setItem(STORE, JSON.stringify({ ...record, plan: undefined })); } catch { /* storage off */ }
+  }
+}
+function load(): Stored | null {
+  try {
+    const r = JSON.parse(sessionStorage.getItem(STORE) ?? 'null') as Stored | null;
+    return r && typeof r === 'object' && r.request && typeof r.request.gpus === 'number' ? r : null;
+  } catch { return null; }
+}
 
 // The world size of a job (what the GPUs field starts from).
 function worldSize(job: JobJson): number {
@@ -46,8 +91,9 @@ function worldSize(job: JobJson): number {
 }
 
 // Builds the inputs once; `load` puts a candidate's job into the editor.
-export function initPlan(load: (job: JobJson, c: PlanCandidate) => void): void {
-  onLoad = load;
+// A plan of this tab's session (sessionStorage) is restored.
+export function initPlan(loadJob: (job: JobJson, c: PlanCandidate) => void): void {
+  onLoad = loadJob;
   const panel = $('#panel-plan');
   const num = (name: string, label: string, attrs: Record<string, string | number | boolean> = {}) =>
     h('label', {}, `${label} `, h('input', { type: 'number', name, min: 1, step: 1, inputmode: 'numeric', ...attrs }));
@@ -64,7 +110,8 @@ export function initPlan(load: (job: JobJson, c: PlanCandidate) => void): void {
       h('label', {}, 'Rank by ', h('select', { name: 'objective', id: 'plan-objective' },
         h('option', { value: 'step_time' }, 'step time'), h('option', { value: 'tokens_per_gpu' }, 'tokens / s per GPU'))),
       h('label', {}, 'Memory reserve (GiB) ', h('input', { type: 'number', name: 'reserve', min: 0, step: 'any', placeholder: '10 % of GPU', inputmode: 'decimal' })),
-      num('top', 'Layouts ranked', { value: 10, max: 200 })),
+      num('top', 'Layouts ranked', { value: 10, max: 200 }),
+      h('label', {}, 'Time limit (s) ', h('input', { type: 'number', name: 'time_limit', id: 'plan-time-limit', min: 0, step: 'any', placeholder: 'none', inputmode: 'decimal' }))),
     h('details', {}, h('summary', {}, 'constraints: fix or bound degrees, schedules, recompute'),
       h('div', { class: 'table-scroll' }, h('table', { class: 'plan-degrees' },
         h('caption', {}, 'Degrees (empty: searched)'),
@@ -77,9 +124,10 @@ export function initPlan(load: (job: JobJson, c: PlanCandidate) => void): void {
       h('progress', { id: 'plan-progress', hidden: true, 'aria-label': 'Plan progress' }),
       h('span', { id: 'plan-status', role: 'status' })),
     h('p', { id: 'plan-error', class: 'error', 'aria-live': 'polite' }));
-  panel.replaceChildren(form, h('div', { id: 'plan-result' }));
+  panel.replaceChildren(form, h('div', { id: 'plan-restored', 'aria-live': 'polite' }), h('div', { id: 'plan-result' }));
   form.addEventListener('submit', (e) => { e.preventDefault(); void run(); });
   $('#plan-cancel').addEventListener('click', cancel);
+  restore();
 }
 
 // The editor's job changed: the GPUs field follows it until the user
@@ -93,11 +141,18 @@ export function planJobChanged(jobText: string): void {
   const m = job.model as JobJson | undefined, t = (job.training ?? {}) as Record<string, unknown>;
   const model = m?.hf_config ? 'the pasted Hugging Face config' : `model ${String(m?.preset ?? 'gpt3-1.7b')}`;
   const hw = typeof job.hardware === 'string' ? job.hardware : String((job.hardware as JobJson | undefined)?.preset ?? 'h100');
-  $('#plan-base').textContent = `Searches layouts for the editor’s job: ${model}, sequence ${String(t.seq_len ?? 2048)}, global batch ${String(t.global_batch_size ?? '(default)')}, GPU ${hw}. The model, batch and hardware stay; the parallel layout, micro-batch, schedule and recompute are searched.`;
+  const need = (k: string, words: string) => t[k] === undefined ? `${words} not set (the plan needs it: set it in the editor)` : `${words} ${String(t[k])}`;
+  // A restored plan made for another job than the editor's now.
+  const note = document.querySelector('#plan-restored');
+  if (record && note?.firstChild && !running) {
+    document.querySelector('#plan-other-job')?.remove();
+    if (record.request.job !== jobText) note.append(h('p', { class: 'hint', id: 'plan-other-job' }, 'The plan above was made for another job than the editor’s now (Run plan plans the editor’s job; Load puts a layout onto it).'));
+  }
+  $('#plan-base').textContent = `Searches layouts for the editor’s job: ${model}, ${need('seq_len', 'sequence')}, ${need('global_batch_size', 'global batch')}, GPU ${hw}. The model, batch and hardware stay; the parallel layout, micro-batch, schedule and recompute are searched.`;
 }
 
-// The request's arguments from the inputs: {gpus, constraints}.
-export function planArgs(): { gpus: number; constraints: Record<string, unknown> } {
+// The request's arguments from the inputs: {gpus, constraints[, time_limit_seconds]}.
+export function planArgs(): { gpus: number; constraints: Record<string, unknown>; time_limit_seconds?: number } {
   const form = $<HTMLFormElement>('#plan-form');
   const val = (name: string) => (form.elements.namedItem(name) as HTMLInputElement).value.trim();
   const constraints: Record<string, unknown> = { objective: val('objective') };
@@ -112,7 +167,26 @@ export function planArgs(): { gpus: number; constraints: Record<string, unknown>
   }
   if (val('reserve')) constraints.memory_reserve_gib = Number(val('reserve'));
   if (val('top')) constraints.top = Number(val('top'));
-  return { gpus: Number(val('gpus')), constraints };
+  const out: { gpus: number; constraints: Record<string, unknown>; time_limit_seconds?: number } = { gpus: Number(val('gpus')), constraints };
+  if (val('time_limit')) out.time_limit_seconds = Number(val('time_limit'));
+  return out;
+}
+
+// The inputs of a stored request, back into the form (after a reload).
+function fillArgs(gpus: number, constraints: Record<string, unknown>, limit?: number): void {
+  const form = $<HTMLFormElement>('#plan-form');
+  const set = (name: string, v: unknown) => { const el = form.elements.namedItem(name) as HTMLInputElement | null; if (el) el.value = v === undefined ? '' : String(v); };
+  const g = $<HTMLInputElement>('#plan-gpus');
+  g.value = String(gpus); g.dataset.touched = '1';
+  set('objective', constraints.objective ?? 'step_time');
+  for (const [k] of DEGREES) { set(`fix-${k}`, constraints[k]); set(`min-${k}`, constraints[`min_${k}`]); set(`max-${k}`, constraints[`max_${k}`]); }
+  for (const [k] of ALLOW) {
+    const allowed = constraints[k] as unknown[] | undefined;
+    for (const box of form.querySelectorAll<HTMLInputElement>(`input[name=${k}]`)) box.checked = !allowed || allowed.map(String).includes(box.value);
+  }
+  set('reserve', constraints.memory_reserve_gib);
+  if (constraints.top !== undefined) set('top', constraints.top);
+  set('time_limit', limit);
 }
 
 function setRunning(on: boolean): void {
@@ -123,39 +197,118 @@ function setRunning(on: boolean): void {
   document.body.dataset.plan = on ? 'running' : shown ? 'done' : 'idle';
 }
 
+// Counts of layouts are written out in full, however large (exact counts).
+const exact = (x: number) => Math.round(x).toLocaleString('en');
+const secs = (x: number) => (x < 60 ? `${x.toFixed(x < 10 ? 1 : 0)} s` : `${Math.floor(x / 60)} min ${Math.round(x % 60)} s`);
+let phaseStart = 0, phaseName = '', runStart = 0;
+
+// Progress: the phase (1 of 3 ...), done of total (each phase's total does
+// not shrink: the engine's), elapsed time and, from the phase's rate so
+// far, an estimate of what is left of it. The best so far, when the
+// engine sends one, is drawn at once.
 function onProgress(p: Progress): void {
+  const now = performance.now();
+  if (p.phase !== phaseName) { phaseName = p.phase; phaseStart = now; }
   const bar = $<HTMLProgressElement>('#plan-progress');
   if (p.total > 0) { bar.max = p.total; bar.value = p.done; } else bar.removeAttribute('value');
-  $('#plan-status').textContent = `${p.phase}: ${p.done.toLocaleString('en')} of ${p.total.toLocaleString('en')}`;
+  const step = PHASES.indexOf(p.phase);
+  const left = remainingSeconds(p.done, p.total, (now - phaseStart) / 1000);
+  const leftText = left === null || now - phaseStart < 1000 ? '' : ` · about ${secs(left)} left in this step at its rate so far${p.phase === 'simulate' ? ' (a rough guess: the bound cuts layouts in bursts, and each layout left may need a simulation)' : ''}`;
+  $('#plan-status').textContent = `${step >= 0 ? `step ${step + 1} of 3, ` : ''}${PHASE_WORDS[p.phase] ?? p.phase}: ${exact(p.done)} of ${exact(p.total)} layouts · ${secs((now - runStart) / 1000)} elapsed${leftText}`;
   document.body.dataset.planProgress = String(p.done);
+  document.body.dataset.planTotal = String(p.total);
+  document.body.dataset.planPhase = p.phase;
+  if (record) { record.progress = { done: p.done, total: p.total, phase: p.phase }; }
+  if (p.best) {
+    partials++;
+    document.body.dataset.planPartials = String(partials);
+    // For the benchmark (tests/js/bench-plan.mjs): ms from Run to the first best so far.
+    if (partials === 1) document.body.dataset.planFirstBestMs = String(Math.round(now - runStart));
+    if (record) record.plan = p.best;
+    renderPlan(p.best, { running: true, keepSort: true });
+  }
+  save();
+}
+
+// The editor's own layout: step time and peak memory, from the app's
+// current answers when they are for this job, else simulated once here.
+async function yourLayout(jobText: string): Promise<Yours | null> {
+  let job: JobJson;
+  try { job = JSON.parse(jobText) as JobJson; } catch { return null; }
+  if ((job as { mode?: string }).mode === 'inference') return null;
+  let sim: Simulation | null = state.simJob === jobText ? state.simulation : null;
+  let summary = state.summaryJob === jobText ? state.summary : null;
+  try {
+    if (!summary) summary = (await planClient().call('inspect', { job: jobText }).promise).summary;
+    if (!sim) sim = (await planClient().call('simulate', { job: jobText }).promise).simulation;
+  } catch { return null; }
+  const fit = fitOf(summary);
+  if (!sim || !fit) return null;
+  return { layout: layoutText(layoutOfJob(job) as never), gpus: worldSize(job), step: sim.step_seconds, mem: fit.need, fits: fit.fits };
 }
 
 async function run(): Promise<void> {
   if (running) return;
   const args = planArgs();
   $('#plan-error').replaceChildren();
+  $('#plan-restored').replaceChildren();
   if (!Number.isInteger(args.gpus) || args.gpus < 1) {
     $('#plan-error').textContent = 'GPUs: give a whole number of GPUs, 1 or more.';
     return;
   }
-  const t0 = performance.now();
-  const call = planClient().call('plan', { job: state.jobText, ...args }, onProgress);
-  running = call;
+  if (args.time_limit_seconds !== undefined && !(args.time_limit_seconds > 0)) {
+    $('#plan-error').textContent = 'Time limit: give a number of seconds above 0, or leave it empty for none.';
+    return;
+  }
+  const jobText = state.jobText;
+  record = { request: { job: jobText, ...args }, status: 'running', started: Date.now() };
+  save();
+  runStart = performance.now(); phaseName = ''; partials = 0;
+  delete document.body.dataset.planFirstBestMs;
+  shown = null; yours = null;
+  $('#plan-result').replaceChildren();
   setRunning(true);
+  $('#plan-status').textContent = 'your layout: simulating it once, to mark it on the plot…';
+  cancelRequested = false;
+  yoursTried = true;
+  yours = await yourLayout(jobText);
+  if (cancelRequested) {
+    record.status = 'cancelled';
+    save();
+    $('#plan-status').textContent = 'cancelled (nothing simulated yet)';
+    setRunning(false);
+    return;
+  }
+  record.yours = yours ?? undefined;
+  save();
+  const call = planClient().call('plan', { job: jobText, ...args }, onProgress);
+  running = call;
   $('#plan-status').textContent = 'starting…';
   try {
     const { plan } = await call.promise;
     if (running !== call) return;
     running = null;
-    $('#plan-status').textContent = `done in ${((performance.now() - t0) / 1000).toFixed(1)} s`;
-    renderPlan(plan);
+    const t = (performance.now() - runStart) / 1000;
+    $('#plan-status').textContent = plan.complete === false ? `stopped at the time limit after ${t.toFixed(1)} s: the best found so far` : `done in ${t.toFixed(1)} s`;
+    Object.assign(record, { status: 'done', seconds: t, plan });
+    save();
+    renderPlan(plan, { keepSort: true });
   } catch (e) {
     if (running !== call) return;
     running = null;
     const err = e instanceof EngineRequestError ? e.error : { code: 'error', message: String(e), path: '' };
-    if (err.code === 'cancelled') $('#plan-status').textContent = 'cancelled';
-    else {
-      const { lead, text, hint } = explain(err);
+    record.status = err.code === 'cancelled' ? 'cancelled' : 'failed';
+    record.seconds = (performance.now() - runStart) / 1000;
+    save();
+    if (err.code === 'cancelled') {
+      $('#plan-status').textContent = shown ? `cancelled after ${record.seconds.toFixed(1)} s: the best found until then is shown` : 'cancelled (nothing simulated yet)';
+      if (shown) renderPlan(shown, { stopped: 'cancelled', keepSort: true });
+    } else {
+      // The search's own budget (docs/plan.md "Budget"), not the job's:
+      // the job-size hints (micro-batches, dp) do not apply.
+      const { lead, text, hint } = err.code === 'too_large' && err.path === 'gpus'
+        ? { lead: 'The search is too large for the browser', text: `${err.message}.`, hint: 'Open the constraints below the inputs and fix or bound degrees (for example micro-batch at most 1, fewer ZeRO stages or recompute modes), or run stagecraft plan natively, which has no browser memory limit.' }
+        : explain(err);
       $('#plan-status').textContent = '';
       $('#plan-error').replaceChildren(h('strong', {}, `${lead}: `), text, hint ? ` ${hint}` : '');
       $('#plan-error').dataset.code = err.code;
@@ -168,41 +321,104 @@ async function run(): Promise<void> {
 // The engine call cannot be interrupted inside the worker: the plan's
 // worker is replaced (its pending request fails with `cancelled`).
 function cancel(): void {
-  if (!running) return;
+  if (!running && record?.status !== 'running') return;
+  cancelRequested = true;
   planClient().restart('cancelled', 'plan cancelled');
 }
 
+// After a reload: the stored request back into the form; a finished plan
+// shown as it was; a plan that was running when the page went shows the
+// best found before (if any) and says that the search stopped there.
+function restore(): void {
+  const r = load();
+  if (!r) return;
+  record = r;
+  let constraints = r.request.constraints ?? {};
+  if (typeof constraints !== 'object') constraints = {};
+  fillArgs(r.request.gpus, constraints, r.request.time_limit_seconds);
+  yours = r.yours ?? null;
+  yoursTried = true;
+  const when = new Date(r.started).toLocaleTimeString('en-GB');
+  const note = $('#plan-restored');
+  // Whether the editor still holds the planned job is said once the
+  // editor's job is known (planJobChanged).
+  if (r.status === 'running') {
+    const p = r.progress;
+    const where = p ? ` at ${PHASE_WORDS[p.phase] ?? p.phase}, ${exact(p.done)} of ${exact(p.total)} layouts` : ' before its first progress report';
+    const rerun = h('button', { type: 'button', id: 'plan-rerun' }, 'Run it again');
+    rerun.addEventListener('click', () => { void run(); });
+    note.replaceChildren(h('div', { class: 'banner', role: 'alert', id: 'plan-lost' },
+      h('strong', {}, 'The plan was lost: '), `the page was reloaded while the search (started ${when})${where} was running, and a search cannot survive a reload. `,
+      r.plan ? 'Shown below: the best it had found before the reload, not a finished plan. ' : 'Nothing had been simulated yet, so there is no best so far to show. ',
+      rerun));
+    document.body.dataset.planRestored = 'lost';
+    if (r.plan) renderPlan(r.plan, { stopped: 'reload' });
+  } else if (r.plan) {
+    const how = r.status === 'cancelled' ? 'cancelled' : r.plan.complete === false ? 'stopped at its time limit' : 'finished';
+    note.replaceChildren(h('p', { class: 'hint', id: 'plan-restored-note' },
+      `Restored from this tab’s session: the plan started at ${when}, ${how}${r.seconds ? ` after ${r.seconds.toFixed(1)} s` : ''}.`));
+    document.body.dataset.planRestored = 'restored';
+    renderPlan(r.plan, r.status === 'cancelled' ? { stopped: 'cancelled' } : {});
+  }
+}
+
 // ---------------------------------------------------------------- the answer
-export function renderPlan(plan: Plan): void {
+interface RenderOpts { running?: boolean; stopped?: 'cancelled' | 'reload'; keepSort?: boolean }
+
+export function renderPlan(plan: Plan, opts: RenderOpts = {}): void {
   shown = plan;
-  sortKey = 'rank'; sortDir = 'asc';
+  if (!opts.keepSort) { sortKey = 'rank'; sortDir = 'asc'; }
   const out = $('#plan-result');
   const c = plan.counts;
   const rej = c?.rejected ?? {};
-  const counts = h('p', { id: 'plan-counts' },
-    `Considered ${(c?.considered ?? 0).toLocaleString('en')} layouts on ${plan.gpus} GPUs: `,
-    `${(rej.divisibility ?? 0).toLocaleString('en')} do not divide the model or the batch, `,
-    `${(rej.memory ?? 0).toLocaleString('en')} do not fit in memory, `,
-    `${(rej.dominated ?? 0).toLocaleString('en')} are dominated by another layout, `,
-    `${(rej.bound ?? 0).toLocaleString('en')} cannot beat the best by a lower bound; `,
-    `${(c?.simulated ?? 0).toLocaleString('en')} simulated.`,
-    plan.complete === false ? ' The search stopped early: this is the best found so far.' : '');
-  const why = plan.why_winner ? [plan.why_winner] : [];
-  const parts: (HTMLElement | SVGElement)[] = [h('h3', {}, 'Plan'), counts];
+  const n = (x: number | undefined) => exact(x ?? 0);
+  const partial = plan.complete === false;
+  const state_ = opts.running ? 'Best so far, while the search runs' : opts.stopped === 'cancelled' ? 'Best found before Cancel'
+    : opts.stopped === 'reload' ? 'Best found before the reload' : partial ? 'Best found before the time limit' : 'Plan';
+  const counts = h('p', { id: 'plan-counts', 'data-simulated': c?.simulated ?? 0, 'data-unexamined': c?.unexamined ?? 0 },
+    `Considered ${n(c?.considered)} layouts on ${exact(plan.gpus)} GPUs: `,
+    `${n(rej.divisibility)} do not divide the model or the batch, `,
+    `${n(rej.memory)} do not fit in memory, `,
+    `${n(rej.dominated)} are dominated by another layout, `,
+    `${n(rej.bound)} cannot beat the best by a lower bound; `,
+    `${n(c?.simulated)} simulated`,
+    partial ? `; ${n(c?.unexamined)} not examined yet.` : '.',
+    partial ? (opts.running ? ' The search goes on: the rows below can still change.' : ' The search stopped early: this is the best found so far, not a finished plan.') : '');
+  const why = plan.why_winner ? [whyText(plan)] : [];
+  const parts: (HTMLElement | SVGElement)[] = [h('h3', { id: 'plan-heading', 'data-partial': String(partial) }, state_), counts];
   if (!plan.candidates.length) {
-    parts.push(h('div', { class: 'banner', role: 'alert', id: 'plan-nothing' },
-      h('strong', {}, 'No layout fits. '), 'The closest misses and what they lack:',
-      h('ul', { id: 'plan-misses' }, ...(plan.closest_misses ?? []).map((m) => h('li', {}, h('span', { class: 'mono' }, layoutText(m.layout)), ': ', missText(m))))));
+    if (partial) {
+      parts.push(h('p', { id: 'plan-nothing-yet' }, `Nothing fits ${c?.simulated ? 'among the layouts simulated so far' : 'yet: nothing simulated yet'}.`));
+    } else {
+      const need = plan.min_gpus_lower_bound ? ` The model’s weights, gradients and optimizer state alone need at least ${exact(plan.min_gpus_lower_bound)} GPUs of this kind (a lower bound).` : '';
+      parts.push(h('div', { class: 'banner', role: 'alert', id: 'plan-nothing' },
+        h('strong', {}, 'No layout fits. '), `${need} The closest misses and what they lack:`,
+        h('ul', { id: 'plan-misses' }, ...(plan.closest_misses ?? []).map((m) => h('li', {}, h('span', { class: 'mono' }, layoutText(m.layout)), ': ', missText(m))))));
+    }
     out.replaceChildren(...parts);
-    document.body.dataset.plan = 'done';
+    if (!opts.running) document.body.dataset.plan = 'done';
     return;
   }
-  parts.push(h('ul', { id: 'plan-why', class: 'why-lines' }, ...why.map((w) => h('li', {}, w)),
-    ...plan.candidates.slice(0, 3).filter((x) => x.bound).map((x) => h('li', {}, `#${x.rank}: ${x.bound}`))));
-  parts.push(scatter(plan), h('div', { id: 'plan-table', class: 'table-scroll', tabindex: 0, role: 'region', 'aria-label': 'Ranked layouts (scrolls)' }));
+  parts.push(h('ul', { id: 'plan-why', class: 'why-lines' }, ...why.map((w) => h('li', {}, w))));
+  parts.push(scatter(plan), h('div', { id: 'plan-table', class: 'table-scroll plan-table', tabindex: 0, role: 'region', 'aria-label': 'Ranked layouts' }));
   out.replaceChildren(...parts);
   renderTable();
-  document.body.dataset.plan = 'done';
+  if (!opts.running) document.body.dataset.plan = 'done';
+}
+
+// The engine's why line with its "beats #k by X s (Y%)" (three decimals
+// of a second: "0.000 s" for a gap under half a millisecond) said again
+// from the two steps: "ties" or the relative gap with sensible precision.
+function whyText(plan: Plan): string {
+  const cs = plan.candidates;
+  return plan.why_winner
+    // "mostly 0.001 s less compute": below 10 ms the three decimals say
+    // little (0.001 is anything from 0.5 to 1.5 ms): the part is named alone.
+    .replace(/mostly (\d+\.\d{3}) s less/, (m, v: string) => (Number(v) < 0.01 ? 'mostly less' : m))
+    .replace(/beats #(\d+) by -?[\d.]+ s \(-?[\d.]+%\)/, (m, k: string) => {
+    const b = cs[Number(k) - 1];
+    return b ? (gapText(cs[0].step_seconds, b.step_seconds) === 'ties' ? `ties #${k}` : `beats #${k} by ${gapText(cs[0].step_seconds, b.step_seconds)}`) : m;
+  });
 }
 
 function missText(m: { reason: string; short_by_bytes?: number }): string {
@@ -210,30 +426,41 @@ function missText(m: { reason: string; short_by_bytes?: number }): string {
   return `${m.reason}${short}`;
 }
 
-// Step time (y) against peak memory per GPU (x); the Pareto front (no
-// layout both faster and smaller) joined by a step line and drawn filled,
-// the GPU's memory capacity as a dashed vertical line. A point's click
-// moves the focus to its row's Load button.
+// Round axis ends: the smallest of 1, 2, 2.5, 5 × 10^k at or above x.
+function niceCeil(x: number): number {
+  if (!(x > 0)) return 1;
+  const p = 10 ** Math.floor(Math.log10(x));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * p >= x) return m * p;
+  return 10 * p;
+}
+
+// Step time (y) against peak memory per GPU (x), both from zero (a small
+// gap between steps then looks as small as it is: the table gives the
+// gaps); the Pareto front (no layout both faster and smaller) joined by a
+// step line and drawn filled, the GPU's memory capacity as a dashed
+// vertical line, the editor's own layout as an orange diamond. A point's
+// click moves the focus to its row's Load button.
 function scatter(plan: Plan): SVGElement {
   const cs = plan.candidates;
   const front = paretoFront(cs.map((c) => ({ step: c.step_seconds, mem: c.peak_memory_bytes })));
   const cap = Math.max(...cs.map((c) => c.memory_capacity_bytes || 0));
   const W = 640, H = 300, L = 64, R = 12, T = 12, B = 44;
+  const mine = yours && Number.isFinite(yours.step) && yours.step > 0 ? yours : null;
   const mems = cs.map((c) => c.peak_memory_bytes), steps = cs.map((c) => c.step_seconds);
-  const x1 = Math.max(...mems, cap) * 1.05, y0 = Math.min(...steps), y1 = Math.max(...steps);
-  const ylo = y0 - (y1 - y0) * 0.08 || y0 * 0.9, yhi = y1 + (y1 - y0) * 0.08 || y1 * 1.1;
+  if (mine) { mems.push(mine.mem); steps.push(mine.step); }
+  const x1 = niceCeil(Math.max(...mems, cap) * 1.02 / GIB) * GIB, y1 = niceCeil(Math.max(...steps) * 1.05);
   const x = (b: number) => L + (b / x1) * (W - L - R);
-  const y = (t: number) => T + (1 - (t - ylo) / (yhi - ylo)) * (H - T - B);
+  const y = (t: number) => T + (1 - t / y1) * (H - T - B);
   const g = s('g');
-  // Axes and ticks (4 per axis).
+  // Axes from zero, ticks at quarters of the round ends.
   g.append(s('line', { x1: L, y1: H - B, x2: W - R, y2: H - B, stroke: '#495057' }), s('line', { x1: L, y1: T, x2: L, y2: H - B, stroke: '#495057' }));
   for (let i = 0; i <= 4; i++) {
-    const b = (x1 * i) / 4, t = ylo + ((yhi - ylo) * i) / 4;
-    g.append(s('text', { x: x(b), y: H - B + 16, 'text-anchor': 'middle', 'font-size': 11 }, `${(b / GIB).toFixed(0)}`));
-    g.append(s('text', { x: L - 4, y: y(t) + 4, 'text-anchor': 'end', 'font-size': 11 }, sec(t)));
+    const b = (x1 * i) / 4, t = (y1 * i) / 4;
+    g.append(s('text', { x: x(b), y: H - B + 16, 'text-anchor': 'middle', 'font-size': 11 }, `${+(b / GIB).toFixed(1)}`));
+    g.append(s('text', { x: L - 4, y: y(t) + 4, 'text-anchor': 'end', 'font-size': 11, class: 'plan-ytick' }, i === 0 ? '0' : secondsText(t)));
   }
-  g.append(s('text', { x: (L + W - R) / 2, y: H - 6, 'text-anchor': 'middle', 'font-size': 12 }, 'peak memory per GPU (GiB)'));
-  g.append(s('text', { x: 12, y: (T + H - B) / 2, 'text-anchor': 'middle', 'font-size': 12, transform: `rotate(-90 12 ${(T + H - B) / 2})` }, 'step time'));
+  g.append(s('text', { x: (L + W - R) / 2, y: H - 6, 'text-anchor': 'middle', 'font-size': 12 }, 'peak memory per GPU (GiB, from 0)'));
+  g.append(s('text', { x: 12, y: (T + H - B) / 2, 'text-anchor': 'middle', 'font-size': 12, transform: `rotate(-90 12 ${(T + H - B) / 2})` }, 'step time (from 0)'));
   if (cap > 0) {
     g.append(s('line', { x1: x(cap), y1: T, x2: x(cap), y2: H - B, stroke: '#c92a2a', 'stroke-dasharray': '5 4', class: 'plan-capacity' }),
       s('text', { x: x(cap) - 4, y: T + 10, 'text-anchor': 'end', 'font-size': 11, fill: '#c92a2a' }, `GPU memory ${fmtBytes(cap)}`));
@@ -250,27 +477,36 @@ function scatter(plan: Plan): SVGElement {
       fill: front[i] ? '#2b8a3e' : '#fff', stroke: front[i] ? '#1b5e20' : '#1864ab', 'stroke-width': 1.5,
       'data-rank': c.rank, 'data-front': String(front[i]), class: 'plan-dot' },
     s('title', {}, `#${c.rank} ${layoutText(c.layout)}: ${sec(c.step_seconds)}, ${fmtBytes(c.peak_memory_bytes)} per GPU${front[i] ? ' (Pareto front)' : ''}`));
-    dot.addEventListener('click', () => document.querySelector<HTMLButtonElement>(`#plan-table button[data-rank="${c.rank}"]`)?.focus());
+    dot.addEventListener('click', () => document.querySelector<HTMLButtonElement>(`#plan-table button.plan-load[data-rank="${c.rank}"]`)?.focus());
     g.append(dot);
   });
-  const n = front.filter(Boolean).length;
-  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'plan-scatter', role: 'img', id: 'plan-scatter',
-    'aria-label': `Step time against peak memory per GPU for ${cs.length} layouts; ${n} on the Pareto front (filled, joined by the line: no other layout is both faster and smaller)${cap ? `; dashed line: the GPU’s ${fmtBytes(cap)}` : ''}. The table below lists the same layouts.` }, g);
+  if (mine) {
+    const cx = x(mine.mem), cy = y(mine.step), r = 7;
+    g.append(s('path', { d: `M${cx},${cy - r} L${cx + r},${cy} L${cx},${cy + r} L${cx - r},${cy} Z`, fill: '#f08c00', stroke: '#7f4a00', 'stroke-width': 1.5, class: 'plan-yours' },
+      s('title', {}, `your layout (the editor’s): ${mine.layout}, ${sec(mine.step)}, ${fmtBytes(mine.mem)} per GPU`)),
+    s('text', { x: cx + 10, y: cy - 6, 'font-size': 11, fill: '#7f4a00' }, 'yours'));
+  }
+  const nf = front.filter(Boolean).length;
+  const mineText = mine ? `; orange diamond: your layout (${sec(mine.step)}, ${fmtBytes(mine.mem)})` : '';
+  const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, class: 'plan-scatter', role: 'img', id: 'plan-scatter', 'data-y0': 0, 'data-x0': 0,
+    'aria-label': `Step time against peak memory per GPU for ${cs.length} layouts, both axes from zero; ${nf} on the Pareto front (filled, joined by the line: no other layout is both faster and smaller)${cap ? `; dashed line: the GPU’s ${fmtBytes(cap)}` : ''}${mineText}. The table below lists the same layouts.` }, g);
+  const yoursLine = mine ? ` Orange diamond: your layout in the editor (${mine.layout}${mine.gpus !== plan.gpus ? `, on ${exact(mine.gpus)} GPUs, not ${exact(plan.gpus)}` : ''}): ${sec(mine.step)}${mine.fits ? '' : ', though it does not fit in memory'}; #1 ${mine.step >= cs[0].step_seconds ? `is faster by ${gapText(cs[0].step_seconds, mine.step)}` : `is slower by ${gapText(mine.step, cs[0].step_seconds)}`}.` : yoursTried ? ' Your layout could not be simulated, so it is not marked.' : '';
   return h('figure', { class: 'plan-figure' }, svg,
-    h('figcaption', { class: 'hint' }, `Filled green: the Pareto front (${n} layouts no other beats on both step time and memory). Hollow: dominated. Dashed red: GPU memory.`)) as unknown as SVGElement;
+    h('figcaption', { class: 'hint', id: 'plan-caption' }, `Both axes start at zero, so steps a few per cent apart sit close together; the table gives the gaps. Filled green: the Pareto front (${nf} layouts no other beats on both step time and memory). Hollow: dominated. Dashed red: GPU memory.${yoursLine}`)) as unknown as SVGElement;
 }
 
 const COLUMNS: [SortKey, string][] = [
-  ['rank', '#'], ['layout', 'layout'], ['step', 'step'], ['mfu', 'MFU'], ['tokens', 'tokens / s'],
-  ['memory', 'peak memory / GPU'], ['bubble', 'bubble'], ['exposed', 'exposed comm'],
+  ['rank', '#'], ['layout', 'layout'], ['step', 'step (vs #1)'], ['mfu', 'MFU'], ['tokens', 'tokens / s'],
+  ['memory', 'memory / GPU'], ['bubble', 'bubble'], ['exposed', 'exposed comm'],
 ];
 
 function renderTable(): void {
   if (!shown) return;
+  const first = shown.candidates[0];
   const front = paretoFront(shown.candidates.map((c) => ({ step: c.step_seconds, mem: c.peak_memory_bytes })));
   const onFront = new Set(shown.candidates.filter((_, i) => front[i]).map((c) => c.rank));
   const rows = sortCandidates(shown.candidates, sortKey, sortDir);
-  const head = h('tr', {}, ...COLUMNS.map(([k, t]) => {
+  const head = h('tr', {}, h('th', { scope: 'col' }, h('span', { class: 'sr-only' }, 'load into the editor')), ...COLUMNS.map(([k, t]) => {
     const th = h('th', { scope: 'col', 'aria-sort': k === sortKey ? (sortDir === 'asc' ? 'ascending' : 'descending') : undefined },
       h('button', { type: 'button', class: 'sort', 'data-sort': k }, t, k === sortKey ? (sortDir === 'asc' ? ' ▲' : ' ▼') : ''));
     th.querySelector('button')!.addEventListener('click', () => {
@@ -280,7 +516,7 @@ function renderTable(): void {
       document.querySelector<HTMLButtonElement>(`#plan-table button[data-sort="${k}"]`)?.focus();
     });
     return th;
-  }), h('th', { scope: 'col' }, 'bound by'), h('th', { scope: 'col' }, 'editor'));
+  }), h('th', { scope: 'col' }, 'notes'));
   const body = rows.map((c) => {
     const exposed = Object.entries(c.exposed_comm_seconds ?? {}).filter(([, v]) => v > 0);
     const load = h('button', { type: 'button', class: 'plan-load', 'data-rank': c.rank, 'aria-label': `Load layout #${c.rank} into the editor` }, 'Load');
@@ -288,15 +524,22 @@ function renderTable(): void {
       onLoad(c.job, c);
       $('#plan-status').textContent = `Loaded layout #${c.rank} into the editor (${layoutText(c.layout)}); the other tabs show it.`;
     });
+    const vs = c === first ? '' : gapText(first.step_seconds, c.step_seconds);
+    const alt = alternativesText(c);
+    const notes = h('td', { class: 'plan-notes' },
+      ...(c.low_confidence ?? []).map((w) => h('span', { class: 'plan-low' }, `low confidence: ${w}`)),
+      alt ? h('span', { class: 'plan-alt' }, alt) : null,
+      c.bound ? h('span', { class: 'plan-bound hint' }, c.bound) : null);
     return h('tr', { 'data-rank': c.rank, class: onFront.has(c.rank) ? 'front' : undefined },
-      h('td', { class: 'num' }, String(c.rank)), h('td', { class: 'mono' }, layoutText(c.layout)),
-      h('td', { class: 'num' }, sec(c.step_seconds)), h('td', { class: 'num' }, pct(c.mfu)),
-      h('td', { class: 'num' }, Math.round(c.tokens_per_second).toLocaleString('en')),
+      h('td', {}, load), h('td', { class: 'num' }, String(c.rank)), h('td', { class: 'mono plan-layout' }, layoutText(c.layout)),
+      h('td', { class: 'num' }, sec(c.step_seconds), vs ? h('span', { class: 'plan-vs' }, vs === 'ties' ? 'ties #1' : `+${vs}`) : null),
+      h('td', { class: 'num' }, pct(c.mfu)),
+      h('td', { class: 'num' }, fmtCount(Math.round(c.tokens_per_second))),
       h('td', { class: 'num' }, fmtBytes(c.peak_memory_bytes)), h('td', { class: 'num' }, pct(c.bubble_fraction)),
       h('td', { class: 'num', title: exposed.map(([k, v]) => `${k} ${sec(v)}`).join(', ') }, exposed.length ? `${sec(exposedTotal(c))} (${exposed.map(([k]) => k).join(', ')})` : '—'),
-      h('td', {}, c.bound ?? ''), h('td', {}, load));
+      notes);
   });
   $('#plan-table').replaceChildren(h('table', { class: 'plan' },
-    h('caption', {}, 'Ranked layouts (column headers sort; green rows are on the Pareto front)'),
+    h('caption', {}, 'Ranked layouts (column headers sort; green rows are on the Pareto front; Load puts a layout into the editor)'),
     h('thead', {}, head), h('tbody', {}, ...body)));
 }
