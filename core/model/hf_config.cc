@@ -168,6 +168,9 @@ Result<ModelConfig> from_llama_style(const HfReader& r, const std::string& model
   m.linear_bias = attn_bias || mlp_bias;
   SC_ASSIGN_OR_RETURN(m.dropout, r.any_positive({"attention_dropout", "hidden_dropout", "resid_pdrop",
                                                  "embd_pdrop"}, false));
+  // Every family read here is trained with fused attention (FlashAttention /
+  // cuDNN / SDPA); Gemma-2's score soft-capping turns it off again below.
+  m.flash_attention = true;
   return m;
 }
 
@@ -460,6 +463,8 @@ Status read_gemma23_layers(const HfReader& r, Import& im, bool gemma2, ModelConf
                         ") with one global layer in " + std::to_string(m->window_pattern));
   m->embedding_multiplier = std::sqrt(static_cast<double>(m->hidden));
   im.features.push_back("embedding scaled by sqrt(hidden)");
+  // The cap sits between the scores and the softmax: modelled unfused.
+  if (m->attn_softcap > 0) m->flash_attention = false;
   return ok_status();
 }
 

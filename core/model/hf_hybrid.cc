@@ -111,7 +111,7 @@ Status read_attention(Reader& r, ModelConfig* m, std::initializer_list<const cha
   m->position = PositionKind::kNone;
   m->linear_bias = false;
   m->dropout = false;
-  m->flash_attention = false;
+  m->flash_attention = true;  // Nemotron-H and Jamba train with fused attention
   SC_ASSIGN_OR_RETURN(m->tied_embeddings, r.flag("tie_word_embeddings", false));
   return ok_status();
 }

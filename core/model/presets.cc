@@ -4,6 +4,11 @@
 // tied embeddings, biases and dropout. Llama, Mixtral and DeepSeek rows:
 // the models' HF config.json files (RMSNorm, SwiGLU, RoPE, untied, no bias,
 // no dropout). Hybrid rows (Mamba-2 or Mamba-1 + attention): below.
+// Attention: fused (flash_attention true) for every family trained with a
+// fused kernel (Llama 2/3, Mixtral, DeepSeek, Nemotron-H, Jamba: their
+// training stacks run FlashAttention / cuDNN fused attention); the GPT-3-era
+// rows keep the unfused scores + softmax that Narayanan et al. 2021 ran
+// (FlashAttention postdates it, Dao et al. 2022).
 #include <algorithm>
 
 #include "model/model_config.h"
@@ -137,6 +142,7 @@ ModelConfig hybrid(const HybridRow& r) {
   m.mamba_groups = r.groups;
   m.mamba_state = r.state;
   m.mamba_conv_kernel = r.conv;
+  m.flash_attention = true;
   m.mamba1_inner = r.m1_inner;
   m.mamba1_dt_rank = r.m1_dt_rank;
   m.mamba1_dt_bc_norms = r.m1_norms;
@@ -163,6 +169,7 @@ ModelConfig gpt(const GptRow& r) {
   m.tied_embeddings = true;
   m.linear_bias = true;
   m.dropout = true;
+  m.flash_attention = false;  // unfused, as Narayanan et al. 2021 ran it
   return m;
 }
 
@@ -183,6 +190,7 @@ ModelConfig llama(const LlamaRow& r) {
   m.tied_embeddings = false;
   m.linear_bias = false;
   m.dropout = false;
+  m.flash_attention = true;
   return m;
 }
 

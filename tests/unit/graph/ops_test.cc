@@ -40,6 +40,7 @@ const char* kJobs[] = {
     // HF-family options: GeGLU (Gemma), q/k/v-only biases (Qwen2), per-head q/k norms (Qwen3).
     R"({"model":{"preset":"llama3-8b","num_layers":2,"mlp":"geglu","qkv_bias":true,"qk_norm":true,
         "sandwich_norms":true,"sliding_window":16,"window_pattern":2,"attn_softcap":50,"final_softcap":30,
+        "flash_attention":false,
         "embedding_multiplier":12,"residual_multiplier":0.22,"logit_multiplier":0.125},
         "parallel":{"tp":2,"dp":2,"pp":2,"sequence_parallel":true},"training":{"seq_len":64,"global_batch_size":4}})",
     // OLMo-2's post-sublayer norms and q/k norms over all heads; partial rotary (Phi-4-mini).

@@ -43,8 +43,10 @@ using testing::validate_generated;
 // checks it runs to completion and adds up, and returns its (model,
 // executed) FLOPs per iteration.
 std::pair<int64_t, int64_t> hf_job_flops(const nlohmann::json& cfg, const nlohmann::json& parallel,
-                                         const nlohmann::json& training) {
+                                         const nlohmann::json& training,
+                                         const nlohmann::json& model_fields = nlohmann::json::object()) {
   nlohmann::json job = {{"model", {{"hf_config", cfg}}}, {"parallel", parallel}, {"training", training}};
+  for (const auto& [k, v] : model_fields.items()) job["model"][k] = v;
   auto j = parse_job(job.dump());
   REQUIRE_MESSAGE(j.ok(), j.error().to_string());
   Generator g = testing::make(*j);
@@ -353,7 +355,9 @@ TEST_CASE("HF import: Gemma-2 soft-capping, FLOPs by hand") {
                           {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 16},
                           {"intermediate_size", 128}, {"vocab_size", 100}, {"sliding_window", 4096}};
     if (!caps) cfg["attn_logit_softcapping"] = cfg["final_logit_softcapping"] = nullptr;
-    return hf_job_flops(cfg, {{"tp", 2}}, {{"seq_len", 64}, {"micro_batch_size", 1}, {"global_batch_size", 1}});
+    // Both unfused (without the cap the import would fuse attention).
+    return hf_job_flops(cfg, {{"tp", 2}}, {{"seq_len", 64}, {"micro_batch_size", 1}, {"global_batch_size", 1}},
+                        {{"flash_attention", false}});
   };
   auto with = run(true), without = run(false);
   CHECK(with.first == without.first);
