@@ -172,6 +172,7 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
     lo.schedule = t.schedule;
     lo.compute_dtype = t.dtype;
     lo.optimizer_bytes_per_param = t.optimizer_bytes_per_param;
+    lo.fp8_recipe = t.fp8_recipe;
     SC_ASSIGN_OR_RETURN(RoleProgram prog, lower_program(g, s->bind, job.hardware, lo));
     SC_RETURN_IF_ERROR(check_role_program(prog, s->layout, p.pp, stage));
     s->stages.push_back({std::move(g), std::move(prog)});

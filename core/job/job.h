@@ -88,6 +88,7 @@ struct TrainingConfig {
   int64_t optimizer_bytes_per_param = 12;  // fp32 master + 2 moments
   Schedule schedule = Schedule::kOneFOneB;  // pipeline schedule (pp > 1)
   Recompute recompute = Recompute::kNone;   // activation recomputation
+  Fp8Recipe fp8_recipe = Fp8Recipe::kNone;  // FP8 linear-layer GEMMs (docs/hardware.md)
 
   // Micro-batches per iteration per dp rank = B / (dp * b).
   int64_t num_micro_batches(const ParallelConfig& p) const {

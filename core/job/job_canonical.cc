@@ -100,6 +100,8 @@ std::string job_to_canonical_json(const Job& job) {
       {"schedule", schedule_name(t.schedule)},
       {"recompute", recompute_name(t.recompute)},
   };
+  // Only when set: jobs without FP8 keep their canonical text and hash.
+  if (t.fp8_recipe != Fp8Recipe::kNone) training["fp8_recipe"] = fp8_recipe_name(t.fp8_recipe);
   Json hardware = {
       {"name", hw.name},
       {"peak_flops_fp32", hw.peak_flops_fp32},

@@ -133,7 +133,8 @@ Result<bool> parse_training(const Json& v, TrainingConfig* t) {
   SC_RETURN_IF_ERROR(jsonf::expect_object(v, path));
   SC_RETURN_IF_ERROR(jsonf::check_keys(
       v, {"seq_len", "micro_batch_size", "global_batch_size", "dtype", "grad_reduce_dtype",
-          "dp_bucket_mb", "optimizer", "optimizer_bytes_per_param", "schedule", "recompute"}, path));
+          "dp_bucket_mb", "optimizer", "optimizer_bytes_per_param", "schedule", "recompute",
+          "fp8_recipe"}, path));
   if (const Json* x = jsonf::find(v, "schedule")) {
     SC_ASSIGN_OR_RETURN(std::string s, jsonf::get_string(*x, "training.schedule"));
     bool found = false;
@@ -152,6 +153,15 @@ Result<bool> parse_training(const Json& v, TrainingConfig* t) {
     if (!found)
       return make_error(ErrorCode::kInvalidArgument,
                         "unknown recompute \"" + s + "\" (known: none, selective, full)", "training.recompute");
+  }
+  if (const Json* x = jsonf::find(v, "fp8_recipe")) {  // hardware support: validate_job
+    SC_ASSIGN_OR_RETURN(std::string s, jsonf::get_string(*x, "training.fp8_recipe"));
+    std::optional<Fp8Recipe> r = parse_fp8_recipe(s);
+    if (!r)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "unknown FP8 recipe \"" + jsonf::clip(s) + "\" (known: none, delayed, tensorwise, blockwise, mxfp8)",
+                        "training.fp8_recipe");
+    t->fp8_recipe = *r;
   }
   if (const Json* x = jsonf::find(v, "seq_len")) {
     SC_ASSIGN_OR_RETURN(t->seq_len, jsonf::get_int(*x, "training.seq_len", 1, limits::kMaxSeqLen));

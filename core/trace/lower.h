@@ -84,6 +84,7 @@ struct LowerOptions {
   Schedule schedule = Schedule::kOneFOneB;
   DType compute_dtype = DType::kBF16;
   int64_t optimizer_bytes_per_param = 12;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kNone;  // FP8 linear GEMMs + their kernels (cost/fp8_cost.h)
 };
 
 Result<RoleProgram> lower_program(const Graph& g, const Bindings& bind, const HardwareProfile& hw,
