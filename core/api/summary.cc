@@ -11,6 +11,7 @@
 #include "api/simulate.h"
 #include "api/state.h"
 #include "check/replay.h"
+#include "cost/fp8_cost.h"
 
 namespace sc {
 namespace {
@@ -126,6 +127,23 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
            (f.params_local_expert * bytes_per_param + expert_group - 1) / expert_group;
   };
   const int64_t weights = sharded(dtype_bytes(tr.dtype), 3);
+  // FP8 training: the FP8 copies (row- and column-wise, with scales) TE
+  // keeps of each FP8 linear's weight, sharded like the weights under ZeRO-3.
+  int64_t fp8_copies = 0;
+  if (tr.fp8_recipe != Fp8Recipe::kNone) {
+    std::set<int> seen;
+    for (int id : g.order) {
+      const Op& o = g.ops[id];
+      if (o.fwd_op >= 0 || o.recomputed || !fp8_gemm(g, o) || !seen.insert(o.inputs[1]).second) continue;
+      SC_ASSIGN_OR_RETURN(int64_t n, g.tensors[o.inputs[1]].local_numel().eval(s.bind, g.tensors[o.inputs[1]].name));
+      int64_t b = fp8_weight_copy_bytes(tr.fp8_recipe, n);
+      if (zero >= 3) {
+        const int64_t grp = g.tensors[o.inputs[1]].expert ? expert_group : group;
+        b = (b + grp - 1) / grp;
+      }
+      fp8_copies += b;
+    }
+  }
   const int64_t grads = sharded(dtype_bytes(tr.grad_reduce_dtype), 2);
   const int64_t optim = sharded(tr.optimizer_bytes_per_param, 1);
   json per_layer = json::object();
@@ -142,9 +160,9 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
         {"gradients", grads},
         {"optimizer", optim},
         {"activations_peak", prog.activation_peak},
-        {"peak", weights + grads + optim + prog.activation_peak},
+        {"peak", weights + fp8_copies + grads + optim + prog.activation_peak},
         {"activations_live_peak", prog.live_activation_peak},
-        {"peak_live", weights + grads + optim + prog.live_activation_peak},
+        {"peak_live", weights + fp8_copies + grads + optim + prog.live_activation_peak},
         {"capacity", static_cast<int64_t>(s.job.hardware.memory_bytes)}}},
       {"activation_bytes_per_micro_batch", act_per_mb},
       {"activation_bytes_by_layer", per_layer},
@@ -162,6 +180,7 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
         {"collective_nodes", f.n_coll},
         {"p2p_nodes", f.n_p2p},
         {"compute_micros_per_rank", f.compute_us}}}};
+  if (tr.fp8_recipe != Fp8Recipe::kNone) f.stage["memory_bytes"]["fp8_weight_copies"] = fp8_copies;  // FP8 jobs only
   return f;
 }
 

@@ -35,4 +35,22 @@ std::optional<DType> parse_dtype(const std::string& n) {
   return std::nullopt;
 }
 
+const char* fp8_recipe_name(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::kNone: return "none";
+    case Fp8Recipe::kDelayed: return "delayed";
+    case Fp8Recipe::kTensorwise: return "tensorwise";
+    case Fp8Recipe::kBlockwise: return "blockwise";
+    case Fp8Recipe::kMxfp8: return "mxfp8";
+  }
+  return "?";
+}
+
+std::optional<Fp8Recipe> parse_fp8_recipe(const std::string& n) {
+  for (Fp8Recipe r : {Fp8Recipe::kNone, Fp8Recipe::kDelayed, Fp8Recipe::kTensorwise, Fp8Recipe::kBlockwise,
+                      Fp8Recipe::kMxfp8})
+    if (n == fp8_recipe_name(r)) return r;
+  return std::nullopt;
+}
+
 }  // namespace sc

@@ -109,6 +109,7 @@ struct TrainingConfig {
   bool tp_comm_overlap = false;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = false;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kNone;  // FP8 linear-layer GEMMs (docs/hardware.md)
 
   // Micro-batches per iteration per dp rank = B / (dp * b).
   int64_t num_micro_batches(const ParallelConfig& p) const {

@@ -145,7 +145,7 @@ Result<bool> parse_training(const Json& v, TrainingConfig* t) {
   SC_RETURN_IF_ERROR(jsonf::check_keys(
       v, {"seq_len", "micro_batch_size", "global_batch_size", "dtype", "grad_reduce_dtype",
           "dp_bucket_mb", "optimizer", "optimizer_bytes_per_param", "schedule", "recompute",
-          "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather"}, path));
+          "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "fp8_recipe"}, path));
   if (const Json* x = jsonf::find(v, "tp_comm_overlap")) {
     SC_ASSIGN_OR_RETURN(t->tp_comm_overlap, jsonf::get_bool(*x, "training.tp_comm_overlap"));
   }
@@ -173,6 +173,15 @@ Result<bool> parse_training(const Json& v, TrainingConfig* t) {
     if (!found)
       return make_error(ErrorCode::kInvalidArgument,
                         "unknown recompute \"" + echo_text(s) + "\" (known: none, selective, full)", "training.recompute");
+  }
+  if (const Json* x = jsonf::find(v, "fp8_recipe")) {  // hardware support: validate_job
+    SC_ASSIGN_OR_RETURN(std::string s, jsonf::get_string(*x, "training.fp8_recipe"));
+    std::optional<Fp8Recipe> r = parse_fp8_recipe(s);
+    if (!r)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "unknown FP8 recipe \"" + jsonf::clip(s) + "\" (known: none, delayed, tensorwise, blockwise, mxfp8)",
+                        "training.fp8_recipe");
+    t->fp8_recipe = *r;
   }
   if (const Json* x = jsonf::find(v, "seq_len")) {
     SC_ASSIGN_OR_RETURN(t->seq_len, jsonf::get_int(*x, "training.seq_len", 1, limits::kMaxSeqLen));

@@ -190,6 +190,43 @@ static Status validate_experts_and_sharding(const Job& job) {
 
 static Status validate_layout(const Job& job);
 
+// FP8 training (docs/hardware.md, "FP8 training"): a recipe on BF16/FP16
+// activations, never a bare fp8 dtype; only on FP8 tensor cores; MXFP8 only
+// where the hardware has MX block scaling (Blackwell; the Hopper presets
+// h100 and h200 have none, a custom profile is taken at its word).
+static Status validate_fp8_training(const Job& job) {
+  if (job.inference()) return ok_status();  // serving's fp8 weights set training.dtype (job_serving.cc)
+  const TrainingConfig& t = job.training;
+  if (t.dtype == DType::kFP8) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "fp8 is not a training dtype: FP8 training keeps activations, attention, norms, embedding "
+                      "and output layer in bf16 and runs the linear layers' GEMMs at FP8 under a scaling recipe; "
+                      "write \"dtype\": \"bf16\", \"fp8_recipe\": \"delayed\" (or tensorwise, blockwise, mxfp8)",
+                      "training.dtype");
+  }
+  if (t.fp8_recipe == Fp8Recipe::kNone) return ok_status();
+  const std::string recipe = fp8_recipe_name(t.fp8_recipe);
+  if (t.dtype != DType::kBF16 && t.dtype != DType::kFP16) {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "FP8 recipe \"" + recipe + "\" needs bf16 or fp16 activations (training.dtype is " +
+                          dtype_name(t.dtype) + ")",
+                      "training.fp8_recipe");
+  }
+  if (!(job.hardware.peak_flops_fp8 > 0)) {
+    return make_error(ErrorCode::kUnsupported,
+                      "FP8 recipe \"" + recipe + "\" needs FP8 tensor cores; hardware \"" + job.hardware.name +
+                          "\" has none (hardware.peak_flops_fp8 is 0)",
+                      "training.fp8_recipe");
+  }
+  if (t.fp8_recipe == Fp8Recipe::kMxfp8 && (job.hardware.name == "h100" || job.hardware.name == "h200")) {
+    return make_error(ErrorCode::kUnsupported,
+                      "FP8 recipe \"mxfp8\" needs tensor cores with MX block scaling (Blackwell: b200); hardware \"" +
+                          job.hardware.name + "\" has none: use delayed, tensorwise or blockwise",
+                      "training.fp8_recipe");
+  }
+  return ok_status();
+}
+
 Status validate_job(const Job& job) {
   if (job.inference()) return validate_serving(job, validate_layout);
   return validate_layout(job);
@@ -237,6 +274,7 @@ static Status validate_layout(const Job& job) {
                       std::string("must be a floating-point dtype (got ") + dtype_name(t.dtype) + ")",
                       "training.dtype");
   }
+  SC_RETURN_IF_ERROR(validate_fp8_training(job));
   if (t.grad_reduce_dtype != DType::kFP32 && t.grad_reduce_dtype != DType::kBF16 &&
       t.grad_reduce_dtype != DType::kFP16) {
     return make_error(ErrorCode::kInvalidArgument,

@@ -8,6 +8,7 @@
 
 #include "base/cancel.h"
 #include "base/check.h"
+#include "cost/fp8_cost.h"
 #include "cost/kernel_cost.h"
 #include "graph/ops.h"
 #include "trace/schedule.h"
@@ -375,6 +376,14 @@ class Lowerer {
       bytes += 2 * n * o_.optimizer_bytes_per_param;
     }
     w.dt = op.kind == OpKind::kMatmul ? o_.compute_dtype : g_.tensors[op.outputs[0]].dtype;
+    if (fp8_op(id)) {
+      // An FP8 GEMM reads its operands' FP8 copies (1 byte per element).
+      w.dt = DType::kFP8;
+      for (int t : op.inputs) {
+        SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
+        bytes -= b - b / dtype_bytes(g_.tensors[t].dtype);
+      }
+    }
     w.flops = shard(op, flops);
     w.bytes = shard(op, bytes);
     return w;
@@ -413,6 +422,40 @@ class Lowerer {
       for (int t : o->inputs)
         if (g_.tensors[static_cast<size_t>(t)].expert) return true;
     return false;
+  // FP8 training: whether op `id` is a GEMM run at FP8 (cost/fp8_cost.h).
+  bool fp8_op(int id) const { return o_.fp8_recipe != Fp8Recipe::kNone && fp8_gemm(g_, g_.ops[id]); }
+
+  // Local elements of the tensor TE quantizes for operand t: a
+  // sequence-parallel all-gather's input (TE casts before the gather).
+  Result<int64_t> quantized_elems(int t, bool* from_norm) {
+    int src = t;
+    if (const int p = g_.tensors[t].producer; p >= 0 && g_.ops[p].kind == OpKind::kCollective &&
+                                              g_.ops[p].coll == CollectiveType::kAllGather && !g_.ops[p].inputs.empty())
+      src = g_.ops[p].inputs[0];
+    const int prod = g_.tensors[src].producer;
+    *from_norm = prod >= 0 && g_.ops[prod].kind == OpKind::kNorm;
+    SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(src));
+    return b / dtype_bytes(g_.tensors[src].dtype);
+  }
+
+  // The quantize / amax kernels TE runs for FP8 GEMM `op` (per micro-batch).
+  Result<double> fp8_extra_micros(const Op& op) {
+    const Fp8GemmRole role = fp8_gemm_role(op);
+    Fp8Operands x;
+    x.micro_batches = o_.micro_batches;
+    if (role == Fp8GemmRole::kFprop) {
+      SC_ASSIGN_OR_RETURN(x.elems, quantized_elems(op.inputs[0], &x.from_norm));
+      SC_ASSIGN_OR_RETURN(int64_t wb, bytes_of(op.inputs[1]));
+      x.weight_elems = wb / dtype_bytes(g_.tensors[op.inputs[1]].dtype);
+    } else if (role == Fp8GemmRole::kDgrad) {
+      for (int t : op.inputs)
+        if (g_.tensors[t].kind == TensorKind::kGradient) {
+          bool unused = false;
+          SC_ASSIGN_OR_RETURN(x.elems, quantized_elems(t, &unused));
+          break;
+        }
+    }
+    return fp8_kernels_micros(hw_, fp8_kernels(o_.fp8_recipe, role, x));
   }
 
   // Kernel-model time of one op without the launch floor, evaluated once.
@@ -425,6 +468,10 @@ class Lowerer {
     if (op.kind == OpKind::kMatmul) {
       SC_ASSIGN_OR_RETURN(GemmShape shape, gemm_shape(g_, op, bind_));
       us = gemm_micros(hw_, w.dt, shape, flops, bytes);
+      if (fp8_op(id)) {
+        SC_ASSIGN_OR_RETURN(double extra, fp8_extra_micros(op));
+        us += extra;
+      }
     } else if (op.kind == OpKind::kAttention) {
       SC_ASSIGN_OR_RETURN(double shape, attention_factor(id));
       us = attention_micros(hw_, o_.compute_dtype, flops / shape, bytes, op.fwd_op >= 0);

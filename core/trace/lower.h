@@ -100,6 +100,7 @@ struct LowerOptions {
   // wgrad) last this many times their uniform-routing time (the busiest
   // expert rank sets the pace; docs/parallelism.md).
   double moe_imbalance = 1.0;
+  Fp8Recipe fp8_recipe = Fp8Recipe::kNone;  // FP8 linear GEMMs + their kernels (cost/fp8_cost.h)
 };
 
 Result<RoleProgram> lower_program(const Graph& g, const Bindings& bind, const HardwareProfile& hw,

@@ -39,7 +39,7 @@ TEST_CASE("full job, global batch default dp * micro batch") {
   Job job = must_parse(R"({
     "model": {"preset": "llama3-8b", "num_layers": 2},
     "parallel": {"dp": 4, "tp": 8, "sequence_parallel": true, "world_size": 32},
-    "training": {"seq_len": 4096, "micro_batch_size": 2, "dtype": "fp8",
+    "training": {"seq_len": 4096, "micro_batch_size": 2, "dtype": "bf16", "fp8_recipe": "mxfp8",
                  "grad_reduce_dtype": "bf16", "dp_bucket_mb": 12.5,
                  "optimizer": "sgd"},
     "hardware": {"preset": "b200", "compute_efficiency": 0.7}
@@ -49,7 +49,8 @@ TEST_CASE("full job, global batch default dp * micro batch") {
   CHECK(job.parallel.world_size() == 32);
   CHECK(job.training.global_batch_size == 8);
   CHECK(job.training.num_micro_batches(job.parallel) == 1);
-  CHECK(job.training.dtype == DType::kFP8);
+  CHECK(job.training.dtype == DType::kBF16);
+  CHECK(job.training.fp8_recipe == Fp8Recipe::kMxfp8);
   CHECK(job.training.grad_reduce_dtype == DType::kBF16);
   CHECK(job.training.dp_bucket_mb == 12.5);
   CHECK(job.training.optimizer == OptimizerKind::kSGD);

@@ -1,0 +1,82 @@
+#include "cost/fp8_cost.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace sc {
+namespace {
+
+// Linears Megatron-Core leaves in BF16 under FP8: the output layer, the
+// router and the shared-expert gate (plain torch linears, not TE modules).
+bool bf16_linear(const std::string& name) {
+  for (const char* n : {"output.logits", "moe.router", "moe.shared_gate"})
+    if (name.find(n) != std::string::npos) return true;
+  return false;
+}
+
+bool fp8_linear_forward(const Graph& g, const Op& f) {
+  if (f.kind != OpKind::kMatmul || f.inputs.size() < 2) return false;
+  if (g.tensors[f.inputs[1]].kind != TensorKind::kWeight) return false;
+  return !bf16_linear(f.name);
+}
+
+// Scale bytes of one quantized copy of n elements (one direction).
+double scale_bytes(Fp8Recipe r, int64_t n, bool weight) {
+  const double x = static_cast<double>(n);
+  switch (r) {
+    case Fp8Recipe::kBlockwise: return 4.0 * std::ceil(x / (weight ? 128.0 * 128.0 : 128.0));
+    case Fp8Recipe::kMxfp8: return std::ceil(x / 32.0);
+    default: return 0;  // one FP32 scale per tensor
+  }
+}
+
+}  // namespace
+
+bool fp8_gemm(const Graph& g, const Op& op) {
+  if (op.kind != OpKind::kMatmul) return false;
+  if (op.fwd_op >= 0) return fp8_linear_forward(g, g.ops[op.fwd_op]);
+  return fp8_linear_forward(g, op);
+}
+
+Fp8GemmRole fp8_gemm_role(const Op& op) {
+  if (op.fwd_op < 0) return Fp8GemmRole::kFprop;  // forward or its recomputed clone
+  return op.wgrad ? Fp8GemmRole::kWgrad : Fp8GemmRole::kDgrad;
+}
+
+std::vector<Fp8Kernel> fp8_kernels(Fp8Recipe r, Fp8GemmRole role, const Fp8Operands& x) {
+  std::vector<Fp8Kernel> out;
+  if (r == Fp8Recipe::kNone || role == Fp8GemmRole::kWgrad) return out;
+  const bool fprop = role == Fp8GemmRole::kFprop;
+  const std::string what = fprop ? "input" : "grad_output";
+  const double n = static_cast<double>(x.elems);
+  if (r == Fp8Recipe::kTensorwise) out.push_back({"fp8.amax." + what, 2 * n, 1});
+  if (r == Fp8Recipe::kDelayed && fprop && x.from_norm) {
+    out.push_back({"fp8.transpose." + what, 2 * n, 1});  // the norm wrote the row-wise FP8 copy
+  } else {
+    out.push_back({"fp8.quantize." + what, 4 * n + 2 * scale_bytes(r, x.elems, false), 1});
+  }
+  if (fprop && x.weight_elems > 0) {
+    const double mb = static_cast<double>(std::max<int64_t>(1, x.micro_batches));
+    const double w = static_cast<double>(x.weight_elems);
+    if (r == Fp8Recipe::kTensorwise) out.push_back({"fp8.amax.weight", 2 * w / mb, 1 / mb});
+    out.push_back({"fp8.quantize.weight", (4 * w + 2 * scale_bytes(r, x.weight_elems, true)) / mb, 1 / mb});
+  }
+  return out;
+}
+
+double fp8_kernels_micros(const HardwareProfile& hw, const std::vector<Fp8Kernel>& k) {
+  const double hbm = hw.mem_bandwidth * hw.hbm_efficiency * hw.memory_efficiency;
+  double us = 0;
+  for (const Fp8Kernel& x : k) {
+    const double t = hbm > 0 ? x.bytes / hbm * 1e6 : 0;
+    us += std::max(t, hw.kernel_floor_micros * x.launches);
+  }
+  return us;
+}
+
+int64_t fp8_weight_copy_bytes(Fp8Recipe r, int64_t n) {
+  if (r == Fp8Recipe::kNone) return 0;
+  return 2 * n + 2 * static_cast<int64_t>(scale_bytes(r, n, true));
+}
+
+}  // namespace sc

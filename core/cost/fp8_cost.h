@@ -1,0 +1,73 @@
+// FP8 training as Transformer Engine runs it (training.fp8_recipe;
+// docs/hardware.md, "FP8 training"). Kept apart from the kernel model
+// (kernel_cost.h): which GEMMs run at FP8, the quantization kernels TE adds
+// around them, and the FP8 weight copies it keeps.
+//
+//  - FP8 GEMMs: the linear layers' forward (fprop), input-gradient (dgrad)
+//    and weight-gradient (wgrad) GEMMs, i.e. every kMatmul whose second
+//    operand is a weight, their backward GEMMs and their recomputed
+//    clones, except the output layer (LM head), the MoE router and the
+//    shared-expert gate (plain BF16 linears in Megatron-Core). Attention
+//    (scores and values BMMs, flash attention), softmax, norms, the
+//    embedding and every element-wise op stay BF16.
+//  - Quantize kernels (memory-bound, one launch each): fprop quantizes its
+//    input activation and (once per step, cached across micro-batches as
+//    Megatron's is_first_microbatch does; here spread over the step's
+//    micro-batches) its weight; dgrad quantizes the output gradient; wgrad
+//    reuses the column-wise copies both made. Each quantize reads the BF16
+//    tensor (2 B/element) and writes a row-wise and a column-wise
+//    (transposed) FP8 copy (1 + 1 B/element) plus its scales. The tensor
+//    the GEMM reads after a sequence-parallel all-gather is quantized
+//    before the gather (its shard).
+//  - Scales: delayed: the amax is taken inside the cast (the scale comes
+//    from the amax history); with a norm feeding the GEMM the cast is fused
+//    into the norm kernel (TE LayerNormLinear) and only the transpose
+//    remains (read 1 B, write 1 B per element). tensorwise (current
+//    scaling): an amax pass (read 2 B/element, its own launch) before each
+//    cast. blockwise: one FP32 scale per 1x128 tile (activations and
+//    gradients) or 128x128 block (weights), each direction. mxfp8: one
+//    E8M0 byte per 32 elements, each direction.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/dtype.h"
+#include "graph/graph.h"
+#include "hw/hardware.h"
+
+namespace sc {
+
+// The op is a GEMM that runs at FP8 under a recipe (see above).
+bool fp8_gemm(const Graph& g, const Op& op);
+
+enum class Fp8GemmRole { kFprop, kDgrad, kWgrad };
+Fp8GemmRole fp8_gemm_role(const Op& op);
+
+// One extra kernel TE runs for an FP8 GEMM, on this rank, per micro-batch.
+struct Fp8Kernel {
+  std::string name;  // "fp8.quantize.input", "fp8.amax.input", ...
+  double bytes = 0;  // HBM bytes read + written
+  double launches = 1;  // per micro-batch (the weight's: 1 / micro_batches)
+};
+
+// What one FP8 GEMM's operands need. elems: local elements of the operand
+// quantized per micro-batch (fprop: the input, dgrad: the output gradient;
+// 0 for wgrad); weight_elems: the weight's (fprop; quantized once per step
+// over micro_batches); from_norm: the input is a norm's output.
+struct Fp8Operands {
+  int64_t elems = 0, weight_elems = 0, micro_batches = 1;
+  bool from_norm = false;
+};
+std::vector<Fp8Kernel> fp8_kernels(Fp8Recipe r, Fp8GemmRole role, const Fp8Operands& x);
+
+// Their time: each memory-bound at hbm_efficiency, each at least the
+// launch floor (the per-step weight quantize's floor spread like its bytes).
+double fp8_kernels_micros(const HardwareProfile& hw, const std::vector<Fp8Kernel>& k);
+
+// Bytes of the FP8 copies TE keeps of a weight of n elements (row-wise and
+// column-wise data and their scales) beside the BF16 weight.
+int64_t fp8_weight_copy_bytes(Fp8Recipe r, int64_t n);
+
+}  // namespace sc

@@ -1,0 +1,225 @@
+// FP8 training (core/cost/fp8_cost.h, docs/hardware.md "FP8 training"):
+// parsing and refusals of training.fp8_recipe, which GEMMs run at FP8, the
+// quantize / amax kernels and their bytes by hand, the FP8 weight copies.
+#include <set>
+#include <string>
+
+#include "../test_jobs.h"
+#include "cost/fp8_cost.h"
+#include "api/simulate.h"
+
+using namespace sc;
+
+namespace {
+
+// One Llama-style layer: h 256, 4 heads, SwiGLU f 512, V 1000 (or h 1024,
+// f 4096, s 1024 when `big`: GEMMs long enough that FP8 shows in every one).
+std::string job_text(const std::string& training_extra, const std::string& hw = "\"h100\"", bool big = false) {
+  const std::string h = big ? "1024" : "256", f = big ? "4096" : "512", s = big ? "1024" : "128";
+  return R"({"model": {"name": "t", "num_layers": 1, "hidden": )" + h + R"(, "num_heads": 4, "vocab": 1000,
+                       "ffn_hidden": )" + f + R"(, "mlp": "swiglu", "norm": "rmsnorm", "position": "rope",
+                       "tied_embeddings": false, "linear_bias": false, "dropout": false},
+             "training": {"seq_len": )" + s + R"(, "micro_batch_size": 2, "global_batch_size": 8)" +
+         training_extra + R"(}, "hardware": )" + hw + "}";
+}
+
+Job must(const std::string& text) {
+  Result<Job> j = parse_job(text);
+  REQUIRE_MESSAGE(j.ok(), j.error().to_string());
+  return j.value();
+}
+
+}  // namespace
+
+TEST_CASE("fp8_recipe: parses the four recipes and none; bad values and bare fp8 are refused by field") {
+  CHECK(must(job_text("")).training.fp8_recipe == Fp8Recipe::kNone);
+  CHECK(must(job_text(R"(, "fp8_recipe": "none")")).training.fp8_recipe == Fp8Recipe::kNone);
+  CHECK(must(job_text(R"(, "fp8_recipe": "delayed")")).training.fp8_recipe == Fp8Recipe::kDelayed);
+  CHECK(must(job_text(R"(, "fp8_recipe": "tensorwise")")).training.fp8_recipe == Fp8Recipe::kTensorwise);
+  CHECK(must(job_text(R"(, "fp8_recipe": "blockwise")")).training.fp8_recipe == Fp8Recipe::kBlockwise);
+  CHECK(must(job_text(R"(, "fp8_recipe": "mxfp8")", "\"b200\"")).training.fp8_recipe == Fp8Recipe::kMxfp8);
+
+  Result<Job> bad = parse_job(job_text(R"(, "fp8_recipe": "e4m3")"));
+  REQUIRE(!bad.ok());
+  CHECK(bad.error().path == "training.fp8_recipe");
+  CHECK(bad.error().message.find("e4m3") != std::string::npos);
+  CHECK(bad.error().message.find("tensorwise") != std::string::npos);
+
+  Result<Job> num = parse_job(job_text(R"(, "fp8_recipe": 1)"));
+  REQUIRE(!num.ok());
+  CHECK(num.error().path == "training.fp8_recipe");
+
+  // A bare fp8 dtype says what to write instead.
+  Result<Job> bare = parse_job(job_text(R"(, "dtype": "fp8")"));
+  REQUIRE(!bare.ok());
+  CHECK(bare.error().path == "training.dtype");
+  CHECK(bare.error().message.find("\"fp8_recipe\": \"delayed\"") != std::string::npos);
+
+  // A100 has no FP8 tensor cores; MXFP8 needs Blackwell.
+  Result<Job> a100 = parse_job(job_text(R"(, "fp8_recipe": "delayed")", "\"a100\""));
+  REQUIRE(!a100.ok());
+  CHECK(a100.error().path == "training.fp8_recipe");
+  CHECK(a100.error().message.find("peak_flops_fp8") != std::string::npos);
+  Result<Job> mx = parse_job(job_text(R"(, "fp8_recipe": "mxfp8")"));
+  REQUIRE(!mx.ok());
+  CHECK(mx.error().path == "training.fp8_recipe");
+  Result<Job> fp32 = parse_job(job_text(R"(, "dtype": "fp32", "fp8_recipe": "delayed")"));
+  REQUIRE(!fp32.ok());
+  CHECK(fp32.error().path == "training.fp8_recipe");
+
+  // Canonical form: the key only when set, so other jobs keep their hash.
+  CHECK(job_to_canonical_json(must(job_text(""))).find("fp8_recipe") == std::string::npos);
+  CHECK(job_to_canonical_json(must(job_text(R"(, "fp8_recipe": "blockwise")"))).find("\"fp8_recipe\": \"blockwise\"") !=
+        std::string::npos);
+
+  // Serving jobs keep their fp8 weights and KV cache.
+  Result<Job> serve = parse_job(R"({"mode": "inference", "model": "llama3-8b", "hardware": "h100",
+                                    "serving": {"weights_dtype": "fp8", "kv_dtype": "fp8"}})");
+  CHECK_MESSAGE(serve.ok(), (serve.ok() ? "" : serve.error().to_string()));
+}
+
+TEST_CASE("fp8: the linear layers' GEMMs run at FP8, attention, norms, embedding and LM head stay BF16") {
+  Job bf16 = must(job_text(R"(, "recompute": "none")", "\"h100\"", /*big=*/true));
+  bf16.model.flash_attention = false;  // the scores/values BMMs are GEMMs too: they must stay BF16
+  Job fp8 = bf16;
+  fp8.training.fp8_recipe = Fp8Recipe::kDelayed;
+  Result<Generator> gb = Generator::create(bf16), gf = Generator::create(fp8);
+  REQUIRE(gb.ok());
+  REQUIRE(gf.ok());
+  Result<RankTrace> tb = gb.value().rank_trace(0), tf = gf.value().rank_trace(0);
+  REQUIRE(tb.ok());
+  REQUIRE(tf.ok());
+  REQUIRE(tb.value().nodes.size() == tf.value().nodes.size());
+  // The linear layers of this model, by name: q/k/v (fused qkv), the
+  // attention output projection, the MLP's fc1 (gate and up) and fc2.
+  const std::vector<std::string> linears = {"attn.qkv", "attn.proj", "mlp.fc1", "mlp.fc2"};
+  // Their nodes: "mb<i>.fwd.L0.<linear>", "mb<i>.bwd.L0.<linear>.dgrad" / ".wgrad".
+  auto is_linear = [&](const std::string& n) {
+    for (const std::string& l : linears)
+      for (const char* suffix : {"", ".dgrad", ".wgrad"}) {
+        const std::string tail = ".L0." + l + suffix;
+        if (n.size() > tail.size() && n.compare(n.size() - tail.size(), tail.size(), tail) == 0) return true;
+      }
+    return false;
+  };
+  std::set<std::string> changed, same_bf16;
+  int linear_nodes = 0;
+  uint64_t linear_us_bf16 = 0, linear_us_fp8 = 0;
+  for (size_t i = 0; i < tb.value().nodes.size(); ++i) {
+    const TraceNode& a = tb.value().nodes[i];
+    const TraceNode& b = tf.value().nodes[i];
+    REQUIRE(a.name == b.name);
+    if (a.kind != TraceNodeKind::kCompute) continue;
+    if (is_linear(a.name)) {
+      // An FP8 GEMM reads its operands' 1-byte copies: fewer bytes, always.
+      ++linear_nodes;
+      if (b.tensor_size < a.tensor_size) changed.insert(a.name);
+      linear_us_bf16 += a.duration_micros;
+      linear_us_fp8 += b.duration_micros;
+    } else {
+      // attention BMMs, softmax, norms, embedding, output layer, optimizer: untouched
+      CHECK_MESSAGE(a.duration_micros == b.duration_micros, a.name);
+      CHECK_MESSAGE(a.tensor_size == b.tensor_size, a.name);
+      if (a.name.find("output.logits") != std::string::npos || a.name.find("attn.qk") != std::string::npos)
+        same_bf16.insert(a.name);
+    }
+  }
+  // forward, dgrad and wgrad of each of the 4 linears all moved; the LM
+  // head and the attention BMMs did not.
+  CHECK(linear_nodes == 4 * 3 * 4);  // 4 linears x (fprop, dgrad, wgrad) x 4 micro-batches
+  CHECK(static_cast<int>(changed.size()) == linear_nodes);
+  CHECK(!same_bf16.empty());
+  // At twice the GEMM rate, with the quantize kernels added, the linears are faster but not 2x.
+  CHECK(linear_us_fp8 < linear_us_bf16);
+  CHECK(2 * linear_us_fp8 > linear_us_bf16);
+}
+
+TEST_CASE("fp8 kernels by hand: quantize, transpose and amax bytes per recipe") {
+  // A 4096 -> 4096 linear on 8192 tokens (b*s), 4 micro-batches per step.
+  const int64_t n = 8192LL * 4096, w = 4096LL * 4096;
+  Fp8Operands x;
+  x.elems = n;
+  x.weight_elems = w;
+  x.micro_batches = 4;
+  const double N = static_cast<double>(n), W = static_cast<double>(w);
+
+  // delayed, input not from a norm: cast+transpose reads 2 B, writes 1 + 1 B;
+  // the weight the same, a quarter per micro-batch.
+  auto k = fp8_kernels(Fp8Recipe::kDelayed, Fp8GemmRole::kFprop, x);
+  REQUIRE(k.size() == 2);
+  CHECK(k[0].name == "fp8.quantize.input");
+  CHECK(k[0].bytes == 4 * N);
+  CHECK(k[1].name == "fp8.quantize.weight");
+  CHECK(k[1].bytes == 4 * W / 4);
+  CHECK(k[1].launches == 0.25);
+
+  // delayed after a norm: the norm wrote the FP8 copy, a transpose remains.
+  x.from_norm = true;
+  k = fp8_kernels(Fp8Recipe::kDelayed, Fp8GemmRole::kFprop, x);
+  REQUIRE(k.size() == 2);
+  CHECK(k[0].name == "fp8.transpose.input");
+  CHECK(k[0].bytes == 2 * N);
+
+  // tensorwise: an amax pass (2 B read) before each cast, no norm fusion.
+  k = fp8_kernels(Fp8Recipe::kTensorwise, Fp8GemmRole::kFprop, x);
+  REQUIRE(k.size() == 4);
+  CHECK(k[0].name == "fp8.amax.input");
+  CHECK(k[0].bytes == 2 * N);
+  CHECK(k[1].bytes == 4 * N);
+  CHECK(k[2].name == "fp8.amax.weight");
+  CHECK(k[2].bytes == 2 * W / 4);
+
+  // blockwise: FP32 scales per 1x128 tile (input) / 128x128 block (weight), both directions.
+  k = fp8_kernels(Fp8Recipe::kBlockwise, Fp8GemmRole::kFprop, x);
+  REQUIRE(k.size() == 2);
+  CHECK(k[0].bytes == 4 * N + 2 * 4 * (N / 128));
+  CHECK(k[1].bytes == (4 * W + 2 * 4 * (W / 16384)) / 4);
+
+  // mxfp8: one E8M0 byte per 32 elements, both directions.
+  k = fp8_kernels(Fp8Recipe::kMxfp8, Fp8GemmRole::kFprop, x);
+  REQUIRE(k.size() == 2);
+  CHECK(k[0].bytes == 4 * N + 2 * (N / 32));
+
+  // dgrad quantizes the output gradient; wgrad adds nothing.
+  Fp8Operands dy;
+  dy.elems = n;
+  k = fp8_kernels(Fp8Recipe::kDelayed, Fp8GemmRole::kDgrad, dy);
+  REQUIRE(k.size() == 1);
+  CHECK(k[0].name == "fp8.quantize.grad_output");
+  CHECK(k[0].bytes == 4 * N);
+  CHECK(fp8_kernels(Fp8Recipe::kDelayed, Fp8GemmRole::kWgrad, dy).empty());
+  CHECK(fp8_kernels(Fp8Recipe::kNone, Fp8GemmRole::kFprop, x).empty());
+
+  // Time: bytes at hbm_efficiency of HBM, each at least the launch floor.
+  HardwareProfile hw = hardware_preset("h100").value();
+  const double hbm = hw.mem_bandwidth * hw.hbm_efficiency;
+  x.from_norm = false;
+  k = fp8_kernels(Fp8Recipe::kDelayed, Fp8GemmRole::kFprop, x);
+  CHECK(fp8_kernels_micros(hw, k) == doctest::Approx(4 * N / hbm * 1e6 + W / hbm * 1e6));
+  Fp8Operands tiny;
+  tiny.elems = 16;
+  CHECK(fp8_kernels_micros(hw, fp8_kernels(Fp8Recipe::kDelayed, Fp8GemmRole::kDgrad, tiny)) ==
+        doctest::Approx(hw.kernel_floor_micros));
+}
+
+TEST_CASE("fp8 weight copies in memory, by hand") {
+  CHECK(fp8_weight_copy_bytes(Fp8Recipe::kNone, 1000) == 0);
+  CHECK(fp8_weight_copy_bytes(Fp8Recipe::kDelayed, 1 << 20) == 2 << 20);
+  CHECK(fp8_weight_copy_bytes(Fp8Recipe::kBlockwise, 1 << 20) == (2 << 20) + 2 * 4 * 64);
+  CHECK(fp8_weight_copy_bytes(Fp8Recipe::kMxfp8, 1 << 20) == (2 << 20) + 2 * (1 << 15));
+
+  // The 1-layer model above: qkv 256x768, proj 256x256, fc1 (SwiGLU gate +
+  // up) 256x1024, fc2 512x256 = 655,360 FP8 parameters; the embedding and
+  // the LM head (1000x256 each) stay BF16. Delayed: 2 B each.
+  Job fp8 = must(job_text(R"(, "fp8_recipe": "delayed")"));
+  Result<Generator> g = Generator::create(fp8);
+  REQUIRE(g.ok());
+  auto s = nlohmann::json::parse(g.value().summary_json());
+  const auto& mem = s["stages"][0]["memory_bytes"];
+  CHECK(mem["fp8_weight_copies"].get<int64_t>() == 2 * 655360);
+  CHECK(mem["peak"].get<int64_t>() == mem["weights"].get<int64_t>() + 2 * 655360 + mem["gradients"].get<int64_t>() +
+                                          mem["optimizer"].get<int64_t>() + mem["activations_peak"].get<int64_t>());
+  Job bf16 = must(job_text(""));
+  auto sb = nlohmann::json::parse(Generator::create(bf16).value().summary_json());
+  CHECK(!sb["stages"][0]["memory_bytes"].contains("fp8_weight_copies"));
+}
