@@ -422,6 +422,8 @@ class Lowerer {
       for (int t : o->inputs)
         if (g_.tensors[static_cast<size_t>(t)].expert) return true;
     return false;
+  }
+
   // FP8 training: whether op `id` is a GEMM run at FP8 (cost/fp8_cost.h).
   bool fp8_op(int id) const { return o_.fp8_recipe != Fp8Recipe::kNone && fp8_gemm(g_, g_.ops[id]); }
 
