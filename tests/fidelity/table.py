@@ -149,7 +149,13 @@ def step_job(spec, row):
     precision = row.get("precision", spec["precision"])
     training = {"seq_len": row["seq"], "micro_batch_size": row["mbs"], "global_batch_size": row["gbs"],
                 "schedule": "interleaved-1f1b" if vp > 1 else "1f1b", "dtype": precision}
-    if precision == "fp8" and r["fp8_recipe"] is not None:  # JSON null: not given
+    if precision == "fp8":
+        # FP8 training is bf16 with the linear layers' GEMMs at FP8 under a
+        # scaling recipe (training.fp8_recipe, docs/hardware.md): the job
+        # format refuses a bare fp8 training dtype.
+        if r["fp8_recipe"] is None:  # JSON null: the recipe does not say
+            raise SystemExit(f"{row['name']}: an fp8 row needs its recipe's fp8_recipe")
+        training["dtype"] = "bf16"
         training["fp8_recipe"] = r["fp8_recipe"]
     training.update(r["training"])
     if r.get("tp_comm_overlap_if_tp"):
