@@ -84,6 +84,21 @@ std::optional<int64_t> parse_int(const std::string& s) {
   return v;
 }
 
+bool parse_int_list(const std::string& text, int64_t min_value, size_t max_count, std::vector<int64_t>* out) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string part = text.substr(start, comma - start);
+    if (part.empty() || part.size() > 7 || part.find_first_not_of("0123456789") != std::string::npos) return false;
+    const int64_t v = std::stoll(part);
+    if (v < min_value) return false;
+    out->push_back(v);
+    start = comma + 1;
+  }
+  return !out->empty() && out->size() <= max_count;
+}
+
 namespace {
 
 // The object at j[section], created when absent. Null when the section

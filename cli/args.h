@@ -64,6 +64,10 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes);
 // The job flags' integer rule: decimal digits with an optional '-', nothing
 // else (no spaces, no "0x8", no "2.0"). Used by plan's flags too.
 std::optional<int64_t> parse_int(const std::string& s);
+// "1,8,64" -> {1, 8, 64}: 1 to max_count comma-separated decimal integers
+// (at most 7 digits each, no sign or spaces) of at least min_value; false
+// on anything else. The list flags of simulate and serve-capacity.
+bool parse_int_list(const std::string& text, int64_t min_value, size_t max_count, std::vector<int64_t>* out);
 
 // Generator::create with the CLI's guards: SIGINT/SIGTERM cancel the build
 // (the process then exits by the signal). Prints the error and sets *rc on

@@ -32,21 +32,6 @@ const char* kUsage =
     "per simulated run (default: the workload's count, else 1000). With\n"
     "--tp-list / --replicas-list, one search per layout (docs/inference.md).";
 
-bool parse_ints(const std::string& text, std::vector<int64_t>* out) {
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    const std::string part = text.substr(start, comma - start);
-    if (part.empty() || part.size() > 7 || part.find_first_not_of("0123456789") != std::string::npos) return false;
-    const int64_t v = std::stoll(part);
-    if (v < 1) return false;
-    out->push_back(v);
-    start = comma + 1;
-  }
-  return !out->empty() && out->size() <= 16;
-}
-
 bool parse_seconds(const std::string& text, double* out) {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
@@ -81,19 +66,19 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
   int64_t requests = 0;
   if (args.has("--requests")) {
     std::vector<int64_t> v;
-    if (!parse_ints(*args.get("--requests"), &v) || v.size() != 1)
+    if (!parse_int_list(*args.get("--requests"), 1, 16, &v) || v.size() != 1)
       return usage_error(kCmd, "--requests must be a positive integer (got '" + *args.get("--requests") + "')");
     requests = v[0];
   }
   std::vector<int64_t> tps{job.parallel.tp}, reps{job.serving.replicas};
   if (args.has("--tp-list")) {
     tps.clear();
-    if (!parse_ints(*args.get("--tp-list"), &tps))
+    if (!parse_int_list(*args.get("--tp-list"), 1, 16, &tps))
       return usage_error(kCmd, "--tp-list must be 1 to 16 positive integers, e.g. 2,4,8 (got '" + *args.get("--tp-list") + "')");
   }
   if (args.has("--replicas-list")) {
     reps.clear();
-    if (!parse_ints(*args.get("--replicas-list"), &reps))
+    if (!parse_int_list(*args.get("--replicas-list"), 1, 16, &reps))
       return usage_error(kCmd, "--replicas-list must be 1 to 16 positive integers (got '" + *args.get("--replicas-list") + "')");
   }
   nlohmann::json all = nlohmann::json::array();

@@ -37,19 +37,6 @@ const char* kUsage =
     "at its concurrency, or with --sweep-concurrency 1,8,64 at each of those\n"
     "(docs/inference.md).";
 
-// "1,8,64" -> {1, 8, 64}; false on anything else.
-bool parse_list(const std::string& text, std::vector<int64_t>* out) {
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    const std::string part = text.substr(start, comma - start);
-    if (part.empty() || part.size() > 7 || part.find_first_not_of("0123456789") != std::string::npos) return false;
-    out->push_back(std::stoll(part));
-    start = comma + 1;
-  }
-  return !out->empty() && out->size() <= 64;
-}
 
 // A serving job with a workload: its percentiles (summary.json's inference
 // keys) and, with serving.slo, the capacity search (docs/inference.md).
@@ -166,7 +153,7 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   if (args.has("--sweep-concurrency")) {
     if (!job.inference())
       return usage_error(kCmd, "--sweep-concurrency needs an inference job (\"mode\": \"inference\")");
-    if (!parse_list(*args.get("--sweep-concurrency"), &values))
+    if (!parse_int_list(*args.get("--sweep-concurrency"), 0, 64, &values))
       return usage_error(kCmd, "--sweep-concurrency must be a comma-separated list of 1 to 64 positive integers (got '" +
                                    *args.get("--sweep-concurrency") + "')");
   }
