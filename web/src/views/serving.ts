@@ -161,6 +161,18 @@ export function renderServingSummary(el: HTMLElement, summary: Summary): void {
   el.dataset.mix = classes ? String(classes.length) : '0';
 }
 
+// A chart's plot area: white frame, four grid lines each way and their
+// tick labels (x by xLabel, y to 3 significant figures), from 0 to xMax / yMax.
+function plotFrame(g: SVGElement, pw: number, ph: number, xMax: number, yMax: number, xLabel: (v: number) => string): void {
+  g.append(s('rect', { x: 0, y: 0, width: pw, height: ph, fill: '#fff', stroke: '#adb5bd' }));
+  for (let i = 0; i <= 4; i++) {
+    const gx = (i / 4) * pw, gy = ph - (i / 4) * ph;
+    g.append(s('line', { x1: gx, x2: gx, y1: 0, y2: ph, stroke: '#f1f3f5' }), s('line', { x1: 0, x2: pw, y1: gy, y2: gy, stroke: '#f1f3f5' }));
+    g.append(s('text', { x: gx, y: ph + 16, 'text-anchor': 'middle', 'font-size': 11, fill: '#343a40' }, xLabel((i / 4) * xMax)));
+    g.append(s('text', { x: -6, y: gy + 4, 'text-anchor': 'end', 'font-size': 11, fill: '#343a40' }, `${+((i / 4) * yMax).toPrecision(3)}`));
+  }
+}
+
 // The latency-throughput curve: one point per concurrency; x = tokens/s per
 // GPU, y = TPOT (ms). The job's own concurrency is the filled point.
 export function renderSweep(el: HTMLElement, sweep: SweepPoint[], own: number): void {
@@ -171,13 +183,7 @@ export function renderSweep(el: HTMLElement, sweep: SweepPoint[], own: number): 
     'aria-label': `Time per output token against tokens per second per GPU, ${sweep.length} concurrencies from ${sweep[0]?.concurrency ?? 0} to ${sweep[sweep.length - 1]?.concurrency ?? 0}; the table below lists them` });
   const g = s('g', { transform: `translate(${L},${T})` });
   svg.append(g);
-  g.append(s('rect', { x: 0, y: 0, width: pw, height: ph, fill: '#fff', stroke: '#adb5bd' }));
-  for (let i = 0; i <= 4; i++) {
-    const gx = (i / 4) * pw, gy = ph - (i / 4) * ph;
-    g.append(s('line', { x1: gx, x2: gx, y1: 0, y2: ph, stroke: '#f1f3f5' }), s('line', { x1: 0, x2: pw, y1: gy, y2: gy, stroke: '#f1f3f5' }));
-    g.append(s('text', { x: gx, y: ph + 16, 'text-anchor': 'middle', 'font-size': 11, fill: '#343a40' }, rate((i / 4) * xMax)));
-    g.append(s('text', { x: -6, y: gy + 4, 'text-anchor': 'end', 'font-size': 11, fill: '#343a40' }, `${+((i / 4) * yMax).toPrecision(3)}`));
-  }
+  plotFrame(g, pw, ph, xMax, yMax, rate);
   g.append(s('text', { x: pw / 2, y: ph + 34, 'text-anchor': 'middle', 'font-size': 12, fill: '#212529' }, 'output tokens / s per GPU (throughput) →'));
   g.append(s('text', { x: -44, y: ph / 2, 'text-anchor': 'middle', 'font-size': 12, fill: '#212529', transform: `rotate(-90 -44 ${ph / 2})` }, 'TPOT, ms (latency) →'));
   if (points.length > 1) g.append(s('polyline', { points: points.map((p) => `${p.px},${p.py}`).join(' '), fill: 'none', stroke: '#1864ab', 'stroke-width': 2 }));
@@ -298,13 +304,7 @@ function ratePanel(cap: Capacity, metric: 'ttft' | 'tpot', title: string): SVGEl
     'aria-label': `${title} against requests per second, ${curve.length} rates from ${rps(curve[0]?.requests_per_second)} to ${rps(curve[curve.length - 1]?.requests_per_second)}${slo > 0 ? `; target ${+slo.toPrecision(3)} ms` : ''}; capacity ${rps(capRate)} requests/s; the table below lists them` });
   const g = s('g', { transform: `translate(${L},${T})` });
   svg.append(g);
-  g.append(s('rect', { x: 0, y: 0, width: pw, height: ph, fill: '#fff', stroke: '#adb5bd' }));
-  for (let i = 0; i <= 4; i++) {
-    const gx = (i / 4) * pw, gy = ph - (i / 4) * ph;
-    g.append(s('line', { x1: gx, x2: gx, y1: 0, y2: ph, stroke: '#f1f3f5' }), s('line', { x1: 0, x2: pw, y1: gy, y2: gy, stroke: '#f1f3f5' }));
-    g.append(s('text', { x: gx, y: ph + 16, 'text-anchor': 'middle', 'font-size': 11, fill: '#343a40' }, `${+((i / 4) * xMax).toPrecision(3)}`));
-    g.append(s('text', { x: -6, y: gy + 4, 'text-anchor': 'end', 'font-size': 11, fill: '#343a40' }, `${+((i / 4) * yMax).toPrecision(3)}`));
-  }
+  plotFrame(g, pw, ph, xMax, yMax, (v) => `${+v.toPrecision(3)}`);
   g.append(s('text', { x: pw / 2, y: ph + 34, 'text-anchor': 'middle', 'font-size': 12, fill: '#212529' }, 'requests / s (arrival rate, whole deployment) →'));
   g.append(s('text', { x: -48, y: ph / 2, 'text-anchor': 'middle', 'font-size': 12, fill: '#212529', transform: `rotate(-90 -48 ${ph / 2})` }, `${title}, ms →`));
   if (slo > 0) {
