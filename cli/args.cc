@@ -363,6 +363,10 @@ int load_job(const std::string& command, const Args& args, Job* job) {
     return report_error(command, e);
   }
   *job = std::move(parsed).value();
+  // What a Hugging Face import could not read or model (docs/hf-import.md):
+  // on stderr; inspect --json carries them as hf_import.warnings.
+  for (const std::string& w : job->model.hf_warnings)
+    std::cerr << "stagecraft " << command << ": warning: model.hf_config: " << w << "\n";
   {
     // The native CLI's default budget is 8 GiB of estimated engine memory
     // (wasm keeps the core's 2 GiB, bounded by its 4 GiB heap): published

@@ -468,6 +468,136 @@ Status read_gemma23_layers(const HfReader& r, Import& im, bool gemma2, ModelConf
   return ok_status();
 }
 
+// Which top-level keys an import reads, and which it leaves out on purpose
+// (docs/hf-import.md, "Keys the import does not read"). A key in neither
+// list is reported in hf_warnings: it may change the model and the import
+// cannot tell (a multimodal config's vision_config under a text
+// model_type, a misspelt key, a key of a newer transformers). Null values
+// are never reported (nothing to read).
+
+// Keys without effect on training compute or memory, in every family:
+// names and versions, token ids, dtype (the job's dtype sets bytes per
+// element), initialisation, norm epsilons, rotary frequencies and scaling
+// (no FLOPs or bytes change with the angles), inference-only switches, MoE
+// loss coefficients and router output flags, generation defaults.
+constexpr const char* kIgnoredKeys =
+    " _name_or_path architectures auto_map transformers_version torch_dtype dtype model_type"
+    " bos_token_id eos_token_id pad_token_id sep_token_id unk_token_id decoder_start_token_id"
+    " boi_token_index eoi_token_index image_token_index"
+    " initializer_range initializer_factor rms_norm_eps layer_norm_eps layer_norm_epsilon"
+    " rope_theta rope_scaling rope_parameters rope_local_base_freq original_max_position_embeddings"
+    " use_cache cache_implementation num_logits_to_keep use_mamba_kernels pretraining_tp"
+    " router_aux_loss_coef router_z_loss_coef output_router_logits"
+    " return_dict output_attentions output_hidden_states torchscript use_bfloat16"
+    " id2label label2id problem_type finetuning_task tokenizer_class prefix task_specific_params"
+    " max_length min_length do_sample num_beams temperature top_k top_p repetition_penalty ";
+
+// The keys each family's reader reads (or checks and refuses), beside the
+// ignored ones. "llama-style" is every family built by from_llama_style.
+struct FamilyKeys {
+  const char* families;  // space-separated model_types
+  const char* keys;      // space-separated keys
+};
+constexpr FamilyKeys kFamilyKeys[] = {
+    {" llama mistral mixtral qwen2 qwen2_moe qwen3 qwen3_moe gemma gemma2 gemma3_text olmo2 phi3 granite"
+     " deepseek_v2 deepseek_v3 ",
+     " hidden_size num_hidden_layers num_attention_heads intermediate_size vocab_size max_position_embeddings"
+     " num_key_value_heads head_dim hidden_act hidden_activation tie_word_embeddings attention_bias mlp_bias"
+     " attention_dropout hidden_dropout resid_pdrop embd_pdrop attn_logit_softcapping final_logit_softcapping"
+     " partial_rotary_factor layer_types quantization_config num_local_experts n_routed_experts num_experts "},
+    {" mistral mixtral phi3 gemma2 gemma3_text qwen2 qwen2_moe qwen3 qwen3_moe ", " sliding_window "},
+    {" mixtral qwen2_moe qwen3_moe deepseek_v2 deepseek_v3 ", " num_experts_per_tok norm_topk_prob "},
+    // use_mrope: Qwen2-VL's multimodal rotary sections (angles only).
+    {" qwen2 qwen2_moe qwen3 qwen3_moe ", " use_sliding_window max_window_layers use_mrope "},
+    {" qwen2_moe qwen3_moe ", " moe_intermediate_size decoder_sparse_step mlp_only_layers "},
+    {" qwen2_moe ", " shared_expert_intermediate_size "},
+    // query_pre_attn_scalar replaces 1/sqrt(d) (no op); sliding_window_size:
+    // Gemma-2's older spelling of sliding_window.
+    {" gemma2 gemma3_text ", " query_pre_attn_scalar sliding_window_size "},
+    {" gemma3_text ", " sliding_window_pattern "},
+    // phi3: interpolate_factor scales the rotary angles; full_attn_mod and
+    // lm_head_bias are checked by kNeutralKeys.
+    {" phi3 ", " interpolate_factor full_attn_mod lm_head_bias "},
+    {" granite ", " embedding_multiplier residual_multiplier logits_scaling attention_multiplier "},
+    // The routing rules below change which experts, not how many (no cost);
+    // ep_size is the checkpoint's own layout; num_nextn_predict_layers: the
+    // MTP module, not part of the model (above).
+    {" deepseek_v2 deepseek_v3 ",
+     " kv_lora_rank q_lora_rank qk_nope_head_dim qk_rope_head_dim v_head_dim moe_intermediate_size n_shared_experts"
+     " first_k_dense_replace moe_layer_freq topk_method n_group topk_group routed_scaling_factor scoring_func"
+     " aux_loss_alpha seq_aux ep_size num_nextn_predict_layers "},
+    // GPT-2: the sequence-summary head (summary_*) belongs to the
+    // double-heads model, not the language model built here.
+    {" gpt2 ",
+     " n_embd n_layer n_head vocab_size n_positions n_ctx n_inner tie_word_embeddings resid_pdrop embd_pdrop"
+     " attn_pdrop activation_function scale_attn_weights scale_attn_by_inverse_layer_idx reorder_and_upcast_attn"
+     " summary_type summary_use_proj summary_activation summary_proj_to_labels summary_first_dropout "},
+    {" gemma3 ", " text_config vision_config mm_tokens_per_image "},
+    // Hybrids (hf_hybrid.cc); time_step_* and rescale_prenorm_residual are
+    // initialisation, chunk_size the SSD kernel's block, expand and
+    // time_step_rank follow from the Mamba sizes read.
+    {" nemotron_h jamba ",
+     " hidden_size num_hidden_layers num_attention_heads num_key_value_heads intermediate_size vocab_size"
+     " max_position_embeddings tie_word_embeddings attention_dropout sliding_window mamba_proj_bias "},
+    {" nemotron_h ",
+     " attention_head_dim head_dim hybrid_override_pattern layers_block_type mlp_hidden_act mamba_hidden_act"
+     " mamba_num_heads mamba_head_dim ssm_state_size n_groups mamba_n_groups conv_kernel mamba_d_conv"
+     " use_conv_bias use_bias attention_bias mlp_bias hidden_dropout residual_in_fp32 time_step_limit"
+     " time_step_min time_step_max time_step_floor time_step_rank rescale_prenorm_residual chunk_size expand "},
+    {" jamba ",
+     " attn_layer_period attn_layer_offset expert_layer_period expert_layer_offset num_experts num_experts_per_tok"
+     " hidden_act mamba_d_state mamba_d_conv mamba_expand mamba_dt_rank mamba_conv_bias "},
+};
+
+// Keys read as known only at the value the model builds; another value is
+// reported (the reader does not model it).
+struct NeutralKey {
+  const char* family;
+  const char* key;
+  nlohmann::json value;
+};
+const NeutralKey kNeutralKeys[] = {
+    {"phi3", "lm_head_bias", false},  // a bias on the vocab projection
+    {"phi3", "full_attn_mod", 1},     // Phi-4-mini: every layer full attention
+};
+
+bool has_word(const char* words, std::string_view w) {
+  const std::string_view all(words);
+  if (w.empty() || w.find(' ') != std::string_view::npos) return false;
+  for (size_t at = all.find(w); at != std::string_view::npos; at = all.find(w, at + 1)) {
+    if (at > 0 && all[at - 1] == ' ' && at + w.size() < all.size() && all[at + w.size()] == ' ') return true;
+  }
+  return false;
+}
+
+// The keys of obj (a config of model_type family) no reader of that family
+// reads and that are not ignored on purpose, as warnings ("prefix" names a
+// nested object: "text_config."); at most 8, then a count of the rest.
+void warn_unknown_keys(const Json& obj, const std::string& family, const std::string& prefix,
+                       std::vector<std::string>* warnings) {
+  constexpr size_t kMaxListed = 8;
+  size_t unknown = 0;
+  for (const auto& [key, value] : obj.items()) {
+    if (value.is_null() || has_word(kIgnoredKeys, key)) continue;
+    bool known = false;
+    for (const FamilyKeys& f : kFamilyKeys) known = known || (has_word(f.families, family) && has_word(f.keys, key));
+    for (const NeutralKey& n : kNeutralKeys) {
+      if (family == n.family && key == n.key && value != n.value) known = false;
+    }
+    if (known) continue;
+    if (++unknown > kMaxListed) continue;
+    warnings->push_back(echo_text(prefix + key) + " = " + jsonf::brief(value) + ": not read by the " + family +
+                        " import (an unknown key, ignored; if it changes the model, the counts and times "
+                        "here leave it out)");
+  }
+  if (unknown > kMaxListed) {
+    warnings->push_back(std::to_string(unknown - kMaxListed) + " more unknown keys, ignored as well");
+  }
+}
+
+Result<ModelConfig> import_hf_text(const std::string& json_text, const std::string& path, bool strict,
+                                   const std::string& key_prefix);
+
 // Families read here (docs/hf-import.md); others are refused by name.
 const char* const kSupported =
     "llama, mistral, mixtral, granite, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, gemma3 (text model), olmo2, phi3, deepseek_v2, deepseek_v3, gpt2, nemotron_h, jamba";
@@ -500,7 +630,8 @@ Result<ModelConfig> gemma3_multimodal(const HfReader& r, bool strict) {
   const Json* text = jsonf::find(r.obj, "text_config");
   if (!text) return make_error(ErrorCode::kInvalidArgument, "required key is missing (the text model)", text_path);
   SC_RETURN_IF_ERROR(jsonf::expect_object(*text, text_path));
-  SC_ASSIGN_OR_RETURN(ModelConfig m, model_from_hf_config(gemma3_text_config(*text).dump(), text_path, strict));
+  SC_ASSIGN_OR_RETURN(ModelConfig m, import_hf_text(gemma3_text_config(*text).dump(), text_path, strict,
+                                                     "text_config."));
   m.name = "hf:gemma3";
   m.hf_family = "gemma3";
   std::vector<std::string> features{"text model of a multimodal config (text_config, gemma3_text)"};
@@ -511,14 +642,9 @@ Result<ModelConfig> gemma3_multimodal(const HfReader& r, bool strict) {
   return m;
 }
 
-}  // namespace
-
-Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std::string& path,
-                                         bool strict) {
-  int nonstandard = 0;
-  const std::string text = tolerate_nonstandard_numbers(json_text, &nonstandard);
-  SC_ASSIGN_OR_RETURN(Json j, jsonf::parse_text(text, path));
-  SC_RETURN_IF_ERROR(jsonf::expect_object(j, path));
+// The model of a parsed config (model_from_hf_config's work before the
+// unknown keys are listed).
+Result<ModelConfig> import_parsed(const Json& j, const std::string& path, bool strict, int nonstandard) {
   HfReader r{j, path};
   std::string model_type;
   if (const Json* t = jsonf::find(j, "model_type")) {
@@ -650,6 +776,27 @@ Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std
   m.hf_warnings = std::move(im.warnings);
   SC_RETURN_IF_ERROR(validate_model(m, "model"));
   return m;
+}
+
+Result<ModelConfig> import_hf_text(const std::string& json_text, const std::string& path, bool strict,
+                                   const std::string& key_prefix) {
+  int nonstandard = 0;
+  const std::string text = tolerate_nonstandard_numbers(json_text, &nonstandard);
+  SC_ASSIGN_OR_RETURN(Json j, jsonf::parse_text(text, path));
+  SC_RETURN_IF_ERROR(jsonf::expect_object(j, path));
+  SC_ASSIGN_OR_RETURN(ModelConfig m, import_parsed(j, path, strict, nonstandard));
+  // The family whose readers ran (no model_type: llama, or gpt2 by n_embd).
+  std::string family = m.hf_family;
+  if (const size_t cut = family.find(' '); cut != std::string::npos) family.resize(cut);
+  warn_unknown_keys(j, family, key_prefix, &m.hf_warnings);
+  return m;
+}
+
+}  // namespace
+
+Result<ModelConfig> model_from_hf_config(const std::string& json_text, const std::string& path,
+                                         bool strict) {
+  return import_hf_text(json_text, path, strict, "");
 }
 
 }  // namespace sc

@@ -155,5 +155,21 @@ one_line flag-utf8 <(head -1 err.txt)
 expect flag-utf8-order 2 "--order is not valid UTF-8" -- "$CLI" generate --model gpt3-1.7b --order $'\xff,tp' -o x
 "$CLI" generate --model gpt3-1.7b --layers 1 --seq-len 256 -q -o $'odd\xffdir' || fail_d "an -o path with a non-UTF-8 byte refused"
 
+# A Hugging Face config with keys the import does not read (issue 25): it
+# runs (exit 0), each unknown key a warning on stderr; keys known to have no
+# cost (torch_dtype, architectures) stay quiet; --json carries the same.
+cat > hfwarn.json <<'JSON'
+{"model": {"hf_config": {"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+  "intermediate_size": 128, "vocab_size": 100, "torch_dtype": "bfloat16", "architectures": ["LlamaForCausalLM"],
+  "vision_config": {"model_type": "siglip_vision_model"}, "made_up_field": 3}},
+ "training": {"seq_len": 64, "global_batch_size": 1}}
+JSON
+expect hf-unknown-key 0 "stagecraft inspect: warning: model.hf_config: made_up_field = 3: not read by the llama import" -- \
+  "$CLI" inspect --config hfwarn.json --json
+grep -qF 'warning: model.hf_config: vision_config = {"model_type":"siglip_vision_model"}: not read' err.txt ||
+  fail_d "vision_config warned on stderr"
+[[ $(grep -c warning err.txt) -eq 2 ]] || fail_d "exactly two warnings (torch_dtype, architectures are quiet)"
+grep -qF '"made_up_field = 3: not read by the llama import' out.txt || fail_d "--json carries hf_import.warnings"
+
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]

@@ -271,6 +271,38 @@ export async function learnCases(context, base, only = '') {
     check(await grey() === 'none', 'fresh again after a valid edit');
   });
 
+  await run('hf import: keys the import does not read are listed beside the config box (role=status) and on the card; known-irrelevant keys are not', async (page) => {
+    // A Llama-3.2-3B-shaped config (2 layers) with a vision tower and a
+    // made-up key the llama reader does not read, and keys known to have no
+    // cost (docs/hf-import.md): only the two unknown ones may be named.
+    const cfg = { architectures: ['LlamaForCausalLM'], model_type: 'llama', hidden_size: 3072, intermediate_size: 8192,
+      num_attention_heads: 24, num_key_value_heads: 8, num_hidden_layers: 2, vocab_size: 128256, max_position_embeddings: 131072,
+      rms_norm_eps: 1e-5, rope_theta: 500000, tie_word_embeddings: true, torch_dtype: 'bfloat16', transformers_version: '4.45.0',
+      _name_or_path: 'someone/llama', bos_token_id: 128000, eos_token_id: 128001,
+      vision_config: { model_type: 'mllama_vision_model', num_hidden_layers: 32 }, made_up_field: 7 };
+    await page.goto(jobUrl(base, { model: { hf_config: cfg }, training: { seq_len: 256, global_batch_size: 1 } }));
+    await page.waitForFunction(() => !document.querySelector('#hf-warnings')?.hidden && document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+    const box = await page.$eval('#hf-warnings', (el) => ({ role: el.getAttribute('role'), text: el.textContent, items: [...el.querySelectorAll('li')].map((li) => li.textContent) }));
+    check(box.role === 'status', `role ${box.role}`);
+    check(box.items.length === 2, `two warnings: ${JSON.stringify(box.items)}`);
+    check(/^made_up_field = 7: not read by the llama import/.test(box.items[0]), box.items[0]);
+    check(/^vision_config = \{.*mllama_vision_model/.test(box.items[1]) && /not read by the llama import/.test(box.items[1]), box.items[1]);
+    for (const quiet of ['torch_dtype', 'transformers_version', 'architectures', '_name_or_path', 'bos_token_id', 'rope_theta']) {
+      check(!box.text.includes(quiet), `${quiet} is not warned about`);
+    }
+    // The box sits right under the config box (beside the import).
+    const [taBottom, boxTop] = await page.evaluate(() => [document.querySelector('#hf-drop').getBoundingClientRect().bottom, document.querySelector('#hf-warnings').getBoundingClientRect().top]);
+    check(boxTop > taBottom && boxTop - taBottom < 200, `under the config box: ${taBottom} → ${boxTop}`);
+    const card = await page.textContent('#summary [data-card="hf-import"]');
+    check(/warning: made_up_field = 7/.test(card) && /warning: vision_config/.test(card), `card: ${card}`);
+    await checkAxe(page, 'hf import warnings');
+    // The same config without the two keys: no warning left on screen.
+    delete cfg.vision_config; delete cfg.made_up_field;
+    await page.fill('textarea[name="model.hf_config"]', JSON.stringify(cfg));
+    await page.waitForFunction(() => document.body.dataset.state === 'ready' && !/warning/.test(document.querySelector('#summary [data-card="hf-import"]')?.textContent ?? 'warning'), null, { timeout: 60_000 });
+    check(await page.$eval('#hf-warnings', (el) => el.hidden), 'no warnings: the box is hidden');
+  });
+
   await run('graph: the whole stage of Mixtral stage 0 draws its layers in program order', async (page) => {
     // Issue 25: ELK broke the cycles between layer boxes anywhere, drawing
     // layers 5, 6, 7, then 0–4. Stage 0 of pp 4 holds layers 0–7 (32 ÷ 4).

@@ -426,7 +426,7 @@ export async function uxCases(context, base, only = '') {
     await page.selectOption('select[name="model.strict"]', 'false');
     await page.waitForFunction(() => /gemma3/.test(document.querySelector('#summary [data-card="hf-import"]')?.textContent ?? '') && document.body.dataset.state === 'ready', null, { timeout: 60_000 });
     const c2 = await card();
-    check(/text model of a multimodal config/.test(c2) && /not modelled: .*vision tower \(siglip_vision_model, 27 layers\)/.test(c2), `gemma3 card: ${c2}`);
+    check(/text model of a multimodal config/.test(c2) && /warning: vision_config = .*vision tower \(siglip_vision_model, 27 layers\)/.test(c2), `gemma3 card: ${c2}`);
   });
 
   return results;

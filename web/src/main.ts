@@ -165,7 +165,7 @@ async function update(): Promise<void> {
     summaryEl.classList.remove('stale');
     summaryEl.dataset.worldSize = String(r.summary.world_size);
     summaryEl.dataset.job = state.jobText;
-    renderModelSource((r.summary as any).job?.model ?? null);
+    renderModelSource((r.summary as any).job?.model ?? null, (r.summary as any).hf_import?.warnings ?? []);
     renderFit();
     // The step time below is the previous job's until this job's arrives.
     $('#simulation').dataset.fresh = state.simJob === state.jobText ? 'current' : 'pending';

@@ -582,3 +582,87 @@ TEST_CASE("HF import: Gemma-3 multimodal is refused naming vision_config, or its
   REQUIRE_FALSE(m.ok());
   CHECK(m.error().path == "model.hf_config.text_config.hidden_size");
 }
+
+// Keys the import does not read (issue 25): each is named in a warning, the
+// import is otherwise unchanged; keys listed as ignored on purpose
+// (docs/hf-import.md) stay quiet, and so does every fixture above.
+TEST_CASE("HF import: unknown keys are named in warnings, known-irrelevant keys are not") {
+  const nlohmann::json base = nlohmann::json::parse(testing::slurp(hf_dir() / "llama-3.2-3b.config.json"));
+  Result<ModelConfig> plain = model_from_hf_config(base.dump());
+  REQUIRE(plain.ok());
+  CHECK(plain->hf_warnings.empty());
+
+  nlohmann::json cfg = base;
+  cfg["vision_config"] = {{"model_type", "siglip_vision_model"}, {"num_hidden_layers", 27}};
+  cfg["made_up_field"] = 3;
+  cfg["vision_tower_off"] = nullptr;  // null: nothing to read, no warning
+  // Known-irrelevant to training cost: not warned about.
+  cfg["_name_or_path"] = "me/llama";
+  cfg["architectures"] = {"LlamaForCausalLM"};
+  cfg["transformers_version"] = "4.99.0";
+  cfg["pad_token_id"] = 0;
+  Result<ModelConfig> m = model_from_hf_config(cfg.dump());
+  REQUIRE(m.ok());
+  // Sorted by key (the object's order): made_up_field, vision_config.
+  REQUIRE(m->hf_warnings.size() == 2);
+  CHECK(m->hf_warnings[0].rfind("made_up_field = 3: not read by the llama import", 0) == 0);
+  CHECK(m->hf_warnings[1].rfind("vision_config = {", 0) == 0);
+  CHECK(m->hf_warnings[1].find("not read by the llama import") != std::string::npos);
+  // The model itself is the same: 3,212,749,824 parameters (Meta's count).
+  CHECK(closed_form_parameters(*m) == 3212749824);
+  CHECK(closed_form_parameters(*m) == closed_form_parameters(*plain));
+
+  // A key echoed clipped and escaped (one line, at most ~64 bytes).
+  nlohmann::json odd = base;
+  odd[std::string("bad\nkey") + std::string(200, 'x')] = 1;
+  m = model_from_hf_config(odd.dump());
+  REQUIRE(m.ok());
+  REQUIRE(m->hf_warnings.size() == 1);
+  CHECK(m->hf_warnings[0].find('\n') == std::string::npos);
+  CHECK(m->hf_warnings[0].size() < 260);
+  CHECK(m->hf_warnings[0].find("bytes)") != std::string::npos);
+
+  // Many unknown keys: eight named, the rest counted.
+  nlohmann::json many = base;
+  for (int i = 0; i < 11; ++i) many["extra_" + std::to_string(10 + i)] = i;
+  m = model_from_hf_config(many.dump());
+  REQUIRE(m.ok());
+  REQUIRE(m->hf_warnings.size() == 9);
+  CHECK(m->hf_warnings[8] == "3 more unknown keys, ignored as well");
+
+  // A key another family reads is unknown to this one: sliding_window is
+  // read by mistral, not by llama (which would ignore a window silently).
+  nlohmann::json win = base;
+  win["sliding_window"] = 4096;
+  m = model_from_hf_config(win.dump());
+  REQUIRE(m.ok());
+  REQUIRE(m->hf_warnings.size() == 1);
+  CHECK(m->hf_warnings[0].rfind("sliding_window = 4096: not read by the llama import", 0) == 0);
+
+  // Inside a multimodal config's text_config, named with its prefix.
+  nlohmann::json g3 = nlohmann::json::parse(testing::slurp(hf_dir() / "gemma-3-4b-it.config.json"));
+  g3["text_config"]["made_up_field"] = true;
+  m = model_from_hf_config(g3.dump(), "model.hf_config", /*strict=*/false);
+  REQUIRE(m.ok());
+  REQUIRE(m->hf_warnings.size() == 2);  // the vision tower, then the unknown key
+  CHECK(m->hf_warnings[0].find("vision tower") != std::string::npos);
+  CHECK(m->hf_warnings[1].rfind("text_config.made_up_field = true: not read by the gemma3_text import", 0) == 0);
+
+  // A phi3 key known only at the value the model builds.
+  nlohmann::json phi = nlohmann::json::parse(testing::slurp(hf_dir() / "phi-4-mini-instruct.config.json"));
+  REQUIRE(model_from_hf_config(phi.dump())->hf_warnings.empty());
+  phi["lm_head_bias"] = true;
+  m = model_from_hf_config(phi.dump());
+  REQUIRE(m.ok());
+  REQUIRE(m->hf_warnings.size() == 1);
+  CHECK(m->hf_warnings[0].rfind("lm_head_bias = true: not read", 0) == 0);
+
+  // The summary carries them (hf_import.warnings) for the CLI's --json and the browser.
+  nlohmann::json job = {{"model", {{"hf_config", cfg}, {"num_layers", 2}}},
+                        {"training", {{"seq_len", 64}, {"global_batch_size", 1}}}};
+  auto j = parse_job(job.dump());
+  REQUIRE(j.ok());
+  auto s = testing::summary(testing::make(*j));
+  REQUIRE(s["hf_import"]["warnings"].size() == 2);
+  CHECK(s["hf_import"]["warnings"][1].get<std::string>().rfind("vision_config = ", 0) == 0);
+}

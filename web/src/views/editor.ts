@@ -210,7 +210,10 @@ export function usePreset(): void {
 
 // "Model in use": the source, its resolved size once the engine answered,
 // and the overrides applied on top.
-export function renderModelSource(model: Record<string, any> | null): void {
+// hfWarnings: the summary's hf_import.warnings (keys the import did not
+// read, fields it could not model; docs/hf-import.md), shown under the
+// config box; cleared (null model) while a new job is read.
+export function renderModelSource(model: Record<string, any> | null, hfWarnings: string[] = []): void {
   const cleared = lastCleared;
   const el = $('#model-source');
   const hf = hfText().value.trim() !== '';
@@ -221,6 +224,13 @@ export function renderModelSource(model: Record<string, any> | null): void {
     ov.length ? ` Overrides on top: ${ov.map(([t, v]) => `${t} = ${v}`).join(', ')}.` : ' No overrides.',
     cleared.length ? ` Cleared the previous model’s overrides (${cleared.join(', ')}).` : '');
   el.dataset.source = hf ? 'hf' : 'preset';
+  const warn = $('#hf-warnings');
+  const shown = hf && model ? hfWarnings : [];
+  warn.hidden = shown.length === 0;
+  warn.replaceChildren(...(shown.length ? [
+    h('strong', {}, `The Hugging Face config: ${shown.length} warning${shown.length > 1 ? 's' : ''}. `),
+    'Keys the import did not read are left out of every number here; check that none changes the model.',
+    h('ul', {}, ...shown.map((w) => h('li', {}, w)))] : []));
 }
 
 export function clearErrors(): void {

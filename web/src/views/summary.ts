@@ -132,7 +132,7 @@ export function renderSummary(el: HTMLElement, summary: Summary): void {
     cards.append(h('div', { class: 'card', 'data-card': 'hf-import' }, h('div', { class: 'card-title' }, 'Hugging Face config'),
       h('div', { class: 'card-value', style: 'font-size:1.2rem' }, String(hf.family)),
       h('div', { class: 'card-note' }, (hf.features ?? []).join(', ') || 'no optional features'),
-      ...warn.map((w) => h('div', { class: 'card-note bad' }, `not modelled: ${w}`))));
+      ...warn.map((w) => h('div', { class: 'card-note bad' }, `warning: ${w}`))));
   }
   const pipe = summary.pipeline ?? {};
   if ((pipe.stages ?? 1) > 1) {
