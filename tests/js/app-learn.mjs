@@ -166,6 +166,35 @@ export async function learnCases(context, base, only = '') {
     await page.waitForSelector('#rank-compare table', { timeout: 30_000 });
     const rc = await page.textContent('#rank-compare');
     check(/Rank 0 in A and B/.test(rc) && /Sent on the wire: total/.test(rc), `rank compare: ${rc.slice(0, 200)}`);
+    // Both traces as the rank preview draws them, side by side at 1440 px,
+    // on ONE time axis: each lane's last drawn pixel sits where the rank's
+    // iteration ends on the shared axis (lanes from x = 100 to width − 8),
+    // and the longer job's reaches the end.
+    await page.waitForFunction(() => document.querySelectorAll('#rank-compare canvas.rank-timeline').length === 2, null, { timeout: 30_000 });
+    const tl = await page.$$eval('#rank-compare canvas.rank-timeline', (cs) => cs.map((c) => {
+      const r = c.getBoundingClientRect();
+      const ctx = c.getContext('2d');
+      const dpr = c.width / r.width;
+      let last = -1;
+      for (const y of [27, 71]) {  // the middle of the compute and communication lanes
+        const row = ctx.getImageData(0, Math.round(y * dpr), c.width, 1).data;
+        for (let x = Math.round(100 * dpr); x < c.width; x++) {
+          const [R, G, B] = [row[4 * x], row[4 * x + 1], row[4 * x + 2]];
+          if (!(R === 0xf1 && G === 0xf3 && B === 0xf5) && row[4 * x + 3] > 0) last = Math.max(last, x);
+        }
+      }
+      return { side: c.dataset.side, top: r.top, left: r.left, w: r.width, last: (last + 1) / dpr, mk: Number(c.dataset.makespanUs), span: Number(c.dataset.spanUs), label: c.getAttribute('aria-label'), role: c.getAttribute('role') };
+    }));
+    check(tl[0].side === 'A' && tl[1].side === 'B' && Math.abs(tl[0].top - tl[1].top) < 1 && tl[1].left > tl[0].left, `side by side: ${JSON.stringify(tl)}`);
+    check(tl.every((t) => t.role === 'img' && /shared .* axis/.test(t.label)), `labelled images: ${tl.map((t) => t.label)}`);
+    check(tl[0].span === tl[1].span && tl[0].span === Math.max(tl[0].mk, tl[1].mk), `one axis: ${JSON.stringify(tl)}`);
+    for (const t of tl) {
+      const want = 100 + (t.w - 108) * (t.mk / t.span);
+      check(Math.abs(t.last - want) < 3, `${t.side}'s lanes end at ${t.last.toFixed(1)} px, its iteration at ${want.toFixed(1)} px: ${JSON.stringify(tl)}`);
+    }
+    await page.click('#rank-compare button[data-show="b"]');
+    check(await page.$eval('#rank-compare canvas[data-side="A"]', (c) => c.offsetParent === null), 'B only hides A\'s trace');
+    await page.click('#rank-compare button[data-show="both"]');
     await checkAxe(page, 'rank compare');
     // The link opens the same comparison.
     check(/&a=/.test(page.url()), `URL has A: ${page.url()}`);
@@ -195,6 +224,17 @@ export async function learnCases(context, base, only = '') {
     const w = await page.evaluate(() => document.scrollingElement.scrollWidth);
     check(w <= 390, `page width ${w}`);
     await checkAxe(page, 'compare at 390 px');
+    // The same rank's two traces stack too, with their own toggle.
+    await page.click('#compare button[data-show="both"]');
+    await page.click('#tab-rank');
+    await page.waitForFunction(() => document.querySelectorAll('#rank-compare canvas.rank-timeline').length === 2, null, { timeout: 30_000 });
+    const [ra, rb] = await page.$$eval('#rank-compare canvas.rank-timeline', (cs) => cs.map((c) => c.getBoundingClientRect().top));
+    check(rb > ra, `rank traces stack: A at ${ra}, B at ${rb}`);
+    await page.click('#rank-compare button[data-show="a"]');
+    check(await page.$eval('#rank-compare canvas[data-side="B"]', (c) => c.offsetParent === null), 'A only hides B\'s trace');
+    const w2 = await page.evaluate(() => document.scrollingElement.scrollWidth);
+    check(w2 <= 390, `page width with the rank comparison ${w2}`);
+    await checkAxe(page, 'rank compare at 390 px');
   });
 
   // ------------------------------------------------------------ fit, freshness

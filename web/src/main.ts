@@ -20,12 +20,13 @@ import type { Plan } from './lib/plan';
 import { buildEditor, readJob, writeJob, clearErrors, showError, useHfConfig, usePreset, renderModelSource, hfText, presetSelect, hfActive, applyMode, modeSelect } from './views/editor';
 import { initWelcome, fetchHfConfig } from './views/welcome';
 import { explain, isTooBig } from './messages';
-import { state, current, client, planClient, compareClient, type Pinned } from './state';
+import { state, current, client, planClient, compareClient, type Pinned, type Summary } from './state';
 import { $, h } from './util';
 import { fitOf, IF_IT_FITTED } from './fit';
 import { renderCompare, renderRankCompare, type RankSide } from './views/compare';
 import { initLessons, openFromUrl } from './views/lessons';
 import { decodeTrace } from './lib/chakra';
+import { schedule } from './lib/schedule';
 import { wireByGroupKind } from './lib/comm';
 import { on } from './bus';
 
@@ -379,10 +380,15 @@ function renderComparison(): void {
   renderCompare(el, a, { jobText: state.jobText, summary: state.summaryJob === state.jobText ? state.summary : null,
     simulation: state.simJob === state.jobText ? state.simulation : null });
 }
-async function rankSide(jobText: string, rank: number): Promise<RankSide> {
-  const [{ bytes }, { text }] = await Promise.all([
+// One side of the rank comparison: the rank's trace, scheduled as the
+// rank preview schedules it (lib/schedule.js under the job's hardware;
+// groups inside one node use the intra-node bandwidth).
+// summary: the job's, when known (else asked for: the hardware profile).
+async function rankSide(jobText: string, rank: number, known: Summary | null): Promise<RankSide> {
+  const [{ bytes }, { text }, summary] = await Promise.all([
     compareClient().request('rankTrace', { job: jobText, rank }),
-    compareClient().request('groups', { job: jobText })]);
+    compareClient().request('groups', { job: jobText }),
+    known ?? compareClient().request('inspect', { job: jobText }).then((r) => r.summary as Summary)]);
   const table = JSON.parse(text) as Record<string, number[]>;
   const nodes = decodeTrace(new Uint8Array(bytes)).nodes;
   const computeUs = nodes.filter((n) => n.type !== 5 && n.type !== 6 && n.type !== 7).reduce((a, n) => a + n.duration, 0);
@@ -390,7 +396,11 @@ async function rankSide(jobText: string, rank: number): Promise<RankSide> {
   const axisOf = new Map<string, string>();
   for (const n of nodes) if (n.attrs.pg_name !== undefined) axisOf.set(String(n.attrs.pg_name), /\(([^()]+)\)$/.exec(n.name)?.[1] ?? '?');
   const wire = wireByGroupKind(nodes, (pg) => (table[pg] ? { axis: axisOf.get(pg) ?? '?', size: table[pg].length } : undefined));
-  return { nodes: nodes.length, computeUs, wire };
+  const hw = (summary?.job?.hardware ?? {}) as { intra_node_bw?: number; inter_node_bw?: number; gpus_per_node?: number };
+  const perNode = Number(hw.gpus_per_node) || 8;
+  const links = new Map(Object.entries(table).map(([pg, m]) => [pg, { size: m.length,
+    intraNode: Math.floor(m[0] / perNode) === Math.floor(m[m.length - 1] / perNode) }]));
+  return { trace: { rank, nodes, sched: schedule(nodes, hw, links) }, nodes: nodes.length, computeUs, wire };
 }
 let rankCmpSeq = 0;
 async function rankComparison(rank: number): Promise<void> {
@@ -401,13 +411,13 @@ async function rankComparison(rank: number): Promise<void> {
   el.hidden = false;
   const aWorld = Number(a.summary?.world_size);
   try {
-    const b = await rankSide(state.jobText, rank);
-    const aSide = aWorld && rank >= aWorld ? `A has ${aWorld} ranks: rank ${rank} is not one of them.` : await rankSide(a.jobText, rank);
+    const b = await rankSide(state.jobText, rank, state.summaryJob === state.jobText ? state.summary : null);
+    const aSide = aWorld && rank >= aWorld ? `A has ${aWorld} ranks: rank ${rank} is not one of them.` : await rankSide(a.jobText, rank, a.summary);
     if (seq !== rankCmpSeq) return;
     renderRankCompare(el, rank, aSide, b, state.preview?.info);
   } catch (e) {
     if (seq !== rankCmpSeq) return;
-    renderRankCompare(el, rank, `Could not build rank ${rank} of both jobs: ${e instanceof EngineRequestError ? explain(e.error).text : String(e)}`, { nodes: 0, computeUs: 0, wire: { rows: [], total: { sent: 0 } } });
+    renderRankCompare(el, rank, `Could not build rank ${rank} of both jobs: ${e instanceof EngineRequestError ? explain(e.error).text : String(e)}`, { trace: { rank, nodes: [], sched: schedule([], undefined) }, nodes: 0, computeUs: 0, wire: { rows: [], total: { sent: 0 } } });
   }
 }
 on('rank-shown', (rank) => void rankComparison(rank));

@@ -3,13 +3,15 @@
 // communication by kind, peak memory per stage, buffer bytes per collective
 // type — with B against A called out; both stages' memory on one scale;
 // both pipeline timelines; and (rank preview) the same rank's trace of
-// both jobs, bytes on the wire by group kind. A `Show` toggle picks both
+// both jobs as two timelines on one axis, bytes on the wire by group kind. A `Show` toggle picks both
 // columns, A only or B only (on a phone A and B stack).
 import type { Simulation, RankInfo } from '../protocol';
 import type { Summary, Pinned } from '../state';
 import { fitOf, IF_IT_FITTED } from '../fit';
 import { drawPipeline } from './simulate';
 import { h, s, fmtBytes, fmtUs } from '../util';
+import { Timeline, type TraceView } from './rank';
+import { on } from '../bus';
 import type { WireRow } from '../lib/comm';
 
 export interface Side { jobText: string; summary: Summary | null; simulation: Simulation | null }
@@ -141,19 +143,12 @@ function timeline(side: Side, tag: string): HTMLElement {
 
 export function renderCompare(el: HTMLElement, a: Pinned, b: Side): void {
   const diff = jobDiff(a.jobText, b.jobText, a.summary?.job, b.summary?.job);
-  const show = el.dataset.show || 'both';
-  const toggle = h('div', { class: 'toggle', role: 'group', 'aria-label': 'Show' }, 'Show ',
-    ...(['both', 'a', 'b'] as const).map((v) => {
-      const btn = h('button', { type: 'button', 'data-show': v, 'aria-pressed': String(show === v) }, v === 'both' ? 'A and B' : v === 'a' ? 'A only' : 'B only');
-      btn.addEventListener('click', () => { el.dataset.show = v; for (const x of toggle.querySelectorAll('button')) x.setAttribute('aria-pressed', String(x === btn)); redraw(); });
-      return btn;
-    }));
+  const toggle = showToggle(el, () => redraw());
   const head = h('p', {}, diff.length
     ? `B differs from A in: ${diff.join('; ')}.`
     : 'B is the same job as A: edit the job (or follow a lesson step) to see what changes.');
   if (a.error) head.append(` A could not be computed: ${a.error}`);
   const timelines = h('div', { class: 'compare-timelines' }, timeline(a, 'A'), timeline(b, 'B'));
-  el.dataset.show = show;
   el.dataset.differences = String(diff.length);
   el.replaceChildren(h('h2', {}, 'Compare A (pinned) with B (the editor)'), head, toggle, figures(a, b), memoryPairs(a, b),
     h('h3', {}, 'Both pipeline timelines (same colours as the step-time chart below)'), timelines);
@@ -166,22 +161,67 @@ export function renderCompare(el: HTMLElement, a: Pinned, b: Side): void {
   requestAnimationFrame(redraw);
 }
 
-// The same rank of A and B: its trace's nodes and bytes on the wire by
-// group kind (lib/comm.js's ring factors).
-export interface RankSide { nodes: number; computeUs: number; wire: { rows: WireRow[]; total: { sent: number } } }
+// The same rank of A and B: both traces as the rank preview draws them
+// (views/rank.ts's Timeline: compute and communication lanes under the
+// same in-order schedule), side by side on ONE time axis (the longer of
+// the two iterations), then its nodes and bytes on the wire by group kind
+// (lib/comm.js's ring factors). The Show toggle and the phone layout
+// stack them as the compare panel does.
+export interface RankSide { trace: TraceView; nodes: number; computeUs: number; wire: { rows: WireRow[]; total: { sent: number } } }
+const rankTimelines: Timeline[] = [];
+export function redrawRankCompare(): void { for (const t of rankTimelines) t.draw(); }
+on('tab-shown', (name) => { if (name === 'rank') redrawRankCompare(); });
+
+function showToggle(el: HTMLElement, redraw: () => void): HTMLElement {
+  const show = el.dataset.show || 'both';
+  el.dataset.show = show;
+  const toggle = h('div', { class: 'toggle', role: 'group', 'aria-label': 'Show' }, 'Show ',
+    ...(['both', 'a', 'b'] as const).map((v) => {
+      const btn = h('button', { type: 'button', 'data-show': v, 'aria-pressed': String(show === v) }, v === 'both' ? 'A and B' : v === 'a' ? 'A only' : 'B only');
+      btn.addEventListener('click', () => { el.dataset.show = v; for (const x of toggle.querySelectorAll('button')) x.setAttribute('aria-pressed', String(x === btn)); redraw(); });
+      return btn;
+    }));
+  return toggle;
+}
+
 export function renderRankCompare(el: HTMLElement, rank: number, a: RankSide | string, b: RankSide, info?: RankInfo): void {
+  rankTimelines.length = 0;
   if (typeof a === 'string') { el.replaceChildren(h('h3', {}, `Rank ${rank} in A and B`), h('p', { class: 'hint' }, a)); return; }
   const kinds = [...new Set([...a.wire.rows.map((r) => r.kind), ...b.wire.rows.map((r) => r.kind)])];
   const sent = (side: RankSide, k: string) => side.wire.rows.find((r) => r.kind === k)?.sent ?? 0;
   const row = (name: string, av: string, bv: string, d: HTMLElement) => h('tr', {}, h('th', { scope: 'row' }, name), h('td', { class: 'num col-a' }, av), h('td', { class: 'num col-b' }, bv), d);
+  const span = Math.max(a.trace.sched.makespan, b.trace.sched.makespan);
+  const views: [HTMLCanvasElement, RankSide, string][] = [];
+  const column = (side: RankSide, tag: 'A' | 'B') => {
+    const t = side.trace.sched;
+    const canvas = h('canvas', { class: 'rank-timeline', role: 'img', 'data-side': tag, 'data-makespan-us': t.makespan, 'data-span-us': span }) as HTMLCanvasElement;
+    views.push([canvas, side, tag]);
+    const other = tag === 'A' ? b : a;
+    return h('div', { class: `col-${tag.toLowerCase()}` },
+      h('h4', {}, `${tag}: rank ${rank}, iteration ≈ ${fmtUs(t.makespan)}`),
+      h('p', { class: 'hint' }, `compute busy ${fmtUs(t.busy[0])}, communication busy ${fmtUs(t.busy[1])}; ${side.nodes.toLocaleString('en')} nodes (${tag === 'A' ? 'B' : 'A'}: ${other.nodes.toLocaleString('en')})`),
+      h('div', { class: 'timeline-box' }, canvas, h('div', { class: 'tip', hidden: true })));
+  };
+  const cols = h('div', { class: 'compare-timelines' }, column(a, 'A'), column(b, 'B'));
   el.dataset.rank = String(rank);
+  const redraw = () => { for (const t of rankTimelines) t.draw(); };
   el.replaceChildren(h('h3', {}, `Rank ${rank} in A and B${info ? ` (B's coordinates: ${info.axes.map((x) => `${x.name} ${x.coord}`).join(', ')})` : ''}`),
+    showToggle(el, redraw),
+    h('p', { class: 'hint' }, `Both traces on one time axis, 0 to ${fmtUs(span)} (the longer iteration), scheduled as in the rank preview: a gap in a lane is time that lane waits. Forward = blue, backward = amber, optimizer = grey; collectives in their type’s colour.`),
+    cols,
     h('div', { class: 'table-scroll', tabindex: 0, role: 'region', 'aria-label': `Rank ${rank} in A and B` },
       h('table', { class: 'compare-table' }, h('caption', {}, `Rank ${rank}’s trace in A and in B; bytes this rank sends per iteration`),
         h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'figure'), h('th', { scope: 'col', class: 'col-a' }, 'A'), h('th', { scope: 'col', class: 'col-b' }, 'B'), h('th', { scope: 'col' }, 'B vs A'))),
         h('tbody', {},
+          row('Iteration on this schedule', fmtUs(a.trace.sched.makespan), fmtUs(b.trace.sched.makespan), change(a.trace.sched.makespan, b.trace.sched.makespan, 'ratio', true)),
           row('Trace nodes', a.nodes.toLocaleString('en'), b.nodes.toLocaleString('en'), change(a.nodes, b.nodes, 'ratio', true)),
           row('Compute time (sum of node durations)', fmtUs(a.computeUs), fmtUs(b.computeUs), change(a.computeUs, b.computeUs, 'ratio', true)),
           ...kinds.map((k) => row(`Sent on the wire: ${k}`, fmtBytes(sent(a, k)), fmtBytes(sent(b, k)), change(sent(a, k), sent(b, k), 'ratio', true))),
           row('Sent on the wire: total', fmtBytes(a.wire.total.sent), fmtBytes(b.wire.total.sent), change(a.wire.total.sent, b.wire.total.sent, 'ratio', true))))));
+  for (const [canvas, side, tag] of views) {
+    const t = new Timeline(canvas, canvas.nextElementSibling as HTMLElement, false);
+    t.set(side.trace, span, `${tag}'s rank ${rank}: compute lane and communication lane, ${fmtUs(side.trace.sched.makespan)} of a shared ${fmtUs(span)} axis; the table below gives the same figures`);
+    rankTimelines.push(t);
+  }
+  requestAnimationFrame(redraw);
 }

@@ -68,11 +68,18 @@ export function renderStats(el: HTMLElement, p: Preview): void {
     `${fmtCount(p.nodes.length)} nodes (${fmtBytes(p.bytes)} .et). Iteration ≈ ${fmtUs(p.sched.makespan)} on this schedule; compute busy ${fmtUs(comp)}, communication busy ${fmtUs(comm)}, of which ${fmtUs(overlap)} overlaps compute (hidden). Peak memory ≈ ${fmtBytes(p.memory.peak)}.`));
 }
 
+// What a timeline draws: one rank's nodes and their schedule (the rank
+// preview's, or one side of a comparison).
+export type TraceView = Pick<Preview, 'rank' | 'nodes' | 'sched'>;
+
+// legend: the colour key under the lanes (a comparison prints it once, in
+// HTML, under both timelines instead).
 export class Timeline {
   private view0 = 0;
   private view1 = 1;
-  private p: Preview | null = null;
-  constructor(private canvas: HTMLCanvasElement, private tip: HTMLElement) {
+  private extent = 1;  // the time axis' end: the makespan, or a longer shared one
+  private p: TraceView | null = null;
+  constructor(private canvas: HTMLCanvasElement, private tip: HTMLElement, private legend = true) {
     canvas.addEventListener('wheel', (e) => {
       if (!this.p) return;
       e.preventDefault();
@@ -81,27 +88,30 @@ export class Timeline {
       const t = this.view0 + f * (this.view1 - this.view0);
       const k = e.deltaY > 0 ? 1.25 : 0.8;
       this.view0 = Math.max(0, t - (t - this.view0) * k);
-      this.view1 = Math.min(this.p.sched.makespan, t + (this.view1 - t) * k);
+      this.view1 = Math.min(this.extent, t + (this.view1 - t) * k);
       this.draw();
     }, { passive: false });
     canvas.addEventListener('mousemove', (e) => this.hover(e));
     canvas.addEventListener('mouseleave', () => { this.tip.hidden = true; });
   }
-  set(p: Preview): void {
+  // extent: draw on a time axis from 0 to this (two ranks compared on one
+  // axis), at least the rank's own makespan.
+  set(p: TraceView, extent = 0, label?: string): void {
     this.p = p;
     this.view0 = 0;
-    this.view1 = p.sched.makespan || 1;
-    this.canvas.setAttribute('aria-label', `Timeline of rank ${p.rank}: compute lane and communication lane over ${fmtUs(p.sched.makespan)}; the node table below lists the same nodes`);
+    this.extent = Math.max(extent, p.sched.makespan) || 1;
+    this.view1 = this.extent;
+    this.canvas.setAttribute('aria-label', label ?? `Timeline of rank ${p.rank}: compute lane and communication lane over ${fmtUs(p.sched.makespan)}; the node table below lists the same nodes`);
     this.draw();
   }
   zoom(k: number): void {
     if (!this.p) return;
     const c = (this.view0 + this.view1) / 2, half = (this.view1 - this.view0) / 2 * k;
     this.view0 = Math.max(0, c - half);
-    this.view1 = Math.min(this.p.sched.makespan, c + half);
+    this.view1 = Math.min(this.extent, c + half);
     this.draw();
   }
-  fit(): void { if (this.p) { this.view0 = 0; this.view1 = this.p.sched.makespan; this.draw(); } }
+  fit(): void { if (this.p) { this.view0 = 0; this.view1 = this.extent; this.draw(); } }
   private x(t: number, w: number): number { return ((t - this.view0) / (this.view1 - this.view0)) * w; }
   draw(): void {
     const p = this.p;
@@ -134,7 +144,7 @@ export class Timeline {
     ctx.fillText(fmtUs(this.view0), L, 104);
     const end = fmtUs(this.view1);
     ctx.fillText(end, W - 8 - ctx.measureText(end).width, 104);
-    ctx.fillText('forward = blue, backward = amber, optimizer = grey; collectives by type; wheel to zoom', L + 80, 104);
+    if (this.legend) ctx.fillText('forward = blue, backward = amber, optimizer = grey; collectives by type; wheel to zoom', L + 80, 104);
   }
   private hover(e: MouseEvent): void {
     const p = this.p;
