@@ -2,7 +2,7 @@
 // built app (build/web) in headless Chromium at a laptop/projector size.
 //   node tests/js/screenshots.mjs             (all of them)
 //   node tests/js/screenshots.mjs --serving   (only serving.png)
-//   node tests/js/screenshots.mjs --learn     (only compare*.png, lesson*.png)
+//   node tests/js/screenshots.mjs --learn     (only compare*.png, compare-rank*.png, lesson*.png)
 import fs from 'node:fs';
 import path from 'node:path';
 import { serveStatic, launchChromium } from './launch.mjs';
@@ -25,8 +25,8 @@ async function serving(page) {
   await page.evaluate(() => { document.querySelector('#welcome').hidden = true; });
   await page.screenshot({ path: path.join(OUT, 'serving.png'), fullPage: true });
 }
-// Issue 25: a comparison (dp 2 × pp 2 pinned as A, dp 1 × pp 2 as B) and a
-// lesson step (the pipeline lesson's first step, revealed), at 1440 and 390 px.
+// Issue 25: a comparison (dp 2 × pp 2 pinned as A, dp 1 × pp 2 as B), the
+// same rank of both (the Rank preview tab) and a lesson step (the pipeline lesson's first step, revealed), at 1440 and 390 px.
 async function learn(page) {
   const A = { model: { preset: 'gpt3-1.7b', num_layers: 4 }, parallel: { dp: 2, pp: 2 }, training: { seq_len: 256, micro_batch_size: 1, global_batch_size: 4 } };
   const B = { ...A, parallel: { dp: 1, pp: 2 } };
@@ -40,6 +40,11 @@ async function learn(page) {
     await page.evaluate(() => { document.querySelector('#welcome').hidden = true; });
     await page.waitForTimeout(300);
     await page.locator('#compare').screenshot({ path: path.join(OUT, `compare${suffix}.png`) });
+    // The same rank of A and B: both traces on one time axis (Rank preview tab).
+    await page.click('#tab-rank');
+    await page.waitForFunction(() => document.querySelectorAll('#rank-compare canvas.rank-timeline').length === 2, null, { timeout: 120_000 });
+    await page.waitForTimeout(300);
+    await page.locator('#rank-compare').screenshot({ path: path.join(OUT, `compare-rank${suffix}.png`) });
     await page.goto('about:blank');
     await page.goto(`${base}/#lesson=pipeline-bubble.0`);
     await settled();
