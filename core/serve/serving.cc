@@ -100,6 +100,7 @@ Status lower_kind(BuiltJob& s, const Shape& sh) {
     lo.compute_dtype = job.serving.weights_dtype;
     lo.optimizer_bytes_per_param = 0;
     lo.moe_imbalance = p.moe_imbalance;
+    lo.skinny_gemms = true;  // decode's few rows: the small-M kernels (docs/hardware.md, "Skinny GEMMs")
     SC_ASSIGN_OR_RETURN(RoleProgram prog, lower_program(s.stages[st].graph, s.bind, job.hardware, lo));
     SC_RETURN_IF_ERROR(check_role_program(prog, s.layout, p.pp, st));
     s.stages[st].program = std::move(prog);
