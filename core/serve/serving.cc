@@ -112,6 +112,10 @@ Status lower_kind(BuiltJob& s, const Shape& sh) {
 // the whole model's bytes of one cached token.
 struct Footprint {
   int64_t weights_per_rank = 0, kv_token_per_rank = 0, kv_token_model = 0;
+  // Hybrid models: the Mamba layers' fixed state of one sequence (conv and
+  // SSM state), per stage on its rank and in the whole model; 0 without.
+  std::vector<int64_t> stage_state;
+  int64_t state_model = 0;
   // Per cache tensor: (layer, bytes per cached token), each stage's on its
   // rank and the whole model's; what a sliding window caps per layer.
   std::vector<std::vector<std::pair<int64_t, int64_t>>> stage_caches;
@@ -123,16 +127,27 @@ Result<Footprint> footprint(const BuiltJob& s) {
   Bindings one = s.bind;
   one["Lk"] = 1;
   one["b"] = 1;
+  one["n"] = 1;
   Bindings global = one;
   global["dp"] = 1;
+  const auto per_token = [](const Tensor& t) {
+    for (const Dim& d : t.dims)
+      if (d.label == "Lk") return true;
+    return false;
+  };
   for (int64_t st = 0; st < s.num_stages(); ++st) {
-    int64_t w = 0, kv = 0;
+    int64_t w = 0, kv = 0, state = 0;
     f.stage_caches.emplace_back();
     for (const Tensor& t : s.graph_of(st).tensors) {
       if (t.kind == TensorKind::kWeight && t.producer < 0) {
         SC_ASSIGN_OR_RETURN(int64_t b, t.local_bytes().eval(s.bind, t.name));
         w += b;
-      } else if (t.kind == TensorKind::kCache) {
+      } else if (t.kind == TensorKind::kCache && t.producer < 0 && !per_token(t)) {  // a Mamba state
+        SC_ASSIGN_OR_RETURN(int64_t b, t.local_bytes().eval(one, t.name));
+        SC_ASSIGN_OR_RETURN(int64_t g, (t.global_numel() * Expr(dtype_bytes(t.dtype))).eval(global, t.name));
+        state += b;
+        f.state_model += g;
+      } else if (t.kind == TensorKind::kCache && t.producer < 0) {
         SC_ASSIGN_OR_RETURN(int64_t b, t.local_bytes().eval(one, t.name));
         SC_ASSIGN_OR_RETURN(int64_t g, (t.global_numel() * Expr(dtype_bytes(t.dtype))).eval(global, t.name));
         kv += b;
@@ -143,6 +158,7 @@ Result<Footprint> footprint(const BuiltJob& s) {
     }
     f.weights_per_rank = std::max(f.weights_per_rank, w);
     f.kv_token_per_rank = std::max(f.kv_token_per_rank, kv);
+    f.stage_state.push_back(state);
   }
   return f;
 }
@@ -265,11 +281,22 @@ int64_t windowed_seq_bytes(const Job& job, const std::vector<std::pair<int64_t, 
   return static_cast<int64_t>(std::ceil(total));
 }
 
-// One sequence's cache on the largest rank, and in the whole model.
+// One sequence's cache on the largest rank (a hybrid model's: its KV pages
+// and its Mamba state), and its KV cache in the whole model.
 int64_t seq_rank_bytes(const Job& job, const Footprint& f, const Mix& m) {
-  if (job.model.sliding_window <= 0) return seq_bytes(m, f.kv_token_per_rank);
+  if (job.model.sliding_window <= 0 && f.state_model == 0) return seq_bytes(m, f.kv_token_per_rank);
   int64_t most = 0;
-  for (const auto& caches : f.stage_caches) most = std::max(most, windowed_seq_bytes(job, caches));
+  for (size_t st = 0; st < f.stage_caches.size(); ++st) {
+    int64_t kv = 0;
+    if (job.model.sliding_window > 0) {
+      kv = windowed_seq_bytes(job, f.stage_caches[st]);
+    } else {
+      int64_t per_token = 0;
+      for (const auto& c : f.stage_caches[st]) per_token += c.second;
+      kv = seq_bytes(m, per_token);
+    }
+    most = std::max(most, kv + f.stage_state[st]);
+  }
   return most;
 }
 int64_t seq_model_bytes(const Job& job, const Footprint& f, const Mix& m) {
@@ -506,6 +533,12 @@ json inference_json(const Job& full, const Serving& sv) {
       {"iterations", it},
   };
   if (full.serving.disaggregated) out["kv_transfer_seconds"] = sig(sv.t_transfer);
+  if (sv.fp.state_model > 0) {  // a hybrid model's Mamba state (docs/inference.md, "Hybrid models")
+    int64_t rank = 0;
+    for (int64_t x : sv.fp.stage_state) rank = std::max(rank, x);
+    out["state_cache_bytes_per_sequence"] = sv.fp.state_model;
+    out["state_cache_bytes_per_sequence_per_rank"] = rank;
+  }
   if (!full.serving.requests.empty()) {
     json classes = json::array();
     for (size_t i = 0; i < mix.classes.size(); ++i) {
@@ -547,6 +580,12 @@ serve::SchedulerParams scheduler_params(const Job& full, const Serving& sv) {
   const double free = usable_memory(full) - static_cast<double>(sv.fp.weights_per_rank + sv.act);
   const double page = static_cast<double>(cfg.page_tokens * sv.fp.kv_token_per_rank);
   p.blocks_per_rank = free > 0 && page > 0 ? static_cast<int64_t>(std::floor(free / page)) : 0;
+  // A hybrid model's Mamba state: whole pages each running sequence holds
+  // beside its KV pages (as vLLM's hybrid allocator gives it pages of the
+  // KV page's size).
+  int64_t state = 0;
+  for (int64_t b : sv.fp.stage_state) state = std::max(state, b);
+  if (state > 0 && page > 0) p.state_blocks = static_cast<int64_t>(std::ceil(static_cast<double>(state) / page));
   p.dp = serving_pool_job(full, false).parallel.dp;
   p.lockstep = full.model.is_moe() && p.dp > 1;
   p.replicas = cfg.replicas;
