@@ -155,6 +155,12 @@ void print_serving(const Job& job, const nlohmann::json& inf) {
             << " bytes per token (whole model), " << grouped(inf["kv_cache_bytes_per_token_per_rank"].get<int64_t>())
             << " per rank; " << gib(num(inf["kv_cache_bytes_per_sequence"])) << " per sequence of " << seq_text
             << "\n"
+            << (inf.contains("state_cache_bytes_per_sequence")  // hybrid models (docs/inference.md, "Hybrid models")
+                    ? "mamba state " + grouped(inf["state_cache_bytes_per_sequence"].get<int64_t>()) +
+                          " bytes per sequence (whole model), " +
+                          grouped(inf["state_cache_bytes_per_sequence_per_rank"].get<int64_t>()) +
+                          " per rank, whatever its length\n"
+                    : std::string())
             << "fit         " << grouped(inf["max_concurrent_sequences"].get<int64_t>()) << " sequences of " << fit_text
             << " fit per instance; per rank: weights " << gib(num(mem["weights"])) << " + activations "
             << gib(num(mem["activations"])) << " + KV " << gib(num(mem["kv_cache"])) << " of "

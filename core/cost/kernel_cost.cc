@@ -59,7 +59,13 @@ Result<GemmShape> gemm_shape(const Graph& g, const Op& op, const Bindings& bind)
   return s;
 }
 
-double gemm_micros(const HardwareProfile& hw, DType dt, const GemmShape& s, double flops, double bytes) {
+// Skinny GEMMs: at most this many rows (the widest MMA N a swapped tile can
+// give them: Hopper's wgmma N <= 256) take the small-M kernels, and each K
+// split keeps at least kSplitKMin of K (docs/hardware.md, "Skinny GEMMs").
+constexpr int64_t kSkinnyRows = 256;
+constexpr double kSplitKMin = 256;
+
+double gemm_micros(const HardwareProfile& hw, DType dt, const GemmShape& s, double flops, double bytes, bool skinny) {
   const double rate = hw.peak_for(dt) * hw.gemm_efficiency * hw.compute_efficiency;
   const double hbm = hw.mem_bandwidth * hw.hbm_efficiency * hw.memory_efficiency;
   const double t_bytes = hbm > 0 && bytes > 0 ? bytes / hbm : 0;
@@ -86,6 +92,27 @@ double gemm_micros(const HardwareProfile& hw, DType dt, const GemmShape& s, doub
       const double per_sm = rate / hw.sm_count * std::min(1.0, tm * tn / (tm + tn) / ref);
       const double t = waves * 2.0 * tm * tn * static_cast<double>(s.k) / per_sm;
       if (best == 0 || t < best) best = t;
+    }
+    if (skinny && s.m <= kSkinnyRows) {
+      // A skinny GEMM (a decode step's few rows): the small-M kernels
+      // swap A and B, so the weight's N rows fill the MMA's wide side and
+      // the tokens its narrow one, whose granularity is 8 (mma.m16n8k16's
+      // n; Hopper's wgmma N steps by 8): the rows are padded to a multiple
+      // of 8, not to a 64-row tile. When the output has fewer tiles than
+      // SMs they split K over the idle SMs (split-K). Tiles of Tn x R
+      // (R = M rounded up to 8), the same per-SM rate by arithmetic
+      // intensity R Tn / (R + Tn), waves over tiles x splits
+      // (docs/hardware.md, "Skinny GEMMs").
+      const double rows = 8.0 * std::ceil(static_cast<double>(s.m) / 8.0);
+      for (const double tn : {64.0, 128.0, 256.0}) {
+        const double tiles = static_cast<double>(s.batch) * std::ceil(static_cast<double>(s.n) / tn);
+        const double split = std::max(1.0, std::min(std::floor(hw.sm_count / tiles),
+                                                     std::floor(static_cast<double>(s.k) / kSplitKMin)));
+        const double waves = std::ceil(tiles * split / hw.sm_count);
+        const double per_sm = rate / hw.sm_count * std::min(1.0, rows * tn / (rows + tn) / ref);
+        const double t = waves * 2.0 * rows * tn * std::ceil(static_cast<double>(s.k) / split) / per_sm;
+        if (t < best) best = t;
+      }
     }
     t_flops = best * flops / shape_flops;
   }

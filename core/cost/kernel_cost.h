@@ -45,8 +45,11 @@ struct GemmShape {
 Result<GemmShape> gemm_shape(const Graph& g, const Op& op, const Bindings& bind);
 
 // Microseconds, without the launch floor. flops, bytes: the op's own
-// (its time is the shape's scaled to flops).
-double gemm_micros(const HardwareProfile& hw, DType dt, const GemmShape& s, double flops, double bytes);
+// (its time is the shape's scaled to flops). skinny: the small-M kernels
+// may run a GEMM of at most 256 rows (rows padded to 8, split K; serving
+// engines' GEMMs: docs/hardware.md, "Skinny GEMMs").
+double gemm_micros(const HardwareProfile& hw, DType dt, const GemmShape& s, double flops, double bytes,
+                   bool skinny = false);
 // backward: the dQ/dK/dV kernel (attention_bwd_efficiency), else the forward.
 double attention_micros(const HardwareProfile& hw, DType dt, double flops, double bytes, bool backward);
 double memory_micros(const HardwareProfile& hw, double flops, double bytes);

@@ -590,11 +590,11 @@ Status validate_serving(const Job& job, Status (*validate_layout)(const Job&)) {
                         w.arrival == WorkloadConfig::Arrival::kTrace ? "serving.workload.trace"
                                                                       : "serving.workload.prompt_tokens");
   }
-  if (m.is_hybrid())
+  if (m.has_ssm() && s.disaggregated)  // the KV transfer moves KV heads only (docs/inference.md, "Hybrid models")
     return make_error(ErrorCode::kUnsupported,
-                      "hybrid (Mamba) models are not modelled in inference yet: their decode needs a recurrent "
-                      "state cache beside the KV cache",
-                      "model.hybrid_pattern");
+                      "disaggregated serving of a hybrid (Mamba) model is not modelled: the transfer from the "
+                      "prefill to the decode pool would also move each sequence's Mamba state; serve it colocated",
+                      "serving.disaggregated");
   const int64_t decode_dp = serving_pool_job(job, false).parallel.dp;
   if (s.concurrency > 0 && s.concurrency % decode_dp != 0)
     return make_error(ErrorCode::kNotDivisible,

@@ -458,11 +458,39 @@ class Builder {
     int cw = weight(prefix_ + "mamba.conv1d.weight", {c, k}, c.label, layer_);
     int cb = weight(prefix_ + "mamba.conv1d.bias", {c}, c.label, layer_);
     int out = act("mamba.conv1d", BS({c}), o_.dtype);
-    Op conv = op("mamba.conv1d", ops::kCausalConv1d, {in, cw, cb}, {out});
+    std::vector<int> ins{in, cw, cb}, outs{out};
+    if (o_.inference) {  // each sequence's last k - 1 inputs: read, and written back shifted
+      const std::vector<Dim> st{B(), Dim{"n", S("n")}, c, Dim{"mkc", S(k.label) - Expr(1)}};
+      ins.push_back(state_cache("mamba.conv_state", st, c.label));
+      outs.push_back(state_update("mamba.conv_state_new", st));
+    }
+    Op conv = op("mamba.conv1d", ops::kCausalConv1d, std::move(ins), std::move(outs));
     conv.flops = numel(out) * (Expr(2) * S(k.label) + Expr(4));
-    conv.unshardable = {"s", "c", k.label};
+    conv.unshardable = {"s", "c", k.label, "n", "mkc"};
     add(std::move(conv));
     return out;
+  }
+
+  // ---- Inference: a Mamba layer's fixed-size state (docs/inference.md,
+  // "Hybrid models"). Per sequence (n of them in the iteration), at the
+  // activations' dtype (vLLM's mamba_cache_dtype "auto"): the conv state
+  // (the last k - 1 inputs of every conv channel) and the SSM state, read
+  // by the step and written back in place. The read is a cache tensor
+  // (producer-less, what the memory counts), the write one more, produced
+  // by the op (bytes moved, neither memory nor an activation).
+  int state_cache(const std::string& name, std::vector<Dim> dims, const std::string& tp_label) {
+    Tensor t = make_tensor(prefix_ + name, std::move(dims), o_.dtype, TensorKind::kCache);
+    t.sharding_fixed = true;
+    t.layer = layer_;
+    int id = g_.add_tensor(std::move(t));
+    shard_batch(id);
+    auto& c = g_.tensors[id];
+    for (size_t i = 0; i < c.dims.size(); ++i)
+      if (o_.has_tp && c.dims[i].label == tp_label) c.sharding.dim_axis[i] = "tp";
+    return id;
+  }
+  int state_update(const std::string& name, std::vector<Dim> dims) {
+    return act(name, std::move(dims), o_.dtype, TensorKind::kCache);
   }
 
   // Mamba-2 (SSD) mixer, as Megatron-Core's MambaMixer splits it over tp:
@@ -498,9 +526,18 @@ class Builder {
     int d_skip = weight(prefix_ + "mamba.D", {mh}, "mh", layer_);
     int dt_bias = weight(prefix_ + "mamba.dt_bias", {mh}, "mh", layer_);
     int y = act("mamba.ssd", BS({mh, mp}), o_.dtype);
-    Op scan = op("mamba.ssd", ops::kSsdScan, {xs, dt, bt, ct, a_log, d_skip, dt_bias}, {y});
-    scan.in_labels = {lab({"mh", "mp"}), lab({"mh"}), lab({"mh", "mn"}), lab({"mh", "mn"}), {"mh"}, {"mh"}, {"mh"}};
-    scan.unshardable = {"s", "c", "mn"};
+    std::vector<int> ins{xs, dt, bt, ct, a_log, d_skip, dt_bias}, outs{y};
+    std::vector<std::vector<std::string>> labels{
+        lab({"mh", "mp"}), lab({"mh"}), lab({"mh", "mn"}), lab({"mh", "mn"}), {"mh"}, {"mh"}, {"mh"}};
+    if (o_.inference) {  // per sequence: heads x head dim x state
+      const std::vector<Dim> st{B(), Dim{"n", S("n")}, mh, mp, mn};
+      ins.push_back(state_cache("mamba.ssm_state", st, "mh"));
+      labels.push_back({"b", "n", "mh", "mp", "mn"});
+      outs.push_back(state_update("mamba.ssm_state_new", st));
+    }
+    Op scan = op("mamba.ssd", ops::kSsdScan, std::move(ins), std::move(outs));
+    scan.in_labels = std::move(labels);
+    scan.unshardable = {"s", "c", "mn", "n"};
     scan.flops = Expr(7) * B().size * S("s") * S("mi") * S("mn");
     scan.model_flops = scan.flops;
     add(std::move(scan));
@@ -556,8 +593,14 @@ class Builder {
     int d_skip = weight(prefix_ + "mamba.D", {si}, "si", layer_);
     int dt_bias = weight(prefix_ + "mamba.dt_proj.bias", {si}, "si", layer_);
     int y = act("mamba.scan", BS({si}), o_.dtype);
-    Op scan = op("mamba.scan", ops::kSelectiveScan, {xc, delta, bt, ct, z, a_log, d_skip, dt_bias}, {y});
-    scan.unshardable = {"s", "c", "mn"};
+    std::vector<int> ins{xc, delta, bt, ct, z, a_log, d_skip, dt_bias}, outs{y};
+    if (o_.inference) {  // per sequence: d_inner x state
+      const std::vector<Dim> st{B(), Dim{"n", S("n")}, si, mn};
+      ins.push_back(state_cache("mamba.ssm_state", st, "si"));
+      outs.push_back(state_update("mamba.ssm_state_new", st));
+    }
+    Op scan = op("mamba.scan", ops::kSelectiveScan, std::move(ins), std::move(outs));
+    scan.unshardable = {"s", "c", "mn", "n"};
     const Expr tokens = B().size * S("s");
     scan.flops = Expr(9) * tokens * S("si") * S("mn") + Expr(2) * tokens * S("si");
     scan.model_flops = scan.flops;

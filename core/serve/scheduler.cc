@@ -90,11 +90,11 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
     r.output = requests[i].output;
     // A request whose whole sequence cannot be cached on an idle rank can
     // never finish: an error, not an endless preemption loop.
-    if (ceil_div(r.prompt + r.output, p.page_tokens) > p.blocks_per_rank)
+    const int64_t pages = ceil_div(r.prompt + r.output, p.page_tokens) + p.state_blocks;
+    if (pages > p.blocks_per_rank)
       return make_error(ErrorCode::kInvalidArgument,
                         "a request of " + to_string(r.prompt) + " + " + to_string(r.output) + " tokens needs " +
-                            to_string(ceil_div(r.prompt + r.output, p.page_tokens)) + " KV pages but a rank holds " +
-                            to_string(p.blocks_per_rank),
+                            to_string(pages) + " KV pages but a rank holds " + to_string(p.blocks_per_rank),
                         "serving.workload");
   }
   const int64_t budget = p.token_budget;  // sarathi: the chunk size (set by the caller)
@@ -164,7 +164,7 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
             draft = std::max<int64_t>(0, std::min({p.speculative_tokens, out_left, left - 1}));
             n = 1 + draft;
           }
-          const int64_t need = ceil_div(l.computed + n, p.page_tokens) - l.prefix / p.page_tokens - l.blocks;
+          const int64_t need = ceil_div(l.computed + n, p.page_tokens) + p.state_blocks - l.prefix / p.page_tokens - l.blocks;
           bool ok = true;
           while (need > rk.free_blocks) {
             Live victim = rk.running.back();
@@ -195,7 +195,7 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
                static_cast<int64_t>(rk.running.size()) < p.max_num_seqs) {
           Live l = rk.waiting.front();
           const int64_t n = std::min(total_tokens(l) - l.computed, left);
-          const int64_t need = ceil_div(l.computed + n, p.page_tokens) - l.prefix / p.page_tokens - l.blocks;
+          const int64_t need = ceil_div(l.computed + n, p.page_tokens) + p.state_blocks - l.prefix / p.page_tokens - l.blocks;
           if (need > rk.free_blocks) break;
           rk.waiting.pop_front();
           l.blocks += need;

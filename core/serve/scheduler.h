@@ -24,7 +24,7 @@ struct IterationShape {
 };
 
 // An iteration's seconds as a function of its shape, from a few simulated
-// iterations of the job (api/serving.cc fills it): base(tokens, sampled) +
+// iterations of the job (serve/serving.cc fills it): base(tokens, sampled) +
 // max(prefill pairs x its seconds + decode pairs x theirs, cached x
 // seconds_per_cached) (attention: compute-bound over its query-key pairs,
 // prefill in the prompt's form, decode in the cache's (MLA: absorbed), or
@@ -48,6 +48,7 @@ struct SchedulerParams {
   int64_t max_num_seqs = 256;   // running sequences per rank
   int64_t page_tokens = 16;
   int64_t blocks_per_rank = 0;  // KV cache pages each rank holds
+  int64_t state_blocks = 0;     // pages a running sequence holds beside its KV (a hybrid model's Mamba state)
   int64_t dp = 1;               // attention-dp ranks of one instance
   bool lockstep = false;        // dp ranks step together (MoE: the all-to-all waits for the slowest)
   int64_t replicas = 1;

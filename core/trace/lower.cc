@@ -469,7 +469,7 @@ class Lowerer {
     const double flops = static_cast<double>(w.flops), bytes = static_cast<double>(w.bytes);
     if (op.kind == OpKind::kMatmul) {
       SC_ASSIGN_OR_RETURN(GemmShape shape, gemm_shape(g_, op, bind_));
-      us = gemm_micros(hw_, w.dt, shape, flops, bytes);
+      us = gemm_micros(hw_, w.dt, shape, flops, bytes, o_.skinny_gemms);
       if (fp8_op(id)) {
         SC_ASSIGN_OR_RETURN(double extra, fp8_extra_micros(op));
         us += extra;

@@ -101,6 +101,10 @@ struct LowerOptions {
   // expert rank sets the pace; docs/parallelism.md).
   double moe_imbalance = 1.0;
   Fp8Recipe fp8_recipe = Fp8Recipe::kNone;  // FP8 linear GEMMs + their kernels (cost/fp8_cost.h)
+  // Serving iterations: GEMMs of few rows run the small-M kernels (rows
+  // padded to 8, split K; cost/kernel_cost.h, docs/hardware.md "Skinny
+  // GEMMs"). Training keeps the tile model.
+  bool skinny_gemms = false;
 };
 
 Result<RoleProgram> lower_program(const Graph& g, const Bindings& bind, const HardwareProfile& hw,

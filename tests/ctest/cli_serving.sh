@@ -40,6 +40,17 @@ for k in prefill decode mixed; do
 done
 grep -q '"kv_cache_bytes_per_token": 327680' "$out/llama/summary.json"
 
+# A hybrid model (Nemotron-H 8B): its 24 Mamba-2 layers keep a fixed state
+# per sequence, by hand 24 x ((8192 + 2 x 8 x 128) x 3 + 128 x 64 x 128) x 2 B
+# (docs/inference.md, "Hybrid models"), beside 4 attention layers' KV.
+cat >"$out/nemo.json" <<'J'
+{"mode": "inference", "model": "nemotron-h-8b", "parallel": {"tp": 1}, "hardware": "h100",
+ "serving": {"prompt_tokens": 4000, "output_tokens": 500}}
+J
+"$cli" inspect --config "$out/nemo.json" >"$out/nemo.txt"
+grep -q '^kv cache    16,384 bytes per token' "$out/nemo.txt"
+grep -q '^mamba state 51,806,208 bytes per sequence' "$out/nemo.txt"
+
 # DeepSeek-V3: DP attention with wide EP, disaggregated pools (61 x (512 + 64) x 2 B = 70,272 per token).
 cat >"$out/ds.json" <<'J'
 {"mode": "inference", "model": "deepseek-v3", "parallel": {"dp": 32, "ep": 32},
@@ -141,7 +152,7 @@ if "$cli" generate --config "$out/col.json" -o "$out/bad" --ranks 4 2>"$out/err.
 grep -q -- '--ranks: rank 4 is outside 0..3' "$out/err.txt"
 [ ! -e "$out/bad" ]
 
-# The KV transfer's bytes per pair (api/kv_transfer.h), by hand: prefill
+# The KV transfer's bytes per pair (serve/kv_transfer.h), by hand: prefill
 # (tp t, stage s) holds KV heads 2t, 2t+1 of layers 2s, 2s+1; decode tp t'
 # holds heads 4t'..4t'+3 of all layers: each of the 8 prefill ranks sends
 # one decode rank 2 layers x 2 heads x 1,008 tokens x 2 x 128 x 2 B = 2,064,384 B.

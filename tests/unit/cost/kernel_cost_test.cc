@@ -109,6 +109,43 @@ TEST_CASE("kernel cost: tile and wave quantisation on an A100 (DU-09799 section 
         doctest::Approx(tile / 4));
 }
 
+TEST_CASE("kernel cost: skinny GEMMs (serving) tend to the weight-streaming bandwidth bound") {
+  // docs/hardware.md, "Skinny GEMMs": with the small-M kernels (serving
+  // iterations) a GEMM of at most 256 rows pads them to 8, not to a
+  // 64-row tile, and splits K over SMs its few tiles leave idle. A100:
+  // 249.6 TFLOP/s at gemm_efficiency 0.80, 108 SMs, 2039 GB/s at 0.90.
+  HardwareProfile hw = a100();
+  const double per_sm = 312e12 * 0.80 / 108, hbm = 2039e9 * 0.90;
+  auto gemm = [&](int64_t m, int64_t n, int64_t k, bool skinny) {
+    return gemm_micros(hw, DType::kBF16, {1, m, n, k}, 2.0 * m * n * k, 2.0 * (m * k + k * n + m * n), skinny);
+  };
+  // A decode step's projection, 8 rows x 8192 x 8192 (Llama-3-70B's o_proj
+  // at tp 1, batch 8): its bytes are the 128 MiB weight (plus 2 x 128 KiB
+  // of rows), 73.3 us at 1835 GB/s. The tile model pads the 8 rows to a
+  // 64 x 128 tile: 64 tiles in one wave at half the per-SM rate (intensity
+  // 42.7 vs 85.3), 2 x 64 x 128 x 8192 / (per_sm / 2) = 116.2 us, 1.58x the
+  // bandwidth bound. The small-M kernel's 8 x 256 tiles (32 of them, K
+  // split 3 ways over 96 SMs, intensity 7.76) take 53.2 us: below the
+  // bytes, so the GEMM is bound by streaming its weight.
+  const double bytes = 2.0 * (8.0 * 8192 + 8192.0 * 8192 + 8.0 * 8192);
+  CHECK(gemm(8, 8192, 8192, true) == doctest::Approx(bytes / hbm * 1e6));
+  CHECK(gemm(8, 8192, 8192, false) == doctest::Approx(2.0 * 64 * 128 * 8192 / (per_sm * 0.5) * 1e6));
+  // One row: the same weight, a little fewer bytes.
+  const double one = 2.0 * (8192.0 + 8192.0 * 8192 + 8192.0);
+  CHECK(gemm(1, 8192, 8192, true) == doctest::Approx(one / hbm * 1e6));
+  // 256 rows x 4096 x 4096 is compute-bound: 256 x 128 tiles (intensity
+  // 85.3: the full per-SM rate), 32 of them with K split 3 ways (1366
+  // each) on 96 SMs, one wave: 2 x 256 x 128 x 1366 / per_sm = 38.7 us
+  // (the bytes take 20.6 us). The tile model's best is 64 tiles of
+  // 128 x 128 at 3/4 of the rate: 77.4 us.
+  CHECK(gemm(256, 4096, 4096, true) == doctest::Approx(2.0 * 256 * 128 * 1366 / per_sm * 1e6));
+  CHECK(gemm(256, 4096, 4096, false) == doctest::Approx(2.0 * 128 * 128 * 4096 / (per_sm * 0.75) * 1e6));
+  // Past 256 rows (a training micro-batch's thousands of tokens, a long
+  // prompt) nothing changes.
+  CHECK(gemm(257, 4096, 4096, true) == gemm(257, 4096, 4096, false));
+  CHECK(gemm(4096, 8192, 8192, true) == gemm(4096, 8192, 8192, false));
+}
+
 TEST_CASE("kernel cost: memory-bound and attention kernels") {
   HardwareProfile hw = a100();
   CHECK(memory_micros(hw, 0, 1e9) == doctest::Approx(1e9 / (2039e9 * 0.90) * 1e6));

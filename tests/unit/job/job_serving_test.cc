@@ -81,8 +81,13 @@ TEST_CASE("serving: training-only fields and bad values name the field") {
   CHECK(e.path == "serving.prompt_tokens");
   CHECK(has(e.message, "8193"));
   CHECK(has(e.message, "8192"));
-  e = must_fail(R"({"mode": "inference", "model": "nemotron-h-8b"})");
-  CHECK(e.path == "model.hybrid_pattern");
+  // Hybrid (Mamba) models serve colocated; disaggregated pools would move
+  // the Mamba state too, which the KV transfer does not model.
+  CHECK(parse_job(R"({"mode": "inference", "model": "nemotron-h-8b"})").ok());
+  e = must_fail(R"({"mode": "inference", "model": "nemotron-h-8b", "serving": {"disaggregated":
+      {"prefill": {"tp": 1}, "decode": {"tp": 1}}}})");
+  CHECK(e.path == "serving.disaggregated");
+  CHECK(has(e.message, "Mamba state"));
   // MoE with attention tp: the experts fill the tp ranks (ep x expert_tp =
   // tp). expert_tp left out is what ep leaves of tp: tp 2 alone is expert
   // tp 2 (vLLM's default), "ep": 2 is expert parallelism over the 2 ranks.
