@@ -73,15 +73,6 @@ JobEstimate estimate_job(const Job& job) {
 Budget engine_budget() { return g_budget; }
 void set_engine_budget(const Budget& b) { g_budget = b; }
 
-std::string human_bytes(int64_t bytes) {
-  char buf[48];
-  const double b = static_cast<double>(bytes);
-  if (b >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.1f GiB", b / (1024.0 * 1024 * 1024));
-  else if (b >= 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.0f MiB", b / (1024.0 * 1024));
-  else std::snprintf(buf, sizeof buf, "%.0f kB", b / 1024.0);
-  return buf;
-}
-
 Status check_budget(const Job& job, const Budget& b) {
   const JobEstimate e = estimate_job(job);
   if (e.engine_bytes <= b.max_engine_bytes) return ok_status();

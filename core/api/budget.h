@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 
+#include "base/bytes.h"
 #include "base/cancel.h"
 #include "base/status.h"
 #include "job/job.h"
@@ -59,7 +60,6 @@ void set_engine_budget(const Budget& b);
 // budget is Y GiB: ...what to change". Path "training.global_batch_size".
 Status check_budget(const Job& job, const Budget& b = engine_budget());
 
-// "12.3 GiB", "512 MiB", "900 kB": for messages.
-std::string human_bytes(int64_t bytes);
+// human_bytes ("12.3 GiB"): base/bytes.h.
 
 }  // namespace sc

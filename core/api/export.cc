@@ -18,7 +18,7 @@
 #include <string>
 
 #include "api/astrasim.h"
-#include "api/kv_transfer.h"
+#include "api/serving.h"
 #include "api/state.h"
 #include "base/json.h"
 #include "base/sha256.h"

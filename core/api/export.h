@@ -104,7 +104,7 @@ struct ArchiveSpec {
 
 // The folders of an inference job's archive, in order: "prefill",
 // "decode", then "mixed" (colocated) or "kv_transfer" (disaggregated pools:
-// api/kv_transfer.h). Empty for a training job.
+// serve/kv_transfer.h). Empty for a training job.
 std::vector<std::string> archive_parts(const Generator& g);
 // One more than the largest rank a selection may name: the world size of
 // a training job; the largest part's world of an inference job (with

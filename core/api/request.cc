@@ -8,7 +8,6 @@
 #include "base/json_fields.h"
 #include "base/sha256.h"
 #include "api/export.h"
-#include "api/kv_transfer.h"
 #include "emit/chakra_writer.h"
 #include "api/plan.h"
 #include "api/serving.h"
@@ -388,7 +387,7 @@ struct RequestOp {
   bool own_phase = false;  // reads args.phase itself (the archive's parts include kv_transfer)
 };
 
-// phase "kv_transfer" (disaggregated pools, api/kv_transfer.h) for the rank
+// phase "kv_transfer" (disaggregated pools, serve/kv_transfer.h) for the rank
 // preview: rank_trace (the rank's sends or receives), groups (none) and
 // rank_info (which pool the rank is in); it has no graph or summary of its own.
 Response kv_transfer_op(const std::string& op, const Generator& gen, const json& args) {

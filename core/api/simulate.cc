@@ -18,7 +18,7 @@ using json = nlohmann::json;
 // Node names are "[mbN.]fwd|bwd|opt.<op name>[.stepJ|.kv_sendJ|...]"
 // (trace/lower.cc). Zero-bubble moves weight-gradient GEMMs into W steps.
 // Micro-batches only for a timeline (its only reader).
-void label_nodes(const GeneratorState& s, int64_t stage, bool micro_batches, SimStage* out) {
+void label_nodes(const BuiltJob& s, int64_t stage, bool micro_batches, SimStage* out) {
   const Graph& g = s.graph_of(stage);
   const RoleProgram& p = s.program_of(stage);
   std::set<std::string, std::less<>> wgrad;
@@ -59,6 +59,10 @@ Result<SimulateReport> simulate_state(const GeneratorState& s, const SimulateOpt
   if (s.default_simulation && o.reuse_summary && !o.exhaustive && !o.astra && !o.timeline && o.comm_sm_share_domain < 0 &&
       o.comm_sm_share_scale_out < 0)
     return *s.default_simulation;
+  return simulate_built(s, o);
+}
+
+Result<SimulateReport> simulate_built(const BuiltJob& s, const SimulateOptions& o) {
   const Job& job = s.job;
   const int64_t world = s.layout.world_size();
   SimulateReport r;

@@ -8,6 +8,7 @@
 
 #include "api/api.h"
 #include "base/status.h"
+#include "sim/built.h"
 #include "sim/simulate.h"
 
 namespace sc {
@@ -47,5 +48,8 @@ std::string simulate_text(const SimulateReport& r);
 struct GeneratorState;
 // For summary.json (api/summary.cc): the same, from the state being built.
 Result<SimulateReport> simulate_state(const GeneratorState& s, const SimulateOptions& o);
+// The same for any built job, never reusing a summary's run (the serving
+// layer's iterations, through its backend: api/serving.cc).
+Result<SimulateReport> simulate_built(const BuiltJob& s, const SimulateOptions& o);
 
 }  // namespace sc

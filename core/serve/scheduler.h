@@ -24,7 +24,7 @@ struct IterationShape {
 };
 
 // An iteration's seconds as a function of its shape, from a few simulated
-// iterations of the job (api/serving.cc fills it): base(tokens, sampled) +
+// iterations of the job (serve/serving.cc fills it): base(tokens, sampled) +
 // max(prefill pairs x its seconds + decode pairs x theirs, cached x
 // seconds_per_cached) (attention: compute-bound over its query-key pairs,
 // prefill in the prompt's form, decode in the cache's (MLA: absorbed), or

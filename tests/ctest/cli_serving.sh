@@ -141,7 +141,7 @@ if "$cli" generate --config "$out/col.json" -o "$out/bad" --ranks 4 2>"$out/err.
 grep -q -- '--ranks: rank 4 is outside 0..3' "$out/err.txt"
 [ ! -e "$out/bad" ]
 
-# The KV transfer's bytes per pair (api/kv_transfer.h), by hand: prefill
+# The KV transfer's bytes per pair (serve/kv_transfer.h), by hand: prefill
 # (tp t, stage s) holds KV heads 2t, 2t+1 of layers 2s, 2s+1; decode tp t'
 # holds heads 4t'..4t'+3 of all layers: each of the 8 prefill ranks sends
 # one decode rank 2 layers x 2 heads x 1,008 tokens x 2 x 128 x 2 B = 2,064,384 B.

@@ -1,4 +1,4 @@
-// The KV transfer between disaggregated pools (api/kv_transfer.h): which
+// The KV transfer between disaggregated pools (serve/kv_transfer.h): which
 // prefill rank sends which decode rank how many bytes, derived here by hand
 // from the two layouts (which layers a pipeline stage holds, which KV heads
 // a tp rank holds; MLA's latent on every tp rank), never read back from the
@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "api/api.h"
-#include "api/kv_transfer.h"
+#include "api/serving.h"
 #include "check/replay.h"
 #include "../test_jobs.h"
 

@@ -263,7 +263,7 @@ TEST_CASE("serving: prefill, decode and mixed traces replay; disaggregated pools
   CHECK(dinf["kv_transfer_seconds"].get<double>() > 0);
   // The transfer's traces: 16 prefill ranks each prefilled one 2000-token
   // prompt (125 pages of 16) of 70,272 B per token; prompt j goes whole to
-  // decode dp rank j (tp 1 on both sides): 16 pairs (api/kv_transfer.h).
+  // decode dp rank j (tp 1 on both sides): 16 pairs (serve/kv_transfer.h).
   Result<KvTransfer> kv = kv_transfer_traces(d);
   REQUIRE(kv.ok());
   CHECK(kv->ranks.size() == 48);

@@ -1,11 +1,10 @@
 // The KV transfer between disaggregated pools: see kv_transfer.h.
-#include "api/kv_transfer.h"
+#include "serve/kv_transfer.h"
 
 #include <map>
 #include <string>
 #include <utility>
 
-#include "api/state.h"
 #include "model/transformer.h"
 
 namespace sc {
@@ -42,17 +41,10 @@ int64_t rank_of(const RankLayout& layout, int64_t tp, int64_t pp, int64_t dp) {
 
 }  // namespace
 
-Result<KvTransfer> kv_transfer_traces(const Generator& g) {
-  const GeneratorState& s = GeneratorAccess::state(g);
-  const Generator* pg = g.phase("prefill");
-  if (!s.serving_job || !s.serving_job->serving.disaggregated || pg == nullptr)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "a KV transfer exists only between disaggregated pools (serving.disaggregated)",
-                      "serving.disaggregated");
-  const Job& full = *s.serving_job;
+namespace serve {
+
+KvTransfer kv_transfer_traces(const Job& full, const RankLayout& pl, const RankLayout& dl, const TraceMetadata& meta) {
   const Job pj = serving_pool_job(full, true), dj = serving_pool_job(full, false);
-  const RankLayout& pl = GeneratorAccess::state(*pg).layout;
-  const RankLayout& dl = s.layout;
   const int64_t wp = pl.world_size(), wd = dl.world_size();
   const ModelConfig& m = full.model;
   const int64_t elem = dtype_bytes(full.serving.kv_dtype);
@@ -80,7 +72,7 @@ Result<KvTransfer> kv_transfer_traces(const Generator& g) {
   KvTransfer out;
   out.prefill_world = wp;
   out.decode_world = wd;
-  out.meta = g.metadata();
+  out.meta = meta;
   out.meta.world_size = wp + wd;
   out.ranks.resize(static_cast<size_t>(wp + wd));
   for (int64_t r = 0; r < wp + wd; ++r) out.ranks[static_cast<size_t>(r)].rank = r;
@@ -114,4 +106,5 @@ Result<KvTransfer> kv_transfer_traces(const Generator& g) {
   return out;
 }
 
+}  // namespace serve
 }  // namespace sc

@@ -9,8 +9,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "api/api.h"
 #include "base/status.h"
+#include "job/job.h"
+#include "parallel/groups.h"
+#include "parallel/mesh.h"
+#include "trace/rank_trace.h"
 
 namespace sc {
 
@@ -41,8 +44,13 @@ struct KvTransfer {
   int64_t total_bytes = 0;       // sum over pairs
 };
 
-// For an inference job's Generator with serving.disaggregated; otherwise
-// an error at path "serving.disaggregated".
-Result<KvTransfer> kv_transfer_traces(const Generator& g);
+namespace serve {
+// For a disaggregated inference job `full` (serving.disaggregated): its
+// prefill and decode pools' rank layouts, and the traces' metadata (the
+// decode iteration's; world_size is set here). The façade's door, from a
+// Generator: api/serving.h.
+KvTransfer kv_transfer_traces(const Job& full, const RankLayout& prefill, const RankLayout& decode,
+                              const TraceMetadata& meta);
+}  // namespace serve
 
 }  // namespace sc
