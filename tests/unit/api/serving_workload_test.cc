@@ -73,6 +73,17 @@ TEST_CASE("serving workload: parse errors name the field") {
         "serving.scheduler.acceptance_rate");
   CHECK(parse_error(job_with(R"(, "scheduler": {"step_overhead_seconds": -1})")).path ==
         "serving.scheduler.step_overhead_seconds");
+  CHECK(parse_error(job_with(R"(, "scheduler": {"scheduler_steps": 0})")).path == "serving.scheduler.scheduler_steps");
+  CHECK(parse_error(job_with(R"(, "scheduler": {"scheduler_steps": 65})")).path == "serving.scheduler.scheduler_steps");
+  {
+    const Error e = parse_error(
+        job_with(R"(, "scheduler": {"scheduler_steps": 4, "speculative_tokens": 2, "acceptance_rate": 0.5})"));
+    CHECK(e.path == "serving.scheduler.scheduler_steps");
+    CHECK(e.message.find("4 steps") != std::string::npos);
+  }
+  CHECK(parse_error(job_with(R"(, "scheduler": {"policy": "prefill-first"})")).message.find("prefill_first") !=
+        std::string::npos);
+  CHECK(parse_job(job_with(R"(, "scheduler": {"policy": "prefill_first", "scheduler_steps": 10})")).ok());
   // Past the model's context (Llama 3 8B: 8,192).
   CHECK(parse_error(job_with(R"(, "workload": {"rate": 1, "requests": 5, "prompt_tokens": 9000})")).path ==
         "serving.workload.prompt_tokens");
