@@ -155,6 +155,20 @@ TEST_CASE("serving workload: jobs without one keep their summary; gpu_memory_uti
   CHECK(half["max_concurrent_sequences"].get<int64_t>() < plain["max_concurrent_sequences"].get<int64_t>());
 }
 
+TEST_CASE("serving workload: multi-step scheduling on a whole job: the summary says so; arrivals wait for the run") {
+  const std::string w = R"(, "workload": {"rate": 4, "requests": 60, "seed": 3})";
+  json one = inference_of(job_with(w + R"(, "scheduler": {"policy": "prefill_first"})"));
+  json ten = inference_of(job_with(w + R"(, "scheduler": {"policy": "prefill_first", "scheduler_steps": 10})"));
+  CHECK(one["workload"]["scheduler"]["policy"] == "prefill_first");
+  CHECK(!one["workload"]["scheduler"].contains("scheduler_steps"));
+  CHECK(ten["workload"]["scheduler"]["scheduler_steps"] == 10);
+  // A request arriving during a ten-step run waits for it: the median TTFT
+  // grows by more than a decode step; a burst gap spans several steps.
+  const double step = one["tpot_seconds_p50"].get<double>();
+  CHECK(ten["ttft_seconds_p50"].get<double>() > one["ttft_seconds_p50"].get<double>() + step);
+  CHECK(ten["itl_seconds_p50"].get<double>() > 3 * one["itl_seconds_p50"].get<double>());
+}
+
 TEST_CASE("serving capacity: monotone in the targets; the curve meets the SLO below the capacity") {
   Generator g = testing::generator_from_json(job_with(R"(, "workload": {"rate": 1, "requests": 300, "seed": 2})"));
   Result<CapacityResult> tight = serving_capacity(g, 0.5, 0.05), loose = serving_capacity(g, 2.0, 0.1);
