@@ -194,7 +194,7 @@ inline constexpr int64_t kMaxWorkloadRequests = 200000;
 // "Scheduler"). present = false keeps the canonical job unchanged.
 struct SchedulerConfig {
   bool present = false;
-  enum class Policy { kVllm, kSarathi } policy = Policy::kVllm;
+  enum class Policy { kVllm, kSarathi, kPrefillFirst } policy = Policy::kVllm;
   int64_t max_num_batched_tokens = 8192;  // token budget per iteration (vllm)
   int64_t max_num_seqs = 256;             // running sequences per attention-dp rank
   int64_t chunk_tokens = 512;             // sarathi: the token budget per iteration
@@ -202,6 +202,7 @@ struct SchedulerConfig {
   double token_overhead_seconds = 0;      // host time per sampled token (sampling, detokenization)
   int64_t speculative_tokens = 0;         // draft tokens verified per decode step (0 = none)
   double acceptance_rate = 0;             // chance each draft token is accepted, in [0, 1]
+  int64_t scheduler_steps = 1;            // decode steps per scheduling decision (vLLM --num-scheduler-steps)
 };
 
 // serving.slo: latency targets of the capacity search and of goodput.

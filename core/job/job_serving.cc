@@ -210,15 +210,17 @@ Status parse_scheduler(const Json& v, SchedulerConfig* c) {
   SC_RETURN_IF_ERROR(jsonf::check_keys(v,
                                        {"policy", "max_num_batched_tokens", "max_num_seqs", "chunk_tokens",
                                         "step_overhead_seconds", "token_overhead_seconds", "speculative_tokens",
-                                        "acceptance_rate"},
+                                        "acceptance_rate", "scheduler_steps"},
                                        path));
   c->present = true;
   if (const Json* x = jsonf::find(v, "policy")) {
     SC_ASSIGN_OR_RETURN(std::string p, jsonf::get_string(*x, path + ".policy"));
     if (p == "vllm") c->policy = SchedulerConfig::Policy::kVllm;
     else if (p == "sarathi") c->policy = SchedulerConfig::Policy::kSarathi;
+    else if (p == "prefill_first") c->policy = SchedulerConfig::Policy::kPrefillFirst;
     else
-      return make_error(ErrorCode::kInvalidArgument, "unknown policy \"" + jsonf::clip(p) + "\" (known: vllm, sarathi)",
+      return make_error(ErrorCode::kInvalidArgument,
+                        "unknown policy \"" + jsonf::clip(p) + "\" (known: vllm, sarathi, prefill_first)",
                         path + ".policy");
   }
   for (const auto& [key, dst, hi] : {std::tuple<const char*, double*, double>{"step_overhead_seconds",
@@ -233,6 +235,14 @@ Status parse_scheduler(const Json& v, SchedulerConfig* c) {
   if (const Json* x = jsonf::find(v, "speculative_tokens")) {
     SC_ASSIGN_OR_RETURN(c->speculative_tokens, jsonf::get_int(*x, path + ".speculative_tokens", 0, 16));
   }
+  if (const Json* x = jsonf::find(v, "scheduler_steps")) {
+    SC_ASSIGN_OR_RETURN(c->scheduler_steps, jsonf::get_int(*x, path + ".scheduler_steps", 1, 64));
+  }
+  if (c->scheduler_steps > 1 && c->speculative_tokens > 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "multi-step scheduling (" + to_string(c->scheduler_steps) +
+                          " steps) and speculative decoding together are not modelled; set one of them",
+                      path + ".scheduler_steps");
   if (c->speculative_tokens > 0 && !jsonf::find(v, "acceptance_rate"))
     return make_error(ErrorCode::kInvalidArgument, "speculative decoding needs the chance a draft token is accepted",
                       path + ".acceptance_rate");
@@ -456,12 +466,15 @@ void serving_canonical(const Job& job, Json* root) {
   if (s.workload.present) serving["workload"] = workload_json(s.workload);
   if (s.scheduler.present) {
     const SchedulerConfig& c = s.scheduler;
-    serving["scheduler"] = {{"policy", c.policy == SchedulerConfig::Policy::kSarathi ? "sarathi" : "vllm"},
+    serving["scheduler"] = {{"policy", c.policy == SchedulerConfig::Policy::kSarathi        ? "sarathi"
+                                       : c.policy == SchedulerConfig::Policy::kPrefillFirst ? "prefill_first"
+                                                                                            : "vllm"},
                             {"max_num_batched_tokens", c.max_num_batched_tokens},
                             {"max_num_seqs", c.max_num_seqs},
                             {"chunk_tokens", c.chunk_tokens}};
     if (c.step_overhead_seconds > 0) serving["scheduler"]["step_overhead_seconds"] = c.step_overhead_seconds;
     if (c.token_overhead_seconds > 0) serving["scheduler"]["token_overhead_seconds"] = c.token_overhead_seconds;
+    if (c.scheduler_steps > 1) serving["scheduler"]["scheduler_steps"] = c.scheduler_steps;
     if (c.speculative_tokens > 0) {
       serving["scheduler"]["speculative_tokens"] = c.speculative_tokens;
       serving["scheduler"]["acceptance_rate"] = c.acceptance_rate;

@@ -31,6 +31,7 @@ struct Live {
   int64_t blocks = 0;        // cache pages held
   int64_t prefix = 0;        // tokens found in the prefix cache (whole pages, shared)
   double last_token = 0;     // time of the latest output token
+  bool pending = false;      // tokens made since the last one streamed (a multi-step run)
 };
 
 struct Rank {
@@ -43,6 +44,7 @@ struct Rank {
     int64_t n, draft;
   };
   std::vector<Sched> sched;
+  int64_t run_left = 0;  // steps left in the current multi-step decode run
 };
 
 }  // namespace
@@ -154,9 +156,46 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
         auto total_tokens = [&](const Live& l) {
           return out.requests[static_cast<size_t>(l.id)].prompt + l.generated;
         };
+        auto decoding = [&](const Live& l) { return l.generated > 0 && total_tokens(l) - l.computed == 1; };
+        const bool prefill_first = p.policy == SchedulerParams::Policy::kPrefillFirst;
+        if (rk.run_left > 0) {
+          // Inside a multi-step run: every request of the run that is still
+          // generating takes one more decode step (its pages were reserved
+          // when the run began); no admission.
+          for (size_t i = 0; i < rk.running.size(); ++i) {
+            const Live& l = rk.running[i];
+            if (l.generated < out.requests[static_cast<size_t>(l.id)].output) rk.sched.push_back({i, 1, 0});
+          }
+          --rk.run_left;
+        }
+        const bool in_run = !rk.sched.empty();
+        // Prefill first: running requests still in their prompt (chunked),
+        // then waiting ones, as a batch of its own; decodes only when no
+        // prompt can run.
+        if (prefill_first && rk.sched.empty()) {
+          for (size_t i = 0; i < rk.running.size() && left > 0; ++i) {
+            Live& l = rk.running[i];
+            if (decoding(l)) continue;
+            const int64_t n = std::min(total_tokens(l) - l.computed, left);
+            const int64_t need = ceil_div(l.computed + n, p.page_tokens) - l.prefix / p.page_tokens - l.blocks;
+            if (need > rk.free_blocks) break;
+            l.blocks += need;
+            rk.free_blocks -= need;
+            rk.sched.push_back({i, n, 0});
+            left -= n;
+          }
+        }
+        const bool prefill_batch = prefill_first && (!rk.sched.empty() || (!rk.waiting.empty() && [&] {
+                                     const Live& h = rk.waiting.front();
+                                     const int64_t n = std::min(total_tokens(h) - h.computed, left);
+                                     return static_cast<int64_t>(rk.running.size()) < p.max_num_seqs &&
+                                            ceil_div(h.computed + n, p.page_tokens) - h.prefix / p.page_tokens -
+                                                    h.blocks <=
+                                                rk.free_blocks;
+                                   }()));
         // Running requests first, in order; a request that cannot get its
         // pages preempts the most recently admitted one (recompute).
-        for (size_t i = 0; i < rk.running.size() && left > 0;) {
+        for (size_t i = 0; !in_run && !prefill_batch && i < rk.running.size() && left > 0;) {
           Live& l = rk.running[i];
           int64_t n = std::min(total_tokens(l) - l.computed, left), draft = 0;
           if (p.speculative_tokens > 0 && l.generated > 0 && total_tokens(l) - l.computed == 1) {
@@ -190,8 +229,9 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
           ++i;
         }
         // Then waiting requests, first come first served, while the budget,
-        // the running cap and the cache allow (not after a preemption).
-        while (!preempted && !rk.waiting.empty() && left > 0 &&
+        // the running cap and the cache allow (not after a preemption; with
+        // prefill first, only into a prefill batch).
+        while (!preempted && !in_run && (!prefill_first || prefill_batch) && !rk.waiting.empty() && left > 0 &&
                static_cast<int64_t>(rk.running.size()) < p.max_num_seqs) {
           Live l = rk.waiting.front();
           const int64_t n = std::min(total_tokens(l) - l.computed, left);
@@ -205,6 +245,38 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
           rk.running.push_back(l);
           rk.sched.push_back({rk.running.size() - 1, n, 0});
           left -= n;
+        }
+        // Multi-step: a decode-only batch starts a run of up to
+        // scheduler_steps steps when the cache holds the run's pages now
+        // (reserved as vLLM's lookahead slots); otherwise one step.
+        if (p.scheduler_steps > 1 && !in_run && !preempted && !rk.sched.empty() &&
+            std::all_of(rk.sched.begin(), rk.sched.end(), [&](const Rank::Sched& e) {
+              return e.n == 1 && e.draft == 0 && decoding(rk.running[e.i]);
+            })) {
+          int64_t steps = 1, extra = 0;
+          for (const Rank::Sched& e : rk.sched) {
+            const Live& l = rk.running[e.i];
+            const int64_t s =
+                std::min(p.scheduler_steps, out.requests[static_cast<size_t>(l.id)].output - l.generated);
+            steps = std::max(steps, s);
+          }
+          for (const Rank::Sched& e : rk.sched) {
+            const Live& l = rk.running[e.i];
+            const int64_t s =
+                std::min(steps, out.requests[static_cast<size_t>(l.id)].output - l.generated);
+            extra += ceil_div(l.computed + s, p.page_tokens) - l.prefix / p.page_tokens - l.blocks;
+          }
+          if (steps > 1 && extra <= rk.free_blocks) {
+            for (const Rank::Sched& e : rk.sched) {
+              Live& l = rk.running[e.i];
+              const int64_t s =
+                  std::min(steps, out.requests[static_cast<size_t>(l.id)].output - l.generated);
+              const int64_t x = ceil_div(l.computed + s, p.page_tokens) - l.prefix / p.page_tokens - l.blocks;
+              l.blocks += x;
+              rk.free_blocks -= x;
+            }
+            rk.run_left = steps - 1;
+          }
         }
         for (const Rank::Sched& e : rk.sched) {
           const Live& l = rk.running[e.i];
@@ -256,16 +328,31 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
           RequestResult& rr = out.requests[static_cast<size_t>(l.id)];
           l.generated += 1 + accepted;
           out.output_tokens += 1 + accepted;
-          if (rr.first_token < 0) rr.first_token = t;
-          else itl.push_back(t - l.last_token);
-          l.last_token = t;
-          if (l.generated >= rr.output) {
-            rr.finish = t;
-            rk.free_blocks += l.blocks;
-            done[i] = 1;
-            --live;
+          if (rr.first_token < 0) {
+            rr.first_token = t;
+            l.last_token = t;
+          } else {
+            l.pending = true;
           }
         }
+        // Stream what was made, except inside a multi-step run (its tokens
+        // go out together when it ends); finished requests leave then.
+        if (rk.run_left == 0)
+          for (size_t i = 0; i < rk.running.size(); ++i) {
+            Live& l = rk.running[i];
+            RequestResult& rr = out.requests[static_cast<size_t>(l.id)];
+            if (l.pending) {
+              itl.push_back(t - l.last_token);
+              l.last_token = t;
+              l.pending = false;
+            }
+            if (l.generated >= rr.output) {
+              rr.finish = t;
+              rk.free_blocks += l.blocks;
+              done[i] = 1;
+              --live;
+            }
+          }
         for (size_t i = 0; i < rk.running.size(); ++i)
           if (!done[i]) keep.push_back(rk.running[i]);
         rk.running.swap(keep);

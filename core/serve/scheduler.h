@@ -43,7 +43,12 @@ struct CostModel {
 };
 
 struct SchedulerParams {
-  enum class Policy { kVllm, kSarathi } policy = Policy::kVllm;
+  // kVllm: vLLM V1 (running requests first, new prompts joined to the same
+  // iteration); kSarathi: the same under a chunk-sized budget;
+  // kPrefillFirst: vLLM V0 without chunked prefill and SGLang <= 0.3 (a
+  // batch of prompts runs alone, before any decode step, whenever a waiting
+  // request can be admitted; decode batches hold only decodes).
+  enum class Policy { kVllm, kSarathi, kPrefillFirst } policy = Policy::kVllm;
   int64_t token_budget = 8192;  // tokens per iteration per rank
   int64_t max_num_seqs = 256;   // running sequences per rank
   int64_t page_tokens = 16;
@@ -62,6 +67,12 @@ struct SchedulerParams {
   // first rejection (drawn from the seeded stream).
   int64_t speculative_tokens = 0;
   double acceptance_rate = 0;
+  // Multi-step scheduling (vLLM's --num-scheduler-steps): a decode-only
+  // batch runs this many steps on one decision (fewer when its longest
+  // request ends sooner), with no admission in between; its tokens are
+  // streamed at the end of the run, one burst per request (ITL: the gap
+  // between bursts). Prefill iterations stay single steps.
+  int64_t scheduler_steps = 1;
   uint64_t seed = 0;
 };
 

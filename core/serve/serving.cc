@@ -572,8 +572,10 @@ serve::SchedulerParams scheduler_params(const Job& full, const Serving& sv) {
   const ServingConfig& cfg = full.serving;
   serve::SchedulerParams p;
   const SchedulerConfig& sc = cfg.scheduler;
-  p.policy = sc.policy == SchedulerConfig::Policy::kSarathi ? serve::SchedulerParams::Policy::kSarathi
-                                                             : serve::SchedulerParams::Policy::kVllm;
+  p.policy = sc.policy == SchedulerConfig::Policy::kSarathi        ? serve::SchedulerParams::Policy::kSarathi
+             : sc.policy == SchedulerConfig::Policy::kPrefillFirst ? serve::SchedulerParams::Policy::kPrefillFirst
+                                                                   : serve::SchedulerParams::Policy::kVllm;
+  p.scheduler_steps = sc.scheduler_steps;
   p.token_budget = sc.policy == SchedulerConfig::Policy::kSarathi ? sc.chunk_tokens : sc.max_num_batched_tokens;
   p.max_num_seqs = sc.max_num_seqs;
   p.page_tokens = cfg.page_tokens;
@@ -678,7 +680,9 @@ void workload_json(const Job& full, const serve::WorkloadResult& r, const serve:
             {"kv_cache_utilization_max", sig(r.kv_utilization_max)},
             {"kv_cache_utilization", kv},
             {"scheduler",
-             {{"policy", p.policy == serve::SchedulerParams::Policy::kSarathi ? "sarathi" : "vllm"},
+             {{"policy", p.policy == serve::SchedulerParams::Policy::kSarathi        ? "sarathi"
+                         : p.policy == serve::SchedulerParams::Policy::kPrefillFirst ? "prefill_first"
+                                                                                     : "vllm"},
               {"token_budget", p.token_budget},
               {"max_num_seqs", p.max_num_seqs},
               {"dp_lockstep", p.lockstep}}},
@@ -687,6 +691,7 @@ void workload_json(const Job& full, const serve::WorkloadResult& r, const serve:
               {"seconds_per_decode_pair", sig(m.seconds_per_decode_pair)},
               {"seconds_per_cached_token", sig(m.seconds_per_cached)},
               {"grid_points", static_cast<int64_t>(m.grid.size())}}}};
+  if (p.scheduler_steps > 1) w["scheduler"]["scheduler_steps"] = p.scheduler_steps;
   if (full.serving.slo.present) {
     w["goodput_requests_per_second"] = sig(r.goodput);
   }

@@ -10,6 +10,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { unzipSync } from 'fflate';
 import { decodeTrace } from '../../web/src/lib/chakra.js';
 import { cliPath } from './native.mjs';
@@ -39,6 +40,23 @@ const SERVE_SLO_JOB = { mode: 'inference', model: { preset: 'llama3-8b', num_lay
   serving: { prompt_tokens: 1000, output_tokens: 200,
     workload: { arrival: 'poisson', rate: 40, requests: 200, seed: 3 },
     slo: { ttft_seconds_p99: 0.2, tpot_seconds_p99: 0.02 } } };
+
+// Llama 3 8B, 4,000 + 50 tokens, 300 requests, P99 TTFT 1 s and TPOT 50 ms:
+// a prefill-bound capacity (the layout search's best per GPU).
+const SERVE_PREFILL_JOB = { mode: 'inference', model: { preset: 'llama3-8b' }, parallel: { tp: 1 },
+  serving: { prompt_tokens: 4000, output_tokens: 50, workload: { arrival: 'poisson', rate: 40, requests: 300, seed: 3 },
+    slo: { ttft_seconds_p99: 1, tpot_seconds_p99: 0.05 } } };
+
+// The native CLI's `serve-capacity --json` for `job`, with more arguments.
+function nativeCapacityArgs(job, args) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'stagecraft-cap-'));
+  try {
+    fs.writeFileSync(path.join(dir, 'job.json'), JSON.stringify(job));
+    return JSON.parse(execFileSync(cliPath(), ['serve-capacity', '--config', path.join(dir, 'job.json'), '--json', ...args], { stdio: ['ignore', 'pipe', 'inherit'] }).toString());
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 // The native CLI's `serve-capacity --json` for `job`.
 function nativeCapacity(job) {
@@ -321,6 +339,96 @@ export async function servingCases(context, base, only = '') {
     check(await page.isVisible('input[name="serving.slo.ttft_seconds_p99"]') && await page.isVisible('select[name="serving.workload.arrival"]'), 'SLO and workload fields in the editor');
   });
 
+  await run('capacity across layouts: one search per tp and replica count as serve-capacity --tp-list --replicas-list, rows streamed as each ends, the best per GPU marked, an impossible layout in words; axe at 1440 and 390 px', async (page) => {
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.goto(jobUrl(base, SERVE_SLO_JOB));
+    await ready(page);
+    await page.waitForSelector('#layouts-run');
+    // Bad lists: the field named, nothing searched.
+    await page.fill('#layouts-tp', '0,x');
+    await page.click('#layouts-run');
+    check(/tp values: 1 to 16 positive whole numbers/.test(await page.textContent('#layouts [role=alert]')), 'a bad tp list is explained');
+    check(await page.getAttribute('#layouts-tp', 'aria-invalid') === 'true', 'the tp field marked invalid');
+    // Every state the section passes through (rows so far, done) in order.
+    await page.evaluate(() => {
+      const el = document.getElementById('layouts');
+      window.layoutStates = [];
+      new MutationObserver(() => {
+        const s = `${el.dataset.layouts}/${el.dataset.done}`;
+        if (el.dataset.layouts !== undefined && window.layoutStates[window.layoutStates.length - 1] !== s) window.layoutStates.push(s);
+      }).observe(el, { attributes: true });
+    });
+    await page.fill('#layouts-tp', '1, 2,3');
+    await page.fill('#layouts-replicas', '1,2');
+    await page.click('#layouts-run');
+    await page.waitForFunction(() => document.getElementById('layouts')?.dataset.done === '1', null, { timeout: 300_000 });
+    const states = await page.evaluate(() => window.layoutStates);
+    // Streamed: 0, 1, ... 5 rows while running, then all 6 done.
+    check(states.join() === '0/0,1/0,2/0,3/0,4/0,5/0,6/1' || states.join() === '0/0,1/0,2/0,3/0,4/0,5/0,6/0,6/1', `rows appear one search at a time: ${states}`);
+    const rows = await page.$$eval('#layouts tbody tr', (rs) => rs.map((r) => ({ tp: Number(r.dataset.tp), replicas: Number(r.dataset.replicas), cap: r.dataset.capacity === undefined ? null : Number(r.dataset.capacity),
+      gpus: Number(r.dataset.gpus), error: r.dataset.error === '1', best: r.classList.contains('best'), text: r.textContent })));
+    check(rows.map((r) => `${r.tp}x${r.replicas}`).join() === '1x1,1x2,2x1,2x2,3x1,3x2', `tp outer, replicas inner, as the CLI: ${rows.map((r) => `${r.tp}x${r.replicas}`)}`);
+    // tp 3 does not divide Llama 3 8B's 32 heads: refused, in words, per row.
+    for (const r of rows.filter((x) => x.tp === 3)) check(r.error && /Not possible: .*\S/.test(r.text) && /3/.test(r.text), `tp 3 refused in its row: ${r.text}`);
+    const native = nativeCapacityArgs(SERVE_SLO_JOB, ['--tp-list', '1,2', '--replicas-list', '1,2']).layouts;
+    check(native.length === 4, `native: four layouts (${native.length})`);
+    native.forEach((n, i) => {
+      const r = rows[i];
+      check(r.tp === n.tp && r.replicas === n.replicas && r.cap === n.capacity_requests_per_second && r.gpus === n.gpus && !r.error,
+        `layout ${n.tp}x${n.replicas}: browser ${r.cap} req/s on ${r.gpus} GPUs, native serve-capacity ${n.capacity_requests_per_second} on ${n.gpus}`);
+    });
+    // GPUs by hand: tp x replicas.
+    check(rows.slice(0, 4).every((r) => r.gpus === r.tp * r.replicas), `GPUs = tp x replicas: ${rows.map((r) => r.gpus)}`);
+    // The best: the most requests/s per GPU among the native answers (ties: fewer GPUs).
+    let want = -1;
+    native.forEach((n, i) => {
+      if (!(n.capacity_requests_per_second > 0)) return;
+      const b = native[want];
+      if (want < 0 || n.capacity_requests_per_second_per_gpu > b.capacity_requests_per_second_per_gpu || (n.capacity_requests_per_second_per_gpu === b.capacity_requests_per_second_per_gpu && n.gpus < b.gpus)) want = i;
+    });
+    check(want >= 0 && rows.filter((r) => r.best).length === 1 && rows[want].best, `the best row is ${JSON.stringify(native[want])}: ${rows.map((r) => r.best)}`);
+    const headline = await page.textContent('#layouts .layouts-best');
+    check(headline.includes(`tp ${native[want].tp} × ${native[want].replicas} replica`), `the best in words: ${headline}`);
+    check(!/NaN|undefined|Infinity/.test(await page.textContent('#layouts')), 'no NaN in the layouts section');
+    await checkAxe(page, 'the capacity across layouts at 1440 px');
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.waitForTimeout(100);
+    const width = await page.evaluate(() => Math.max(document.documentElement.scrollWidth, document.body.scrollWidth));
+    check(width <= 390, `page width at 390 px: ${width}`);
+    await checkAxe(page, 'the capacity across layouts at 390 px');
+    // Where the most requests/s per GPU is not the most requests/s: Llama 3 8B
+    // with 4,000-token prompts under a 1 s P99 TTFT (prefill-bound: tp's
+    // all-reduces cost more per GPU as tp grows) — the best is the native
+    // answers' most per GPU, not their largest capacity.
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.goto('about:blank');
+    await page.goto(jobUrl(base, SERVE_PREFILL_JOB));
+    await ready(page);
+    await page.waitForSelector('#layouts-run');
+    await page.fill('#layouts-tp', '1,2,4,8');
+    await page.fill('#layouts-replicas', '1');
+    await page.click('#layouts-run');
+    await page.waitForFunction(() => document.getElementById('layouts')?.dataset.done === '1', null, { timeout: 300_000 });
+    const wide = nativeCapacityArgs(SERVE_PREFILL_JOB, ['--tp-list', '1,2,4,8']).layouts;
+    const shown = await page.$$eval('#layouts tbody tr', (rs) => rs.map((r) => ({ tp: Number(r.dataset.tp), cap: Number(r.dataset.capacity), best: r.classList.contains('best') })));
+    wide.forEach((n, i) => check(shown[i].tp === n.tp && shown[i].cap === n.capacity_requests_per_second, `tp ${n.tp}: browser ${shown[i].cap} req/s, native ${n.capacity_requests_per_second}`));
+    const perGpu = wide.reduce((b, n, i) => (n.capacity_requests_per_second_per_gpu > wide[b].capacity_requests_per_second_per_gpu ? i : b), 0);
+    const total = wide.reduce((b, n, i) => (n.capacity_requests_per_second > wide[b].capacity_requests_per_second ? i : b), 0);
+    check(perGpu !== total, `the case tells per GPU from total: most per GPU tp ${wide[perGpu].tp}, most in all tp ${wide[total].tp}`);
+    check(shown.filter((r) => r.best).length === 1 && shown[perGpu].best, `best = tp ${wide[perGpu].tp} (${wide[perGpu].capacity_requests_per_second_per_gpu} per GPU): ${JSON.stringify(shown)}`);
+    // Stop: the search in flight ends, no further one starts.
+    await page.fill('#layouts-tp', '1,2');
+    await page.fill('#layouts-replicas', '1,2,3,4');
+    await page.click('#layouts-run');
+    await page.waitForFunction(() => Number(document.getElementById('layouts')?.dataset.layouts) >= 1, null, { timeout: 120_000 });
+    check(await page.textContent('#layouts-run') === 'Stop', 'the button is Stop while searching');
+    await page.click('#layouts-run');
+    await page.waitForFunction(() => document.getElementById('layouts')?.dataset.done === '1', null, { timeout: 120_000 });
+    const stopped = Number(await page.getAttribute('#layouts', 'data-layouts'));
+    check(stopped >= 1 && stopped < 8 && /of 8 layouts searched/.test(await page.textContent('#layouts .layouts-status')), `stopped after ${stopped} of 8 layouts`);
+    check(await page.textContent('#layouts-run') === 'Search layouts', 'the button is back');
+  });
+
   for (const id of ['llama3-8b-serve-mix', 'mixtral-8x7b-serve', 'llama3-70b-serve-workload']) await run(`example ${id} loads and renders: no NaN, no page error, the sweep drawn`, async (page) => {
     await page.goto(`${base}/`);
     await ready(page);
@@ -349,4 +457,22 @@ export async function servingCases(context, base, only = '') {
     }
   });
   return results;
+}
+
+// Alone: node tests/js/app-serving.mjs [case name prefix]
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const { serveStatic, launchChromium } = await import('./launch.mjs');
+  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+  const { server, base } = await serveStatic([['/', path.join(root, 'build/web')]]);
+  const browser = await launchChromium();
+  try {
+    const results = await servingCases(browser.context, base, process.argv[2] ?? '');
+    for (const r of results) console.log(`  ${r.status === 'pass' ? 'ok  ' : 'FAIL'}  ${r.name} (${r.ms.toFixed(0)} ms)${r.status === 'pass' ? '' : `\n${r.message.replace(/^/gm, '        ')}`}`);
+    const failed = results.filter((r) => r.status !== 'pass').length;
+    console.log(`${results.length - failed} passed, ${failed} failed`);
+    process.exitCode = failed || !results.length ? 1 : 0;
+  } finally {
+    await browser.close();
+    server.close();
+  }
 }

@@ -10,7 +10,7 @@ import { JOB_PRESETS } from './job-schema';
 import type { EngineError, JobJson } from './protocol';
 import { renderSummary } from './views/summary';
 import { renderSimulation } from './views/simulate';
-import { renderServingSummary, renderSweep, sweepUnavailable, loadCapacity } from './views/serving';
+import { renderServingSummary, renderSweep, sweepUnavailable, loadCapacity, loadLayouts } from './views/serving';
 import { sweepConcurrencies } from './lib/serving';
 import { loadGraph } from './views/graph-panel';
 import { showRank, previewUnavailable, rankInput } from './views/rank-panel';
@@ -160,7 +160,10 @@ async function update(): Promise<void> {
     state.summary = r.summary;
     state.summaryJob = state.jobText;
     const inference = (r.summary as any).inference !== undefined;
-    if (inference) renderServingSummary(summaryEl, r.summary);
+    if (inference) {
+      renderServingSummary(summaryEl, r.summary);
+      loadLayouts(r.summary, state.jobText, (job) => client.request('servingCapacity', { job }), () => current(mine), (e) => explain(e).text);
+    }
     else renderSummary(summaryEl, r.summary);
     summaryEl.dataset.mode = inference ? 'inference' : 'training';
     summaryEl.classList.remove('stale');

@@ -73,6 +73,17 @@ TEST_CASE("serving workload: parse errors name the field") {
         "serving.scheduler.acceptance_rate");
   CHECK(parse_error(job_with(R"(, "scheduler": {"step_overhead_seconds": -1})")).path ==
         "serving.scheduler.step_overhead_seconds");
+  CHECK(parse_error(job_with(R"(, "scheduler": {"scheduler_steps": 0})")).path == "serving.scheduler.scheduler_steps");
+  CHECK(parse_error(job_with(R"(, "scheduler": {"scheduler_steps": 65})")).path == "serving.scheduler.scheduler_steps");
+  {
+    const Error e = parse_error(
+        job_with(R"(, "scheduler": {"scheduler_steps": 4, "speculative_tokens": 2, "acceptance_rate": 0.5})"));
+    CHECK(e.path == "serving.scheduler.scheduler_steps");
+    CHECK(e.message.find("4 steps") != std::string::npos);
+  }
+  CHECK(parse_error(job_with(R"(, "scheduler": {"policy": "prefill-first"})")).message.find("prefill_first") !=
+        std::string::npos);
+  CHECK(parse_job(job_with(R"(, "scheduler": {"policy": "prefill_first", "scheduler_steps": 10})")).ok());
   // Past the model's context (Llama 3 8B: 8,192).
   CHECK(parse_error(job_with(R"(, "workload": {"rate": 1, "requests": 5, "prompt_tokens": 9000})")).path ==
         "serving.workload.prompt_tokens");
@@ -142,6 +153,20 @@ TEST_CASE("serving workload: jobs without one keep their summary; gpu_memory_uti
   CHECK(half["memory_bytes_per_rank"]["capacity"].get<int64_t>() * 2 ==
         plain["memory_bytes_per_rank"]["capacity"].get<int64_t>());
   CHECK(half["max_concurrent_sequences"].get<int64_t>() < plain["max_concurrent_sequences"].get<int64_t>());
+}
+
+TEST_CASE("serving workload: multi-step scheduling on a whole job: the summary says so; arrivals wait for the run") {
+  const std::string w = R"(, "workload": {"rate": 4, "requests": 60, "seed": 3})";
+  json one = inference_of(job_with(w + R"(, "scheduler": {"policy": "prefill_first"})"));
+  json ten = inference_of(job_with(w + R"(, "scheduler": {"policy": "prefill_first", "scheduler_steps": 10})"));
+  CHECK(one["workload"]["scheduler"]["policy"] == "prefill_first");
+  CHECK(!one["workload"]["scheduler"].contains("scheduler_steps"));
+  CHECK(ten["workload"]["scheduler"]["scheduler_steps"] == 10);
+  // A request arriving during a ten-step run waits for it: the median TTFT
+  // grows by more than a decode step; a burst gap spans several steps.
+  const double step = one["tpot_seconds_p50"].get<double>();
+  CHECK(ten["ttft_seconds_p50"].get<double>() > one["ttft_seconds_p50"].get<double>() + step);
+  CHECK(ten["itl_seconds_p50"].get<double>() > 3 * one["itl_seconds_p50"].get<double>());
 }
 
 TEST_CASE("serving capacity: monotone in the targets; the curve meets the SLO below the capacity") {

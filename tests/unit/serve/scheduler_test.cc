@@ -74,6 +74,62 @@ TEST_CASE("serve: the 3-request example of docs/inference.md, by hand") {
   CHECK(r->preemptions == 0);
 }
 
+TEST_CASE("serve: prefill first runs a prompt as a batch of its own, by hand") {
+  // A: t=0, 8 + 4 tokens; B: t=15 ms, 8 + 2. Budget 16.
+  const std::vector<Request> reqs = {{0.0, 8, 4}, {0.015, 8, 2}};
+  SchedulerParams p = small(16, 1000);
+  p.policy = SchedulerParams::Policy::kPrefillFirst;
+  Result<WorkloadResult> r = simulate_workload(reqs, linear_cost(), p);
+  REQUIRE(r.ok());
+  // it1: A's prompt (8):          t1 = c(8)          A token 1
+  // it2: B not yet here; A:       t2 = t1 + c(1)     A token 2
+  // it3: B's prompt alone (8):    t3 = t2 + c(8)     B token 1 (A waits)
+  // it4: A, B decode:             t4 = t3 + c(2)     A token 3, B done
+  // it5: A:                       t5 = t4 + c(1)     A done
+  const double t1 = cost(8), t2 = t1 + cost(1), t3 = t2 + cost(8), t4 = t3 + cost(2), t5 = t4 + cost(1);
+  const auto& q = r->requests;
+  CHECK(r->iterations == 5);
+  CHECK(q[0].ttft() == doctest::Approx(t1).epsilon(1e-12));
+  CHECK(q[0].e2e() == doctest::Approx(t5).epsilon(1e-12));
+  CHECK(q[1].ttft() == doctest::Approx(t3 - 0.015).epsilon(1e-12));
+  CHECK(q[1].e2e() == doctest::Approx(t4 - 0.015).epsilon(1e-12));
+  // A's gaps: c(1), c(8) + c(2) (B's prefill between), c(1); B's: c(2).
+  // Sorted: c(1), c(1), c(2), c(8) + c(2); the median between the middle two.
+  CHECK(r->itl.p50 == doctest::Approx((cost(1) + cost(2)) / 2).epsilon(1e-12));
+  // vLLM's policy joins B's prompt to A's decode instead: it3 = c(9).
+  p.policy = SchedulerParams::Policy::kVllm;
+  Result<WorkloadResult> v = simulate_workload(reqs, linear_cost(), p);
+  REQUIRE(v.ok());
+  CHECK(v->requests[1].ttft() == doctest::Approx(t2 + cost(9) - 0.015).epsilon(1e-12));
+}
+
+TEST_CASE("serve: multi-step scheduling: arrivals wait for the run, tokens stream in bursts, by hand") {
+  // The same two requests, prefill first, 3 decode steps per decision.
+  const std::vector<Request> reqs = {{0.0, 8, 4}, {0.015, 8, 2}};
+  SchedulerParams p = small(16, 1000);
+  p.policy = SchedulerParams::Policy::kPrefillFirst;
+  p.scheduler_steps = 3;
+  Result<WorkloadResult> r = simulate_workload(reqs, linear_cost(), p);
+  REQUIRE(r.ok());
+  // it1: A's prompt:                       t1 = c(8)        A token 1 streamed
+  // it2-4: a run of min(3, 4 - 1) = 3 decode steps of A; B arrives at 15 ms
+  //        (during it2) and waits:         t4 = t1 + 3 c(1) A tokens 2-4 in one burst, done
+  // it5: B's prompt:                       t5 = t4 + c(8)   B token 1
+  // it6: B's last token, a run of min(3, 2 - 1) = 1 step: t6 = t5 + c(1)
+  const double t1 = cost(8), t4 = t1 + 3 * cost(1), t5 = t4 + cost(8), t6 = t5 + cost(1);
+  const auto& q = r->requests;
+  CHECK(r->iterations == 6);
+  CHECK(q[0].ttft() == doctest::Approx(t1).epsilon(1e-12));
+  CHECK(q[0].e2e() == doctest::Approx(t4).epsilon(1e-12));
+  CHECK(q[0].tpot() == doctest::Approx(cost(1)).epsilon(1e-12));  // (t4 - t1) / 3
+  CHECK(q[1].ttft() == doctest::Approx(t5 - 0.015).epsilon(1e-12));
+  CHECK(q[1].queue() == doctest::Approx(t4 - 0.015).epsilon(1e-12));
+  CHECK(q[1].e2e() == doctest::Approx(t6 - 0.015).epsilon(1e-12));
+  // ITL: one gap per burst: A's 3 c(1), B's c(1); median their mean.
+  CHECK(r->itl.p50 == doctest::Approx(2 * cost(1)).epsilon(1e-12));
+  CHECK(r->output_tokens == 6);
+}
+
 TEST_CASE("serve: preemption by recompute when the paged cache is full, by hand") {
   // Two 8 + 8 requests at t=0, 4-token pages, 6 pages (24 slots). Both
   // prefill (16 tokens, 2 pages each), decode to 12 cached tokens (3 pages

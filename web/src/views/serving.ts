@@ -155,6 +155,7 @@ export function renderServingSummary(el: HTMLElement, summary: Summary): void {
     ...(workloadStats(inf) ? [workloadSection(inf, sv.workload ?? {})] : []),
     h('section', { id: 'capacity', 'aria-label': 'Latency against request rate' }, h('h3', {}, 'Latency against request rate: capacity'),
       h('p', { class: 'hint' }, hasSlo(sv) ? 'waiting for the engine’s capacity search…' : noSloHint)),
+    h('section', { id: 'layouts', 'aria-label': 'Capacity across layouts' }, h('h3', {}, 'Capacity across layouts')),
     h('section', { id: 'sweep', 'aria-label': 'Latency against throughput' }, h('h3', {}, 'Latency against throughput'), h('p', { class: 'hint' }, 'waiting for the engine’s sweep…')),
   );
   el.dataset.inference = '1';
@@ -384,4 +385,141 @@ export async function loadCapacity(summary: Summary, job: string, request: (job:
     if (err.code === 'superseded') return;
     capacityUnavailable(el, `Not available for this job: ${explainError(err)}`);
   }
+}
+
+// ---------------------------------------------------------------- layouts
+// The capacity across layouts and replica counts, as `stagecraft
+// serve-capacity --tp-list ... --replicas-list ...` (docs/inference.md
+// "Capacity"): one search per (tp, replicas), each the job with
+// parallel.tp and serving.replicas set and parallel.expert_tp left to its
+// default (tp / gcd(tp, ep), the CLI's rule), in the CLI's order (tp
+// outer, replicas inner). The searches run one after another in the engine
+// worker; each row appears when its search ends.
+export interface LayoutResult { tp: number; replicas: number; capacity?: Capacity; error?: string }
+
+// A comma list of 1 to 16 positive integers (the CLI's --tp-list and
+// --replicas-list); a sentence when it is not one.
+export function parseLayoutList(text: string, what: string): number[] | string {
+  const parts = text.split(',').map((p) => p.trim());
+  if (parts.length < 1 || parts.length > 16 || parts.some((p) => !/^[1-9][0-9]{0,5}$/.test(p)))
+    return `${what}: 1 to 16 positive whole numbers separated by commas, e.g. 1,2,4,8 (got “${text}”)`;
+  return parts.map(Number);
+}
+
+// The job of one layout: JOB (canonical JSON text) with tp and replicas set.
+export function layoutJob(job: string, tp: number, replicas: number): string {
+  const j = JSON.parse(job) as Summary;
+  j.parallel = { ...(j.parallel ?? {}), tp };
+  delete j.parallel.expert_tp;
+  j.serving = { ...(j.serving ?? {}), replicas };
+  return JSON.stringify(j);
+}
+
+// The best layout: the most requests/s per GPU (what a deployment of a
+// given size serves); ties: fewer GPUs. -1 when none meets the targets.
+export function bestLayout(rows: LayoutResult[]): number {
+  let best = -1;
+  rows.forEach((r, i) => {
+    const c = r.capacity;
+    if (!c || !(c.capacity_requests_per_second > 0)) return;
+    const b = best < 0 ? undefined : rows[best].capacity!;
+    if (!b || c.capacity_requests_per_second_per_gpu > b.capacity_requests_per_second_per_gpu ||
+        (c.capacity_requests_per_second_per_gpu === b.capacity_requests_per_second_per_gpu && c.gpus < b.gpus)) best = i;
+  });
+  return best;
+}
+
+const layoutName = (r: LayoutResult) => `tp ${r.tp} × ${r.replicas} replica${r.replicas === 1 ? '' : 's'}`;
+
+// The table of the layouts searched so far (TOTAL of them in all); the best
+// marked once the search is over (DONE).
+export function renderLayouts(el: HTMLElement, rows: LayoutResult[], total: number, done: boolean, targets: string): void {
+  const best = done ? bestLayout(rows) : -1;
+  const status = h('p', { class: 'layouts-status', role: 'status' },
+    done ? `${rows.length} of ${total} layouts searched.` : `Searching: ${rows.length} of ${total} layouts done…`);
+  const headline = !done ? null : best >= 0
+    ? h('p', { class: 'layouts-best' }, 'Best: ', h('strong', {}, layoutName(rows[best])), ` (${fmtCount(rows[best].capacity!.gpus)} GPUs): ${rps(rows[best].capacity!.capacity_requests_per_second)} requests/s, ${rps(rows[best].capacity!.capacity_requests_per_second_per_gpu)} per GPU, the most per GPU at ${targets}`)
+    : h('p', { class: 'layouts-best' }, h('strong', { class: 'bad' }, 'No layout meets the targets'), ` (${targets}).`);
+  const table = h('table', { class: 'layouts' }, h('caption', {}, `Capacity per layout at ${targets}`),
+    h('thead', {}, h('tr', {}, ...['layout', 'GPUs', 'capacity, requests/s', 'per GPU', 'TTFT P99 at capacity', 'TPOT P99 at capacity', 'best'].map((t) => h('th', { scope: 'col' }, t)))),
+    h('tbody', {}, ...rows.map((r, i) => {
+      const c = r.capacity;
+      const at = c?.curve.find((p) => p.requests_per_second === c.capacity_requests_per_second);
+      const attrs = { 'data-tp': String(r.tp), 'data-replicas': String(r.replicas), class: i === best ? 'own best' : undefined,
+        'data-capacity': c ? String(c.capacity_requests_per_second) : undefined, 'data-gpus': c ? String(c.gpus) : undefined };
+      if (!c) return h('tr', { ...attrs, 'data-error': '1' }, h('th', { scope: 'row' }, layoutName(r)), h('td', { colspan: 6, class: 'bad' }, `Not possible: ${r.error ?? 'no answer'}`));
+      return h('tr', attrs, h('th', { scope: 'row' }, layoutName(r)), h('td', { class: 'num' }, fmtCount(c.gpus)),
+        h('td', { class: 'num' }, c.capacity_requests_per_second > 0 ? rps(c.capacity_requests_per_second) : 'none'),
+        h('td', { class: 'num' }, c.capacity_requests_per_second > 0 ? rps(c.capacity_requests_per_second_per_gpu) : '—'),
+        h('td', { class: 'num' }, at ? sec(at.ttft_seconds_p99) : '—'), h('td', { class: 'num' }, at ? sec(at.tpot_seconds_p99) : '—'),
+        h('td', {}, i === best ? 'best' : ''));
+    })));
+  const out = el.querySelector('.layouts-out') ?? el;
+  out.replaceChildren(status, ...(headline ? [headline] : []),
+    h('div', { class: 'table-scroll', tabindex: 0, role: 'region', 'aria-label': 'Capacity per layout table' }, table));
+  el.dataset.layouts = String(rows.length);
+  el.dataset.done = done ? '1' : '0';
+  el.dataset.best = best >= 0 ? `${rows[best].tp}x${rows[best].replicas}` : '';
+}
+
+// The form of the layout search in #layouts, for the job shown: `request`
+// is the engine client's servingCapacity, `current` whether this job is
+// still the one shown, `explain` an engine error in words.
+export function loadLayouts(summary: Summary, job: string, request: (job: string) => Promise<{ capacity: Capacity }>,
+  current: () => boolean, explainError: (e: EngineError) => string): void {
+  const el = document.getElementById('layouts');
+  if (!el) return;
+  const sv = summary.job?.serving ?? {};
+  const head = h('h3', {}, 'Capacity across layouts');
+  if (!hasSlo(sv) || isDisaggregated(summary)) {
+    el.replaceChildren(head, h('p', { class: 'hint' }, isDisaggregated(summary) ? 'The capacity search simulates colocated serving only; this job has disaggregated pools.' : noSloHint));
+    return;
+  }
+  const slo = sv.slo ?? {};
+  const targets = [hasTarget(slo.ttft_seconds_p99) ? `P99 TTFT ≤ ${sec(Number(slo.ttft_seconds_p99))}` : '', hasTarget(slo.tpot_seconds_p99) ? `P99 TPOT ≤ ${sec(Number(slo.tpot_seconds_p99))}` : ''].filter(Boolean).join(' and ');
+  const tpIn = h('input', { type: 'text', id: 'layouts-tp', name: 'layouts-tp', value: '1,2,4,8', inputmode: 'numeric', autocomplete: 'off', 'aria-describedby': 'layouts-msg' }) as HTMLInputElement;
+  const repIn = h('input', { type: 'text', id: 'layouts-replicas', name: 'layouts-replicas', value: String(Math.max(1, Number(sv.replicas) || 1)), inputmode: 'numeric', autocomplete: 'off', 'aria-describedby': 'layouts-msg' }) as HTMLInputElement;
+  const go = h('button', { type: 'submit', id: 'layouts-run' }, 'Search layouts') as HTMLButtonElement;
+  const msg = h('p', { id: 'layouts-msg', class: 'hint' }, `One capacity search per tensor-parallel degree and replica count (as stagecraft serve-capacity --tp-list … --replicas-list …), the rest of the job as it is; the best layout serves the most requests per second per GPU.`);
+  const out = h('div', { class: 'layouts-out' });
+  const form = h('form', { class: 'layouts-form', 'aria-label': 'Capacity across layouts' },
+    h('label', { for: 'layouts-tp' }, 'tp values '), tpIn, ' ', h('label', { for: 'layouts-replicas' }, 'replica counts '), repIn, ' ', go);
+  el.replaceChildren(head, form, msg, out);
+  delete el.dataset.layouts;
+  let stop = false, running = false;
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    if (running) { stop = true; go.textContent = 'Stopping…'; return; }
+    const tps = parseLayoutList(tpIn.value, 'tp values'), reps = parseLayoutList(repIn.value, 'replica counts');
+    tpIn.setAttribute('aria-invalid', String(typeof tps === 'string'));
+    repIn.setAttribute('aria-invalid', String(typeof reps === 'string'));
+    if (typeof tps === 'string' || typeof reps === 'string') {
+      out.replaceChildren(h('p', { class: 'bad', role: 'alert' }, [tps, reps].filter((x) => typeof x === 'string').join('; ')));
+      return;
+    }
+    const todo = tps.flatMap((tp) => reps.map((replicas) => ({ tp, replicas })));
+    const rows: LayoutResult[] = [];
+    running = true; stop = false;
+    go.textContent = 'Stop';
+    renderLayouts(el, rows, todo.length, false, targets);
+    try {
+      for (const l of todo) {
+        if (stop || !current()) break;
+        try {
+          const { capacity } = await request(layoutJob(job, l.tp, l.replicas));
+          rows.push({ ...l, capacity });
+        } catch (e) {
+          const err = (e as { error?: EngineError }).error ?? { code: 'error', message: String(e), path: '' };
+          if (err.code === 'superseded' || !current()) return;
+          rows.push({ ...l, error: explainError(err) });
+        }
+        if (!current()) return;
+        renderLayouts(el, rows, todo.length, false, targets);
+      }
+      if (current()) renderLayouts(el, rows, todo.length, true, targets);
+    } finally {
+      running = false;
+      go.textContent = 'Search layouts';
+    }
+  });
 }
