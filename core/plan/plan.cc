@@ -127,6 +127,12 @@ struct Proxy {
   std::vector<Part> layers;  // proxy layers; model layer l uses layers[min(l, size-1)]
   Part pre, post;
   int64_t transient = 0;  // live activation peak - saved activation peak (one micro-batch)
+  // Whether the backward re-runs any forward op. Selective recomputation
+  // that recomputes nothing (fused attention keeps no attention core to
+  // recompute) builds the same graph as no recomputation: autodiff is the
+  // only reader of training.recompute (graph/autodiff.cc), and every op kind
+  // of the job's layers, embedding and head is in the proxy.
+  bool recomputes = false;
 };
 
 struct ProxyKey {
@@ -374,6 +380,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
     }
   }
   px.transient = std::max<int64_t>(0, prog.live_activation_peak - prog.activation_peak);
+  for (const Op& o : g.ops) px.recomputes |= o.recomputed;
   px.ok = true;
   return px;
 }
@@ -497,6 +504,11 @@ using PeakCache = std::map<PeakKey, std::vector<int64_t>>;
 int chunk_kind(const Job& job) {
   const std::vector<int64_t>& pl = job.parallel.pipeline_layout;
   return static_cast<int>(job.training.schedule) + (!pl.empty() && pl.front() == 0 ? 100 : 0);
+}
+// The same of a layout's job (layout_job gives a layout with empty ends,
+// and only those, a pipeline layout that starts with 0).
+int chunk_kind_of(const PlanLayout& l) {
+  return static_cast<int>(l.schedule) + (l.empty_ends && l.pp * l.vp > 2 ? 100 : 0);
 }
 
 Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, PeakCache* cache = nullptr,
@@ -977,9 +989,11 @@ bool in_list(const std::vector<T>& list, const T& v) {
   return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
 }
 
+// One layout of the search: its record only. Its job (layout_job of the
+// base job) is built where it is needed, not held: 300,000 layouts of a
+// 4,096-GPU space would otherwise hold 300,000 jobs (docs/plan.md, "Budget").
 struct Cand {
   PlanLayout l;
-  Job job;
   // state
   // kUnexamined: the search stopped (interrupt, time limit) before it
   // decided on this layout.
@@ -1169,10 +1183,10 @@ double sig9(double v) {
 // Builds the layout's programs without summary.json (whose bubble replay
 // the plan does not read) and simulates them once: the same figures as
 // summary.json's stages[].memory_bytes.peak_live and time.*.
-Eval evaluate(const Cand& cd, int64_t usable, const PlanBackend& backend) {
+Eval evaluate(const Cand& cd, const Job& job, int64_t usable, const PlanBackend& backend) {
   Eval ev;
   ev.done = true;
-  Result<std::unique_ptr<const PlanBuild>> gen = backend.build(cd.job, /*summary=*/false);
+  Result<std::unique_ptr<const PlanBuild>> gen = backend.build(job, /*summary=*/false);
   if (!gen.ok()) {
     ev.failed = true;
     ev.cancelled = gen.error().code == ErrorCode::kCancelled;
@@ -1183,10 +1197,10 @@ Eval evaluate(const Cand& cd, int64_t usable, const PlanBackend& backend) {
   const Bindings& bind = s.bindings();
   PlanCandidate& c = ev.c;
   c.layout = cd.l;
-  c.job = cd.job;
-  const ParallelConfig& par = cd.job.parallel;
-  const TrainingConfig& tr = cd.job.training;
-  const int64_t group = par.shard_degree(), expert_group = cd.job.model.is_moe() ? par.expert_dp() : 1;
+  c.job = job;
+  const ParallelConfig& par = job.parallel;
+  const TrainingConfig& tr = job.training;
+  const int64_t group = par.shard_degree(), expert_group = job.model.is_moe() ? par.expert_dp() : 1;
   for (int64_t st = 0; st < s.num_stages(); ++st) {
     int64_t local = 0, expert = 0;
     for (const Tensor& t : s.graph_of(st).tensors) {
@@ -1209,8 +1223,13 @@ Eval evaluate(const Cand& cd, int64_t usable, const PlanBackend& backend) {
                          sharded(tr.optimizer_bytes_per_param, 1) + s.program_of(st).live_activation_peak;
     c.peak_memory_bytes = std::max(c.peak_memory_bytes, live);
   }
-  c.memory_capacity_bytes = static_cast<int64_t>(cd.job.hardware.memory_bytes);
+  c.memory_capacity_bytes = static_cast<int64_t>(job.hardware.memory_bytes);
   c.usable_memory_bytes = usable;
+  c.bound_seconds = cd.est.bound_us / 1e6;
+  ev.fits = c.peak_memory_bytes <= usable;
+  // Over the memory: the search rejects it on the peak alone and never
+  // reads its step, so it is not simulated.
+  if (!ev.fits) return ev;
   Result<PlanTiming> rep = s.simulate();
   if (!rep.ok()) {
     ev.failed = true;
@@ -1223,11 +1242,9 @@ Eval evaluate(const Cand& cd, int64_t usable, const PlanBackend& backend) {
   c.step_seconds = sig9(rep->step_seconds);
   c.mfu = sig9(rep->mfu);
   c.tokens_per_second = sig9(rep->tokens_per_second);
-  c.tokens_per_second_per_gpu = c.tokens_per_second / static_cast<double>(cd.job.parallel.world_size());
+  c.tokens_per_second_per_gpu = c.tokens_per_second / static_cast<double>(job.parallel.world_size());
   c.bubble_fraction = sig9(rep->bubble_fraction);
   for (int k = 0; k < 5; ++k) c.exposed[k] = sig9(rep->exposed[k]);
-  c.bound_seconds = cd.est.bound_us / 1e6;
-  ev.fits = c.peak_memory_bytes <= usable;
   return ev;
 }
 
@@ -1454,10 +1471,12 @@ nlohmann::ordered_json layout_json(const PlanLayout& l) {
 }
 
 int64_t plan_bytes_per_layout(const Job& base) {
-  // A layout's record and its job (layout_job copies the base job): the
-  // job's strings and vectors at most its canonical JSON's length, twice
-  // over for the allocator's slack.
-  return static_cast<int64_t>(sizeof(Cand)) + 2 * static_cast<int64_t>(job_to_canonical_json(base).size());
+  (void)base;  // a layout holds no job (Cand): its size does not depend on it
+  // A layout's record, its rank order's four names (a vector's buffer and
+  // the allocator's header), a rejection reason's text (at most a few
+  // hundred bytes, with the allocator's slack) and its entries in the
+  // search's index vectors and maps.
+  return static_cast<int64_t>(sizeof(Cand)) + 4 * static_cast<int64_t>(sizeof(std::string)) + 16 + 256 + 64;
 }
 
 Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBackend& backend) {
@@ -1530,14 +1549,14 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
       cd.state = Cand::kUnexamined;
       return;
     }
-    cd.job = layout_job(base, cd.l);
-    if (cd.job.training.global_batch_size % (cd.l.dp * cd.l.mbs) != 0) {
+    const Job job = layout_job(base, cd.l);
+    if (job.training.global_batch_size % (cd.l.dp * cd.l.mbs) != 0) {
       cd.state = Cand::kDivisibility;
-      cd.reason = "training.global_batch_size: " + std::to_string(cd.job.training.global_batch_size) +
+      cd.reason = "training.global_batch_size: " + std::to_string(job.training.global_batch_size) +
                   " is not divisible by dp x micro_batch_size = " + std::to_string(cd.l.dp * cd.l.mbs);
       return;
     }
-    Status st = validate_job(cd.job);
+    Status st = validate_job(job);
     if (!st.ok()) {
       cd.state = Cand::kDivisibility;
       cd.reason = st.error().path + ": " + st.error().message;
@@ -1573,8 +1592,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
   for (size_t i = 0; i < cands.size(); ++i) {
     const Cand& cd = cands[i];
     if (cd.state != Cand::kNew) continue;
-    peak_groups[PeakKey{cd.proxy, cd.job.parallel.pp, cd.job.parallel.virtual_stages, chunk_kind(cd.job),
-                        cd.job.parallel.dp}]
+    peak_groups[PeakKey{cd.proxy, cd.l.pp, cd.l.vp, chunk_kind_of(cd.l), cd.l.dp}]
         .push_back(i);
   }
   std::vector<const std::vector<size_t>*> groups;
@@ -1596,7 +1614,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
         cd.reason = px.error.path + ": " + px.error.message;
         continue;
       }
-      cd.est = estimate(cd.job, px, &net, &peak_cache, cd.proxy, o.replay_bound);
+      cd.est = estimate(layout_job(base, cd.l), px, &net, &peak_cache, cd.proxy, o.replay_bound);
       if (cd.est.lower > usable) {
         cd.state = Cand::kMemory;
         cd.short_by = cd.est.lower - usable;
@@ -1633,9 +1651,10 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
       const auto key = std::make_tuple(cd.l.tp, cd.l.cp, cd.l.dp, cd.l.pp, cd.l.zero > 0 ? cd.l.shard_group : 0, 0);
       auto it = memo.find(key);
       if (it == memo.end()) {
-        ParallelConfig mg = cd.job.parallel;
+        const ParallelConfig par = layout_job(base, cd.l).parallel;
+        ParallelConfig mg = par;
         mg.order = order_of("megatron");
-        it = memo.emplace(key, orders_equivalent(cd.job.parallel, mg, net, base.model.tied_embeddings)).first;
+        it = memo.emplace(key, orders_equivalent(par, mg, net, base.model.tied_embeddings)).first;
       }
       if (it->second) {
         cd.state = Cand::kDominated;
@@ -1664,7 +1683,8 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     Cand& cd = cands[order[pos]];
     cd.refined = true;
     ++r.counts.replayed;
-    cd.est.bound_us = std::max(cd.est.bound_us, replay_bound_us(cd.job, proxies[static_cast<size_t>(cd.proxy)], &net));
+    cd.est.bound_us =
+        std::max(cd.est.bound_us, replay_bound_us(layout_job(base, cd.l), proxies[static_cast<size_t>(cd.proxy)], &net));
     const auto to = std::upper_bound(order.begin() + static_cast<std::ptrdiff_t>(pos) + 1, order.end(), order[pos], by_bound);
     std::rotate(order.begin() + static_cast<std::ptrdiff_t>(pos), order.begin() + static_cast<std::ptrdiff_t>(pos) + 1, to);
   };
@@ -1765,18 +1785,33 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
   bool snapshot_due = false;
   int64_t sim_done = -1;  // the simulate phase's last reported count
   auto last_snapshot = std::chrono::steady_clock::time_point{};
+  // Layouts whose selective recomputation recomputes nothing (Proxy::
+  // recomputes) build the same programs as with no recomputation: one
+  // build and simulation times both (keyed by the layout without its
+  // recompute), the other takes its figures.
+  std::map<std::string, Eval> twins;
+  auto twin_key = [&](const Cand& cd) -> std::string {
+    if (cd.l.recompute == Recompute::kFull || proxies[static_cast<size_t>(cd.proxy)].recomputes) return {};
+    return variant_key(cd.l);
+  };
   size_t next = 0;
   const int batch = std::max(1, o.threads);
   bool stop = cancelled.load(), exhausted = false;
   while (!stop && !exhausted && next < order.size()) {
-    // The next positions up to `batch` candidates to simulate (those
-    // dominated already are passed over, and marked in the replay).
+    // The next positions up to `batch` candidates to build and simulate
+    // (those dominated already are passed over, and marked in the replay;
+    // those whose twin was timed come along without counting).
     std::vector<int> chunk;
-    size_t end = next;
-    while (end < order.size() && chunk.size() < static_cast<size_t>(batch)) {
+    size_t end = next, builds = 0;
+    std::set<std::string> pending;
+    // ZeRO-1 layouts of this chunk that take a fitting twin's figures: they
+    // will be accepted before anything after them, so their ZeRO-2
+    // siblings are dominated already (not built only to be dropped).
+    std::set<std::string> zero1_copies;
+    while (end < order.size() && builds < static_cast<size_t>(batch)) {
       const Cand& cd = cands[order[end]];
       if (!(cd.est.bound_us < threshold())) break;
-      if (dominated(cd)) {
+      if (dominated(cd) || (!o.exhaustive && cd.l.zero == 2 && zero1_copies.count(sibling(cd.l)))) {
         ++end;
         continue;
       }
@@ -1784,14 +1819,47 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
         refine(end);  // look at this position again: it may hold another layout now
         continue;
       }
+      const std::string key = twin_key(cd);
+      if (key.empty() || (!twins.count(key) && pending.insert(key).second)) ++builds;
+      else if (cd.l.zero == 1) {
+        auto it = twins.find(key);
+        if (it != twins.end() && it->second.fits && !it->second.failed) zero1_copies.insert(sibling(cd.l));
+      }
       chunk.push_back(order[end++]);
     }
     if (end == next) break;
     std::vector<Eval> evs(chunk.size());
-    parallel_for(static_cast<int64_t>(chunk.size()), o.threads, [&](int64_t i) {
+    std::vector<int64_t> fresh;  // positions in chunk that need a build
+    std::vector<size_t> copies;  // those that take their twin's figures
+    std::set<std::string> building;
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      const std::string key = twin_key(cands[chunk[i]]);
+      if (!key.empty() && (twins.count(key) || building.count(key))) copies.push_back(i);
+      else {
+        fresh.push_back(static_cast<int64_t>(i));
+        if (!key.empty()) building.insert(key);
+      }
+    }
+    parallel_for(static_cast<int64_t>(fresh.size()), o.threads, [&](int64_t i) {
       if (stopping()) return;
-      evs[static_cast<size_t>(i)] = evaluate(cands[chunk[static_cast<size_t>(i)]], usable, backend);
+      const size_t at = static_cast<size_t>(fresh[static_cast<size_t>(i)]);
+      const Cand& cd = cands[chunk[at]];
+      evs[at] = evaluate(cd, layout_job(base, cd.l), usable, backend);
     });
+    for (int64_t i : fresh) {
+      const Eval& ev = evs[static_cast<size_t>(i)];
+      const std::string key = twin_key(cands[chunk[static_cast<size_t>(i)]]);
+      if (!key.empty() && ev.done && !ev.cancelled) twins.emplace(key, ev);
+    }
+    for (size_t i : copies) {
+      const Cand& cd = cands[chunk[i]];
+      auto it = twins.find(twin_key(cd));
+      if (it == twins.end()) continue;  // its twin was stopped: so is this one
+      evs[i] = it->second;
+      evs[i].c.layout = cd.l;
+      evs[i].c.job = layout_job(base, cd.l);
+      evs[i].c.bound_seconds = cd.est.bound_us / 1e6;
+    }
     // Replayed in order, as a one-at-a-time search decides.
     size_t ci = 0;
     bool improved = false;  // the ranked rows changed (PlanOptions::improved)

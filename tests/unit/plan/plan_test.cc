@@ -429,7 +429,9 @@ TEST_CASE("plan: a stop at any moment keeps the best so far and never says nothi
     const PlanCounts& c = r->counts;
     CHECK(c.considered == c.divisibility + c.memory + c.dominated + c.bound + c.simulated + c.unexamined);
     CHECK(c.unexamined > 0);
-    CHECK(c.simulated <= stop_after);
+    // Each timed layout also decides its recompute twin (fused attention:
+    // selective recomputation recomputes nothing, docs/plan.md step 7).
+    CHECK(c.simulated <= 2 * stop_after);
     if (stop_after == 0) {
       CHECK(r->candidates.empty());
       CHECK(r->why_winner == "nothing simulated yet");
@@ -444,6 +446,52 @@ TEST_CASE("plan: a stop at any moment keeps the best so far and never says nothi
   }
   // A complete search's JSON has no "unexamined" count.
   CHECK(plan_json(*full).find("\"unexamined\"") == std::string::npos);
+}
+
+// Recompute twins (docs/plan.md step 7): with fused attention selective
+// recomputation recomputes nothing, so a layout and its no-recompute twin
+// are one build and one simulation. Searching both recompute settings then
+// decides twice the layouts of searching one (each twin of each), with the
+// same simulations, and every row names its twin as an alternative at the same
+// step.
+TEST_CASE("plan: recompute twins are timed once and decided both") {
+  const Job base = base_job(R"({"preset": "llama3-8b", "num_layers": 4, "flash_attention": true})", 1024, 16);
+  // Counts the simulations (the proxies are built but never simulated).
+  auto run = [&](const std::vector<std::string>& rc, int* sims) {
+    const PlanBackend real = generator_plan_backend();
+    PlanBackend b;
+    b.build = [&](const Job& j, bool summary) -> Result<std::unique_ptr<const PlanBuild>> {
+      Result<std::unique_ptr<const PlanBuild>> built = real.build(j, summary);
+      if (!built.ok()) return built.error();
+      return std::unique_ptr<const PlanBuild>(std::make_unique<CancelAfter>(std::move(built).value(), sims, 1 << 30));
+    };
+    PlanOptions o;
+    o.gpus = 8;
+    o.threads = 1;
+    json c = {{"max_mbs", 1}, {"max_cp", 1}, {"top", 3}, {"recompute", rc}};
+    o.constraints = parse_plan_constraints(c).value();
+    Result<PlanResult> r = plan(base, o, b);
+    REQUIRE(r.ok());
+    REQUIRE(r->complete);
+    return *r;
+  };
+  int sims_none = 0, sims_both = 0;
+  const PlanResult none = run({"none"}, &sims_none);
+  const PlanResult both = run({"none", "selective"}, &sims_both);
+  REQUIRE(none.counts.simulated > 2);
+  CHECK(sims_none == none.counts.simulated);
+  CHECK(both.counts.simulated == 2 * none.counts.simulated);
+  CHECK(sims_both == sims_none);
+  REQUIRE(both.candidates.size() == none.candidates.size());
+  for (size_t i = 0; i < both.candidates.size(); ++i) {
+    CAPTURE(i);
+    const PlanCandidate& a = both.candidates[i];
+    CHECK(a.step_seconds == none.candidates[i].step_seconds);
+    CHECK(a.peak_memory_bytes == none.candidates[i].peak_memory_bytes);
+    REQUIRE(a.alternatives.size() == 1);
+    CHECK(a.layout.recompute == Recompute::kNone);
+    CHECK(a.alternatives[0].recompute == Recompute::kSelective);
+  }
 }
 
 // The memory budget (issue 24 D5) is checked before any layout is stored:
