@@ -109,6 +109,12 @@ struct TrainingConfig {
   bool tp_comm_overlap = false;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = false;
+  // Megatron-Core's --moe-shared-expert-overlap: the shared experts run on
+  // a stream of their own, fc1 beside the dispatch all-to-all and fc2
+  // beside the combine (docs/parallelism.md, "Shared-expert overlap"). No
+  // effect on a model without shared experts; refused with the allgather
+  // dispatcher (Megatron-Core: alltoall or flex only).
+  bool moe_shared_expert_overlap = false;
   Fp8Recipe fp8_recipe = Fp8Recipe::kNone;  // FP8 linear-layer GEMMs (docs/hardware.md)
 
   // Micro-batches per iteration per dp rank = B / (dp * b).
