@@ -57,9 +57,9 @@ struct ParallelConfig {
   int64_t ep = 1;
   int64_t expert_tp = 0;  // expert tensor parallelism; 0 = tp (Megatron's default)
   // How the MoE layers move tokens to their experts (docs/parallelism.md):
-  // "alltoall" (Megatron's MoEAlltoAllTokenDispatcher; what the traces
-  // record), "allgather" (MoEAllGatherTokenDispatcher) or "deepep"
-  // (DeepEP's normal kernels). simulate times the ep exchange accordingly.
+  // "alltoall" (MoEAlltoAllTokenDispatcher), "allgather" (its all-gather /
+  // reduce-scatter pair over ep in the traces) or "deepep" (DeepEP's normal
+  // kernels; all-to-alls in the traces). simulate times the exchange so.
   std::string moe_dispatcher = "alltoall";
   // Router imbalance: tokens of the busiest expert rank over the mean (>= 1,
   // <= ep; 1 = uniform). The busiest rank's expert GEMMs and all-to-all

@@ -158,6 +158,7 @@ class Lowerer {
         if (persistent(t)) expected_[t] += o_.micro_batches;
     }
     if (o_.moe_shared_expert_overlap) find_shared_experts();
+    if (o_.moe_allgather) find_allgather_dispatch();
     if (o_.tp_comm_overlap) find_tp_overlap();
     if (o_.overlap_param_gather) find_param_gathers();
   }
@@ -227,6 +228,37 @@ class Lowerer {
     }
     sides_ = true;
   }
+
+  // ---- Megatron-Core's all-gather token dispatcher (moe_dispatcher allgather) ----
+  // Each ep all-to-all becomes what MoEAllGatherTokenDispatcher issues over
+  // ep: toward the experts (its input written by the permutation or the
+  // combine's backward, a remesh) an all-gather of the rank's T tokens of h
+  // (comm_size T h bytes, the per-rank shard; out ep x that), back from the
+  // experts a reduce-scatter of the ep x T gathered tokens' outputs
+  // (comm_size ep x T h, out T h). T h bytes: the layer's permutation input.
+  void find_allgather_dispatch() {
+    if (bind_.count("ep") == 0 || bind_.at("ep") < 2) return;
+    const int64_t n = bind_.at("ep");
+    std::map<int, int> tokens_of_layer;  // layer -> the permutation's token input
+    for (int id : g_.order)
+      if (g_.ops[id].def == &ops::kMoePermute && !g_.ops[id].inputs.empty())
+        tokens_of_layer.emplace(g_.ops[id].layer, g_.ops[id].inputs[0]);
+    for (int id : g_.order) {
+      const Op& o = g_.ops[id];
+      if (o.kind != OpKind::kCollective || o.coll != CollectiveType::kAllToAll || o.axis != "ep" || o.inputs.empty())
+        continue;
+      auto it = tokens_of_layer.find(o.layer);
+      if (it == tokens_of_layer.end()) continue;
+      const int prod = g_.tensors[static_cast<size_t>(o.inputs[0])].producer;
+      const bool gather = prod >= 0 && g_.ops[static_cast<size_t>(prod)].kind == OpKind::kRemesh;
+      ag_dispatch_[id] = {gather, it->second, n};
+    }
+  }
+  struct AgDispatch {
+    bool gather = true;
+    int tokens = -1;  // the tensor of the rank's tokens
+    int64_t n = 1;    // ep
+  };
 
   // Moves a step's shared-expert ops to their launch points (above); keeps
   // the graph's order where an anchor is missing (a layer split otherwise,
@@ -618,6 +650,14 @@ class Lowerer {
         c.comm_size += b;
       }
       c.comm_size = shard(op, c.comm_size);
+      if (auto it = ag_dispatch_.find(id); it != ag_dispatch_.end()) {
+        SC_ASSIGN_OR_RETURN(int64_t th, bytes_of(it->second.tokens));
+        const AgDispatch& a = it->second;
+        c.comm_size = a.gather ? th : a.n * th;
+        c.output_bytes = a.gather ? a.n * th : th;
+        const std::string from = "all_to_all(ep)", to = a.gather ? "all_gather(ep)" : "reduce_scatter(ep)";
+        if (const size_t at = c.suffix.rfind(from); at != std::string::npos) c.suffix.replace(at, from.size(), to);
+      }
     } else if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
       SC_ASSIGN_OR_RETURN(c.comm_size, bytes_of(op.kind == OpKind::kSend ? op.inputs[0] : op.outputs[0]));
     } else if (op.kind != OpKind::kView && op.ring_axis.empty()) {
@@ -717,6 +757,8 @@ class Lowerer {
     if (op.kind == OpKind::kCollective) {
       node.kind = TraceNodeKind::kCollective;
       node.coll = op.coll;
+      if (auto it = ag_dispatch_.find(id); it != ag_dispatch_.end())
+        node.coll = it->second.gather ? CollectiveType::kAllGather : CollectiveType::kReduceScatter;
       axis = axis_of_op(id);
       node.comm_size = c->comm_size;
       if (last_coll_.size() <= axis) last_coll_.resize(axis + size_t{1}, -1);
@@ -1125,6 +1167,7 @@ class Lowerer {
   int64_t last_shared_ = -1;                      // moe_shared_expert_overlap: the shared stream's last node
   std::vector<uint8_t> shared_, shared_start_;    // per op: a shared expert's / the first of a run (empty: off)
   bool sides_ = false;                            // p_.side_stream is filled
+  std::map<int, AgDispatch> ag_dispatch_;         // moe_allgather: ep all-to-all op -> what replaces it
   int64_t prev_compute_ = -1;                     // the compute node before last_compute_
   std::vector<uint8_t> tp_fuse_;                  // per op: TpFuse (empty: tp_comm_overlap off or tp 1)
   std::map<int, int> partner_;                    // kRingGather / kPipeGemm op -> its GEMM / reduce-scatter

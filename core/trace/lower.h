@@ -108,6 +108,12 @@ struct LowerOptions {
   // beside the dispatch all-to-all and fc2 beside the combine, forward and
   // backward (docs/parallelism.md, "Shared-expert overlap").
   bool moe_shared_expert_overlap = false;
+  // parallel.moe_dispatcher "allgather": each ep all-to-all of the graph is
+  // recorded as the collective Megatron-Core's MoEAllGatherTokenDispatcher
+  // issues over ep instead: an all-gather of the rank's tokens (once, not k
+  // copies) toward the experts, a reduce-scatter of the gathered tokens'
+  // outputs back (forward and backward alike).
+  bool moe_allgather = false;
   Fp8Recipe fp8_recipe = Fp8Recipe::kNone;  // FP8 linear GEMMs + their kernels (cost/fp8_cost.h)
 };
 
