@@ -130,6 +130,8 @@ std::string flag_for_path(const Args& args, const std::string& path) {
   if (args.has("--hardware") && path.rfind("hardware", 0) == 0) return "--hardware";
   if (args.has("--sequence-parallel") && path == "training.seq_len") return "--sequence-parallel";
   if (args.has("--overlap-param-gather") && path == "training.overlap_param_gather") return "--overlap-param-gather";
+  if (args.has("--moe-shared-expert-overlap") && path == "training.moe_shared_expert_overlap")
+    return "--moe-shared-expert-overlap";
   return "";
 }
 
@@ -212,6 +214,7 @@ const std::vector<FlagSpec>& job_flags() {
       {"--overlap-grad-reduce", nullptr, false, "", "reduce gradient buckets during backward (the default)"},
       {"--no-overlap-grad-reduce", nullptr, false, "", "reduce gradients after backward (Megatron-LM's default)"},
       {"--overlap-param-gather", nullptr, false, "", "ZeRO 1/2: gather parameters during the next forward"},
+      {"--moe-shared-expert-overlap", nullptr, false, "", "MoE: shared experts beside the dispatch/combine all-to-all"},
       {"--seq-len", nullptr, true, "N", "sequence length in tokens"},
       {"--micro-batch-size", nullptr, true, "N", "sequences per micro-batch"},
       {"--global-batch-size", nullptr, true, "N", "sequences per iteration (default dp x micro-batch)"},
@@ -334,7 +337,8 @@ int load_job(const std::string& command, const Args& args, Job* job) {
     for (const auto& [flag, key, value] : {std::tuple{"--tp-comm-overlap", "tp_comm_overlap", true},
                                           std::tuple{"--overlap-grad-reduce", "overlap_grad_reduce", true},
                                           std::tuple{"--no-overlap-grad-reduce", "overlap_grad_reduce", false},
-                                          std::tuple{"--overlap-param-gather", "overlap_param_gather", true}})
+                                          std::tuple{"--overlap-param-gather", "overlap_param_gather", true},
+                                          std::tuple{"--moe-shared-expert-overlap", "moe_shared_expert_overlap", true}})
       if (args.has(flag))
         if (nlohmann::json* s = section(j, "training")) (*s)[key] = value;
     for (const StringFlag& f : kStringFlags) {

@@ -136,6 +136,9 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
     lo.tp_comm_overlap = t.tp_comm_overlap && bo.sequence_parallel;
     lo.overlap_param_gather = t.overlap_param_gather;
     lo.moe_imbalance = p.moe_imbalance;
+    // Megatron-Core: only effective with shared experts.
+    lo.moe_shared_expert_overlap = t.moe_shared_expert_overlap && job.model.is_moe() && job.model.shared_experts > 0;
+    lo.moe_allgather = p.moe_dispatcher == "allgather";
     lo.fp8_recipe = t.fp8_recipe;
     SC_ASSIGN_OR_RETURN(RoleProgram prog, lower_program(g, s->bind, job.hardware, lo));
     SC_RETURN_IF_ERROR(check_role_program(prog, s->layout, p.pp, stage));

@@ -57,9 +57,9 @@ struct ParallelConfig {
   int64_t ep = 1;
   int64_t expert_tp = 0;  // expert tensor parallelism; 0 = tp (Megatron's default)
   // How the MoE layers move tokens to their experts (docs/parallelism.md):
-  // "alltoall" (Megatron's MoEAlltoAllTokenDispatcher; what the traces
-  // record), "allgather" (MoEAllGatherTokenDispatcher) or "deepep"
-  // (DeepEP's normal kernels). simulate times the ep exchange accordingly.
+  // "alltoall" (MoEAlltoAllTokenDispatcher), "allgather" (its all-gather /
+  // reduce-scatter pair over ep in the traces) or "deepep" (DeepEP's normal
+  // kernels; all-to-alls in the traces). simulate times the exchange so.
   std::string moe_dispatcher = "alltoall";
   // Router imbalance: tokens of the busiest expert rank over the mean (>= 1,
   // <= ep; 1 = uniform). The busiest rank's expert GEMMs and all-to-all
@@ -109,6 +109,12 @@ struct TrainingConfig {
   bool tp_comm_overlap = false;
   bool overlap_grad_reduce = true;
   bool overlap_param_gather = false;
+  // Megatron-Core's --moe-shared-expert-overlap: the shared experts run on
+  // a stream of their own, fc1 beside the dispatch all-to-all and fc2
+  // beside the combine (docs/parallelism.md, "Shared-expert overlap"). No
+  // effect on a model without shared experts; refused with the allgather
+  // dispatcher (Megatron-Core: alltoall or flex only).
+  bool moe_shared_expert_overlap = false;
   Fp8Recipe fp8_recipe = Fp8Recipe::kNone;  // FP8 linear-layer GEMMs (docs/hardware.md)
 
   // Micro-batches per iteration per dp rank = B / (dp * b).

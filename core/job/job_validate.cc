@@ -269,6 +269,14 @@ static Status validate_layout(const Job& job) {
                       "true needs training.overlap_grad_reduce true (Megatron-LM: --overlap-param-gather "
                       "requires --overlap-grad-reduce)", "training.overlap_param_gather");
   }
+  // Megatron-Core (TransformerConfig): with shared experts, the overlap
+  // works with the alltoall or flex (DeepEP) dispatcher only.
+  if (t.moe_shared_expert_overlap && m.shared_experts > 0 && p.moe_dispatcher == "allgather") {
+    return make_error(ErrorCode::kInvalidArgument,
+                      "true needs parallel.moe_dispatcher alltoall or deepep (got allgather; Megatron-Core: "
+                      "moe_shared_expert_overlap only works with alltoall or flex token dispatcher)",
+                      "training.moe_shared_expert_overlap");
+  }
   if (t.dtype == DType::kInt64 || t.dtype == DType::kInt32 || t.dtype == DType::kUInt8) {
     return make_error(ErrorCode::kInvalidArgument,
                       std::string("must be a floating-point dtype (got ") + dtype_name(t.dtype) + ")",

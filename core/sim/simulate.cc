@@ -53,6 +53,7 @@ struct StagePlan {
   size_t n = 0;
   Info* info = nullptr;
   uint32_t* child = nullptr;
+  bool has_shared = false;  // a node runs on kShared
 };
 
 // What the run keeps per node of an actor (one array for all actors, as
@@ -70,8 +71,10 @@ struct NodeState {
 // Streams of a rank. ASTRA-sim's rule uses kCompute and kComm; Megatron's
 // puts tp/cp/ep collectives on kCompute, sends on kComm, dp reductions on
 // kReduce, and the tp collectives Transformer Engine overlaps with the
-// GEMMs (RoleProgram::side_stream) on kSide.
-inline constexpr int kCompute = 0, kComm = 1, kReduce = 2, kSide = 3, kStreams = 4;
+// GEMMs (RoleProgram::side_stream 1) on kSide, and the shared experts
+// Megatron-Core overlaps with the token dispatcher (side_stream 2) on
+// kShared, a second compute stream.
+inline constexpr int kCompute = 0, kComm = 1, kReduce = 2, kSide = 3, kShared = 4, kStreams = 5;
 
 struct Actor {
   int stage = 0;
@@ -87,17 +90,22 @@ struct Actor {
   int32_t* waiting = nullptr;  // per node: unfinished dependencies, -1 once finished (Engine::waiting_)
   // Ready nodes per stream, lowest id first (a heap: cheaper than a set).
   std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> ready[kStreams];
-  bool busy[kStreams] = {false, false, false, false};
+  bool busy[kStreams] = {false, false, false, false, false};
   std::vector<int64_t> issued;  // per collective slot
   int64_t finished = 0;
-  int64_t last[kStreams] = {-1, -1, -1, -1};
+  int64_t last[kStreams] = {-1, -1, -1, -1, -1};
   // Compute slowed by communication kernels sharing the SMs (kMegatron):
-  // the compute node in flight, its work left (µs at full speed) as of
-  // seg_start, and how many overlapping transfers of each tier run.
-  int64_t running = -1;
-  double work_left = 0, seg_start = 0, rate = 1;
-  uint32_t version = 0;
-  int sharing[2] = {0, 0};  // [0] inside a domain, [1] across domains
+  // per compute stream ([0] kCompute, [1] kShared) the node in flight, its
+  // work left (µs at full speed) as of seg_start, its rate, and a version
+  // that outdates its earlier end events; and how many overlapping
+  // transfers of each tier run beside kCompute (sharing: on other streams)
+  // and on kCompute itself (sharing_cs: beside kShared only). Two compute
+  // nodes in flight share the GPU: each runs at half its rate.
+  int64_t running[2] = {-1, -1};
+  double work_left[2] = {0, 0}, seg_start[2] = {0, 0}, rate[2] = {1, 1};
+  uint32_t version[2] = {0, 0};
+  int sharing[2] = {0, 0};     // [0] inside a domain, [1] across domains
+  int sharing_cs[2] = {0, 0};  // the same, transfers on kCompute
 };
 
 struct Event {
@@ -118,6 +126,9 @@ class Engine {
 
   Result<SimResult> run() {
     SC_RETURN_IF_ERROR(plan());
+    // A second compute stream needs the rates even without SM sharing.
+    if (opt_.streams == SimStreams::kMegatron && !net_.astra)
+      for (const StagePlan& pl : plans_) sharing_ = sharing_ || pl.has_shared;
     SC_RETURN_IF_ERROR(classes());
     size_t total = 0;
     for (const Actor& x : actors_) total += plans_[x.stage].n;
@@ -202,8 +213,10 @@ class Engine {
         }
         StagePlan::Info& in = pl.info[i];
         in.nk = static_cast<uint8_t>(x.kind);
+        const uint8_t side = i < p.side_stream.size() ? p.side_stream[i] : 0;
         if (x.kind == TraceNodeKind::kCompute) {
           in.val = static_cast<int64_t>(x.duration_micros);
+          if (side == 2 && opt_.streams == SimStreams::kMegatron) in.stream = kShared, pl.has_shared = true;
           continue;
         }
         in.val = x.comm_size;
@@ -220,7 +233,8 @@ class Engine {
           in.slot = coll_slot[ax];
           in.kind = static_cast<int8_t>(gkind[ax]);
           if (opt_.streams == SimStreams::kAstra) in.stream = kComm;
-          else if (i < p.side_stream.size() && p.side_stream[i]) in.stream = kSide;  // TE userbuffers
+          else if (side == 2) in.stream = kShared, pl.has_shared = true;  // shared experts' stream
+          else if (side) in.stream = kSide;  // TE userbuffers
           else in.stream = in.kind <= 2 ? kCompute : kReduce;  // tp, cp, ep: compute stream
         } else {
           PeerSpec ps;
@@ -436,15 +450,18 @@ class Engine {
         const double d = static_cast<double>(in.val);
         a.s[i].start = now;
         a.s[i].end = now + d;
+        uint32_t version = 0;
         if (sharing_) {
-          a.running = i;
-          a.work_left = d;
-          a.seg_start = now;
-          a.rate = rate_of(a);
-          a.s[i].end = now + a.work_left / a.rate;
-          ++a.version;
+          const int k = s == kShared ? 1 : 0;
+          a.running[k] = i;
+          a.work_left[k] = d;
+          a.seg_start[k] = now;
+          a.rate[k] = rate_of(a, k);
+          a.s[i].end = now + a.work_left[k] / a.rate[k];
+          version = ++a.version[k];
+          if (a.running[1 - k] >= 0) retime(ai, 1 - k, now);  // now two share the GPU
         }
-        events_.push({a.s[i].end, ai, i, a.version});
+        events_.push({a.s[i].end, ai, i, version});
       } else if (k == TraceNodeKind::kCollective) {
         join(ai, i, now);
       } else {
@@ -573,14 +590,32 @@ class Engine {
     // Every start or rate change of a compute node bumps its actor's
     // version; only the latest end event of a compute node counts.
     const Actor& a = actors_[e.actor];
-    return sharing_ && plans_[a.stage].info[e.node].node_kind() == TraceNodeKind::kCompute && e.version != a.version;
+    const StagePlan::Info& in = plans_[a.stage].info[e.node];
+    return sharing_ && in.node_kind() == TraceNodeKind::kCompute && e.version != a.version[in.stream == kShared ? 1 : 0];
   }
 
-  double rate_of(const Actor& a) const {
+  // The rate of compute stream k's node: slowed by the transfers beside
+  // it, halved while the other compute stream runs a node too.
+  double rate_of(const Actor& a, int k) const {
     double f = 0;
-    if (a.sharing[0] > 0) f = std::max(f, net_.comm_sm_share_domain);
-    if (a.sharing[1] > 0) f = std::max(f, net_.comm_sm_share_scale_out);
-    return 1.0 - std::min(f, 0.9);
+    if (a.sharing[0] > 0 || (k == 1 && a.sharing_cs[0] > 0)) f = std::max(f, net_.comm_sm_share_domain);
+    if (a.sharing[1] > 0 || (k == 1 && a.sharing_cs[1] > 0)) f = std::max(f, net_.comm_sm_share_scale_out);
+    const double r = 1.0 - std::min(f, 0.9);
+    return a.running[1 - k] >= 0 ? r / 2 : r;
+  }
+
+  // Compute stream k's node in flight continues at its new rate from now.
+  void retime(int ai, int k, double now) {
+    Actor& a = actors_[ai];
+    if (a.running[k] < 0) return;
+    const double r = rate_of(a, k);
+    if (r == a.rate[k]) return;
+    const uint32_t n = static_cast<uint32_t>(a.running[k]);
+    a.work_left[k] = std::max(0.0, a.work_left[k] - (now - a.seg_start[k]) * a.rate[k]);
+    a.seg_start[k] = now;
+    a.rate[k] = r;
+    a.s[n].end = now + a.work_left[k] / r;
+    events_.push({a.s[n].end, ai, n, ++a.version[k]});
   }
 
   // A transfer of node i starts (+1) or ends (-1) at `now` on actor ai; if it
@@ -590,16 +625,11 @@ class Engine {
     if (!sharing_) return;
     Actor& a = actors_[ai];
     const int s = plans_[a.stage].info[i].stream;
-    if (s == kCompute) return;  // on the compute stream: nothing runs beside it
-    a.sharing[cross ? 1 : 0] += delta;
-    const double r = rate_of(a);
-    if (a.running < 0 || r == a.rate) return;
-    const uint32_t n = static_cast<uint32_t>(a.running);
-    a.work_left = std::max(0.0, a.work_left - (now - a.seg_start) * a.rate);
-    a.seg_start = now;
-    a.rate = r;
-    a.s[n].end = now + a.work_left / r;
-    events_.push({a.s[n].end, ai, n, ++a.version});
+    // On the compute stream nothing of its own runs beside it; the shared
+    // experts' stream may.
+    (s == kCompute ? a.sharing_cs : a.sharing)[cross ? 1 : 0] += delta;
+    if (s != kCompute) retime(ai, 0, now);
+    retime(ai, 1, now);
   }
 
   void finish(const Event& e) {
@@ -607,8 +637,14 @@ class Engine {
     const StagePlan& pl = plans_[a.stage];
     const StagePlan::Info& in = pl.info[e.node];
     const TraceNodeKind xk = in.node_kind();
-    if (sharing_ && static_cast<int64_t>(e.node) == a.running) a.running = -1;
     const int s = in.stream;
+    if (sharing_ && xk == TraceNodeKind::kCompute) {
+      const int k = s == kShared ? 1 : 0;
+      if (static_cast<int64_t>(e.node) == a.running[k]) {
+        a.running[k] = -1;
+        retime(e.actor, 1 - k, e.time);  // the other compute stream has the GPU alone
+      }
+    }
     if (s >= 0) a.busy[s] = false, a.last[s] = e.node;
     if (sharing_ && xk != TraceNodeKind::kCompute) {
       bool cross = false;
@@ -668,7 +704,7 @@ class Engine {
     if (!std::is_sorted(comp.begin(), comp.end(), by_time)) std::sort(comp.begin(), comp.end(), by_time);
     std::sort(comm.begin(), comm.end(), by_time);
     int active[kNumCommKinds + 1] = {0};
-    double prev = 0, idle = 0;
+    double prev = 0, idle = 0, computing = 0;  // computing: time with a compute node in flight
     // Priority when several kinds are in flight: the order of kCommKinds
     // with dp last (gradient reductions overlap most).
     size_t ci = 0, mi = 0;
@@ -683,6 +719,8 @@ class Engine {
           if (active[j] > 0) k = j;
         if (k >= 0) r.exposed[k] += t - prev;
         else idle += t - prev;
+      } else if (t > prev) {
+        computing += t - prev;
       }
       if (done) break;
       prev = std::max(prev, t);
@@ -692,6 +730,8 @@ class Engine {
       else ++mi;
     }
     r.bubble = idle;
+    // Two compute streams: busy is the time either computes, not the sum.
+    if (pl.has_shared) r.busy = computing;
     if (opt_.timeline) r.timeline = timeline(ai);
     return r;
   }
@@ -714,10 +754,17 @@ class Engine {
         comm[pl.info[i].kind].push_back({a.s[i].start, a.s[i].end, kCommKinds[pl.info[i].kind], mb});
       }
     }
-    // Compute coverage (compute nodes run one at a time, in order), to
-    // split each communication interval into hidden and exposed pieces.
+    // Compute coverage (compute nodes run one at a time, in order, unless
+    // the shared experts' stream computes beside), to split each
+    // communication interval into hidden and exposed pieces.
+    std::vector<SimInterval> by_start;
+    if (pl.has_shared) {
+      by_start = out;
+      std::stable_sort(by_start.begin(), by_start.end(),
+                       [](const SimInterval& x, const SimInterval& y) { return x.start < y.start; });
+    }
     std::vector<std::pair<double, double>> cover;
-    for (const SimInterval& x : out) {
+    for (const SimInterval& x : pl.has_shared ? by_start : out) {
       if (!cover.empty() && x.start <= cover.back().second + 1e-9) cover.back().second = std::max(cover.back().second, x.end);
       else cover.push_back({x.start, x.end});
     }

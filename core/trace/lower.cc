@@ -103,6 +103,7 @@ class Lowerer {
     barrier_.clear();
     if (last_compute_ >= 0) barrier_.push_back(static_cast<uint64_t>(last_compute_));
     if (last_send_ >= 0) barrier_.push_back(static_cast<uint64_t>(last_send_));
+    if (last_shared_ >= 0) barrier_.push_back(static_cast<uint64_t>(last_shared_));
     for (int id : opt_)
       if (!done_[static_cast<size_t>(id)]) SC_RETURN_IF_ERROR(emit(id, -1));
     finish_memory();
@@ -156,8 +157,158 @@ class Lowerer {
       for (int t : o.outputs)
         if (persistent(t)) expected_[t] += o_.micro_batches;
     }
+    if (o_.moe_shared_expert_overlap) find_shared_experts();
+    if (o_.moe_allgather) find_allgather_dispatch();
     if (o_.tp_comm_overlap) find_tp_overlap();
     if (o_.overlap_param_gather) find_param_gathers();
+  }
+
+  // ---- Megatron-Core's shared-expert overlap (moe_shared_expert_overlap) ----
+  // The shared experts' ops (their GEMMs, activation and gate, and the tp
+  // collectives that only feed them or only read their output) run on a
+  // stream of their own (side_stream 2) and are issued where Megatron-Core's
+  // token dispatcher launches them (token_dispatcher.py, shared_experts.py):
+  // forward, everything before fc2 right after the permutation (beside the
+  // dispatch all-to-all), fc2 and after once the routed experts are done
+  // (beside the combine all-to-all); backward, fc2's gradients where the
+  // output gradient arrives (beside the combine's all-to-all), fc1's after
+  // the routed experts' fc1 backward (beside the dispatch's). The first op
+  // of each run waits for the compute stream (Megatron's wait_stream);
+  // the routed path never waits for the shared one until their sum.
+  void find_shared_experts() {
+    const size_t no = g_.ops.size();
+    shared_.assign(no, 0);
+    shared_start_.assign(no, 0);
+    const auto named = [](const std::string& n) {
+      const size_t at = n.find("moe.shared");
+      return at != std::string::npos && (at == 0 || n[at - 1] == '.');
+    };
+    std::vector<std::vector<int>> readers(g_.tensors.size());
+    for (int id : g_.order)
+      for (int t : g_.ops[id].inputs) readers[static_cast<size_t>(t)].push_back(id);
+    for (int id : g_.order) {
+      const Op& o = g_.ops[id];
+      if (o.phase == Phase::kOptimizer || o.kind == OpKind::kCollective) continue;
+      const Op& f = o.fwd_op >= 0 ? g_.ops[static_cast<size_t>(o.fwd_op)] : o;
+      if (named(o.name) || named(f.name)) shared_[static_cast<size_t>(id)] = 1;
+    }
+    // Megatron's pre/post_forward_comm: the sequence-parallel gather of the
+    // shared experts' input and the reduction of their output, on their
+    // stream (and the same collectives' backward).
+    for (int id : g_.order) {
+      const Op& o = g_.ops[id];
+      if (o.phase == Phase::kOptimizer || o.kind != OpKind::kCollective || o.axis != "tp" || o.inputs.empty() ||
+          o.outputs.empty())
+        continue;
+      const int prod = g_.tensors[static_cast<size_t>(o.inputs[0])].producer;
+      const std::vector<int>& rd = readers[static_cast<size_t>(o.outputs[0])];
+      bool feeds = !rd.empty();
+      for (int r : rd) feeds = feeds && shared_[static_cast<size_t>(r)];
+      if ((prod >= 0 && shared_[static_cast<size_t>(prod)]) || feeds) shared_[static_cast<size_t>(id)] = 1;
+    }
+    // Forward shared ops before the layer's shared fc2: launched with the dispatch.
+    std::set<int> first_half;
+    std::set<int> past_fc2;  // layers
+    for (int id : g_.order) {
+      const Op& o = g_.ops[id];
+      if (o.phase != Phase::kForward || !shared_[static_cast<size_t>(id)]) continue;
+      if (o.kind == OpKind::kMatmul && o.name.ends_with("moe.shared.fc2")) past_fc2.insert(o.layer);
+      if (!past_fc2.count(o.layer)) first_half.insert(id);
+    }
+    for (auto& [key, ids] : seg_) {
+      const bool fwd = key.first == StepKind::kForward, bwd = key.first == StepKind::kBackward;
+      if (fwd || bwd) reorder_shared(ids, fwd, first_half);
+      bool prev = false;
+      for (int id : ids) {
+        if (g_.ops[id].kind == OpKind::kView) continue;
+        const bool s = shared_[static_cast<size_t>(id)];
+        if (s && !prev) shared_start_[static_cast<size_t>(id)] = 1;
+        prev = s;
+      }
+    }
+    sides_ = true;
+  }
+
+  // ---- Megatron-Core's all-gather token dispatcher (moe_dispatcher allgather) ----
+  // Each ep all-to-all becomes what MoEAllGatherTokenDispatcher issues over
+  // ep: toward the experts (its input written by the permutation or the
+  // combine's backward, a remesh) an all-gather of the rank's T tokens of h
+  // (comm_size T h bytes, the per-rank shard; out ep x that), back from the
+  // experts a reduce-scatter of the ep x T gathered tokens' outputs
+  // (comm_size ep x T h, out T h). T h bytes: the layer's permutation input.
+  void find_allgather_dispatch() {
+    if (bind_.count("ep") == 0 || bind_.at("ep") < 2) return;
+    const int64_t n = bind_.at("ep");
+    std::map<int, int> tokens_of_layer;  // layer -> the permutation's token input
+    for (int id : g_.order)
+      if (g_.ops[id].def == &ops::kMoePermute && !g_.ops[id].inputs.empty())
+        tokens_of_layer.emplace(g_.ops[id].layer, g_.ops[id].inputs[0]);
+    for (int id : g_.order) {
+      const Op& o = g_.ops[id];
+      if (o.kind != OpKind::kCollective || o.coll != CollectiveType::kAllToAll || o.axis != "ep" || o.inputs.empty())
+        continue;
+      auto it = tokens_of_layer.find(o.layer);
+      if (it == tokens_of_layer.end()) continue;
+      const int prod = g_.tensors[static_cast<size_t>(o.inputs[0])].producer;
+      const bool gather = prod >= 0 && g_.ops[static_cast<size_t>(prod)].kind == OpKind::kRemesh;
+      ag_dispatch_[id] = {gather, it->second, n};
+    }
+  }
+  struct AgDispatch {
+    bool gather = true;
+    int tokens = -1;  // the tensor of the rank's tokens
+    int64_t n = 1;    // ep
+  };
+
+  // Moves a step's shared-expert ops to their launch points (above); keeps
+  // the graph's order where an anchor is missing (a layer split otherwise,
+  // recomputation) or the move would read a tensor before it is written.
+  void reorder_shared(std::vector<int>& ids, bool fwd, const std::set<int>& first_half) const {
+    std::map<int, std::vector<int>> early, late;  // per layer
+    std::set<int> in_late;                        // backward: layers past the switch to fc1's gradients
+    std::vector<int> rest;
+    for (int id : ids) {
+      const Op& o = g_.ops[id];
+      if (!shared_[static_cast<size_t>(id)]) {
+        rest.push_back(id);
+      } else if (fwd) {
+        (first_half.count(id) ? early : late)[o.layer].push_back(id);
+      } else {
+        if (o.fwd_op >= 0 && first_half.count(o.fwd_op)) in_late.insert(o.layer);
+        if (in_late.count(o.layer)) late[o.layer].push_back(id);
+        else rest.push_back(id);
+      }
+    }
+    if (early.empty() && late.empty()) return;
+    std::vector<int> out;
+    out.reserve(ids.size());
+    for (int id : rest) {
+      const Op& o = g_.ops[id];
+      const bool permute = fwd && o.def == &ops::kMoePermute;
+      const bool before = fwd ? o.def == &ops::kMoeCombine
+                              : o.fwd_op >= 0 && g_.ops[static_cast<size_t>(o.fwd_op)].def == &ops::kMoePermute;
+      if (before)
+        if (auto it = late.find(o.layer); it != late.end()) {
+          out.insert(out.end(), it->second.begin(), it->second.end());
+          late.erase(it);
+        }
+      out.push_back(id);
+      if (permute)
+        if (auto it = early.find(o.layer); it != early.end()) {
+          out.insert(out.end(), it->second.begin(), it->second.end());
+          early.erase(it);
+        }
+    }
+    if (!early.empty() || !late.empty()) return;
+    // Every input written in this step must be written before it is read.
+    std::map<int, size_t> at;
+    for (size_t i = 0; i < out.size(); ++i) at[out[i]] = i;
+    for (size_t i = 0; i < out.size(); ++i)
+      for (int t : g_.ops[out[i]].inputs) {
+        const int p = g_.tensors[static_cast<size_t>(t)].producer;
+        if (auto it = at.find(p); it != at.end() && it->second > i) return;
+      }
+    ids = std::move(out);
   }
 
   // ---- Transformer Engine's tp communication overlap (tp_comm_overlap) ----
@@ -182,6 +333,7 @@ class Lowerer {
   void find_tp_overlap() {
     if (bind_.count("tp") == 0 || bind_.at("tp") < 2) return;
     tp_fuse_.assign(g_.ops.size(), kNone);
+    sides_ = true;
     for (auto& [key, ids] : seg_) {
       for (size_t i = 0; i < ids.size(); ++i) {
         const Op& o = g_.ops[ids[i]];
@@ -190,6 +342,10 @@ class Lowerer {
         const Op* next = j < ids.size() ? &g_.ops[ids[j]] : nullptr;
         uint8_t& f = tp_fuse_[static_cast<size_t>(o.id)];
         if (f != kNone) continue;
+        // Megatron-Core turns userbuffer overlap off in the shared experts
+        // it overlaps with the dispatcher (shared_experts.py).
+        if (!shared_.empty() && (shared_[static_cast<size_t>(o.id)] || (next && shared_[static_cast<size_t>(next->id)])))
+          continue;
         if (tp_coll(o, CollectiveType::kAllGather) && next && layer_gemm(*next) && reads(*next, o.outputs[0])) {
           if (!next->wgrad) {
             f = kRingGather;
@@ -494,6 +650,14 @@ class Lowerer {
         c.comm_size += b;
       }
       c.comm_size = shard(op, c.comm_size);
+      if (auto it = ag_dispatch_.find(id); it != ag_dispatch_.end()) {
+        SC_ASSIGN_OR_RETURN(int64_t th, bytes_of(it->second.tokens));
+        const AgDispatch& a = it->second;
+        c.comm_size = a.gather ? th : a.n * th;
+        c.output_bytes = a.gather ? a.n * th : th;
+        const std::string from = "all_to_all(ep)", to = a.gather ? "all_gather(ep)" : "reduce_scatter(ep)";
+        if (const size_t at = c.suffix.rfind(from); at != std::string::npos) c.suffix.replace(at, from.size(), to);
+      }
     } else if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
       SC_ASSIGN_OR_RETURN(c.comm_size, bytes_of(op.kind == OpKind::kSend ? op.inputs[0] : op.outputs[0]));
     } else if (op.kind != OpKind::kView && op.ring_axis.empty()) {
@@ -568,6 +732,12 @@ class Lowerer {
       if (f == kBulkGather && prev_compute_ >= 0) deps.push_back(static_cast<uint64_t>(prev_compute_));
     }
     if (pending_gather_dep_ >= 0) deps.push_back(static_cast<uint64_t>(pending_gather_dep_));
+    const bool shared = !shared_.empty() && shared_[static_cast<size_t>(id)];
+    if (shared) {  // the shared experts' stream: in order, after the compute stream at a run's start
+      side = 2;
+      if (shared_start_[static_cast<size_t>(id)] && last_compute_ >= 0) deps.push_back(static_cast<uint64_t>(last_compute_));
+      if (last_shared_ >= 0) deps.push_back(static_cast<uint64_t>(last_shared_));
+    }
     SC_ASSIGN_OR_RETURN(OpCost* c, cost_of(id));
     TraceNode node;
     node.id = p_.nodes.size();
@@ -587,11 +757,14 @@ class Lowerer {
     if (op.kind == OpKind::kCollective) {
       node.kind = TraceNodeKind::kCollective;
       node.coll = op.coll;
+      if (auto it = ag_dispatch_.find(id); it != ag_dispatch_.end())
+        node.coll = it->second.gather ? CollectiveType::kAllGather : CollectiveType::kReduceScatter;
       axis = axis_of_op(id);
       node.comm_size = c->comm_size;
       if (last_coll_.size() <= axis) last_coll_.resize(axis + size_t{1}, -1);
       if (last_coll_[axis] >= 0) deps.push_back(static_cast<uint64_t>(last_coll_[axis]));
       last_coll_[axis] = static_cast<int64_t>(node.id);
+      if (shared) last_shared_ = static_cast<int64_t>(node.id);
     } else if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
       const bool send = op.kind == OpKind::kSend, bwd = op.phase == Phase::kBackward;
       node.kind = send ? TraceNodeKind::kSend : TraceNodeKind::kRecv;
@@ -608,9 +781,13 @@ class Lowerer {
       node.num_ops = c->num_ops;
       node.tensor_size = c->tensor_size;
       node.duration_micros = c->duration_micros;
-      if (last_compute_ >= 0) deps.push_back(static_cast<uint64_t>(last_compute_));
-      prev_compute_ = last_compute_;
-      last_compute_ = static_cast<int64_t>(node.id);
+      if (shared) {
+        last_shared_ = static_cast<int64_t>(node.id);
+      } else {
+        if (last_compute_ >= 0) deps.push_back(static_cast<uint64_t>(last_compute_));
+        prev_compute_ = last_compute_;
+        last_compute_ = static_cast<int64_t>(node.id);
+      }
     }
     sort_unique(deps);
     node.deps.assign(deps.begin(), deps.end());
@@ -869,7 +1046,7 @@ class Lowerer {
 
   void push(TraceNode node, uint8_t axis, int64_t peer_stage, int64_t ring_offset, int64_t mb,
             uint32_t name_ref = RoleProgram::kStoredName, uint8_t side = 0) {
-    if (!tp_fuse_.empty()) p_.side_stream.push_back(side);
+    if (sides_) p_.side_stream.push_back(side);
     p_.nodes.push_back(std::move(node));
     p_.name_ref.push_back(name_ref);
     p_.node_mb.push_back(static_cast<int32_t>(mb));
@@ -987,6 +1164,10 @@ class Lowerer {
   std::vector<int64_t> last_coll_;  // per axis of p_.axes: the last collective's node, -1 if none
   std::vector<int16_t> op_axis_;    // per op: axis_of_op, -1 until asked
   int64_t last_compute_ = -1, last_send_ = -1;
+  int64_t last_shared_ = -1;                      // moe_shared_expert_overlap: the shared stream's last node
+  std::vector<uint8_t> shared_, shared_start_;    // per op: a shared expert's / the first of a run (empty: off)
+  bool sides_ = false;                            // p_.side_stream is filled
+  std::map<int, AgDispatch> ag_dispatch_;         // moe_allgather: ep all-to-all op -> what replaces it
   int64_t prev_compute_ = -1;                     // the compute node before last_compute_
   std::vector<uint8_t> tp_fuse_;                  // per op: TpFuse (empty: tp_comm_overlap off or tp 1)
   std::map<int, int> partner_;                    // kRingGather / kPipeGemm op -> its GEMM / reduce-scatter

@@ -50,6 +50,9 @@ struct RoleProgram {
   // collective that Transformer Engine's userbuffers run beside the GEMMs
   // (tp_comm_overlap): the simulator puts it on a stream of its own
   // instead of the compute stream (docs/simulate.md, "Streams").
+  // 2 for a node of the shared experts under moe_shared_expert_overlap:
+  // Megatron-Core runs them on a CUDA stream of their own, beside the
+  // token dispatcher's all-to-alls.
   std::vector<uint8_t> side_stream;
 
   // Names. A node of a micro-batch is named "mb<N>.<suffix>"; its
@@ -100,6 +103,17 @@ struct LowerOptions {
   // wgrad) last this many times their uniform-routing time (the busiest
   // expert rank sets the pace; docs/parallelism.md).
   double moe_imbalance = 1.0;
+  // training.moe_shared_expert_overlap (a model with shared experts): the
+  // shared experts' ops run on a stream of their own (side_stream 2), fc1
+  // beside the dispatch all-to-all and fc2 beside the combine, forward and
+  // backward (docs/parallelism.md, "Shared-expert overlap").
+  bool moe_shared_expert_overlap = false;
+  // parallel.moe_dispatcher "allgather": each ep all-to-all of the graph is
+  // recorded as the collective Megatron-Core's MoEAllGatherTokenDispatcher
+  // issues over ep instead: an all-gather of the rank's tokens (once, not k
+  // copies) toward the experts, a reduce-scatter of the gathered tokens'
+  // outputs back (forward and backward alike).
+  bool moe_allgather = false;
   Fp8Recipe fp8_recipe = Fp8Recipe::kNone;  // FP8 linear GEMMs + their kernels (cost/fp8_cost.h)
   // Serving iterations: GEMMs of few rows run the small-M kernels (rows
   // padded to 8, split K; cost/kernel_cost.h, docs/hardware.md "Skinny

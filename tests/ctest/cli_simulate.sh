@@ -52,6 +52,21 @@ PY
 [[ $rc == 1 ]] || fail "param gather without grad overlap exit $rc"
 grep -q "training.overlap_param_gather" ov.err || fail "param gather without grad overlap message: $(cat ov.err)"
 
+# --moe-shared-expert-overlap: the key's result; a shorter step on a model
+# with shared experts (the all-to-all has the shared GEMMs beside it); the
+# allgather dispatcher refused, naming the key.
+MOE=(--model deepseek-v3 --layers 5 --dp 4 --ep 4 --seq-len 512 --global-batch-size 4)
+"$CLI" simulate "${MOE[@]}" --moe-shared-expert-overlap --json > se_flag.json || fail "--moe-shared-expert-overlap"
+"$CLI" simulate "${MOE[@]}" --json > se_none.json || fail "moe without overlap"
+python3 - <<'PY' || fail "shared-expert overlap JSON"
+import json
+f, n = (json.load(open(x)) for x in ("se_flag.json", "se_none.json"))
+assert f["step_seconds"] < n["step_seconds"], (f["step_seconds"], n["step_seconds"])
+PY
+"$CLI" simulate "${MOE[@]}" --moe-shared-expert-overlap --moe-dispatcher allgather > /dev/null 2> se.err; rc=$?
+[[ $rc == 1 ]] || fail "shared-expert overlap with allgather exit $rc"
+grep -q "training.moe_shared_expert_overlap" se.err || fail "shared-expert overlap with allgather message: $(cat se.err)"
+
 # Usage and job errors.
 "$CLI" simulate "${JOB[@]}" --timeline > /dev/null 2>&1; [[ $? == 2 ]] || fail "--timeline without --json is not a usage error"
 cat > bad.json <<'J'

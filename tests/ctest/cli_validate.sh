@@ -26,6 +26,24 @@ fresh() { rm -rf "$1"; cp -r gen "$1"; }
 check gen; expect 0 "^valid$" "generated job"
 grep -q "0 errors, 0 warnings" out.txt || fail "generated job has findings: $(cat out.txt)"
 check gen --json; expect 0 '"ok":true' "--json"
+
+# MoE with Megatron's all-gather dispatcher (its all-gather / reduce-scatter
+# pair over ep in place of the all-to-all) and the shared experts on their
+# own stream: valid Chakra traces, every rank runs to completion.
+cat > moe.json <<'J'
+{"model": {"preset": "deepseek-v3", "num_layers": 5}, "parallel": {"dp": 4, "ep": 4, "moe_dispatcher": "allgather"},
+ "training": {"seq_len": 256, "global_batch_size": 4}}
+J
+"$CLI" generate --config moe.json -o moe_ag > /dev/null 2>&1 || fail "generate allgather MoE"
+check moe_ag; expect 0 "^valid$" "allgather MoE job"
+grep -q "0 errors, 0 warnings" out.txt || fail "allgather MoE job has findings: $(cat out.txt)"
+"$CLI" dump moe_ag/*.0.et | grep -q "moe.dispatch.all_gather(ep) COMM_COLL_NODE .*ALL_GATHER" || fail "no ep all-gather in the allgather trace"
+"$CLI" dump moe_ag/*.0.et | grep -q "ALL_TO_ALL" && fail "an all-to-all left in the allgather trace"
+"$CLI" replay moe_ag > out.txt 2>&1 || fail "replay allgather MoE: $(head -c 300 out.txt)"
+"$CLI" generate --config moe.json --moe-dispatcher alltoall --moe-shared-expert-overlap -o moe_se > /dev/null 2>&1 ||
+  fail "generate shared-expert overlap"
+check moe_se; expect 0 "^valid$" "shared-expert overlap job"
+"$CLI" replay moe_se > out.txt 2>&1 || fail "replay shared-expert overlap: $(head -c 300 out.txt)"
 "$CLI" help validate > /dev/null 2>&1 || fail "help validate"
 
 # A missing rank file.

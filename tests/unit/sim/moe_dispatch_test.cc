@@ -196,3 +196,47 @@ TEST_CASE("moe imbalance: the routed experts' GEMMs last imbalance x as long, no
   const double s1 = simulate(g1, o).value().sim.step, s2 = simulate(g2, o).value().sim.step;
   CHECK(s2 > s1);
 }
+
+TEST_CASE("moe dispatcher allgather: the traces hold Megatron's all-gather / reduce-scatter pair over ep, sized by hand") {
+  // 8 experts top-2, h 256, 128 tokens per rank (bf16), ep 4: the rank's
+  // tokens once are 128 x 256 x 2 = 65,536 bytes; the all-to-all moved the
+  // 8 x 32 x 256 x 2 = 131,072-byte dispatch buffer.
+  const int64_t th = 128 * 256 * 2, C = 8 * 32 * 256 * 2;
+  Generator a2a = make(job_of(moe_json(""))), ag = make(job_of(moe_json(R"(, "moe_dispatcher": "allgather")")));
+  const RankTrace ta = a2a.rank_trace(0).value(), tg = ag.rank_trace(0).value();
+  REQUIRE(ta.nodes.size() == tg.nodes.size());
+  int gathers = 0, scatters = 0, a2as = 0;
+  for (size_t i = 0; i < ta.nodes.size(); ++i) {
+    const TraceNode &x = ta.nodes[i], &y = tg.nodes[i];
+    CHECK(x.deps == y.deps);
+    if (x.kind == TraceNodeKind::kCollective && x.coll == CollectiveType::kAllToAll && has(x.name, "(ep)")) {
+      ++a2as;
+      CHECK(x.comm_size == C);
+      CAPTURE(y.name);
+      // Toward the experts (dispatch forward, the combine's gradient
+      // backward) an all-gather of the rank's tokens; back a reduce-scatter
+      // of the 4 ranks' gathered tokens.
+      const bool toward = has(x.name, ".fwd.") == has(x.name, "moe.dispatch.");
+      CHECK(y.coll == (toward ? CollectiveType::kAllGather : CollectiveType::kReduceScatter));
+      CHECK(y.comm_size == (toward ? th : 4 * th));
+      CHECK(y.output_bytes == static_cast<uint64_t>(toward ? 4 * th : th));
+      CHECK(has(y.name, toward ? "all_gather(ep)" : "reduce_scatter(ep)"));
+      (toward ? gathers : scatters)++;
+    } else {
+      CHECK(x.name == y.name);
+      CHECK(x.coll == y.coll);
+      CHECK(x.comm_size == y.comm_size);
+    }
+  }
+  // 2 MoE layers x 1 micro-batch x (dispatch, combine) x (forward, backward).
+  CHECK(a2as == 8);
+  CHECK(gathers == a2as / 2);
+  CHECK(scatters == a2as / 2);
+  for (const auto& n : tg.nodes) CHECK(!(n.kind == TraceNodeKind::kCollective && n.coll == CollectiveType::kAllToAll));
+  // simulate times the pair as it timed the all-gather dispatcher before:
+  // a ring all-gather of the tokens, the reduce-scatter of 4x them the same.
+  const NetworkModel n = toy_net(job_of(moe_json(R"(, "moe_dispatcher": "allgather")")), 4);
+  const GroupShape g = group(n, {0, 1, 2, 3});
+  CHECK(collective_micros(n, g, CollectiveType::kAllGather, th) == doctest::Approx(3 * 1 + 3.0 * th / 100));
+  CHECK(collective_micros(n, g, CollectiveType::kReduceScatter, 4 * th) == doctest::Approx(3 * 1 + 3.0 * th / 100));
+}
