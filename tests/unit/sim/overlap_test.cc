@@ -354,3 +354,48 @@ TEST_CASE("simulate timeline: communication pieces marked hidden or exposed") {
     if (e[2] == "tp") five = e.size() == 5;
   CHECK(five);
 }
+
+TEST_CASE("overlap_param_gather, interleaved: chunks 0 and 1 gathered up front, chunk k + 1 at chunk k's first forward") {
+  // Megatron-LM's interleaved schedule (schedules.py, param_sync_func):
+  // every bucket of chunks 0 and 1 before the first step; chunk k + 1's
+  // when virtual micro-batch (forward steps so far + pipeline rank) is the
+  // first of chunk k, i.e. forward step k * pp - rank.
+  const std::string job = R"({"model":{"preset":"gpt3-1.7b","num_layers":6},
+      "parallel":{"dp":2,"pp":2,"virtual_stages":3,"zero":1},
+      "training":{"seq_len":512,"global_batch_size":8,"dp_bucket_mb":4,"schedule":"interleaved-1f1b",
+                  "overlap_grad_reduce":true,"overlap_param_gather":true}})";
+  auto g = make(parse(job));
+  check_runs_to_completion(g);
+  CHECK(validate_generated(g).ok());
+  for (int64_t rank : {0, 2}) {  // stage 0 and stage 1 (dp is inner to pp)
+    const RankTrace t = g.rank_trace(rank).value();
+    std::vector<uint64_t> gathers;
+    for (const auto& n : t.nodes)
+      if (contains(n.name, "param_all_gather")) gathers.push_back(n.id);
+    REQUIRE(gathers.size() > 3);
+    uint64_t first_compute = UINT64_MAX;
+    for (const auto& n : t.nodes)
+      if (n.kind == TraceNodeKind::kCompute) { first_compute = n.id; break; }
+    // Chunks 0 and 1 of this stage hold layers (stage + 2 c) of 6 one-layer
+    // chunks: the gathers before the first compute are theirs, with no
+    // dependencies; the rest (chunk 2) come later, behind a compute node.
+    int early = 0, late = 0;
+    for (uint64_t id : gathers) {
+      if (id < first_compute) {
+        ++early;
+        CHECK(t.nodes[id].deps.size() <= 1);  // at most the previous gather on the dp stream
+      } else {
+        ++late;
+        bool behind_compute = false;
+        for (uint64_t d : t.nodes[id].deps) behind_compute |= t.nodes[d].kind == TraceNodeKind::kCompute;
+        CHECK(behind_compute);
+      }
+    }
+    CHECK(early > 0);
+    CHECK(late > 0);
+  }
+  // Dispatched ahead, the gathers cost the step no more than after it.
+  const std::string after_job = std::regex_replace(job, std::regex(R"(,"overlap_param_gather":true)"), "");
+  auto a = make(parse(after_job));
+  CHECK(sim(g).sim.step <= sim(a).sim.step);
+}
