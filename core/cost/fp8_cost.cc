@@ -14,9 +14,20 @@ bool bf16_linear(const std::string& name) {
   return false;
 }
 
+// The GEMM's second operand is a weight: the parameter itself, or under
+// ZeRO-3 / FSDP its copy all-gathered before use (the layer's weights are
+// gathered in BF16 and TE quantizes the gathered weight as it would the
+// parameter).
+bool weight_operand(const Graph& g, int t) {
+  if (g.tensors[t].kind == TensorKind::kWeight) return true;
+  const int p = g.tensors[t].producer;
+  return p >= 0 && g.ops[p].kind == OpKind::kCollective && g.ops[p].coll == CollectiveType::kAllGather &&
+         g.ops[p].cause.kind == CauseKind::kZeroParamGather;
+}
+
 bool fp8_linear_forward(const Graph& g, const Op& f) {
   if (f.kind != OpKind::kMatmul || f.inputs.size() < 2) return false;
-  if (g.tensors[f.inputs[1]].kind != TensorKind::kWeight) return false;
+  if (!weight_operand(g, f.inputs[1])) return false;
   return !bf16_linear(f.name);
 }
 

@@ -20,7 +20,7 @@
 //                "optimizer_bytes_per_param": 12,
 //                "schedule": "1f1b" | "gpipe" | "interleaved-1f1b" | "zero-bubble",
 //                "recompute": "none" | "selective" | "full",
-//                "tp_comm_overlap": false, "overlap_grad_reduce": true,
+//                "tp_comm_overlap": false, "overlap_grad_reduce": false,
 //                "overlap_param_gather": false},
 //   "hardware": "h100"                  // or {"preset":"h100", overrides}
 //   "mode": "training" | "inference",   // inference: a "serving" section instead of
@@ -105,9 +105,11 @@ struct TrainingConfig {
   // effect). overlap_grad_reduce: gradient buckets reduced during backward
   // (false: one reduction after backward). overlap_param_gather: the
   // distributed optimizer's (ZeRO 1/2) parameter all-gather overlapped
-  // with the next forward (needs overlap_grad_reduce).
+  // with the next forward (needs overlap_grad_reduce). All three default to
+  // false, Megatron-LM's own defaults (megatron/training/arguments.py:
+  // store_true flags; DistributedDataParallelConfig, ModelParallelConfig).
   bool tp_comm_overlap = false;
-  bool overlap_grad_reduce = true;
+  bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
   // Megatron-Core's --moe-shared-expert-overlap: the shared experts run on
   // a stream of their own, fc1 beside the dispatch all-to-all and fc2

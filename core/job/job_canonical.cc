@@ -103,10 +103,10 @@ std::string job_to_canonical_json(const Job& job) {
       {"schedule", schedule_name(t.schedule)},
       {"recompute", recompute_name(t.recompute)},
   };
-  // The overlap options only when not the default: the jobs written before
-  // them keep their canonical form, hence their config hash and trace bytes.
+  // The overlap options only when set (all default to false, Megatron-LM's
+  // defaults): a job without them keeps its canonical form and config hash.
   if (t.tp_comm_overlap) training["tp_comm_overlap"] = true;
-  if (!t.overlap_grad_reduce) training["overlap_grad_reduce"] = false;
+  if (t.overlap_grad_reduce) training["overlap_grad_reduce"] = true;
   if (t.overlap_param_gather) training["overlap_param_gather"] = true;
   if (t.moe_shared_expert_overlap) training["moe_shared_expert_overlap"] = true;
   // Only when set: jobs without FP8 keep their canonical text and hash.

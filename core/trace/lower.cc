@@ -65,9 +65,25 @@ class Lowerer {
     p_.ring_offset.reserve(expect);
     bufs_.reserve(expect);  // about one activation buffer per node: no regrowth copies
     std::set<int> forward_seen;  // chunks whose first forward step was emitted
+    // Interleaved schedules (overlap_param_gather): Megatron-LM's schedule
+    // dispatches every bucket of chunks 0 and 1 before the first step, and
+    // chunk k + 1's when the virtual micro-batch (forward step count + this
+    // stage's rank, "at the same time across the pipeline-parallel group")
+    // is the first of chunk k (schedules.py, param_sync_func).
+    const bool chunk_gathers = !gather_seq_.empty() && o_.virtual_stages > 1;
+    if (chunk_gathers)
+      for (int c : {0, 1}) SC_RETURN_IF_ERROR(gathers_of_chunk(c, -1));
+    int64_t forward_steps = 0;
     for (size_t si = 0; si < steps.size(); ++si) {
       const Step& st = steps[si];
       SC_RETURN_IF_ERROR(check_cancelled("lowering"));
+      if (chunk_gathers && st.kind == StepKind::kForward) {
+        const int64_t x = forward_steps++ + o_.stage;
+        if (x % o_.pp == 0 && x / o_.pp < o_.virtual_stages) {
+          const int64_t next = x / o_.pp + 1;
+          if (next >= 2 && next < o_.virtual_stages) SC_RETURN_IF_ERROR(gathers_of_chunk(static_cast<int>(next), last_compute_));
+        }
+      }
       first_forward_ = !gather_seq_.empty() && st.kind == StepKind::kForward && forward_seen.insert(st.chunk).second;
       for (int id : seg_[{st.kind, st.chunk}]) {
         if (first_forward_) SC_RETURN_IF_ERROR(param_gathers_before(id));
@@ -384,13 +400,29 @@ class Lowerer {
         if (prod >= 0 && g_.ops[prod].kind == OpKind::kOptimizer) gather_of_weight_[g_.ops[prod].inputs[0]] = id;
       }
     }
-    // The gathers in the order the forward pass first reads their weights.
+    // The gathers in the order the forward pass first reads their weights
+    // (and the chunk that reads each first).
     std::set<int> seen;
     for (int c = 0; c < o_.virtual_stages; ++c)
       for (int id : seg_[{StepKind::kForward, c}])
         for (int t : g_.ops[id].inputs)
-          if (auto it = gather_of_weight_.find(t); it != gather_of_weight_.end() && seen.insert(it->second).second)
+          if (auto it = gather_of_weight_.find(t); it != gather_of_weight_.end() && seen.insert(it->second).second) {
             gather_seq_.push_back(it->second);
+            gather_chunk_.push_back(c);
+          }
+  }
+
+  // Interleaved schedules: every bucket gather of chunk c, in first-use
+  // order, each issued behind compute node `after` (-1: nothing).
+  Status gathers_of_chunk(int c, int64_t after) {
+    for (size_t k = 0; k < gather_seq_.size(); ++k) {
+      if (gather_chunk_[k] != c || done_[static_cast<size_t>(gather_seq_[k])]) continue;
+      pending_gather_dep_ = after;
+      const Status st = emit(gather_seq_[k], -1);
+      pending_gather_dep_ = -1;
+      SC_RETURN_IF_ERROR(st);
+    }
+    return ok_status();
   }
 
   bool final_inputs(const Op& o) const {
@@ -823,9 +855,12 @@ class Lowerer {
       auto it = gather_of_weight_.find(t);
       if (it == gather_of_weight_.end()) continue;
       const auto at = std::find(gather_seq_.begin(), gather_seq_.end(), it->second);
-      for (auto k = gather_seq_.begin(); k <= at + 1 && k != gather_seq_.end(); ++k) {
+      // Interleaved: the chunk's gathers were dispatched ahead (run());
+      // only a bucket not yet issued is issued here.
+      const auto last = o_.virtual_stages > 1 ? at : at + 1;
+      for (auto k = gather_seq_.begin(); k <= last && k != gather_seq_.end(); ++k) {
         if (done_[static_cast<size_t>(*k)]) continue;
-        pending_gather_dep_ = k == at + 1 ? last_compute_ : -1;
+        pending_gather_dep_ = k == at + 1 ? last_compute_ : -1;  // (at + 1: not interleaved)
         const Status st = emit(*k, -1);
         pending_gather_dep_ = -1;
         SC_RETURN_IF_ERROR(st);
@@ -1173,6 +1208,7 @@ class Lowerer {
   std::map<int, int> partner_;                    // kRingGather / kPipeGemm op -> its GEMM / reduce-scatter
   std::map<int, int> gather_of_weight_;           // overlap_param_gather: weight -> its bucket's gather op
   std::vector<int> gather_seq_;                   // those gathers in first-use order
+  std::vector<int> gather_chunk_;                 // per gather_seq_ entry: the chunk that reads it first
   bool first_forward_ = false;                    // emitting a chunk's first forward step
   int64_t pending_gather_dep_ = -1;               // the next bucket's gather waits for this compute node
   std::vector<uint64_t> extra_deps_;              // added to the next emitted node's deps

@@ -28,23 +28,28 @@ assert set(t["exposed_comm_seconds"]) == {"tp", "cp", "ep", "pp", "dp"}
 PY
 
 # Megatron-LM's overlap flags set the training keys (docs/cli.md): the same
-# result as the keys in a job file; --no-overlap-grad-reduce as one huge bucket.
+# result as the keys in a job file. Megatron-LM's defaults are all off, so the
+# plain run and --no-overlap-grad-reduce are the same job (one reduction
+# after backward), and --overlap-grad-reduce hides part of it.
 OV=(--model gpt3-1.7b --layers 2 --tp 2 --dp 2 --sequence-parallel --zero 1 --seq-len 256 --global-batch-size 2)
-"$CLI" simulate "${OV[@]}" --tp-comm-overlap --overlap-param-gather --json > ov_flags.json || fail "overlap flags"
+"$CLI" simulate "${OV[@]}" --tp-comm-overlap --overlap-grad-reduce --overlap-param-gather --json > ov_flags.json || fail "overlap flags"
 cat > ov.json <<'J'
 {"model": {"preset": "gpt3-1.7b", "num_layers": 2}, "parallel": {"tp": 2, "dp": 2, "sequence_parallel": true, "zero": 1},
- "training": {"seq_len": 256, "global_batch_size": 2, "tp_comm_overlap": true, "overlap_param_gather": true}}
+ "training": {"seq_len": 256, "global_batch_size": 2, "tp_comm_overlap": true, "overlap_grad_reduce": true, "overlap_param_gather": true}}
 J
 "$CLI" simulate --config ov.json --json > ov_keys.json || fail "overlap keys"
 "$CLI" simulate "${OV[@]}" --json > ov_none.json || fail "no overlap"
 "$CLI" simulate "${OV[@]}" --no-overlap-grad-reduce --json > ov_off.json || fail "--no-overlap-grad-reduce"
+"$CLI" simulate "${OV[@]}" --overlap-grad-reduce --json > ov_grad.json || fail "--overlap-grad-reduce"
 "$CLI" simulate "${OV[@]}" --json --timeline > ov_tl.json || fail "timeline"
 python3 - <<'PY' || fail "overlap flags JSON"
 import json
-f, k, n, off, tl = (json.load(open(x)) for x in ("ov_flags.json", "ov_keys.json", "ov_none.json", "ov_off.json", "ov_tl.json"))
+f, k, n, off, tl, g = (json.load(open(x)) for x in ("ov_flags.json", "ov_keys.json", "ov_none.json", "ov_off.json",
+                                                     "ov_tl.json", "ov_grad.json"))
 assert f["step_seconds"] == k["step_seconds"], (f["step_seconds"], k["step_seconds"])
 assert f["step_seconds"] < n["step_seconds"], (f["step_seconds"], n["step_seconds"])
-assert off["exposed_comm_seconds"]["dp"] >= n["exposed_comm_seconds"]["dp"]
+assert off == n, "the default is Megatron-LM's: no overlap of the gradient reduction"
+assert g["exposed_comm_seconds"]["dp"] < n["exposed_comm_seconds"]["dp"], (g["exposed_comm_seconds"], n["exposed_comm_seconds"])
 comm = [e for s in tl["stages"] for e in s["timeline"] if e[2] in ("tp", "cp", "ep", "pp", "dp")]
 assert comm and all(len(e) == 5 and e[4] in (0, 1) for e in comm), comm[:3]
 PY

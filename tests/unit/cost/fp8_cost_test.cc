@@ -223,3 +223,37 @@ TEST_CASE("fp8 weight copies in memory, by hand") {
   auto sb = nlohmann::json::parse(Generator::create(bf16).value().summary_json());
   CHECK(!sb["stages"][0]["memory_bytes"].contains("fp8_weight_copies"));
 }
+
+TEST_CASE("fp8 under ZeRO-3: the GEMMs reading an all-gathered weight run at FP8 too") {
+  // FSDP gathers each layer's BF16 weights before use; the GEMM's operand
+  // is the gathered copy, and TE quantizes it as it would the parameter.
+  std::string text = job_text(R"(, "recompute": "none")", "\"h100\"", /*big=*/true);
+  text.replace(text.find("\"training\""), 0, R"("parallel": {"dp": 2, "zero": 3}, )");
+  Job bf16 = must(text);
+  Job fp8 = bf16;
+  fp8.training.fp8_recipe = Fp8Recipe::kTensorwise;
+  Result<Generator> gb = Generator::create(bf16), gf = Generator::create(fp8);
+  REQUIRE(gb.ok());
+  REQUIRE(gf.ok());
+  const RankTrace tb = gb.value().rank_trace(0).value(), tf = gf.value().rank_trace(0).value();
+  REQUIRE(tb.nodes.size() == tf.nodes.size());
+  int fp8_linears = 0;
+  for (size_t i = 0; i < tb.nodes.size(); ++i) {
+    const TraceNode &a = tb.nodes[i], &b = tf.nodes[i];
+    if (a.kind != TraceNodeKind::kCompute) continue;
+    for (const char* l : {".L0.attn.qkv", ".L0.attn.proj", ".L0.mlp.fc1", ".L0.mlp.fc2"})
+      for (const char* suffix : {"", ".dgrad", ".wgrad"}) {
+        const std::string tail = std::string(l) + suffix;
+        if (a.name.size() > tail.size() && a.name.compare(a.name.size() - tail.size(), tail.size(), tail) == 0) {
+          CHECK_MESSAGE(b.tensor_size < a.tensor_size, a.name);  // 1-byte operands
+          ++fp8_linears;
+        }
+      }
+  }
+  CHECK(fp8_linears == 4 * 3 * 2);  // 4 linears x (fprop, dgrad, wgrad) x 2 micro-batches (8 / (2 x 2))
+  // The FP8 weight copies, sharded over the 2 ranks: qkv 1024x3072, proj
+  // 1024x1024, fc1 (gate + up) 1024x8192, fc2 4096x1024 = 16,777,216
+  // parameters at 2 B (tensorwise: one scale per tensor), halved.
+  const auto s = nlohmann::json::parse(gf.value().summary_json());
+  CHECK(s["stages"][0]["memory_bytes"]["fp8_weight_copies"].get<int64_t>() == 2 * 16777216 / 2);
+}

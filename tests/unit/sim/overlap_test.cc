@@ -65,7 +65,8 @@ bool same_nodes(const RankTrace& a, const RankTrace& b) {
 TEST_CASE("overlap options: parse, defaults, canonical form, errors name the field") {
   Job d = parse(R"({"model":{"preset":"gpt3-1.7b"}})");
   CHECK(d.training.tp_comm_overlap == false);
-  CHECK(d.training.overlap_grad_reduce == true);
+  // Megatron-LM's defaults: every overlap off (arguments.py's store_true flags).
+  CHECK(d.training.overlap_grad_reduce == false);
   CHECK(d.training.overlap_param_gather == false);
   // Defaults stay out of the canonical form (jobs keep their hash).
   const std::string canon = job_to_canonical_json(d);
@@ -79,8 +80,9 @@ TEST_CASE("overlap options: parse, defaults, canonical form, errors name the fie
   CHECK(contains(c2, "\"overlap_param_gather\": true"));
   Job back = parse(c2);  // the canonical form parses back to the same job
   CHECK(job_to_canonical_json(back) == c2);
-  CHECK(contains(job_to_canonical_json(parse(R"({"model":{"preset":"gpt3-1.7b"},"training":{"overlap_grad_reduce":false}})")),
-                 "\"overlap_grad_reduce\": false"));
+  CHECK(contains(c2, "\"overlap_grad_reduce\": true"));
+  CHECK(!contains(job_to_canonical_json(parse(R"({"model":{"preset":"gpt3-1.7b"},"training":{"overlap_grad_reduce":false}})")),
+                  "overlap"));
   for (const char* key : {"tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather"}) {
     auto bad = parse_job(std::string(R"({"model":{"preset":"gpt3-1.7b"},"training":{")") + key + R"(":"yes"}})");
     REQUIRE(!bad.ok());
@@ -229,8 +231,10 @@ TEST_CASE("tp_comm_overlap: the SM share slows the GEMMs a transfer runs beside"
 TEST_CASE("overlap_grad_reduce: false reduces once after backward, the trace of one huge bucket") {
   const std::string base = R"({"model":{"preset":"gpt3-1.7b","num_layers":2},"parallel":{"dp":4},
                                "training":{"seq_len":2048,"global_batch_size":4,"dp_bucket_mb":4)";
-  auto on = make(parse(base + "}}"));
+  auto on = make(parse(base + R"(,"overlap_grad_reduce":true}})"));
   auto off = make(parse(base + R"(,"overlap_grad_reduce":false}})"));
+  auto plain = make(parse(base + "}}"));  // Megatron-LM's default: off
+  CHECK(same_nodes(off.rank_trace(0).value(), plain.rank_trace(0).value()));
   auto huge = make(parse(R"({"model":{"preset":"gpt3-1.7b","num_layers":2},"parallel":{"dp":4},
                              "training":{"seq_len":2048,"global_batch_size":4,"dp_bucket_mb":1048576}})"));
   // The same nodes as a bucket above the gradient bytes (docs/fidelity.md's jobs).
@@ -277,7 +281,7 @@ TEST_CASE("overlap_grad_reduce: false reduces once after backward, the trace of 
 
 TEST_CASE("overlap_param_gather: ZeRO-1's parameter all-gathers move into the forward pass") {
   const std::string base = R"({"model":{"preset":"gpt3-1.7b","num_layers":2},"parallel":{"dp":4,"zero":1},
-                               "training":{"seq_len":2048,"global_batch_size":4,"dp_bucket_mb":4)";
+                               "training":{"seq_len":2048,"global_batch_size":4,"dp_bucket_mb":4,"overlap_grad_reduce":true)";
   auto after = make(parse(base + "}}"));
   auto during = make(parse(base + R"(,"overlap_param_gather":true}})"));
   const RankTrace ta = after.rank_trace(0).value(), td = during.rank_trace(0).value();
@@ -323,9 +327,9 @@ TEST_CASE("overlap_param_gather: ZeRO-1's parameter all-gathers move into the fo
   CHECK(ra.sim.step - rd.sim.step <= gather_time + 1e-6);
   // ZeRO 0: nothing to gather, nothing changes.
   auto z0 = make(parse(R"({"model":{"preset":"gpt3-1.7b","num_layers":2},"parallel":{"dp":4},
-                          "training":{"seq_len":512,"global_batch_size":4,"overlap_param_gather":true}})"));
+                          "training":{"seq_len":512,"global_batch_size":4,"overlap_grad_reduce":true,"overlap_param_gather":true}})"));
   auto z0d = make(parse(R"({"model":{"preset":"gpt3-1.7b","num_layers":2},"parallel":{"dp":4},
-                           "training":{"seq_len":512,"global_batch_size":4}})"));
+                           "training":{"seq_len":512,"global_batch_size":4,"overlap_grad_reduce":true}})"));
   CHECK(same_nodes(z0.rank_trace(0).value(), z0d.rank_trace(0).value()));
 }
 
@@ -349,4 +353,49 @@ TEST_CASE("simulate timeline: communication pieces marked hidden or exposed") {
   for (const auto& e : js["stages"][0]["timeline"])
     if (e[2] == "tp") five = e.size() == 5;
   CHECK(five);
+}
+
+TEST_CASE("overlap_param_gather, interleaved: chunks 0 and 1 gathered up front, chunk k + 1 at chunk k's first forward") {
+  // Megatron-LM's interleaved schedule (schedules.py, param_sync_func):
+  // every bucket of chunks 0 and 1 before the first step; chunk k + 1's
+  // when virtual micro-batch (forward steps so far + pipeline rank) is the
+  // first of chunk k, i.e. forward step k * pp - rank.
+  const std::string job = R"({"model":{"preset":"gpt3-1.7b","num_layers":6},
+      "parallel":{"dp":2,"pp":2,"virtual_stages":3,"zero":1},
+      "training":{"seq_len":512,"global_batch_size":8,"dp_bucket_mb":4,"schedule":"interleaved-1f1b",
+                  "overlap_grad_reduce":true,"overlap_param_gather":true}})";
+  auto g = make(parse(job));
+  check_runs_to_completion(g);
+  CHECK(validate_generated(g).ok());
+  for (int64_t rank : {0, 2}) {  // stage 0 and stage 1 (dp is inner to pp)
+    const RankTrace t = g.rank_trace(rank).value();
+    std::vector<uint64_t> gathers;
+    for (const auto& n : t.nodes)
+      if (contains(n.name, "param_all_gather")) gathers.push_back(n.id);
+    REQUIRE(gathers.size() > 3);
+    uint64_t first_compute = UINT64_MAX;
+    for (const auto& n : t.nodes)
+      if (n.kind == TraceNodeKind::kCompute) { first_compute = n.id; break; }
+    // Chunks 0 and 1 of this stage hold layers (stage + 2 c) of 6 one-layer
+    // chunks: the gathers before the first compute are theirs, with no
+    // dependencies; the rest (chunk 2) come later, behind a compute node.
+    int early = 0, late = 0;
+    for (uint64_t id : gathers) {
+      if (id < first_compute) {
+        ++early;
+        CHECK(t.nodes[id].deps.size() <= 1);  // at most the previous gather on the dp stream
+      } else {
+        ++late;
+        bool behind_compute = false;
+        for (uint64_t d : t.nodes[id].deps) behind_compute |= t.nodes[d].kind == TraceNodeKind::kCompute;
+        CHECK(behind_compute);
+      }
+    }
+    CHECK(early > 0);
+    CHECK(late > 0);
+  }
+  // Dispatched ahead, the gathers cost the step no more than after it.
+  const std::string after_job = std::regex_replace(job, std::regex(R"(,"overlap_param_gather":true)"), "");
+  auto a = make(parse(after_job));
+  CHECK(sim(g).sim.step <= sim(a).sim.step);
 }

@@ -364,7 +364,7 @@ TEST_CASE("simulate: communication beside compute slows it by its SM share") {
   // grows, and by at most f/(1-f) of the total transfer time. (Long
   // sequences: the backward pass outlasts the reductions it overlaps.)
   auto g = make(parse(R"({"model":{"preset":"gpt3-1.7b","num_layers":4},"parallel":{"dp":8},
-                         "training":{"seq_len":2048,"global_batch_size":8,"dp_bucket_mb":4}})"));
+                         "training":{"seq_len":2048,"global_batch_size":8,"dp_bucket_mb":4,"overlap_grad_reduce":true}})"));
   SimulateOptions o;
   o.comm_sm_share_domain = o.comm_sm_share_scale_out = 0;
   auto free_run = simulate(g, o).value();
@@ -383,7 +383,7 @@ TEST_CASE("simulate: communication beside compute slows it by its SM share") {
   // The same shares set in the job's network block: the same step, and the
   // resolved network reports them.
   auto g0 = make(parse(R"({"model":{"preset":"gpt3-1.7b","num_layers":4},"parallel":{"dp":8},
-                          "training":{"seq_len":2048,"global_batch_size":8,"dp_bucket_mb":4},
+                          "training":{"seq_len":2048,"global_batch_size":8,"dp_bucket_mb":4,"overlap_grad_reduce":true},
                           "network":{"comm_sm_share_domain":0,"comm_sm_share_scale_out":0}})"));
   SimulateOptions d;
   d.reuse_summary = false;

@@ -108,6 +108,7 @@ TEST_CASE("trace: every member of a group issues the same collectives in the sam
 TEST_CASE("trace: data-parallel gradients are all-reduced once per iteration, in buckets overlapping backward") {
   Job j = gpt_job(4, 1024, 16, 1, 4, false, 1, 512, 12);  // 3 micro-batches
   j.training.dp_bucket_mb = 4;
+  j.training.overlap_grad_reduce = true;  // Megatron-LM's --overlap-grad-reduce (the default is off)
   auto g = make(j);
   auto s = summary(g);
   auto t = g.rank_trace(0).value();
