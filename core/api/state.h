@@ -13,6 +13,7 @@
 #include "parallel/propagate.h"
 #include "trace/lower.h"
 #include "api/api.h"
+#include "api/budget.h"
 
 namespace sc {
 
@@ -54,6 +55,7 @@ struct GeneratorState {
   GroupTable groups;
   std::string config_hash;
   std::string summary;  // summary.json text
+  JobEstimate estimate;  // estimate_job_counted, for summary.json (training jobs with a summary)
   // simulate with default options, run once for summary.json's time block
   // (api/summary.cc) and reused by simulate (api/simulate.cc).
   // Written while the summary is built (Generator::create), read-only after.
