@@ -64,15 +64,13 @@ const char* kUsage =
     "docs/export.md).";
 
 // Refuses an export whose estimated size is past kMaxOutputBytes, or with
-// --allow-large past the free space where it goes. Before the build the
-// estimate comes from the job's numbers alone (core/api/budget.h: never
-// below the truth, up to 4x above it), so a job is refused there only when
-// even a quarter of it is over the budget; in between, the build (itself
-// within the memory budget) gives the exact node count of every pipeline
-// stage, and the export is checked again at kTraceBytesPerNode per node
-// (issue 24: the 32,768-rank Llama-3-70B export, 2 micro-batches, is
-// estimated at 19.8 GiB from the numbers, 6.9 GiB from the built stages,
-// and writes 5.3 GB).
+// --allow-large past the free space where it goes. The quick estimate
+// (core/api/budget.h: from the job's numbers, never below the truth, up to
+// 4x above it) decides when it is within the budget or even a quarter of
+// it is over; in between, the counted estimate (estimate_job_counted: two
+// small builds, never below the truth, within 1.5x) decides, before the
+// build. Issue 24: the 32,768-rank Llama-3-70B export (2 micro-batches) is
+// 19.8 GiB by the quick estimate, 4.71 GB counted, and writes 4.71 GB.
 constexpr int64_t kMaxOutputBytes = int64_t{8} << 30;
 
 Status output_error(const std::string& what, int64_t n) {
@@ -86,24 +84,25 @@ Status output_error(const std::string& what, int64_t n) {
 
 int64_t times(int64_t a, int64_t n) { return n > 0 && a > INT64_MAX / 4 / n ? INT64_MAX / 4 : a * n; }
 
-// *deferred: the estimate is over the budget but may not be: check again
-// after the build (check_built_output_budget).
-Status check_output_budget(const Job& job, const ExportOptions& opt, bool allow_large, bool* deferred) {
-  *deferred = false;
+Status check_output_budget(const Job& job, const ExportOptions& opt, bool allow_large) {
   SC_RETURN_IF_ERROR(check_budget(job));  // the build's memory first: it is what to fix first
-  const JobEstimate e = estimate_job(job);
+  JobEstimate e = estimate_job(job);
   const int64_t n = opt.ranks.count();
-  const int64_t bytes = times(e.trace_bytes_per_rank, n);
-  const std::string what = "this export would write about " + human_bytes(bytes) + " (" + std::to_string(n) +
-                           " ranks x " + human_bytes(e.trace_bytes_per_rank) + " of trace each, estimated)";
-  if (!allow_large) {
-    if (bytes <= kMaxOutputBytes) return ok_status();
-    if (bytes / 4 <= kMaxOutputBytes && !job.inference()) {
-      *deferred = true;
-      return ok_status();
-    }
-    return output_error(what, n);
+  const bool all = n == std::max<int64_t>(1, job.parallel.world_size());
+  auto bytes_of = [&](const JobEstimate& x) { return all && !job.inference() ? x.trace_bytes_total : times(x.trace_bytes_per_rank, n); };
+  int64_t bytes = bytes_of(e);
+  const int64_t limit = allow_large ? -1 : kMaxOutputBytes;
+  if (!job.inference() && (allow_large || (bytes > kMaxOutputBytes && bytes / 4 <= kMaxOutputBytes))) {
+    // Maybe over (or --allow-large: compared with the free space): count.
+    Result<JobEstimate> c = estimate_job_counted(job);
+    if (!c.ok()) return c.error();
+    e = *c;
+    bytes = bytes_of(e);
   }
+  const std::string what = "this export would write about " + human_bytes(bytes) + " (" + std::to_string(n) +
+                           " ranks x " + human_bytes(all && !job.inference() ? bytes / std::max<int64_t>(1, n) : e.trace_bytes_per_rank) +
+                           " of trace each, " + (e.counted ? "counted" : "estimated") + ")";
+  if (limit >= 0) return bytes <= limit ? ok_status() : output_error(what, n);
   fs::path where = opt.out.parent_path().empty() ? fs::path(".") : opt.out.parent_path();
   while (!where.empty() && !fs::exists(where)) where = where.parent_path();
   struct statvfs vfs {};
@@ -115,26 +114,6 @@ Status check_output_budget(const Job& job, const ExportOptions& opt, bool allow_
                         "-o");
   }
   return ok_status();
-}
-
-// The deferred check: the largest stage's built node count x
-// kTraceBytesPerNode per selected rank.
-Status check_built_output_budget(const Generator& gen, const ExportOptions& opt) {
-  const auto summary = nlohmann::json::parse(gen.summary_json(), nullptr, false);
-  int64_t nodes = 0;
-  if (summary.is_object() && summary.contains("stages") && summary["stages"].is_array())
-    for (const auto& st : summary["stages"])
-      if (st.contains("trace") && st["trace"].contains("nodes_per_rank") && st["trace"]["nodes_per_rank"].is_number_integer())
-        nodes = std::max(nodes, st["trace"]["nodes_per_rank"].get<int64_t>());
-  const int64_t n = opt.ranks.count();
-  if (nodes <= 0) return output_error("this export would write more than " + human_bytes(kMaxOutputBytes) + " (estimated)", n);
-  const int64_t per_rank = times(nodes, kTraceBytesPerNode);
-  const int64_t bytes = times(per_rank, n);
-  if (bytes <= kMaxOutputBytes) return ok_status();
-  return output_error("this export would write about " + human_bytes(bytes) + " (" + std::to_string(n) + " ranks x " +
-                          human_bytes(per_rank) + " of trace each: " + std::to_string(nodes) +
-                          " nodes in the largest stage's rank program)",
-                      n);
 }
 
 }  // namespace
@@ -204,15 +183,11 @@ int cmd_generate(const std::vector<std::string>& argv) {
   } else {
     opt.ranks = all_ranks(world);
   }
-  bool deferred = false;
-  if (Status st = check_output_budget(job, opt, args.has("--allow-large"), &deferred); !st.ok())
+  if (Status st = check_output_budget(job, opt, args.has("--allow-large")); !st.ok())
     return report_error(kCmd, st.error());
   int rc = kExitOk;
   std::optional<Generator> gen = build_generator(kCmd, job, &rc);
   if (!gen) return rc;
-  if (deferred) {
-    if (Status st = check_built_output_budget(*gen, opt); !st.ok()) return report_error(kCmd, st.error());
-  }
   Result<ArchiveEncoder> enc = ArchiveEncoder::create(*gen);
   if (!enc.ok()) return report_error(kCmd, enc.error());
 

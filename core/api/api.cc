@@ -39,10 +39,15 @@ Result<Generator> Generator::create(const Job& job) { return create(job, CreateO
 
 Result<Generator> Generator::create(const Job& job, const CreateOptions& options) {
   SC_RETURN_IF_ERROR(validate_job(job));
-  SC_RETURN_IF_ERROR(check_budget(job));  // refuse before building (api/budget.h)
+  if (options.check_budget) SC_RETURN_IF_ERROR(check_budget(job));  // refuse before building (api/budget.h)
   if (job.inference()) return create_serving_generator(job);  // api/serving.cc
   auto s = std::make_unique<GeneratorState>();
   s->job = job;
+  // What the budget checks (summary.json "estimate"; docs/promises.md),
+  // counted before this build so that its small builds are gone by then.
+  if (options.summary) {
+    SC_ASSIGN_OR_RETURN(s->estimate, estimate_job_counted(job));
+  }
   const auto& p = job.parallel;
   const auto& t = job.training;
 

@@ -26,6 +26,9 @@ class Generator {
   // programs and simulate themselves (the planner, api/plan.cc).
   struct CreateOptions {
     bool summary = true;
+    // false: skip check_budget (api/budget.h): only for the budget's own
+    // small builds (estimate_job_counted), which check their quick bound.
+    bool check_budget = true;
   };
   static Result<Generator> create(const Job& job, const CreateOptions& options);
 

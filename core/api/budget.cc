@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "api/api.h"
+#include "emit/chakra_writer.h"
+
 namespace sc {
 namespace {
 
@@ -32,6 +35,18 @@ constexpr int64_t kNodesFixed = 200;                 // embedding, head, loss
 // nodes) peaks at 242 MB RSS, ~600 bytes per node.
 constexpr int64_t kEngineBytesPerNode = 640;
 constexpr int64_t kEngineBytesFixed = int64_t{64} << 20;  // graphs, tables, code
+// The counted estimate's (estimate_job_counted) engine memory: exact node
+// counts, so tighter constants, fitted as upper bounds to the peak RSS of
+// `stagecraft inspect` (the build and summary.json) in docs/promises.md,
+// "Calibration": 10.5-11 MB for a one-node job, ~310-350 B per program
+// node beyond that (81 to 351,415 nodes), the symbolic graphs, ~120 kB per
+// layer (Llama-3-70B's 80 layers at 45,068 nodes: 34.7 MB), and the
+// communicator-group tables, ~200 B per rank (32,768 ranks: 28.6 MB for
+// 6,344 nodes and 80 layers).
+constexpr int64_t kCountedBytesPerNode = 400;
+constexpr int64_t kCountedBytesPerRank = 300;
+constexpr int64_t kCountedBytesPerLayer = 160 * 1000;
+constexpr int64_t kCountedBytesFixed = int64_t{14} << 20;
 
 Budget g_budget;
 
@@ -64,9 +79,132 @@ JobEstimate estimate_job(const Job& job) {
   e.program_nodes = sat_add(sat_add(sat_mul(sat_mul(e.micro_batches, total_layers), per_layer_mb),
                                     sat_mul(total_layers, kNodesPerLayerOptimizer)),
                             sat_mul(std::max<int64_t>(1, p.pp), sat_mul(e.micro_batches, kNodesFixed / 4) + kNodesFixed));
-  e.engine_bytes = sat_add(sat_mul(e.program_nodes, kEngineBytesPerNode), kEngineBytesFixed);
+  e.engine_bytes = sat_add(sat_add(sat_mul(e.program_nodes, kEngineBytesPerNode), kEngineBytesFixed),
+                           sat_add(sat_mul(std::max<int64_t>(1, p.world_size()), kCountedBytesPerRank),
+                                   sat_mul(std::max<int64_t>(1, job.model.num_layers), kCountedBytesPerLayer)));
   e.trace_bytes_per_rank = sat_mul(e.nodes_per_rank, kTraceBytesPerNode);
   e.trace_bytes_total = sat_mul(e.trace_bytes_per_rank, std::max<int64_t>(1, p.world_size()));
+  return e;
+}
+
+namespace {
+
+int varint_len(uint64_t v) {
+  int n = 1;
+  while (v >= 128) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+int decimal_len(uint64_t v) {
+  int n = 1;
+  while (v >= 10) {
+    v /= 10;
+    ++n;
+  }
+  return n;
+}
+
+// One stage's counts in a built job: its program's nodes and dependencies,
+// and the .et bytes of its highest rank (every other axis at its last
+// coordinate: the largest peer ranks and group ids of the stage).
+struct StageCount {
+  int64_t nodes = 0, deps = 0, bytes = 0;
+};
+
+Result<std::vector<StageCount>> count_stages(const Job& job) {
+  Generator::CreateOptions o;
+  o.summary = false;
+  o.check_budget = false;  // the caller checked this job's quick bound
+  SC_ASSIGN_OR_RETURN(Generator g, Generator::create(job, o));
+  const auto& p = job.parallel;
+  std::vector<StageCount> out;
+  for (int64_t s = 0; s < p.pp; ++s) {
+    SC_RETURN_IF_ERROR(check_cancelled("the budget estimate"));
+    const std::string coords = "{\"pp\":" + std::to_string(s) + ",\"tp\":" + std::to_string(p.tp - 1) +
+                               ",\"dp\":" + std::to_string(p.dp - 1) + ",\"cp\":" + std::to_string(p.cp - 1) + "}";
+    SC_ASSIGN_OR_RETURN(int64_t rank, g.rank_at(coords));
+    SC_ASSIGN_OR_RETURN(RankTrace t, g.rank_trace(rank));
+    std::string bytes;
+    SC_RETURN_IF_ERROR(write_chakra_trace(t, g.metadata(), &bytes));
+    StageCount c;
+    c.nodes = static_cast<int64_t>(t.nodes.size());
+    for (const TraceNode& n : t.nodes) c.deps += static_cast<int64_t>(n.deps.size());
+    c.bytes = static_cast<int64_t>(bytes.size());
+    out.push_back(c);
+  }
+  return out;
+}
+
+// a1 at m1, a2 at m2 (affine in m), at m: rounded up.
+int64_t extrapolate(int64_t a1, int64_t a2, int64_t m1, int64_t m2, int64_t m) {
+  const int64_t slope = (std::max<int64_t>(0, a2 - a1) + (m2 - m1) - 1) / (m2 - m1);
+  return sat_add(a2, sat_mul(slope, m - m2));
+}
+
+}  // namespace
+
+Result<JobEstimate> estimate_job_counted(const Job& job, const Budget& budget) {
+  JobEstimate e = estimate_job(job);
+  if (job.inference()) return e;
+  const auto& p = job.parallel;
+  const int64_t m = e.micro_batches;
+  const bool interleaved = job.training.schedule == Schedule::kInterleaved;
+  const int64_t m1 = interleaved ? p.pp : 1, m2 = 2 * m1;
+  auto mini = [&](int64_t mb) -> Result<std::vector<StageCount>> {
+    Job j = job;
+    j.training.global_batch_size = mb * p.dp * job.training.micro_batch_size;
+    const JobEstimate q = estimate_job(j);
+    if (q.engine_bytes > budget.max_engine_bytes) {
+      // Even the small build's quick bound is over: not attempted.
+      return make_error(ErrorCode::kTooLarge,
+                        "this job's layers alone (" + std::to_string(e.max_stage_layers) +
+                            " per pipeline stage) need about " + human_bytes(q.engine_bytes) +
+                            " of memory to build at " + std::to_string(mb) + " micro-batches, over the budget of " +
+                            human_bytes(budget.max_engine_bytes) + "; use fewer model.num_layers or a larger parallel.pp",
+                        "model.num_layers");
+    }
+    return count_stages(j);
+  };
+  std::vector<StageCount> full;
+  if (m <= m2) {
+    SC_ASSIGN_OR_RETURN(full, mini(m));  // the job itself: exact counts
+  } else {
+    SC_ASSIGN_OR_RETURN(std::vector<StageCount> a, mini(m1));
+    SC_ASSIGN_OR_RETURN(std::vector<StageCount> b, mini(m2));
+    // What grows with m besides the node count, per node (upper bounds):
+    // ids as varints (the node's, each dependency's) and as decimal "t<id>"
+    // tensor names (its output, each dependency's input), the micro-batch
+    // number in the name, a pipeline tag (micro-batch, direction, chunk),
+    // and up to 4 nested length prefixes (node, inputs, outputs, names).
+    const int64_t chunks = p.pp * std::max<int64_t>(1, p.virtual_stages);
+    const int tag_growth = varint_len(static_cast<uint64_t>(4 * m * chunks)) - varint_len(static_cast<uint64_t>(m2));
+    const int name_growth = decimal_len(static_cast<uint64_t>(m - 1)) - decimal_len(static_cast<uint64_t>(m2 - 1));
+    for (size_t s = 0; s < a.size(); ++s) {
+      StageCount c;
+      c.nodes = extrapolate(a[s].nodes, b[s].nodes, m1, m2, m);
+      c.deps = extrapolate(a[s].deps, b[s].deps, m1, m2, m);
+      c.bytes = extrapolate(a[s].bytes, b[s].bytes, m1, m2, m);
+      const int id_growth = varint_len(static_cast<uint64_t>(c.nodes)) - varint_len(static_cast<uint64_t>(b[s].nodes)) +
+                            decimal_len(static_cast<uint64_t>(c.nodes)) - decimal_len(static_cast<uint64_t>(b[s].nodes));
+      c.bytes = sat_add(c.bytes, sat_add(sat_mul(sat_add(c.nodes, c.deps), id_growth),
+                                         sat_mul(c.nodes, std::max(0, name_growth) + std::max(0, tag_growth) + 4)));
+      full.push_back(c);
+    }
+  }
+  const int64_t per_stage_ranks = std::max<int64_t>(1, p.world_size() / std::max<int64_t>(1, p.pp));
+  e.nodes_per_rank = e.program_nodes = e.trace_bytes_per_rank = e.trace_bytes_total = 0;
+  for (const StageCount& c : full) {
+    e.nodes_per_rank = std::max(e.nodes_per_rank, c.nodes);
+    e.program_nodes = sat_add(e.program_nodes, c.nodes);
+    e.trace_bytes_per_rank = std::max(e.trace_bytes_per_rank, c.bytes);
+    e.trace_bytes_total = sat_add(e.trace_bytes_total, sat_mul(c.bytes, per_stage_ranks));
+  }
+  e.engine_bytes = sat_add(sat_add(sat_mul(e.program_nodes, kCountedBytesPerNode), kCountedBytesFixed),
+                           sat_add(sat_mul(std::max<int64_t>(1, p.world_size()), kCountedBytesPerRank),
+                                   sat_mul(std::max<int64_t>(1, job.model.num_layers), kCountedBytesPerLayer)));
+  e.counted = true;
   return e;
 }
 
@@ -74,8 +212,15 @@ Budget engine_budget() { return g_budget; }
 void set_engine_budget(const Budget& b) { g_budget = b; }
 
 Status check_budget(const Job& job, const Budget& b) {
-  const JobEstimate e = estimate_job(job);
+  JobEstimate e = estimate_job(job);
   if (e.engine_bytes <= b.max_engine_bytes) return ok_status();
+  if (e.engine_bytes / 4 <= b.max_engine_bytes && !job.inference()) {
+    // Maybe over: the counted estimate decides (two small builds).
+    Result<JobEstimate> c = estimate_job_counted(job, b);
+    if (!c.ok()) return c.error();
+    e = c.value();
+    if (e.engine_bytes <= b.max_engine_bytes) return ok_status();
+  }
   const auto& p = job.parallel;
   const auto& t = job.training;
   std::string msg = "this job needs about " + std::to_string(e.program_nodes) + " trace nodes (" +

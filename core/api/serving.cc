@@ -40,6 +40,7 @@ Result<json> kind_summary(const GeneratorState& s) {
   j.erase("time");
   j.erase("pipeline");
   j.erase("micro_batches_per_iteration");
+  j.erase("estimate");  // training jobs only (docs/summary.md)
   for (json& st : j["stages"]) {
     json& m = st["memory_bytes"];
     const int64_t w = m["weights"].get<int64_t>();

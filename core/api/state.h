@@ -14,6 +14,7 @@
 #include "trace/lower.h"
 #include "sim/built.h"
 #include "api/api.h"
+#include "api/budget.h"
 
 namespace sc {
 
@@ -27,6 +28,7 @@ struct SimulateReport;
 struct GeneratorState : BuiltJob {
   std::string config_hash;
   std::string summary;  // summary.json text
+  JobEstimate estimate;  // estimate_job_counted, for summary.json (training jobs with a summary)
   // simulate with default options, run once for summary.json's time block
   // (api/summary.cc) and reused by simulate (api/simulate.cc).
   // Written while the summary is built (Generator::create), read-only after.

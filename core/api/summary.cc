@@ -312,6 +312,12 @@ Result<std::string> build_summary(const GeneratorState& s) {
         {"total_bytes_by_axis", comm_axis}}},
       {"trace", f0.stage["trace"]},
   };
+  // What the budgets check (api/budget.h, docs/promises.md "Budgets").
+  out["estimate"] = {{"nodes_per_rank", s.estimate.nodes_per_rank},
+                     {"program_nodes", s.estimate.program_nodes},
+                     {"trace_bytes_per_rank", s.estimate.trace_bytes_per_rank},
+                     {"trace_bytes", s.estimate.trace_bytes_total},
+                     {"engine_bytes", s.estimate.engine_bytes}};
   // What a Hugging Face import recognised (HF jobs only: other summaries are unchanged).
   if (!job.model.hf_family.empty()) {
     out["hf_import"] = {{"family", job.model.hf_family},

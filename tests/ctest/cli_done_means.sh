@@ -5,7 +5,7 @@
 set -euo pipefail
 cli=${STAGECRAFT_CLI:?}
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+trap '[[ $BASHPID == $$ ]] && rm -rf "$out"' EXIT  # main shell only: see lib/common.bash
 "$cli" generate --model gpt3-175b --tp 8 --dp 4 --sequence-parallel --seq-len 2048 \
   --micro-batch-size 1 --global-batch-size 8 -o "$out/job"
 n=$(ls "$out/job"/trace.*.et | wc -l)

@@ -9,7 +9,7 @@
 set -euo pipefail
 cli=${STAGECRAFT_CLI:?}
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+trap '[[ $BASHPID == $$ ]] && rm -rf "$out"' EXIT  # main shell only: see lib/common.bash
 "$cli" generate -q --model deepseek-v3 --layers 4 --seq-len 256 --tp 2 --sequence-parallel --cp 2 \
   --pp 2 --dp 2 --ep 4 --expert-tp 1 --zero 1 --global-batch-size 4 -o "$out/ds"
 [ "$(ls "$out/ds"/trace.*.et | wc -l)" -eq 16 ] || { echo "expected 16 traces"; exit 1; }

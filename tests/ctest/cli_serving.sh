@@ -14,7 +14,9 @@ cli=${STAGECRAFT_CLI:?}
 out=$(mktemp -d)
 # A background export still running when the script ends (an early exit
 # under set -e) must not write into "$out" while it is being removed.
-trap 'jobs -p | xargs -r kill -KILL 2>/dev/null; wait 2>/dev/null; rm -rf "$out"' EXIT
+# Only the script's own shell cleans up (lib/common.bash says why: a forked
+# child killed before it execs runs this trap too).
+trap 'if [[ $BASHPID == $$ ]]; then jobs -p | xargs -r kill -KILL 2>/dev/null; wait 2>/dev/null; rm -rf "$out"; fi' EXIT
 cat >"$out/serve.json" <<'J'
 {"mode": "inference", "model": "llama3-70b", "parallel": {"tp": 8}, "hardware": "h100",
  "serving": {"prompt_tokens": 8000, "output_tokens": 192}}

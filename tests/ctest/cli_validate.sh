@@ -7,7 +7,7 @@ set -u
 CLI="${STAGECRAFT_CLI:?set STAGECRAFT_CLI to the stagecraft binary}"
 [[ "$CLI" == */* ]] && CLI="$(cd "$(dirname "$CLI")" && pwd)/$(basename "$CLI")"  # we cd below
 WORK="$(mktemp -d)"
-trap 'rm -rf "$WORK"' EXIT
+trap '[[ $BASHPID == $$ ]] && rm -rf "$WORK"' EXIT  # main shell only: see lib/common.bash
 cd "$WORK"
 failures=0
 fail() { echo "FAIL $*"; failures=$((failures + 1)); }

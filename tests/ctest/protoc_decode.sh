@@ -15,7 +15,7 @@ set -euo pipefail
 src="${STAGECRAFT_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}"
 split="$src/tests/tools/split_delimited.py"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+trap '[[ $BASHPID == $$ ]] && rm -rf "$work"' EXIT  # main shell only: see lib/common.bash
 
 fail() { echo "protoc_decode: $*" >&2; exit 1; }
 

@@ -6,7 +6,7 @@
 set -euo pipefail
 cli=${STAGECRAFT_CLI:?}
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+trap '[[ $BASHPID == $$ ]] && rm -rf "$out"' EXIT  # main shell only: see lib/common.bash
 cat >"$out/w.json" <<'J'
 {"mode": "inference", "model": "llama3-70b", "parallel": {"tp": 8}, "hardware": "h100",
  "serving": {"prompt_tokens": 2048, "output_tokens": 256,
