@@ -330,7 +330,7 @@ Result<std::string> Generator::graph_json(int64_t stage) const {
     jt["partial"] = t.sharding.partial;
     jt["layer"] = t.layer;
     jt["producer"] = t.producer;
-    auto bytes = t.local_bytes().eval(s.bind, t.name);
+    auto bytes = t.local_bytes(s.bind, t.name);
     jt["bytes"] = bytes.ok() ? bytes.value() : -1;
     tensors.push_back(std::move(jt));
   }

@@ -58,12 +58,22 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
   const auto& tr = s.job.training;
   StageFigures f;
   int first_layer = INT32_MAX, last_layer = -1;
+  // Serving's 4-bit weights: their stored bytes (values and block scales,
+  // dtype_storage_bytes) instead of parameters x one dtype's bytes.
+  int64_t stored_4bit = -1;
   for (const auto& t : g.tensors) {
     if (!is_weight(t)) continue;
     SC_ASSIGN_OR_RETURN(int64_t l, t.local_numel().eval(s.bind, t.name));
     f.params_local += l;
     if (t.expert) f.params_local_expert += l;
+    if (dtype_is_4bit(t.dtype)) stored_4bit = 0;
   }
+  if (stored_4bit == 0)
+    for (const auto& t : g.tensors) {
+      if (!is_weight(t)) continue;
+      SC_ASSIGN_OR_RETURN(int64_t b, t.local_bytes(s.bind, t.name));
+      stored_4bit += b;
+    }
   // Activations saved for backward per transformer layer (Korthikanti et
   // al.'s per-layer figure), attributed to the layer of the first reader.
   std::map<int, int> saved_layer;
@@ -77,7 +87,7 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
   std::map<int, int64_t> act_by_layer;
   int64_t act_per_mb = 0;
   for (auto [t, layer] : saved_layer) {
-    SC_ASSIGN_OR_RETURN(int64_t b, g.tensors[t].local_bytes().eval(s.bind, g.tensors[t].name));
+    SC_ASSIGN_OR_RETURN(int64_t b, g.tensors[t].local_bytes(s.bind, g.tensors[t].name));
     act_by_layer[layer] += b;
     act_per_mb += b;
   }
@@ -126,7 +136,7 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
     return (dense * bytes_per_param + group - 1) / group +
            (f.params_local_expert * bytes_per_param + expert_group - 1) / expert_group;
   };
-  const int64_t weights = sharded(dtype_bytes(tr.dtype), 3);
+  const int64_t weights = stored_4bit >= 0 ? stored_4bit : sharded(dtype_bytes(tr.dtype), 3);
   // FP8 training: the FP8 copies (row- and column-wise, with scales) TE
   // keeps of each FP8 linear's weight, sharded like the weights under ZeRO-3.
   int64_t fp8_copies = 0;

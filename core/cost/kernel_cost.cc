@@ -71,6 +71,11 @@ double gemm_micros(const HardwareProfile& hw, DType dt, const GemmShape& s, doub
   const double t_bytes = hbm > 0 && bytes > 0 ? bytes / hbm : 0;
   if (rate <= 0 || flops <= 0) return t_bytes * 1e6;
   double t_flops = flops / rate;
+  // int4 weights (W4A16): a skinny tile fetches its weight side (Tn) at a
+  // quarter of bf16's bytes, so its operand bytes per FLOP, which set its
+  // per-SM rate below, shrink on that side; 1 for every other dtype, whose
+  // two operands have the same width (docs/hardware.md, "Skinny GEMMs").
+  const double wside = dt == DType::kInt4 ? 0.25 : 1.0;
   const double shape_flops = 2.0 * static_cast<double>(s.batch) * static_cast<double>(s.m) *
                              static_cast<double>(s.n) * static_cast<double>(s.k);
   if (hw.sm_count > 0 && shape_flops > 0) {
@@ -109,7 +114,7 @@ double gemm_micros(const HardwareProfile& hw, DType dt, const GemmShape& s, doub
         const double split = std::max(1.0, std::min(std::floor(hw.sm_count / tiles),
                                                      std::floor(static_cast<double>(s.k) / kSplitKMin)));
         const double waves = std::ceil(tiles * split / hw.sm_count);
-        const double per_sm = rate / hw.sm_count * std::min(1.0, rows * tn / (rows + tn) / ref);
+        const double per_sm = rate / hw.sm_count * std::min(1.0, rows * tn / (rows + wside * tn) / ref);
         const double t = waves * 2.0 * rows * tn * std::ceil(static_cast<double>(s.k) / split) / per_sm;
         if (t < best) best = t;
       }

@@ -86,6 +86,12 @@ Expr Tensor::local_numel() const {
   return n;
 }
 
+Result<int64_t> Tensor::local_bytes(const Bindings& b, const std::string& what) const {
+  if (!dtype_is_4bit(dtype)) return (local_numel() * Expr(dtype_bytes(dtype))).eval(b, what);
+  SC_ASSIGN_OR_RETURN(int64_t n, local_numel().eval(b, what));
+  return dtype_storage_bytes(dtype, n);
+}
+
 Tensor make_tensor(std::string name, std::vector<Dim> dims, DType dt, TensorKind kind) {
   Tensor t;
   t.name = std::move(name);

@@ -59,7 +59,10 @@ struct Tensor {
 
   Expr global_numel() const;
   Expr local_numel() const;    // divided by the degrees of sharded dims
-  Expr local_bytes() const { return local_numel() * Expr(dtype_bytes(dtype)); }
+  // This rank's bytes at `b`: local_numel x dtype_bytes; a 4-bit format
+  // packs two values a byte and adds its block scales (dtype_storage_bytes).
+  // `what` names the quantity in an error.
+  Result<int64_t> local_bytes(const Bindings& b, const std::string& what) const;
 };
 
 enum class OpKind {

@@ -53,8 +53,13 @@ HardwareProfile preset(int i) {
                         {132, 0.59, 0.75, 0.57, 0.90, 2.4});
     // B200 as in HGX/DGX B200 (1000 W): NVLink 5 1.8 TB/s total = 900 per
     // direction; 180 GB per GPU (1,440 GB per 8-GPU system).
-    case 3: return make("b200", 75 * T, 1125 * T, 2250 * T, 4500 * T, 8000 * G, 180 * G, 900 * G, 50 * G,
-                        {148, 0.59, 0.75, 0.57, 0.90, 2.4});
+    // FP4 (NVFP4/MXFP4) 9 PFLOP/s dense: the board's 144 sparse / 8 / 2.
+    case 3: {
+      HardwareProfile b200 = make("b200", 75 * T, 1125 * T, 2250 * T, 4500 * T, 8000 * G, 180 * G, 900 * G, 50 * G,
+                                  {148, 0.59, 0.75, 0.57, 0.90, 2.4});
+      b200.peak_flops_fp4 = 9000 * T;
+      return b200;
+    }
     default: return HardwareProfile{};
   }
 }
@@ -67,6 +72,10 @@ double HardwareProfile::peak_for(DType dt) const {
     case DType::kFP32: return peak_flops_fp32;
     case DType::kTF32: return peak_flops_tf32;
     case DType::kFP8: return peak_flops_fp8 > 0 ? peak_flops_fp8 : peak_flops_bf16;
+    // W4A4 on FP4 tensor cores (a device without them refuses fp4 weights:
+    // validate_serving); int4 (W4A16) dequantizes to bf16: the default.
+    case DType::kNVFP4:
+    case DType::kMXFP4: return peak_flops_fp4 > 0 ? peak_flops_fp4 : peak_flops_bf16;
     case DType::kBF16:
     case DType::kFP16:
     default: return peak_flops_bf16;

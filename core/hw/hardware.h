@@ -22,6 +22,7 @@ struct HardwareProfile {
   double peak_flops_tf32 = 0;   // FLOP/s, dense tensor-core TF32
   double peak_flops_bf16 = 0;   // FLOP/s, dense tensor-core BF16/FP16
   double peak_flops_fp8 = 0;    // FLOP/s, dense FP8 (0: not supported)
+  double peak_flops_fp4 = 0;    // FLOP/s, dense FP4 (NVFP4/MXFP4; 0: not supported)
   double mem_bandwidth = 0;     // bytes/s, HBM
   double memory_bytes = 0;      // bytes of device memory (capacity)
   double intra_node_bw = 0;     // bytes/s per GPU, NVLink (one direction)

@@ -132,6 +132,9 @@ std::string job_to_canonical_json(const Job& job) {
       {"hbm_efficiency", hw.hbm_efficiency},
       {"kernel_floor_micros", hw.kernel_floor_micros},
   };
+  // FP4 throughput only where the job computes at it (fp4 weights): the
+  // other jobs' canonical text and hash stay as before the field existed.
+  if (job.inference() && dtype_is_fp4(job.serving.weights_dtype)) hardware["peak_flops_fp4"] = hw.peak_flops_fp4;
   Json root = {{"model", model}, {"parallel", parallel}, {"training", training}, {"hardware", hardware}};
   if (job.inference()) serving_canonical(job, &root);  // training jobs' canonical JSON is unchanged
   return root.dump(2, ' ', /*ensure_ascii=*/true);

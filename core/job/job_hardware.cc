@@ -31,6 +31,7 @@ constexpr Field kFields[] = {
     {"peak_flops_tf32", &HardwareProfile::peak_flops_tf32, kMinFlops, true, kMaxFlops},
     {"peak_flops_bf16", &HardwareProfile::peak_flops_bf16, kMinFlops, true, kMaxFlops},
     {"peak_flops_fp8", &HardwareProfile::peak_flops_fp8, kMinFlops, true, kMaxFlops, true},  // 0: none
+    {"peak_flops_fp4", &HardwareProfile::peak_flops_fp4, kMinFlops, true, kMaxFlops, true},  // 0: none
     {"mem_bandwidth", &HardwareProfile::mem_bandwidth, kMinBytesPerSecond, true, kMaxBytesPerSecond},
     {"memory_bytes", &HardwareProfile::memory_bytes, 0, false, kMaxBytes},
     {"intra_node_bw", &HardwareProfile::intra_node_bw, kMinBytesPerSecond, true, kMaxBytesPerSecond},
@@ -67,7 +68,7 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
   SC_RETURN_IF_ERROR(jsonf::expect_object(v, path));
   SC_RETURN_IF_ERROR(jsonf::check_keys(
       v, {"preset", "name", "peak_flops_fp32", "peak_flops_tf32", "peak_flops_bf16",
-          "peak_flops_fp8", "mem_bandwidth", "memory_bytes", "intra_node_bw", "inter_node_bw",
+          "peak_flops_fp8", "peak_flops_fp4", "mem_bandwidth", "memory_bytes", "intra_node_bw", "inter_node_bw",
           "gpus_per_node", "compute_efficiency", "memory_efficiency", "cost_model", "sm_count",
           "gemm_efficiency", "attention_efficiency", "attention_bwd_efficiency", "hbm_efficiency",
           "kernel_floor_micros"},

@@ -129,6 +129,11 @@ Status parse_parallel(const Json& v, ParallelConfig* p, int64_t* world_size) {
 Result<DType> parse_dtype_field(const Json& v, const std::string& path, bool reduce) {
   SC_ASSIGN_OR_RETURN(std::string s, jsonf::get_string(v, path));
   std::optional<DType> dt = parse_dtype(s);
+  if (dt && dtype_is_4bit(*dt))
+    return make_error(ErrorCode::kInvalidArgument,
+                      "\"" + echo_text(s) + "\" is a 4-bit weight format for serving only (serving.weights_dtype of an "
+                      "inference job); training runs in fp32, tf32, bf16, fp16 (and FP8 through training.fp8_recipe)",
+                      path);
   bool allowed = dt && (!reduce || *dt == DType::kFP32 || *dt == DType::kBF16 || *dt == DType::kFP16);
   if (!allowed) {
     const char* known = reduce ? "fp32, bf16, fp16" : "fp32, tf32, bf16, fp16, fp8";

@@ -20,11 +20,20 @@ Status training_only(const std::string& path, const std::string& what) {
                     path);
 }
 
-Result<DType> serving_dtype(const Json& v, const std::string& path) {
+// `weights`: the 4-bit weight formats too (docs/inference.md, "4-bit weights").
+Result<DType> serving_dtype(const Json& v, const std::string& path, bool weights = false) {
   SC_ASSIGN_OR_RETURN(std::string s, jsonf::get_string(v, path));
   if (s == "bf16") return DType::kBF16;
   if (s == "fp8") return DType::kFP8;
-  return make_error(ErrorCode::kInvalidArgument, "unknown dtype \"" + jsonf::clip(s) + "\" (known: bf16, fp8)", path);
+  if (weights) {
+    if (s == "int4") return DType::kInt4;
+    if (s == "nvfp4") return DType::kNVFP4;
+    if (s == "mxfp4") return DType::kMXFP4;
+  }
+  return make_error(ErrorCode::kInvalidArgument,
+                    "unknown dtype \"" + jsonf::clip(s) + "\" (known: bf16, fp8" +
+                        (weights ? ", int4, nvfp4, mxfp4" : "") + ")",
+                    path);
 }
 
 Status parse_pool(const Json& v, const std::string& path, const ParallelConfig& base, PoolLayout* out) {
@@ -348,7 +357,7 @@ Status parse_serving(const Json& root, Job* job) {
     SC_ASSIGN_OR_RETURN(s.kv_dtype, serving_dtype(*x, "serving.kv_dtype"));
   }
   if (const Json* x = jsonf::find(*v, "weights_dtype")) {
-    SC_ASSIGN_OR_RETURN(s.weights_dtype, serving_dtype(*x, "serving.weights_dtype"));
+    SC_ASSIGN_OR_RETURN(s.weights_dtype, serving_dtype(*x, "serving.weights_dtype", /*weights=*/true));
   }
   if (const Json* x = jsonf::find(*v, "gpu_memory_utilization")) {
     SC_ASSIGN_OR_RETURN(s.gpu_memory_utilization,
@@ -547,8 +556,15 @@ Status validate_serving(const Job& job, Status (*validate_layout)(const Job&)) {
                       "serving.chunk_tokens");
   if (s.kv_dtype != DType::kBF16 && s.kv_dtype != DType::kFP8)
     return make_error(ErrorCode::kInvalidArgument, "must be bf16 or fp8", "serving.kv_dtype");
-  if (s.weights_dtype != DType::kBF16 && s.weights_dtype != DType::kFP8)
-    return make_error(ErrorCode::kInvalidArgument, "must be bf16 or fp8", "serving.weights_dtype");
+  if (s.weights_dtype != DType::kBF16 && s.weights_dtype != DType::kFP8 && !dtype_is_4bit(s.weights_dtype))
+    return make_error(ErrorCode::kInvalidArgument, "must be bf16, fp8, int4, nvfp4 or mxfp4", "serving.weights_dtype");
+  if (dtype_is_fp4(s.weights_dtype) && !(job.hardware.peak_flops_fp4 > 0))
+    return make_error(ErrorCode::kUnsupported,
+                      std::string("weights \"") + dtype_name(s.weights_dtype) +
+                          "\" run their GEMMs on FP4 tensor cores (W4A4); hardware \"" + job.hardware.name +
+                          "\" has none (hardware.peak_flops_fp4 is 0): use \"int4\" (4-bit weights dequantized to "
+                          "bf16 in the GEMM, W4A16) or \"fp8\", or a device with FP4 (b200)",
+                      "serving.weights_dtype");
   const std::vector<RequestClass> mix = serving_requests(s);
   for (size_t i = 0; i < mix.size(); ++i) {
     const RequestClass& c = mix[i];

@@ -23,9 +23,14 @@ class Builder {
   }
 
   // A weight, optionally sharded on tp along the dim labelled `tp_label`.
-  int weight(const std::string& name, std::vector<Dim> dims, const std::string& tp_label, int layer) {
-    Tensor t = make_tensor(name, std::move(dims), o_.has_weight_dtype ? o_.weight_dtype : o_.dtype,
-                           TensorKind::kWeight);
+  // `gemm`: a linear layer's matrix, the only weights a 4-bit format
+  // quantizes (AWQ/GPTQ, NVFP4 checkpoints); the others (norms, biases,
+  // embeddings, the output head, the router) keep the activations' dtype.
+  int weight(const std::string& name, std::vector<Dim> dims, const std::string& tp_label, int layer,
+             bool gemm = false) {
+    DType dt = o_.has_weight_dtype ? o_.weight_dtype : o_.dtype;
+    if (dtype_is_4bit(dt) && !gemm) dt = o_.dtype;
+    Tensor t = make_tensor(name, std::move(dims), dt, TensorKind::kWeight);
     t.sharding_fixed = true;
     t.layer = layer;
     int id = g_.add_tensor(std::move(t));
@@ -143,7 +148,7 @@ class Builder {
              bool bias_in_sp_region, bool with_bias = true, bool force_bias = false) {
     std::vector<Dim> wdims{in_dim};
     wdims.insert(wdims.end(), out_dims.begin(), out_dims.end());
-    int w = weight(prefix_ + name + ".weight", wdims, tp_label, layer_);
+    int w = weight(prefix_ + name + ".weight", wdims, tp_label, layer_, /*gemm=*/name != "moe.router" && name != "moe.shared_gate");
     std::vector<Dim> ydims = BS({});
     ydims.insert(ydims.end(), out_dims.begin(), out_dims.end());
     int y = act(name, ydims, o_.dtype);
@@ -623,8 +628,8 @@ class Builder {
   }
 
   // A routed expert's weight: experts on ep, the width on etp.
-  int expert_weight(const std::string& name, std::vector<Dim> dims) {
-    int w = weight(prefix_ + name, std::move(dims), "", layer_);
+  int expert_weight(const std::string& name, std::vector<Dim> dims, bool gemm = false) {
+    int w = weight(prefix_ + name, std::move(dims), "", layer_, gemm);
     Tensor& t = g_.tensors[w];
     t.expert = true;
     for (size_t i = 0; i < t.dims.size(); ++i) {
@@ -640,7 +645,7 @@ class Builder {
     const Dim in = xd.back();
     std::vector<Dim> wd{Dim{"E", S("E")}, in};
     wd.insert(wd.end(), out_dims.begin(), out_dims.end());
-    int w = expert_weight(name + ".weight", wd);
+    int w = expert_weight(name + ".weight", wd, /*gemm=*/true);
     std::vector<Dim> yd(xd.begin(), xd.end() - 1);
     yd.insert(yd.end(), out_dims.begin(), out_dims.end());
     int y = act(name, yd, o_.dtype);
@@ -708,7 +713,9 @@ class Builder {
     }
     // fp8 weights (inference): tokens are quantized before the dispatch and
     // sent in fp8, the combine returns bf16 (DeepSeek-V3 report, DeepEP).
-    int disp = act("moe.dispatch", disp_dims, o_.has_weight_dtype ? o_.weight_dtype : o_.dtype);
+    // 4-bit weights: the tokens go in the activations' dtype.
+    int disp = act("moe.dispatch", disp_dims,
+                   o_.has_weight_dtype && !dtype_is_4bit(o_.weight_dtype) ? o_.weight_dtype : o_.dtype);
     g_.tensors[disp].sharding = src;
     Op perm = op("moe.permute", ops::kMoePermute, {x, idx}, {disp});
     perm.remesh_in = {tokens, per_token};

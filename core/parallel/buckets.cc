@@ -20,7 +20,7 @@ Status bucket_dp_gradients(Graph& g, const Bindings& bind, double bucket_bytes, 
       continue;
     const Tensor& in = g.tensors[o.inputs[0]];
     if (in.kind != TensorKind::kWeightGrad || in.producer < 0) continue;
-    SC_ASSIGN_OR_RETURN(int64_t bytes, in.local_bytes().eval(bind, in.name + " bytes"));
+    SC_ASSIGN_OR_RETURN(int64_t bytes, in.local_bytes(bind, in.name + " bytes"));
     items.push_back({pos[in.producer], id, static_cast<double>(bytes)});
   }
   if (items.empty()) return ok_status();

@@ -260,7 +260,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
     if (tt.kind != TensorKind::kWeightGrad || tt.producer < 0 || tt.grad_of < 0) continue;
     const Tensor& w = g.tensors[static_cast<size_t>(tt.grad_of)];
     if (!is_weight(w) || w.expert) continue;
-    Result<int64_t> b = tt.local_bytes().eval(bind, tt.name);
+    Result<int64_t> b = tt.local_bytes(bind, tt.name);
     if (!b.ok()) { px.error = b.error(); return px; }
     Part* part = weight_part[static_cast<size_t>(tt.grad_of)] ? weight_part[static_cast<size_t>(tt.grad_of)] : &px.pre;
     if (static_cast<double>(*b) >= bucket_bytes && big.insert(tt.grad_of).second) ++part->big_grads;
@@ -281,7 +281,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
         const int prod = g.tensors[t].producer;
         part = prod < 0 || pos[prod] < first_fwd ? &px.pre : &px.post;
       }
-      Result<int64_t> b = g.tensors[t].local_bytes().eval(bind, g.tensors[t].name);
+      Result<int64_t> b = g.tensors[t].local_bytes(bind, g.tensors[t].name);
       if (!b.ok()) { px.error = b.error(); return px; }
       if (first) part->saved += *b;
       if (first_w) part->for_w += *b;

@@ -140,15 +140,15 @@ Result<Footprint> footprint(const BuiltJob& s) {
     f.stage_caches.emplace_back();
     for (const Tensor& t : s.graph_of(st).tensors) {
       if (t.kind == TensorKind::kWeight && t.producer < 0) {
-        SC_ASSIGN_OR_RETURN(int64_t b, t.local_bytes().eval(s.bind, t.name));
+        SC_ASSIGN_OR_RETURN(int64_t b, t.local_bytes(s.bind, t.name));
         w += b;
       } else if (t.kind == TensorKind::kCache && t.producer < 0 && !per_token(t)) {  // a Mamba state
-        SC_ASSIGN_OR_RETURN(int64_t b, t.local_bytes().eval(one, t.name));
+        SC_ASSIGN_OR_RETURN(int64_t b, t.local_bytes(one, t.name));
         SC_ASSIGN_OR_RETURN(int64_t g, (t.global_numel() * Expr(dtype_bytes(t.dtype))).eval(global, t.name));
         state += b;
         f.state_model += g;
       } else if (t.kind == TensorKind::kCache && t.producer < 0) {
-        SC_ASSIGN_OR_RETURN(int64_t b, t.local_bytes().eval(one, t.name));
+        SC_ASSIGN_OR_RETURN(int64_t b, t.local_bytes(one, t.name));
         SC_ASSIGN_OR_RETURN(int64_t g, (t.global_numel() * Expr(dtype_bytes(t.dtype))).eval(global, t.name));
         kv += b;
         f.kv_token_model += g;
@@ -320,7 +320,7 @@ std::string gib(double bytes) {
 // What would make a model fit: more model parallelism, fp8 where not yet.
 std::string fit_hints(const ServingConfig& cfg) {
   std::string h = "more tensor or pipeline parallelism (parallel.tp, parallel.pp; MoE: more dp with ep)";
-  if (cfg.weights_dtype != DType::kFP8) h += ", serving.weights_dtype \"fp8\" (half the weights)";
+  if (dtype_bits(cfg.weights_dtype) > 8) h += ", serving.weights_dtype \"fp8\" (half the weights)";
   if (cfg.kv_dtype != DType::kFP8) h += ", serving.kv_dtype \"fp8\" (half the cache)";
   return h + " or fewer tokens per sequence would help";
 }

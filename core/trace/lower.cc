@@ -510,7 +510,7 @@ class Lowerer {
   Result<int64_t> bytes_of(int t) {
     int64_t& b = tensor_bytes_[static_cast<size_t>(t)];
     if (b < 0) {
-      SC_ASSIGN_OR_RETURN(b, g_.tensors[t].local_bytes().eval(bind_, g_.tensors[t].name + " bytes"));
+      SC_ASSIGN_OR_RETURN(b, g_.tensors[t].local_bytes(bind_, g_.tensors[t].name + " bytes"));
     }
     return b;
   }
@@ -563,7 +563,7 @@ class Lowerer {
       SC_ASSIGN_OR_RETURN(int64_t n, g_.tensors[op.inputs[0]].local_numel().eval(bind_, op.name + " params"));
       bytes += 2 * n * o_.optimizer_bytes_per_param;
     }
-    w.dt = op.kind == OpKind::kMatmul ? o_.compute_dtype : g_.tensors[op.outputs[0]].dtype;
+    w.dt = op.kind == OpKind::kMatmul ? gemm_dtype(op) : g_.tensors[op.outputs[0]].dtype;
     if (fp8_op(id)) {
       // An FP8 GEMM reads its operands' FP8 copies (1 byte per element).
       w.dt = DType::kFP8;
@@ -576,6 +576,20 @@ class Lowerer {
     w.bytes = shard(op, bytes);
     return w;
   }
+
+  // A GEMM's dtype: the compute dtype; under 4-bit weights only the GEMMs
+  // whose weight is stored 4-bit run in it (int4, W4A16: at the bf16 rate;
+  // nvfp4/mxfp4, W4A4: at the FP4 rate), the others (the output head, the
+  // router, activation-only products) in bf16 (docs/inference.md, "4-bit
+  // weights").
+  DType gemm_dtype(const Op& op) const {
+    if (!dtype_is_4bit(o_.compute_dtype)) return o_.compute_dtype;
+    for (int t : op.inputs)
+      if (dtype_is_4bit(g_.tensors[static_cast<size_t>(t)].dtype)) return o_.compute_dtype;
+    return DType::kBF16;
+  }
+  // Attention under 4-bit weights runs in bf16.
+  DType attention_dtype() const { return dtype_is_4bit(o_.compute_dtype) ? DType::kBF16 : o_.compute_dtype; }
 
   // attention_shape_factor of a fused attention op (or of the forward op a
   // backward differentiates): the keys a query visits on average, from the
@@ -664,7 +678,7 @@ class Lowerer {
       }
     } else if (op.kind == OpKind::kAttention) {
       SC_ASSIGN_OR_RETURN(double shape, attention_factor(id));
-      us = attention_micros(hw_, o_.compute_dtype, flops / shape, bytes, op.fwd_op >= 0);
+      us = attention_micros(hw_, attention_dtype(), flops / shape, bytes, op.fwd_op >= 0);
     } else {
       us = memory_micros(hw_, flops, bytes);
     }
@@ -1154,9 +1168,9 @@ class Lowerer {
       const double us =
           kernel_model()
               ? std::max(hw_.kernel_floor_micros,
-                         attention_micros(hw_, o_.compute_dtype, static_cast<double>(f) / shape, static_cast<double>(by),
+                         attention_micros(hw_, attention_dtype(), static_cast<double>(f) / shape, static_cast<double>(by),
                                           op.fwd_op >= 0))
-              : roofline_micros(hw_, o_.compute_dtype, static_cast<double>(f), static_cast<double>(by));
+              : roofline_micros(hw_, attention_dtype(), static_cast<double>(f), static_cast<double>(by));
       SC_RETURN_IF_ERROR(set_cost(c, f, by, us, op.name));
       // Each step accumulates into the output: the last step writes it.
       c.output_bytes = j + 1 == n ? static_cast<uint64_t>(out_bytes) : 0;
@@ -1230,7 +1244,7 @@ Result<int64_t> saved_activation_bytes(const Graph& g, const Bindings& bind, int
   }
   int64_t total = 0;
   for (int t : saved) {
-    SC_ASSIGN_OR_RETURN(int64_t b, g.tensors[t].local_bytes().eval(bind, g.tensors[t].name + " bytes"));
+    SC_ASSIGN_OR_RETURN(int64_t b, g.tensors[t].local_bytes(bind, g.tensors[t].name + " bytes"));
     total += b;
   }
   return total;

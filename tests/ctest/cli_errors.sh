@@ -32,6 +32,13 @@ expect tp-heads-code 1 "[not_divisible]" -- "$CLI" inspect --model gpt3-175b --t
 echo '{"model": "gpt3-1.7b", "parallel": {"dp": 2, "tp": 4, "world_size": 16}}' > world.json
 expect world-size 1 "world_size (16) != dp (2) x tp (4) x pp (1) x cp (1) = 8" -- "$CLI" inspect --config world.json
 
+# fp4 weights need FP4 tensor cores: an H100 has none (docs/inference.md, "4-bit weights").
+echo '{"mode": "inference", "model": "llama3-8b", "hardware": "h100", "serving": {"weights_dtype": "nvfp4"}}' > fp4.json
+expect fp4-weights-h100 1 'serving.weights_dtype: weights "nvfp4" run their GEMMs on FP4 tensor cores (W4A4); hardware "h100" has none (hardware.peak_flops_fp4 is 0)' -- \
+  "$CLI" inspect --config fp4.json
+echo '{"model": "llama3-8b", "training": {"dtype": "int4"}}' > int4train.json
+expect int4-training 1 'training.dtype: "int4" is a 4-bit weight format for serving only' -- "$CLI" inspect --config int4train.json
+
 expect negative-flag 1 "parallel.dp: must be >= 1 (got -3)" -- "$CLI" inspect --model gpt3-1.7b --dp -3
 echo '{"model": "gpt3-1.7b", "training": {"seq_len": -5}}' > negative.json
 expect negative-file 1 "training.seq_len: must be >= 1 (got -5)" -- "$CLI" inspect --config negative.json

@@ -157,7 +157,7 @@ TEST_CASE("serving: MLA decode runs the absorbed form, FLOPs counted that way") 
       REQUIRE(o.inputs.size() == 3);
       const Tensor& cache = graph.tensors[o.inputs[2]];
       CHECK(cache.kind == TensorKind::kCache);
-      CHECK(cache.local_bytes().eval(s.bind, "c").value() == 8 * 2250 * (kvr + dr) * 2);
+      CHECK(cache.local_bytes(s.bind, "c").value() == 8 * 2250 * (kvr + dr) * 2);
     }
     if (o.name == "L0.attn.q_absorb") {  // W_UK folded into the query: 8 tokens x 128 heads x 128 -> 512
       ++found;
@@ -180,7 +180,7 @@ TEST_CASE("serving: MLA decode runs the absorbed form, FLOPs counted that way") 
     if (o.name == "L0.attn.kv_cache_write") {
       write = true;
       CHECK(o.outputs.size() == 1);
-      CHECK(ps.graph_of(0).tensors[o.outputs[0]].local_bytes().eval(ps.bind, "w").value() == 2000 * (kvr + dr) * 2);
+      CHECK(ps.graph_of(0).tensors[o.outputs[0]].local_bytes(ps.bind, "w").value() == 2000 * (kvr + dr) * 2);
     }
   }
   CHECK(decompress);
