@@ -1022,6 +1022,15 @@ auto tie_key(const PlanLayout& l) {
 
 Status check_constraints(const Job& base, const PlanOptions& o) {
   const PlanConstraints& c = o.constraints;
+  // The search space is training layouts (cp, ZeRO, pipeline schedules,
+  // recomputation): a serving job has none of them, and its figures would
+  // be a training step of the serving model. Serving layouts are searched
+  // by serve-capacity (--tp-list, --replicas-list).
+  if (base.inference())
+    return make_error(ErrorCode::kInvalidArgument,
+                      "plan searches training layouts; for a serving job use serve-capacity with --tp-list and "
+                      "--replicas-list (docs/inference.md)",
+                      "mode");
   if (o.gpus < 1) return make_error(ErrorCode::kInvalidArgument, "must be a positive integer", "gpus");
   for (int d = 0; d < kPlanDegrees; ++d) {
     const std::string n = kPlanDegreeNames[d];

@@ -39,6 +39,11 @@ expect fp4-weights-h100 1 'serving.weights_dtype: weights "nvfp4" run their GEMM
 echo '{"model": "llama3-8b", "training": {"dtype": "int4"}}' > int4train.json
 expect int4-training 1 'training.dtype: "int4" is a 4-bit weight format for serving only' -- "$CLI" inspect --config int4train.json
 
+# plan searches training layouts: a serving job is sent to serve-capacity.
+echo '{"mode": "inference", "model": "llama3-8b", "hardware": "h100", "serving": {"prompt_tokens": 512, "output_tokens": 64}}' > servejob.json
+expect plan-serving-job 1 "mode: plan searches training layouts; for a serving job use serve-capacity" -- \
+  "$CLI" plan --config servejob.json --gpus 8
+
 expect negative-flag 1 "parallel.dp: must be >= 1 (got -3)" -- "$CLI" inspect --model gpt3-1.7b --dp -3
 echo '{"model": "gpt3-1.7b", "training": {"seq_len": -5}}' > negative.json
 expect negative-file 1 "training.seq_len: must be >= 1 (got -5)" -- "$CLI" inspect --config negative.json
