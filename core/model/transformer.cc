@@ -241,7 +241,12 @@ class Builder {
   // ---- Inference (serving) --------------------------------------------------
   // A layer's cache: persistent, the batch on dp, heads (if any) on tp.
   int cache(const std::string& name, std::vector<Dim> dims, const std::string& tp_label) {
-    Tensor t = make_tensor(prefix_ + name, std::move(dims), o_.kv_dtype, TensorKind::kCache);
+    return cache_tensor(name, std::move(dims), tp_label, o_.kv_dtype);
+  }
+  // A persistent per-sequence tensor at `dtype`: the KV cache (above) or a
+  // Mamba layer's state (state_cache below).
+  int cache_tensor(const std::string& name, std::vector<Dim> dims, const std::string& tp_label, DType dtype) {
+    Tensor t = make_tensor(prefix_ + name, std::move(dims), dtype, TensorKind::kCache);
     t.sharding_fixed = true;
     t.layer = layer_;
     int id = g_.add_tensor(std::move(t));
@@ -484,15 +489,7 @@ class Builder {
   // (producer-less, what the memory counts), the write one more, produced
   // by the op (bytes moved, neither memory nor an activation).
   int state_cache(const std::string& name, std::vector<Dim> dims, const std::string& tp_label) {
-    Tensor t = make_tensor(prefix_ + name, std::move(dims), o_.dtype, TensorKind::kCache);
-    t.sharding_fixed = true;
-    t.layer = layer_;
-    int id = g_.add_tensor(std::move(t));
-    shard_batch(id);
-    auto& c = g_.tensors[id];
-    for (size_t i = 0; i < c.dims.size(); ++i)
-      if (o_.has_tp && c.dims[i].label == tp_label) c.sharding.dim_axis[i] = "tp";
-    return id;
+    return cache_tensor(name, std::move(dims), tp_label, o_.dtype);
   }
   int state_update(const std::string& name, std::vector<Dim> dims) {
     return act(name, std::move(dims), o_.dtype, TensorKind::kCache);
