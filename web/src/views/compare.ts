@@ -85,7 +85,7 @@ function figures(a: Side, b: Side): HTMLElement {
       .filter((k) => (sa?.exposed_comm_seconds?.[k] ?? 0) > 0 || (sb?.exposed_comm_seconds?.[k] ?? 0) > 0);
     for (const k of kinds) {
       const x = sa?.exposed_comm_seconds?.[k] ?? 0, y = sb?.exposed_comm_seconds?.[k] ?? 0;
-      row(`Exposed ${k} communication`, sa ? sec(x) : '—', sb ? sec(y) : '—', change(sa ? x : undefined, sb ? y : undefined, 'ratio', true), `exposed-${k}`);
+      row(`Exposed ${k} communication${k === 'dp' ? ' (gradient and parameter reductions, the embedding group’s included)' : ''}`, sa ? sec(x) : '—', sb ? sec(y) : '—', change(sa ? x : undefined, sb ? y : undefined, 'ratio', true), `exposed-${k}`);
     }
   }
   const pa = peaks(a.summary), pb = peaks(b.summary);
