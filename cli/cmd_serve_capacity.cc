@@ -108,6 +108,11 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
                   static_cast<long long>(tp), static_cast<long long>(rep), static_cast<long long>(r->gpus), r->capacity,
                   r->gpus > 0 ? r->capacity / static_cast<double>(r->gpus) : 0.0,
                   static_cast<long long>(r->simulations), static_cast<long long>(r->requests));
+      if (r->short_run)
+        std::printf("warning: at this rate the %lld requests arrive within %.3g s, under %g P99 end-to-end latencies "
+                    "(%.3g s): too short for a steady state, the capacity is not measured by this run: raise --requests\n",
+                    static_cast<long long>(r->requests), static_cast<double>(r->requests) / r->capacity,
+                    kSteadyRunLatencies, r->e2e_p99_at_capacity);
       std::printf("%12s %12s %12s %12s %12s %12s %5s\n", "req/s", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
                   "tpot_p99_ms", "out_tok/s", "slo");
       for (const CapacityPoint& c : r->curve)

@@ -868,6 +868,7 @@ Result<CapacityResult> serving_capacity(const Job& full, const ServeBackend& be,
     c.tpot_p50 = r.tpot.p50;
     c.tpot_p99 = r.tpot.p99;
     c.output_tokens_per_second = r.output_tokens_per_second;
+    c.e2e_p99 = r.e2e.p99;
     c.meets_slo = (!(slo_ttft > 0) || r.ttft.p99 <= slo_ttft) && (!(slo_tpot > 0) || r.tpot.p99 <= slo_tpot);
     return c;
   };
@@ -908,6 +909,10 @@ Result<CapacityResult> serving_capacity(const Job& full, const ServeBackend& be,
   for (double f : {0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5}) {
     SC_ASSIGN_OR_RETURN(CapacityPoint c, run(sig(ref * f)));
     out.curve.push_back(c);
+    if (f == 1.0 && lo > 0) {
+      out.e2e_p99_at_capacity = c.e2e_p99;
+      out.short_run = static_cast<double>(n) / lo < kSteadyRunLatencies * c.e2e_p99;
+    }
   }
   return out;
 }
@@ -931,6 +936,11 @@ std::string serving_capacity_json(const CapacityResult& r) {
             {"gpus", r.gpus},
             {"simulations", r.simulations},
             {"curve", curve}};
+  if (r.short_run) {
+    j["short_run"] = true;
+    j["run_seconds_at_capacity"] = sig(static_cast<double>(r.requests) / r.capacity);
+    j["e2e_seconds_p99_at_capacity"] = sig(r.e2e_p99_at_capacity);
+  }
   return j.dump();
 }
 

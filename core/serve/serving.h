@@ -44,6 +44,7 @@ struct ServingPoint {
 // `requests` of them per run (0: the workload's count, else 1000).
 struct CapacityPoint {
   double rate = 0, ttft_p50 = 0, ttft_p99 = 0, tpot_p50 = 0, tpot_p99 = 0, output_tokens_per_second = 0;
+  double e2e_p99 = 0;
   bool meets_slo = false;
 };
 struct CapacityResult {
@@ -51,7 +52,14 @@ struct CapacityResult {
   double slo_ttft = 0, slo_tpot = 0;
   int64_t requests = 0, gpus = 0, simulations = 0;
   std::vector<CapacityPoint> curve;  // ascending rate
+  // The run at the capacity arrives over requests / capacity seconds; when
+  // that is under kSteadyRunLatencies P99 end-to-end latencies the run is a
+  // burst, not a steady state, and the capacity is not measured by it
+  // (docs/inference.md, "Capacity").
+  bool short_run = false;
+  double e2e_p99_at_capacity = 0;
 };
+inline constexpr double kSteadyRunLatencies = 2;
 
 namespace serve {
 

@@ -49,7 +49,28 @@ for p in c["curve"]:
         assert p["meets_slo"], p
         assert p["ttft_seconds_p99"] <= 0.5 and p["tpot_seconds_p99"] <= 0.04, p
 assert not c["curve"][-1]["meets_slo"], c["curve"][-1]  # 1.5x the capacity misses
+# 300 requests at the capacity arrive over 300 / cap s, more than two P99
+# end-to-end latencies (1,024-token prompt + 128 tokens under 0.5 s + 127 x 0.04 s):
+# a steady state, no warning.
+assert "short_run" not in c, c
 PY
+# A run too short to measure: 200 requests of a 4-layer model meet the
+# targets even when all arrive at once, so the doubling reaches its cap;
+# the result says the run was shorter than two P99 end-to-end latencies.
+cat >"$out/short.json" <<'J'
+{"mode": "inference", "model": {"preset": "llama3-8b", "num_layers": 4}, "parallel": {"tp": 2}, "hardware": "h100",
+ "serving": {"prompt_tokens": 256, "output_tokens": 32, "workload": {"rate": 1, "requests": 200, "seed": 1}}}
+J
+"$cli" serve-capacity --config "$out/short.json" --slo-ttft 1 --slo-tpot 0.05 --json >"$out/short.out"
+python3 - "$out/short.out" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c.get("short_run") is True, c
+assert abs(c["run_seconds_at_capacity"] - 200 / c["capacity_requests_per_second"]) <= 1e-6 * c["run_seconds_at_capacity"], c
+assert c["run_seconds_at_capacity"] < 2 * c["e2e_seconds_p99_at_capacity"], c
+PY
+"$cli" serve-capacity --config "$out/short.json" --slo-ttft 1 --slo-tpot 0.05 >"$out/short.txt"
+grep -q '^warning: at this rate the 200 requests arrive within .* too short for a steady state' "$out/short.txt"
 "$cli" serve-capacity --config "$out/c.json" --slo-ttft 0.5 --replicas-list 1,2 >"$out/cap.txt"
 grep -q '^tp 1, replicas 2 (2 GPUs): capacity' "$out/cap.txt"
 "$cli" serve-capacity --config "$out/c.json" --slo-tpot 0.03 --tp-list 1,2 --requests 100 --json >"$out/tps.json"

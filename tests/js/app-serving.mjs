@@ -284,6 +284,13 @@ export async function servingCases(context, base, only = '') {
     const cap = Number(await page.getAttribute('#capacity', 'data-capacity'));
     check(cap === native.capacity_requests_per_second && cap > 0, `capacity ${cap} req/s, native serve-capacity ${native.capacity_requests_per_second}`);
     check(/Capacity: /.test(await page.textContent('#capacity .capacity-result')), 'the capacity in words');
+    // 200 requests at that rate arrive in 200 / capacity s; under two P99
+    // end-to-end latencies the run is a burst and the view says the
+    // capacity is not measured, exactly when the CLI flags it.
+    const shortNote = await page.$('#capacity .capacity-short');
+    check(Boolean(native.short_run) === (200 / native.capacity_requests_per_second < 2 * native.e2e_seconds_p99_at_capacity) && Boolean(shortNote) === Boolean(native.short_run),
+      `short-run note ${Boolean(shortNote)}, native short_run ${native.short_run} (${200 / native.capacity_requests_per_second} s of arrivals, P99 E2E ${native.e2e_seconds_p99_at_capacity} s)`);
+    if (shortNote) check(/Not measured/.test(await shortNote.textContent()), 'the note says the capacity is not measured');
     const rows = await page.$$eval('#capacity tbody tr', (rs) => rs.map((r) => Number(r.getAttribute('data-rate'))));
     check(rows.join() === native.curve.map((c) => c.requests_per_second).join(), `one row per rate of the native curve: ${rows}`);
     for (const [metric, target] of [['ttft', SERVE_SLO_JOB.serving.slo.ttft_seconds_p99], ['tpot', SERVE_SLO_JOB.serving.slo.tpot_seconds_p99]]) {

@@ -117,6 +117,9 @@ export interface Capacity {
   slo: { ttft_seconds_p99: number; tpot_seconds_p99: number };  // 0 = no target
   requests_per_run: number; gpus: number; simulations: number;
   curve: CapacityPoint[];
+  // Present when the run at the capacity arrives in under two P99
+  // end-to-end latencies: a burst, the capacity not measured (docs/inference.md).
+  short_run?: boolean; run_seconds_at_capacity?: number; e2e_seconds_p99_at_capacity?: number;
 }
 
 // type -> [payload, result]

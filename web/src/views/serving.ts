@@ -346,7 +346,11 @@ export function renderCapacity(el: HTMLElement, cap: Capacity): void {
       h('th', { scope: 'row' }, rps(c.requests_per_second)), h('td', { class: 'num' }, sec(c.ttft_seconds_p50)), h('td', { class: 'num' }, sec(c.ttft_seconds_p99)),
       h('td', { class: 'num' }, sec(c.tpot_seconds_p50)), h('td', { class: 'num' }, sec(c.tpot_seconds_p99)), h('td', { class: 'num' }, rate(c.output_tokens_per_second)),
       h('td', {}, c.meets_slo ? 'yes' : 'no')))));
-  el.replaceChildren(h('h3', {}, 'Latency against request rate: capacity'), headline,
+  const shortRun = cap.short_run
+    ? h('p', { class: 'capacity-short', role: 'note' }, h('strong', { class: 'bad' }, 'Not measured: '),
+      `at this rate the run’s ${fmtCount(cap.requests_per_run)} requests arrive within ${sec(cap.run_seconds_at_capacity ?? 0)}, under two P99 end-to-end latencies (${sec(cap.e2e_seconds_p99_at_capacity ?? 0)}): a burst, not a steady state. Raise the workload’s request count.`)
+    : null;
+  el.replaceChildren(h('h3', {}, 'Latency against request rate: capacity'), headline, ...(shortRun ? [shortRun] : []),
     ratePanel(cap, 'ttft', 'P99 TTFT'), ratePanel(cap, 'tpot', 'P99 TPOT'),
     h('ul', { class: 'legend' },
       h('li', {}, h('span', { class: 'swatch', style: 'background:#1864ab' }), 'P99'),
