@@ -400,17 +400,6 @@ export async function learnCases(context, base, only = '') {
 
 // Alone: node tests/js/app-learn.mjs [name prefix]
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { serveStatic, launchChromium } = await import('./launch.mjs');
-  const { server, base } = await serveStatic([['/', path.join(REPO_ROOT, 'build/web')]]);
-  const browser = await launchChromium();
-  try {
-    const results = await learnCases(browser.context, base, process.argv[2] ?? '');
-    for (const r of results) console.log(`  ${r.status === 'pass' ? 'ok  ' : 'FAIL'}  ${r.name} (${r.ms.toFixed(0)} ms)${r.status === 'pass' ? '' : `\n${r.message.replace(/^/gm, '        ')}`}`);
-    const failed = results.filter((r) => r.status !== 'pass').length;
-    console.log(`${results.length - failed} passed, ${failed} failed`);
-    process.exitCode = failed ? 1 : 0;
-  } finally {
-    await browser.close();
-    server.close();
-  }
+  const { runCasesAlone } = await import('./launch.mjs');
+  await runCasesAlone(learnCases, path.join(REPO_ROOT, 'build/web'), process.argv[2]);
 }

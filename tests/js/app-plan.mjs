@@ -269,18 +269,6 @@ export async function planCases(context, base, only = '') {
 
 // Alone: node tests/js/app-plan.mjs [case name prefix]
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { serveStatic, launchChromium } = await import('./launch.mjs');
-  const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-  const { server, base } = await serveStatic([['/', path.join(root, 'build/web')]]);
-  const browser = await launchChromium();
-  try {
-    const results = await planCases(browser.context, base, process.argv[2] ?? '');
-    for (const r of results) console.log(`  ${r.status === 'pass' ? 'ok  ' : 'FAIL'}  ${r.name} (${r.ms.toFixed(0)} ms)${r.status === 'pass' ? '' : `\n${r.message.replace(/^/gm, '        ')}`}`);
-    const failed = results.filter((r) => r.status !== 'pass').length;
-    console.log(`${results.length - failed} passed, ${failed} failed`);
-    process.exitCode = failed || !results.length ? 1 : 0;
-  } finally {
-    await browser.close();
-    server.close();
-  }
+  const { runCasesAlone } = await import('./launch.mjs');
+  await runCasesAlone(planCases, path.join(path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..'), 'build/web'), process.argv[2]);
 }

@@ -52,3 +52,22 @@ export async function launchChromium(options = {}) {
     throw e;
   }
 }
+
+// A case file run on its own (`node tests/js/app-X.mjs [name prefix]`):
+// serve the built app at webRoot, run cases(context, base, prefix) in one
+// Chromium, print each result and the count, and fail when a case failed
+// or the prefix selected none.
+export async function runCasesAlone(cases, webRoot, prefix) {
+  const { server, base } = await serveStatic([['/', webRoot]]);
+  const browser = await launchChromium();
+  try {
+    const results = await cases(browser.context, base, prefix ?? '');
+    for (const r of results) console.log(`  ${r.status === 'pass' ? 'ok  ' : 'FAIL'}  ${r.name} (${r.ms.toFixed(0)} ms)${r.status === 'pass' ? '' : `\n${r.message.replace(/^/gm, '        ')}`}`);
+    const failed = results.filter((r) => r.status !== 'pass').length;
+    console.log(`${results.length - failed} passed, ${failed} failed`);
+    process.exitCode = failed || !results.length ? 1 : 0;
+  } finally {
+    await browser.close();
+    server.close();
+  }
+}
