@@ -67,8 +67,15 @@ constexpr double kSplitKMin = 256;
 
 double gemm_micros(const HardwareProfile& hw, DType dt, const GemmShape& s, double flops, double bytes, bool skinny) {
   const double rate = hw.peak_for(dt) * hw.gemm_efficiency * hw.compute_efficiency;
-  const double hbm = hw.mem_bandwidth * hw.hbm_efficiency * hw.memory_efficiency;
-  const double t_bytes = hbm > 0 && bytes > 0 ? bytes / hbm : 0;
+  // A skinny GEMM (serving's small-M kernels) streams its weight at the
+  // measured skinny fraction of HBM after a fixed start-up, where the
+  // profile has them; every other kernel at hbm_efficiency.
+  const bool skinny_measured = skinny && s.m <= kSkinnyRows && hw.skinny_hbm_efficiency > 0;
+  const double hbm = hw.mem_bandwidth * hw.memory_efficiency *
+                     (skinny_measured ? hw.skinny_hbm_efficiency : hw.hbm_efficiency);
+  const double t_bytes = hbm > 0 && bytes > 0
+                             ? bytes / hbm + (skinny_measured ? hw.skinny_gemm_micros * 1e-6 : 0)
+                             : 0;
   if (rate <= 0 || flops <= 0) return t_bytes * 1e6;
   double t_flops = flops / rate;
   // int4 weights (W4A16): a skinny tile fetches its weight side (Tn) at a

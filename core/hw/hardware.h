@@ -40,6 +40,12 @@ struct HardwareProfile {
   double attention_bwd_efficiency = 0.70;  // the same for its backward kernel (dQ, dK, dV)
   double hbm_efficiency = 0.90;       // fraction of HBM bandwidth a memory-bound kernel reaches
   double kernel_floor_micros = 2.4;   // shortest kernel (launch floor), µs
+  // Measured on one GPU of the kind (docs/hardware.md, "Measured on a GPU";
+  // tools/gpu/measure_kernels.py, tests/fidelity/gpu/); 0: not measured,
+  // the rule after each field applies.
+  double fp8_gemm_speedup = 0;        // FP8 GEMM rate / BF16 GEMM rate, same shape (0: peak_flops_fp8 / peak_flops_bf16)
+  double skinny_hbm_efficiency = 0;   // fraction of HBM bandwidth a skinny (decode) GEMM streams its weight at (0: hbm_efficiency)
+  double skinny_gemm_micros = 0;      // a skinny GEMM's fixed start-up, µs, added to its streaming time (0: none)
 
   double peak_for(DType dt) const;  // FLOP/s for GEMMs in that dtype
 };

@@ -135,6 +135,16 @@ std::string job_to_canonical_json(const Job& job) {
   // FP4 throughput only where the job computes at it (fp4 weights): the
   // other jobs' canonical text and hash stay as before the field existed.
   if (job.inference() && dtype_is_fp4(job.serving.weights_dtype)) hardware["peak_flops_fp4"] = hw.peak_flops_fp4;
+  // The measured constants only where the job's kernels use them (FP8
+  // GEMMs; a serving job's skinny GEMMs), so other jobs' canonical text and
+  // hash stay as before the fields existed.
+  const bool fp8_gemms = t.fp8_recipe != Fp8Recipe::kNone ||
+                         (job.inference() && job.serving.weights_dtype == DType::kFP8);
+  if (fp8_gemms) hardware["fp8_gemm_speedup"] = hw.fp8_gemm_speedup;
+  if (job.inference()) {
+    hardware["skinny_hbm_efficiency"] = hw.skinny_hbm_efficiency;
+    hardware["skinny_gemm_micros"] = hw.skinny_gemm_micros;
+  }
   Json root = {{"model", model}, {"parallel", parallel}, {"training", training}, {"hardware", hardware}};
   if (job.inference()) serving_canonical(job, &root);  // training jobs' canonical JSON is unchanged
   return root.dump(2, ' ', /*ensure_ascii=*/true);

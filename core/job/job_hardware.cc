@@ -45,6 +45,10 @@ constexpr Field kFields[] = {
     {"attention_bwd_efficiency", &HardwareProfile::attention_bwd_efficiency, kMinEfficiency, true, 1},
     {"hbm_efficiency", &HardwareProfile::hbm_efficiency, kMinEfficiency, true, 1},
     {"kernel_floor_micros", &HardwareProfile::kernel_floor_micros, 0, true, kMaxFloorMicros},
+    // Measured constants (0: not measured; docs/hardware.md, "Measured on a GPU").
+    {"fp8_gemm_speedup", &HardwareProfile::fp8_gemm_speedup, 0.25, true, 8, true},
+    {"skinny_hbm_efficiency", &HardwareProfile::skinny_hbm_efficiency, kMinEfficiency, true, 1, true},
+    {"skinny_gemm_micros", &HardwareProfile::skinny_gemm_micros, 0, true, kMaxFloorMicros, true},
 };
 constexpr int64_t kMaxSmCount = 4096;
 
@@ -71,7 +75,7 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
           "peak_flops_fp8", "peak_flops_fp4", "mem_bandwidth", "memory_bytes", "intra_node_bw", "inter_node_bw",
           "gpus_per_node", "compute_efficiency", "memory_efficiency", "cost_model", "sm_count",
           "gemm_efficiency", "attention_efficiency", "attention_bwd_efficiency", "hbm_efficiency",
-          "kernel_floor_micros"},
+          "kernel_floor_micros", "fp8_gemm_speedup", "skinny_hbm_efficiency", "skinny_gemm_micros"},
       path));
   HardwareProfile hw;
   hw.name = "custom";

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""Prints docs/kernel-measurements.md's tables from kernel_sweep.py results.
+"""Prints docs/kernel-measurements.md's tables from kernel_sweep.py results
+and from skinny_fp8_sweep.py results (files named *-skinny-fp8.json),
+including the derivation of the h100/h200 profiles' measured constants
+(docs/hardware.md, "Measured on a GPU").
 
-Usage: python3 tests/bench/gpu/summarize.py tests/bench/gpu/results/h100-sxm-2026-11-26.json [h200.json]
+Usage: python3 tests/bench/gpu/summarize.py tests/bench/gpu/results/h100-sxm-2026-11-26.json [more.json ...]
 """
 import json, sys
 
@@ -60,5 +63,69 @@ def summarize(path):
     print()
 
 
+HBM_PEAK = {"NVIDIA H100 80GB HBM3": 3.35e12, "NVIDIA H200": 4.8e12}  # datasheets, bytes/s
+
+
+def line_fit(points):
+    """Least squares t = t0 + x / B over (x, t) points: (t0, B)."""
+    n = len(points)
+    sx = sum(x for x, _ in points)
+    sy = sum(t for _, t in points)
+    sxx = sum(x * x for x, _ in points)
+    sxy = sum(x * t for x, t in points)
+    slope = (n * sxy - sx * sy) / (n * sxx - sx * sx)
+    return (sy - slope * sx) / n, 1 / slope
+
+
+def summarize_skinny_fp8(path):
+    r = json.load(open(path))
+    e = r["env"]
+    peak = HBM_PEAK[e["gpu"]]
+    print(f"### {e['gpu']}: decode GEMMs and FP8 accumulation ({path.split('/')[-1]})\n")
+    print(f"PyTorch {e['torch']}, CUDA {e['cuda']}, {e['sms']} SMs, measured {r['started'][:10]}; nvidia-smi: "
+          f"{e['smi']}. " + (f"A 1 GiB read (`x.sum()`) {r['copy']['sum_read_bytes_per_s'] / 1e12:.2f} TB/s; "
+                             if "sum_read_bytes_per_s" in r["copy"] else "(no read test: an earlier script) ") +
+          f"a tiny kernel in a CUDA graph {r['floor']['tiny_kernel_in_graph_us']:.2f} µs, launched from "
+          f"Python {r['floor']['tiny_kernel_eager_python_us']:.1f} µs.\n")
+    rows = sorted({g["m"] for g in r["skinny"]})
+    print("Decode GEMMs `F.linear(x, W)` (bf16), bytes streamed per second (weight + activations + output), TB/s:\n")
+    print("| model | tp | GEMM | N × K | " + " | ".join(f"{m} rows" for m in rows) + " |")
+    print("|---|---|---|---|" + "---|" * len(rows))
+    shapes = []
+    for g in r["skinny"]:
+        key = (g["model"], g["tp"], g["gemm"], g["n"], g["k"])
+        if key not in shapes:
+            shapes.append(key)
+    for key in shapes:
+        cells = {g["m"]: g["bytes_per_s"] for g in r["skinny"] if (g["model"], g["tp"], g["gemm"], g["n"], g["k"]) == key}
+        print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} × {key[4]} | "
+              + " | ".join(f"{cells[m] / 1e12:.2f}" for m in rows) + " |")
+    pts = [(2 * g["n"] * g["k"], g["us"] * 1e-6) for g in r["skinny"] if g["m"] <= 64]
+    t0, bw = line_fit(pts)
+    res = [abs(t0 + x / bw - t) / t for x, t in pts]
+    print(f"\nLine over the {len(pts)} points with at most 64 rows, t = t0 + weight bytes / B: t0 = {t0 * 1e6:.2f} µs, "
+          f"B = {bw / 1e12:.2f} TB/s = {bw / peak:.3f} of {peak / 1e12:.2f} TB/s; mean |residual| "
+          f"{sum(res) / len(res) * 100:.1f}%, largest {max(res) * 100:.0f}% "
+          f"(`skinny_gemm_micros`, `skinny_hbm_efficiency`).\n")
+    f8 = r["fp8"]
+    t_bf16 = sum(2 * g["m"] * g["n"] * g["k"] / g["bf16_tflops"] for g in f8)
+    def speedup(fprop_key, other_key):
+        t = sum(2 * g["m"] * g["n"] * g["k"] / g[fprop_key if g["phase"] == "fprop" else other_key] for g in f8)
+        return t_bf16 / t
+    print("FP8 (e4m3, `torch._scaled_mm`) against bf16, the fprop, dgrad and wgrad GEMMs of "
+          f"{len(f8) // 3} linear layers at 8,192 tokens (total bf16 time over total FP8 time):\n")
+    print("| scales | accumulation | speed-up |")
+    print("|---|---|---|")
+    print(f"| tensor-wise | Transformer Engine's: fast in fprop, split in dgrad and wgrad | "
+          f"**{speedup('fp8_tensorwise_fast_tflops', 'fp8_tensorwise_split_tflops'):.3f}** (`fp8_gemm_speedup`) |")
+    print(f"| tensor-wise | fast everywhere | {speedup('fp8_tensorwise_fast_tflops', 'fp8_tensorwise_fast_tflops'):.3f} |")
+    print(f"| tensor-wise | split everywhere | {speedup('fp8_tensorwise_split_tflops', 'fp8_tensorwise_split_tflops'):.3f} |")
+    print(f"| row-wise | split everywhere | {speedup('fp8_rowwise_split_tflops', 'fp8_rowwise_split_tflops'):.3f} |")
+    print()
+
+
 for p in sys.argv[1:]:
-    summarize(p)
+    if p.endswith("-skinny-fp8.json"):
+        summarize_skinny_fp8(p)
+    else:
+        summarize(p)

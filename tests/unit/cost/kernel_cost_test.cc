@@ -146,6 +146,29 @@ TEST_CASE("kernel cost: skinny GEMMs (serving) tend to the weight-streaming band
   CHECK(gemm(4096, 8192, 8192, true) == gemm(4096, 8192, 8192, false));
 }
 
+TEST_CASE("kernel cost: the h100's measured skinny-GEMM constants") {
+  // docs/hardware.md, "Measured on a GPU": decode GEMMs stream their
+  // weight at 0.83 of 3.35 TB/s after 3.0 us.
+  Result<HardwareProfile> h100 = hardware_preset("h100");
+  REQUIRE(h100.ok());
+  auto gemm = [&](const HardwareProfile& hw, DType dt, int64_t m, int64_t n, int64_t k, bool skinny) {
+    const double width = dt == DType::kFP8 ? 1.0 : 2.0;
+    return gemm_micros(hw, dt, {1, m, n, k}, 2.0 * m * n * k, width * (m * k + k * n + m * n), skinny);
+  };
+  // One decode row against Llama-3-8B's 4096 x 4096 o_proj: 33.6 MB of
+  // weight and rows, 12.07 us at 2.78 TB/s, plus 3.0 us (measured: 13.4 us).
+  // Its compute (8 x 256 tiles, K split 8 ways) is 5.2 us: bound by bytes.
+  const double bytes = 2.0 * (4096.0 + 4096.0 * 4096 + 4096.0);
+  CHECK(gemm(*h100, DType::kBF16, 1, 4096, 4096, true) == doctest::Approx(3.0 + bytes / (3350e9 * 0.83) * 1e6));
+  // Outside serving's small-M kernels the HBM fraction is hbm_efficiency
+  // and there is no start-up: 1 row x 512 x 16384 is bound by its bytes.
+  const double flat = 2.0 * (16384.0 + 16384.0 * 512 + 512.0);
+  CHECK(gemm(*h100, DType::kBF16, 1, 512, 16384, false) >= flat / (3350e9 * 0.90) * 1e6);
+  CHECK(gemm(*h100, DType::kBF16, 1, 512, 16384, true) == doctest::Approx(3.0 + flat / (3350e9 * 0.83) * 1e6));
+  // Past 256 rows the skinny constants do not apply.
+  CHECK(gemm(*h100, DType::kBF16, 257, 4096, 4096, true) == gemm(*h100, DType::kBF16, 257, 4096, 4096, false));
+}
+
 TEST_CASE("kernel cost: memory-bound and attention kernels") {
   HardwareProfile hw = a100();
   CHECK(memory_micros(hw, 0, 1e9) == doctest::Approx(1e9 / (2039e9 * 0.90) * 1e6));
@@ -236,7 +259,10 @@ TEST_CASE("kernel cost: hardware fields name themselves when wrong") {
                 Bad{R"({"preset": "h100", "attention_bwd_efficiency": 0.001})", "hardware.attention_bwd_efficiency"},
                 Bad{R"({"preset": "h100", "hbm_efficiency": -1})", "hardware.hbm_efficiency"},
                 Bad{R"({"preset": "h100", "kernel_floor_micros": 1e9})", "hardware.kernel_floor_micros"},
-                Bad{R"({"preset": "h100", "sm_count": -1})", "hardware.sm_count"}}) {
+                Bad{R"({"preset": "h100", "sm_count": -1})", "hardware.sm_count"},
+                Bad{R"({"preset": "h100", "fp8_gemm_speedup": 0.1})", "hardware.fp8_gemm_speedup"},
+                Bad{R"({"preset": "h100", "skinny_hbm_efficiency": 1.2})", "hardware.skinny_hbm_efficiency"},
+                Bad{R"({"preset": "h100", "skinny_gemm_micros": -3})", "hardware.skinny_gemm_micros"}}) {
     Result<Job> j = parse_job(std::string(R"({"model": "gpt3-1.7b", "hardware": )") + c.hw + "}");
     REQUIRE(!j.ok());
     CHECK(j.error().path == c.path);
