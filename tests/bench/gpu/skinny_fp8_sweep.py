@@ -124,16 +124,23 @@ def weights(n, k, dtype, total=400 << 20, cap=32):
     return [torch.randn(n, k, device=DEV, dtype=torch.bfloat16).to(dtype) for _ in range(copies)]
 
 
-# (model, tp, name, N, K) of y = x @ W^T, W: N x K (the engine's local shard).
-DECODE_SHAPES = [
-    ("llama3-8b", 1, "qkv", 6144, 4096), ("llama3-8b", 1, "o", 4096, 4096),
-    ("llama3-8b", 1, "gate_up", 28672, 4096), ("llama3-8b", 1, "down", 4096, 14336),
-    ("llama3-70b", 4, "qkv", 2560, 8192), ("llama3-70b", 4, "o", 8192, 2048),
-    ("llama3-70b", 4, "gate_up", 14336, 8192), ("llama3-70b", 4, "down", 8192, 7168),
-    ("llama3-70b", 8, "qkv", 1280, 8192), ("llama3-70b", 8, "o", 8192, 1024),
-    ("llama3-70b", 8, "gate_up", 7168, 8192), ("llama3-70b", 8, "down", 8192, 3584),
-    ("llama3-8b", 1, "lm_head", 128256, 4096),
-]
+# Llama-3 dimensions: hidden, heads, KV heads, FFN (head dim 128).
+MODELS = {"llama3-8b": (4096, 32, 8, 14336), "llama3-70b": (8192, 64, 8, 28672),
+          "llama31-405b": (16384, 128, 8, 53248)}
+
+
+def linears(model, tp, names):
+    """(model, tp, name, N, K) of the layer's four linear GEMMs y = x @ W^T
+    on one tp rank (W: N x K, the local shard): qkv, attention output,
+    gate+up (fc1), down (fc2), named by `names`."""
+    h, a, kv, f = MODELS[model]
+    shapes = [((a + 2 * kv) * 128 // tp, h), (h, a * 128 // tp), (2 * f // tp, h), (h, f // tp)]
+    return [(model, tp, name, n, k) for name, (n, k) in zip(names, shapes)]
+
+
+DECODE = ("qkv", "o", "gate_up", "down")
+DECODE_SHAPES = (linears("llama3-8b", 1, DECODE) + linears("llama3-70b", 4, DECODE) +
+                 linears("llama3-70b", 8, DECODE) + [("llama3-8b", 1, "lm_head", 128256, 4096)])
 
 
 def skinny():
@@ -155,15 +162,10 @@ def skinny():
     return out
 
 
-# (model, tp, name, N, K) of the training linear layers, M = tokens.
-TRAIN_SHAPES = [
-    ("llama3-8b", 1, "qkv", 6144, 4096), ("llama3-8b", 1, "fc1", 28672, 4096),
-    ("llama3-8b", 1, "fc2", 4096, 14336), ("llama3-8b", 1, "proj", 4096, 4096),
-    ("llama3-70b", 4, "qkv", 2560, 8192), ("llama3-70b", 4, "fc1", 14336, 8192),
-    ("llama3-70b", 4, "fc2", 8192, 7168), ("llama3-70b", 4, "proj", 8192, 2048),
-    ("llama31-405b", 8, "qkv", 2304, 16384), ("llama31-405b", 8, "fc1", 13312, 16384),
-    ("llama31-405b", 8, "fc2", 16384, 6656), ("llama31-405b", 8, "proj", 16384, 2048),
-]
+# The training linear layers (M = tokens), Megatron's names.
+TRAIN = ("qkv", "proj", "fc1", "fc2")
+TRAIN_SHAPES = [layer[i] for model, tp in (("llama3-8b", 1), ("llama3-70b", 4), ("llama31-405b", 8))
+                for layer in [linears(model, tp, TRAIN)] for i in (0, 2, 3, 1)]  # qkv, fc1, fc2, proj
 
 
 def fp8():
