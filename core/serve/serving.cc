@@ -588,6 +588,15 @@ serve::SchedulerParams scheduler_params(const Job& full, const Serving& sv) {
   int64_t state = 0;
   for (int64_t b : sv.fp.stage_state) state = std::max(state, b);
   if (state > 0 && page > 0) p.state_blocks = static_cast<int64_t>(std::ceil(static_cast<double>(state) / page));
+  // A model with no attention layer (Mamba only) has no KV cache: a
+  // sequence holds its fixed state and nothing per token. Its "page" is
+  // then one state slot, held whole from the first token (a page of more
+  // tokens than any request has), so the pages per rank are the states
+  // that fit (docs/inference.md, "Hybrid models").
+  if (state > 0 && !(page > 0)) {
+    p.page_tokens = int64_t{1} << 31;
+    p.blocks_per_rank = free > 0 ? static_cast<int64_t>(std::floor(free / static_cast<double>(state))) : 0;
+  }
   p.dp = serving_pool_job(full, false).parallel.dp;
   p.lockstep = full.model.is_moe() && p.dp > 1;
   p.replicas = cfg.replicas;

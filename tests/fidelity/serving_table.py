@@ -171,25 +171,45 @@ def median(xs):
 
 
 def render(spec, results):
+    """The table; a row with `fitted` (its numbers took part in fitting an
+    engine constant: fit_host.py) is marked and left out of the summaries,
+    which count the checked numbers only, and counted apart."""
     lines = ["| published setup | source | metric | measured | predicted | error |", "|---|---|---|---|---|---|"]
-    errors, by_metric = [], {}
+    errors, by_metric, fitted, misses = [], {}, [], []
     for row, s in zip(spec["rows"], results):
         for metric, measured in row["measured"].items():
             p = predict(row, metric, s)
             err = (p - measured) / measured
-            errors.append(abs(err))
-            by_metric.setdefault(METRIC[metric], []).append(abs(err))
+            (fitted if row.get("fitted") else errors).append(abs(err))
+            if abs(err) > 0.25:
+                # A number outside the 25% band carries its measured cause
+                # (the row's miss_cause: one text, or one per metric).
+                cause = row.get("miss_cause")
+                cause = cause.get(metric) if isinstance(cause, dict) else cause
+                if not cause:
+                    raise SystemExit(f"{row['name']}: {METRIC[metric]} {100 * err:+.0f}% is outside 25% "
+                                     f"and the row has no miss_cause for it")
+                misses.append(f"- {row['name']}, {METRIC[metric]} ({100 * err:+.0f}%): {cause}")
+            if not row.get("fitted"):
+                by_metric.setdefault(METRIC[metric], []).append(abs(err))
             src = spec["sources"][row["source"]]
             where = f"[{row['source']}]({src['url']})" + (f" ({row['column']})" if row.get("column") else "")
-            lines.append(f"| {row['name']} | {where} | {METRIC[metric]} | {fmt(metric, measured)} | {fmt(metric, p)} "
+            name = row["name"] + (" **(fitted)**" if row.get("fitted") else "")
+            lines.append(f"| {name} | {where} | {METRIC[metric]} | {fmt(metric, measured)} | {fmt(metric, p)} "
                          f"| {100 * err:+.0f}% |")
     within = sum(1 for e in errors if e <= 0.25)
     lines.append("")
-    lines.append(f"Numbers within 25%: {within} of {len(errors)}; median |error| "
+    lines.append(f"Checked numbers within 25%: {within} of {len(errors)}; median |error| "
                  f"{100 * median(errors):.0f}%, largest {100 * max(errors):.0f}%.")
-    lines += ["", "| metric | numbers | within 25% | median abs(error) | largest |", "|---|---|---|---|---|"]
+    if fitted:
+        lines.append(f"Fitted numbers (rows marked fitted, not counted above): {len(fitted)}, "
+                     f"{sum(1 for e in fitted if e <= 0.25)} within 25%, median |error| {100 * median(fitted):.0f}%, "
+                     f"largest {100 * max(fitted):.0f}%.")
+    lines += ["", "| metric (checked numbers) | numbers | within 25% | median abs(error) | largest |", "|---|---|---|---|---|"]
     for m, e in by_metric.items():
         lines.append(f"| {m} | {len(e)} | {sum(1 for x in e if x <= 0.25)} | {100 * median(e):.0f}% | {100 * max(e):.0f}% |")
+    if misses:
+        lines += ["", "Outside 25%, each with its measured cause (the spec's `miss_cause`):", ""] + misses
     return "\n".join(lines) + "\n"
 
 

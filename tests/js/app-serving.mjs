@@ -373,7 +373,7 @@ export async function servingCases(context, base, only = '') {
     // Streamed: 0, 1, ... 5 rows while running, then all 6 done.
     check(states.join() === '0/0,1/0,2/0,3/0,4/0,5/0,6/1' || states.join() === '0/0,1/0,2/0,3/0,4/0,5/0,6/0,6/1', `rows appear one search at a time: ${states}`);
     const rows = await page.$$eval('#layouts tbody tr', (rs) => rs.map((r) => ({ tp: Number(r.dataset.tp), replicas: Number(r.dataset.replicas), cap: r.dataset.capacity === undefined ? null : Number(r.dataset.capacity),
-      gpus: Number(r.dataset.gpus), error: r.dataset.error === '1', best: r.classList.contains('best'), text: r.textContent })));
+      gpus: Number(r.dataset.gpus), error: r.dataset.error === '1', best: r.classList.contains('best'), short: r.dataset.shortRun === '1', text: r.textContent })));
     check(rows.map((r) => `${r.tp}x${r.replicas}`).join() === '1x1,1x2,2x1,2x2,3x1,3x2', `tp outer, replicas inner, as the CLI: ${rows.map((r) => `${r.tp}x${r.replicas}`)}`);
     // tp 3 does not divide Llama 3 8B's 32 heads: refused, in words, per row.
     for (const r of rows.filter((x) => x.tp === 3)) check(r.error && /Not possible: .*\S/.test(r.text) && /3/.test(r.text), `tp 3 refused in its row: ${r.text}`);
@@ -384,6 +384,16 @@ export async function servingCases(context, base, only = '') {
       check(r.tp === n.tp && r.replicas === n.replicas && r.cap === n.capacity_requests_per_second && r.gpus === n.gpus && !r.error,
         `layout ${n.tp}x${n.replicas}: browser ${r.cap} req/s on ${r.gpus} GPUs, native serve-capacity ${n.capacity_requests_per_second} on ${n.gpus}`);
     });
+    // short_run per layout as the native JSON has it (200 requests of a
+    // 4-layer model: a burst at the rates found), said in the row and once
+    // above the table; by hand: requests / capacity < 2 x P99 E2E.
+    native.forEach((n, i) => {
+      const byHand = 200 / n.capacity_requests_per_second < 2 * n.e2e_seconds_p99_at_capacity;
+      check(rows[i].short === Boolean(n.short_run) && byHand === Boolean(n.short_run) && rows[i].short === /short run: not measured/.test(rows[i].text),
+        `layout ${n.tp}x${n.replicas}: short run shown ${rows[i].short}, native ${n.short_run}, by hand ${byHand}`);
+    });
+    const shortNote = await page.$('#layouts .layouts-short');
+    check(Boolean(shortNote) === native.some((n) => n.short_run), `one note above the table when a layout ran short (${Boolean(shortNote)})`);
     // GPUs by hand: tp x replicas.
     check(rows.slice(0, 4).every((r) => r.gpus === r.tp * r.replicas), `GPUs = tp x replicas: ${rows.map((r) => r.gpus)}`);
     // The best: the most requests/s per GPU among the native answers (ties: fewer GPUs).

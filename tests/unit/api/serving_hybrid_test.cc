@@ -108,3 +108,30 @@ TEST_CASE("serving hybrid: a workload runs with each sequence's state in pages, 
   REQUIRE(!bad.ok());
   CHECK(bad.error().path == "serving.disaggregated");
 }
+
+TEST_CASE("serving hybrid: a Mamba-only model serves a workload, each sequence holding one state and no KV pages") {
+  // Nemotron-H 8B with every block a Mamba-2 mixer or an MLP: no attention
+  // layer, so no KV cache. A running sequence holds its fixed state from
+  // its first token, so the slots per rank are what weights and
+  // activations leave, divided by one state (not 0 pages, which refused
+  // every request before).
+  Generator g = testing::generator_from_json(
+      R"({"mode": "inference", "model": {"preset": "nemotron-h-8b", "hybrid_pattern": "M-"}, "hardware": "h100",
+          "serving": {"prompt_tokens": 1000, "output_tokens": 24,
+                      "workload": {"arrival": "poisson", "rate": 4, "requests": 40, "seed": 1}}})");
+  const json inf = json::parse(g.summary_json())["inference"];
+  CHECK(inf["kv_cache_bytes_per_token"].get<int64_t>() == 0);
+  const int64_t state = inf["state_cache_bytes_per_sequence_per_rank"].get<int64_t>();
+  REQUIRE(state > 0);
+  const json& mem = inf["memory_bytes_per_rank"];
+  const int64_t left = mem["capacity"].get<int64_t>() - mem["weights"].get<int64_t>() - mem["activations"].get<int64_t>();
+  const json& w = inf["workload"];
+  CHECK(w["kv_cache_pages_per_rank"].get<int64_t>() == left / state);
+  CHECK(w["requests"].get<int64_t>() == 40);
+  CHECK(w["output_tokens"].get<int64_t>() == 40 * 24);
+  CHECK(w["preemptions"].get<int64_t>() == 0);
+  // 40 requests at 4/s hold at most a few states at once: utilisation is
+  // the states in use over the slots, under 1 %.
+  CHECK(w["kv_cache_utilization_max"].get<double>() > 0);
+  CHECK(w["kv_cache_utilization_max"].get<double>() < 0.01);
+}

@@ -450,16 +450,25 @@ export function renderLayouts(el: HTMLElement, rows: LayoutResult[], total: numb
       const c = r.capacity;
       const at = c?.curve.find((p) => p.requests_per_second === c.capacity_requests_per_second);
       const attrs = { 'data-tp': String(r.tp), 'data-replicas': String(r.replicas), class: i === best ? 'own best' : undefined,
-        'data-capacity': c ? String(c.capacity_requests_per_second) : undefined, 'data-gpus': c ? String(c.gpus) : undefined };
+        'data-capacity': c ? String(c.capacity_requests_per_second) : undefined, 'data-gpus': c ? String(c.gpus) : undefined,
+        'data-short-run': c?.short_run ? '1' : undefined };
       if (!c) return h('tr', { ...attrs, 'data-error': '1' }, h('th', { scope: 'row' }, layoutName(r)), h('td', { colspan: 6, class: 'bad' }, `Not possible: ${r.error ?? 'no answer'}`));
       return h('tr', attrs, h('th', { scope: 'row' }, layoutName(r)), h('td', { class: 'num' }, fmtCount(c.gpus)),
-        h('td', { class: 'num' }, c.capacity_requests_per_second > 0 ? rps(c.capacity_requests_per_second) : 'none'),
+        h('td', { class: 'num' }, c.capacity_requests_per_second > 0 ? rps(c.capacity_requests_per_second) : 'none',
+          ...(c.short_run ? [' ', h('strong', { class: 'bad', title: `the run's ${fmtCount(c.requests_per_run)} requests arrive within ${sec(c.run_seconds_at_capacity ?? 0)}, under two P99 end-to-end latencies (${sec(c.e2e_seconds_p99_at_capacity ?? 0)})` }, 'short run: not measured')] : [])),
         h('td', { class: 'num' }, c.capacity_requests_per_second > 0 ? rps(c.capacity_requests_per_second_per_gpu) : '—'),
         h('td', { class: 'num' }, at ? sec(at.ttft_seconds_p99) : '—'), h('td', { class: 'num' }, at ? sec(at.tpot_seconds_p99) : '—'),
         h('td', {}, i === best ? 'best' : ''));
     })));
+  // A layout whose run at its capacity arrives in under two P99 end-to-end
+  // latencies (serve-capacity's short_run): a burst, not a steady state.
+  const shorts = rows.filter((r) => r.capacity?.short_run).length;
+  const shortNote = shorts > 0
+    ? h('p', { class: 'layouts-short', role: 'note' }, h('strong', { class: 'bad' }, 'Not measured: '),
+      `${shorts} of these layouts ran too short a run at their capacity (its requests arrive within two P99 end-to-end latencies: a burst, not a steady state; “short run” in the table). Raise the workload’s request count.`)
+    : null;
   const out = el.querySelector('.layouts-out') ?? el;
-  out.replaceChildren(status, ...(headline ? [headline] : []),
+  out.replaceChildren(status, ...(headline ? [headline] : []), ...(shortNote ? [shortNote] : []),
     h('div', { class: 'table-scroll', tabindex: 0, role: 'region', 'aria-label': 'Capacity per layout table' }, table));
   el.dataset.layouts = String(rows.length);
   el.dataset.done = done ? '1' : '0';
