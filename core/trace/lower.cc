@@ -178,6 +178,53 @@ class Lowerer {
     if (o_.tp_comm_overlap) find_tp_overlap();
     if (o_.overlap_param_gather) find_param_gathers();
     if (o_.fp8_recipe != Fp8Recipe::kNone) find_fp8_gathers();
+    if (o_.deepep_nvl > 1) sides_ = true;  // DeepEP's NVLink leg runs beside the RDMA leg
+  }
+
+  // DeepEP's normal kernels across nodes (LowerOptions::deepep_nvl): an ep
+  // all-to-all of the graph is emitted as the two legs DeepEP moves it in.
+  // RDMA: each token once to the rank of the same local index on every
+  // other node holding one of its experts, an all-to-all over ep_rdma on the
+  // compute stream (comm_size: the op's x deepep_rdma_share); NVLink: the
+  // exchange among the ep ranks of one node (each token to its experts'
+  // GPUs there), an all-to-all over ep_nvl of the op's comm_size, on the
+  // side stream (DeepEP forwards while it receives). Both wait for the op's
+  // inputs; its readers wait for both (docs/parallelism.md).
+  bool deepep_op(const Op& o) const {
+    return o_.deepep_nvl > 0 && o.kind == OpKind::kCollective && o.coll == CollectiveType::kAllToAll && o.axis == "ep";
+  }
+  Status emit_deepep(const Op& op, int id, int64_t mb, std::vector<uint64_t> in, const std::string& op_suffix,
+                     int64_t op_comm_size) {
+    sort_unique(in);
+    std::vector<uint64_t> legs;
+    for (const bool rdma : {true, false}) {
+      if (!rdma && o_.deepep_nvl < 2) continue;  // one ep rank per node: no NVLink leg
+      const std::string axis_name = rdma ? "ep_rdma" : "ep_nvl";
+      std::string suffix = op_suffix;
+      const std::string from = "all_to_all(ep)", to = "all_to_all(" + axis_name + ")";
+      if (const size_t at = suffix.rfind(from); at != std::string::npos) suffix.replace(at, from.size(), to);
+      else suffix += "." + axis_name;
+      TraceNode x;
+      x.id = p_.nodes.size();
+      x.name = mb_prefix(mb) + suffix;
+      x.kind = TraceNodeKind::kCollective;
+      x.coll = CollectiveType::kAllToAll;
+      const double share = rdma ? o_.deepep_rdma_share : 1.0;
+      x.comm_size = std::max<int64_t>(1, std::llround(static_cast<double>(op_comm_size) * share));
+      x.output_bytes = static_cast<uint64_t>(x.comm_size);
+      const uint8_t axis = p_.axis_id(axis_name);
+      std::vector<uint64_t> d = in;
+      if (last_coll_.size() <= axis) last_coll_.resize(axis + size_t{1}, -1);
+      if (last_coll_[axis] >= 0) d.push_back(static_cast<uint64_t>(last_coll_[axis]));
+      sort_unique(d);
+      x.deps.assign(d.begin(), d.end());
+      last_coll_[axis] = static_cast<int64_t>(x.id);
+      legs.push_back(x.id);
+      push(std::move(x), axis, -1, 0, mb, RoleProgram::kStoredName, rdma ? 0 : 1);
+    }
+    for (int t : op.outputs) produced(t, mb, legs.data(), legs.size());
+    state(mb).op_node[static_cast<size_t>(id)] = static_cast<int64_t>(legs.back());
+    return track_buffers(op, mb, static_cast<int64_t>(legs.front()), static_cast<int64_t>(legs.back()));
   }
 
   // ---- FP8 sequence-parallel all-gathers -------------------------------------
@@ -839,6 +886,7 @@ class Lowerer {
       if (last_shared_ >= 0) deps.push_back(static_cast<uint64_t>(last_shared_));
     }
     SC_ASSIGN_OR_RETURN(OpCost* c, cost_of(id));
+    if (deepep_op(op)) return emit_deepep(op, id, mb, deps, c->suffix, c->comm_size);
     TraceNode node;
     node.id = p_.nodes.size();
     // A micro-batch's node keeps (micro-batch, suffix) instead of its name.
