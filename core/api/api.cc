@@ -1,7 +1,9 @@
 #include "api/api.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <limits>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +16,7 @@
 #include "parallel/buckets.h"
 #include "parallel/propagate.h"
 #include "parallel/zero.h"
+#include "sim/network.h"
 
 namespace sc {
 
@@ -34,6 +37,53 @@ Generator::Generator(std::unique_ptr<GeneratorState> s) : state_(std::move(s)) {
 Generator::Generator(Generator&&) noexcept = default;
 Generator& Generator::operator=(Generator&&) noexcept = default;
 Generator::~Generator() = default;
+
+namespace {
+
+// DeepEP's node split of the ep groups (parallel.moe_dispatcher deepep,
+// docs/parallelism.md "Token dispatchers"): m ep ranks share a node when
+// every ep group holds m consecutive ep coordinates on each of ep / m
+// distinct nodes (1 <= m < ep). Otherwise (the whole group in one node, or
+// a rank order that spreads a node's ranks unevenly over the group) {0, 0}:
+// the traces keep one all-to-all over ep and simulate times it as DeepEP
+// moves it. rdma_share: the RDMA leg's comm_size over the all-to-all's.
+struct DeepEpSplit {
+  int64_t nvl = 0;
+  double rdma_share = 0;
+};
+
+DeepEpSplit deepep_node_split(const Job& job, const RankLayout& L, int64_t local_tokens, int64_t cap) {
+  const int64_t ep = job.parallel.ep, E = job.model.num_experts;
+  const int64_t D = job.network.domain_size > 0 ? job.network.domain_size
+                                                : std::max<int64_t>(1, job.hardware.gpus_per_node);
+  if (ep <= 1 || cap <= 0 || E <= 0) return {};
+  int64_t m = 0;
+  for (int64_t r = 0; r < L.world_size(); ++r) {
+    if (L.coord(r, "ep") != 0) continue;
+    const std::vector<int64_t> g = L.group_members(r, "ep");  // by ep coordinate
+    int64_t here = 1;
+    while (here < ep && g[static_cast<size_t>(here)] / D == g[0] / D) ++here;
+    if (m == 0) m = here;
+    if (here != m || ep % m != 0) return {};
+    std::set<int64_t> nodes;
+    for (int64_t j = 0; j < ep; ++j) {
+      const int64_t node = g[static_cast<size_t>(j)] / D;
+      if (node != g[static_cast<size_t>(j / m * m)] / D) return {};
+      if (j % m == 0 && !nodes.insert(node).second) return {};
+    }
+  }
+  if (m <= 0 || m >= ep) return {};
+  // Each token once to every other node holding one of its k experts: of
+  // the buffer's E x cap slots its T tokens (share), to N - 1 nodes each
+  // missed with probability p_miss; as an all-to-all over the N nodes'
+  // ranks (comm_size / N to each, itself included) that is T (1 - p_miss) N.
+  const double share = static_cast<double>(local_tokens) / (static_cast<double>(E) * static_cast<double>(cap));
+  const double N = static_cast<double>(ep / m);
+  const double miss = deepep_node_miss(E, job.model.experts_per_token, static_cast<double>(E) * m / ep);
+  return {m, share * N * (1 - miss)};
+}
+
+}  // namespace
 
 Result<Generator> Generator::create(const Job& job) { return create(job, CreateOptions{}); }
 
@@ -94,6 +144,22 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
       zaxes.replica = "dp_replicate";
     }
   }
+  // DeepEP across nodes: ep's ranks split into those of one node (ep_nvl,
+  // inner) and those of the same local index on the other nodes (ep_rdma),
+  // where the layout puts whole nodes' worth of an ep group together.
+  DeepEpSplit deepep;
+  if (moe && p.ep > 1 && p.moe_dispatcher == "deepep") {
+    const int64_t local_tokens = t.micro_batch_size * t.seq_len / (p.cp * (p.sequence_parallel ? p.tp : 1));
+    deepep = deepep_node_split(job, s->layout, local_tokens, s->bind["cap"]);
+    if (deepep.nvl > 0) {
+      s->layout.add_derived({"tp", "cp", "dp"}, {{"deepep.etp", etp, false},
+                                                  {"ep_nvl", deepep.nvl},
+                                                  {"ep_rdma", p.ep / deepep.nvl},
+                                                  {"deepep.edp", edp, false}});
+      s->bind["ep_nvl"] = deepep.nvl;
+      s->bind["ep_rdma"] = p.ep / deepep.nvl;
+    }
+  }
   s->groups = s->layout.all_groups();
 
   for (int64_t stage = 0; stage < p.pp; ++stage) {
@@ -144,6 +210,8 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
     // Megatron-Core: only effective with shared experts.
     lo.moe_shared_expert_overlap = t.moe_shared_expert_overlap && job.model.is_moe() && job.model.shared_experts > 0;
     lo.moe_allgather = p.moe_dispatcher == "allgather";
+    lo.deepep_nvl = deepep.nvl;
+    lo.deepep_rdma_share = deepep.rdma_share;
     lo.fp8_recipe = t.fp8_recipe;
     SC_ASSIGN_OR_RETURN(RoleProgram prog, lower_program(g, s->bind, job.hardware, lo));
     SC_RETURN_IF_ERROR(check_role_program(prog, s->layout, p.pp, stage));

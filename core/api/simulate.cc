@@ -69,6 +69,7 @@ Result<SimulateReport> simulate_built(const BuiltJob& s, const SimulateOptions& 
   r.astra = o.astra;
   r.exhaustive = o.exhaustive;
   SC_ASSIGN_OR_RETURN(r.network, resolve_network(job, world, o.astra));
+  r.network.deepep_legs = s.layout.has_groups("ep_rdma");
   if (o.comm_sm_share_domain >= 0) r.network.comm_sm_share_domain = o.comm_sm_share_domain;
   if (o.comm_sm_share_scale_out >= 0) r.network.comm_sm_share_scale_out = o.comm_sm_share_scale_out;
   std::vector<SimStage> stages(static_cast<size_t>(s.num_stages()));

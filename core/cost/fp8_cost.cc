@@ -54,15 +54,28 @@ Fp8GemmRole fp8_gemm_role(const Op& op) {
   return op.wgrad ? Fp8GemmRole::kWgrad : Fp8GemmRole::kDgrad;
 }
 
+bool fp8_rowwise_gather(Fp8Recipe r) { return r == Fp8Recipe::kDelayed || r == Fp8Recipe::kTensorwise; }
+
 std::vector<Fp8Kernel> fp8_kernels(Fp8Recipe r, Fp8GemmRole role, const Fp8Operands& x) {
   std::vector<Fp8Kernel> out;
-  if (r == Fp8Recipe::kNone || role == Fp8GemmRole::kWgrad) return out;
+  if (r == Fp8Recipe::kNone) return out;
+  const bool rowwise_gather = x.gathered && fp8_rowwise_gather(r);
+  if (role == Fp8GemmRole::kWgrad) {
+    // The column-wise copies of gathered operands, made after the gather.
+    if (fp8_rowwise_gather(r) && x.wgrad_gathered > 0)
+      out.push_back({"fp8.transpose.gathered", 2 * static_cast<double>(x.wgrad_gathered), 1});
+    return out;
+  }
   const bool fprop = role == Fp8GemmRole::kFprop;
   const std::string what = fprop ? "input" : "grad_output";
   const double n = static_cast<double>(x.elems);
   if (r == Fp8Recipe::kTensorwise) out.push_back({"fp8.amax." + what, 2 * n, 1});
   if (r == Fp8Recipe::kDelayed && fprop && x.from_norm) {
-    out.push_back({"fp8.transpose." + what, 2 * n, 1});  // the norm wrote the row-wise FP8 copy
+    // The norm wrote the row-wise FP8 copy; the column-wise one is the
+    // transpose (after the gather, on the wgrad GEMM, when gathered).
+    if (!rowwise_gather) out.push_back({"fp8.transpose." + what, 2 * n, 1});
+  } else if (rowwise_gather) {
+    out.push_back({"fp8.cast." + what, 3 * n, 1});  // row-wise only: read 2 B, write 1 B
   } else {
     out.push_back({"fp8.quantize." + what, 4 * n + 2 * scale_bytes(r, x.elems, false), 1});
   }

@@ -16,9 +16,17 @@
 //    micro-batches) its weight; dgrad quantizes the output gradient; wgrad
 //    reuses the column-wise copies both made. Each quantize reads the BF16
 //    tensor (2 B/element) and writes a row-wise and a column-wise
-//    (transposed) FP8 copy (1 + 1 B/element) plus its scales. The tensor
-//    the GEMM reads after a sequence-parallel all-gather is quantized
-//    before the gather (its shard).
+//    (transposed) FP8 copy (1 + 1 B/element) plus its scales.
+//  - Sequence parallelism: the tensor a GEMM reads after a tensor-parallel
+//    all-gather (fprop's input, the row-parallel dgrad's output gradient,
+//    the weight gradient's re-gathered input) is quantized before the
+//    gather (its shard) and gathered in FP8, 1 B/element (TE's
+//    gather_along_first_dim with the quantizer). Tensor-wise scales
+//    (delayed, tensorwise) gather only the row-wise copy
+//    (supports_only_rowwise_all_gather): the shard's cast writes 1 B, and
+//    the wgrad GEMM transposes the gathered tensor (read 1 B, write 1 B
+//    per gathered element; TE 1.x fp8_transpose, 2.x update_usage).
+//    blockwise and mxfp8 gather both copies: the shard's quantize as above.
 //  - Scales: delayed: the amax is taken inside the cast (the scale comes
 //    from the amax history); with a norm feeding the GEMM the cast is fused
 //    into the norm kernel (TE LayerNormLinear) and only the transpose
@@ -56,10 +64,19 @@ struct Fp8Kernel {
 // quantized per micro-batch (fprop: the input, dgrad: the output gradient;
 // 0 for wgrad); weight_elems: the weight's (fprop; quantized once per step
 // over micro_batches); from_norm: the input is a norm's output.
+// gathered: elems is the shard of a tensor-parallel all-gather the GEMM
+// reads (fprop, dgrad). wgrad_gathered: for wgrad, the gathered elements
+// of each of its operands that came through such an all-gather (summed).
 struct Fp8Operands {
   int64_t elems = 0, weight_elems = 0, micro_batches = 1;
   bool from_norm = false;
+  bool gathered = false;
+  int64_t wgrad_gathered = 0;
 };
+
+// Tensor-wise scales (delayed, tensorwise): a sequence-parallel all-gather
+// moves only the row-wise FP8 copy and the transpose follows the gather.
+bool fp8_rowwise_gather(Fp8Recipe r);
 std::vector<Fp8Kernel> fp8_kernels(Fp8Recipe r, Fp8GemmRole role, const Fp8Operands& x);
 
 // Their time: each memory-bound at hbm_efficiency, each at least the

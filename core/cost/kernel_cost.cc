@@ -65,8 +65,20 @@ Result<GemmShape> gemm_shape(const Graph& g, const Op& op, const Bindings& bind)
 constexpr int64_t kSkinnyRows = 256;
 constexpr double kSplitKMin = 256;
 
+// A GEMM's sustained rate. FP8 on a profile with a measured
+// fp8_gemm_speedup (an FP8 GEMM's rate over a BF16 GEMM's of the same
+// shape, with Transformer Engine's accumulation settings): the BF16 rate
+// times it; otherwise the dtype's peak (FP8: peak_flops_fp8) times the
+// same gemm_efficiency (docs/hardware.md, "Measured on a GPU").
+double gemm_rate(const HardwareProfile& hw, DType dt) {
+  const double eff = hw.gemm_efficiency * hw.compute_efficiency;
+  if (dt == DType::kFP8 && hw.fp8_gemm_speedup > 0 && hw.peak_flops_fp8 > 0)
+    return hw.peak_flops_bf16 * hw.fp8_gemm_speedup * eff;
+  return hw.peak_for(dt) * eff;
+}
+
 double gemm_micros(const HardwareProfile& hw, DType dt, const GemmShape& s, double flops, double bytes, bool skinny) {
-  const double rate = hw.peak_for(dt) * hw.gemm_efficiency * hw.compute_efficiency;
+  const double rate = gemm_rate(hw, dt);
   // A skinny GEMM (serving's small-M kernels) streams its weight at the
   // measured skinny fraction of HBM after a fixed start-up, where the
   // profile has them; every other kernel at hbm_efficiency.

@@ -48,6 +48,10 @@ Result<GemmShape> gemm_shape(const Graph& g, const Op& op, const Bindings& bind)
 // (its time is the shape's scaled to flops). skinny: the small-M kernels
 // may run a GEMM of at most 256 rows (rows padded to 8, split K; serving
 // engines' GEMMs: docs/hardware.md, "Skinny GEMMs").
+// A GEMM's FLOP/s in dtype dt before the tile/wave model: the dtype's peak
+// times gemm_efficiency and compute_efficiency; FP8 with a measured
+// hw.fp8_gemm_speedup (and an FP8 peak): the BF16 peak times that speedup.
+double gemm_rate(const HardwareProfile& hw, DType dt);
 double gemm_micros(const HardwareProfile& hw, DType dt, const GemmShape& s, double flops, double bytes,
                    bool skinny = false);
 // backward: the dQ/dK/dV kernel (attention_bwd_efficiency), else the forward.

@@ -69,7 +69,9 @@ void RankLayout::add_derived(const std::vector<std::string>& base, const std::ve
 
 std::vector<MeshAxis> RankLayout::derived_axes() const {
   std::vector<MeshAxis> out;
-  for (const auto& d : derived_) out.insert(out.end(), d.parts.begin(), d.parts.end());
+  for (const auto& d : derived_)
+    for (const auto& p : d.parts)
+      if (p.groups) out.push_back(p);  // a placeholder part is no axis of its own
   return out;
 }
 
@@ -146,7 +148,10 @@ int64_t RankLayout::axis_groups() const {
 int64_t RankLayout::groups_before_combined() const { return axis_groups() + (embd_ ? world_ / degree("pp") : 0); }
 
 bool RankLayout::has_groups(const std::string& axis) const {
-  if (DerivedRef r = find_derived(axis); r.derived >= 0) return derived_[r.derived].parts[r.part].degree > 1;
+  if (DerivedRef r = find_derived(axis); r.derived >= 0) {
+    const MeshAxis& part = derived_[r.derived].parts[r.part];
+    return part.degree > 1 && part.groups;
+  }
   if (axis == "embd") return embd_;
   if (axis.find('+') != std::string::npos)
     return std::find(combined_.begin(), combined_.end(), axis) != combined_.end();
@@ -161,7 +166,7 @@ int64_t RankLayout::group_id(int64_t rank, const std::string& axis) const {
     for (int i = 0; i <= r.derived; ++i) {
       const Derived& d = derived_[i];
       for (size_t p = 0; p < d.parts.size(); ++p) {
-        if (d.parts[p].degree <= 1) continue;
+        if (d.parts[p].degree <= 1 || !d.parts[p].groups) continue;
         if (i == r.derived && static_cast<int>(p) == r.part) {
           // Index among this part's groups: the other parts' coordinates,
           // then the layout axes outside the base, as one mixed-radix number.
@@ -262,7 +267,7 @@ GroupTable RankLayout::all_groups() const {
     }
   for (const auto& d : derived_)
     for (const auto& p : d.parts) {
-      if (p.degree <= 1) continue;
+      if (p.degree <= 1 || !p.groups) continue;
       for (int64_t r = 0; r < world_; ++r)
         if (coord(r, p.name) == 0) t[group_id(r, p.name)] = group_members(r, p.name);
     }

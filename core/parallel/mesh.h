@@ -17,6 +17,10 @@ namespace sc {
 struct MeshAxis {
   std::string name;
   int64_t degree = 1;
+  // A derived part that only positions the others (its coordinate is not
+  // a communicator): no groups, has_groups false (DeepEP's node split of
+  // ep keeps etp and edp as their own derived axes).
+  bool groups = true;
 };
 
 class RankLayout {
@@ -46,7 +50,8 @@ class RankLayout {
   // into (shard, replica). Their groups are numbered after all others, part
   // by part in the order added. A part's name must be new.
   void add_derived(const std::vector<std::string>& base, const std::vector<MeshAxis>& parts_inner_first);
-  // Every derived part, in the order added (degree 1 included).
+  // Every derived part, in the order added (degree 1 included; placeholder
+  // parts, groups false, left out).
   std::vector<MeshAxis> derived_axes() const;
 
   // True when `axis` (a layout axis, "embd", a combined "a+b" or a derived

@@ -340,6 +340,16 @@ double collective_micros(const NetworkModel& net, const GroupShape& g, Collectiv
   return passes * ((n - 1) * lat + (n - 1) / n * S / bw);
 }
 
+double deepep_node_miss(int64_t experts, int64_t topk, double e_node) {
+  const double E = static_cast<double>(experts);
+  double miss = 1;
+  for (int64_t i = 0; i < topk; ++i) {
+    const double d = E - static_cast<double>(i);
+    miss *= d > 0 ? std::max(0.0, E - e_node - static_cast<double>(i)) / d : 0;
+  }
+  return miss;
+}
+
 double expert_collective_micros(const NetworkModel& net, const GroupShape& g, CollectiveType t, int64_t comm_size) {
   using D = NetworkModel::Dispatcher;
   if (net.astra || t != CollectiveType::kAllToAll || g.n <= 1 ||
@@ -374,14 +384,14 @@ double expert_collective_micros(const NetworkModel& net, const GroupShape& g, Co
       // With E experts over N nodes (E m / n each) and the k experts drawn
       // uniformly without replacement, a node is missed with probability
       // prod_i (E - E_node - i) / (E - i).
+      if (net.deepep_legs) {
+        // The trace's RDMA leg (ep_rdma: one rank per node), beside its
+        // NVLink leg (ep_nvl, timed by the one-domain case above).
+        return lat + net.moe_imbalance * (n - 1) / n * C / out;
+      }
       const double N = static_cast<double>(g.domains);
       const double E = static_cast<double>(net.moe_experts);
-      const double e_node = E * m / n;
-      double miss = 1;
-      for (int64_t i = 0; i < net.moe_topk; ++i) {
-        const double d = E - static_cast<double>(i);
-        miss *= d > 0 ? std::max(0.0, E - e_node - static_cast<double>(i)) / d : 0;
-      }
+      const double miss = deepep_node_miss(net.moe_experts, net.moe_topk, E * m / n);
       const double rdma = C * net.moe_token_share * (N - 1) * (1 - miss);
       const double nvl = C * (m - 1) / m;
       return lat + net.moe_imbalance * std::max(rdma / out, nvl / nvl_bw);

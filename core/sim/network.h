@@ -73,10 +73,18 @@ struct NetworkModel {
   double moe_token_share = 0;   // a rank's tokens (tokens x h) over its dispatch buffer (E x cap x h)
   int64_t moe_experts = 0;      // E
   int64_t moe_topk = 0;         // k
+  // The traces hold DeepEP's two legs (api.cc: ep_rdma beside ep_nvl): a
+  // cross-node ep all-to-all is the RDMA leg, its comm_size the bytes it moves.
+  bool deepep_legs = false;
   // astra mode
   std::vector<AstraDim> dims;
   double local_mem_bw = 0;    // bytes per µs (system.json local-mem-bw)
 };
+
+// DeepEP across nodes: the probability that none of a token's k experts,
+// drawn uniformly without replacement from E, is on a given node holding
+// e_node of them (docs/parallelism.md, "Token dispatchers").
+double deepep_node_miss(int64_t experts, int64_t topk, double e_node);
 
 // Defaults from the hardware profile (docs/simulate.md: the NCCL
 // efficiencies per GPU), overridden by job.network. Errors name the

@@ -13,7 +13,7 @@ namespace sc {
 int comm_kind_of_axis(const std::string& a) {
   if (a == "tp" || a == "etp") return 0;
   if (a == "cp") return 1;
-  if (a == "ep") return 2;
+  if (a == "ep" || a == "ep_nvl" || a == "ep_rdma") return 2;  // ep_*: DeepEP's legs
   if (a == "pp") return 3;
   return 4;  // dp, dp+cp, edp, dp_shard, dp_replicate, embd: gradient/parameter reductions
 }

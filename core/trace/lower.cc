@@ -177,6 +177,91 @@ class Lowerer {
     if (o_.moe_allgather) find_allgather_dispatch();
     if (o_.tp_comm_overlap) find_tp_overlap();
     if (o_.overlap_param_gather) find_param_gathers();
+    if (o_.fp8_recipe != Fp8Recipe::kNone) find_fp8_gathers();
+    if (o_.deepep_nvl > 1) sides_ = true;  // DeepEP's NVLink leg runs beside the RDMA leg
+  }
+
+  // DeepEP's normal kernels across nodes (LowerOptions::deepep_nvl): an ep
+  // all-to-all of the graph is emitted as the two legs DeepEP moves it in.
+  // RDMA: each token once to the rank of the same local index on every
+  // other node holding one of its experts, an all-to-all over ep_rdma on the
+  // compute stream (comm_size: the op's x deepep_rdma_share); NVLink: the
+  // exchange among the ep ranks of one node (each token to its experts'
+  // GPUs there), an all-to-all over ep_nvl of the op's comm_size, on the
+  // side stream (DeepEP forwards while it receives). Both wait for the op's
+  // inputs; its readers wait for both (docs/parallelism.md).
+  bool deepep_op(const Op& o) const {
+    return o_.deepep_nvl > 0 && o.kind == OpKind::kCollective && o.coll == CollectiveType::kAllToAll && o.axis == "ep";
+  }
+  Status emit_deepep(const Op& op, int id, int64_t mb, std::vector<uint64_t> in, const std::string& op_suffix,
+                     int64_t op_comm_size) {
+    sort_unique(in);
+    std::vector<uint64_t> legs;
+    for (const bool rdma : {true, false}) {
+      if (!rdma && o_.deepep_nvl < 2) continue;  // one ep rank per node: no NVLink leg
+      const std::string axis_name = rdma ? "ep_rdma" : "ep_nvl";
+      std::string suffix = op_suffix;
+      const std::string from = "all_to_all(ep)", to = "all_to_all(" + axis_name + ")";
+      if (const size_t at = suffix.rfind(from); at != std::string::npos) suffix.replace(at, from.size(), to);
+      else suffix += "." + axis_name;
+      TraceNode x;
+      x.id = p_.nodes.size();
+      x.name = mb_prefix(mb) + suffix;
+      x.kind = TraceNodeKind::kCollective;
+      x.coll = CollectiveType::kAllToAll;
+      const double share = rdma ? o_.deepep_rdma_share : 1.0;
+      x.comm_size = std::max<int64_t>(1, std::llround(static_cast<double>(op_comm_size) * share));
+      x.output_bytes = static_cast<uint64_t>(x.comm_size);
+      const uint8_t axis = p_.axis_id(axis_name);
+      std::vector<uint64_t> d = in;
+      if (last_coll_.size() <= axis) last_coll_.resize(axis + size_t{1}, -1);
+      if (last_coll_[axis] >= 0) d.push_back(static_cast<uint64_t>(last_coll_[axis]));
+      sort_unique(d);
+      x.deps.assign(d.begin(), d.end());
+      last_coll_[axis] = static_cast<int64_t>(x.id);
+      legs.push_back(x.id);
+      push(std::move(x), axis, -1, 0, mb, RoleProgram::kStoredName, rdma ? 0 : 1);
+    }
+    for (int t : op.outputs) produced(t, mb, legs.data(), legs.size());
+    state(mb).op_node[static_cast<size_t>(id)] = static_cast<int64_t>(legs.back());
+    return track_buffers(op, mb, static_cast<int64_t>(legs.front()), static_cast<int64_t>(legs.back()));
+  }
+
+  // ---- FP8 sequence-parallel all-gathers -------------------------------------
+  // A tensor-parallel all-gather whose every reader (through views) is an
+  // FP8 GEMM moves the FP8 copy TE quantized before it (1 B/element;
+  // cost/fp8_cost.h): the forward input of qkv / fc1, the output gradient
+  // of proj / fc2 in backward, the input re-gathered for the weight
+  // gradient. One read by a BF16 op (the LM head's input) stays BF16.
+  int tp_gather_of(int t) const {
+    const int p = g_.tensors[static_cast<size_t>(t)].producer;
+    return p >= 0 && tp_coll(g_.ops[static_cast<size_t>(p)], CollectiveType::kAllGather) ? p : -1;
+  }
+  void find_fp8_gathers() {
+    std::vector<std::vector<int>> readers(g_.tensors.size());
+    for (int id : g_.order)
+      for (int t : g_.ops[id].inputs) readers[static_cast<size_t>(t)].push_back(id);
+    fp8_gather_.assign(g_.ops.size(), 0);
+    for (int id : g_.order) {
+      const Op& o = g_.ops[id];
+      if (!tp_coll(o, CollectiveType::kAllGather) || o.outputs.empty() || o.inputs.empty()) continue;
+      std::vector<int> todo = {o.outputs[0]};
+      bool any = false, all = true;
+      while (!todo.empty() && all) {
+        const int t = todo.back();
+        todo.pop_back();
+        for (int r : readers[static_cast<size_t>(t)]) {
+          const Op& x = g_.ops[static_cast<size_t>(r)];
+          if (x.kind == OpKind::kView) {
+            todo.insert(todo.end(), x.outputs.begin(), x.outputs.end());
+          } else {
+            any = true;
+            all = all && fp8_op(r);
+          }
+        }
+      }
+      fp8_gather_[static_cast<size_t>(id)] = any && all;
+    }
   }
 
   // ---- Megatron-Core's shared-expert overlap (moe_shared_expert_overlap) ----
@@ -630,12 +715,14 @@ class Lowerer {
   bool fp8_op(int id) const { return o_.fp8_recipe != Fp8Recipe::kNone && fp8_gemm(g_, g_.ops[id]); }
 
   // Local elements of the tensor TE quantizes for operand t: a
-  // sequence-parallel all-gather's input (TE casts before the gather).
-  Result<int64_t> quantized_elems(int t, bool* from_norm) {
+  // sequence-parallel all-gather's input (TE casts before the gather);
+  // *tp_gathered: t came through a tensor-parallel all-gather.
+  Result<int64_t> quantized_elems(int t, bool* from_norm, bool* tp_gathered) {
     int src = t;
     if (const int p = g_.tensors[t].producer; p >= 0 && g_.ops[p].kind == OpKind::kCollective &&
                                               g_.ops[p].coll == CollectiveType::kAllGather && !g_.ops[p].inputs.empty())
       src = g_.ops[p].inputs[0];
+    *tp_gathered = tp_gather_of(t) >= 0;
     const int prod = g_.tensors[src].producer;
     *from_norm = prod >= 0 && g_.ops[prod].kind == OpKind::kNorm;
     SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(src));
@@ -648,15 +735,22 @@ class Lowerer {
     Fp8Operands x;
     x.micro_batches = o_.micro_batches;
     if (role == Fp8GemmRole::kFprop) {
-      SC_ASSIGN_OR_RETURN(x.elems, quantized_elems(op.inputs[0], &x.from_norm));
+      SC_ASSIGN_OR_RETURN(x.elems, quantized_elems(op.inputs[0], &x.from_norm, &x.gathered));
       SC_ASSIGN_OR_RETURN(int64_t wb, bytes_of(op.inputs[1]));
       x.weight_elems = wb / dtype_bytes(g_.tensors[op.inputs[1]].dtype);
     } else if (role == Fp8GemmRole::kDgrad) {
       for (int t : op.inputs)
         if (g_.tensors[t].kind == TensorKind::kGradient) {
           bool unused = false;
-          SC_ASSIGN_OR_RETURN(x.elems, quantized_elems(t, &unused));
+          SC_ASSIGN_OR_RETURN(x.elems, quantized_elems(t, &unused, &x.gathered));
           break;
+        }
+    } else {
+      // The weight gradient transposes what reached it through a gather.
+      for (int t : op.inputs)
+        if (tp_gather_of(t) >= 0) {
+          SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
+          x.wgrad_gathered += b / dtype_bytes(g_.tensors[t].dtype);
         }
     }
     return fp8_kernels_micros(hw_, fp8_kernels(o_.fp8_recipe, role, x));
@@ -696,6 +790,13 @@ class Lowerer {
         c.comm_size += b;
       }
       c.comm_size = shard(op, c.comm_size);
+      if (!fp8_gather_.empty() && fp8_gather_[static_cast<size_t>(id)]) {
+        // FP8 sequence-parallel all-gather: the FP8 copy, 1 B/element.
+        const int64_t eb = dtype_bytes(g_.tensors[op.inputs[0]].dtype);
+        SC_ASSIGN_OR_RETURN(int64_t out, bytes_of(op.outputs[0]));
+        c.comm_size /= eb;
+        c.output_bytes = shard(op, out) / eb;
+      }
       if (auto it = ag_dispatch_.find(id); it != ag_dispatch_.end()) {
         SC_ASSIGN_OR_RETURN(int64_t th, bytes_of(it->second.tokens));
         const AgDispatch& a = it->second;
@@ -785,6 +886,7 @@ class Lowerer {
       if (last_shared_ >= 0) deps.push_back(static_cast<uint64_t>(last_shared_));
     }
     SC_ASSIGN_OR_RETURN(OpCost* c, cost_of(id));
+    if (deepep_op(op)) return emit_deepep(op, id, mb, deps, c->suffix, c->comm_size);
     TraceNode node;
     node.id = p_.nodes.size();
     // A micro-batch's node keeps (micro-batch, suffix) instead of its name.
@@ -1219,6 +1321,7 @@ class Lowerer {
   std::map<int, AgDispatch> ag_dispatch_;         // moe_allgather: ep all-to-all op -> what replaces it
   int64_t prev_compute_ = -1;                     // the compute node before last_compute_
   std::vector<uint8_t> tp_fuse_;                  // per op: TpFuse (empty: tp_comm_overlap off or tp 1)
+  std::vector<uint8_t> fp8_gather_;               // per op: an all-gather moving FP8 (empty: no fp8_recipe)
   std::map<int, int> partner_;                    // kRingGather / kPipeGemm op -> its GEMM / reduce-scatter
   std::map<int, int> gather_of_weight_;           // overlap_param_gather: weight -> its bucket's gather op
   std::vector<int> gather_seq_;                   // those gathers in first-use order

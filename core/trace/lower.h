@@ -114,6 +114,14 @@ struct LowerOptions {
   // copies) toward the experts, a reduce-scatter of the gathered tokens'
   // outputs back (forward and backward alike).
   bool moe_allgather = false;
+  // parallel.moe_dispatcher "deepep" with the ep group spread over nodes
+  // (api.cc, deepep_node_split): each ep all-to-all becomes DeepEP's two
+  // legs, an all-to-all over ep_rdma (the ep ranks of the same local index
+  // on the other nodes; comm_size = the op's x deepep_rdma_share) on the
+  // compute stream and, when deepep_nvl > 1 ep ranks share a node, one over
+  // ep_nvl (those ranks; the op's comm_size) beside it. 0: no split.
+  int64_t deepep_nvl = 0;
+  double deepep_rdma_share = 0;
   Fp8Recipe fp8_recipe = Fp8Recipe::kNone;  // FP8 linear GEMMs + their kernels (cost/fp8_cost.h)
   // Serving iterations: GEMMs of few rows run the small-M kernels (rows
   // padded to 8, split K; cost/kernel_cost.h, docs/hardware.md "Skinny

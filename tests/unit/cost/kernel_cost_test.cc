@@ -169,6 +169,40 @@ TEST_CASE("kernel cost: the h100's measured skinny-GEMM constants") {
   CHECK(gemm(*h100, DType::kBF16, 257, 4096, 4096, true) == gemm(*h100, DType::kBF16, 257, 4096, 4096, false));
 }
 
+TEST_CASE("kernel cost: FP8 GEMMs at the measured fp8_gemm_speedup") {
+  // docs/hardware.md, "Measured on a GPU": an FP8 GEMM runs 1.87x a BF16
+  // GEMM of the same shape on the h100 (1.85 on the h200), not the
+  // datasheet's 1979 / 989.5 = 2.
+  Result<HardwareProfile> h100 = hardware_preset("h100"), h200 = hardware_preset("h200");
+  REQUIRE(h100.ok());
+  REQUIRE(h200.ok());
+  CHECK(h100->fp8_gemm_speedup == 1.87);
+  CHECK(h200->fp8_gemm_speedup == 1.85);
+  CHECK(gemm_rate(*h100, DType::kFP8) == doctest::Approx(989.5e12 * 1.87 * 0.59));
+  CHECK(gemm_rate(*h100, DType::kBF16) == doctest::Approx(989.5e12 * 0.59));
+  // A compute-bound 8192^3 GEMM (2048 tiles of 256 x 128 in 16 waves of
+  // 132 SMs in both dtypes; bytes far below): FP8 time = BF16 time / 1.87.
+  auto gemm = [](const HardwareProfile& hw, DType dt) {
+    const double m = 8192, width = dt == DType::kFP8 ? 1.0 : 2.0;
+    return gemm_micros(hw, dt, {1, 8192, 8192, 8192}, 2.0 * m * m * m, width * 3 * m * m);
+  };
+  CHECK(gemm(*h100, DType::kBF16) / gemm(*h100, DType::kFP8) == doctest::Approx(1.87));
+  CHECK(gemm(*h200, DType::kBF16) / gemm(*h200, DType::kFP8) == doctest::Approx(1.85));
+  // Without the measurement (0): the datasheet ratio of the FP8 peak.
+  HardwareProfile unmeasured = *h100;
+  unmeasured.fp8_gemm_speedup = 0;
+  CHECK(gemm(unmeasured, DType::kBF16) / gemm(unmeasured, DType::kFP8) == doctest::Approx(1979.0 / 989.5));
+  // A device without FP8 tensor cores runs "FP8" at its BF16 peak, whatever the speedup says.
+  unmeasured.fp8_gemm_speedup = 1.87;
+  unmeasured.peak_flops_fp8 = 0;
+  CHECK(gemm(unmeasured, DType::kBF16) / gemm(unmeasured, DType::kFP8) == doctest::Approx(1.0));
+  // BF16 GEMMs do not move.
+  HardwareProfile other = *h100;
+  other.fp8_gemm_speedup = 1.5;
+  CHECK(gemm(other, DType::kBF16) == gemm(*h100, DType::kBF16));
+  CHECK(gemm(*h100, DType::kBF16) / gemm(other, DType::kFP8) == doctest::Approx(1.5));
+}
+
 TEST_CASE("kernel cost: memory-bound and attention kernels") {
   HardwareProfile hw = a100();
   CHECK(memory_micros(hw, 0, 1e9) == doctest::Approx(1e9 / (2039e9 * 0.90) * 1e6));
