@@ -139,6 +139,19 @@ TEST_CASE("plan: without overlap_grad_reduce the bound counts the one reduction 
       }
     }
   }
+  // A tied embedding: the last stage's copy of it is in that stage's one
+  // bucket too (and summed with the first stage's after it); still a bound.
+  const Job tied = base_job(R"({"preset": "llama3-8b", "num_layers": 8, "tied_embeddings": true})", 1024, 64);
+  for (const PlanLayout& l : {lay(1, false, 1, 2, 1, Schedule::kOneFOneB, 8, 1, Recompute::kNone, 1),
+                              lay(1, false, 1, 2, 2, Schedule::kInterleaved, 8, 3, Recompute::kNone, 1),
+                              lay(2, true, 1, 2, 1, Schedule::kZeroBubble, 4, 0, Recompute::kNone, 1)}) {
+    const Job j = layout_job(tied, l);
+    INFO(layout_label(l, false) << " tied");
+    REQUIRE(validate_job(j).ok());
+    const PlanEstimate e = estimate_layout(j);
+    REQUIRE_MESSAGE(e.ok, e.error.to_string());
+    CHECK(e.bound_seconds <= real_of(j).step);
+  }
 }
 
 // The pruned search (bounds, dominance) returns the same ranking head as
