@@ -702,6 +702,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net)
     double clock = 0, dp_stream = 0;
     std::vector<double> fu_f, fu_b;  // per (chunk, mb): the first reader of the step's last gathered unit ends
     double gather_after = 0;         // ZeRO 1/2: the parameter all-gather after the optimizer step
+    int64_t dense = 0;               // the stage's dense parameters (layers, embedding, head)
     double p2p_up = 0, p2p_down = 0;  // a boundary activation / gradient to the next / previous stage
     // Per chunk, the stage's last step that computes its weight gradients
     // (B, or W with zero-bubble).
@@ -728,6 +729,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net)
       dense += S.sums.back().params_dense;
       buckets += S.sums.back().big_grads;
     }
+    S.dense = dense;
     S.steps = pipeline_schedule(t.schedule, p.pp, v, st, m);
     S.final_step.assign(static_cast<size_t>(v), SIZE_MAX);
     for (size_t i = 0; i < S.steps.size(); ++i)
@@ -872,6 +874,26 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net)
     const GroupShape all = dp_group_shape(*net, p, n);
     const GroupShape shard = p.zero >= 1 && sg < n ? dp_group_shape(*net, p, sg) : all;
     const GroupShape replica = p.zero >= 1 && sg > 1 && sg < n ? dp_group_shape(*net, p, n / sg, sg) : GroupShape{};
+    // Without overlap_grad_reduce every dense gradient of the stage (the
+    // embedding's and the head's too) is in one bucket (api.cc: an
+    // unbounded bucket size; parallel/buckets.cc), whose one reduction
+    // reads all of them: it starts no earlier than the latest release of
+    // any layer's gradients, and carries all of the stage's.
+    if (!t.overlap_grad_reduce) {
+      StageState::DpItem one{-1, 0, 0, 0};
+      std::vector<StageState::DpItem> rest;
+      for (const StageState::DpItem& it : S.dp_items) {
+        if (it.params <= 0) {
+          rest.push_back(it);
+          continue;
+        }
+        one.at = std::max(one.at, it.at);
+        one.buckets += it.buckets;
+      }
+      one.params = S.dense;
+      if (one.at >= 0 && one.params > 0) rest.push_back(one);
+      S.dp_items = std::move(rest);
+    }
     std::sort(S.dp_items.begin(), S.dp_items.end(),
               [](const StageState::DpItem& a, const StageState::DpItem& b) { return a.at > b.at; });
     int64_t params = 0, b = 0;
