@@ -106,13 +106,21 @@ int decimal_len(uint64_t v) {
   return n;
 }
 
-// One stage's counts in a built job: its program's nodes and dependencies,
-// and the .et bytes of its highest rank (every other axis at its last
-// coordinate: the largest peer ranks and group ids of the stage).
-struct StageCount {
-  int64_t nodes = 0, deps = 0, bytes = 0;
-};
+}  // namespace
 
+StageCount count_stage_trace(const RankTrace& t, const TraceMetadata& meta, Status* status) {
+  StageCount c;
+  std::string bytes;
+  *status = write_chakra_trace(t, meta, &bytes);
+  c.nodes = static_cast<int64_t>(t.nodes.size());
+  for (const TraceNode& n : t.nodes) c.deps += static_cast<int64_t>(n.deps.size());
+  c.bytes = static_cast<int64_t>(bytes.size());
+  return c;
+}
+
+namespace {
+
+// Each stage of `job`, built (without its summary) as a job of its own.
 Result<std::vector<StageCount>> count_stages(const Job& job) {
   Generator::CreateOptions o;
   o.summary = false;
@@ -126,13 +134,9 @@ Result<std::vector<StageCount>> count_stages(const Job& job) {
                                ",\"dp\":" + std::to_string(p.dp - 1) + ",\"cp\":" + std::to_string(p.cp - 1) + "}";
     SC_ASSIGN_OR_RETURN(int64_t rank, g.rank_at(coords));
     SC_ASSIGN_OR_RETURN(RankTrace t, g.rank_trace(rank));
-    std::string bytes;
-    SC_RETURN_IF_ERROR(write_chakra_trace(t, g.metadata(), &bytes));
-    StageCount c;
-    c.nodes = static_cast<int64_t>(t.nodes.size());
-    for (const TraceNode& n : t.nodes) c.deps += static_cast<int64_t>(n.deps.size());
-    c.bytes = static_cast<int64_t>(bytes.size());
-    out.push_back(c);
+    Status st = ok_status();
+    out.push_back(count_stage_trace(t, g.metadata(), &st));
+    SC_RETURN_IF_ERROR(st);
   }
   return out;
 }
@@ -143,30 +147,22 @@ int64_t extrapolate(int64_t a1, int64_t a2, int64_t m1, int64_t m2, int64_t m) {
   return sat_add(a2, sat_mul(slope, m - m2));
 }
 
-}  // namespace
+// `job` with mb micro-batches per iteration per dp rank.
+Job with_micro_batches(const Job& job, int64_t mb) {
+  Job j = job;
+  j.training.global_batch_size = mb * job.parallel.dp * job.training.micro_batch_size;
+  return j;
+}
 
-Result<JobEstimate> estimate_job_counted(const Job& job, const Budget& budget) {
+// count(mb): every stage's counts at mb micro-batches.
+Result<JobEstimate> counted(const Job& job, const std::function<Result<std::vector<StageCount>>(int64_t)>& count) {
   JobEstimate e = estimate_job(job);
   if (job.inference()) return e;
   const auto& p = job.parallel;
   const int64_t m = e.micro_batches;
   const bool interleaved = job.training.schedule == Schedule::kInterleaved;
   const int64_t m1 = interleaved ? p.pp : 1, m2 = 2 * m1;
-  auto mini = [&](int64_t mb) -> Result<std::vector<StageCount>> {
-    Job j = job;
-    j.training.global_batch_size = mb * p.dp * job.training.micro_batch_size;
-    const JobEstimate q = estimate_job(j);
-    if (q.engine_bytes > budget.max_engine_bytes) {
-      // Even the small build's quick bound is over: not attempted.
-      return make_error(ErrorCode::kTooLarge,
-                        "this job's layers alone (" + std::to_string(e.max_stage_layers) +
-                            " per pipeline stage) need about " + human_bytes(q.engine_bytes) +
-                            " of memory to build at " + std::to_string(mb) + " micro-batches, over the budget of " +
-                            human_bytes(budget.max_engine_bytes) + "; use fewer model.num_layers or a larger parallel.pp",
-                        "model.num_layers");
-    }
-    return count_stages(j);
-  };
+  const auto& mini = count;
   std::vector<StageCount> full;
   if (m <= m2) {
     SC_ASSIGN_OR_RETURN(full, mini(m));  // the job itself: exact counts
@@ -206,6 +202,30 @@ Result<JobEstimate> estimate_job_counted(const Job& job, const Budget& budget) {
                                    sat_mul(std::max<int64_t>(1, job.model.num_layers), kCountedBytesPerLayer)));
   e.counted = true;
   return e;
+}
+
+}  // namespace
+
+Result<JobEstimate> estimate_job_counted(const Job& job, const Budget& budget) {
+  const int64_t layers = estimate_job(job).max_stage_layers;
+  return counted(job, [&](int64_t mb) -> Result<std::vector<StageCount>> {
+    const Job j = with_micro_batches(job, mb);
+    const JobEstimate q = estimate_job(j);
+    if (q.engine_bytes > budget.max_engine_bytes) {
+      // Even the small build's quick bound is over: not attempted.
+      return make_error(ErrorCode::kTooLarge,
+                        "this job's layers alone (" + std::to_string(layers) +
+                            " per pipeline stage) need about " + human_bytes(q.engine_bytes) +
+                            " of memory to build at " + std::to_string(mb) + " micro-batches, over the budget of " +
+                            human_bytes(budget.max_engine_bytes) + "; use fewer model.num_layers or a larger parallel.pp",
+                        "model.num_layers");
+    }
+    return count_stages(j);
+  });
+}
+
+Result<JobEstimate> estimate_job_counted(const Job& job, const StageCounter& count) {
+  return counted(job, [&](int64_t mb) { return count(with_micro_batches(job, mb)); });
 }
 
 Budget engine_budget() { return g_budget; }

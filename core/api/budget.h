@@ -12,12 +12,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <vector>
 #include <string>
 
 #include "base/bytes.h"
 #include "base/cancel.h"
 #include "base/status.h"
 #include "job/job.h"
+#include "trace/rank_trace.h"
 
 namespace sc {
 
@@ -77,6 +80,25 @@ void set_engine_budget(const Budget& b);
 // quick bound is over `b` is not attempted: kTooLarge. Inference jobs: the
 // quick bound (their generators build each iteration kind once).
 Result<JobEstimate> estimate_job_counted(const Job& job, const Budget& b = engine_budget());
+
+// One pipeline stage's counts in a job built at some micro-batch count:
+// its program's nodes and dependencies, and the .et bytes of its highest
+// rank (every other axis at its last coordinate: the largest peer ranks
+// and group ids of the stage).
+struct StageCount {
+  int64_t nodes = 0, deps = 0, bytes = 0;
+};
+StageCount count_stage_trace(const RankTrace& highest_rank, const TraceMetadata& meta, Status* status);
+// Counts every stage of `mini`: `job` with another training.global_batch_size
+// (the micro-batch count the estimate samples; `job` itself when it has at
+// most m2 micro-batches).
+using StageCounter = std::function<Result<std::vector<StageCount>>(const Job& mini)>;
+// The same estimate, same numbers, with the stages counted by `count`
+// instead of by building each small job: Generator::create, which holds
+// the job's stage graphs (they do not depend on the micro-batch count),
+// lowers them again at m1 and m2 micro-batches (api.cc). No quick-bound
+// refusal of the small builds (nothing is built but their programs).
+Result<JobEstimate> estimate_job_counted(const Job& job, const StageCounter& count);
 
 // kTooLarge past the budget: "this job needs about N nodes per rank
 // program (M micro-batches x L layers) and X GiB of engine memory; the
