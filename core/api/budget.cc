@@ -84,6 +84,7 @@ JobEstimate estimate_job(const Job& job) {
                                    sat_mul(std::max<int64_t>(1, job.model.num_layers), kCountedBytesPerLayer)));
   e.trace_bytes_per_rank = sat_mul(e.nodes_per_rank, kTraceBytesPerNode);
   e.trace_bytes_total = sat_mul(e.trace_bytes_per_rank, std::max<int64_t>(1, p.world_size()));
+  e.stage_trace_bytes = sat_mul(e.trace_bytes_per_rank, std::max<int64_t>(1, p.pp));
   return e;
 }
 
@@ -190,8 +191,9 @@ Result<JobEstimate> counted(const Job& job, const std::function<Result<std::vect
     }
   }
   const int64_t per_stage_ranks = std::max<int64_t>(1, p.world_size() / std::max<int64_t>(1, p.pp));
-  e.nodes_per_rank = e.program_nodes = e.trace_bytes_per_rank = e.trace_bytes_total = 0;
+  e.nodes_per_rank = e.program_nodes = e.trace_bytes_per_rank = e.trace_bytes_total = e.stage_trace_bytes = 0;
   for (const StageCount& c : full) {
+    e.stage_trace_bytes = sat_add(e.stage_trace_bytes, c.bytes);
     e.nodes_per_rank = std::max(e.nodes_per_rank, c.nodes);
     e.program_nodes = sat_add(e.program_nodes, c.nodes);
     e.trace_bytes_per_rank = std::max(e.trace_bytes_per_rank, c.bytes);
@@ -226,6 +228,27 @@ Result<JobEstimate> estimate_job_counted(const Job& job, const Budget& budget) {
 
 Result<JobEstimate> estimate_job_counted(const Job& job, const StageCounter& count) {
   return counted(job, [&](int64_t mb) { return count(with_micro_batches(job, mb)); });
+}
+
+int64_t generate_bytes(const JobEstimate& e, int threads, int64_t ranks, bool archive) {
+  const int64_t max_rank = e.trace_bytes_per_rank;
+  // Making and self-checking the templates (RankEncoder::create).
+  // (2.5 x the largest rank's bytes, up to 64 MiB of them: the multiple
+  // falls from ~6 to ~3.5 as ranks grow, docs/promises.md.)
+  const int64_t setup =
+      sat_add(sat_add(e.stage_trace_bytes, sat_mul(max_rank, 5) / 2),
+              sat_add(sat_mul(std::min(max_rank, int64_t{64} << 20), 5) / 2, int64_t{3} << 19));
+  const int64_t t = std::max<int64_t>(1, threads);
+  int64_t exporter = 0;
+  if (archive) {
+    const int64_t workers = std::max<int64_t>(1, std::min(t, ranks));
+    const int64_t per_worker = std::min<int64_t>(4, (ranks + workers - 1) / workers) + 1;
+    exporter = sat_add(setup, sat_mul(sat_mul(workers, per_worker), max_rank));
+  } else {
+    const int64_t workers = std::max<int64_t>(1, std::min(t, (ranks + 15) / 16));
+    exporter = sat_add(setup, sat_mul(workers - 1, max_rank) * 3 / 2);
+  }
+  return sat_add(e.engine_bytes, exporter);
 }
 
 Budget engine_budget() { return g_budget; }
