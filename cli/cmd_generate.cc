@@ -19,6 +19,8 @@
 #include <cstring>
 #include <filesystem>
 #include <cstdlib>
+#include <algorithm>
+#include <thread>
 #include <iostream>
 #include <optional>
 
@@ -88,6 +90,33 @@ Status check_output_budget(const Job& job, const ExportOptions& opt, bool allow_
   SC_RETURN_IF_ERROR(check_budget(job));  // the build's memory first: it is what to fix first
   JobEstimate e = estimate_job(job);
   const int64_t n = opt.ranks.count();
+  if (!job.inference()) {
+    // The build plus the exporter's templates and buffers (api/budget.h
+    // generate_bytes), against the same memory budget; the quick bound
+    // decides when it is within it or even a quarter of it is over.
+    const int threads = opt.threads > 0 ? opt.threads
+                                        : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 64);
+    const bool archive = opt.format != OutputFormat::kDirectory;
+    const int64_t budget = engine_budget().max_engine_bytes;
+    int64_t need = generate_bytes(e, threads, n, archive);
+    bool counted = false;
+    if (need > budget && need / 4 <= budget) {
+      Result<JobEstimate> c = estimate_job_counted(job);
+      if (!c.ok()) return c.error();
+      need = generate_bytes(*c, threads, n, archive);
+      counted = true;
+    }
+    if (need > budget)
+      return make_error(ErrorCode::kTooLarge,
+                        "writing " + std::to_string(n) + " ranks needs about " + human_bytes(need) +
+                            " of memory (the build and the exporter's templates and buffers, " +
+                            (counted ? "counted" : "estimated") + " with " + std::to_string(threads) +
+                            " threads), over the budget of " + human_bytes(budget) + ". Use " +
+                            (archive ? "a directory instead of an archive, " : "") +
+                            "fewer --threads or fewer micro-batches (training.global_batch_size); "
+                            "--allow-large raises the budget to the free memory",
+                        "-o");
+  }
   const bool all = n == std::max<int64_t>(1, job.parallel.world_size());
   auto bytes_of = [&](const JobEstimate& x) { return all && !job.inference() ? x.trace_bytes_total : times(x.trace_bytes_per_rank, n); };
   int64_t bytes = bytes_of(e);

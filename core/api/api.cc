@@ -83,6 +83,74 @@ DeepEpSplit deepep_node_split(const Job& job, const RankLayout& L, int64_t local
   return {m, share * N * (1 - miss)};
 }
 
+// How stage `stage` of `job` is lowered at `micro_batches` micro-batches
+// (the job's own count, or the budget estimate's samples, below).
+LowerOptions stage_lower_options(const Job& job, int64_t micro_batches, int64_t stage, int64_t deepep_nvl,
+                                  double deepep_rdma_share) {
+  const auto& p = job.parallel;
+  const auto& t = job.training;
+  LowerOptions lo;
+  lo.micro_batches = micro_batches;
+  lo.pp = p.pp;
+  lo.virtual_stages = p.virtual_stages;
+  lo.stage = stage;
+  lo.schedule = t.schedule;
+  lo.compute_dtype = t.dtype;
+  lo.optimizer_bytes_per_param = t.optimizer_bytes_per_param;
+  // Userbuffers overlap the sequence-parallel collectives: without tp > 1
+  // and sequence parallelism there are none, and the option changes nothing.
+  lo.tp_comm_overlap = t.tp_comm_overlap && p.sequence_parallel && p.tp > 1;
+  lo.overlap_param_gather = t.overlap_param_gather;
+  lo.moe_imbalance = p.moe_imbalance;
+  // Megatron-Core: only effective with shared experts.
+  lo.moe_shared_expert_overlap = t.moe_shared_expert_overlap && job.model.is_moe() && job.model.shared_experts > 0;
+  lo.moe_allgather = p.moe_dispatcher == "allgather";
+  lo.deepep_nvl = deepep_nvl;
+  lo.deepep_rdma_share = deepep_rdma_share;
+  lo.fp8_recipe = t.fp8_recipe;
+  return lo;
+}
+
+// The counted budget estimate (summary.json "estimate"; api/budget.h) of a
+// built job: its stage graphs do not depend on the micro-batch count, so
+// the samples are these graphs lowered again at the sampled count, each
+// stage's highest rank encoded. The same counts as building each sample as
+// a job of its own (estimate_job_counted(job)), without building graphs.
+Result<JobEstimate> count_built_estimate(const GeneratorState& s) {
+  const Job& job = s.job;
+  const auto& p = job.parallel;
+  return estimate_job_counted(job, [&](const Job& mini) -> Result<std::vector<StageCount>> {
+    const int64_t m = mini.training.num_micro_batches(p);
+    TraceMetadata meta;
+    meta.generator_version = stagecraft_version();
+    meta.config_hash = config_hash_hex(job_to_canonical_json(mini));
+    meta.world_size = s.layout.world_size();
+    std::vector<StageCount> out;
+    for (int64_t stage = 0; stage < p.pp; ++stage) {
+      SC_RETURN_IF_ERROR(check_cancelled("the budget estimate"));
+      // The stage's highest rank: every other axis at its last coordinate.
+      int64_t rank = 0, stride = 1;
+      for (const MeshAxis& a : s.layout.axes()) {
+        const int64_t c = a.name == "pp" ? stage : (a.name == "tp" || a.name == "dp" || a.name == "cp") ? a.degree - 1 : 0;
+        rank += c * stride;
+        stride *= a.degree;
+      }
+      Status st = ok_status();
+      if (m == job.training.num_micro_batches(p)) {
+        out.push_back(count_stage_trace(instantiate_rank(s.program_of(stage), s.layout, rank), meta, &st));
+      } else {
+        SC_ASSIGN_OR_RETURN(RoleProgram prog, lower_program(s.graph_of(stage), s.bind, job.hardware,
+                                                            stage_lower_options(mini, m, stage, s.deepep_nvl,
+                                                                                s.deepep_rdma_share)));
+        SC_RETURN_IF_ERROR(check_role_program(prog, s.layout, p.pp, stage));
+        out.push_back(count_stage_trace(instantiate_rank(prog, s.layout, rank), meta, &st));
+      }
+      SC_RETURN_IF_ERROR(st);
+    }
+    return out;
+  });
+}
+
 }  // namespace
 
 Result<Generator> Generator::create(const Job& job) { return create(job, CreateOptions{}); }
@@ -93,11 +161,6 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
   if (job.inference()) return create_serving_generator(job);  // api/serving.cc
   auto s = std::make_unique<GeneratorState>();
   s->job = job;
-  // What the budget checks (summary.json "estimate"; docs/promises.md),
-  // counted before this build so that its small builds are gone by then.
-  if (options.summary) {
-    SC_ASSIGN_OR_RETURN(s->estimate, estimate_job_counted(job));
-  }
   const auto& p = job.parallel;
   const auto& t = job.training;
 
@@ -151,6 +214,8 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
   if (moe && p.ep > 1 && p.moe_dispatcher == "deepep") {
     const int64_t local_tokens = t.micro_batch_size * t.seq_len / (p.cp * (p.sequence_parallel ? p.tp : 1));
     deepep = deepep_node_split(job, s->layout, local_tokens, s->bind["cap"]);
+    s->deepep_nvl = deepep.nvl;
+    s->deepep_rdma_share = deepep.rdma_share;
     if (deepep.nvl > 0) {
       s->layout.add_derived({"tp", "cp", "dp"}, {{"deepep.etp", etp, false},
                                                   {"ep_nvl", deepep.nvl},
@@ -194,31 +259,15 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
     apply_zero(g, static_cast<int>(p.zero), zaxes);
     insert_weight_syncs(g);
 
-    LowerOptions lo;
-    lo.micro_batches = t.num_micro_batches(p);
-    lo.pp = p.pp;
-    lo.virtual_stages = p.virtual_stages;
-    lo.stage = stage;
-    lo.schedule = t.schedule;
-    lo.compute_dtype = t.dtype;
-    lo.optimizer_bytes_per_param = t.optimizer_bytes_per_param;
-    // Userbuffers overlap the sequence-parallel collectives: without tp > 1
-    // and sequence parallelism there are none, and the option changes nothing.
-    lo.tp_comm_overlap = t.tp_comm_overlap && bo.sequence_parallel;
-    lo.overlap_param_gather = t.overlap_param_gather;
-    lo.moe_imbalance = p.moe_imbalance;
-    // Megatron-Core: only effective with shared experts.
-    lo.moe_shared_expert_overlap = t.moe_shared_expert_overlap && job.model.is_moe() && job.model.shared_experts > 0;
-    lo.moe_allgather = p.moe_dispatcher == "allgather";
-    lo.deepep_nvl = deepep.nvl;
-    lo.deepep_rdma_share = deepep.rdma_share;
-    lo.fp8_recipe = t.fp8_recipe;
+    const LowerOptions lo = stage_lower_options(job, t.num_micro_batches(p), stage, deepep.nvl, deepep.rdma_share);
     SC_ASSIGN_OR_RETURN(RoleProgram prog, lower_program(g, s->bind, job.hardware, lo));
     SC_RETURN_IF_ERROR(check_role_program(prog, s->layout, p.pp, stage));
     s->stages.push_back({std::move(g), std::move(prog)});
   }
   s->config_hash = config_hash_hex(job_to_canonical_json(job));
   if (options.summary) {
+    // What the budget checks (summary.json "estimate"; docs/promises.md).
+    SC_ASSIGN_OR_RETURN(s->estimate, count_built_estimate(*s));
     SC_ASSIGN_OR_RETURN(s->summary, build_summary(*s));
   }
   return Generator(std::move(s));

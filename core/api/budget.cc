@@ -84,6 +84,7 @@ JobEstimate estimate_job(const Job& job) {
                                    sat_mul(std::max<int64_t>(1, job.model.num_layers), kCountedBytesPerLayer)));
   e.trace_bytes_per_rank = sat_mul(e.nodes_per_rank, kTraceBytesPerNode);
   e.trace_bytes_total = sat_mul(e.trace_bytes_per_rank, std::max<int64_t>(1, p.world_size()));
+  e.stage_trace_bytes = sat_mul(e.trace_bytes_per_rank, std::max<int64_t>(1, p.pp));
   return e;
 }
 
@@ -106,13 +107,21 @@ int decimal_len(uint64_t v) {
   return n;
 }
 
-// One stage's counts in a built job: its program's nodes and dependencies,
-// and the .et bytes of its highest rank (every other axis at its last
-// coordinate: the largest peer ranks and group ids of the stage).
-struct StageCount {
-  int64_t nodes = 0, deps = 0, bytes = 0;
-};
+}  // namespace
 
+StageCount count_stage_trace(const RankTrace& t, const TraceMetadata& meta, Status* status) {
+  StageCount c;
+  std::string bytes;
+  *status = write_chakra_trace(t, meta, &bytes);
+  c.nodes = static_cast<int64_t>(t.nodes.size());
+  for (const TraceNode& n : t.nodes) c.deps += static_cast<int64_t>(n.deps.size());
+  c.bytes = static_cast<int64_t>(bytes.size());
+  return c;
+}
+
+namespace {
+
+// Each stage of `job`, built (without its summary) as a job of its own.
 Result<std::vector<StageCount>> count_stages(const Job& job) {
   Generator::CreateOptions o;
   o.summary = false;
@@ -126,13 +135,9 @@ Result<std::vector<StageCount>> count_stages(const Job& job) {
                                ",\"dp\":" + std::to_string(p.dp - 1) + ",\"cp\":" + std::to_string(p.cp - 1) + "}";
     SC_ASSIGN_OR_RETURN(int64_t rank, g.rank_at(coords));
     SC_ASSIGN_OR_RETURN(RankTrace t, g.rank_trace(rank));
-    std::string bytes;
-    SC_RETURN_IF_ERROR(write_chakra_trace(t, g.metadata(), &bytes));
-    StageCount c;
-    c.nodes = static_cast<int64_t>(t.nodes.size());
-    for (const TraceNode& n : t.nodes) c.deps += static_cast<int64_t>(n.deps.size());
-    c.bytes = static_cast<int64_t>(bytes.size());
-    out.push_back(c);
+    Status st = ok_status();
+    out.push_back(count_stage_trace(t, g.metadata(), &st));
+    SC_RETURN_IF_ERROR(st);
   }
   return out;
 }
@@ -143,30 +148,22 @@ int64_t extrapolate(int64_t a1, int64_t a2, int64_t m1, int64_t m2, int64_t m) {
   return sat_add(a2, sat_mul(slope, m - m2));
 }
 
-}  // namespace
+// `job` with mb micro-batches per iteration per dp rank.
+Job with_micro_batches(const Job& job, int64_t mb) {
+  Job j = job;
+  j.training.global_batch_size = mb * job.parallel.dp * job.training.micro_batch_size;
+  return j;
+}
 
-Result<JobEstimate> estimate_job_counted(const Job& job, const Budget& budget) {
+// count(mb): every stage's counts at mb micro-batches.
+Result<JobEstimate> counted(const Job& job, const std::function<Result<std::vector<StageCount>>(int64_t)>& count) {
   JobEstimate e = estimate_job(job);
   if (job.inference()) return e;
   const auto& p = job.parallel;
   const int64_t m = e.micro_batches;
   const bool interleaved = job.training.schedule == Schedule::kInterleaved;
   const int64_t m1 = interleaved ? p.pp : 1, m2 = 2 * m1;
-  auto mini = [&](int64_t mb) -> Result<std::vector<StageCount>> {
-    Job j = job;
-    j.training.global_batch_size = mb * p.dp * job.training.micro_batch_size;
-    const JobEstimate q = estimate_job(j);
-    if (q.engine_bytes > budget.max_engine_bytes) {
-      // Even the small build's quick bound is over: not attempted.
-      return make_error(ErrorCode::kTooLarge,
-                        "this job's layers alone (" + std::to_string(e.max_stage_layers) +
-                            " per pipeline stage) need about " + human_bytes(q.engine_bytes) +
-                            " of memory to build at " + std::to_string(mb) + " micro-batches, over the budget of " +
-                            human_bytes(budget.max_engine_bytes) + "; use fewer model.num_layers or a larger parallel.pp",
-                        "model.num_layers");
-    }
-    return count_stages(j);
-  };
+  const auto& mini = count;
   std::vector<StageCount> full;
   if (m <= m2) {
     SC_ASSIGN_OR_RETURN(full, mini(m));  // the job itself: exact counts
@@ -194,8 +191,9 @@ Result<JobEstimate> estimate_job_counted(const Job& job, const Budget& budget) {
     }
   }
   const int64_t per_stage_ranks = std::max<int64_t>(1, p.world_size() / std::max<int64_t>(1, p.pp));
-  e.nodes_per_rank = e.program_nodes = e.trace_bytes_per_rank = e.trace_bytes_total = 0;
+  e.nodes_per_rank = e.program_nodes = e.trace_bytes_per_rank = e.trace_bytes_total = e.stage_trace_bytes = 0;
   for (const StageCount& c : full) {
+    e.stage_trace_bytes = sat_add(e.stage_trace_bytes, c.bytes);
     e.nodes_per_rank = std::max(e.nodes_per_rank, c.nodes);
     e.program_nodes = sat_add(e.program_nodes, c.nodes);
     e.trace_bytes_per_rank = std::max(e.trace_bytes_per_rank, c.bytes);
@@ -206,6 +204,51 @@ Result<JobEstimate> estimate_job_counted(const Job& job, const Budget& budget) {
                                    sat_mul(std::max<int64_t>(1, job.model.num_layers), kCountedBytesPerLayer)));
   e.counted = true;
   return e;
+}
+
+}  // namespace
+
+Result<JobEstimate> estimate_job_counted(const Job& job, const Budget& budget) {
+  const int64_t layers = estimate_job(job).max_stage_layers;
+  return counted(job, [&](int64_t mb) -> Result<std::vector<StageCount>> {
+    const Job j = with_micro_batches(job, mb);
+    const JobEstimate q = estimate_job(j);
+    if (q.engine_bytes > budget.max_engine_bytes) {
+      // Even the small build's quick bound is over: not attempted.
+      return make_error(ErrorCode::kTooLarge,
+                        "this job's layers alone (" + std::to_string(layers) +
+                            " per pipeline stage) need about " + human_bytes(q.engine_bytes) +
+                            " of memory to build at " + std::to_string(mb) + " micro-batches, over the budget of " +
+                            human_bytes(budget.max_engine_bytes) + "; use fewer model.num_layers or a larger parallel.pp",
+                        "model.num_layers");
+    }
+    return count_stages(j);
+  });
+}
+
+Result<JobEstimate> estimate_job_counted(const Job& job, const StageCounter& count) {
+  return counted(job, [&](int64_t mb) { return count(with_micro_batches(job, mb)); });
+}
+
+int64_t generate_bytes(const JobEstimate& e, int threads, int64_t ranks, bool archive) {
+  const int64_t max_rank = e.trace_bytes_per_rank;
+  // Making and self-checking the templates (RankEncoder::create).
+  // (2.5 x the largest rank's bytes, up to 64 MiB of them: the multiple
+  // falls from ~6 to ~3.5 as ranks grow, docs/promises.md.)
+  const int64_t setup =
+      sat_add(sat_add(e.stage_trace_bytes, sat_mul(max_rank, 5) / 2),
+              sat_add(sat_mul(std::min(max_rank, int64_t{64} << 20), 5) / 2, int64_t{3} << 19));
+  const int64_t t = std::max<int64_t>(1, threads);
+  int64_t exporter = 0;
+  if (archive) {
+    const int64_t workers = std::max<int64_t>(1, std::min(t, ranks));
+    const int64_t per_worker = std::min<int64_t>(4, (ranks + workers - 1) / workers) + 1;
+    exporter = sat_add(setup, sat_mul(sat_mul(workers, per_worker), max_rank));
+  } else {
+    const int64_t workers = std::max<int64_t>(1, std::min(t, (ranks + 15) / 16));
+    exporter = sat_add(setup, sat_mul(workers - 1, max_rank) * 3 / 2);
+  }
+  return sat_add(e.engine_bytes, exporter);
 }
 
 Budget engine_budget() { return g_budget; }

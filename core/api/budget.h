@@ -12,12 +12,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <vector>
 #include <string>
 
 #include "base/bytes.h"
 #include "base/cancel.h"
 #include "base/status.h"
 #include "job/job.h"
+#include "trace/rank_trace.h"
 
 namespace sc {
 
@@ -29,6 +32,7 @@ struct JobEstimate {
   int64_t engine_bytes = 0;      // peak memory of Generator::create
   int64_t trace_bytes_per_rank = 0;  // .et bytes of the largest rank
   int64_t trace_bytes_total = 0;     // .et bytes of all world_size ranks
+  int64_t stage_trace_bytes = 0;     // .et bytes of one rank of every stage, summed (the exporter's templates)
   bool counted = false;              // from estimate_job_counted (else the arithmetic bound)
 };
 
@@ -77,6 +81,40 @@ void set_engine_budget(const Budget& b);
 // quick bound is over `b` is not attempted: kTooLarge. Inference jobs: the
 // quick bound (their generators build each iteration kind once).
 Result<JobEstimate> estimate_job_counted(const Job& job, const Budget& b = engine_budget());
+
+// One pipeline stage's counts in a job built at some micro-batch count:
+// its program's nodes and dependencies, and the .et bytes of its highest
+// rank (every other axis at its last coordinate: the largest peer ranks
+// and group ids of the stage).
+struct StageCount {
+  int64_t nodes = 0, deps = 0, bytes = 0;
+};
+StageCount count_stage_trace(const RankTrace& highest_rank, const TraceMetadata& meta, Status* status);
+// Counts every stage of `mini`: `job` with another training.global_batch_size
+// (the micro-batch count the estimate samples; `job` itself when it has at
+// most m2 micro-batches).
+using StageCounter = std::function<Result<std::vector<StageCount>>(const Job& mini)>;
+// The same estimate, same numbers, with the stages counted by `count`
+// instead of by building each small job: Generator::create, which holds
+// the job's stage graphs (they do not depend on the micro-batch count),
+// lowers them again at m1 and m2 micro-batches (api.cc). No quick-bound
+// refusal of the small builds (nothing is built but their programs).
+Result<JobEstimate> estimate_job_counted(const Job& job, const StageCounter& count);
+
+// Peak memory of `generate` writing `ranks` ranks with `threads` worker
+// threads (to an archive when `archive`): the build and its summary
+// (engine_bytes) plus the exporter (core/api/export.cc, cli/export.cc):
+// each stage's pre-serialised template and the transients of making and
+// self-checking it (a rank's RankTrace, reference bytes, scratch buffers),
+// the stages' bytes + 2.5 x the largest rank's + 2.5 x the first 64 MiB of
+// it + 1.5 MiB (the first
+// worker's buffer fits in what those transients leave); each further
+// directory worker (one per 16 ranks, at most `threads`) 1.5 x the largest
+// rank's bytes (its encoding buffer and the rank's holes); an archive's
+// workers hold up to 4 encoded ranks in flight + one scratch buffer each.
+// Fitted as upper bounds to the peak RSS of `generate` in docs/promises.md
+// "Budgets" (1.1-1.45x it).
+int64_t generate_bytes(const JobEstimate& e, int threads, int64_t ranks, bool archive);
 
 // kTooLarge past the budget: "this job needs about N nodes per rank
 // program (M micro-batches x L layers) and X GiB of engine memory; the

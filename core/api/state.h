@@ -29,6 +29,11 @@ struct GeneratorState : BuiltJob {
   std::string config_hash;
   std::string summary;  // summary.json text
   JobEstimate estimate;  // estimate_job_counted, for summary.json (training jobs with a summary)
+  // DeepEP's node split of the ep groups (api.cc deepep_node_split; 0: one
+  // all-to-all over ep), kept so a relowering (the budget estimate's
+  // samples) lowers as the build did.
+  int64_t deepep_nvl = 0;
+  double deepep_rdma_share = 0;
   // simulate with default options, run once for summary.json's time block
   // (api/summary.cc) and reused by simulate (api/simulate.cc).
   // Written while the summary is built (Generator::create), read-only after.

@@ -327,7 +327,9 @@ Result<std::string> build_summary(const GeneratorState& s) {
                      {"program_nodes", s.estimate.program_nodes},
                      {"trace_bytes_per_rank", s.estimate.trace_bytes_per_rank},
                      {"trace_bytes", s.estimate.trace_bytes_total},
-                     {"engine_bytes", s.estimate.engine_bytes}};
+                     {"engine_bytes", s.estimate.engine_bytes},
+                     // generate to a directory, every rank, one worker thread
+                     {"generate_bytes", generate_bytes(s.estimate, 1, s.layout.world_size(), false)}};
   // What a Hugging Face import recognised (HF jobs only: other summaries are unchanged).
   if (!job.model.hf_family.empty()) {
     out["hf_import"] = {{"family", job.model.hf_family},

@@ -50,6 +50,25 @@ for est, truth in ((e["trace_bytes"], sum(sizes)), (e["trace_bytes_per_rank"], m
     assert truth <= est <= 1.5 * truth, (est, truth)
 assert e["engine_bytes"] > 0 and e["program_nodes"] >= e["nodes_per_rank"] > 0, e
 PY
+# generate's own peak memory (issue 24 item 4): estimate.generate_bytes (the
+# build, its summary and the exporter, a directory written by one thread)
+# is never below the peak RSS of that generate and at most 1.5x it
+# (docs/promises.md "Budgets"). A job whose ranks are 16.6 MB each, so that
+# the exporter's templates and buffers weigh (the build alone: engine_bytes,
+# 54 MB estimated; the old estimate was under generate's 141 MB).
+python3 - "$CLI" <<'PY' || fail "generate_bytes vs generate's peak RSS"
+import json, resource, subprocess, sys
+cli = sys.argv[1]
+job = ["--model", "gpt3-1.7b", "--layers", "24", "--tp", "2", "--sequence-parallel", "--seq-len", "256",
+       "--global-batch-size", "64"]
+est = json.loads(subprocess.run([cli, "inspect", *job, "--json"], check=True, capture_output=True).stdout)["estimate"]
+subprocess.run([cli, "generate", *job, "--threads", "1", "-q", "-o", "mem"], check=True, stdout=subprocess.DEVNULL)
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # the largest child: generate
+print("generate_bytes", est["generate_bytes"], "peak RSS", peak, "ratio", est["generate_bytes"] / peak)
+assert peak <= est["generate_bytes"] <= 1.5 * peak, (est, peak)
+PY
+rm -rf mem
+
 "$CLI" inspect "${JOB[@]}" > inspect.txt 2>/dev/null || fail "inspect"
 grep -q "dp 2 x tp 2 x pp 1 x cp 1 = 4 ranks" inspect.txt || fail "inspect text: $(head -5 inspect.txt)"
 

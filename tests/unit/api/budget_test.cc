@@ -111,6 +111,10 @@ TEST_CASE("budget: the counted estimate is within [1, 1.5] of the built job's no
        R"("seq_len": 256, "global_batch_size": 40, "overlap_grad_reduce": true, "overlap_param_gather": true, "tp_comm_overlap": true)"},
       {R"({"preset": "llama3-8b", "num_layers": 2})", R"("tp": 2, "dp": 2)",
        R"("seq_len": 256, "global_batch_size": 24, "fp8_recipe": "delayed")"},
+      // DeepEP over two nodes: its RDMA and NVLink legs (the relowering
+      // keeps the build's node split).
+      {R"({"preset": "deepseek-v3", "num_layers": 4})", R"("ep": 16, "dp": 16, "moe_dispatcher": "deepep")",
+       R"("seq_len": 256, "global_batch_size": 32)"},
   };
   for (const auto& m : mixes) {
     const std::string text = job_text(m[0], m[1], m[2]);
@@ -146,6 +150,17 @@ TEST_CASE("budget: the counted estimate is within [1, 1.5] of the built job's no
     CHECK(within(e->trace_bytes_total, total_bytes));
     CHECK(within(e->program_nodes, program_nodes));
     CHECK(e->engine_bytes > e->program_nodes);
+    // summary.json's estimate is counted on the job's own build (its stage
+    // graphs lowered again at the sampled micro-batch counts, api.cc), not
+    // by building the samples as jobs: the same numbers either way.
+    Result<Generator> with_summary = Generator::create(job);
+    REQUIRE_MESSAGE(with_summary.ok(), with_summary.error().to_string());
+    const json est = json::parse(with_summary->summary_json())["estimate"];
+    CHECK(est["nodes_per_rank"].get<int64_t>() == e->nodes_per_rank);
+    CHECK(est["program_nodes"].get<int64_t>() == e->program_nodes);
+    CHECK(est["trace_bytes_per_rank"].get<int64_t>() == e->trace_bytes_per_rank);
+    CHECK(est["trace_bytes"].get<int64_t>() == e->trace_bytes_total);
+    CHECK(est["engine_bytes"].get<int64_t>() == e->engine_bytes);
   }
 }
 
