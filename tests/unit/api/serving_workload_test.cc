@@ -136,12 +136,16 @@ TEST_CASE("serving workload: one request alone: its TTFT is the prefill iteratio
 }
 
 TEST_CASE("serving workload: eager prefill launches and per-request time on a whole job") {
-  // A lone 16 + 4-token request on Llama 3 8B (one H100). Under
-  // prefill_first (engines that graph decode batches only) its prefill
-  // launches every kernel from Python: at least the 4 GEMMs of each of
-  // the 32 layers at 12 us = 1.536 ms, more than 16 tokens of GPU work
-  // take; under vllm's policy the TTFT is the prefill iteration.
-  const std::string lone = R"({"mode": "inference", "model": "llama3-8b", "parallel": {"tp": 1}, "hardware": "h100",
+  // A lone 16 + 4-token request on a narrow 32-layer Llama (hidden 512:
+  // 0.1 GB of weights, one H100). Under prefill_first (engines that graph
+  // decode batches only) its prefill launches every kernel from Python: at
+  // least the 4 GEMMs of each of the 32 layers at 21.8 us = 2.79 ms, more
+  // than 16 tokens of its GPU work take; under vllm's policy the TTFT is
+  // the prefill iteration.
+  const std::string lone = R"({"mode": "inference", "parallel": {"tp": 1}, "hardware": "h100",
+    "model": {"hf_config": {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 512,
+      "intermediate_size": 1024, "num_attention_heads": 8, "num_key_value_heads": 8, "num_hidden_layers": 32,
+      "vocab_size": 32000, "max_position_embeddings": 4096}},
     "serving": {"prompt_tokens": 16, "output_tokens": 4, "concurrency": 1,
                 "workload": {"arrival": "burst", "requests": 1}, "scheduler": {"policy": "%P"%R}}})";
   auto with = [&](const std::string& policy, const std::string& extra) {
@@ -154,8 +158,8 @@ TEST_CASE("serving workload: eager prefill launches and per-request time on a wh
   json pf = with("prefill_first", "");
   const double prefill = v["iterations"]["prefill"]["seconds"].get<double>();
   CHECK(v["ttft_seconds_p50"].get<double>() == doctest::Approx(prefill).epsilon(0.03));
-  CHECK(prefill < 32 * 4 * 12e-6);
-  CHECK(pf["ttft_seconds_p50"].get<double>() >= 32 * 4 * 12e-6);
+  CHECK(prefill < 32 * 4 * 21.8e-6);
+  CHECK(pf["ttft_seconds_p50"].get<double>() >= 32 * 4 * 21.8e-6);
   CHECK(pf["workload"]["cost_model"].contains("eager_prefill_floor_seconds"));
   CHECK(!v["workload"]["cost_model"].contains("eager_prefill_floor_seconds"));
   // Its decode steps are graphed: the same TPOT under both policies.

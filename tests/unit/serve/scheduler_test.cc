@@ -305,18 +305,24 @@ TEST_CASE("serve: fixed host costs per iteration and per sampled token") {
 
 TEST_CASE("serve: an eager prefill lasts at least its launches; decode batches are graphed, by hand") {
   // The prefill-first example above with a 25 ms launch floor on iterations
-  // holding prompt tokens (c(8) = 10.08 ms is under it, c(1), c(2) are
-  // decode-only batches and keep their cost): it1 = it3 = 25 ms.
+  // holding prompt tokens (c(8) = 10.08 ms is under it; c(1), c(2) are
+  // decode-only batches and keep their cost). A: t=0, 8 + 4; B: t=15 ms, 8 + 2.
+  // it1: A's prompt:          t1 = 25 ms            A token 1 (B arrived meanwhile)
+  // it2: B's prompt alone:    t2 = t1 + 25 ms       B token 1
+  // it3: A, B decode:         t3 = t2 + c(2)        A token 2, B done
+  // it4, it5: A decodes:      t5 = t3 + 2 c(1)      A done
   CostModel m = linear_cost();
   m.eager_floor = 0.025;
   SchedulerParams p = small(16, 1000);
   p.policy = SchedulerParams::Policy::kPrefillFirst;
   Result<WorkloadResult> r = simulate_workload({{0.0, 8, 4}, {0.015, 8, 2}}, m, p);
   REQUIRE(r.ok());
-  const double t1 = 0.025, t2 = t1 + cost(1), t3 = t2 + 0.025, t4 = t3 + cost(2), t5 = t4 + cost(1);
+  const double t1 = 0.025, t2 = t1 + 0.025, t3 = t2 + cost(2), t5 = t3 + 2 * cost(1);
+  CHECK(r->iterations == 5);
   CHECK(r->requests[0].ttft() == doctest::Approx(t1).epsilon(1e-12));
   CHECK(r->requests[0].e2e() == doctest::Approx(t5).epsilon(1e-12));
-  CHECK(r->requests[1].ttft() == doctest::Approx(t3 - 0.015).epsilon(1e-12));
+  CHECK(r->requests[1].ttft() == doctest::Approx(t2 - 0.015).epsilon(1e-12));
+  CHECK(r->requests[1].e2e() == doctest::Approx(t3 - 0.015).epsilon(1e-12));
   // A floor below the GPU time changes nothing: a 20-token prompt, c(20) = 10.2 ms.
   m.eager_floor = 0.005;
   Result<WorkloadResult> s = simulate_workload({{0.0, 20, 2}}, m, small(32, 1000));
