@@ -208,6 +208,7 @@ struct SchedulerConfig {
   int64_t chunk_tokens = 512;             // sarathi: the token budget per iteration
   double step_overhead_seconds = 0;       // host time per iteration (scheduling, launch)
   double token_overhead_seconds = 0;      // host time per sampled token (sampling, detokenization)
+  double request_overhead_seconds = 0;    // per request outside the iterations (HTTP, tokenization, streaming)
   int64_t speculative_tokens = 0;         // draft tokens verified per decode step (0 = none)
   double acceptance_rate = 0;             // chance each draft token is accepted, in [0, 1]
   int64_t scheduler_steps = 1;            // decode steps per scheduling decision (vLLM --num-scheduler-steps)

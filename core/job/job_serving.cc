@@ -218,7 +218,8 @@ Status parse_scheduler(const Json& v, SchedulerConfig* c) {
   SC_RETURN_IF_ERROR(jsonf::expect_object(v, path));
   SC_RETURN_IF_ERROR(jsonf::check_keys(v,
                                        {"policy", "max_num_batched_tokens", "max_num_seqs", "chunk_tokens",
-                                        "step_overhead_seconds", "token_overhead_seconds", "speculative_tokens",
+                                        "step_overhead_seconds", "token_overhead_seconds",
+                                        "request_overhead_seconds", "speculative_tokens",
                                         "acceptance_rate", "scheduler_steps"},
                                        path));
   c->present = true;
@@ -236,6 +237,8 @@ Status parse_scheduler(const Json& v, SchedulerConfig* c) {
                                                                               &c->step_overhead_seconds, 10.0},
                                      std::tuple<const char*, double*, double>{"token_overhead_seconds",
                                                                               &c->token_overhead_seconds, 10.0},
+                                     std::tuple<const char*, double*, double>{"request_overhead_seconds",
+                                                                              &c->request_overhead_seconds, 10.0},
                                      std::tuple<const char*, double*, double>{"acceptance_rate", &c->acceptance_rate,
                                                                               1.0}})
     if (const Json* x = jsonf::find(v, key)) {
@@ -483,6 +486,8 @@ void serving_canonical(const Job& job, Json* root) {
                             {"chunk_tokens", c.chunk_tokens}};
     if (c.step_overhead_seconds > 0) serving["scheduler"]["step_overhead_seconds"] = c.step_overhead_seconds;
     if (c.token_overhead_seconds > 0) serving["scheduler"]["token_overhead_seconds"] = c.token_overhead_seconds;
+    if (c.request_overhead_seconds > 0)
+      serving["scheduler"]["request_overhead_seconds"] = c.request_overhead_seconds;
     if (c.scheduler_steps > 1) serving["scheduler"]["scheduler_steps"] = c.scheduler_steps;
     if (c.speculative_tokens > 0) {
       serving["scheduler"]["speculative_tokens"] = c.speculative_tokens;

@@ -59,7 +59,8 @@ double CostModel::seconds(const IterationShape& s) const {
   }
   const double attn = std::max(seconds_per_prefill_pair * s.prefill_pairs + seconds_per_decode_pair * s.decode_pairs,
                                seconds_per_cached * s.cached);
-  return base + attn + step_overhead + per_sampled_overhead * static_cast<double>(s.sampled);
+  const double gpu = s.prefill ? std::max(base + attn, eager_floor) : base + attn;
+  return gpu + step_overhead + per_sampled_overhead * static_cast<double>(s.sampled);
 }
 
 Percentiles percentiles(std::vector<double> v) {
@@ -285,7 +286,7 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
           const double pr = nn * c + nn * (nn + 1) / 2;  // over the cached prefix and causally within
           const bool decode = l.generated > 0 && l.computed + 1 == total_tokens(l);
           if (decode) sh.decode_pairs += pr;
-          else sh.prefill_pairs += pr;
+          else sh.prefill_pairs += pr, sh.prefill = true;
           sh.cached += c + nn;
           if (decode) sh.sampled += e.n;  // every verified position is sampled
           else if (l.computed + e.n >= total_tokens(l)) sh.sampled++;
@@ -329,7 +330,7 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
           l.generated += 1 + accepted;
           out.output_tokens += 1 + accepted;
           if (rr.first_token < 0) {
-            rr.first_token = t;
+            rr.first_token = t + p.request_overhead;
             l.last_token = t;
           } else {
             l.pending = true;
@@ -347,7 +348,7 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
               l.pending = false;
             }
             if (l.generated >= rr.output) {
-              rr.finish = t;
+              rr.finish = t + p.request_overhead;
               rk.free_blocks += l.blocks;
               done[i] = 1;
               --live;
@@ -358,7 +359,7 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
         rk.running.swap(keep);
       }
     }
-    out.makespan = std::max(out.makespan, t);
+    out.makespan = std::max(out.makespan, t + p.request_overhead);
   }
   std::vector<double> ttft, tpot, e2e, queue;
   int64_t good = 0;

@@ -20,6 +20,7 @@ namespace sc::serve {
 // linear layers, rows sampled, query-key pairs and KV entries attention reads.
 struct IterationShape {
   int64_t tokens = 0, sampled = 0;
+  bool prefill = false;  // holds prompt tokens (a chunk or a recompute): not a decode-only batch
   double prefill_pairs = 0, decode_pairs = 0, cached = 0;
 };
 
@@ -33,12 +34,30 @@ struct IterationShape {
 // sampled) and decode-like (every row sampled) iterations, plus fixed
 // per-iteration and per-sampled-row host costs. docs/inference.md, "Cost
 // of an iteration".
+// Host time per simulated node (kernel or collective) of an iteration run
+// eagerly from Python, measured on the lent H100's host: a whole Llama 3
+// decode step issued eagerly (tests/bench/gpu/results/
+// h100-sxm-2026-11-27-decode-step.json, eager_ms) over the step's nodes
+// here (70B tp-4 shard: 1,043; 8B: 419), lowest on the host-bound rows:
+// 22.7 ms / 1,043 = 21.8 us (70B shard, batch 1, against 16.5 ms as a
+// CUDA graph; 8B, batch 1, 2,048: 24.6 us). A bare tiny op costs 12.0 us
+// (skinny-fp8.json, `floor`; 1.18 us inside a graph): a layer's Python
+// issues more ops than the engine has nodes. A host cost, not a GPU one:
+// one constant for every profile. docs/inference.md, "Cost of an iteration".
+inline constexpr double kEagerLaunchSeconds = 21.8e-6;
+
 struct CostModel {
   std::vector<int64_t> grid;        // token counts, ascending, grid[0] = 1
   std::vector<double> prefill_base;  // seconds at grid[i] tokens, 1 sampled, 1 pair, 1 cached
   std::vector<double> decode_base;   // seconds at grid[i] tokens, all sampled
   double seconds_per_prefill_pair = 0, seconds_per_decode_pair = 0, seconds_per_cached = 0;
   double step_overhead = 0, per_sampled_overhead = 0;  // host: scheduler, sampling, detokenization
+  // An iteration that holds prompt tokens and runs eagerly (the engine
+  // captures CUDA graphs for decode batches only) lasts at least its
+  // kernel launches from Python: launches x kEagerLaunchSeconds, the GPU
+  // work overlapping them (0: every iteration graphed). docs/inference.md,
+  // "Cost of an iteration".
+  double eager_floor = 0;
   double seconds(const IterationShape& s) const;
 };
 
@@ -73,6 +92,11 @@ struct SchedulerParams {
   // streamed at the end of the run, one burst per request (ITL: the gap
   // between bursts). Prefill iterations stay single steps.
   int64_t scheduler_steps = 1;
+  // Per-request time outside the engine's iterations (HTTP server,
+  // tokenization, the first token's detokenization and streaming): added
+  // to every request's first token and finish, as a fixed delay of its
+  // arrival at the engine would be (the schedule is the same, shifted).
+  double request_overhead = 0;
   uint64_t seed = 0;
 };
 

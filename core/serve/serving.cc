@@ -605,6 +605,7 @@ serve::SchedulerParams scheduler_params(const Job& full, const Serving& sv) {
   p.prefix_hit_rate = cfg.workload.prefix_cache_hit_rate;
   p.speculative_tokens = sc.speculative_tokens;
   p.acceptance_rate = sc.acceptance_rate;
+  p.request_overhead = sc.request_overhead_seconds;
   p.seed = cfg.workload.seed;
   return p;
 }
@@ -649,6 +650,16 @@ Result<serve::CostModel> cost_model(const Job& full, Serving& sv, const serve::S
   SC_RETURN_IF_ERROR(lower_kind(dec, sv.dshape));
   m.step_overhead = full.serving.scheduler.step_overhead_seconds;
   m.per_sampled_overhead = full.serving.scheduler.token_overhead_seconds;
+  // The engines whose scheduler is prefill_first (vLLM V0, SGLang <= 0.3)
+  // capture CUDA graphs for decode batches only: an iteration with prompt
+  // tokens launches every kernel and collective from Python. Its floor is
+  // the prefill iteration's launches per rank (the busiest stage's nodes)
+  // at kEagerLaunchSeconds each (docs/inference.md, "Cost of an iteration").
+  if (p.policy == serve::SchedulerParams::Policy::kPrefillFirst) {
+    size_t launches = 0;
+    for (int64_t st = 0; st < pre.num_stages(); ++st) launches = std::max(launches, pre.program_of(st).nodes.size());
+    m.eager_floor = static_cast<double>(launches) * serve::kEagerLaunchSeconds;
+  }
   return m;
 }
 
@@ -701,6 +712,7 @@ void workload_json(const Job& full, const serve::WorkloadResult& r, const serve:
               {"seconds_per_cached_token", sig(m.seconds_per_cached)},
               {"grid_points", static_cast<int64_t>(m.grid.size())}}}};
   if (p.scheduler_steps > 1) w["scheduler"]["scheduler_steps"] = p.scheduler_steps;
+  if (m.eager_floor > 0) w["cost_model"]["eager_prefill_floor_seconds"] = sig(m.eager_floor);
   if (full.serving.slo.present) {
     w["goodput_requests_per_second"] = sig(r.goodput);
   }

@@ -73,6 +73,10 @@ TEST_CASE("serving workload: parse errors name the field") {
         "serving.scheduler.acceptance_rate");
   CHECK(parse_error(job_with(R"(, "scheduler": {"step_overhead_seconds": -1})")).path ==
         "serving.scheduler.step_overhead_seconds");
+  CHECK(parse_error(job_with(R"(, "scheduler": {"request_overhead_seconds": -0.01})")).path ==
+        "serving.scheduler.request_overhead_seconds");
+  CHECK(parse_error(job_with(R"(, "scheduler": {"request_overhead_seconds": 11})")).path ==
+        "serving.scheduler.request_overhead_seconds");
   CHECK(parse_error(job_with(R"(, "scheduler": {"scheduler_steps": 0})")).path == "serving.scheduler.scheduler_steps");
   CHECK(parse_error(job_with(R"(, "scheduler": {"scheduler_steps": 65})")).path == "serving.scheduler.scheduler_steps");
   {
@@ -129,6 +133,45 @@ TEST_CASE("serving workload: one request alone: its TTFT is the prefill iteratio
                 "scheduler": {"max_num_batched_tokens": 131072},
                 "workload": {"arrival": "burst", "requests": 64}}})");
   CHECK(inf64["tpot_seconds_p50"].get<double>() == doctest::Approx(decode64).epsilon(0.03));
+}
+
+TEST_CASE("serving workload: eager prefill launches and per-request time on a whole job") {
+  // A lone 16 + 4-token request on a narrow 32-layer Llama (hidden 512:
+  // 0.1 GB of weights, one H100). Under prefill_first (engines that graph
+  // decode batches only) its prefill launches every kernel from Python: at
+  // least the 4 GEMMs of each of the 32 layers at 21.8 us = 2.79 ms, more
+  // than 16 tokens of its GPU work take; under vllm's policy the TTFT is
+  // the prefill iteration.
+  const std::string lone = R"({"mode": "inference", "parallel": {"tp": 1}, "hardware": "h100",
+    "model": {"hf_config": {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 512,
+      "intermediate_size": 1024, "num_attention_heads": 8, "num_key_value_heads": 8, "num_hidden_layers": 32,
+      "vocab_size": 32000, "max_position_embeddings": 4096}},
+    "serving": {"prompt_tokens": 16, "output_tokens": 4, "concurrency": 1,
+                "workload": {"arrival": "burst", "requests": 1}, "scheduler": {"policy": "%P"%R}}})";
+  auto with = [&](const std::string& policy, const std::string& extra) {
+    std::string t = lone;
+    t.replace(t.find("%P"), 2, policy);
+    t.replace(t.find("%R"), 2, extra);
+    return inference_of(t);
+  };
+  json v = with("vllm", "");
+  json pf = with("prefill_first", "");
+  const double prefill = v["iterations"]["prefill"]["seconds"].get<double>();
+  CHECK(v["ttft_seconds_p50"].get<double>() == doctest::Approx(prefill).epsilon(0.03));
+  CHECK(prefill < 32 * 4 * 21.8e-6);
+  CHECK(pf["ttft_seconds_p50"].get<double>() >= 32 * 4 * 21.8e-6);
+  CHECK(pf["workload"]["cost_model"].contains("eager_prefill_floor_seconds"));
+  CHECK(!v["workload"]["cost_model"].contains("eager_prefill_floor_seconds"));
+  // Its decode steps are graphed: the same TPOT under both policies.
+  CHECK(pf["tpot_seconds_p50"].get<double>() == doctest::Approx(v["tpot_seconds_p50"].get<double>()).epsilon(1e-9));
+  // 25 ms per request outside the iterations: TTFT and E2E 25 ms later,
+  // TPOT the same.
+  json r = with("vllm", R"(, "request_overhead_seconds": 0.025)");
+  CHECK(r["ttft_seconds_p50"].get<double>() ==
+        doctest::Approx(v["ttft_seconds_p50"].get<double>() + 0.025).epsilon(1e-6));
+  CHECK(r["e2e_seconds_p50"].get<double>() ==
+        doctest::Approx(v["e2e_seconds_p50"].get<double>() + 0.025).epsilon(1e-6));
+  CHECK(r["tpot_seconds_p50"].get<double>() == doctest::Approx(v["tpot_seconds_p50"].get<double>()).epsilon(1e-9));
 }
 
 TEST_CASE("serving workload: a seeded run gives the same bytes twice; another seed differs") {

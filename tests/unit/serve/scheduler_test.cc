@@ -302,3 +302,53 @@ TEST_CASE("serve: fixed host costs per iteration and per sampled token") {
   CHECK(r->requests[0].ttft() == doctest::Approx(cost(8) + 0.0011).epsilon(1e-12));
   CHECK(r->requests[0].tpot() == doctest::Approx(cost(1) + 0.0011).epsilon(1e-12));
 }
+
+TEST_CASE("serve: an eager prefill lasts at least its launches; decode batches are graphed, by hand") {
+  // The prefill-first example above with a 25 ms launch floor on iterations
+  // holding prompt tokens (c(8) = 10.08 ms is under it; c(1), c(2) are
+  // decode-only batches and keep their cost). A: t=0, 8 + 4; B: t=15 ms, 8 + 2.
+  // it1: A's prompt:          t1 = 25 ms            A token 1 (B arrived meanwhile)
+  // it2: B's prompt alone:    t2 = t1 + 25 ms       B token 1
+  // it3: A, B decode:         t3 = t2 + c(2)        A token 2, B done
+  // it4, it5: A decodes:      t5 = t3 + 2 c(1)      A done
+  CostModel m = linear_cost();
+  m.eager_floor = 0.025;
+  SchedulerParams p = small(16, 1000);
+  p.policy = SchedulerParams::Policy::kPrefillFirst;
+  Result<WorkloadResult> r = simulate_workload({{0.0, 8, 4}, {0.015, 8, 2}}, m, p);
+  REQUIRE(r.ok());
+  const double t1 = 0.025, t2 = t1 + 0.025, t3 = t2 + cost(2), t5 = t3 + 2 * cost(1);
+  CHECK(r->iterations == 5);
+  CHECK(r->requests[0].ttft() == doctest::Approx(t1).epsilon(1e-12));
+  CHECK(r->requests[0].e2e() == doctest::Approx(t5).epsilon(1e-12));
+  CHECK(r->requests[1].ttft() == doctest::Approx(t2 - 0.015).epsilon(1e-12));
+  CHECK(r->requests[1].e2e() == doctest::Approx(t3 - 0.015).epsilon(1e-12));
+  // A floor below the GPU time changes nothing: a 20-token prompt, c(20) = 10.2 ms.
+  m.eager_floor = 0.005;
+  Result<WorkloadResult> s = simulate_workload({{0.0, 20, 2}}, m, small(32, 1000));
+  REQUIRE(s.ok());
+  CHECK(s->requests[0].ttft() == doctest::Approx(cost(20)).epsilon(1e-12));
+}
+
+TEST_CASE("serve: per-request time outside the iterations shifts TTFT and E2E only, by hand") {
+  // The 3-request example with 4 ms per request: every first token and
+  // finish 4 ms later, TPOT, ITL and the iterations unchanged.
+  SchedulerParams p = small(16, 1000);
+  p.request_overhead = 0.004;
+  const std::vector<Request> reqs = {{0.0, 20, 3}, {0.005, 4, 2}, {0.050, 8, 2}};
+  Result<WorkloadResult> r = simulate_workload(reqs, linear_cost(), p);
+  REQUIRE(r.ok());
+  const double t1 = cost(16), t2 = t1 + cost(8), t3 = t2 + cost(2), t4 = t3 + cost(1);
+  const double t5 = 0.05 + cost(8), t6 = t5 + cost(1);
+  const auto& q = r->requests;
+  CHECK(r->iterations == 6);
+  CHECK(q[0].ttft() == doctest::Approx(t2 + 0.004).epsilon(1e-12));
+  CHECK(q[1].ttft() == doctest::Approx(t2 - 0.005 + 0.004).epsilon(1e-12));
+  CHECK(q[2].ttft() == doctest::Approx(t5 - 0.05 + 0.004).epsilon(1e-12));
+  CHECK(q[0].e2e() == doctest::Approx(t4 + 0.004).epsilon(1e-12));
+  CHECK(q[0].tpot() == doctest::Approx((t4 - t2) / 2).epsilon(1e-12));
+  CHECK(q[1].queue() == doctest::Approx(t1 - 0.005).epsilon(1e-12));
+  // gaps: A c(2), c(1); B c(2); C c(1): the median between c(1) and c(2)
+  CHECK(r->itl.p50 == doctest::Approx((cost(1) + cost(2)) / 2).epsilon(1e-12));
+  CHECK(r->makespan == doctest::Approx(t6 + 0.004).epsilon(1e-12));
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# docs/inference.md's check of the serving decode iteration against whole
+# decode steps measured on an H100 without an engine
+# (tests/bench/gpu/results/h100-sxm-2026-11-27-decode-step.json) is what
+# `stagecraft inspect` gives now, byte for byte. Regenerate with
+# tests/fidelity/serving/decode_step_check.py ... --update.
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash"
+SRC="${STAGECRAFT_SOURCE_DIR:?}"
+TMPDIR="$WORK" python3 "$SRC/tests/fidelity/serving/decode_step_check.py" "$CLI" \
+  "$SRC/tests/bench/gpu/results/h100-sxm-2026-11-27-decode-step.json" "$SRC/docs/inference.md" ||
+  fail "decode-step"
+echo "$failures failure(s)"
+[[ $failures -eq 0 ]]
