@@ -29,6 +29,21 @@ Job must(const std::string& text) {
   return j.value();
 }
 
+// Rank 0's trace of `bf16` and of the same job under `recipe`, node for
+// node (the FP8 recipe changes durations and sizes, never the nodes).
+std::pair<RankTrace, RankTrace> bf16_and_fp8_rank0(const Job& bf16, Fp8Recipe recipe) {
+  Job fp8 = bf16;
+  fp8.training.fp8_recipe = recipe;
+  Result<Generator> gb = Generator::create(bf16), gf = Generator::create(fp8);
+  REQUIRE_MESSAGE(gb.ok(), gb.error().to_string());
+  REQUIRE_MESSAGE(gf.ok(), gf.error().to_string());
+  Result<RankTrace> tb = gb.value().rank_trace(0), tf = gf.value().rank_trace(0);
+  REQUIRE(tb.ok());
+  REQUIRE(tf.ok());
+  REQUIRE(tb.value().nodes.size() == tf.value().nodes.size());
+  return {std::move(tb).value(), std::move(tf).value()};
+}
+
 }  // namespace
 
 TEST_CASE("fp8_recipe: parses the four recipes and none; bad values and bare fp8 are refused by field") {
@@ -81,15 +96,7 @@ TEST_CASE("fp8_recipe: parses the four recipes and none; bad values and bare fp8
 TEST_CASE("fp8: the linear layers' GEMMs run at FP8, attention, norms, embedding and LM head stay BF16") {
   Job bf16 = must(job_text(R"(, "recompute": "none")", "\"h100\"", /*big=*/true));
   bf16.model.flash_attention = false;  // the scores/values BMMs are GEMMs too: they must stay BF16
-  Job fp8 = bf16;
-  fp8.training.fp8_recipe = Fp8Recipe::kDelayed;
-  Result<Generator> gb = Generator::create(bf16), gf = Generator::create(fp8);
-  REQUIRE(gb.ok());
-  REQUIRE(gf.ok());
-  Result<RankTrace> tb = gb.value().rank_trace(0), tf = gf.value().rank_trace(0);
-  REQUIRE(tb.ok());
-  REQUIRE(tf.ok());
-  REQUIRE(tb.value().nodes.size() == tf.value().nodes.size());
+  const auto [tb, tf] = bf16_and_fp8_rank0(bf16, Fp8Recipe::kDelayed);
   // The linear layers of this model, by name: q/k/v (fused qkv), the
   // attention output projection, the MLP's fc1 (gate and up) and fc2.
   const std::vector<std::string> linears = {"attn.qkv", "attn.proj", "mlp.fc1", "mlp.fc2"};
@@ -105,9 +112,9 @@ TEST_CASE("fp8: the linear layers' GEMMs run at FP8, attention, norms, embedding
   std::set<std::string> changed, same_bf16;
   int linear_nodes = 0;
   uint64_t linear_us_bf16 = 0, linear_us_fp8 = 0;
-  for (size_t i = 0; i < tb.value().nodes.size(); ++i) {
-    const TraceNode& a = tb.value().nodes[i];
-    const TraceNode& b = tf.value().nodes[i];
+  for (size_t i = 0; i < tb.nodes.size(); ++i) {
+    const TraceNode& a = tb.nodes[i];
+    const TraceNode& b = tf.nodes[i];
     REQUIRE(a.name == b.name);
     if (a.kind != TraceNodeKind::kCompute) continue;
     if (is_linear(a.name)) {
@@ -252,19 +259,11 @@ TEST_CASE("fp8 with sequence parallelism: the all-gathers feeding FP8 GEMMs move
   // job_text closes "training" itself: splice the parallel block in before its last brace.
   std::string text = job_text(par, "\"h100\"", /*big=*/true);
   Job bf16 = must(text);
-  Job fp8 = bf16;
-  fp8.training.fp8_recipe = Fp8Recipe::kDelayed;
-  Result<Generator> gb = Generator::create(bf16), gf = Generator::create(fp8);
-  REQUIRE(gb.ok());
-  REQUIRE(gf.ok());
-  Result<RankTrace> tb = gb.value().rank_trace(0), tf = gf.value().rank_trace(0);
-  REQUIRE(tb.ok());
-  REQUIRE(tf.ok());
-  REQUIRE(tb.value().nodes.size() == tf.value().nodes.size());
+  const auto [tb, tf] = bf16_and_fp8_rank0(bf16, Fp8Recipe::kDelayed);
   int halved = 0, kept = 0;
-  for (size_t i = 0; i < tb.value().nodes.size(); ++i) {
-    const TraceNode& a = tb.value().nodes[i];
-    const TraceNode& b = tf.value().nodes[i];
+  for (size_t i = 0; i < tb.nodes.size(); ++i) {
+    const TraceNode& a = tb.nodes[i];
+    const TraceNode& b = tf.nodes[i];
     REQUIRE(a.name == b.name);
     if (a.kind != TraceNodeKind::kCollective) continue;
     const bool gather = a.name.find("all_gather(tp)") != std::string::npos;
@@ -316,13 +315,7 @@ TEST_CASE("fp8 under ZeRO-3: the GEMMs reading an all-gathered weight run at FP8
   std::string text = job_text(R"(, "recompute": "none")", "\"h100\"", /*big=*/true);
   text.replace(text.find("\"training\""), 0, R"("parallel": {"dp": 2, "zero": 3}, )");
   Job bf16 = must(text);
-  Job fp8 = bf16;
-  fp8.training.fp8_recipe = Fp8Recipe::kTensorwise;
-  Result<Generator> gb = Generator::create(bf16), gf = Generator::create(fp8);
-  REQUIRE(gb.ok());
-  REQUIRE(gf.ok());
-  const RankTrace tb = gb.value().rank_trace(0).value(), tf = gf.value().rank_trace(0).value();
-  REQUIRE(tb.nodes.size() == tf.nodes.size());
+  const auto [tb, tf] = bf16_and_fp8_rank0(bf16, Fp8Recipe::kTensorwise);
   int fp8_linears = 0;
   for (size_t i = 0; i < tb.nodes.size(); ++i) {
     const TraceNode &a = tb.nodes[i], &b = tf.nodes[i];
@@ -340,6 +333,8 @@ TEST_CASE("fp8 under ZeRO-3: the GEMMs reading an all-gathered weight run at FP8
   // The FP8 weight copies, sharded over the 2 ranks: qkv 1024x3072, proj
   // 1024x1024, fc1 (gate + up) 1024x8192, fc2 4096x1024 = 16,777,216
   // parameters at 2 B (tensorwise: one scale per tensor), halved.
-  const auto s = nlohmann::json::parse(gf.value().summary_json());
+  Job fp8 = bf16;
+  fp8.training.fp8_recipe = Fp8Recipe::kTensorwise;
+  const auto s = nlohmann::json::parse(Generator::create(fp8).value().summary_json());
   CHECK(s["stages"][0]["memory_bytes"]["fp8_weight_copies"].get<int64_t>() == 2 * 16777216 / 2);
 }
