@@ -1614,6 +1614,170 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
       [&](int64_t d) { progress(d, static_cast<int64_t>(keys.size()), "estimate"); });
 
   lap(2);
+  const size_t top = static_cast<size_t>(c.top);
+  std::vector<double> best;  // accepted steps (µs) of distinct rows, sorted
+  std::set<std::pair<std::string, double>> variant_steps;
+  std::vector<PlanCandidate> accepted;
+  auto threshold = [&] {
+    return !o.exhaustive && best.size() >= top ? best[top - 1] : std::numeric_limits<double>::infinity();
+  };
+  // What the search returns when it ends now (complete or stopped):
+  // counts, the ranked rows of `acc` (collapsed, top N), the why line
+  // and the closest misses. Also the best-so-far snapshots of
+  // PlanOptions::improved, taken without changing any layout's state.
+  auto conclude = [&](bool complete, std::vector<PlanCandidate> acc) {
+    PlanResult out = r;
+    out.complete = complete;
+    // Not decided: cut by the bound when the search ran to its end (or
+    // the bound already cuts it), else not examined.
+    auto settled = [&](const Cand& cd) {
+      if (cd.state != Cand::kNew) return cd.state;
+      return complete || !(cd.est.bound_us < threshold()) ? Cand::kBound : Cand::kUnexamined;
+    };
+    for (const Cand& cd : cands) {
+      switch (settled(cd)) {
+        case Cand::kDivisibility: ++out.counts.divisibility; break;
+        case Cand::kMemory: ++out.counts.memory; break;
+        case Cand::kDominated: ++out.counts.dominated; break;
+        case Cand::kBound: ++out.counts.bound; break;
+        case Cand::kSimulated: ++out.counts.simulated; break;
+        case Cand::kUnexamined: ++out.counts.unexamined; break;
+        default: break;
+      }
+    }
+
+    // 6. Rank: objective value, then the layout key. With every GPU used
+    // both objectives order alike (tokens/s/GPU = tokens per step / step / GPUs).
+    std::sort(acc.begin(), acc.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
+      if (a.step_seconds != b.step_seconds) return a.step_seconds < b.step_seconds;
+      return tie_key(a.layout) < tie_key(b.layout);
+    });
+    // Collapse the variants into the row of the first (by the layout key),
+    // which names them; then the top N rows.
+    {
+      std::vector<PlanCandidate> rows;
+      std::map<std::pair<std::string, double>, size_t> row_of;
+      for (PlanCandidate& pc : acc) {
+        auto [it, added] = row_of.emplace(std::make_pair(variant_key(pc.layout), pc.step_seconds), rows.size());
+        if (added) rows.push_back(std::move(pc));
+        else rows[it->second].alternatives.push_back(pc.layout);
+      }
+      acc = std::move(rows);
+    }
+    if (acc.size() > top) acc.resize(top);
+    for (PlanCandidate& pc : acc) {
+      pc.bound = bound_line(pc);
+      pc.low_confidence = low_confidence(pc);
+    }
+    out.candidates = std::move(acc);
+    if (out.candidates.size() >= 2) out.why_winner = why_line(out.candidates);
+    else if (out.candidates.size() == 1) out.why_winner = "#1 is the only layout that fits";
+    else if (!out.complete && out.counts.simulated == 0) out.why_winner = "nothing simulated yet";
+    else if (!out.complete) out.why_winner = "no layout simulated so far fits";
+    else out.why_winner = "no layout fits";
+
+    // 7. Closest misses: smallest memory shortfall (those that would beat
+    // the winner when something fits), else the validation errors.
+    std::vector<const Cand*> mem;
+    for (const Cand& cd : cands)
+      if (cd.state == Cand::kMemory &&
+          (out.candidates.empty() || cd.est.bound_us / 1e6 < out.candidates.front().step_seconds))
+        mem.push_back(&cd);
+    std::sort(mem.begin(), mem.end(), [](const Cand* a, const Cand* b) {
+      if (a->short_by != b->short_by) return a->short_by < b->short_by;
+      return tie_key(a->l) < tie_key(b->l);
+    });
+    // Nothing fits for memory: the fewest GPUs the model's state could fit
+    // on at all, its weights, gradients and optimizer state sharded over
+    // every GPU (ZeRO-3) with nothing else in memory: a lower bound (the
+    // activations come on top).
+    if (out.candidates.empty() && out.complete && !mem.empty()) {
+      const double per_param = dtype_bytes(base.training.dtype) + dtype_bytes(base.training.grad_reduce_dtype) +
+                               static_cast<double>(base.training.optimizer_bytes_per_param);
+      const double state = static_cast<double>(closed_form_parameters(base.model)) * per_param;
+      const int64_t need = static_cast<int64_t>(std::ceil(state / static_cast<double>(usable)));
+      if (need > o.gpus) out.min_gpus_lower_bound = need;
+    }
+    const size_t want = out.candidates.empty() ? 5 : 3;
+    for (size_t i = 0; i < mem.size() && i < want; ++i) out.closest_misses.push_back({mem[i]->l, mem[i]->reason, mem[i]->short_by});
+    if (out.candidates.empty() && out.closest_misses.empty()) {
+      std::set<std::string> seen;
+      for (const Cand& cd : cands)
+        if (cd.state == Cand::kDivisibility && seen.insert(cd.reason).second && out.closest_misses.size() < 5)
+          out.closest_misses.push_back({cd.l, "divisibility: " + cd.reason, 0});
+    }
+    return out;
+  };
+  // 2b. The seed (docs/plan.md, "Anytime"): before the estimates of every
+  // layout, a small set chosen by a fixed rule (cp 1, tp within a node,
+  // ZeRO 0 or 1, one micro-batch, no virtual stages or empty end chunks,
+  // 1F1B, the megatron order) is estimated alone; the layouts of the set that fit by the
+  // estimate are simulated in the order of their bound until one fits
+  // (at most kSeedSimulations). That one is the first best so far
+  // (PlanOptions::improved, and what a stop during the estimates
+  // returns). The full search then runs unchanged; when it reaches a seed
+  // layout it takes the seed's simulation instead of simulating it again,
+  // so the counts and the result are those of a search without the seed.
+  std::map<int, Eval> seed_evals;  // cands index -> its simulation
+  if (o.seed && !cancelled.load() && !stopping()) {
+    const int64_t node = base.hardware.gpus_per_node > 0 ? base.hardware.gpus_per_node : 8;
+    constexpr size_t kSeedSetMax = 1024;
+    constexpr int kSeedSimulations = 4;
+    // The megatron rank order where it is searched: step 4 may set a
+    // llama3-order layout aside as its megatron twin's duplicate, and the
+    // seed must stay a layout the search decides (a best so far that
+    // stays).
+    const bool megatron_seed = in_list(c.orders, std::string("megatron"));
+    std::vector<std::pair<int, Estimate>> seeds;
+    for (size_t i = 0; i < cands.size() && seeds.size() < kSeedSetMax; ++i) {
+      const Cand& cd = cands[i];
+      const PlanLayout& l = cd.l;
+      if (cd.state != Cand::kNew || l.cp != 1 || l.tp > node || l.zero > 1 || l.mbs != 1 || l.vp != 1 ||
+          l.empty_ends || (l.pp > 1 && l.schedule != Schedule::kOneFOneB) ||
+          (megatron_seed && order_name(l.order) != "megatron"))
+        continue;
+      const Proxy& px = proxies[static_cast<size_t>(cd.proxy)];
+      if (!px.ok) continue;
+      Estimate e = estimate(layout_job(base, l), px, &net, nullptr, -1, o.replay_bound);
+      if (e.lower <= usable) seeds.emplace_back(static_cast<int>(i), e);
+    }
+    std::sort(seeds.begin(), seeds.end(), [&](const auto& x, const auto& y) {
+      if (x.second.bound_us != y.second.bound_us) return x.second.bound_us < y.second.bound_us;
+      return tie_key(cands[x.first].l) < tie_key(cands[y.first].l);
+    });
+    bool seed_fits = false;
+    for (size_t k = 0; k < seeds.size() && k < static_cast<size_t>(kSeedSimulations) && !seed_fits; ++k) {
+      if (stopping()) break;
+      Cand probe = cands[static_cast<size_t>(seeds[k].first)];
+      probe.est = seeds[k].second;
+      Eval ev = evaluate(probe, layout_job(base, probe.l), usable, backend);
+      if (!ev.done || ev.cancelled) break;
+      seed_fits = !ev.failed && ev.fits;
+      seed_evals.emplace(seeds[k].first, std::move(ev));
+    }
+    r.seed_simulated = static_cast<int64_t>(seed_evals.size());
+    if (seed_fits)
+      r.first_best_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  }
+  // A best-so-far snapshot (PlanOptions::improved): the rows accepted so
+  // far and the seed's fitting simulations the search has not reached
+  // yet (counted as simulated in the snapshot only: their state is
+  // restored), so the best so far never gets worse.
+  auto snapshot = [&](std::vector<PlanCandidate> acc) {
+    std::vector<int> marked;
+    for (const auto& [at, ev] : seed_evals) {
+      Cand& cd = cands[static_cast<size_t>(at)];
+      if (!ev.fits || ev.failed || cd.state != Cand::kNew) continue;
+      cd.state = Cand::kSimulated;
+      marked.push_back(at);
+      acc.push_back(ev.c);
+    }
+    PlanResult out = conclude(false, std::move(acc));
+    for (int at : marked) cands[static_cast<size_t>(at)].state = Cand::kNew;
+    return out;
+  };
+  if (r.first_best_seconds > 0 && o.improved) o.improved(snapshot({}));
+
   // 3. Memory and bound of each layout (activation peaks cached: they do
   // not depend on ZeRO, the shard group or the rank order). In parallel
   // over the groups of layouts that share a peak key, each group in order
@@ -1719,100 +1883,6 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     const auto to = std::upper_bound(order.begin() + static_cast<std::ptrdiff_t>(pos) + 1, order.end(), order[pos], by_bound);
     std::rotate(order.begin() + static_cast<std::ptrdiff_t>(pos), order.begin() + static_cast<std::ptrdiff_t>(pos) + 1, to);
   };
-  const size_t top = static_cast<size_t>(c.top);
-  std::vector<double> best;  // accepted steps (µs) of distinct rows, sorted
-  std::set<std::pair<std::string, double>> variant_steps;
-  std::vector<PlanCandidate> accepted;
-  auto threshold = [&] {
-    return !o.exhaustive && best.size() >= top ? best[top - 1] : std::numeric_limits<double>::infinity();
-  };
-  // What the search returns when it ends now (complete or stopped):
-  // counts, the ranked rows of `acc` (collapsed, top N), the why line
-  // and the closest misses. Also the best-so-far snapshots of
-  // PlanOptions::improved, taken without changing any layout's state.
-  auto conclude = [&](bool complete, std::vector<PlanCandidate> acc) {
-    PlanResult out = r;
-    out.complete = complete;
-    // Not decided: cut by the bound when the search ran to its end (or
-    // the bound already cuts it), else not examined.
-    auto settled = [&](const Cand& cd) {
-      if (cd.state != Cand::kNew) return cd.state;
-      return complete || !(cd.est.bound_us < threshold()) ? Cand::kBound : Cand::kUnexamined;
-    };
-    for (const Cand& cd : cands) {
-      switch (settled(cd)) {
-        case Cand::kDivisibility: ++out.counts.divisibility; break;
-        case Cand::kMemory: ++out.counts.memory; break;
-        case Cand::kDominated: ++out.counts.dominated; break;
-        case Cand::kBound: ++out.counts.bound; break;
-        case Cand::kSimulated: ++out.counts.simulated; break;
-        case Cand::kUnexamined: ++out.counts.unexamined; break;
-        default: break;
-      }
-    }
-
-    // 6. Rank: objective value, then the layout key. With every GPU used
-    // both objectives order alike (tokens/s/GPU = tokens per step / step / GPUs).
-    std::sort(acc.begin(), acc.end(), [](const PlanCandidate& a, const PlanCandidate& b) {
-      if (a.step_seconds != b.step_seconds) return a.step_seconds < b.step_seconds;
-      return tie_key(a.layout) < tie_key(b.layout);
-    });
-    // Collapse the variants into the row of the first (by the layout key),
-    // which names them; then the top N rows.
-    {
-      std::vector<PlanCandidate> rows;
-      std::map<std::pair<std::string, double>, size_t> row_of;
-      for (PlanCandidate& pc : acc) {
-        auto [it, added] = row_of.emplace(std::make_pair(variant_key(pc.layout), pc.step_seconds), rows.size());
-        if (added) rows.push_back(std::move(pc));
-        else rows[it->second].alternatives.push_back(pc.layout);
-      }
-      acc = std::move(rows);
-    }
-    if (acc.size() > top) acc.resize(top);
-    for (PlanCandidate& pc : acc) {
-      pc.bound = bound_line(pc);
-      pc.low_confidence = low_confidence(pc);
-    }
-    out.candidates = std::move(acc);
-    if (out.candidates.size() >= 2) out.why_winner = why_line(out.candidates);
-    else if (out.candidates.size() == 1) out.why_winner = "#1 is the only layout that fits";
-    else if (!out.complete && out.counts.simulated == 0) out.why_winner = "nothing simulated yet";
-    else if (!out.complete) out.why_winner = "no layout simulated so far fits";
-    else out.why_winner = "no layout fits";
-
-    // 7. Closest misses: smallest memory shortfall (those that would beat
-    // the winner when something fits), else the validation errors.
-    std::vector<const Cand*> mem;
-    for (const Cand& cd : cands)
-      if (cd.state == Cand::kMemory &&
-          (out.candidates.empty() || cd.est.bound_us / 1e6 < out.candidates.front().step_seconds))
-        mem.push_back(&cd);
-    std::sort(mem.begin(), mem.end(), [](const Cand* a, const Cand* b) {
-      if (a->short_by != b->short_by) return a->short_by < b->short_by;
-      return tie_key(a->l) < tie_key(b->l);
-    });
-    // Nothing fits for memory: the fewest GPUs the model's state could fit
-    // on at all, its weights, gradients and optimizer state sharded over
-    // every GPU (ZeRO-3) with nothing else in memory: a lower bound (the
-    // activations come on top).
-    if (out.candidates.empty() && out.complete && !mem.empty()) {
-      const double per_param = dtype_bytes(base.training.dtype) + dtype_bytes(base.training.grad_reduce_dtype) +
-                               static_cast<double>(base.training.optimizer_bytes_per_param);
-      const double state = static_cast<double>(closed_form_parameters(base.model)) * per_param;
-      const int64_t need = static_cast<int64_t>(std::ceil(state / static_cast<double>(usable)));
-      if (need > o.gpus) out.min_gpus_lower_bound = need;
-    }
-    const size_t want = out.candidates.empty() ? 5 : 3;
-    for (size_t i = 0; i < mem.size() && i < want; ++i) out.closest_misses.push_back({mem[i]->l, mem[i]->reason, mem[i]->short_by});
-    if (out.candidates.empty() && out.closest_misses.empty()) {
-      std::set<std::string> seen;
-      for (const Cand& cd : cands)
-        if (cd.state == Cand::kDivisibility && seen.insert(cd.reason).second && out.closest_misses.size() < 5)
-          out.closest_misses.push_back({cd.l, "divisibility: " + cd.reason, 0});
-    }
-    return out;
-  };
   bool snapshot_due = false;
   int64_t sim_done = -1;  // the simulate phase's last reported count
   auto last_snapshot = std::chrono::steady_clock::time_point{};
@@ -1875,6 +1945,13 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
       if (stopping()) return;
       const size_t at = static_cast<size_t>(fresh[static_cast<size_t>(i)]);
       const Cand& cd = cands[chunk[at]];
+      // A seed layout: its simulation (2b) is this one's.
+      const auto seeded = seed_evals.find(chunk[at]);
+      if (seeded != seed_evals.end()) {
+        evs[at] = seeded->second;
+        evs[at].c.bound_seconds = cd.est.bound_us / 1e6;
+        return;
+      }
       evs[at] = evaluate(cd, layout_job(base, cd.l), usable, backend);
     });
     for (int64_t i : fresh) {
@@ -1936,7 +2013,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     if (improved) snapshot_due = true;
     if (snapshot_due && o.improved &&
         std::chrono::steady_clock::now() - last_snapshot >= std::chrono::milliseconds(250)) {
-      o.improved(conclude(false, accepted));
+      o.improved(snapshot(accepted));
       snapshot_due = false;
       last_snapshot = std::chrono::steady_clock::now();
     }
@@ -1956,6 +2033,17 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
   if (!stop && !cancelled.load() && sim_done != static_cast<int64_t>(order.size()))
     progress(static_cast<int64_t>(order.size()), static_cast<int64_t>(order.size()), "simulate");
   r.complete = !stop && !cancelled.load();
+  // A stopped search also returns the seed's simulations it did not reach.
+  if (!r.complete) {
+    for (auto& [at, ev] : seed_evals) {
+      Cand& cd = cands[static_cast<size_t>(at)];
+      if (!ev.fits || ev.failed || (cd.state != Cand::kNew && cd.state != Cand::kUnexamined)) continue;
+      cd.state = Cand::kSimulated;
+      if (variant_steps.insert({variant_key(cd.l), ev.c.step_seconds}).second)
+        best.insert(std::upper_bound(best.begin(), best.end(), ev.c.step_seconds * 1e6), ev.c.step_seconds * 1e6);
+      accepted.push_back(ev.c);
+    }
+  }
   lap(4);
   return conclude(r.complete, std::move(accepted));
 }

@@ -78,6 +78,10 @@ struct PlanOptions {
   // (the closed form without gradient bucket counts, no schedule replay;
   // docs/plan.md, step 5). The result is the same, only slower.
   bool replay_bound = true;
+  // The seed step (docs/plan.md, "Anytime"): a first best so far from a
+  // few layouts before the estimates of all. false (tests) leaves it out;
+  // the result is the same, the first best comes later.
+  bool seed = true;
   // Called from the calling thread only: (done, total, phase).
   std::function<void(int64_t, int64_t, const std::string&)> progress;
   // Called from the calling thread when the ranked rows changed (a layout
@@ -157,6 +161,11 @@ struct PlanResult {
   // enumerate, validate, proxies, estimates, dominance + simulate.
   double phase_seconds[5] = {0, 0, 0, 0, 0};
   int64_t usable_memory_bytes = 0, memory_capacity_bytes = 0;
+  // Not in the JSON: the seed step's simulations (docs/plan.md,
+  // "Anytime") and the seconds from the start to its best so far (0 when
+  // none of them fit or the seed was left out).
+  int64_t seed_simulated = 0;
+  double first_best_seconds = 0;
 };
 
 // What the planner needs from the layer above (core/api/plan.h supplies

@@ -107,6 +107,8 @@ int main(int argc, char** argv) {
               r->complete ? "complete" : "INCOMPLETE (time limit): best so far", static_cast<long long>(c.replayed));
   std::printf("phases     enumerate %.1f s, validate %.1f s, proxies %.1f s, estimates %.1f s, simulate %.1f s (wall)\n",
               r->phase_seconds[0], r->phase_seconds[1], r->phase_seconds[2], r->phase_seconds[3], r->phase_seconds[4]);
+  std::printf("first best %.2f s wall after the start (the seed step, %lld simulations; docs/plan.md, \"Anytime\")\n",
+              r->first_best_seconds, static_cast<long long>(r->seed_simulated));
   if (!r->complete)
     std::printf("remaining  %lld layouts with a bound under the current threshold not yet decided\n",
                 static_cast<long long>(sim_total - sim_done));

@@ -1,6 +1,7 @@
 // The planner (core/plan/plan.h through its door core/api/plan.h, docs/plan.md): its estimates against the
 // real build, the pruned search against the exhaustive one, determinism
 // across thread counts, constraints and bad input, the request op.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
@@ -522,6 +523,9 @@ TEST_CASE("plan: recompute twins are timed once and decided both") {
     PlanOptions o;
     o.gpus = 8;
     o.threads = 1;
+    // Counts the backend's simulations against counts.simulated: without
+    // the seed step, whose layouts the search may never reach.
+    o.seed = false;
     json c = {{"max_mbs", 1}, {"max_cp", 1}, {"top", 3}, {"recompute", rc}};
     o.constraints = parse_plan_constraints(c).value();
     Result<PlanResult> r = plan(base, o, b);
@@ -648,4 +652,143 @@ TEST_CASE("plan: the request op takes a time limit, requires seq_len and the bat
   Response limited = h.handle(req);
   REQUIRE_MESSAGE(limited.ok(), limited.envelope);
   CHECK(json::parse(limited.body)["complete"] == false);
+}
+
+// The seed step (issue 23 item 4, docs/plan.md "Anytime"): a first best so
+// far from a few layouts chosen by a fixed rule, before the estimates of
+// every layout; the final answer is the one without it, byte for byte.
+TEST_CASE("plan: the seed's best so far comes before the estimates and changes nothing") {
+  const Job base = base_job(R"({"preset": "llama3-8b", "num_layers": 4})", 1024, 16);
+  PlanOptions o;
+  o.gpus = 8;
+  o.threads = 1;
+  o.constraints = parse_plan_constraints(json{{"max_mbs", 2}, {"max_cp", 2}, {"top", 3}}).value();
+  // The phases reported before each snapshot.
+  std::vector<std::string> phases;
+  std::vector<std::pair<PlanResult, size_t>> snaps;  // snapshot, phases seen so far
+  o.progress = [&](int64_t, int64_t, const std::string& ph) { phases.push_back(ph); };
+  o.improved = [&](const PlanResult& s) { snaps.emplace_back(s, phases.size()); };
+  Result<PlanResult> seeded = plan(base, o);
+  REQUIRE(seeded.ok());
+  REQUIRE(seeded->complete);
+  REQUIRE_FALSE(snaps.empty());
+  // The first best so far: before any simulate progress (the estimates of
+  // every layout come before the first).
+  const PlanResult& first = snaps.front().first;
+  for (size_t i = 0; i < snaps.front().second; ++i) CHECK(phases[i] != "simulate");
+  CHECK(std::find(phases.begin(), phases.end(), "simulate") != phases.end());
+  REQUIRE(first.candidates.size() == 1);
+  CHECK(first.counts.simulated == 1);
+  // Nothing but the validation decided yet: no layout estimated (over
+  // the memory, or a twin of another rank order) or cut by a bound.
+  CHECK(first.counts.unexamined == first.counts.considered - first.counts.divisibility - 1);
+  CHECK(seeded->seed_simulated >= 1);
+  CHECK(seeded->first_best_seconds > 0);
+  // The seed rule: cp 1, tp within a node (8), ZeRO 0/1, one micro-batch,
+  // no virtual stages or empty end chunks, 1F1B, the megatron order.
+  const PlanLayout& s = first.candidates.front().layout;
+  CHECK(s.order == std::vector<std::string>{"tp", "cp", "dp", "pp"});
+  CHECK(s.cp == 1);
+  CHECK(s.tp <= 8);
+  CHECK(s.zero <= 1);
+  CHECK(s.mbs == 1);
+  CHECK(s.vp == 1);
+  CHECK_FALSE(s.empty_ends);
+  if (s.pp > 1) CHECK(s.schedule == Schedule::kOneFOneB);
+  CHECK(first.candidates.front().step_seconds >= seeded->candidates.front().step_seconds);
+  // A layout the full search considers: the exhaustive search, which
+  // simulates every layout that fits, has it, with the same step.
+  PlanOptions all = o;
+  all.progress = nullptr;
+  all.improved = nullptr;
+  all.exhaustive = true;
+  all.constraints.top = 100000;
+  Result<PlanResult> every = plan(base, all);
+  REQUIRE(every.ok());
+  bool found = false;
+  for (const PlanCandidate& c : every->candidates) {
+    std::vector<PlanLayout> ls = c.alternatives;
+    ls.push_back(c.layout);
+    for (const PlanLayout& l : ls)
+      if (layout_label(l, false) == layout_label(s, false)) {
+        found = true;
+        CHECK(c.step_seconds == first.candidates.front().step_seconds);
+      }
+  }
+  CHECK(found);
+  // Without the seed step the first best so far comes after the
+  // estimates: layouts are decided by then (the check above can fail).
+  {
+    PlanOptions late = o;
+    late.seed = false;
+    late.progress = nullptr;
+    std::vector<PlanResult> late_snaps;
+    late.improved = [&](const PlanResult& x) { late_snaps.push_back(x); };
+    REQUIRE(plan(base, late).ok());
+    REQUIRE_FALSE(late_snaps.empty());
+    const PlanCounts& lc = late_snaps.front().counts;
+    CHECK(lc.memory + lc.dominated + lc.bound > 0);
+  }
+  // Without the seed step: the same JSON, at one and at two threads.
+  for (int threads : {1, 2}) {
+    CAPTURE(threads);
+    PlanOptions without = o;
+    without.seed = false;
+    without.threads = threads;
+    without.progress = nullptr;
+    without.improved = nullptr;
+    Result<PlanResult> plain = plan(base, without);
+    REQUIRE(plain.ok());
+    CHECK(plain->seed_simulated == 0);
+    CHECK(plan_json(*plain) == plan_json(*seeded));
+    PlanOptions with2 = without;
+    with2.seed = true;
+    Result<PlanResult> seeded2 = plan(base, with2);
+    REQUIRE(seeded2.ok());
+    CHECK(plan_json(*seeded2) == plan_json(*seeded));
+  }
+}
+
+// A stop during the estimates (after the seed's simulation): the seed's
+// layout is the best so far, not "nothing simulated yet".
+TEST_CASE("plan: a stop during the estimates returns the seed's best so far") {
+  const Job base = base_job(R"({"preset": "llama3-8b", "num_layers": 4})", 1024, 16);
+  PlanOptions o;
+  o.gpus = 8;
+  o.threads = 1;
+  o.constraints = parse_plan_constraints(json{{"max_mbs", 1}, {"top", 3}}).value();
+  std::vector<PlanResult> snaps;
+  bool simulate_seen = false;
+  o.progress = [&](int64_t, int64_t, const std::string& ph) { simulate_seen = simulate_seen || ph == "simulate"; };
+  // Ctrl-C at the first best so far (the seed's, before the estimates).
+  o.improved = [&](const PlanResult& s) {
+    if (snaps.empty()) request_cancel();
+    snaps.push_back(s);
+  };
+  Result<PlanResult> r = plan(base, o);
+  clear_cancel();
+  REQUIRE(r.ok());
+  REQUIRE(snaps.size() == 1);
+  CHECK_FALSE(simulate_seen);
+  CHECK_FALSE(r->complete);
+  const PlanCounts& c = r->counts;
+  CHECK(c.considered == c.divisibility + c.memory + c.dominated + c.bound + c.simulated + c.unexamined);
+  CHECK(c.simulated == 1);
+  CHECK(c.unexamined > 0);
+  REQUIRE(r->candidates.size() == 1);
+  CHECK(r->why_winner != "nothing simulated yet");
+  CHECK(r->why_winner != "no layout fits");
+  CHECK(layout_label(r->candidates.front().layout, false) == layout_label(snaps.front().candidates.front().layout, false));
+  CHECK(r->candidates.front().step_seconds == snaps.front().candidates.front().step_seconds);
+  // Without the seed step the same stop has nothing simulated.
+  o.seed = false;
+  o.progress = [&](int64_t, int64_t, const std::string& ph) {
+    if (ph == "estimate") request_cancel();
+  };
+  o.improved = nullptr;
+  Result<PlanResult> none = plan(base, o);
+  clear_cancel();
+  REQUIRE(none.ok());
+  CHECK(none->candidates.empty());
+  CHECK(none->why_winner == "nothing simulated yet");
 }
