@@ -1760,21 +1760,14 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
       r.first_best_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }
   // A best-so-far snapshot (PlanOptions::improved): the rows accepted so
-  // far and the seed's fitting simulations the search has not reached
-  // yet (counted as simulated in the snapshot only: their state is
-  // restored), so the best so far never gets worse.
+  // far and the seed's fitting simulations the search has not decided
+  // yet, so the best so far never gets worse. Those stay counted as
+  // undecided (unexamined, or bound once the bound cuts them): the final
+  // answer may count them so, and the simulated count never falls.
   auto snapshot = [&](std::vector<PlanCandidate> acc) {
-    std::vector<int> marked;
-    for (const auto& [at, ev] : seed_evals) {
-      Cand& cd = cands[static_cast<size_t>(at)];
-      if (!ev.fits || ev.failed || cd.state != Cand::kNew) continue;
-      cd.state = Cand::kSimulated;
-      marked.push_back(at);
-      acc.push_back(ev.c);
-    }
-    PlanResult out = conclude(false, std::move(acc));
-    for (int at : marked) cands[static_cast<size_t>(at)].state = Cand::kNew;
-    return out;
+    for (const auto& [at, ev] : seed_evals)
+      if (ev.fits && !ev.failed && cands[static_cast<size_t>(at)].state == Cand::kNew) acc.push_back(ev.c);
+    return conclude(false, std::move(acc));
   };
   if (r.first_best_seconds > 0 && o.improved) o.improved(snapshot({}));
 
