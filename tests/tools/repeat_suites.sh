@@ -2,7 +2,7 @@
 # Repeats every suite to find flakes (issue 24 item 7; docs/promises.md
 # "Repeat runs"). Run from a built tree (.ci/build native wasm web):
 #   tests/tools/repeat_suites.sh LOGDIR ROUNDS DEADLINE_EPOCH [FUZZ_EVERY]
-# Each round runs, in this order and each at nice 10: every ctest except
+# Each round runs, in this order and each at nice 10 (NICE=n to change): every ctest except
 # fuzz_sanitizers (ctest -j2), the Node suite and the Chromium suite
 # (.ci/test node / browser, with CI=true so nothing may skip itself);
 # fuzz_sanitizers alone in rounds 1, 1+FUZZ_EVERY, ... (default 4: it takes
@@ -21,7 +21,7 @@ run() {  # run ROUND SUITE COMMAND...
   local round=$1 suite=$2; shift 2
   if (( $(date +%s) >= deadline )); then echo "round $round $suite not started: deadline" >>"$summary"; return 1; fi
   local log="$logdir/r$(printf %02d "$round")-$suite.log" t0=$(date +%s)
-  nice -n 10 "$@" >"$log" 2>&1; local rc=$?
+  nice -n ${NICE:-10} "$@" >"$log" 2>&1; local rc=$?
   local failed=""
   if [[ $rc != 0 ]]; then
     failed=$(grep -E '^\s+[0-9]+ - .* \((Failed|Timeout|Subprocess|Exception)' "$log" | sed -E 's/^\s+[0-9]+ - ([^ ]+).*/\1/' | tr '\n' ' ')
