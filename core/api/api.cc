@@ -128,13 +128,7 @@ Result<JobEstimate> count_built_estimate(const GeneratorState& s) {
     std::vector<StageCount> out;
     for (int64_t stage = 0; stage < p.pp; ++stage) {
       SC_RETURN_IF_ERROR(check_cancelled("the budget estimate"));
-      // The stage's highest rank: every other axis at its last coordinate.
-      int64_t rank = 0, stride = 1;
-      for (const MeshAxis& a : s.layout.axes()) {
-        const int64_t c = a.name == "pp" ? stage : (a.name == "tp" || a.name == "dp" || a.name == "cp") ? a.degree - 1 : 0;
-        rank += c * stride;
-        stride *= a.degree;
-      }
+      const int64_t rank = stage_highest_rank(s.layout, stage);
       Status st = ok_status();
       if (m == job.training.num_micro_batches(p)) {
         out.push_back(count_stage_trace(instantiate_rank(s.program_of(stage), s.layout, rank), meta, &st));
@@ -210,10 +204,9 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
   // DeepEP across nodes: ep's ranks split into those of one node (ep_nvl,
   // inner) and those of the same local index on the other nodes (ep_rdma),
   // where the layout puts whole nodes' worth of an ep group together.
-  DeepEpSplit deepep;
   if (moe && p.ep > 1 && p.moe_dispatcher == "deepep") {
     const int64_t local_tokens = t.micro_batch_size * t.seq_len / (p.cp * (p.sequence_parallel ? p.tp : 1));
-    deepep = deepep_node_split(job, s->layout, local_tokens, s->bind["cap"]);
+    const DeepEpSplit deepep = deepep_node_split(job, s->layout, local_tokens, s->bind["cap"]);
     s->deepep_nvl = deepep.nvl;
     s->deepep_rdma_share = deepep.rdma_share;
     if (deepep.nvl > 0) {
@@ -259,7 +252,8 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
     apply_zero(g, static_cast<int>(p.zero), zaxes);
     insert_weight_syncs(g);
 
-    const LowerOptions lo = stage_lower_options(job, t.num_micro_batches(p), stage, deepep.nvl, deepep.rdma_share);
+    const LowerOptions lo = stage_lower_options(job, t.num_micro_batches(p), stage, s->deepep_nvl,
+                                                s->deepep_rdma_share);
     SC_ASSIGN_OR_RETURN(RoleProgram prog, lower_program(g, s->bind, job.hardware, lo));
     SC_RETURN_IF_ERROR(check_role_program(prog, s->layout, p.pp, stage));
     s->stages.push_back({std::move(g), std::move(prog)});

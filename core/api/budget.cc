@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "api/api.h"
+#include "api/state.h"
 #include "emit/chakra_writer.h"
 
 namespace sc {
@@ -119,6 +120,12 @@ StageCount count_stage_trace(const RankTrace& t, const TraceMetadata& meta, Stat
   return c;
 }
 
+int64_t stage_highest_rank(const RankLayout& layout, int64_t stage) {
+  int64_t rank = layout.with_coord(0, "pp", stage);
+  for (const char* axis : {"tp", "dp", "cp"}) rank = layout.with_coord(rank, axis, layout.degree(axis) - 1);
+  return rank;
+}
+
 namespace {
 
 // Each stage of `job`, built (without its summary) as a job of its own.
@@ -131,10 +138,7 @@ Result<std::vector<StageCount>> count_stages(const Job& job) {
   std::vector<StageCount> out;
   for (int64_t s = 0; s < p.pp; ++s) {
     SC_RETURN_IF_ERROR(check_cancelled("the budget estimate"));
-    const std::string coords = "{\"pp\":" + std::to_string(s) + ",\"tp\":" + std::to_string(p.tp - 1) +
-                               ",\"dp\":" + std::to_string(p.dp - 1) + ",\"cp\":" + std::to_string(p.cp - 1) + "}";
-    SC_ASSIGN_OR_RETURN(int64_t rank, g.rank_at(coords));
-    SC_ASSIGN_OR_RETURN(RankTrace t, g.rank_trace(rank));
+    SC_ASSIGN_OR_RETURN(RankTrace t, g.rank_trace(stage_highest_rank(GeneratorAccess::state(g).layout, s)));
     Status st = ok_status();
     out.push_back(count_stage_trace(t, g.metadata(), &st));
     SC_RETURN_IF_ERROR(st);

@@ -20,6 +20,7 @@
 #include "base/cancel.h"
 #include "base/status.h"
 #include "job/job.h"
+#include "parallel/mesh.h"
 #include "trace/rank_trace.h"
 
 namespace sc {
@@ -90,6 +91,9 @@ struct StageCount {
   int64_t nodes = 0, deps = 0, bytes = 0;
 };
 StageCount count_stage_trace(const RankTrace& highest_rank, const TraceMetadata& meta, Status* status);
+// That rank of pipeline stage `stage`: pp at `stage`, tp, dp and cp at
+// their last coordinate, every other axis at 0.
+int64_t stage_highest_rank(const RankLayout& layout, int64_t stage);
 // Counts every stage of `mini`: `job` with another training.global_batch_size
 // (the micro-batch count the estimate samples; `job` itself when it has at
 // most m2 micro-batches).
