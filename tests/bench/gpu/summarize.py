@@ -123,9 +123,49 @@ def summarize_skinny_fp8(path):
     print(f"| row-wise | split everywhere | {speedup('fp8_rowwise_split_tflops', 'fp8_rowwise_split_tflops'):.3f} |")
     print()
 
+def summarize_moe_gemm(path):
+    r = json.load(open(path))
+    e = r["env"]
+    print(f"### {e['gpu']}: routed experts' GEMMs ({path.split('/')[-1]})\n")
+    print("Per layer on one ep rank: the six GEMMs (fc1, fc2 × fprop, dgrad, wgrad) of E experts with M tokens "
+          "each; TFLOP/s of their total FLOPs over their total time (bf16 unless said). Ratios against "
+          "`dense` (one GEMM of the same FLOPs).\n")
+    print("| layer | E | M | dense | loop | 4 streams | grouped | one expert alone | loop / dense | grouped / dense "
+          "| fp8 loop | fp8 grouped | fp8 loop / bf16 loop |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    layers = []
+    for g in r["experts"]:
+        if g["layer"] not in layers:
+            layers.append(g["layer"])
+    for name in layers:
+        rows = [g for g in r["experts"] if g["layer"] == name]
+        flops = sum(2.0 * g["experts"] * g["m"] * g["n"] * g["k"] for g in rows)
+
+        def rate(key):
+            if any(not isinstance(g.get(key), (int, float)) for g in rows):
+                return float("nan")
+            return flops / sum(2.0 * g["experts"] * g["m"] * g["n"] * g["k"] / g[key] for g in rows)
+        d, lo, st, gr, one = (rate(k) for k in ("dense_tflops", "loop_tflops", "streams4_tflops",
+                                                "grouped_tflops", "one_expert_tflops"))
+        f8l, f8g = rate("fp8_loop_tflops"), rate("fp8_grouped_tflops")
+        print(f"| {name} | {rows[0]['experts']} | {rows[0]['tokens_per_expert']} | {d:.0f} | {lo:.0f} | {st:.0f} | "
+              f"{gr:.0f} | {one:.0f} | {lo / d:.2f} | {gr / d:.2f} | {f8l:.0f} | {f8g:.0f} | {f8l / lo:.2f} |")
+    print()
+    mla = [a for a in r.get("mla_attention", []) if "fwd_tflops" in a]
+    if mla:
+        print("MLA-shaped causal attention (q/k head dim 192, v 128), batch 1, TFLOP/s "
+              "(backward counted as 2.5 × the forward's FLOPs):\n")
+        print("| seq | heads | backend | forward | backward |")
+        print("|---|---|---|---|---|")
+        for a in mla:
+            print(f"| {a['seq']} | {a['heads']} | {a['backend']} | {a['fwd_tflops']:.0f} | {a['bwd_tflops']:.0f} |")
+        print()
+
 
 for p in sys.argv[1:]:
-    if p.endswith("-skinny-fp8.json"):
+    if p.endswith("-moe-gemm.json"):
+        summarize_moe_gemm(p)
+    elif p.endswith("-skinny-fp8.json"):
         summarize_skinny_fp8(p)
     else:
         summarize(p)
