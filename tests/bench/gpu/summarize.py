@@ -162,8 +162,27 @@ def summarize_moe_gemm(path):
         print()
 
 
+def summarize_moe_host(path):
+    r = json.load(open(path))
+    e = r["env"]
+    print(f"### {e['gpu']}: is an eager MoE layer host-bound? ({path.split('/')[-1]})\n")
+    print(f"Host: {e['cpu'].split(':')[-1].strip()}; one tiny eager op costs {e['eager_tiny_op_us']:.1f} µs of host time. "
+          "Four layers, forward + backward, wall time against the GPU's summed kernel time (torch.profiler).\n")
+    print("| case | tokens | wall ms | kernel ms | kernels | wall / kernel |")
+    print("|---|---|---|---|---|---|")
+    for g in r["rows"]:
+        if "wall_ms" not in g or "kernel_ms" not in g:
+            print(f"| {g['case']} | {g['tokens']} | error | | | |")
+            continue
+        print(f"| {g['case']} | {g['tokens']} | {g['wall_ms']:.1f} | {g['kernel_ms']:.1f} | {g['kernels']} | "
+              f"{g['wall_ms'] / g['kernel_ms']:.2f} |")
+    print()
+
+
 for p in sys.argv[1:]:
-    if p.endswith("-moe-gemm.json"):
+    if p.endswith("-moe-host.json"):
+        summarize_moe_host(p)
+    elif p.endswith("-moe-gemm.json"):
         summarize_moe_gemm(p)
     elif p.endswith("-skinny-fp8.json"):
         summarize_skinny_fp8(p)
