@@ -136,7 +136,7 @@ struct NetworkConfig {
   double scale_out_bandwidth_gbs = 0;  // GB/s per GPU between domains (its NIC)
   double scale_out_latency_us = -1;    // per algorithm step between domains
   double oversubscription = 1;         // scale-out bandwidth divided by this (>= 1)
-  std::string algorithm = "ring";      // "ring" | "tree" | "hierarchical"
+  std::string algorithm = "nccl";      // "nccl" (NCCL's choice) | "ring" | "tree" | "hierarchical"
   // "nccl": ring collectives run the fastest of NCCL's protocols (LL,
   // LL128, Simple) with their latencies and bandwidths; "simple": one
   // protocol at full bandwidth, every step at the per-step latency

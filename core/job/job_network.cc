@@ -57,9 +57,9 @@ Result<NetworkConfig> parse_network_section(const Json& v, const std::string& pa
     }
   if (const Json* x = jsonf::find(v, "algorithm")) {
     SC_ASSIGN_OR_RETURN(n.algorithm, jsonf::get_string(*x, join(path, "algorithm")));
-    if (n.algorithm != "ring" && n.algorithm != "tree" && n.algorithm != "hierarchical")
+    if (n.algorithm != "nccl" && n.algorithm != "ring" && n.algorithm != "tree" && n.algorithm != "hierarchical")
       return make_error(ErrorCode::kInvalidArgument,
-                        "unknown algorithm \"" + echo_text(n.algorithm) + "\" (known: ring, tree, hierarchical)",
+                        "unknown algorithm \"" + echo_text(n.algorithm) + "\" (known: nccl, ring, tree, hierarchical)",
                         join(path, "algorithm"));
   }
   if (const Json* x = jsonf::find(v, "protocols")) {

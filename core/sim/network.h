@@ -54,7 +54,7 @@ struct NetworkModel {
   double scale_out_bw = 0;    // bytes per µs, per GPU, before oversubscription
   double scale_out_lat = 0;   // µs per step
   double oversubscription = 1;
-  std::string algorithm = "ring";
+  std::string algorithm = "nccl";  // "nccl": ring or tree as NCCL's tuning model picks
   // NCCL's protocols on ring collectives (network.protocols "nccl", the
   // job default); false: one protocol, every step at its latency.
   bool nccl_protocols = false;
