@@ -83,6 +83,21 @@ DeepEpSplit deepep_node_split(const Job& job, const RankLayout& L, int64_t local
   return {m, share * N * (1 - miss)};
 }
 
+// Megatron-Core's amax reduction group (parallel_state
+// get_amax_reduction_group, with context parallelism): a stage's tp x cp x
+// dp ranks, named by its axes of degree > 1 as the layout's groups know
+// them ("dp+cp" is the data-parallel-with-cp group already there).
+std::string amax_reduction_axis(const ParallelConfig& p) {
+  std::vector<std::string> axes;
+  if (p.tp > 1) axes.push_back("tp");
+  if (p.cp > 1) axes.push_back("cp");
+  if (p.dp > 1) axes.push_back("dp");
+  if (axes.size() == 2 && axes[0] == "cp") return "dp+cp";
+  std::string name;
+  for (const auto& a : axes) name += (name.empty() ? "" : "+") + a;
+  return name;
+}
+
 // How stage `stage` of `job` is lowered at `micro_batches` micro-batches
 // (the job's own count, or the budget estimate's samples, below).
 LowerOptions stage_lower_options(const Job& job, int64_t micro_batches, int64_t stage, int64_t deepep_nvl,
@@ -108,6 +123,7 @@ LowerOptions stage_lower_options(const Job& job, int64_t micro_batches, int64_t 
   lo.deepep_nvl = deepep_nvl;
   lo.deepep_rdma_share = deepep_rdma_share;
   lo.fp8_recipe = t.fp8_recipe;
+  if (t.fp8_recipe == Fp8Recipe::kDelayed) lo.amax_axis = amax_reduction_axis(p);
   return lo;
 }
 
@@ -169,6 +185,9 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
   s->layout = RankLayout(std::move(axes));
   if (job.model.tied_embeddings) s->layout.enable_embedding_groups();
   s->layout.enable_combined("dp+cp");
+  if (t.fp8_recipe == Fp8Recipe::kDelayed)
+    if (const std::string amax = amax_reduction_axis(p); amax.find('+') != std::string::npos && amax != "dp+cp")
+      s->layout.enable_combined(amax);
   // Gradients are summed over the data-parallel ranks, with context
   // parallelism over dp x cp (Megatron's data-parallel-with-cp group).
   const std::string grad_axis = p.dp > 1 && p.cp > 1 ? "dp+cp" : p.cp > 1 ? "cp" : "dp";

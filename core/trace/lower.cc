@@ -57,6 +57,7 @@ class Lowerer {
         if (op.kind == OpKind::kView) continue;
         expect += op.ring_axis.empty() ? 1 : 3 * static_cast<size_t>(std::max<int64_t>(1, bind_.at(op.ring_axis)));
       }
+    if (!o_.amax_axis.empty()) expect += steps.size();  // an amax all-reduce per step at most
     p_.nodes.reserve(expect);
     p_.name_ref.reserve(expect);
     p_.node_mb.reserve(expect);
@@ -73,6 +74,14 @@ class Lowerer {
     const bool chunk_gathers = !gather_seq_.empty() && o_.virtual_stages > 1;
     if (chunk_gathers)
       for (int c : {0, 1}) SC_RETURN_IF_ERROR(gathers_of_chunk(c, -1));
+    // Delayed scaling's amax reductions: per chunk, the FP8 GEMMs' amax
+    // entries Transformer Engine keeps (forward: input, weight and output
+    // of each FP8 linear, 3 fp32 values; backward: 2).
+    std::vector<int64_t> fp8_linears(static_cast<size_t>(o_.virtual_stages), 0);
+    if (!o_.amax_axis.empty())
+      for (int c = 0; c < o_.virtual_stages; ++c)
+        for (int id : seg_[{StepKind::kForward, c}])
+          if (fp8_op(id) && fp8_gemm_role(g_.ops[id]) == Fp8GemmRole::kFprop) ++fp8_linears[static_cast<size_t>(c)];
     int64_t forward_steps = 0;
     for (size_t si = 0; si < steps.size(); ++si) {
       const Step& st = steps[si];
@@ -102,6 +111,10 @@ class Lowerer {
         }
       }
       first_forward_ = false;
+      if ((st.kind == StepKind::kForward || st.kind == StepKind::kBackward) && st.mb >= 0 &&
+          fp8_linears[static_cast<size_t>(st.chunk)] > 0)
+        emit_amax_reduce(st.kind == StepKind::kForward, st.mb,
+                         fp8_linears[static_cast<size_t>(st.chunk)] * (st.kind == StepKind::kForward ? 3 : 2) * 4);
       if (st.mb >= 0 && st.mb < o_.micro_batches && last_step[static_cast<size_t>(st.mb)] == si) release(st.mb);
       // Saved activations live from a chunk's forward to its backward (to
       // its weight-gradient step when the schedule splits it off).
@@ -1195,6 +1208,34 @@ class Lowerer {
     return static_cast<uint8_t>(a);
   }
 
+  // The amax all-reduce (MAX) at the exit of a chunk's fp8_autocast
+  // region: after the step's last compute, on the compute stream (the next
+  // compute waits for it), in order with the other collectives of its group.
+  void emit_amax_reduce(bool forward, int64_t mb, int64_t bytes) {
+    const uint8_t axis = p_.axis_id(o_.amax_axis);
+    uint32_t& ref = amax_suffix_[forward ? 0 : 1];
+    if (ref == RoleProgram::kStoredName) {
+      ref = static_cast<uint32_t>(p_.name_suffixes.size());
+      p_.name_suffixes.push_back(forward ? "fwd.fp8.amax_reduce" : "bwd.fp8.amax_reduce");
+    }
+    TraceNode node;
+    node.id = p_.nodes.size();
+    node.kind = TraceNodeKind::kCollective;
+    node.coll = CollectiveType::kAllReduce;
+    node.comm_size = bytes;
+    node.output_bytes = static_cast<uint64_t>(bytes);
+    std::vector<uint64_t> deps;
+    if (last_compute_ >= 0) deps.push_back(static_cast<uint64_t>(last_compute_));
+    if (last_coll_.size() <= axis) last_coll_.resize(axis + size_t{1}, -1);
+    if (last_coll_[axis] >= 0) deps.push_back(static_cast<uint64_t>(last_coll_[axis]));
+    sort_unique(deps);
+    node.deps.assign(deps.begin(), deps.end());
+    last_coll_[axis] = static_cast<int64_t>(node.id);
+    prev_compute_ = last_compute_;
+    last_compute_ = static_cast<int64_t>(node.id);
+    push(std::move(node), axis, -1, 0, mb, ref);
+  }
+
   void push(TraceNode node, uint8_t axis, int64_t peer_stage, int64_t ring_offset, int64_t mb,
             uint32_t name_ref = RoleProgram::kStoredName, uint8_t side = 0) {
     if (sides_) p_.side_stream.push_back(side);
@@ -1320,6 +1361,7 @@ class Lowerer {
   bool sides_ = false;                            // p_.side_stream is filled
   std::map<int, AgDispatch> ag_dispatch_;         // moe_allgather: ep all-to-all op -> what replaces it
   int64_t prev_compute_ = -1;                     // the compute node before last_compute_
+  uint32_t amax_suffix_[2] = {RoleProgram::kStoredName, RoleProgram::kStoredName};  // fwd / bwd amax names
   std::vector<uint8_t> tp_fuse_;                  // per op: TpFuse (empty: tp_comm_overlap off or tp 1)
   std::vector<uint8_t> fp8_gather_;               // per op: an all-gather moving FP8 (empty: no fp8_recipe)
   std::map<int, int> partner_;                    // kRingGather / kPipeGemm op -> its GEMM / reduce-scatter

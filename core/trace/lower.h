@@ -123,6 +123,13 @@ struct LowerOptions {
   int64_t deepep_nvl = 0;
   double deepep_rdma_share = 0;
   Fp8Recipe fp8_recipe = Fp8Recipe::kNone;  // FP8 linear GEMMs + their kernels (cost/fp8_cost.h)
+  // Delayed scaling: Transformer Engine all-reduces (MAX) the amaxes of an
+  // fp8_autocast region when it exits, forward and backward, on the compute
+  // stream (async_op false); Megatron-Core opens one region per model chunk
+  // and micro-batch, over the stage's tp x cp x dp ranks. The axis of that
+  // group ("tp+cp+dp", "dp+cp", "dp", ... : the ones of degree > 1), or
+  // empty for none (docs/hardware.md, "FP8 training").
+  std::string amax_axis;
   // Serving iterations: GEMMs of few rows run the small-M kernels (rows
   // padded to 8, split K; cost/kernel_cost.h, docs/hardware.md "Skinny
   // GEMMs"). Training keeps the tile model.

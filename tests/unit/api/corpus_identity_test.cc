@@ -116,6 +116,14 @@ const std::vector<std::pair<std::string, std::string>>& corpus() {
       {"jamba-mamba1-moe-ep2-zero1", R"({"model":{"preset":"jamba-v0.1","num_layers":10},
         "parallel":{"tp":2,"dp":2,"ep":2,"sequence_parallel":true,"zero":1},
         "training":{"seq_len":64,"global_batch_size":2,"recompute":"selective"}})"},
+      // FP8 training: delayed scaling (amax all-reduces over tp+cp+dp, FP8
+      // sequence-parallel gathers) and current scaling.
+      {"llama-fp8-delayed-tp2-cp2-dp2-pp2", R"({"model":{"preset":"llama3-8b","num_layers":2},
+        "parallel":{"tp":2,"cp":2,"dp":2,"pp":2,"sequence_parallel":true},
+        "training":{"seq_len":128,"global_batch_size":4,"fp8_recipe":"delayed"}})"},
+      {"llama-fp8-tensorwise-tp2-sp", R"({"model":{"preset":"llama3-8b","num_layers":1},
+        "parallel":{"tp":2,"dp":2,"sequence_parallel":true},
+        "training":{"seq_len":64,"global_batch_size":2,"fp8_recipe":"tensorwise"}})"},
   };
   return jobs;
 }
