@@ -66,6 +66,34 @@ double memory_micros(const HardwareProfile& hw, double flops, double bytes);
 // efficiency above 1. Callers divide the kernel's FLOPs by it.
 double attention_shape_factor(const HardwareProfile& hw, double kv, double head_dim, bool backward);
 
+// One launch of a fused attention kernel, per (sequence, head) pair:
+// `queries` query rows against `keys` key rows, each query row visiting
+// `kv` keys on average (the FLOPs' count: causal, half a square block)
+// and `kv_max` at most (the last row of a causal block: all its keys).
+struct AttentionLaunch {
+  double pairs = 0;    // sequences x local query heads
+  double queries = 0;  // query rows per pair
+  double keys = 0;     // key rows per pair
+  double kv = 0;       // keys a query row visits on average
+  double kv_max = 0;   // keys the longest query row visits
+};
+// Tile sizes of the kernels modelled (FlashAttention-3, Hopper, BF16):
+// query rows per forward CTA, key rows per backward CTA, by QK head dim.
+double attention_fwd_query_tile(double head_dim);
+double attention_bwd_key_tile(double head_dim);
+// The fraction of the SMs' time a launch keeps busy (docs/hardware.md,
+// "Attention by shape"): its tiles (forward: pairs x ceil(queries / query
+// tile); backward: pairs x ceil(keys / key tile)), one CTA per SM, run in
+// waves of sm_count; the kernel lasts its waves of average tiles or its
+// longest tile, whichever is longer. 1 without an SM count.
+double attention_occupancy(const HardwareProfile& hw, const AttentionLaunch& l, double head_dim, bool backward);
+// The factor on attention_efficiency (attention_bwd_efficiency) for one
+// launch: attention_shape_factor of its inner loop (forward: kv keys per
+// query row; backward: queries x kv / keys query rows per key row) times
+// its occupancy over the reference launch's (FlashAttention-3's
+// benchmark: 16 heads, 16k rows, non-causal); never above 1 / efficiency.
+double attention_launch_factor(const HardwareProfile& hw, const AttentionLaunch& l, double head_dim, bool backward);
+
 // Which ops share one fused kernel, and which tensors never touch HBM.
 struct FusionPlan {
   std::vector<int> head;                   // per op: first op of its kernel (itself when alone)
