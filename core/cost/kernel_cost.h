@@ -10,7 +10,9 @@
 //    hbm_efficiency. Small and skinny GEMMs fill fewer SMs, short-K ones
 //    are bound by their bytes.
 //  - Fused (flash) attention: attention_efficiency of peak forward,
-//    attention_bwd_efficiency backward.
+//    attention_bwd_efficiency backward, times a factor of the launch's
+//    shape (attention_launch_factor: its inner loop's length, its tiles in
+//    waves over the SMs, a causal tile's masked half block).
 //  - Everything else is memory-bound: bytes at hbm_efficiency of HBM
 //    bandwidth (FLOPs at the non-tensor FP32 rate where they dominate).
 //  - Fusion (plan_fusion) follows Megatron-LM's fused kernels: bias + GeLU /
@@ -91,7 +93,10 @@ double attention_occupancy(const HardwareProfile& hw, const AttentionLaunch& l, 
 // launch: attention_shape_factor of its inner loop (forward: kv keys per
 // query row; backward: queries x kv / keys query rows per key row) times
 // its occupancy over the reference launch's (FlashAttention-3's
-// benchmark: 16 heads, 16k rows, non-causal); never above 1 / efficiency.
+// benchmark: 16 heads, 16k rows, non-causal), times inner / (inner +
+// tile / 2) for a causal launch (kv_max > kv: the diagonal block computed
+// whole) over its value at the causal reference (4,096, 64 wasted); never
+// above 1 / efficiency.
 double attention_launch_factor(const HardwareProfile& hw, const AttentionLaunch& l, double head_dim, bool backward);
 
 // Which ops share one fused kernel, and which tensors never touch HBM.
