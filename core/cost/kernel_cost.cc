@@ -187,6 +187,65 @@ double attention_shape_factor(const HardwareProfile& hw, double kv, double head_
   return eff > 0 ? std::min(f, 1.0 / eff) : f;
 }
 
+// Attention kernels' tiles (FlashAttention-3's Hopper kernels, BF16:
+// hopper/tile_size.h tile_size_fwd_sm90 and flash_bwd_launch_template.h;
+// docs/hardware.md "Attention by shape"). The forward gives a CTA a tile of
+// kBlockM query rows of one (sequence, head) and loops over the keys: 192
+// rows at head dim <= 96, 128 above. The backward gives a CTA a tile of
+// kBlockN key rows and loops over the queries: 128 keys up to head dim 128,
+// 96 at 192, 80 at 256. One CTA per SM (their shared memory is sized to the
+// SM's: "128 x 80 hits the limit of smem").
+double attention_fwd_query_tile(double head_dim) { return head_dim <= 96 ? 192 : 128; }
+double attention_bwd_key_tile(double head_dim) { return head_dim <= 128 ? 128 : head_dim <= 192 ? 96 : 80; }
+
+double attention_occupancy(const HardwareProfile& hw, const AttentionLaunch& l, double head_dim, bool backward) {
+  if (hw.sm_count <= 0 || !(l.pairs > 0) || !(l.queries > 0) || !(l.keys > 0) || !(l.kv > 0)) return 1;
+  // Tiles, the work (rows of the inner loop) of an average and of the
+  // longest tile. Forward: query tiles, each row visiting kv keys on
+  // average and kv_max at most. Backward: key tiles, each key row seen by
+  // queries x kv / keys query rows on average and by all `queries` at most
+  // (the first key of a causal block is seen by every query).
+  const double tile = backward ? attention_bwd_key_tile(head_dim) : attention_fwd_query_tile(head_dim);
+  const double rows = backward ? l.keys : l.queries;
+  const double avg = backward ? l.queries * l.kv / l.keys : l.kv;
+  const double longest = backward ? l.queries : std::max(l.kv, l.kv_max);
+  const double tiles = l.pairs * std::ceil(rows / tile);
+  const double waves = std::ceil(tiles / hw.sm_count);
+  // The kernel lasts its waves of average tiles, or its longest tile when
+  // that is longer (one partial wave of a causal block); the SMs are busy
+  // for the tiles' total work of that time.
+  const double span = std::max(waves * avg, std::max(avg, longest));
+  return tiles * avg / (hw.sm_count * span);
+}
+
+double attention_launch_factor(const HardwareProfile& hw, const AttentionLaunch& l, double head_dim, bool backward) {
+  if (!(l.kv > 0)) return 1;
+  // The reference launch the profile's efficiencies were measured at:
+  // FlashAttention-3's benchmark (batch x sequence = 16k, 16 heads of 128,
+  // non-causal): 2,048 tiles both ways, 0.97 of a full machine on an H100.
+  AttentionLaunch ref;
+  ref.pairs = 16;
+  ref.queries = ref.keys = ref.kv = ref.kv_max = 16384;
+  const double occ = attention_occupancy(hw, l, head_dim, backward) / attention_occupancy(hw, ref, 128, backward);
+  // The inner loop: keys per query row forward, query rows per key row
+  // backward (equal for a square block; a short query block's backward
+  // loops over few queries).
+  const double inner = backward && l.keys > 0 && l.queries > 0 ? l.queries * l.kv / l.keys : l.kv;
+  double f = attention_shape_factor(hw, inner, head_dim, backward) * occ;
+  // Under a causal mask (rows visiting different numbers of keys) each tile
+  // computes the square block its diagonal crosses whole and masks half of
+  // it: tile / 2 wasted keys (forward) or queries (backward) per row beside
+  // the `inner` the FLOPs count. The reference shape is causal (4,096 keys
+  // visited, 128-row tiles: 64 wasted), so the profile's constants keep
+  // their meaning there and a non-causal kernel runs 1.6% faster.
+  constexpr double kRefInner = 4096, kRefWaste = 64;
+  const double tile = backward ? attention_bwd_key_tile(head_dim) : attention_fwd_query_tile(head_dim);
+  const double waste = l.kv_max > l.kv ? tile / 2 : 0;
+  f *= (inner / (inner + waste)) / (kRefInner / (kRefInner + kRefWaste));
+  const double eff = backward ? hw.attention_bwd_efficiency : hw.attention_efficiency;
+  return eff > 0 ? std::min(f, 1.0 / eff) : f;
+}
+
 FusionPlan plan_fusion(const Graph& g) {
   FusionPlan p;
   const size_t n = g.ops.size();

@@ -10,7 +10,9 @@
 //    hbm_efficiency. Small and skinny GEMMs fill fewer SMs, short-K ones
 //    are bound by their bytes.
 //  - Fused (flash) attention: attention_efficiency of peak forward,
-//    attention_bwd_efficiency backward.
+//    attention_bwd_efficiency backward, times a factor of the launch's
+//    shape (attention_launch_factor: its inner loop's length, its tiles in
+//    waves over the SMs, a causal tile's masked half block).
 //  - Everything else is memory-bound: bytes at hbm_efficiency of HBM
 //    bandwidth (FLOPs at the non-tensor FP32 rate where they dominate).
 //  - Fusion (plan_fusion) follows Megatron-LM's fused kernels: bias + GeLU /
@@ -65,6 +67,37 @@ double memory_micros(const HardwareProfile& hw, double flops, double bytes);
 // were fitted at (4,096 keys visited, head dim <= 128); never lifts the
 // efficiency above 1. Callers divide the kernel's FLOPs by it.
 double attention_shape_factor(const HardwareProfile& hw, double kv, double head_dim, bool backward);
+
+// One launch of a fused attention kernel, per (sequence, head) pair:
+// `queries` query rows against `keys` key rows, each query row visiting
+// `kv` keys on average (the FLOPs' count: causal, half a square block)
+// and `kv_max` at most (the last row of a causal block: all its keys).
+struct AttentionLaunch {
+  double pairs = 0;    // sequences x local query heads
+  double queries = 0;  // query rows per pair
+  double keys = 0;     // key rows per pair
+  double kv = 0;       // keys a query row visits on average
+  double kv_max = 0;   // keys the longest query row visits
+};
+// Tile sizes of the kernels modelled (FlashAttention-3, Hopper, BF16):
+// query rows per forward CTA, key rows per backward CTA, by QK head dim.
+double attention_fwd_query_tile(double head_dim);
+double attention_bwd_key_tile(double head_dim);
+// The fraction of the SMs' time a launch keeps busy (docs/hardware.md,
+// "Attention by shape"): its tiles (forward: pairs x ceil(queries / query
+// tile); backward: pairs x ceil(keys / key tile)), one CTA per SM, run in
+// waves of sm_count; the kernel lasts its waves of average tiles or its
+// longest tile, whichever is longer. 1 without an SM count.
+double attention_occupancy(const HardwareProfile& hw, const AttentionLaunch& l, double head_dim, bool backward);
+// The factor on attention_efficiency (attention_bwd_efficiency) for one
+// launch: attention_shape_factor of its inner loop (forward: kv keys per
+// query row; backward: queries x kv / keys query rows per key row) times
+// its occupancy over the reference launch's (FlashAttention-3's
+// benchmark: 16 heads, 16k rows, non-causal), times inner / (inner +
+// tile / 2) for a causal launch (kv_max > kv: the diagonal block computed
+// whole) over its value at the causal reference (4,096, 64 wasted); never
+// above 1 / efficiency.
+double attention_launch_factor(const HardwareProfile& hw, const AttentionLaunch& l, double head_dim, bool backward);
 
 // Which ops share one fused kernel, and which tensors never touch HBM.
 struct FusionPlan {

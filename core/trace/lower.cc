@@ -689,29 +689,86 @@ class Lowerer {
   // Attention under 4-bit weights runs in bf16.
   DType attention_dtype() const { return dtype_is_4bit(o_.compute_dtype) ? DType::kBF16 : o_.compute_dtype; }
 
-  // attention_shape_factor of a fused attention op (or of the forward op a
-  // backward differentiates): the keys a query visits on average, from the
-  // forward's local FLOPs 2 x queries x heads x keys x (dq + dv) and its
-  // local query elements queries x heads x dq. fwd_flops < 0: the forward
-  // op's whole FLOPs (ring attention passes one step's).
-  Result<double> attention_factor(int id, double fwd_flops = -1) {
+  // Local size of dim i of tensor t (its bound size over the degree of the
+  // mesh axis it is sharded on).
+  Result<double> local_dim_size(int t, size_t i) {
+    const Tensor& x = g_.tensors[static_cast<size_t>(t)];
+    SC_ASSIGN_OR_RETURN(int64_t n, x.dims[i].size.eval(bind_, x.name + " dim " + x.dims[i].label));
+    if (i < x.sharding.dim_axis.size() && !x.sharding.dim_axis[i].empty()) {
+      auto it = bind_.find(x.sharding.dim_axis[i]);
+      if (it != bind_.end() && it->second > 0) n /= it->second;
+    }
+    return static_cast<double>(n);
+  }
+
+  // The factor on the attention efficiency of a fused attention op (or of
+  // the forward op a backward differentiates), from the launches its kernel
+  // makes (attention_launch_factor; docs/hardware.md "Attention by shape").
+  // q and k are [b, sequence..., heads, head dim]: pairs = local b x local
+  // query heads, query rows = q's local elements over pairs x dq, key rows
+  // likewise from k; the keys a query row visits on average come from the
+  // forward's local FLOPs 2 x rows x heads x kv x (dq + dv) (causal: half
+  // the square). One launch, except:
+  //  - keys gathered beyond the local queries (cp all-gather, Llama 3's):
+  //    one launch per local chunk (2 of queries / 2 rows), each against the
+  //    keys up to its chunk's end, (keys + chunk) / 2 of them on average
+  //    over the rank's two chunks;
+  //  - ring attention over n ranks (load-balanced chunks, local block of L
+  //    rows): per rank one causal step against its own block (L x L), and
+  //    n - 1 steps each either L queries against the first half of a
+  //    block or the second half of the queries (L / 2) against a whole
+  //    block, (n - 1) / 2 of each on average; all steps have the same
+  //    FLOPs, so the op's factor is their harmonic mean.
+  Result<double> attention_factor(int id) {
     const Op& op = g_.ops[static_cast<size_t>(id)];
     const Op& f = g_.ops[static_cast<size_t>(op.fwd_op >= 0 ? op.fwd_op : id)];
-    if ((f.def != &ops::kFlashAttention && f.def != &ops::kRingAttention) || f.inputs.empty() || f.outputs.empty())
-      return 1.0;
-    const Tensor& q = g_.tensors[static_cast<size_t>(f.inputs[0])];
+    const bool ring = f.def == &ops::kRingAttention;
+    if ((f.def != &ops::kFlashAttention && !ring) || f.inputs.size() < 2 || f.outputs.empty()) return 1.0;
+    const int qt = f.inputs[0], kt = f.inputs[1];
+    const Tensor& q = g_.tensors[static_cast<size_t>(qt)];
+    const Tensor& k = g_.tensors[static_cast<size_t>(kt)];
     const Tensor& o = g_.tensors[static_cast<size_t>(f.outputs[0])];
-    if (q.dims.empty() || o.dims.empty()) return 1.0;
+    if (q.dims.size() < 3 || k.dims.size() < 3 || o.dims.empty()) return 1.0;
     SC_ASSIGN_OR_RETURN(int64_t dq, q.dims.back().size.eval(bind_, q.name + " head dim"));
     SC_ASSIGN_OR_RETURN(int64_t dv, o.dims.back().size.eval(bind_, o.name + " head dim"));
     SC_ASSIGN_OR_RETURN(int64_t nq, q.local_numel().eval(bind_, q.name + " elements"));
-    if (fwd_flops < 0) {
-      SC_ASSIGN_OR_RETURN(int64_t ff, f.local_flops.eval(bind_, f.name + " flops"));
-      fwd_flops = static_cast<double>(ff);
+    SC_ASSIGN_OR_RETURN(int64_t nk, k.local_numel().eval(bind_, k.name + " elements"));
+    SC_ASSIGN_OR_RETURN(int64_t ff, f.local_flops.eval(bind_, f.name + " flops"));
+    SC_ASSIGN_OR_RETURN(double qb, local_dim_size(qt, 0));
+    SC_ASSIGN_OR_RETURN(double qh, local_dim_size(qt, q.dims.size() - 2));
+    SC_ASSIGN_OR_RETURN(double kb, local_dim_size(kt, 0));
+    SC_ASSIGN_OR_RETURN(double kh, local_dim_size(kt, k.dims.size() - 2));
+    if (nq <= 0 || nk <= 0 || dq <= 0 || dv <= 0 || ff <= 0 || !(qb * qh > 0) || !(kb * kh > 0)) return 1.0;
+    const double d = static_cast<double>(dq), pairs = qb * qh;
+    const double rows = static_cast<double>(nq) / (pairs * d), keys = static_cast<double>(nk) / (kb * kh * d);
+    const double kv = static_cast<double>(ff) * d / (2.0 * static_cast<double>(nq) * static_cast<double>(dq + dv));
+    const bool backward = op.fwd_op >= 0;
+    auto launch = [&](double qr, double kr, double v, double vmax) {
+      AttentionLaunch l;
+      l.pairs = pairs;
+      l.queries = qr;
+      l.keys = kr;
+      l.kv = v;
+      l.kv_max = vmax;
+      return attention_launch_factor(hw_, l, d, backward);
+    };
+    if (ring) {
+      const double n = static_cast<double>(std::max<int64_t>(1, bind_.at(f.ring_axis)));
+      const double L = rows;
+      const double diag = launch(L, L, L / 2, L);
+      if (n <= 1) return diag;
+      const double first_half = launch(L, L / 2, L / 2, L / 2), second_half = launch(L / 2, L, L, L);
+      return n / (1 / diag + (n - 1) / 2 * (1 / first_half + 1 / second_half));
     }
-    if (nq <= 0 || dq <= 0 || dv <= 0) return 1.0;
-    const double kv = fwd_flops * static_cast<double>(dq) / (2.0 * static_cast<double>(nq) * static_cast<double>(dq + dv));
-    return attention_shape_factor(hw_, kv, static_cast<double>(dq), op.fwd_op >= 0);
+    if (keys > rows) {
+      // Causal, bottom-right aligned: a chunk's rows visit from
+      // keys - chunk + 1 to all its keys.
+      const double chunk = rows / 2, chunk_keys = (keys + chunk) / 2;
+      return launch(chunk, chunk_keys, kv, std::min(chunk_keys, kv + chunk / 2));
+    }
+    // One block: causal (kv = keys / 2: the last row visits all keys), a
+    // sliding window's band (at most twice its average), or non-causal.
+    return launch(rows, keys, kv, std::min({keys, kv + rows / 2, 2 * kv}));
   }
 
   // A routed expert's GEMM: it (or the forward GEMM it differentiates)
@@ -1266,12 +1323,11 @@ class Lowerer {
       block += b;
     }
     if (op.phase == Phase::kBackward) block *= 2;
-    // One step's keys: the forward's FLOPs over the n steps.
+    // The steps' kernels (attention_factor: one causal step, the others on
+    // half a block of queries or of keys).
     double shape = 1;
     if (kernel_model()) {
-      const Op& fwd = op.fwd_op >= 0 ? g_.ops[static_cast<size_t>(op.fwd_op)] : op;
-      SC_ASSIGN_OR_RETURN(int64_t ff, fwd.local_flops.eval(bind_, fwd.name + " flops"));
-      SC_ASSIGN_OR_RETURN(shape, attention_factor(id, static_cast<double>(ff) / static_cast<double>(n)));
+      SC_ASSIGN_OR_RETURN(shape, attention_factor(id));
     }
     const int64_t rings = static_cast<int64_t>(ring_index_.size());
     const std::string prefix = mb_prefix(mb) + phase_name(op.phase) + "." + op.name;
