@@ -212,6 +212,10 @@ struct SchedulerConfig {
   int64_t speculative_tokens = 0;         // draft tokens verified per decode step (0 = none)
   double acceptance_rate = 0;             // chance each draft token is accepted, in [0, 1]
   int64_t scheduler_steps = 1;            // decode steps per scheduling decision (vLLM --num-scheduler-steps)
+  // prefill_first only: false = a prompt is never split over iterations
+  // (vLLM V0 without --enable-chunked-prefill): it joins a prefill batch
+  // whole or waits for the next one.
+  bool chunked_prefill = true;
 };
 
 // serving.slo: latency targets of the capacity search and of goodput.

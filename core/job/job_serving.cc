@@ -220,7 +220,7 @@ Status parse_scheduler(const Json& v, SchedulerConfig* c) {
                                        {"policy", "max_num_batched_tokens", "max_num_seqs", "chunk_tokens",
                                         "step_overhead_seconds", "token_overhead_seconds",
                                         "request_overhead_seconds", "speculative_tokens",
-                                        "acceptance_rate", "scheduler_steps"},
+                                        "acceptance_rate", "scheduler_steps", "chunked_prefill"},
                                        path));
   c->present = true;
   if (const Json* x = jsonf::find(v, "policy")) {
@@ -249,6 +249,14 @@ Status parse_scheduler(const Json& v, SchedulerConfig* c) {
   }
   if (const Json* x = jsonf::find(v, "scheduler_steps")) {
     SC_ASSIGN_OR_RETURN(c->scheduler_steps, jsonf::get_int(*x, path + ".scheduler_steps", 1, 64));
+  }
+  if (const Json* x = jsonf::find(v, "chunked_prefill")) {
+    SC_ASSIGN_OR_RETURN(c->chunked_prefill, jsonf::get_bool(*x, path + ".chunked_prefill"));
+    if (!c->chunked_prefill && c->policy != SchedulerConfig::Policy::kPrefillFirst)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "chunked_prefill false needs policy prefill_first (the vllm and sarathi policies chunk "
+                        "prompts by definition)",
+                        path + ".chunked_prefill");
   }
   if (c->scheduler_steps > 1 && c->speculative_tokens > 0)
     return make_error(ErrorCode::kInvalidArgument,
@@ -489,6 +497,7 @@ void serving_canonical(const Job& job, Json* root) {
     if (c.request_overhead_seconds > 0)
       serving["scheduler"]["request_overhead_seconds"] = c.request_overhead_seconds;
     if (c.scheduler_steps > 1) serving["scheduler"]["scheduler_steps"] = c.scheduler_steps;
+    if (!c.chunked_prefill) serving["scheduler"]["chunked_prefill"] = false;
     if (c.speculative_tokens > 0) {
       serving["scheduler"]["speculative_tokens"] = c.speculative_tokens;
       serving["scheduler"]["acceptance_rate"] = c.acceptance_rate;

@@ -101,6 +101,16 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
                         "serving.workload");
   }
   const int64_t budget = p.token_budget;  // sarathi: the chunk size (set by the caller)
+  const bool whole_prompts = p.policy == SchedulerParams::Policy::kPrefillFirst && !p.chunked_prefill;
+  if (whole_prompts)
+    for (const RequestResult& r : out.requests)
+      if (r.prompt + r.output > budget)
+        return make_error(ErrorCode::kInvalidArgument,
+                          "without chunked prefill a whole sequence must fit the token budget (as vLLM V0 "
+                          "requires max_num_batched_tokens >= max_model_len): a request of " +
+                              to_string(r.prompt) + " + " + to_string(r.output) + " tokens against a budget of " +
+                              to_string(budget),
+                          "serving.scheduler.max_num_batched_tokens");
   const int64_t ranks_total = p.dp * p.replicas;
   // Request i goes to rank i mod (dp x replicas) (round robin, as a load
   // balancer in front of the replicas and the engine's dp ranks do);
@@ -189,6 +199,7 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
         const bool prefill_batch = prefill_first && (!rk.sched.empty() || (!rk.waiting.empty() && [&] {
                                      const Live& h = rk.waiting.front();
                                      const int64_t n = std::min(total_tokens(h) - h.computed, left);
+                                     if (whole_prompts && n < total_tokens(h) - h.computed) return false;
                                      return static_cast<int64_t>(rk.running.size()) < p.max_num_seqs &&
                                             ceil_div(h.computed + n, p.page_tokens) - h.prefix / p.page_tokens -
                                                     h.blocks <=
@@ -236,6 +247,7 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
                static_cast<int64_t>(rk.running.size()) < p.max_num_seqs) {
           Live l = rk.waiting.front();
           const int64_t n = std::min(total_tokens(l) - l.computed, left);
+          if (whole_prompts && n < total_tokens(l) - l.computed) break;  // the whole prompt or wait
           const int64_t need = ceil_div(l.computed + n, p.page_tokens) + p.state_blocks - l.prefix / p.page_tokens - l.blocks;
           if (need > rk.free_blocks) break;
           rk.waiting.pop_front();

@@ -92,6 +92,11 @@ struct SchedulerParams {
   // streamed at the end of the run, one burst per request (ITL: the gap
   // between bursts). Prefill iterations stay single steps.
   int64_t scheduler_steps = 1;
+  // Prefill first only: false = prompts are admitted whole or not at all
+  // (vLLM V0 without chunked prefill: a prompt that overflows the budget
+  // left waits for the next prefill batch); every sequence must then fit
+  // the budget (vLLM V0 requires max_num_batched_tokens >= max_model_len).
+  bool chunked_prefill = true;
   // Per-request time outside the engine's iterations (HTTP server,
   // tokenization, the first token's detokenization and streaming): added
   // to every request's first token and finish, as a fixed delay of its

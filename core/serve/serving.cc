@@ -576,6 +576,7 @@ serve::SchedulerParams scheduler_params(const Job& full, const Serving& sv) {
              : sc.policy == SchedulerConfig::Policy::kPrefillFirst ? serve::SchedulerParams::Policy::kPrefillFirst
                                                                    : serve::SchedulerParams::Policy::kVllm;
   p.scheduler_steps = sc.scheduler_steps;
+  p.chunked_prefill = sc.chunked_prefill;
   p.token_budget = sc.policy == SchedulerConfig::Policy::kSarathi ? sc.chunk_tokens : sc.max_num_batched_tokens;
   p.max_num_seqs = sc.max_num_seqs;
   p.page_tokens = cfg.page_tokens;
@@ -712,6 +713,7 @@ void workload_json(const Job& full, const serve::WorkloadResult& r, const serve:
               {"seconds_per_cached_token", sig(m.seconds_per_cached)},
               {"grid_points", static_cast<int64_t>(m.grid.size())}}}};
   if (p.scheduler_steps > 1) w["scheduler"]["scheduler_steps"] = p.scheduler_steps;
+  if (!p.chunked_prefill) w["scheduler"]["chunked_prefill"] = false;
   if (m.eager_floor > 0) w["cost_model"]["eager_prefill_floor_seconds"] = sig(m.eager_floor);
   if (full.serving.slo.present) {
     w["goodput_requests_per_second"] = sig(r.goodput);

@@ -210,7 +210,46 @@ def render(spec, results):
         lines.append(f"| {m} | {len(e)} | {sum(1 for x in e if x <= 0.25)} | {100 * median(e):.0f}% | {100 * max(e):.0f}% |")
     if misses:
         lines += ["", "Outside 25%, each with its measured cause (the spec's `miss_cause`):", ""] + misses
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n" + render_ttft(spec, results)
+
+
+def ms(v):
+    return f"{v * 1e3:.1f}"
+
+
+def render_ttft(spec, results):
+    """Where each simulated TTFT goes, beside the measured one (docs/
+    inference.md, "Reading the errors", item 7). Fixed-concurrency rows:
+    the prefill iteration (its chunks) is the whole TTFT at concurrency 1.
+    Request-rate rows, exact in the means: mean TTFT = mean queue (arrival
+    to first scheduled: waiting for the iteration or multi-step run under
+    way and for the prefill batches ahead) + mean time in the engine
+    (first scheduled to the first token: the prefill iteration, its host
+    step time and eager launch bound, later chunks) + the per-request time
+    r; the medians compared above are beside them."""
+    fixed = ["| published setup | measured TTFT | simulated | error | prefill iteration | chunks |", "|---|---|---|---|---|---|"]
+    rate = ["| published setup | engine | measured median | simulated median | error | mean | = queue | + in the engine "
+            "| + r | queue median | eager bound | scheduler steps |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row, s in zip(spec["rows"], results):
+        inf, m = s["inference"], row["measured"]
+        if "ttft_seconds" in m:
+            p = inf["ttft_seconds"]
+            fixed.append(f"| {row['name']} | {ms(m['ttft_seconds'])} ms | {ms(p)} ms | {100 * (p - m['ttft_seconds']) / m['ttft_seconds']:+.0f}% "
+                         f"| {ms(inf['iterations']['prefill']['seconds'])} ms | {inf['prefill_chunks']} |")
+        if "ttft_seconds_p50" in m:
+            sc = row["serving"].get("scheduler", {})
+            r = sc.get("request_overhead_seconds", 0.0)
+            w = inf["workload"]
+            engine = inf["ttft_seconds_mean"] - inf["queue_seconds_mean"] - r
+            p, v = inf["ttft_seconds_p50"], m["ttft_seconds_p50"]
+            name = row["name"] + (" **(fitted)**" if row.get("fitted") else "")
+            rate.append(f"| {name} | {row['column']} | {ms(v)} | {ms(p)} | {100 * (p - v) / v:+.0f}% "
+                        f"| {ms(inf['ttft_seconds_mean'])} | {ms(inf['queue_seconds_mean'])} | {ms(engine)} | {ms(r)} "
+                        f"| {ms(inf['queue_seconds_p50'])} | {ms(w['cost_model'].get('eager_prefill_floor_seconds', 0))} "
+                        f"| {w['scheduler'].get('scheduler_steps', 1)} |")
+    return ("\nTTFT, where the simulated time goes (ms; fixed-concurrency rows at concurrency 1: the prefill "
+            "iteration; request-rate rows: mean TTFT = mean queue + mean time in the engine + r, exactly):\n\n"
+            + "\n".join(fixed) + "\n\n" + "\n".join(rate) + "\n")
 
 
 def main():

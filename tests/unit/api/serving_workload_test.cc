@@ -88,6 +88,12 @@ TEST_CASE("serving workload: parse errors name the field") {
   CHECK(parse_error(job_with(R"(, "scheduler": {"policy": "prefill-first"})")).message.find("prefill_first") !=
         std::string::npos);
   CHECK(parse_job(job_with(R"(, "scheduler": {"policy": "prefill_first", "scheduler_steps": 10})")).ok());
+  // Whole prompts only under prefill_first (vllm and sarathi chunk by definition).
+  CHECK(parse_error(job_with(R"(, "scheduler": {"chunked_prefill": false})")).path ==
+        "serving.scheduler.chunked_prefill");
+  CHECK(parse_error(job_with(R"(, "scheduler": {"policy": "prefill_first", "chunked_prefill": "no"})")).path ==
+        "serving.scheduler.chunked_prefill");
+  CHECK(parse_job(job_with(R"(, "scheduler": {"policy": "prefill_first", "chunked_prefill": false})")).ok());
   // Past the model's context (Llama 3 8B: 8,192).
   CHECK(parse_error(job_with(R"(, "workload": {"rate": 1, "requests": 5, "prompt_tokens": 9000})")).path ==
         "serving.workload.prompt_tokens");
@@ -210,6 +216,17 @@ TEST_CASE("serving workload: multi-step scheduling on a whole job: the summary s
   const double step = one["tpot_seconds_p50"].get<double>();
   CHECK(ten["ttft_seconds_p50"].get<double>() > one["ttft_seconds_p50"].get<double>() + step);
   CHECK(ten["itl_seconds_p50"].get<double>() > 3 * one["itl_seconds_p50"].get<double>());
+  // Whole prompts: the summary says so (the key only when false); a
+  // sequence longer than the budget is refused, naming the budget.
+  CHECK(!one["workload"]["scheduler"].contains("chunked_prefill"));
+  json whole = inference_of(job_with(w + R"(, "scheduler": {"policy": "prefill_first", "chunked_prefill": false})"));
+  CHECK(whole["workload"]["scheduler"]["chunked_prefill"] == false);
+  Result<Job> j = parse_job(job_with(w + R"(, "scheduler": {"policy": "prefill_first", "chunked_prefill": false,
+      "max_num_batched_tokens": 2048})"));
+  REQUIRE(j.ok());
+  Result<Generator> g = Generator::create(*j);  // 2,048 + 256 tokens against a budget of 2,048
+  REQUIRE(!g.ok());
+  CHECK(g.error().path == "serving.scheduler.max_num_batched_tokens");
 }
 
 TEST_CASE("serving capacity: monotone in the targets; the curve meets the SLO below the capacity") {

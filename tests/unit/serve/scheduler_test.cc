@@ -103,6 +103,39 @@ TEST_CASE("serve: prefill first runs a prompt as a batch of its own, by hand") {
   CHECK(v->requests[1].ttft() == doctest::Approx(t2 + cost(9) - 0.015).epsilon(1e-12));
 }
 
+TEST_CASE("serve: prefill first without chunked prefill admits whole prompts only, by hand") {
+  // A and B both at t=0, 10 + 2 tokens each. Budget 16.
+  const std::vector<Request> reqs = {{0.0, 10, 2}, {0.0, 10, 2}};
+  SchedulerParams p = small(16, 1000);
+  p.policy = SchedulerParams::Policy::kPrefillFirst;
+  // Chunked (SGLang): it1 = A's 10 + B's first 6 = c(16), A token 1;
+  // it2 = B's last 4 (a prompt still running comes first) = c(4), B token 1;
+  // it3 = A, B decode = c(2), both done.
+  Result<WorkloadResult> c = simulate_workload(reqs, linear_cost(), p);
+  REQUIRE(c.ok());
+  CHECK(c->iterations == 3);
+  CHECK(c->requests[0].ttft() == doctest::Approx(cost(16)).epsilon(1e-12));
+  CHECK(c->requests[1].ttft() == doctest::Approx(cost(16) + cost(4)).epsilon(1e-12));
+  CHECK(c->requests[1].e2e() == doctest::Approx(cost(16) + cost(4) + cost(2)).epsilon(1e-12));
+  // Whole prompts (vLLM V0 without chunked prefill): B's 10 do not fit the
+  // 6 left, so it1 = A's 10 alone = c(10); it2 = B's 10 (prefill first,
+  // before A's decode) = c(10); it3 = A, B decode = c(2).
+  p.chunked_prefill = false;
+  Result<WorkloadResult> w = simulate_workload(reqs, linear_cost(), p);
+  REQUIRE(w.ok());
+  CHECK(w->iterations == 3);
+  CHECK(w->requests[0].ttft() == doctest::Approx(cost(10)).epsilon(1e-12));
+  CHECK(w->requests[1].ttft() == doctest::Approx(2 * cost(10)).epsilon(1e-12));
+  CHECK(w->requests[1].queue() == doctest::Approx(cost(10)).epsilon(1e-12));
+  CHECK(w->requests[0].e2e() == doctest::Approx(2 * cost(10) + cost(2)).epsilon(1e-12));
+  // A sequence longer than the budget could never be prefilled whole: an
+  // error naming the budget (vLLM V0 requires max_num_batched_tokens >=
+  // max_model_len).
+  Result<WorkloadResult> e = simulate_workload({{0.0, 12, 5}}, linear_cost(), p);
+  REQUIRE(!e.ok());
+  CHECK(e.error().path == "serving.scheduler.max_num_batched_tokens");
+}
+
 TEST_CASE("serve: multi-step scheduling: arrivals wait for the run, tokens stream in bursts, by hand") {
   // The same two requests, prefill first, 3 decode steps per decision.
   const std::vector<Request> reqs = {{0.0, 8, 4}, {0.015, 8, 2}};
