@@ -267,12 +267,15 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
   }
   // Saved activations: the part of their first backward reader (as
   // summary.json's activation_bytes_by_layer), layer -1 by its producer.
+  // A saved view of a saved tensor is that tensor's buffer (saved_storage).
   std::set<int> seen, seen_w;
+  const std::vector<int> storage = saved_storage(g);
   for (int id : g.order) {
     const Op& o = g.ops[id];
     if (o.phase != Phase::kBackward) continue;
-    for (int t : o.inputs) {
-      if (!is_saved_activation(g, t)) continue;
+    for (int read : o.inputs) {
+      if (!is_saved_activation(g, read)) continue;
+      const int t = storage[static_cast<size_t>(read)];
       const bool first = seen.insert(t).second, first_w = o.wgrad && seen_w.insert(t).second;
       if (!first && !first_w) continue;
       Part* part = nullptr;
