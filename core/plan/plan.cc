@@ -531,12 +531,11 @@ double dp_comm_bound(const Job& job, const NetworkModel& net, int64_t dense, int
 // micro-batch), all on the data-parallel stream (sim/simulate.cc: every
 // kind but tp, cp and ep), one collective per kind at least (rank 0's edp
 // group, expert_dp_group_shape).
-double expert_dp_comm_bound(const Job& job, const NetworkModel& net, int64_t expert,
+double expert_dp_comm_bound(const Job& job, const NetworkModel& net, const GroupShape& g, int64_t expert,
                             const std::vector<int64_t>& expert_units, int64_t m) {
   const ParallelConfig& p = job.parallel;
   const int64_t ne = job.model.is_moe() ? p.expert_dp() : 1;
   if (ne <= 1 || expert <= 0) return 0;
-  const GroupShape g = expert_dp_group_shape(net, p);
   const int64_t gbytes = expert * dtype_bytes(job.training.grad_reduce_dtype);
   const int64_t wbytes = expert * dtype_bytes(job.training.dtype);
   if (p.zero == 0) return collective_micros(net, g, CollectiveType::kAllReduce, gbytes);
@@ -591,6 +590,9 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
   const bool has_drain = t.schedule != Schedule::kZeroBubble;
   const bool comm_bound = net && !net->astra && net->algorithm != "hierarchical";
   const bool megatron = comm_bound;  // the default simulation's streams (sim/simulate.h SimStreams)
+  // Rank 0's edp group (MoE), once per layout: up to thousands of members.
+  const int64_t ne = job.model.is_moe() ? p.expert_dp() : 1;
+  const GroupShape edp = comm_bound && expert_dp_bound && ne > 1 ? expert_dp_group_shape(*net, p) : GroupShape{};
   for (int64_t st = 0; st < p.pp; ++st) {
     const std::vector<Chunk> chunks = stage_chunks(L, p.pp, v, p.pipeline_layout, st);
     std::vector<ChunkSums> cs;
@@ -618,7 +620,7 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
         if (cs.back().pre_post_dense > 0) units.push_back(cs.back().pre_post_dense);
       }
     }
-    if (comm_bound && expert_dp_bound) comm += expert_dp_comm_bound(job, *net, expert, expert_units, m);
+    if (comm_bound && expert_dp_bound) comm += expert_dp_comm_bound(job, *net, edp, expert, expert_units, m);
     if (comm_bound) comm += dp_comm_bound(job, *net, dense, buckets, units, m);
     // ZeRO 1/2 all-gather the updated parameters after the optimizer
     // step, which starts after the stage's last compute node.
@@ -629,12 +631,8 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
                               (wbytes + n - 1) / n, buckets);
     }
     // ... and the routed experts' over edp, on the same stream.
-    if (comm_bound && expert_dp_bound && (job.parallel.zero == 1 || job.parallel.zero == 2) && expert > 0) {
-      const int64_t ne = job.model.is_moe() ? job.parallel.expert_dp() : 1;
-      if (ne > 1)
-        gather += collective_micros(*net, expert_dp_group_shape(*net, job.parallel), CollectiveType::kAllGather,
-                                    (expert * dtype_bytes(t.dtype) + ne - 1) / ne);
-    }
+    if (comm_bound && expert_dp_bound && (job.parallel.zero == 1 || job.parallel.zero == 2) && expert > 0 && ne > 1)
+      gather += collective_micros(*net, edp, CollectiveType::kAllGather, (expert * dtype_bytes(t.dtype) + ne - 1) / ne);
     max_comm = std::max(max_comm, comm);
     // The stage's compute runs on one stream, after micro-batch 0's forward
     // went through the first chunk of every earlier stage; ZeRO's gather
