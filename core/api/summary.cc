@@ -76,13 +76,15 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
     }
   // Activations saved for backward per transformer layer (Korthikanti et
   // al.'s per-layer figure), attributed to the layer of the first reader.
+  // A saved view of a saved tensor is that tensor's buffer (saved_storage).
   std::map<int, int> saved_layer;
+  const std::vector<int> storage = saved_storage(g);
   for (int id : g.order) {
     const Op& o = g.ops[id];
     if (o.layer >= 0) first_layer = std::min(first_layer, o.layer), last_layer = std::max(last_layer, o.layer);
     if (o.phase != Phase::kBackward) continue;
     for (int t : o.inputs)
-      if (is_saved_activation(g, t)) saved_layer.emplace(t, o.layer);
+      if (is_saved_activation(g, t)) saved_layer.emplace(storage[static_cast<size_t>(t)], o.layer);
   }
   std::map<int, int64_t> act_by_layer;
   int64_t act_per_mb = 0;

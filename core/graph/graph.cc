@@ -136,6 +136,29 @@ bool is_saved_activation(const Graph& g, int tensor) {
          (x.kind == TensorKind::kActivation || x.kind == TensorKind::kMask);
 }
 
+std::vector<int> saved_storage(const Graph& g) {
+  std::vector<int> rep(g.tensors.size());
+  for (size_t t = 0; t < rep.size(); ++t) rep[t] = static_cast<int>(t);
+  std::vector<char> saved(g.tensors.size(), 0);
+  for (const Op& o : g.ops)
+    if (o.phase == Phase::kBackward)
+      for (int t : o.inputs)
+        if (is_saved_activation(g, t)) saved[static_cast<size_t>(t)] = 1;
+  for (size_t t = 0; t < rep.size(); ++t) {
+    if (!saved[t]) continue;
+    int cur = static_cast<int>(t);
+    for (;;) {
+      const int prod = g.tensors[static_cast<size_t>(cur)].producer;
+      if (prod < 0) break;
+      const Op& v = g.ops[static_cast<size_t>(prod)];
+      if (v.kind != OpKind::kView || v.phase != Phase::kForward || v.inputs.size() != 1) break;
+      cur = v.inputs[0];
+      if (saved[static_cast<size_t>(cur)]) rep[t] = cur;
+    }
+  }
+  return rep;
+}
+
 int add_collective_op(Graph& g, std::string name, CollectiveType coll, std::string axis, Phase phase,
                       std::vector<int> inputs, std::vector<int> outputs) {
   Op o;

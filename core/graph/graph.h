@@ -198,6 +198,15 @@ struct Graph {
 // from forward to backward (saved for backward).
 bool is_saved_activation(const Graph& g, int tensor);
 
+// For each tensor, the saved activation whose buffer holds it when it is
+// saved: a view (split, merge, slice) shares its input's memory, so a saved
+// view of an activation that is itself saved (flash attention's output and
+// its merged-heads view, read by the output projection's weight gradient)
+// is one buffer, counted once, as the topmost saved tensor of its view
+// chain. Every other tensor maps to itself. (Korthikanti et al. 2022 count
+// the attention output once, as the projection's input.)
+std::vector<int> saved_storage(const Graph& g);
+
 // Appends a collective op over `axis` (sum-linear, producer of its outputs)
 // to g.ops without placing it in program order; returns its id.
 int add_collective_op(Graph& g, std::string name, CollectiveType coll, std::string axis, Phase phase,

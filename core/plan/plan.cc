@@ -267,12 +267,15 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
   }
   // Saved activations: the part of their first backward reader (as
   // summary.json's activation_bytes_by_layer), layer -1 by its producer.
+  // A saved view of a saved tensor is that tensor's buffer (saved_storage).
   std::set<int> seen, seen_w;
+  const std::vector<int> storage = saved_storage(g);
   for (int id : g.order) {
     const Op& o = g.ops[id];
     if (o.phase != Phase::kBackward) continue;
-    for (int t : o.inputs) {
-      if (!is_saved_activation(g, t)) continue;
+    for (int read : o.inputs) {
+      if (!is_saved_activation(g, read)) continue;
+      const int t = storage[static_cast<size_t>(read)];
       const bool first = seen.insert(t).second, first_w = o.wgrad && seen_w.insert(t).second;
       if (!first && !first_w) continue;
       Part* part = nullptr;
@@ -451,6 +454,34 @@ GroupShape dp_group_shape(const NetworkModel& net, const ParallelConfig& p, int6
   return b.finish(net);
 }
 
+// Rank 0's expert data-parallel group (MoE): api.cc reads a stage's tp,
+// cp and dp indices as one index (in the job's rank order, fastest first)
+// and splits it again as expert_tp x ep x edp (inner first), so member j
+// of the group sits at index j * expert_tp * ep.
+GroupShape expert_dp_group_shape(const NetworkModel& net, const ParallelConfig& p) {
+  std::vector<std::pair<int64_t, int64_t>> base;  // (degree, rank stride) of tp, cp, dp in rank order
+  int64_t stride = 1;
+  for (const std::string& a : p.order) {
+    const int64_t deg = a == "tp" ? p.tp : a == "cp" ? p.cp : a == "dp" ? p.dp : p.pp;
+    if (a == "tp" || a == "cp" || a == "dp") base.push_back({deg, stride});
+    stride *= deg;
+  }
+  const int64_t ne = p.expert_dp(), step = p.expert_tp_degree() * p.ep;
+  std::vector<int64_t> members;
+  for (int64_t j = 0; j < ne; ++j) {
+    int64_t f = j * step, r = 0;
+    for (const auto& [deg, st] : base) {
+      r += (f % deg) * st;
+      f /= deg;
+    }
+    members.push_back(r);
+  }
+  std::sort(members.begin(), members.end());
+  GroupShapeBuilder b;
+  for (int64_t r : members) b.add(net, r);
+  return b.finish(net);
+}
+
 // A lower bound of the data-parallel communication one rank of a stage
 // issues (its one communication stream runs it all): the gradient
 // reduction and ZeRO's gathers as single collectives (the buckets' extra
@@ -492,6 +523,31 @@ double dp_comm_bound(const Job& job, const NetworkModel& net, int64_t dense, int
   return t;
 }
 
+// The routed experts' share of the same stream (MoE): their gradients are
+// summed over the expert data-parallel group (edp; parallel/buckets.cc),
+// their ZeRO state sharded over it (parallel/zero.cc: ZeRO 1/2 gather the
+// updated expert weights after the step, ZeRO-3 gathers each unit's
+// experts separately, before its forward and its backward, per
+// micro-batch), all on the data-parallel stream (sim/simulate.cc: every
+// kind but tp, cp and ep), one collective per kind at least (rank 0's edp
+// group, expert_dp_group_shape).
+double expert_dp_comm_bound(const Job& job, const NetworkModel& net, const GroupShape& g, int64_t expert,
+                            const std::vector<int64_t>& expert_units, int64_t m) {
+  const ParallelConfig& p = job.parallel;
+  const int64_t ne = job.model.is_moe() ? p.expert_dp() : 1;
+  if (ne <= 1 || expert <= 0) return 0;
+  const int64_t gbytes = expert * dtype_bytes(job.training.grad_reduce_dtype);
+  const int64_t wbytes = expert * dtype_bytes(job.training.dtype);
+  if (p.zero == 0) return collective_micros(net, g, CollectiveType::kAllReduce, gbytes);
+  double t = collective_micros(net, g, CollectiveType::kReduceScatter, gbytes);
+  if (p.zero < 3) return t + collective_micros(net, g, CollectiveType::kAllGather, (wbytes + ne - 1) / ne);
+  for (int64_t u : expert_units) {
+    const int64_t ub = u * dtype_bytes(job.training.dtype);
+    t += 2.0 * static_cast<double>(m) * collective_micros(net, g, CollectiveType::kAllGather, (ub + ne - 1) / ne);
+  }
+  return t;
+}
+
 // Per stage, the saved-activation peak over the schedule (bytes). Layouts
 // that differ only in ZeRO, the shard group or the rank order share it:
 // keyed by the proxy and (pp, vp, schedule, dp), which fix the chunks and
@@ -512,7 +568,7 @@ int chunk_kind_of(const PlanLayout& l) {
 }
 
 Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, PeakCache* cache = nullptr,
-                  int proxy_index = -1, bool count_buckets = true) {
+                  int proxy_index = -1, bool count_buckets = true, bool expert_dp_bound = true) {
   Estimate e;
   if (!px.ok) return e;
   std::vector<int64_t>* peaks = nullptr;
@@ -534,12 +590,16 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
   const bool has_drain = t.schedule != Schedule::kZeroBubble;
   const bool comm_bound = net && !net->astra && net->algorithm != "hierarchical";
   const bool megatron = comm_bound;  // the default simulation's streams (sim/simulate.h SimStreams)
+  // Rank 0's edp group (MoE), once per layout: up to thousands of members.
+  const int64_t ne = job.model.is_moe() ? p.expert_dp() : 1;
+  const GroupShape edp = comm_bound && expert_dp_bound && ne > 1 ? expert_dp_group_shape(*net, p) : GroupShape{};
   for (int64_t st = 0; st < p.pp; ++st) {
     const std::vector<Chunk> chunks = stage_chunks(L, p.pp, v, p.pipeline_layout, st);
     std::vector<ChunkSums> cs;
     int64_t dense = 0, expert = 0, buckets = 0;
     double busy = 0, comm = 0, gather = 0, trail = 0;
     std::vector<int64_t> units;  // FSDP units: the layers, the embedding, the head
+    std::vector<int64_t> expert_units;  // the layers' routed experts (gathered apart, over edp)
     for (const Chunk& c : chunks) {
       cs.push_back(chunk_sums(px, c, nv, job.model.tied_embeddings));
       dense += cs.back().params_dense;
@@ -555,9 +615,12 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
       trail = std::max(trail, cs.back().fb_us - cs.back().f_us - cs.back().bc_us + on_compute);
       if (comm_bound && job.parallel.zero == 3) {
         for (int64_t l = c.first_layer; l < c.end_layer; ++l) units.push_back(layer_part(px, l).params_dense);
+        for (int64_t l = c.first_layer; l < c.end_layer; ++l)
+          if (layer_part(px, l).params_expert > 0) expert_units.push_back(layer_part(px, l).params_expert);
         if (cs.back().pre_post_dense > 0) units.push_back(cs.back().pre_post_dense);
       }
     }
+    if (comm_bound && expert_dp_bound) comm += expert_dp_comm_bound(job, *net, edp, expert, expert_units, m);
     if (comm_bound) comm += dp_comm_bound(job, *net, dense, buckets, units, m);
     // ZeRO 1/2 all-gather the updated parameters after the optimizer
     // step, which starts after the stage's last compute node.
@@ -567,6 +630,9 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
       gather = collectives_us(*net, dp_group_shape(*net, job.parallel, n), CollectiveType::kAllGather,
                               (wbytes + n - 1) / n, buckets);
     }
+    // ... and the routed experts' over edp, on the same stream.
+    if (comm_bound && expert_dp_bound && (job.parallel.zero == 1 || job.parallel.zero == 2) && expert > 0 && ne > 1)
+      gather += collective_micros(*net, edp, CollectiveType::kAllGather, (expert * dtype_bytes(t.dtype) + ne - 1) / ne);
     max_comm = std::max(max_comm, comm);
     // The stage's compute runs on one stream, after micro-batch 0's forward
     // went through the first chunk of every earlier stage; ZeRO's gather
@@ -643,7 +709,7 @@ int64_t pp_stride(const ParallelConfig& p) {
 // of the unit before it in the same phase and micro-batch (zero.cc's
 // after_op): gathers slower than a layer's compute show up as waits.
 // Every quantity is at most the simulator's; every wait one it imposes.
-double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net) {
+double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net, bool experts = true) {
   const ParallelConfig& p = job.parallel;
   const TrainingConfig& t = job.training;
   const int64_t L = job.model.num_layers, v = p.virtual_stages, nv = p.pp * v;
@@ -653,19 +719,30 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net)
   const bool zb = t.schedule == Schedule::kZeroBubble;
   const int64_t sg = p.shard_degree();
   const bool fsdp = megatron && p.zero == 3 && sg > 1;
-  std::vector<double> gather_us(px.layers.size(), 0);
+  // MoE: the routed experts' gradients and ZeRO collectives go over the
+  // expert data-parallel group, on the same stream (expert_dp_comm_bound).
+  const int64_t ne = experts && megatron && job.model.is_moe() ? p.expert_dp() : 1;
+  const GroupShape edp_shape = ne > 1 ? expert_dp_group_shape(*net, p) : GroupShape{};
+  std::vector<double> gather_us(px.layers.size(), 0), expert_gather_us(px.layers.size(), 0);
   if (fsdp) {
     const GroupShape shard = dp_group_shape(*net, p, sg);
     for (size_t k = 0; k < px.layers.size(); ++k) {
       const int64_t ub = px.layers[k].params_dense * dtype_bytes(t.dtype);
       if (ub > 0) gather_us[k] = collective_micros(*net, shard, CollectiveType::kAllGather, (ub + sg - 1) / sg);
+      // A unit's experts are gathered right after its dense weights
+      // (parallel/zero.cc), before the next unit's gathers.
+      const int64_t eb = px.layers[k].params_expert * dtype_bytes(t.dtype);
+      if (ne > 1 && eb > 0)
+        expert_gather_us[k] = collective_micros(*net, edp_shape, CollectiveType::kAllGather, (eb + ne - 1) / ne);
     }
   }
-  auto gather_of = [&](int64_t l) {
-    return gather_us[static_cast<size_t>(std::min<int64_t>(l, static_cast<int64_t>(gather_us.size()) - 1))];
+  auto layer_index = [&](int64_t l) {
+    return static_cast<size_t>(std::min<int64_t>(l, static_cast<int64_t>(gather_us.size()) - 1));
   };
+  auto gather_of = [&](int64_t l) { return gather_us[layer_index(l)]; };
+  auto expert_gather_of = [&](int64_t l) { return expert_gather_us[layer_index(l)]; };
   struct UnitTimes {
-    double c = 0, prefix = 0, post = 0, gather = 0;  // µs
+    double c = 0, prefix = 0, post = 0, gather = 0, expert_gather = 0;  // µs
   };
   // Per phase (F, B, W) of a part: stream time, compute before and from
   // the first weight reader.
@@ -689,6 +766,11 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net)
     }
     u.prefix = std::max(0.0, u.prefix);
     u.gather = g;
+    return u;
+  };
+  auto layer_times = [&](int64_t l, StepKind k) {
+    UnitTimes u = times(layer_part(px, l), k, gather_of(l));
+    if (k != StepKind::kWeight) u.expert_gather = expert_gather_of(l);
     return u;
   };
   const int64_t n = p.dp * p.cp;
@@ -716,7 +798,9 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net)
       double at;
       int64_t params, buckets;  // reductions
       double fixed_us;          // gathers
+      int64_t expert_params = 0;  // routed experts' reductions (over edp)
     };
+    int64_t expert = 0;  // the stage's routed-expert parameters
     std::vector<DpItem> dp_items;
   };
   std::vector<StageState> stages(static_cast<size_t>(p.pp));
@@ -759,6 +843,11 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net)
     if (megatron && p.zero >= 1 && sg > 1 && sg < n && dense > 0)
       S.gather_after += collectives_us(*net, dp_group_shape(*net, p, n / sg, sg), CollectiveType::kAllReduce,
                                        (dense * dtype_bytes(t.grad_reduce_dtype) + sg - 1) / sg, buckets);
+    // ZeRO 1/2 gather the updated routed experts over edp too.
+    for (const ChunkSums& c : S.sums) S.expert += c.params_expert;
+    if ((p.zero == 1 || p.zero == 2) && ne > 1 && S.expert > 0)
+      S.gather_after += collective_micros(*net, edp_shape, CollectiveType::kAllGather,
+                                          (S.expert * dtype_bytes(t.dtype) + ne - 1) / ne);
   }
   // Runs one step of a stage whose arrival (µs, lower bound) is known.
   auto run = [&](StageState& S, const Step& s, double a) {
@@ -787,24 +876,28 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net)
       // no earlier than the end of the unit before (the compute chain).
       if (final && layer >= 0 && n > 1)
         S.dp_items.push_back({clock, layer_part(px, layer).params_dense, layer_part(px, layer).big_grads, 0});
+      if (final && layer >= 0 && ne > 1 && layer_part(px, layer).params_expert > 0)
+        S.dp_items.push_back({clock, 0, 0, 0, layer_part(px, layer).params_expert});
       if (!gathered || !fu || wstep) {
         clock += u.c;
         return;
       }
-      if (u.gather > 0) S.dp_items.push_back({after, 0, 0, u.gather});
+      if (u.gather + u.expert_gather > 0) S.dp_items.push_back({after, 0, 0, u.gather + u.expert_gather});
       const double ge = std::max(S.dp_stream, after) + u.gather;
-      S.dp_stream = ge;
+      S.dp_stream = ge + u.expert_gather;
       after = std::max(clock + u.prefix, ge);  // the first reader's start, a lower bound of its end
-      clock = std::max(clock + u.c, ge + u.post);
+      // The unit's routed-expert GEMMs read the expert gather's output, and
+      // the unit's last node follows them in the compute chain.
+      clock = std::max({clock + u.c, ge + u.post, ge + u.expert_gather});
     };
     const StepKind k = s.kind;
     if (fwd) {
       if (has_pre) unit(times(px.pre, k, 0), false);
-      for (int64_t l = c.first_layer; l < c.end_layer; ++l) unit(times(layer_part(px, l), k, gather_of(l)), true, -1);
+      for (int64_t l = c.first_layer; l < c.end_layer; ++l) unit(layer_times(l, k), true, -1);
       if (has_post) unit(times(px.post, k, 0), false);
     } else {
       if (has_post) unit(times(px.post, k, 0), false);
-      for (int64_t l = c.end_layer - 1; l >= c.first_layer; --l) unit(times(layer_part(px, l), k, gather_of(l)), true, l);
+      for (int64_t l = c.end_layer - 1; l >= c.first_layer; --l) unit(layer_times(l, k), true, l);
       if (has_pre) unit(times(px.pre, k, 0), false);
     }
     if (wstep) {
@@ -879,10 +972,16 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net)
     // unbounded bucket size; parallel/buckets.cc), whose one reduction
     // reads all of them: it starts no earlier than the latest release of
     // any layer's gradients, and carries all of the stage's.
+    // Likewise the routed experts' gradients, in one bucket over edp.
     if (!t.overlap_grad_reduce) {
-      StageState::DpItem one{-1, 0, 0, 0};
+      StageState::DpItem one{-1, 0, 0, 0}, experts{-1, 0, 0, 0};
       std::vector<StageState::DpItem> rest;
       for (const StageState::DpItem& it : S.dp_items) {
+        if (it.expert_params > 0) {
+          experts.at = std::max(experts.at, it.at);
+          experts.expert_params += it.expert_params;
+          continue;
+        }
         if (it.params <= 0) {
           rest.push_back(it);
           continue;
@@ -892,17 +991,28 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net)
       }
       one.params = S.dense;
       if (one.at >= 0 && one.params > 0) rest.push_back(one);
+      if (experts.at >= 0) rest.push_back(experts);
       S.dp_items = std::move(rest);
     }
     std::sort(S.dp_items.begin(), S.dp_items.end(),
               [](const StageState::DpItem& a, const StageState::DpItem& b) { return a.at > b.at; });
-    int64_t params = 0, b = 0;
+    int64_t params = 0, b = 0, eparams = 0;
     double fixed = 0;
     for (const StageState::DpItem& it : S.dp_items) {
       params += it.params;
       b += it.buckets;
       fixed += it.fixed_us;
+      eparams += it.expert_params;
       double tail = fixed;
+      // The experts' reductions over edp (at least one collective of all
+      // released then or later: time affine in size), and with ZeRO 1/2
+      // the gather of the updated experts after the step.
+      if (eparams > 0)
+        tail += collective_micros(*net, edp_shape, p.zero == 0 ? CollectiveType::kAllReduce : CollectiveType::kReduceScatter,
+                                  eparams * dtype_bytes(t.grad_reduce_dtype));
+      if ((p.zero == 1 || p.zero == 2) && ne > 1 && S.expert > 0)
+        tail += collective_micros(*net, edp_shape, CollectiveType::kAllGather,
+                                  (S.expert * dtype_bytes(t.dtype) + ne - 1) / ne);
       if (params > 0) {
         const int64_t g = params * dtype_bytes(t.grad_reduce_dtype), w = params * dtype_bytes(t.dtype);
         if (p.zero == 0) tail += collectives_us(*net, all, CollectiveType::kAllReduce, g, b);
@@ -1738,7 +1848,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
         continue;
       const Proxy& px = proxies[static_cast<size_t>(cd.proxy)];
       if (!px.ok) continue;
-      Estimate e = estimate(layout_job(base, l), px, &net, nullptr, -1, o.replay_bound);
+      Estimate e = estimate(layout_job(base, l), px, &net, nullptr, -1, o.replay_bound, o.expert_dp_bound);
       if (e.lower <= usable) seeds.emplace_back(static_cast<int>(i), e);
     }
     std::sort(seeds.begin(), seeds.end(), [&](const auto& x, const auto& y) {
@@ -1802,7 +1912,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
         cd.reason = px.error.path + ": " + px.error.message;
         continue;
       }
-      cd.est = estimate(layout_job(base, cd.l), px, &net, &peak_cache, cd.proxy, o.replay_bound);
+      cd.est = estimate(layout_job(base, cd.l), px, &net, &peak_cache, cd.proxy, o.replay_bound, o.expert_dp_bound);
       if (cd.est.lower > usable) {
         cd.state = Cand::kMemory;
         cd.short_by = cd.est.lower - usable;
@@ -1872,7 +1982,8 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     cd.refined = true;
     ++r.counts.replayed;
     cd.est.bound_us =
-        std::max(cd.est.bound_us, replay_bound_us(layout_job(base, cd.l), proxies[static_cast<size_t>(cd.proxy)], &net));
+        std::max(cd.est.bound_us, replay_bound_us(layout_job(base, cd.l), proxies[static_cast<size_t>(cd.proxy)], &net,
+                                    o.expert_dp_bound));
     const auto to = std::upper_bound(order.begin() + static_cast<std::ptrdiff_t>(pos) + 1, order.end(), order[pos], by_bound);
     std::rotate(order.begin() + static_cast<std::ptrdiff_t>(pos), order.begin() + static_cast<std::ptrdiff_t>(pos) + 1, to);
   };

@@ -78,6 +78,10 @@ struct PlanOptions {
   // (the closed form without gradient bucket counts, no schedule replay;
   // docs/plan.md, step 5). The result is the same, only slower.
   bool replay_bound = true;
+  // Tests and benchmark baseline: false leaves the routed experts'
+  // data-parallel collectives (over edp) out of both bounds, as before
+  // 2026-11-27 (docs/plan.md, step 5). The result is the same, only slower.
+  bool expert_dp_bound = true;
   // The seed step (docs/plan.md, "Anytime"): a first best so far from a
   // few layouts before the estimates of all. false (tests) leaves it out;
   // the result is the same, the first best comes later.

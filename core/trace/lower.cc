@@ -30,12 +30,13 @@ class Lowerer {
     // the backward step frees what only it reads, the weight-gradient step
     // (zero-bubble) what the weight-gradient ops read.
     std::vector<int64_t> saved(static_cast<size_t>(o_.virtual_stages), 0), for_w(saved);
+    const std::vector<int> storage = saved_storage(g_);
     for (int c = 0; c < o_.virtual_stages; ++c) {
-      SC_ASSIGN_OR_RETURN(saved[c], saved_activation_bytes(g_, bind_, c));
-      std::set<int> read_by_w;
+      SC_ASSIGN_OR_RETURN(saved[c], saved_activation_bytes(g_, bind_, c, storage));
+      std::set<int> read_by_w;  // buffers, as saved_activation_bytes counts them
       for (int id : seg_[{StepKind::kWeight, c}])
         for (int t : g_.ops[id].inputs)
-          if (is_saved_activation(g_, t)) read_by_w.insert(t);
+          if (is_saved_activation(g_, t)) read_by_w.insert(storage[static_cast<size_t>(t)]);
       for (int t : read_by_w) {
         SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
         for_w[c] += b;
@@ -1436,12 +1437,17 @@ class Lowerer {
 }  // namespace
 
 Result<int64_t> saved_activation_bytes(const Graph& g, const Bindings& bind, int chunk) {
-  std::set<int> saved;
+  return saved_activation_bytes(g, bind, chunk, saved_storage(g));
+}
+
+Result<int64_t> saved_activation_bytes(const Graph& g, const Bindings& bind, int chunk,
+                                       const std::vector<int>& storage) {
+  std::set<int> saved;  // buffers: a saved view of a saved tensor is its buffer
   for (int id : g.order) {
     const Op& o = g.ops[id];
     if (o.phase != Phase::kBackward || o.chunk != chunk) continue;
     for (int t : o.inputs)
-      if (is_saved_activation(g, t)) saved.insert(t);
+      if (is_saved_activation(g, t)) saved.insert(storage[static_cast<size_t>(t)]);
   }
   int64_t total = 0;
   for (int t : saved) {

@@ -144,5 +144,8 @@ RankTrace instantiate_rank(const RoleProgram& p, const RankLayout& layout, int64
 // Bytes of forward activations of chunk `chunk` that its backward reads
 // (saved for backward), per micro-batch.
 Result<int64_t> saved_activation_bytes(const Graph& g, const Bindings& bind, int chunk);
+// The same with saved_storage(g) computed once by the caller.
+Result<int64_t> saved_activation_bytes(const Graph& g, const Bindings& bind, int chunk,
+                                       const std::vector<int>& storage);
 
 }  // namespace sc

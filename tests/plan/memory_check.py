@@ -7,7 +7,9 @@ computes the published figure from its formula:
 
 - Korthikanti et al. 2022 (arXiv 2205.05198), Table 2: activation bytes per
   transformer layer and micro-batch, GPT-3 175B's layer (h 12288, a 96) at
-  s 2048, b 1, t 8 (/work/shared/docs/reference-numbers.md);
+  s 2048, b 1, t 8 (/work/shared/docs/reference-numbers.md); and the same
+  with fused (flash) attention: the 5·a·s/h term replaced by the kernel's
+  fp32 log-sum-exp;
 - Megatron-LM's memory estimator (megatron/training/theoretical_memory_usage.py,
   NVIDIA/Megatron-LM): weights + gradients + optimizer of the most loaded
   rank, `6 + 12 / dp` bytes per parameter with the distributed optimizer,
@@ -68,17 +70,26 @@ KORTHIKANTI = [
     ("tensor + sequence parallel + selective", T, True, "selective", "s·b·h·34/t", SBH * 34 / T),
     ("full recompute (tensor parallel)", T, False, "full", "2·s·b·h", 2 * SBH),
 ]
+# With fused (flash) attention the 5·a·s/h term (scores, softmax, its dropout
+# mask) is not stored; the kernel keeps its fp32 log-sum-exp, 4·a·s·b bytes,
+# and its output is the projection's input (one buffer of the 34).
+KORTHIKANTI_FLASH = [
+    ("no parallelism, flash attention", 1, False, "none", "s·b·h·34 + 4·a·s·b", SBH * 34 + 4 * A * S * B),
+    ("tensor + sequence parallel, flash attention", T, True, "none", "s·b·h·34/t + 4·a·s·b/t",
+     SBH * 34 / T + 4 * A * S * B / T),
+]
 
 
 def korthikanti_rows(cli):
     rows = []
-    for name, tp, sp, rc, text, want in KORTHIKANTI:
-        job = {"model": {"preset": "gpt3-175b", "num_layers": 2, "flash_attention": False}, "hardware": "h100",
+    for name, tp, sp, rc, text, want, flash in ([k + (False,) for k in KORTHIKANTI] +
+                                                [k + (True,) for k in KORTHIKANTI_FLASH]):
+        job = {"model": {"preset": "gpt3-175b", "num_layers": 2, "flash_attention": flash}, "hardware": "h100",
                "parallel": {"tp": tp, "sequence_parallel": sp},
                "training": {"seq_len": S, "global_batch_size": 1, "micro_batch_size": 1, "recompute": rc}}
         d = inspect(cli, job)
         have = d["stages"][0]["activation_bytes_by_layer"]["1"]
-        label = f"gpt3-175b layer, tp{tp}{'+sp' if sp else ''}, rc-{rc}, s {S}, b {B}"
+        label = f"gpt3-175b layer{', flash' if flash else ''}, tp{tp}{'+sp' if sp else ''}, rc-{rc}, s {S}, b {B}"
         rows.append(("korthikanti", f"Korthikanti Table 2: {name}", label, "activation bytes per layer",
                      have, text, want))
     return rows
@@ -129,6 +140,10 @@ def megatron_rows(cli, meta_only=False):
         have_layer = max(st["activation_bytes_by_layer"].values())
         rows.append((group, f"{name}: activations per layer", label, "bytes per layer and micro-batch",
                      have_layer, "s·b·h·(18 + 4·ffn/h)/t", per_layer))
+        # What the plan checks a simulated layout with: summary.json's
+        # peak_live (every buffer over the program, not only the saved ones).
+        rows.append((group, f"{name}: peak memory", label, "peak_live of the stage (the plan's check)",
+                     mem["peak_live"], "params · (6 + 12/dp) + the activations above", want_static + want_act))
     return rows
 
 

@@ -59,3 +59,42 @@ TEST_CASE("korthikanti: Figure 1 activation memory, TP only and TP + SP + select
     CHECK(per_layer(r, true, Recompute::kSelective) * r.L * factor / gib == doctest::Approx(r.tp_sp_selective));
   }
 }
+
+// Korthikanti et al. 2022, Table 2, with fused (flash) attention: the
+// 5·a·s/h term (scores, softmax, its dropout mask) is gone and the kernel
+// keeps its log-sum-exp instead (fp32, one per query and head). The other
+// 34 units of s·b·h bytes, one by one: LN1 input 2, QKV GEMM input 2, Q 2,
+// K 2, V 2 (the kernel's inputs), the attention output 2 — ONE buffer,
+// the kernel's output and the projection's input (its merged-heads view) —
+// attention dropout mask 1, LN2 input 2, fc1 input 2, GeLU input 8, fc2
+// input 8, MLP dropout mask 1. Replicated under tp without sp: the LN
+// inputs, the QKV and fc1 inputs and the two masks (10); the rest is
+// split over t (24); sequence parallelism splits all 34.
+TEST_CASE("korthikanti: Table 2 with flash attention counts the attention output once") {
+  const int64_t s = 2048, b = 1, h = 12288, a = 96;
+  const double sbh = double(s * b * h);
+  auto layer = [&](int64_t t, bool sp) {
+    Job j = gpt_job(2, h, a, t, 1, sp, b, s);
+    j.model.flash_attention = true;
+    return summary(make(j))["stages"][0]["activation_bytes_by_layer"]["1"].get<double>();
+  };
+  const double units = 2 + 2 + 2 + 2 + 2 + 2 + 1 + 2 + 2 + 8 + 8 + 1;
+  CHECK(units == 34);
+  const double lse = 4.0 * double(b * a * s);
+  CHECK(layer(1, false) == sbh * 34 + lse);
+  CHECK(layer(8, false) == sbh * (10 + 24.0 / 8) + lse / 8);
+  CHECK(layer(8, true) == sbh * 34 / 8 + lse / 8);
+}
+
+// The pipeline's saved-activation peak (trace/lower.cc, a separate count
+// from summary.json's per-layer figure) grows by the same formula per
+// layer: one micro-batch, pp 1, so the peak is every layer's saved bytes.
+TEST_CASE("korthikanti: the saved-activation peak adds 34·s·b·h/t per flash-attention layer") {
+  const int64_t s = 2048, b = 1, h = 12288, a = 96, t = 8;
+  auto peak = [&](int64_t L) {
+    Job j = gpt_job(L, h, a, t, 1, true, b, s);
+    j.model.flash_attention = true;
+    return summary(make(j))["stages"][0]["memory_bytes"]["activations_peak"].get<double>();
+  };
+  CHECK(peak(3) - peak(2) == double(s * b * h) * 34 / t + 4.0 * double(b * a * s) / t);
+}
