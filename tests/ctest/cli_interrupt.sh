@@ -84,11 +84,23 @@ stop_within_1s "plan (validation or estimates)" INT 1 130 "$CLI" "${PLAN[@]}" --
 grep -q "INCOMPLETE (interrupted or time limit)" stop.out || fail "plan SIGINT: not marked incomplete: $(head -3 stop.out)"
 stop_within_1s "plan" TERM 2.5 143 "$CLI" "${PLAN[@]}" --progress none
 
+# The signal lands at a share of the command's own run time, measured
+# first on this machine (a fixed delay would find a fast machine done).
+# at_share SHARE CMD...: SHARE x one full run's wall seconds.
+at_share() {
+  local share=$1 s; shift
+  s=$(now)
+  "$@" > /dev/null 2>&1
+  awk -v n=$(( $(now) - s )) -v f="$share" 'BEGIN { printf "%.2f", n / 1e9 * f }'
+}
+
 # inspect of the 1T job (64 stages, 512 micro-batches): about 1.5 s of
-# CPU, most of it the build and the simulation of summary.json.
+# CPU; the build and the budget count take its first 15%, the simulation
+# of summary.json most of the rest.
 T1="${STAGECRAFT_SOURCE_DIR:?set STAGECRAFT_SOURCE_DIR to the source tree}/tests/bench/jobs/korthikanti-1t.json"
-stop_within_1s "inspect 1T (build)" INT 0.3 130 "$CLI" inspect --config "$T1"
-stop_within_1s "inspect 1T (later)" TERM 0.9 143 "$CLI" inspect --config "$T1"
+full=$(at_share 1 "$CLI" inspect --config "$T1")
+stop_within_1s "inspect 1T (build)" INT "$(awk -v f=$full 'BEGIN { printf "%.2f", f * 0.1 }')" 130 "$CLI" inspect --config "$T1"
+stop_within_1s "inspect 1T (simulation)" TERM "$(awk -v f=$full 'BEGIN { printf "%.2f", f * 0.6 }')" 143 "$CLI" inspect --config "$T1"
 
 # A serving workload of 20,000 requests x 1,024 output tokens: the run
 # (polled every 4,096 iterations) and the percentiles of 2 * 10^7
@@ -98,12 +110,14 @@ cat > work.json <<'J'
  "serving": {"prompt_tokens": 2048, "output_tokens": 1024,
              "workload": {"arrival": "poisson", "rate": 200, "requests": 20000, "seed": 1}}}
 J
-stop_within_1s "inspect serving workload (build)" INT 0.6 130 "$CLI" inspect --config work.json
-stop_within_1s "inspect serving workload (run)" TERM 2.5 143 "$CLI" inspect --config work.json
+full=$(at_share 1 "$CLI" inspect --config work.json)
+stop_within_1s "inspect serving workload (early)" INT "$(awk -v f=$full 'BEGIN { printf "%.2f", f * 0.2 }')" 130 "$CLI" inspect --config work.json
+stop_within_1s "inspect serving workload (late)" TERM "$(awk -v f=$full 'BEGIN { printf "%.2f", f * 0.7 }')" 143 "$CLI" inspect --config work.json
 
-# generate of 4,096 ranks: the export stops and removes what it wrote.
-GEN=(generate --model llama3-8b --layers 8 --tp 2 --pp 2 --dp 1024 --seq-len 1024 --global-batch-size 8192 -q)
-stop_within_1s "generate 4,096 ranks (directory)" TERM 0.8 143 "$CLI" "${GEN[@]}" -o gen_out
+# generate of 4,096 ranks (833 MB; one writer thread, at least a second or
+# two on any disk): the export stops and removes what it wrote.
+GEN=(generate --model llama3-8b --layers 8 --tp 2 --pp 2 --dp 1024 --seq-len 1024 --global-batch-size 8192 --threads 1 -q)
+stop_within_1s "generate 4,096 ranks (directory)" TERM 0.5 143 "$CLI" "${GEN[@]}" -o gen_out
 compgen -G "gen_out*" && fail "the stopped generate left $(compgen -G 'gen_out*')"
 
 # --- An inherited SIG_IGN stays: this script's background job has SIGINT
