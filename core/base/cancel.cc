@@ -9,12 +9,15 @@
 namespace sc {
 namespace {
 std::atomic<bool> g_cancel{false};
+std::atomic<bool> g_keep{false};
 static_assert(std::atomic<bool>::is_always_lock_free, "set from a signal handler");
 }  // namespace
 
 void request_cancel() { g_cancel.store(true, std::memory_order_relaxed); }
 void clear_cancel() { g_cancel.store(false, std::memory_order_relaxed); }
 bool cancel_requested() { return g_cancel.load(std::memory_order_relaxed); }
+void set_keep_on_cancel(bool keep) { g_keep.store(keep, std::memory_order_relaxed); }
+bool keep_on_cancel() { return g_keep.load(std::memory_order_relaxed); }
 
 Status check_cancelled(const char* where) {
   if (!cancel_requested()) return ok_status();
