@@ -9,8 +9,9 @@
 #
 # A bound on correctness (the "within 1 s"), not a speed target:
 # the work measured is the stop itself (a poll of the cancel flag, the
-# answer printed, the process ended), which takes well under 0.3 s on the
-# shared 2-core machine at load 8-12; 1 s leaves a factor 3 for a loaded CI.
+# answer printed, the process ended), which took 0.03-0.45 s on the
+# shared 2-core machine at load 8-12 (two `yes` beside it): 1 s leaves a
+# factor 2 or more for a loaded CI.
 # A phase without a poll shows as seconds of overshoot. Each check gets
 # 3 attempts and fails only if none is within the bound: a regression
 # fails all three, a moment of load one.
