@@ -443,6 +443,9 @@ int answer_request(const std::string& command, const Job& job, const std::string
   Request req;
   req.op = op;
   req.generator = &*gen;
+  // Only the answer and its printing remain, nothing to clean up: a
+  // signal from now on ends the process at once (docs/promises.md).
+  release_signals(command);
   Response res = RequestHandler().handle(req);
   keep_until_exit(std::move(*gen));
   if (!res.ok()) return report_error(command, *res.error);

@@ -102,13 +102,32 @@ extern "C" void on_signal(int sig) {
 }
 }  // namespace
 
+namespace {
+constexpr int kCaught[2] = {SIGINT, SIGTERM};
+struct sigaction g_inherited[2];
+bool g_saved = false;
+}  // namespace
+
 void install_signal_cleanup() {
+  if (!g_saved) {
+    for (int i = 0; i < 2; ++i) sigaction(kCaught[i], nullptr, &g_inherited[i]);
+    g_saved = true;
+  }
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  for (int i = 0; i < 2; ++i)
+    if (g_inherited[i].sa_handler != SIG_IGN) sigaction(kCaught[i], &sa, nullptr);
+}
+
+void release_signals(const std::string& command) {
+  if (!g_saved) return;
+  for (int i = 0; i < 2; ++i) sigaction(kCaught[i], &g_inherited[i], nullptr);
+  if (int sig = g_signal; sig != 0) {
+    std::fprintf(stderr, "stagecraft %s: interrupted by %s\n", command.c_str(), sig == SIGINT ? "SIGINT" : "SIGTERM");
+    reraise_if_signalled();
+  }
 }
 
 int pending_signal() { return g_signal; }

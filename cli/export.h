@@ -79,9 +79,17 @@ Status check_output(const std::filesystem::path& out, OutputFormat format, bool 
 // SIGINT/SIGTERM set a flag that run_export polls; it then removes its
 // temporary output and returns an error, and the caller re-raises with
 // reraise_if_signalled() so the exit status says "killed by signal".
+// A signal the process inherited as ignored (SIG_IGN: SIGINT of a
+// background job started by a non-interactive shell) stays ignored, as
+// POSIX shells expect of the commands they start (docs/promises.md).
 void install_signal_cleanup();
 int pending_signal();
 void reraise_if_signalled();
+// Once nothing is left to clean up (the build is done and only printing
+// remains): a signal that arrived meanwhile ends the process now (with
+// the "interrupted" note), and later ones get their inherited disposition
+// back (the default: the process ends at once, whatever it is doing).
+void release_signals(const std::string& command);
 
 // Tests (docs/export.md): with STAGECRAFT_TEST_PAUSE=<point> the writer
 // prints "stagecraft: test pause at <point>" on stderr at that point and

@@ -13,6 +13,7 @@
 
 #include "api/api.h"
 #include "args.h"
+#include "base/cancel.h"
 #include "commands.h"
 
 namespace sc::cli {
@@ -172,6 +173,8 @@ int main(int argc, char** argv) {
   // mid-write, leaving OUT.tmp-<pid>; ignored, the write fails with EFBIG
   // and the ordinary error path reports it and removes the temporary.
   std::signal(SIGXFSZ, SIG_IGN);
+  // A cancelled build is not freed: the process ends right after it.
+  sc::set_keep_on_cancel(true);
   try {
     sc::cli::check_stdout_writes();
     return sc::cli::finish_stdout(sc::cli::run(argc, argv));

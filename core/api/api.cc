@@ -10,6 +10,7 @@
 #include "api/budget.h"
 #include "api/serving.h"
 #include "api/state.h"
+#include "base/cancel.h"
 #include "emit/chakra_writer.h"
 #include "graph/autodiff.h"
 #include "model/transformer.h"
@@ -170,6 +171,13 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
   if (options.check_budget) SC_RETURN_IF_ERROR(check_budget(job));  // refuse before building (api/budget.h)
   if (job.inference()) return create_serving_generator(job);  // api/serving.cc
   auto s = std::make_unique<GeneratorState>();
+  // Cancelled in a process that exits next: not freed (base/cancel.h).
+  struct KeepOnCancel {
+    std::unique_ptr<GeneratorState>& s;
+    ~KeepOnCancel() {
+      if (s && cancel_requested() && keep_on_cancel()) (void)s.release();
+    }
+  } keep_if_cancelled{s};
   s->job = job;
   const auto& p = job.parallel;
   const auto& t = job.training;

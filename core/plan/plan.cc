@@ -1793,10 +1793,15 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
       if (cd.state == Cand::kMemory &&
           (out.candidates.empty() || cd.est.bound_us / 1e6 < out.candidates.front().step_seconds))
         mem.push_back(&cd);
-    std::sort(mem.begin(), mem.end(), [](const Cand* a, const Cand* b) {
-      if (a->short_by != b->short_by) return a->short_by < b->short_by;
-      return tie_key(a->l) < tie_key(b->l);
-    });
+    // Only the first few are shown: a partial sort (the order of those is
+    // the full sort's: no two layouts tie), 0.2 s less at 10^5 layouts
+    // (a stop's answer comes within a second of it).
+    const size_t shown = std::min<size_t>(mem.size(), 5);
+    std::partial_sort(mem.begin(), mem.begin() + static_cast<std::ptrdiff_t>(shown), mem.end(),
+                      [](const Cand* a, const Cand* b) {
+                        if (a->short_by != b->short_by) return a->short_by < b->short_by;
+                        return tie_key(a->l) < tie_key(b->l);
+                      });
     // Nothing fits for memory: the fewest GPUs the model's state could fit
     // on at all, its weights, gradients and optimizer state sharded over
     // every GPU (ZeRO-3) with nothing else in memory: a lower bound (the
@@ -1840,6 +1845,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     const bool megatron_seed = in_list(c.orders, std::string("megatron"));
     std::vector<std::pair<int, Estimate>> seeds;
     for (size_t i = 0; i < cands.size() && seeds.size() < kSeedSetMax; ++i) {
+      if ((i & 255) == 0 && stopping()) break;
       const Cand& cd = cands[i];
       const PlanLayout& l = cd.l;
       if (cd.state != Cand::kNew || l.cp != 1 || l.tp > node || l.zero > 1 || l.mbs != 1 || l.vp != 1 ||
@@ -1949,6 +1955,11 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
       const auto key = std::make_tuple(cd.l.tp, cd.l.cp, cd.l.dp, cd.l.pp, cd.l.zero > 0 ? cd.l.shard_group : 0, 0);
       auto it = memo.find(key);
       if (it == memo.end()) {
+        // A stop: the layouts not looked at stay undecided (unexamined).
+        if (cancelled.load() || stopping()) {
+          cancelled = true;
+          break;
+        }
         const ParallelConfig par = layout_job(base, cd.l).parallel;
         ParallelConfig mg = par;
         mg.order = order_of("megatron");
@@ -1972,7 +1983,9 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     if (cands[a].est.bound_us != cands[b].est.bound_us) return cands[a].est.bound_us < cands[b].est.bound_us;
     return tie_key(cands[a].l) < tie_key(cands[b].l);
   };
-  std::sort(order.begin(), order.end(), by_bound);
+  // A stop before the timing needs no order (nothing more is decided).
+  if (!cancelled.load() && stopping()) cancelled = true;
+  if (!cancelled.load()) std::sort(order.begin(), order.end(), by_bound);
   // The schedule replay is computed when a layout reaches the front (it
   // costs ~ a thousandth of a simulation, but there are 10^5 layouts): the
   // layout then moves to its place by the larger bound, so the order stays

@@ -8,6 +8,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "base/cancel.h"
+
 namespace sc {
 
 int comm_kind_of_axis(const std::string& a) {
@@ -140,9 +142,16 @@ class Engine {
       x.waiting = waiting_.data() + total;
       total += plans_[x.stage].n;
     }
-    for (size_t a = 0; a < actors_.size(); ++a) init(static_cast<int>(a));
+    for (size_t a = 0; a < actors_.size(); ++a) {
+      if ((a & 255) == 0) SC_RETURN_IF_ERROR(check_cancelled("the simulation"));
+      init(static_cast<int>(a));
+    }
     for (size_t a = 0; a < actors_.size(); ++a) issue(static_cast<int>(a), 0);
-    while (!events_.empty()) {
+    // Ctrl-C, SIGTERM, plan's time limit (base/cancel.h): looked at every
+    // 2^14 events (about a millisecond), so a stop lands well within a
+    // second even in a simulation of minutes.
+    for (uint64_t n = 1; !events_.empty(); ++n) {
+      if ((n & 16383) == 0) SC_RETURN_IF_ERROR(check_cancelled("the simulation"));
       Event e = events_.top();
       events_.pop();
       if (stale(e)) continue;
@@ -295,7 +304,8 @@ class Engine {
     // Group key of every rank on every axis its stage uses.
     std::vector<std::vector<int64_t>> gid(na, std::vector<int64_t>(static_cast<size_t>(world), -1));
     std::vector<GroupShapeBuilder> builders(static_cast<size_t>(max_key_) + 1);
-    for (int64_t r = 0; r < world; ++r)
+    for (int64_t r = 0; r < world; ++r) {
+      if ((r & 4095) == 0) SC_RETURN_IF_ERROR(check_cancelled("the simulation"));
       for (int g : plans_[stage_of[r]].axes) {
         int64_t k = L_.group_id(r, axis_names_[g]);
         if (k < 1 || k > max_key_)
@@ -303,6 +313,7 @@ class Engine {
         gid[g][r] = k;
         builders[static_cast<size_t>(k)].add(net_, r);
       }
+    }
     std::vector<GroupShape> shapes(builders.size());
     for (size_t k = 0; k < builders.size(); ++k) shapes[k] = builders[k].finish(net_);
     builders.clear();
@@ -316,6 +327,7 @@ class Engine {
       std::map<std::vector<int64_t>, int> ids;
       std::vector<int64_t> key;
       for (int64_t r = 0; r < world; ++r) {
+        if ((r & 4095) == 0) SC_RETURN_IF_ERROR(check_cancelled("the simulation"));
         const StagePlan& pl = plans_[stage_of[r]];
         key.assign(1, stage_of[r]);
         for (int g : pl.axes) {
@@ -343,6 +355,7 @@ class Engine {
       std::vector<int> next(color.size());
       std::vector<int64_t> key;
       for (int64_t r = 0; r < world; ++r) {
+        if ((r & 4095) == 0) SC_RETURN_IF_ERROR(check_cancelled("the simulation"));
         const StagePlan& pl = plans_[stage_of[r]];
         key.assign(1, color[r]);
         for (int g : pl.axes) {

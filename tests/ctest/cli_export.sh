@@ -105,7 +105,9 @@ done
 # the pause; sets $pid.
 start_paused() {
   local point=$1 out=$2; shift 2
-  STAGECRAFT_TEST_PAUSE=$point "$CLI" generate "${JOB[@]}" "$@" -o "$out" > "$out.log" 2> "$out.err" &
+  # env --default-signal=INT: a background job of this script inherits
+  # SIGINT ignored, which the CLI keeps (docs/promises.md, "Interrupts").
+  STAGECRAFT_TEST_PAUSE=$point env --default-signal=INT "$CLI" generate "${JOB[@]}" "$@" -o "$out" > "$out.log" 2> "$out.err" &
   pid=$!
   for _ in $(seq 1 3000); do grep -q "test pause at $point" "$out.err" 2>/dev/null && return 0; sleep 0.01; done
   fail "$out: never paused at $point: $(cat "$out.err")"
