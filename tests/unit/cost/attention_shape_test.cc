@@ -28,6 +28,22 @@ HardwareProfile h100() {
   return *hw;
 }
 
+// Rank 0's trace nodes of a job, by name.
+std::map<std::string, TraceNode> rank0_nodes(const std::string& job_json) {
+  Result<Job> j = parse_job(job_json);
+  REQUIRE_MESSAGE(j.ok(), j.error().to_string());
+  Result<Generator> gen = Generator::create(*j);
+  REQUIRE_MESSAGE(gen.ok(), gen.error().to_string());
+  std::map<std::string, TraceNode> nodes;
+  const RankTrace trace = gen->rank_trace(0).value();  // held: a range-for over a temporary's member dangles
+  for (const TraceNode& n : trace.nodes) nodes[n.name] = n;
+  return nodes;
+}
+
+// The keys-per-row knee at head dim 128 (knee 238), relative to the
+// reference 4,096 keys.
+double knee128(double kv) { return (kv / (kv + 238)) / (4096.0 / 4334); }
+
 }  // namespace
 
 TEST_CASE("attention by shape: ratios between sequence lengths are FlashAttention-3's") {
@@ -65,15 +81,9 @@ TEST_CASE("attention by shape: 1 at the reference shape, below it for short keys
 TEST_CASE("attention by shape: a flash-attention node's duration in the trace, by hand") {
   // 1 layer, h 4096, 32 heads of 128, seq 2048, 2 sequences, causal: each
   // query visits 1024 keys on average.
-  Result<Job> j = parse_job(R"({"model": {"num_layers": 1, "hidden": 4096, "num_heads": 32, "vocab": 1000,
+  std::map<std::string, TraceNode> nodes = rank0_nodes(R"({"model": {"num_layers": 1, "hidden": 4096, "num_heads": 32, "vocab": 1000,
       "flash_attention": true}, "training": {"seq_len": 2048, "micro_batch_size": 2, "global_batch_size": 2},
       "hardware": "h100"})");
-  REQUIRE(j.ok());
-  Result<Generator> gen = Generator::create(*j);
-  REQUIRE(gen.ok());
-  std::map<std::string, TraceNode> nodes;
-  const RankTrace trace = gen->rank_trace(0).value();
-  for (const TraceNode& n : trace.nodes) nodes[n.name] = n;
   REQUIRE(nodes.count("mb0.fwd.L0.attn.flash"));
   // FLOPs: 2 x b x a x s x (s/2) x (d + d). 2 x 32 x 16 query tiles fill
   // 8 waves of 132 SMs, as the reference launch does (0.97); each tile
@@ -230,15 +240,9 @@ TEST_CASE("attention occupancy: a short causal flash-attention node in the trace
   // 1 layer, h 2048, 16 heads of 128, one sequence of 256 tokens, causal:
   // 16 x 2 = 32 query tiles in one wave on 132 SMs, lasting the last tile
   // (256 keys) while the average row visits 128.
-  Result<Job> j = parse_job(R"({"model": {"num_layers": 1, "hidden": 2048, "num_heads": 16, "vocab": 1000,
+  std::map<std::string, TraceNode> nodes = rank0_nodes(R"({"model": {"num_layers": 1, "hidden": 2048, "num_heads": 16, "vocab": 1000,
       "flash_attention": true}, "training": {"seq_len": 256, "micro_batch_size": 1, "global_batch_size": 1},
       "hardware": "h100"})");
-  REQUIRE(j.ok());
-  Result<Generator> gen = Generator::create(*j);
-  REQUIRE(gen.ok());
-  std::map<std::string, TraceNode> nodes;
-  const RankTrace trace = gen->rank_trace(0).value();
-  for (const TraceNode& n : trace.nodes) nodes[n.name] = n;
   REQUIRE(nodes.count("mb0.fwd.L0.attn.flash"));
   const double flops = 2.0 * 16 * 256 * 128 * 256;  // 2 x a x s x (s/2) x (d + d)
   const double knee = (128.0 / (128 + 238)) / (4096.0 / 4334);
@@ -254,19 +258,13 @@ TEST_CASE("attention occupancy: ring-attention steps, by hand") {
   // own block, and either its 512 queries against the first half of the
   // other block or its last 256 queries against the whole block, one of
   // each over the two ranks. Each step's FLOPs: 2 x 16 x 512 x 256 x 256.
-  Result<Job> j = parse_job(R"({"model": {"num_layers": 1, "hidden": 2048, "num_heads": 16, "vocab": 1000,
+  std::map<std::string, TraceNode> nodes = rank0_nodes(R"({"model": {"num_layers": 1, "hidden": 2048, "num_heads": 16, "vocab": 1000,
       "flash_attention": true}, "training": {"seq_len": 1024, "micro_batch_size": 1, "global_batch_size": 1},
       "parallel": {"cp": 2, "cp_algorithm": "ring"}, "hardware": "h100"})");
-  REQUIRE(j.ok());
-  Result<Generator> gen = Generator::create(*j);
-  REQUIRE(gen.ok());
-  std::map<std::string, TraceNode> nodes;
-  const RankTrace trace = gen->rank_trace(0).value();
-  for (const TraceNode& n : trace.nodes) nodes[n.name] = n;
   REQUIRE(nodes.count("mb0.fwd.L0.attn.ring.step1"));
   REQUIRE(nodes.count("mb0.bwd.L0.attn.ring.bwd.step1"));
   const double ref_occ = 2048.0 / (16 * 132);  // the reference launch: 2,048 tiles in 16 waves
-  auto knee = [](double kv) { return (kv / (kv + 238)) / (4096.0 / 4334); };
+  const auto knee = knee128;
   // The diagonal block: 64 masked rows computed beside `inner` in a causal
   // tile, against 64 beside 4,096 at the reference.
   auto diag = [](double inner, double waste) { return (inner / (inner + waste)) / (4096.0 / 4160); };
@@ -298,19 +296,13 @@ TEST_CASE("attention occupancy: cp all-gather chunks, by hand") {
   // end (chunks 0 and 3: 256 and 1,024 keys, 640 on average). A row visits
   // 512 keys on average (the rank's FLOPs: half of 512 x 1,024), the last
   // row of a chunk 512 + 128.
-  Result<Job> j = parse_job(R"({"model": {"num_layers": 1, "hidden": 2048, "num_heads": 16, "vocab": 1000,
+  std::map<std::string, TraceNode> nodes = rank0_nodes(R"({"model": {"num_layers": 1, "hidden": 2048, "num_heads": 16, "vocab": 1000,
       "flash_attention": true}, "training": {"seq_len": 1024, "micro_batch_size": 1, "global_batch_size": 1},
       "parallel": {"cp": 2, "cp_algorithm": "allgather"}, "hardware": "h100"})");
-  REQUIRE(j.ok());
-  Result<Generator> gen = Generator::create(*j);
-  REQUIRE(gen.ok());
-  std::map<std::string, TraceNode> nodes;
-  const RankTrace trace = gen->rank_trace(0).value();
-  for (const TraceNode& n : trace.nodes) nodes[n.name] = n;
   REQUIRE(nodes.count("mb0.fwd.L0.attn.flash"));
   REQUIRE(nodes.count("mb0.bwd.L0.attn.flash.bwd"));
   const double ref_occ = 2048.0 / (16 * 132);
-  auto knee = [](double kv) { return (kv / (kv + 238)) / (4096.0 / 4334); };
+  const auto knee = knee128;
   const double flops = 2.0 * 16 * 512 * 512 * 256;
   // Forward: 16 x 2 query tiles, one wave lasting the longest row (640 keys).
   auto diag = [](double inner) { return (inner / (inner + 64)) / (4096.0 / 4160); };  // causal: 64 masked rows

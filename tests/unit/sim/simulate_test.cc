@@ -132,7 +132,9 @@ TEST_CASE("simulate: one rank without communication takes the sum of its compute
   Job j = gpt_job(2, 256, 4, 1, 1, false, 1, 128, 2);
   auto g = make(j);
   uint64_t sum = 0;
-  for (const auto& n : g.rank_trace(0).value().nodes) sum += n.duration_micros;
+  const RankTrace trace = g.rank_trace(0).value();  // held: a range-for over a temporary's member dangles
+  REQUIRE(!trace.nodes.empty());
+  for (const auto& n : trace.nodes) sum += n.duration_micros;
   auto r = run(g, false);
   CHECK(r.sim.step == doctest::Approx(static_cast<double>(sum)));
   CHECK(r.sim.stages[0].busy == doctest::Approx(static_cast<double>(sum)));
