@@ -179,8 +179,37 @@ def summarize_moe_host(path):
     print()
 
 
+def summarize_cp_chunks(path):
+    r = json.load(open(path))
+    print(f"### {r['gpu']}: Llama 3 405B attention launches of two layouts ({path.split('/')[-1]})\n")
+    print("cuDNN through SDPA, bf16, head dim 128. A cp chunk is timed as its two cuDNN parts (the keys before "
+          "the chunk unmasked, the chunk's causal square); `one launch` is the same chunk with a bottom-right "
+          "causal mask on the backend PyTorch picks for it.\n")
+    print("| layout | rank | chunk | queries × keys | heads (KV) | forward ms | backward ms | forward TFLOP/s "
+          "| backward TFLOP/s | one launch: forward / backward ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for g in r["launches"]:
+        one = (f"{g['lower_right_fwd_ms']:.3f} / {g['lower_right_bwd_ms']:.3f}" if "lower_right_fwd_ms" in g else "–")
+        print(f"| {g['layout']} | {g.get('rank', 'any')} | {g.get('chunk', 'all')} | {g['queries']} × {g['keys']} | "
+              f"{g['heads']} ({g['kv_heads']}) | {g['fwd_ms']:.3f} | {g['bwd_ms']:.3f} | {g['fwd_tflops']:.0f} | "
+              f"{g['bwd_tflops']:.0f} | {one} |")
+    meta = [g for g in r["launches"] if g["layout"].startswith("meta")][0]
+    print("\nPer rank (both chunks), against Meta's launch (rate = FLOPs / time):\n")
+    print("| rank | forward rate / Meta's | backward rate / Meta's |")
+    print("|---|---|---|")
+    for rank in sorted({g["rank"] for g in r["launches"] if "rank" in g}):
+        gs = [g for g in r["launches"] if g.get("rank") == rank]
+        fl = sum(g["flops_fwd"] for g in gs)
+        f = fl / sum(g["fwd_ms"] for g in gs) / (meta["flops_fwd"] / meta["fwd_ms"])
+        b = fl / sum(g["bwd_ms"] for g in gs) / (meta["flops_fwd"] / meta["bwd_ms"])
+        print(f"| {rank} | {f:.2f} | {b:.2f} |")
+    print()
+
+
 for p in sys.argv[1:]:
-    if p.endswith("-moe-host.json"):
+    if p.endswith("-cp-chunks.json"):
+        summarize_cp_chunks(p)
+    elif p.endswith("-moe-host.json"):
         summarize_moe_host(p)
     elif p.endswith("-moe-gemm.json"):
         summarize_moe_gemm(p)
