@@ -6,10 +6,7 @@
 #include <string>
 
 namespace sc {
-namespace {
 
-// Local size of dim i of tensor t: the bound global size divided by the
-// degree of the mesh axis the dim is sharded over.
 Result<int64_t> local_dim(const Graph& g, int t, size_t i, const Bindings& bind) {
   const Tensor& x = g.tensors[t];
   SC_ASSIGN_OR_RETURN(int64_t n, x.dims[i].size.eval(bind, x.name + " dim " + x.dims[i].label));
@@ -19,6 +16,8 @@ Result<int64_t> local_dim(const Graph& g, int t, size_t i, const Bindings& bind)
   }
   return n;
 }
+
+namespace {
 
 bool has(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();

@@ -40,6 +40,10 @@ struct GemmShape {
   int64_t batch = 1, m = 0, n = 0, k = 0;
 };
 
+// Local size of dim i of tensor t: the bound global size divided by the
+// degree of the mesh axis the dim is sharded over.
+Result<int64_t> local_dim(const Graph& g, int t, size_t i, const Bindings& bind);
+
 // Labels of a kMatmul's operands, with sizes bound and sharded dims divided:
 // labels on both inputs and the output are batch dims, on both inputs only
 // contracted (K), on the first input and the output M, on the second and

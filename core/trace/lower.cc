@@ -228,11 +228,9 @@ class Lowerer {
       x.output_bytes = static_cast<uint64_t>(x.comm_size);
       const uint8_t axis = p_.axis_id(axis_name);
       std::vector<uint64_t> d = in;
-      if (last_coll_.size() <= axis) last_coll_.resize(axis + size_t{1}, -1);
-      if (last_coll_[axis] >= 0) d.push_back(static_cast<uint64_t>(last_coll_[axis]));
+      queue_on_axis(axis, x.id, d);
       sort_unique(d);
       x.deps.assign(d.begin(), d.end());
-      last_coll_[axis] = static_cast<int64_t>(x.id);
       legs.push_back(x.id);
       push(std::move(x), axis, -1, 0, mb, RoleProgram::kStoredName, rdma ? 0 : 1);
     }
@@ -690,18 +688,6 @@ class Lowerer {
   // Attention under 4-bit weights runs in bf16.
   DType attention_dtype() const { return dtype_is_4bit(o_.compute_dtype) ? DType::kBF16 : o_.compute_dtype; }
 
-  // Local size of dim i of tensor t (its bound size over the degree of the
-  // mesh axis it is sharded on).
-  Result<double> local_dim_size(int t, size_t i) {
-    const Tensor& x = g_.tensors[static_cast<size_t>(t)];
-    SC_ASSIGN_OR_RETURN(int64_t n, x.dims[i].size.eval(bind_, x.name + " dim " + x.dims[i].label));
-    if (i < x.sharding.dim_axis.size() && !x.sharding.dim_axis[i].empty()) {
-      auto it = bind_.find(x.sharding.dim_axis[i]);
-      if (it != bind_.end() && it->second > 0) n /= it->second;
-    }
-    return static_cast<double>(n);
-  }
-
   // The factor on the attention efficiency of a fused attention op (or of
   // the forward op a backward differentiates), from the launches its kernel
   // makes (attention_launch_factor; docs/hardware.md "Attention by shape").
@@ -735,13 +721,14 @@ class Lowerer {
     SC_ASSIGN_OR_RETURN(int64_t nq, q.local_numel().eval(bind_, q.name + " elements"));
     SC_ASSIGN_OR_RETURN(int64_t nk, k.local_numel().eval(bind_, k.name + " elements"));
     SC_ASSIGN_OR_RETURN(int64_t ff, f.local_flops.eval(bind_, f.name + " flops"));
-    SC_ASSIGN_OR_RETURN(double qb, local_dim_size(qt, 0));
-    SC_ASSIGN_OR_RETURN(double qh, local_dim_size(qt, q.dims.size() - 2));
-    SC_ASSIGN_OR_RETURN(double kb, local_dim_size(kt, 0));
-    SC_ASSIGN_OR_RETURN(double kh, local_dim_size(kt, k.dims.size() - 2));
-    if (nq <= 0 || nk <= 0 || dq <= 0 || dv <= 0 || ff <= 0 || !(qb * qh > 0) || !(kb * kh > 0)) return 1.0;
-    const double d = static_cast<double>(dq), pairs = qb * qh;
-    const double rows = static_cast<double>(nq) / (pairs * d), keys = static_cast<double>(nk) / (kb * kh * d);
+    SC_ASSIGN_OR_RETURN(int64_t qb, local_dim(g_, qt, 0, bind_));
+    SC_ASSIGN_OR_RETURN(int64_t qh, local_dim(g_, qt, q.dims.size() - 2, bind_));
+    SC_ASSIGN_OR_RETURN(int64_t kb, local_dim(g_, kt, 0, bind_));
+    SC_ASSIGN_OR_RETURN(int64_t kh, local_dim(g_, kt, k.dims.size() - 2, bind_));
+    if (nq <= 0 || nk <= 0 || dq <= 0 || dv <= 0 || ff <= 0 || qb * qh <= 0 || kb * kh <= 0) return 1.0;
+    const double d = static_cast<double>(dq), pairs = static_cast<double>(qb * qh);
+    const double rows = static_cast<double>(nq) / (pairs * d),
+                 keys = static_cast<double>(nk) / (static_cast<double>(kb * kh) * d);
     const double kv = static_cast<double>(ff) * d / (2.0 * static_cast<double>(nq) * static_cast<double>(dq + dv));
     const bool backward = op.fwd_op >= 0;
     auto launch = [&](double qr, double kr, double v, double vmax) {
@@ -980,9 +967,7 @@ class Lowerer {
         node.coll = it->second.gather ? CollectiveType::kAllGather : CollectiveType::kReduceScatter;
       axis = axis_of_op(id);
       node.comm_size = c->comm_size;
-      if (last_coll_.size() <= axis) last_coll_.resize(axis + size_t{1}, -1);
-      if (last_coll_[axis] >= 0) deps.push_back(static_cast<uint64_t>(last_coll_[axis]));
-      last_coll_[axis] = static_cast<int64_t>(node.id);
+      queue_on_axis(axis, node.id, deps);
       if (shared) last_shared_ = static_cast<int64_t>(node.id);
     } else if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
       const bool send = op.kind == OpKind::kSend, bwd = op.phase == Phase::kBackward;
@@ -1187,11 +1172,9 @@ class Lowerer {
       r.comm_size = std::max<int64_t>(1, part(rs_size, j));
       r.output_bytes = static_cast<uint64_t>(part(rs_out, j));
       std::vector<uint64_t> d = {last};
-      if (last_coll_.size() <= axis) last_coll_.resize(axis + size_t{1}, -1);
-      if (last_coll_[axis] >= 0) d.push_back(static_cast<uint64_t>(last_coll_[axis]));
+      queue_on_axis(axis, r.id, d);
       sort_unique(d);
       r.deps.assign(d.begin(), d.end());
-      last_coll_[axis] = static_cast<int64_t>(r.id);
       scattered.push_back(r.id);
       push(std::move(r), axis, -1, 0, mb, RoleProgram::kStoredName, 1);
     }
@@ -1266,6 +1249,14 @@ class Lowerer {
     return static_cast<uint8_t>(a);
   }
 
+  // Collectives of one group run in issue order: deps gains the group's
+  // last collective, and node `id` becomes it.
+  void queue_on_axis(uint8_t axis, uint64_t id, std::vector<uint64_t>& deps) {
+    if (last_coll_.size() <= axis) last_coll_.resize(axis + size_t{1}, -1);
+    if (last_coll_[axis] >= 0) deps.push_back(static_cast<uint64_t>(last_coll_[axis]));
+    last_coll_[axis] = static_cast<int64_t>(id);
+  }
+
   // The amax all-reduce (MAX) at the exit of a chunk's fp8_autocast
   // region: after the step's last compute, on the compute stream (the next
   // compute waits for it), in order with the other collectives of its group.
@@ -1284,11 +1275,9 @@ class Lowerer {
     node.output_bytes = static_cast<uint64_t>(bytes);
     std::vector<uint64_t> deps;
     if (last_compute_ >= 0) deps.push_back(static_cast<uint64_t>(last_compute_));
-    if (last_coll_.size() <= axis) last_coll_.resize(axis + size_t{1}, -1);
-    if (last_coll_[axis] >= 0) deps.push_back(static_cast<uint64_t>(last_coll_[axis]));
+    queue_on_axis(axis, node.id, deps);
     sort_unique(deps);
     node.deps.assign(deps.begin(), deps.end());
-    last_coll_[axis] = static_cast<int64_t>(node.id);
     prev_compute_ = last_compute_;
     last_compute_ = static_cast<int64_t>(node.id);
     push(std::move(node), axis, -1, 0, mb, ref);
