@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -82,45 +83,37 @@ double nccl_ring(const NetworkModel& net, const GroupShape& g, double passes, do
 // messages under 256 MiB. As for the ring, the network's measured per-step
 // latencies (α_d, α_o) stand for LL's ring steps, and the tree's steps add
 // NCCL's differences to them.
-struct TreeProtocol { double base_us, nvlink_step_us, net_step_us, bw_factor_cross, bw_factor_local; };
-constexpr TreeProtocol kTreeLL{4.4, 0.52, 5.0, 0.9 / 3.8, 0.9 / 3.8};
-constexpr TreeProtocol kTreeLL128{4.4, 1.2, 8.5, 0.9 * 0.915, 0.9 * 7.0 / 9.0};
-constexpr TreeProtocol kTreeSimple{0, 28, 50, 0.9, 0.9};
+// Per protocol: base and step latencies (µs), the bus-bandwidth factor
+// across nodes and inside one, and treeCorrectionFactor by log2(bytes / 64)
+// from 64 B to 128 MiB.
+struct TreeProtocol {
+  double base_us, nvlink_step_us, net_step_us, bw_factor_cross, bw_factor_local;
+  double correction[22];
+};
+constexpr TreeProtocol kTree[] = {
+    {4.4, 0.52, 5.0, 0.9 / 3.8, 0.9 / 3.8,  // LL
+     {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0}},
+    {4.4, 1.2, 8.5, 0.9 * 0.915, 0.9 * 7.0 / 9.0,  // LL128
+     {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, 1.0}},
+    {0, 28, 50, 0.9, 0.9,  // Simple
+     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9}}};
 constexpr double kRingLLNetStepUs = 2.7;  // NCCL's Ring/LL network step, the anchor of α_o
-// treeCorrectionFactor[protocol][log2(bytes / 64)], 64 B to 128 MiB.
-constexpr double kTreeCorrection[3][22] = {
-    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0},
-    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8, .9, .9, 1.0},
-    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9}};
-
-int floor_log2(double x) {
-  int l = 0;
-  while (x >= 2) {
-    x /= 2;
-    ++l;
-  }
-  return l;
-}
 
 double nccl_tree_all_reduce(const NetworkModel& net, const GroupShape& g, double S, double bw) {
   const bool cross = g.domains > 1;
   const double ppn = static_cast<double>(g.n) / static_cast<double>(std::max<int64_t>(1, g.domains));
-  const double levels = floor_log2(static_cast<double>(g.domains));
-  const int size_class = floor_log2(std::max(1.0, S / 64));
-  double best = 0;
-  bool first = true;
-  int pi = 0;
-  for (const TreeProtocol* p : {&kTreeLL, &kTreeLL128, &kTreeSimple}) {
-    double intra = net.domain_lat + (p->nvlink_step_us - kLL.nvlink_step_us);
-    if (p == &kTreeLL && cross) intra += (kLLCrossNodeFactor - 1) * p->nvlink_step_us;
-    const double inter = net.scale_out_lat + (p->net_step_us - kRingLLNetStepUs);
-    const double lat = std::max(0.0, (p->base_us - kLL.base_us) + 2 * ((ppn - 1) * intra + levels * inter));
-    double alg_bw = bw * (cross ? p->bw_factor_cross : p->bw_factor_local) * 0.5;
-    if (size_class < 22) alg_bw *= kTreeCorrection[pi][size_class];
-    const double t = lat + S / alg_bw;
-    if (first || t < best) best = t;
-    first = false;
-    ++pi;
+  // log2i of NCCL: floor(log2) (ilogb of a value >= 1).
+  const double levels = std::ilogb(static_cast<double>(std::max<int64_t>(1, g.domains)));
+  const int size_class = std::ilogb(std::max(1.0, S / 64));
+  double best = std::numeric_limits<double>::infinity();
+  for (const TreeProtocol& p : kTree) {
+    double intra = net.domain_lat + (p.nvlink_step_us - kLL.nvlink_step_us);
+    if (&p == &kTree[0] && cross) intra += (kLLCrossNodeFactor - 1) * p.nvlink_step_us;  // LL across nodes
+    const double inter = net.scale_out_lat + (p.net_step_us - kRingLLNetStepUs);
+    const double lat = std::max(0.0, (p.base_us - kLL.base_us) + 2 * ((ppn - 1) * intra + levels * inter));
+    double alg_bw = bw * (cross ? p.bw_factor_cross : p.bw_factor_local) * 0.5;
+    if (size_class < 22) alg_bw *= p.correction[size_class];
+    best = std::min(best, lat + S / alg_bw);
   }
   return best;
 }
