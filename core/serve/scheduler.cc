@@ -311,8 +311,12 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
           sh.tokens += e.n;
           const double pr = nn * c + nn * (nn + 1) / 2;  // over the cached prefix and causally within
           const bool decode = l.generated > 0 && l.computed + 1 == total_tokens(l);
-          if (decode) sh.decode_pairs += pr;
-          else sh.prefill_pairs += pr, sh.prefill = true;
+          if (decode) {
+            sh.decode_pairs += pr;
+          } else {
+            sh.prefill_pairs += pr;
+            sh.prefill = true;
+          }
           sh.cached += c + nn;
           if (decode) sh.sampled += e.n;  // every verified position is sampled
           else if (l.computed + e.n >= total_tokens(l)) sh.sampled++;
