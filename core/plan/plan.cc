@@ -482,10 +482,13 @@ GroupShape expert_dp_group_shape(const NetworkModel& net, const ParallelConfig& 
   return b.finish(net);
 }
 
-// A lower bound of the data-parallel communication one rank of a stage
-// issues (its one communication stream runs it all): the gradient
-// reduction and ZeRO's gathers as single collectives (the buckets' extra
-// latencies left out), dense parameters only.
+// ZeRO 1/2's all-gather of `expert` updated routed-expert parameters over
+// the expert data-parallel group `edp` of `ne` members (each holds 1/ne).
+double expert_param_gather_us(const Job& job, const NetworkModel& net, const GroupShape& edp, int64_t expert, int64_t ne) {
+  return collective_micros(net, edp, CollectiveType::kAllGather,
+                           (expert * dtype_bytes(job.training.dtype) + ne - 1) / ne);
+}
+
 // Time of k collectives of one kind on one group carrying `bytes` in all:
 // a collective's time is affine in its size (sim/network.cc, ring and tree
 // algorithms), so k of them take one of the total size plus k - 1 fixed
@@ -537,10 +540,9 @@ double expert_dp_comm_bound(const Job& job, const NetworkModel& net, const Group
   const int64_t ne = job.model.is_moe() ? p.expert_dp() : 1;
   if (ne <= 1 || expert <= 0) return 0;
   const int64_t gbytes = expert * dtype_bytes(job.training.grad_reduce_dtype);
-  const int64_t wbytes = expert * dtype_bytes(job.training.dtype);
   if (p.zero == 0) return collective_micros(net, g, CollectiveType::kAllReduce, gbytes);
   double t = collective_micros(net, g, CollectiveType::kReduceScatter, gbytes);
-  if (p.zero < 3) return t + collective_micros(net, g, CollectiveType::kAllGather, (wbytes + ne - 1) / ne);
+  if (p.zero < 3) return t + expert_param_gather_us(job, net, g, expert, ne);
   for (int64_t u : expert_units) {
     const int64_t ub = u * dtype_bytes(job.training.dtype);
     t += 2.0 * static_cast<double>(m) * collective_micros(net, g, CollectiveType::kAllGather, (ub + ne - 1) / ne);
@@ -591,8 +593,8 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
   const bool comm_bound = net && !net->astra && net->algorithm != "hierarchical";
   const bool megatron = comm_bound;  // the default simulation's streams (sim/simulate.h SimStreams)
   // Rank 0's edp group (MoE), once per layout: up to thousands of members.
-  const int64_t ne = job.model.is_moe() ? p.expert_dp() : 1;
-  const GroupShape edp = comm_bound && expert_dp_bound && ne > 1 ? expert_dp_group_shape(*net, p) : GroupShape{};
+  const GroupShape edp =
+      comm_bound && expert_dp_bound && expert_group > 1 ? expert_dp_group_shape(*net, p) : GroupShape{};
   for (int64_t st = 0; st < p.pp; ++st) {
     const std::vector<Chunk> chunks = stage_chunks(L, p.pp, v, p.pipeline_layout, st);
     std::vector<ChunkSums> cs;
@@ -631,8 +633,9 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
                               (wbytes + n - 1) / n, buckets);
     }
     // ... and the routed experts' over edp, on the same stream.
-    if (comm_bound && expert_dp_bound && (job.parallel.zero == 1 || job.parallel.zero == 2) && expert > 0 && ne > 1)
-      gather += collective_micros(*net, edp, CollectiveType::kAllGather, (expert * dtype_bytes(t.dtype) + ne - 1) / ne);
+    if (comm_bound && expert_dp_bound && (job.parallel.zero == 1 || job.parallel.zero == 2) && expert > 0 &&
+        expert_group > 1)
+      gather += expert_param_gather_us(job, *net, edp, expert, expert_group);
     max_comm = std::max(max_comm, comm);
     // The stage's compute runs on one stream, after micro-batch 0's forward
     // went through the first chunk of every earlier stage; ZeRO's gather
@@ -846,8 +849,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
     // ZeRO 1/2 gather the updated routed experts over edp too.
     for (const ChunkSums& c : S.sums) S.expert += c.params_expert;
     if ((p.zero == 1 || p.zero == 2) && ne > 1 && S.expert > 0)
-      S.gather_after += collective_micros(*net, edp_shape, CollectiveType::kAllGather,
-                                          (S.expert * dtype_bytes(t.dtype) + ne - 1) / ne);
+      S.gather_after += expert_param_gather_us(job, *net, edp_shape, S.expert, ne);
   }
   // Runs one step of a stage whose arrival (µs, lower bound) is known.
   auto run = [&](StageState& S, const Step& s, double a) {
@@ -1011,8 +1013,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
         tail += collective_micros(*net, edp_shape, p.zero == 0 ? CollectiveType::kAllReduce : CollectiveType::kReduceScatter,
                                   eparams * dtype_bytes(t.grad_reduce_dtype));
       if ((p.zero == 1 || p.zero == 2) && ne > 1 && S.expert > 0)
-        tail += collective_micros(*net, edp_shape, CollectiveType::kAllGather,
-                                  (S.expert * dtype_bytes(t.dtype) + ne - 1) / ne);
+        tail += expert_param_gather_us(job, *net, edp_shape, S.expert, ne);
       if (params > 0) {
         const int64_t g = params * dtype_bytes(t.grad_reduce_dtype), w = params * dtype_bytes(t.dtype);
         if (p.zero == 0) tail += collectives_us(*net, all, CollectiveType::kAllReduce, g, b);
