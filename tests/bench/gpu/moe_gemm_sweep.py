@@ -29,51 +29,18 @@ v 128) through SDPA's backends, forward and backward.
 import json
 import math
 import statistics
-import subprocess
 import sys
 import time
 
 import torch
 import torch.nn.functional as F
 
+# The same CUDA-graph timing and nvidia-smi query as the decode/FP8 sweep.
+from skinny_fp8_sweep import median_graph_ms, smi
+
 DEV = "cuda"
 QUICK = "--quick" in sys.argv
 F8 = torch.float8_e4m3fn
-
-
-def median_graph_ms(fn, calls, reps=5, streams=None):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for i in range(2):
-            fn(i)
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for i in range(calls):
-            fn(i)
-    g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) / calls)
-    del g
-    return statistics.median(times)
-
-
-def smi(query):
-    try:
-        return subprocess.run(["nvidia-smi", "--query-gpu=" + query, "--format=csv,noheader"],
-                              capture_output=True, text=True, timeout=20).stdout.strip()
-    except Exception as e:  # noqa: BLE001
-        return "error: %s" % e
 
 
 def env():
