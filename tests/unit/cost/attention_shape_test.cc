@@ -44,6 +44,9 @@ std::map<std::string, TraceNode> rank0_nodes(const std::string& job_json) {
 // reference 4,096 keys.
 double knee128(double kv) { return (kv / (kv + 238)) / (4096.0 / 4334); }
 
+// The reference launch's occupancy: 2,048 tiles in 16 waves of 132 SMs.
+constexpr double kRefOccupancy = 2048.0 / (16 * 132);
+
 }  // namespace
 
 TEST_CASE("attention by shape: ratios between sequence lengths are FlashAttention-3's") {
@@ -263,17 +266,15 @@ TEST_CASE("attention occupancy: ring-attention steps, by hand") {
       "parallel": {"cp": 2, "cp_algorithm": "ring"}, "hardware": "h100"})");
   REQUIRE(nodes.count("mb0.fwd.L0.attn.ring.step1"));
   REQUIRE(nodes.count("mb0.bwd.L0.attn.ring.bwd.step1"));
-  const double ref_occ = 2048.0 / (16 * 132);  // the reference launch: 2,048 tiles in 16 waves
-  const auto knee = knee128;
   // The diagonal block: 64 masked rows computed beside `inner` in a causal
   // tile, against 64 beside 4,096 at the reference.
   auto diag = [](double inner, double waste) { return (inner / (inner + waste)) / (4096.0 / 4160); };
   // Forward: query tiles of 128 rows. Causal step: 64 tiles, one wave as
   // long as the last tile (512 keys; average 256). First half: 64 tiles of
   // 256 keys. Second half: 32 tiles of 512 keys.
-  const double causal = knee(256) * (64.0 * 256 / (132 * 512)) / ref_occ * diag(256, 64);
-  const double first = knee(256) * (64.0 / 132) / ref_occ * diag(256, 0);
-  const double second = knee(512) * (32.0 / 132) / ref_occ * diag(512, 0);
+  const double causal = knee128(256) * (64.0 * 256 / (132 * 512)) / kRefOccupancy * diag(256, 64);
+  const double first = knee128(256) * (64.0 / 132) / kRefOccupancy * diag(256, 0);
+  const double second = knee128(512) * (32.0 / 132) / kRefOccupancy * diag(512, 0);
   const double fwd = 2 / (1 / causal + 0.5 * (1 / first + 1 / second));
   const double step_flops = 2.0 * 16 * 512 * 256 * 256;
   CHECK(nodes["mb0.fwd.L0.attn.ring.step1"].duration_micros ==
@@ -282,9 +283,9 @@ TEST_CASE("attention occupancy: ring-attention steps, by hand") {
   // see it. Causal: 64 tiles, 256 queries on average, the first key tile
   // all 512. First half (256 keys seen by 512 queries): 32 tiles. Second
   // half (512 keys seen by 256 queries): 64 tiles.
-  const double b_causal = knee(256) * (64.0 * 256 / (132 * 512)) / ref_occ * diag(256, 64);
-  const double b_first = knee(512) * (32.0 / 132) / ref_occ * diag(512, 0);
-  const double b_second = knee(256) * (64.0 / 132) / ref_occ * diag(256, 0);
+  const double b_causal = knee128(256) * (64.0 * 256 / (132 * 512)) / kRefOccupancy * diag(256, 64);
+  const double b_first = knee128(512) * (32.0 / 132) / kRefOccupancy * diag(512, 0);
+  const double b_second = knee128(256) * (64.0 / 132) / kRefOccupancy * diag(256, 0);
   const double bwd = 2 / (1 / b_causal + 0.5 * (1 / b_first + 1 / b_second));
   CHECK(nodes["mb0.bwd.L0.attn.ring.bwd.step1"].duration_micros ==
         static_cast<uint64_t>(std::llround(2.5 * step_flops / (989.5e12 * 0.57 * bwd) * 1e6)));
@@ -301,18 +302,16 @@ TEST_CASE("attention occupancy: cp all-gather chunks, by hand") {
       "parallel": {"cp": 2, "cp_algorithm": "allgather"}, "hardware": "h100"})");
   REQUIRE(nodes.count("mb0.fwd.L0.attn.flash"));
   REQUIRE(nodes.count("mb0.bwd.L0.attn.flash.bwd"));
-  const double ref_occ = 2048.0 / (16 * 132);
-  const auto knee = knee128;
   const double flops = 2.0 * 16 * 512 * 512 * 256;
   // Forward: 16 x 2 query tiles, one wave lasting the longest row (640 keys).
   auto diag = [](double inner) { return (inner / (inner + 64)) / (4096.0 / 4160); };  // causal: 64 masked rows
-  const double fwd = knee(512) * (32.0 * 512 / (132 * 640)) / ref_occ * diag(512);
+  const double fwd = knee128(512) * (32.0 * 512 / (132 * 640)) / kRefOccupancy * diag(512);
   CHECK(nodes["mb0.fwd.L0.attn.flash"].duration_micros ==
         static_cast<uint64_t>(std::llround(flops / (989.5e12 * 0.75 * fwd) * 1e6)));
   // Backward: 16 x ceil(640 / 128) key tiles, each key row seen by
   // 256 x 512 / 640 query rows on average and 256 at most.
   const double inner = 256.0 * 512 / 640;
-  const double bwd = knee(inner) * (80.0 * inner / (132 * 256)) / ref_occ * diag(inner);
+  const double bwd = knee128(inner) * (80.0 * inner / (132 * 256)) / kRefOccupancy * diag(inner);
   CHECK(nodes["mb0.bwd.L0.attn.flash.bwd"].duration_micros ==
         static_cast<uint64_t>(std::llround(2.5 * flops / (989.5e12 * 0.57 * bwd) * 1e6)));
 }
