@@ -27,6 +27,7 @@
 #include "args.h"
 #include "base/cancel.h"
 #include "base/json_fields.h"
+#include "base/workers.h"
 #include "commands.h"
 #include "export.h"
 #include "progress.h"
@@ -519,9 +520,17 @@ int cmd_plan(const std::vector<std::string>& argv) {
   std::mutex watch_mu;
   std::condition_variable watch_cv;
   bool watch_done = false, timed_out = false;
-  std::thread watch;
+  // A Workers group: were plan() to throw (std::bad_alloc), the watch is
+  // stopped and joined while unwinding, not left joinable (std::terminate).
+  Workers watch([&] {
+    {
+      std::lock_guard<std::mutex> lk(watch_mu);
+      watch_done = true;
+    }
+    watch_cv.notify_all();
+  });
   if (o.time_limit_seconds > 0)
-    watch = std::thread([&] {
+    watch.spawn([&] {
       std::unique_lock<std::mutex> lk(watch_mu);
       if (!watch_cv.wait_for(lk, std::chrono::duration<double>(o.time_limit_seconds), [&] { return watch_done; })) {
         timed_out = true;
@@ -529,12 +538,8 @@ int cmd_plan(const std::vector<std::string>& argv) {
       }
     });
   Result<PlanResult> r = plan(base, o);
-  if (watch.joinable()) {
-    {
-      std::lock_guard<std::mutex> lk(watch_mu);
-      watch_done = true;
-    }
-    watch_cv.notify_all();
+  if (o.time_limit_seconds > 0) {
+    watch.stop();
     watch.join();
     if (timed_out && pending_signal() == 0) clear_cancel();  // --export-best still builds the winner
   }

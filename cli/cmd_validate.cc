@@ -24,6 +24,7 @@
 
 #include "api/export.h"
 #include "base/json.h"
+#include "base/workers.h"
 #include "args.h"
 #include "check/group_file.h"
 #include "check/validate.h"
@@ -271,14 +272,16 @@ int validate_one(const char* cmd, const fs::path& dir, const std::string& prefix
     std::mutex mu;
     std::condition_variable cv;
     std::atomic<size_t> claim{next};
-    size_t folded = next;  // guarded by mu
+    size_t folded = next;   // guarded by mu
+    bool stopping = false;  // guarded by mu: a thread threw, or this one is unwinding
     auto worker = [&] {
       for (;;) {
         const size_t i = claim.fetch_add(1);
         if (i >= files.size()) return;
         {
           std::unique_lock<std::mutex> l(mu);
-          cv.wait(l, [&] { return i < folded + window; });
+          cv.wait(l, [&] { return i < folded + window || stopping; });
+          if (stopping) return;
         }
         FileResult res = process(i);
         {
@@ -288,13 +291,22 @@ int validate_one(const char* cmd, const fs::path& dir, const std::string& prefix
         cv.notify_all();
       }
     };
-    std::vector<std::thread> pool;
-    for (int k = 0; k < nthreads; ++k) pool.emplace_back(worker);
+    // A worker's throw (std::bad_alloc) stops the rest and comes out of
+    // join() (core/base/workers.h); so does a throw of fold() here.
+    Workers pool([&] {
+      {
+        std::lock_guard<std::mutex> l(mu);
+        stopping = true;
+      }
+      cv.notify_all();
+    });
+    for (int k = 0; k < nthreads; ++k) pool.spawn(worker);
     for (size_t i = next; i < files.size(); ++i) {
       FileResult res;
       {
         std::unique_lock<std::mutex> l(mu);
-        cv.wait(l, [&] { return ring[i % window].has_value(); });
+        cv.wait(l, [&] { return ring[i % window].has_value() || stopping; });
+        if (!ring[i % window].has_value()) break;  // a worker failed: join() rethrows
         res = std::move(*ring[i % window]);
         ring[i % window].reset();
         ++folded;
@@ -302,7 +314,7 @@ int validate_one(const char* cmd, const fs::path& dir, const std::string& prefix
       cv.notify_all();
       fold(i, std::move(res));
     }
-    for (auto& t : pool) t.join();
+    pool.join();
   }
 
   report.append(undecoded_rep);

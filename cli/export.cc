@@ -21,6 +21,7 @@
 
 #include "base/cancel.h"
 #include "base/sha256.h"
+#include "base/workers.h"
 #include "export_archive.h"
 #include "progress.h"
 
@@ -267,14 +268,16 @@ Status export_directory(const ArchiveEncoder& enc, const std::vector<ArchiveEntr
       }
     }
   };
-  std::vector<std::thread> threads;
-  for (int i = 0; i < nthreads; ++i) threads.emplace_back(worker);
+  // A worker's throw (std::bad_alloc) stops the others and comes out of
+  // join(); the caller's TempPath then removes the partial output.
+  Workers threads([&] { fail.stop = true; });
+  for (int i = 0; i < nthreads; ++i) threads.spawn(worker);
   while (done.load() < pos.count() && !fail.stop.load()) {
     if (g_signal) fail.set(cancelled());
     progress->update(done.load(), bytes.load());
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  for (auto& t : threads) t.join();
+  threads.join();
   if (g_signal && !fail.error) fail.set(cancelled());
   if (fail.error) return *fail.error;
   progress->update(done.load(), bytes.load());
@@ -343,8 +346,18 @@ Status stream_traces(const ArchiveEncoder& enc, const Traces& pos, const ExportO
       lane.cv.notify_all();
     }
   };
-  std::vector<std::thread> threads;
-  for (int i = 0; i < nthreads; ++i) threads.emplace_back(worker, i);
+  // Stop: every lane's waiters wake and see fail.stop (set before the
+  // lane's lock is taken, so no waiter misses it). A worker's throw
+  // (std::bad_alloc) stops the rest and comes out of join().
+  auto stop_lanes = [&] {
+    fail.stop = true;
+    for (auto& lane : lanes) {
+      { std::lock_guard<std::mutex> l(lane.mu); }
+      lane.cv.notify_all();
+    }
+  };
+  Workers threads(stop_lanes);
+  for (int i = 0; i < nthreads; ++i) threads.spawn([&worker, i] { worker(i); });
   uint64_t bytes = 0;
   for (int64_t p = 0; p < pos.count() && !fail.stop.load(); ++p) {
     Lane& lane = lanes[static_cast<size_t>(p % nthreads)];
@@ -381,9 +394,8 @@ Status stream_traces(const ArchiveEncoder& enc, const Traces& pos, const ExportO
     if (p == 0) test_pause("rank");
     if (g_signal) fail.set(cancelled());
   }
-  fail.stop = true;
-  for (auto& lane : lanes) lane.cv.notify_all();
-  for (auto& t : threads) t.join();
+  threads.stop();
+  threads.join();
   if (fail.error) return *fail.error;
   stats->trace_bytes += bytes;
   stats->ranks += pos.count();

@@ -16,6 +16,7 @@
 
 #include "base/cancel.h"
 #include "base/json_fields.h"
+#include "base/workers.h"
 #include "model/model_config.h"
 #include "model/transformer.h"
 #include "sim/network.h"
@@ -71,22 +72,24 @@ void parallel_for(int64_t n, int threads, Fn fn, const std::function<void(int64_
     return;
   }
   std::atomic<int64_t> next{0}, done{0};
-  std::vector<std::thread> pool;
+  // A throw (std::bad_alloc) in any thread stops the rest and comes out of
+  // join() here, instead of std::terminate (core/base/workers.h).
+  Workers pool([&] { next.store(n); });
   const int t = static_cast<int>(std::min<int64_t>(threads, n));
   for (int k = 0; k < t; ++k)
-    pool.emplace_back([&] {
+    pool.spawn([&] {
       for (int64_t i; (i = next.fetch_add(1)) < n;) {
         fn(i);
         done.fetch_add(1);
       }
     });
   if (tick) {
-    while (done.load() < n) {
+    while (done.load() < n && !pool.failed()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       tick(done.load());
     }
   }
-  for (auto& th : pool) th.join();
+  pool.join();
   if (tick) tick(n);
 }
 

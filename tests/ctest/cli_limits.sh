@@ -133,5 +133,24 @@ rm -f fifo/comm_groups.json && mv fifo/comm_groups.json.new fifo/comm_groups.jso
 grep -q "smaller job" oom.err && fail "validate's out-of-memory message talks about a job: $(cat oom.err)"
 grep -q "out of memory" oom.err && { grep -q "^stagecraft validate: error: out of memory reading the input$" oom.err || fail "oom message: $(cat oom.err)"; }
 
+# Out of memory in plan (issue 24 D5): deepseek-v3 on 16,384 GPUs holds
+# about 1.9 GiB of layout records, over a 1.2 GB address-space limit. With
+# --time-limit a watch thread runs beside the search; the search's
+# std::bad_alloc unwound past it and std::terminate aborted (exit 134,
+# "terminate called without an active exception"). Now: one line naming
+# the phase, exit 1 (core/base/workers.h).
+(ulimit -v 1200000; exec timeout -k 5 120 "$CLI" plan --model deepseek-v3 --gpus 16384 --seq-len 4096 \
+  --global-batch-size 15360 --time-limit 30 > planoom.out 2> planoom.err); rc=$?
+[[ $rc == 1 ]] || fail "plan under a memory limit: exit $rc: $(head -c 300 planoom.err)"
+grep -q "^stagecraft plan: error: out of memory .*enumerating layouts" planoom.err \
+  || fail "plan oom message: $(head -c 300 planoom.err)"
+grep -q "terminate" planoom.err && fail "plan oom: $(head -c 300 planoom.err)"
+# A search too large for the budget is refused before any work, naming the
+# count and the estimate (deepseek-v3 on 24,576 GPUs: ~10.9M layouts).
+timeout -k 5 60 "$CLI" plan --model deepseek-v3 --gpus 24576 --seq-len 4096 --global-batch-size 61440 \
+  > planbig.out 2> planbig.err; rc=$?
+[[ $rc == 1 ]] && grep -q "^stagecraft plan: error: gpus: the search over [0-9]* layouts would hold about [0-9.]* GiB (budget 4.0 GiB).*\[too_large\]$" planbig.err \
+  || fail "plan over the budget: exit $rc: $(head -c 300 planbig.err)"
+
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]
