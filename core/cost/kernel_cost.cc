@@ -147,7 +147,11 @@ double attention_micros(const HardwareProfile& hw, DType dt, double flops, doubl
   const double rate = hw.peak_for(dt) * eff * hw.compute_efficiency;
   const double hbm = hw.mem_bandwidth * hw.hbm_efficiency * hw.memory_efficiency;
   const double t_flops = rate > 0 && flops > 0 ? flops / rate : 0;
-  const double t_bytes = hbm > 0 && bytes > 0 ? bytes / hbm : 0;
+  // A kernel bound by its bytes (decode attention reading the KV cache)
+  // streams them after a fixed start-up, where the profile has it measured
+  // (docs/hardware.md, "Measured on a GPU"); a compute-bound one (prefill,
+  // training) is not changed by it.
+  const double t_bytes = hbm > 0 && bytes > 0 ? bytes / hbm + hw.attention_startup_micros * 1e-6 : 0;
   return std::max(t_flops, t_bytes) * 1e6;
 }
 

@@ -61,6 +61,7 @@ double gemm_rate(const HardwareProfile& hw, DType dt);
 double gemm_micros(const HardwareProfile& hw, DType dt, const GemmShape& s, double flops, double bytes,
                    bool skinny = false);
 // backward: the dQ/dK/dV kernel (attention_bwd_efficiency), else the forward.
+// Its bytes' time carries the profile's attention_startup_micros.
 double attention_micros(const HardwareProfile& hw, DType dt, double flops, double bytes, bool backward);
 double memory_micros(const HardwareProfile& hw, double flops, double bytes);
 

@@ -40,10 +40,12 @@ HardwareProfile make(const char* name, double fp32, double tf32, double bf16, do
 
 // The constants measured on a GPU of the kind (docs/hardware.md,
 // "Measured on a GPU"): the profiles without them keep 0 (not measured).
-HardwareProfile measured(HardwareProfile hw, double fp8_speedup, double skinny_hbm, double skinny_us) {
+HardwareProfile measured(HardwareProfile hw, double fp8_speedup, double skinny_hbm, double skinny_us,
+                         double attention_startup_us) {
   hw.fp8_gemm_speedup = fp8_speedup;
   hw.skinny_hbm_efficiency = skinny_hbm;
   hw.skinny_gemm_micros = skinny_us;
+  hw.attention_startup_micros = attention_startup_us;
   return hw;
 }
 
@@ -56,15 +58,18 @@ HardwareProfile preset(int i) {
     // H100 SXM5 80GB. NVLink 4: 900 GB/s total = 450 per direction;
     // DGX H100: one 400 Gb/s NDR ConnectX-7 per GPU = 50 GB/s.
     // Measured (docs/hardware.md, "Measured on a GPU"): FP8 GEMMs 1.87x
-    // BF16's, skinny GEMMs at 0.83 of HBM after 3.0 µs.
+    // BF16's, skinny GEMMs at 0.83 of HBM after 3.0 µs, decode attention's
+    // start-up 4.7 µs, a small kernel 3.5 µs in a CUDA graph (the floor).
     case 1: return measured(make("h100", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 3350 * G, 80 * G, 450 * G, 50 * G,
-                                 {132, 0.59, 0.75, 0.57, 0.90, 2.4}),
-                            1.87, 0.83, 3.0);
+                                 {132, 0.59, 0.75, 0.57, 0.90, 3.5}),
+                            1.87, 0.83, 3.0, 4.7);
     // H200 SXM 141GB: H100's compute with HBM3e.
-    // Measured: FP8 GEMMs 1.85x BF16's, skinny GEMMs at 0.86 of HBM after 3.7 µs.
+    // Measured: FP8 GEMMs 1.85x BF16's, skinny GEMMs at 0.86 of HBM after
+    // 3.7 µs, decode attention's start-up 5.5 µs (no whole decode step was
+    // measured on it: the floor stays 2.4).
     case 2: return measured(make("h200", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 4800 * G, 141 * G, 450 * G, 50 * G,
                                  {132, 0.59, 0.75, 0.57, 0.90, 2.4}),
-                            1.85, 0.86, 3.7);
+                            1.85, 0.86, 3.7, 5.5);
     // B200 as in HGX/DGX B200 (1000 W): NVLink 5 1.8 TB/s total = 900 per
     // direction; 180 GB per GPU (1,440 GB per 8-GPU system).
     // FP4 (NVFP4/MXFP4) 9 PFLOP/s dense: the board's 144 sparse / 8 / 2.

@@ -46,6 +46,7 @@ struct HardwareProfile {
   double fp8_gemm_speedup = 0;        // FP8 GEMM rate / BF16 GEMM rate, same shape (0: peak_flops_fp8 / peak_flops_bf16)
   double skinny_hbm_efficiency = 0;   // fraction of HBM bandwidth a skinny (decode) GEMM streams its weight at (0: hbm_efficiency)
   double skinny_gemm_micros = 0;      // a skinny GEMM's fixed start-up, µs, added to its streaming time (0: none)
+  double attention_startup_micros = 0;  // a fused attention kernel's fixed start-up, µs, added to its bytes' time (0: none)
 
   double peak_for(DType dt) const;  // FLOP/s for GEMMs in that dtype
 };

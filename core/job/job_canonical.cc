@@ -145,6 +145,9 @@ std::string job_to_canonical_json(const Job& job) {
     hardware["skinny_hbm_efficiency"] = hw.skinny_hbm_efficiency;
     hardware["skinny_gemm_micros"] = hw.skinny_gemm_micros;
   }
+  // Attention's start-up where the profile has one (h100, h200): the
+  // others' canonical text and hash stay as before the field existed.
+  if (hw.attention_startup_micros > 0) hardware["attention_startup_micros"] = hw.attention_startup_micros;
   Json root = {{"model", model}, {"parallel", parallel}, {"training", training}, {"hardware", hardware}};
   if (job.inference()) serving_canonical(job, &root);  // training jobs' canonical JSON is unchanged
   return root.dump(2, ' ', /*ensure_ascii=*/true);

@@ -49,6 +49,7 @@ constexpr Field kFields[] = {
     {"fp8_gemm_speedup", &HardwareProfile::fp8_gemm_speedup, 0.25, true, 8, true},
     {"skinny_hbm_efficiency", &HardwareProfile::skinny_hbm_efficiency, kMinEfficiency, true, 1, true},
     {"skinny_gemm_micros", &HardwareProfile::skinny_gemm_micros, 0, true, kMaxFloorMicros, true},
+    {"attention_startup_micros", &HardwareProfile::attention_startup_micros, 0, true, kMaxFloorMicros, true},
 };
 constexpr int64_t kMaxSmCount = 4096;
 
@@ -75,7 +76,8 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
           "peak_flops_fp8", "peak_flops_fp4", "mem_bandwidth", "memory_bytes", "intra_node_bw", "inter_node_bw",
           "gpus_per_node", "compute_efficiency", "memory_efficiency", "cost_model", "sm_count",
           "gemm_efficiency", "attention_efficiency", "attention_bwd_efficiency", "hbm_efficiency",
-          "kernel_floor_micros", "fp8_gemm_speedup", "skinny_hbm_efficiency", "skinny_gemm_micros"},
+          "kernel_floor_micros", "fp8_gemm_speedup", "skinny_hbm_efficiency", "skinny_gemm_micros",
+          "attention_startup_micros"},
       path));
   HardwareProfile hw;
   hw.name = "custom";

@@ -107,6 +107,15 @@ def summarize_skinny_fp8(path):
           f"B = {bw / 1e12:.2f} TB/s = {bw / peak:.3f} of {peak / 1e12:.2f} TB/s; mean |residual| "
           f"{sum(res) / len(res) * 100:.1f}%, largest {max(res) * 100:.0f}% "
           f"(`skinny_gemm_micros`, `skinny_hbm_efficiency`).\n")
+    if r.get("decode"):
+        hbm = 0.9 * peak  # the profiles' hbm_efficiency
+        d0 = r["decode"][0]
+        start = d0["us"] - d0["kv_bytes"] / hbm * 1e6
+        checks = ", ".join(f"{d['batch']} x {d['context']:,}: {start + d['kv_bytes'] / hbm * 1e6:.1f} against "
+                           f"{d['us']:.1f} µs" for d in r["decode"][1:])
+        print(f"Decode attention (`decode`) over its bytes at 0.9 of {peak / 1e12:.2f} TB/s: the batch-1 row "
+              f"({d0['context']:,} positions) is {start:.2f} µs over (`attention_startup_micros`); with it the "
+              f"other rows are {checks}.\n")
     f8 = r["fp8"]
     t_bf16 = sum(2 * g["m"] * g["n"] * g["k"] / g["bf16_tflops"] for g in f8)
     def speedup(fprop_key, other_key):
@@ -206,8 +215,47 @@ def summarize_cp_chunks(path):
     print()
 
 
+def summarize_decode_step(path):
+    """The small-kernel floor (`kernel_floor_micros`) from the batch-1 whole
+    decode steps: the step less its GEMMs as measured alone in the same
+    host's -skinny-fp8.json (1 row; the 70B shard's LM head, not measured
+    there, at the profile's skinny rate) less one decode attention per
+    layer (its cache bytes at 0.9 of HBM plus the start-up of the skinny
+    file's batch-1 `decode` row), over the step's other small kernels (10 a
+    layer, the final norm and the argmax)."""
+    r = json.load(open(path))
+    sk = json.load(open(path.replace("-decode-step.json", "-skinny-fp8.json")))
+    peak = HBM_PEAK[r["gpu"]]
+    hbm = 0.9 * peak
+    d0 = sk["decode"][0]
+    start = d0["us"] - d0["kv_bytes"] / hbm * 1e6
+    gemm = {(g["model"], g["tp"], g["gemm"]): g["us"] for g in sk["skinny"] if g["m"] == 1}
+    print(f"### {r['gpu']}: the small-kernel floor from whole decode steps ({path.split('/')[-1]})\n")
+    print("| model | batch | context | step µs | GEMMs µs | attention µs | per small kernel µs |")
+    print("|---|---|---|---|---|---|---|")
+    per = []
+    for row in r["rows"]:
+        if row.get("batch") != 1 or "graph_ms" not in row:
+            continue
+        if row["model"].startswith("llama3-8b"):
+            layers, key, lm = 32, ("llama3-8b", 1), gemm[("llama3-8b", 1, "lm_head")]
+        else:
+            layers, key = 80, ("llama3-70b", 4)
+            lm = 32064 * 8192 * 2 / (0.83 * peak) * 1e6 + 3.0  # skinny_hbm_efficiency, skinny_gemm_micros
+        g = layers * sum(gemm[key + (n,)] for n in ("qkv", "o", "gate_up", "down")) + lm
+        att = layers * (row["kv_bytes"] / layers / hbm * 1e6 + start)
+        f = (row["graph_ms"] * 1e3 - g - att) / (10 * layers + 2)
+        per.append(f)
+        print(f"| {row['model']} | 1 | {row['context']:,} | {row['graph_ms'] * 1e3:.0f} | {g:.0f} | {att:.0f} | {f:.2f} |")
+    per.sort()
+    med = (per[len(per) // 2 - 1] + per[len(per) // 2]) / 2 if len(per) % 2 == 0 else per[len(per) // 2]
+    print(f"\nMedian per small kernel: {med:.2f} µs (`kernel_floor_micros`).\n")
+
+
 for p in sys.argv[1:]:
-    if p.endswith("-cp-chunks.json"):
+    if p.endswith("-decode-step.json"):
+        summarize_decode_step(p)
+    elif p.endswith("-cp-chunks.json"):
         summarize_cp_chunks(p)
     elif p.endswith("-moe-host.json"):
         summarize_moe_host(p)

@@ -220,6 +220,51 @@ TEST_CASE("kernel cost: memory-bound and attention kernels") {
   CHECK(memory_micros(hw, 0, 1e9) == doctest::Approx(1e9 / (2039e9 * 0.90 * 0.5) * 1e6));
 }
 
+TEST_CASE("kernel cost: the measured small-kernel floor and decode attention's start-up") {
+  // docs/hardware.md, "Measured on a GPU". The h100's start-up is the
+  // batch-1 row of h100-sxm-2026-11-27-skinny-fp8.json's `decode`: 10.28 µs
+  // for a 16,777,216-byte cache, whose bytes at 0.9 x 3.35 TB/s take
+  // 16,777,216 / 3.015e12 = 5.56 µs: 4.7 µs over. Its floor is the median
+  // of the four batch-1 rows of h100-sxm-2026-11-27-decode-step.json, per
+  // small kernel (3.14, 3.22, 3.78, 3.96 µs): 3.5. The h200's start-up is
+  // its own batch-1 row: 9.43 - 16,777,216 / (0.9 x 4.8e12) * 1e6 = 5.5;
+  // it has no whole-step measurement, so its floor stays 2.4, as do the
+  // a100's and b200's, which have no start-up.
+  Result<HardwareProfile> h100 = hardware_preset("h100"), h200 = hardware_preset("h200");
+  Result<HardwareProfile> a100p = hardware_preset("a100"), b200 = hardware_preset("b200");
+  REQUIRE(h100.ok());
+  REQUIRE(h200.ok());
+  REQUIRE(a100p.ok());
+  REQUIRE(b200.ok());
+  CHECK(h100->kernel_floor_micros == 3.5);
+  CHECK(h100->attention_startup_micros == 4.7);
+  CHECK(h200->kernel_floor_micros == 2.4);
+  CHECK(h200->attention_startup_micros == 5.5);
+  CHECK(a100p->kernel_floor_micros == 2.4);
+  CHECK(a100p->attention_startup_micros == 0);
+  CHECK(b200->kernel_floor_micros == 2.4);
+  CHECK(b200->attention_startup_micros == 0);
+  // Decode attention, one query row per sequence: the batch-1 row itself
+  // (32 query heads of 128 over 4,096 positions: 4 x 32 x 128 x 4,096 =
+  // 67 MFLOP, 0.09 µs at 0.75 of peak, far under the bytes).
+  const double kv = 16777216, fl = 4.0 * 32 * 128 * 4096;
+  CHECK(attention_micros(*h100, DType::kBF16, fl, kv, false) == doctest::Approx(4.7 + kv / 3.015e12 * 1e6));
+  CHECK(attention_micros(*h100, DType::kBF16, fl, kv, false) == doctest::Approx(10.26).epsilon(0.001));
+  // Checked on the file's other rows (not fitted): batch 8 x 4,096
+  // (134,217,728 bytes) 4.7 + 44.52 = 49.2 µs against 51.6 measured;
+  // batch 128 x 1,024 (536,870,912 bytes) 4.7 + 178.07 = 182.8 against 180.6.
+  CHECK(attention_micros(*h100, DType::kBF16, 8 * fl, 8 * kv, false) == doctest::Approx(49.2).epsilon(0.001));
+  CHECK(attention_micros(*h100, DType::kBF16, 32 * fl, 32 * kv, false) == doctest::Approx(182.8).epsilon(0.001));
+  // A compute-bound (prefill, training) attention kernel keeps its FLOPs'
+  // time: 1e12 FLOPs at 0.75 of 989.5 TFLOP/s; its 1 MB would take 0.33 µs.
+  CHECK(attention_micros(*h100, DType::kBF16, 1e12, 1e6, false) == doctest::Approx(1e12 / (989.5e12 * 0.75) * 1e6));
+  // A profile without it streams the cache alone; 0 in a job turns it off.
+  CHECK(attention_micros(*a100p, DType::kBF16, fl, kv, false) == doctest::Approx(kv / (2039e9 * 0.9) * 1e6));
+  Result<Job> off = parse_job(R"({"model": "gpt3-1.7b", "hardware": {"preset": "h100", "attention_startup_micros": 0}})");
+  REQUIRE(off.ok());
+  CHECK(attention_micros(off->hardware, DType::kBF16, fl, kv, false) == doctest::Approx(kv / 3.015e12 * 1e6));
+}
+
 TEST_CASE("kernel cost: Megatron's fused kernels read and write their bytes once") {
   Result<Generator> gen = Generator::create(gpt_layer(R"("a100")"));
   REQUIRE(gen.ok());
@@ -296,7 +341,8 @@ TEST_CASE("kernel cost: hardware fields name themselves when wrong") {
                 Bad{R"({"preset": "h100", "sm_count": -1})", "hardware.sm_count"},
                 Bad{R"({"preset": "h100", "fp8_gemm_speedup": 0.1})", "hardware.fp8_gemm_speedup"},
                 Bad{R"({"preset": "h100", "skinny_hbm_efficiency": 1.2})", "hardware.skinny_hbm_efficiency"},
-                Bad{R"({"preset": "h100", "skinny_gemm_micros": -3})", "hardware.skinny_gemm_micros"}}) {
+                Bad{R"({"preset": "h100", "skinny_gemm_micros": -3})", "hardware.skinny_gemm_micros"},
+                Bad{R"({"preset": "h100", "attention_startup_micros": -1})", "hardware.attention_startup_micros"}}) {
     Result<Job> j = parse_job(std::string(R"({"model": "gpt3-1.7b", "hardware": )") + c.hw + "}");
     REQUIRE(!j.ok());
     CHECK(j.error().path == c.path);
