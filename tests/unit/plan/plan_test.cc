@@ -10,6 +10,8 @@
 #include "api/plan.h"
 #include "api/request.h"
 #include "base/cancel.h"
+#include "plan/plan.h"
+#include "sim/network.h"
 
 using namespace sc;
 using namespace sc::testing;
@@ -828,4 +830,52 @@ TEST_CASE("plan: the routed experts' data-parallel collectives tighten the bound
     // ZeRO 1 and 3 over edp 8 across the two nodes: 37 layouts simulated instead of 99 (measured).
     if (cons.contains("zero")) CHECK(with->counts.simulated < without->counts.simulated);
   }
+}
+
+// The bound's collective terms (docs/plan.md, step 5) are lower bounds of
+// what the simulator charges: k all-reduces of one group, of any sizes,
+// take no less than collectives_us of their total. Under algorithm "nccl"
+// (the default) an all-reduce is the faster of NCCL's ring and tree, and
+// the tree's treeCorrectionFactor makes its time non-concave between ~4 KiB
+// and 256 MiB: the old form (one collective of the total + k - 1 times the
+// time of 0 bytes) is not a lower bound there. Swept by brute force: the
+// simulator's time (collective_micros) of k equal pieces and of unequal
+// pairs, on groups inside one node and across 2 to 128 nodes.
+TEST_CASE("plan: the collective bound is a lower bound of NCCL's ring and tree (any sizes, any count)") {
+  Job j = base_job(R"("llama3-8b")", 2048, 64);
+  REQUIRE(j.network.algorithm == "nccl");
+  const NetworkModel net = resolve_network(j, 1024, false).value();
+  REQUIRE(net.nccl_protocols);
+  const auto f = [&](const GroupShape& g, int64_t b) { return collective_micros(net, g, CollectiveType::kAllReduce, b); };
+  const std::vector<GroupShape> shapes = {{8, 1, 8}, {4, 1, 4}, {16, 2, 8}, {64, 8, 8}, {256, 32, 8}, {1024, 128, 8}, {32, 32, 1}};
+  std::vector<int64_t> sizes;
+  for (int64_t b = 64; b <= (int64_t{1} << 30); b *= 2)
+    for (int64_t num : {4, 5, 6, 7}) sizes.push_back(b * num / 4);  // 64 B to 1.75 GiB, four per octave
+  bool old_fails = false;
+  int checked = 0;
+  for (const GroupShape& g : shapes)
+    for (int64_t x : sizes) {
+      for (int64_t k : {2, 3, 4, 8, 16, 81, 256}) {
+        const double actual = static_cast<double>(k) * f(g, x);
+        const double old_bound = f(g, k * x) + static_cast<double>(k - 1) * f(g, 0);
+        if (old_bound > actual * (1 + 1e-12)) old_fails = true;
+        CHECK_MESSAGE(collectives_us(net, g, CollectiveType::kAllReduce, k * x, k) <= actual * (1 + 1e-12),
+                      "n ", g.n, " domains ", g.domains, " ", k, " x ", x, " B");
+        ++checked;
+      }
+      for (int64_t y : sizes) {
+        if (y > x) break;
+        CHECK(collectives_us(net, g, CollectiveType::kAllReduce, x + y, 2) <= (f(g, x) + f(g, y)) * (1 + 1e-12));
+      }
+      // One collective: the concave bound never exceeds the time itself.
+      CHECK(collective_concave_lower_us(net, g, CollectiveType::kAllReduce, x) <= f(g, x) * (1 + 1e-12));
+    }
+  CHECK(checked == 7 * 7 * static_cast<int>(sizes.size()));
+  // The sweep holds the case the old form got wrong.
+  CHECK(old_fails);
+  // Reduce-scatter and all-gather (ring only: the least of affine times)
+  // keep their exact time as the bound.
+  for (const GroupShape& g : shapes)
+    for (CollectiveType t : {CollectiveType::kReduceScatter, CollectiveType::kAllGather})
+      CHECK(collective_concave_lower_us(net, g, t, 1 << 20) == collective_micros(net, g, t, 1 << 20));
 }
