@@ -1265,14 +1265,27 @@ std::vector<Cand> enumerate(const Job& base, const PlanOptions& o, const std::fu
         // no layers (the embedding alone, the loss alone: Llama 3 405B's
         // 126 layers over 16 x 8 chunks), where the other chunks split the
         // layers evenly.
-        std::vector<std::tuple<Schedule, int64_t, bool>> sched;
-        if (pp == 1) sched.push_back({Schedule::kOneFOneB, 1, false});
+        // The third: 0 even or balanced, 1 embedding-only and loss-only
+        // ends, 2 the embedding and the loss counted in the split.
+        std::vector<std::tuple<Schedule, int64_t, int>> sched;
+        if (pp == 1) sched.push_back({Schedule::kOneFOneB, 1, 0});
         else {
-          for (Schedule s : {Schedule::kOneFOneB, Schedule::kZeroBubble, Schedule::kGPipe}) sched.push_back({s, 1, false});
+          for (Schedule s : {Schedule::kOneFOneB, Schedule::kZeroBubble, Schedule::kGPipe}) sched.push_back({s, 1, 0});
           for (int64_t v : divisors(L / std::max<int64_t>(1, pp)))
-            if (v >= 2 && L % (pp * v) == 0) sched.push_back({Schedule::kInterleaved, v, false});
+            if (v >= 2 && L % (pp * v) == 0) sched.push_back({Schedule::kInterleaved, v, 0});
+          // ... and with the embedding and the loss each counted as a layer
+          // of the split (Megatron's account_for_embedding_in_pipeline_split
+          // and account_for_loss_in_pipeline_split): where pp x vp chunks
+          // divide L + 2 into e >= 2 each, the end chunks hold e - 1 layers
+          // beside the embedding and the loss, the others e (Megatron-Bridge's
+          // Llama 3.1 405B: 126 layers over 8 x 8 chunks, 1, 2 x 62, 1).
+          // layout_job's balanced split of L over pp x vp is exactly that
+          // (L = pp x vp x e - 2: the pp x vp - 2 extra layers on the middle
+          // chunks). e = 1 is the embedding-only and loss-only ends below.
+          for (int64_t v = 2; pp * v <= (L + 2) / 2; ++v)
+            if ((L + 2) % (pp * v) == 0) sched.push_back({Schedule::kInterleaved, v, 2});
           for (int64_t v = 2; pp * v - 2 <= L; ++v)
-            if (L % (pp * v - 2) == 0) sched.push_back({Schedule::kInterleaved, v, true});
+            if (L % (pp * v - 2) == 0) sched.push_back({Schedule::kInterleaved, v, 1});
         }
         for (auto [s, v, ends] : sched) {
           if (!in_list(c.schedules, std::string(schedule_name(s))) || !allowed_deg(c, kVp, v)) continue;
@@ -1315,7 +1328,8 @@ std::vector<Cand> enumerate(const Job& base, const PlanOptions& o, const std::fu
                         cd.l.tp = tp, cd.l.cp = cp, cd.l.pp = pp, cd.l.vp = v, cd.l.dp = dp, cd.l.zero = z;
                         cd.l.shard_group = sg, cd.l.ep = ep, cd.l.expert_tp = etp, cd.l.mbs = mbs, cd.l.sp = sp;
                         cd.l.schedule = s, cd.l.recompute = rc, cd.l.order = order_of(on);
-                        cd.l.empty_ends = ends;
+                        cd.l.empty_ends = ends == 1;
+                        cd.l.counted_ends = ends == 2;
                         out.push_back(std::move(cd));
                         if (out.size() % 4096 == 0 && stop()) {
                           *stopped = true;
@@ -1492,7 +1506,10 @@ std::string layout_diff(const PlanLayout& a, const PlanLayout& b, bool moe) {
   add("cp", std::to_string(a.cp), std::to_string(b.cp));
   add("pp", std::to_string(a.pp), std::to_string(b.pp));
   add("vp", std::to_string(a.vp), std::to_string(b.vp));
-  add("end chunks", a.empty_ends ? "embedding/loss only" : "with layers", b.empty_ends ? "embedding/loss only" : "with layers");
+  auto ends = [](const PlanLayout& l) {
+    return std::string(l.empty_ends ? "embedding/loss only" : l.counted_ends ? "embedding/loss counted as layers" : "with layers");
+  };
+  add("end chunks", ends(a), ends(b));
   if (a.pp > 1 && b.pp > 1) add("schedule", schedule_name(a.schedule), schedule_name(b.schedule));
   add("dp", std::to_string(a.dp), std::to_string(b.dp));
   add("zero", std::to_string(a.zero), std::to_string(b.zero));
@@ -1562,7 +1579,9 @@ Job layout_job(const Job& base, const PlanLayout& l) {
   p.order = l.order;
   // Layers that do not split evenly over the virtual stages: the extra
   // layers go to the middle stages, the first and last (which also hold
-  // the embedding and the head) get fewer, as Llama 3 405B's 7, 8 x 14, 7.
+  // the embedding and the head) get fewer, as Llama 3 405B's 7, 8 x 14, 7
+  // (and, interleaved, the split with the embedding and the loss counted
+  // as layers where it divides: 1, 2 x 62, 1 over 64 chunks).
   const int64_t L = base.model.num_layers, n = l.pp * l.vp;
   if (l.empty_ends && n > 2) {
     p.pipeline_layout.assign(static_cast<size_t>(n), L / (n - 2));
@@ -1611,6 +1630,7 @@ std::string layout_label(const PlanLayout& l, bool moe) {
   if (l.vp > 1) s += " v" + std::to_string(l.vp);
   if (l.pp > 1) s += std::string(" ") + schedule_name(l.schedule);
   if (l.empty_ends) s += " emb+loss-ends";
+  if (l.counted_ends) s += " emb+loss-in-split";
   s += " dp" + std::to_string(l.dp);
   if (moe) s += " ep" + std::to_string(l.ep) + " etp" + std::to_string(l.expert_tp);
   s += " zero" + std::to_string(l.zero);
@@ -1638,6 +1658,8 @@ nlohmann::ordered_json layout_json(const PlanLayout& l) {
   j["order"] = l.order;
   // Only when set: the first and last virtual stages hold no layers.
   if (l.empty_ends) j["empty_end_chunks"] = true;
+  // Only when set: the embedding and the loss count as layers of the split.
+  if (l.counted_ends) j["embedding_loss_in_split"] = true;
   return j;
 }
 

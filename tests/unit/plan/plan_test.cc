@@ -63,6 +63,7 @@ TEST_CASE("plan: estimates agree with the real summary and the bound is a lower 
   const Job dense = base_job(R"({"preset": "llama3-8b", "num_layers": 4})", 1024, 16);
   const Job moe = base_job(R"({"preset": "mixtral-8x7b", "num_layers": 2})", 1024, 16);
   const Job uneven = base_job(R"({"preset": "llama3-8b", "num_layers": 7})", 1024, 16);  // 7 layers on pp 4: 1,2,2,2... balanced
+  const Job six = base_job(R"({"preset": "llama3-8b", "num_layers": 6})", 1024, 16);
   struct Case {
     const Job* base;
     PlanLayout l;
@@ -77,6 +78,10 @@ TEST_CASE("plan: estimates agree with the real summary and the bound is a lower 
       {&dense, lay(4, true, 2, 1, 1, Schedule::kOneFOneB, 1, 0, Recompute::kNone, 4)},
       {&dense, lay(1, false, 1, 2, 2, Schedule::kInterleaved, 4, 3, Recompute::kNone, 1, "llama3")},
       {&uneven, lay(1, false, 1, 4, 1, Schedule::kOneFOneB, 2, 1, Recompute::kSelective, 1)},
+      // Interleaved, the embedding and the loss counted as layers of the
+      // split (Megatron's account_for_*_in_pipeline_split): 6 + 2 over
+      // 2 x 2 chunks, 2 each, the end chunks 1 layer beside them.
+      {&six, lay(1, false, 1, 2, 2, Schedule::kInterleaved, 4, 1, Recompute::kNone, 1)},
       {&moe, [] { PlanLayout l = lay(2, true, 1, 1, 1, Schedule::kOneFOneB, 4, 1, Recompute::kNone, 1); l.ep = 4; l.expert_tp = 1; return l; }()},
       {&moe, [] { PlanLayout l = lay(1, false, 1, 2, 1, Schedule::kOneFOneB, 4, 0, Recompute::kSelective, 1); l.ep = 2; l.expert_tp = 1; return l; }()},
   };
@@ -84,6 +89,7 @@ TEST_CASE("plan: estimates agree with the real summary and the bound is a lower 
     const Job j = layout_job(*c.base, c.l);
     INFO(layout_label(c.l, c.base->model.is_moe()));
     REQUIRE(validate_job(j).ok());
+    if (c.base == &six) CHECK(j.parallel.pipeline_layout == std::vector<int64_t>{1, 2, 2, 1});
     const PlanEstimate e = estimate_layout(j);
     REQUIRE_MESSAGE(e.ok, e.error.to_string());
     const Real r = real_of(j);
@@ -184,6 +190,12 @@ TEST_CASE("plan: the pruned search returns the exhaustive search's head") {
       // ep group can have, cross the network when ep spans the nodes.
       {base_job(R"({"preset": "mixtral-8x7b", "num_layers": 2})", 4096, 64), 16,
        {{"max_mbs", 1}, {"max_cp", 1}, {"max_tp", 2}, {"min_ep", 2}, {"recompute", {"none"}}, {"top", 3}}},
+      // Interleaved splits of 6 layers over 2 stages: even (v 3), the
+      // embedding-only and loss-only ends (v 2: 0, 3, 3, 0; v 4: 0, 1 x 6,
+      // 0) and the embedding and the loss counted as layers (v 2: 1, 2, 2, 1).
+      {base_job(R"({"preset": "llama3-8b", "num_layers": 6})", 2048, 16), 8,
+       {{"pp", 2}, {"max_mbs", 1}, {"max_cp", 1}, {"schedules", {"interleaved-1f1b"}}, {"recompute", {"none"}},
+        {"top", 3}}},
   };
   for (const Space& sp : spaces) {
     INFO(sp.base.model.name << " on " << sp.gpus << " " << sp.constraints.dump());
@@ -254,6 +266,13 @@ TEST_CASE("plan: the pruned search returns the exhaustive search's head") {
     }
     CHECK(all->counts.bound == 0);
     CHECK(all->counts.dominated == 0);
+    // The 6-layer space searched the split with the embedding and the loss
+    // counted as layers: (6 + 2) / (2 x 2) = 2 per chunk, 1 at the ends.
+    if (sp.base.model.num_layers == 6)
+      CHECK(std::any_of(all->candidates.begin(), all->candidates.end(), [](const PlanCandidate& c) {
+        return c.job.parallel.pipeline_layout == std::vector<int64_t>{1, 2, 2, 1} && c.layout.counted_ends &&
+               layout_label(c.layout, false).find(" emb+loss-in-split") != std::string::npos;
+      }));
     // The plan's figures (built without summary.json) are summary.json's.
     for (const PlanCandidate& c : pruned->candidates) {
       const Real r = real_of(c.job);
