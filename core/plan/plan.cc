@@ -1734,14 +1734,8 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
   };
   lap(0);
   progress(0, r.counts.considered, "validate");
-  // Each layout writes its own slot only: any thread count, same result.
-  parallel_for(static_cast<int64_t>(cands.size()), o.threads, [&](int64_t i) {
-    Cand& cd = cands[static_cast<size_t>(i)];
-    if (cancelled.load(std::memory_order_relaxed) || ((i & 255) == 0 && stopping())) {
-      cancelled = true;
-      cd.state = Cand::kUnexamined;
-      return;
-    }
+  // A layout the job validation refuses is kDivisibility, with the reason.
+  auto validate = [&](Cand& cd) {
     const Job job = layout_job(base, cd.l);
     if (job.training.global_batch_size % (cd.l.dp * cd.l.mbs) != 0) {
       cd.state = Cand::kDivisibility;
@@ -1754,28 +1748,66 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
       cd.state = Cand::kDivisibility;
       cd.reason = st.error().path + ": " + st.error().message;
     }
-  });
-
-  lap(1);
-  // 2. One proxy per stage-program key.
-  std::map<ProxyKey, int> key_index;
-  std::vector<ProxyKey> keys;
-  for (Cand& cd : cands) {
-    if (cd.state != Cand::kNew) continue;
-    auto [it, added] = key_index.emplace(key_of(cd.l), static_cast<int>(keys.size()));
-    if (added) keys.push_back(it->first);
-    cd.proxy = it->second;
+  };
+  // The seed's proxies (2b), built before the others: step 2 takes them.
+  std::map<ProxyKey, Proxy> seed_proxies;
+  // 2b. The seed (docs/plan.md, "Anytime"): before the estimates of every
+  // layout, a small set chosen by a fixed rule (cp 1, tp within a node,
+  // ZeRO 0 or 1, one micro-batch, no virtual stages or empty end chunks,
+  // 1F1B, the megatron order) is estimated alone; the layouts of the set that fit by the
+  // estimate are simulated in the order of their bound until one fits
+  // (at most kSeedSimulations). That one is the first best so far
+  // (PlanOptions::improved, and what a stop during the estimates
+  // returns). The full search then runs unchanged; when it reaches a seed
+  // layout it takes the seed's simulation instead of simulating it again,
+  // so the counts and the result are those of a search without the seed.
+  std::map<int, Eval> seed_evals;  // cands index -> its simulation
+  if (o.seed && !cancelled.load() && !stopping()) {
+    const int64_t node = base.hardware.gpus_per_node > 0 ? base.hardware.gpus_per_node : 8;
+    constexpr size_t kSeedSetMax = 1024;
+    constexpr int kSeedSimulations = 4;
+    // The megatron rank order where it is searched: step 4 may set a
+    // llama3-order layout aside as its megatron twin's duplicate, and the
+    // seed must stay a layout the search decides (a best so far that
+    // stays).
+    const bool megatron_seed = in_list(c.orders, std::string("megatron"));
+    std::vector<std::pair<int, Estimate>> seeds;
+    for (size_t i = 0; i < cands.size() && seeds.size() < kSeedSetMax; ++i) {
+      if ((i & 255) == 0 && stopping()) break;
+      Cand& cd = cands[i];
+      const PlanLayout& l = cd.l;
+      if (cd.state != Cand::kNew || l.cp != 1 || l.tp > node || l.zero > 1 || l.mbs != 1 || l.vp != 1 ||
+          l.empty_ends || (l.pp > 1 && l.schedule != Schedule::kOneFOneB) ||
+          (megatron_seed && order_name(l.order) != "megatron"))
+        continue;
+      validate(cd);
+      if (cd.state != Cand::kNew) continue;
+      auto px_it = seed_proxies.find(key_of(l));
+      if (px_it == seed_proxies.end())
+        px_it = seed_proxies.emplace(key_of(l), build_proxy(base, key_of(l), net, backend)).first;
+      const Proxy& px = px_it->second;
+      if (!px.ok) continue;
+      Estimate e = estimate(layout_job(base, l), px, &net, nullptr, -1, o.replay_bound, o.expert_dp_bound);
+      if (e.lower <= usable) seeds.emplace_back(static_cast<int>(i), e);
+    }
+    std::sort(seeds.begin(), seeds.end(), [&](const auto& x, const auto& y) {
+      if (x.second.bound_us != y.second.bound_us) return x.second.bound_us < y.second.bound_us;
+      return tie_key(cands[x.first].l) < tie_key(cands[y.first].l);
+    });
+    bool seed_fits = false;
+    for (size_t k = 0; k < seeds.size() && k < static_cast<size_t>(kSeedSimulations) && !seed_fits; ++k) {
+      if (stopping()) break;
+      Cand probe = cands[static_cast<size_t>(seeds[k].first)];
+      probe.est = seeds[k].second;
+      Eval ev = evaluate(probe, layout_job(base, probe.l), usable, backend);
+      if (!ev.done || ev.cancelled) break;
+      seed_fits = !ev.failed && ev.fits;
+      seed_evals.emplace(seeds[k].first, std::move(ev));
+    }
+    r.seed_simulated = static_cast<int64_t>(seed_evals.size());
+    if (seed_fits)
+      r.first_best_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }
-  std::vector<Proxy> proxies(keys.size());
-  parallel_for(
-      static_cast<int64_t>(keys.size()), o.threads,
-      [&](int64_t i) {
-        if (cancelled.load() || stopping()) { cancelled = true; return; }
-        proxies[static_cast<size_t>(i)] = build_proxy(base, keys[static_cast<size_t>(i)], net, backend);
-      },
-      [&](int64_t d) { progress(d, static_cast<int64_t>(keys.size()), "estimate"); });
-
-  lap(2);
   const size_t top = static_cast<size_t>(c.top);
   std::vector<double> best;  // accepted steps (µs) of distinct rows, sorted
   std::set<std::pair<std::string, double>> variant_steps;
@@ -1875,58 +1907,6 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     }
     return out;
   };
-  // 2b. The seed (docs/plan.md, "Anytime"): before the estimates of every
-  // layout, a small set chosen by a fixed rule (cp 1, tp within a node,
-  // ZeRO 0 or 1, one micro-batch, no virtual stages or empty end chunks,
-  // 1F1B, the megatron order) is estimated alone; the layouts of the set that fit by the
-  // estimate are simulated in the order of their bound until one fits
-  // (at most kSeedSimulations). That one is the first best so far
-  // (PlanOptions::improved, and what a stop during the estimates
-  // returns). The full search then runs unchanged; when it reaches a seed
-  // layout it takes the seed's simulation instead of simulating it again,
-  // so the counts and the result are those of a search without the seed.
-  std::map<int, Eval> seed_evals;  // cands index -> its simulation
-  if (o.seed && !cancelled.load() && !stopping()) {
-    const int64_t node = base.hardware.gpus_per_node > 0 ? base.hardware.gpus_per_node : 8;
-    constexpr size_t kSeedSetMax = 1024;
-    constexpr int kSeedSimulations = 4;
-    // The megatron rank order where it is searched: step 4 may set a
-    // llama3-order layout aside as its megatron twin's duplicate, and the
-    // seed must stay a layout the search decides (a best so far that
-    // stays).
-    const bool megatron_seed = in_list(c.orders, std::string("megatron"));
-    std::vector<std::pair<int, Estimate>> seeds;
-    for (size_t i = 0; i < cands.size() && seeds.size() < kSeedSetMax; ++i) {
-      if ((i & 255) == 0 && stopping()) break;
-      const Cand& cd = cands[i];
-      const PlanLayout& l = cd.l;
-      if (cd.state != Cand::kNew || l.cp != 1 || l.tp > node || l.zero > 1 || l.mbs != 1 || l.vp != 1 ||
-          l.empty_ends || (l.pp > 1 && l.schedule != Schedule::kOneFOneB) ||
-          (megatron_seed && order_name(l.order) != "megatron"))
-        continue;
-      const Proxy& px = proxies[static_cast<size_t>(cd.proxy)];
-      if (!px.ok) continue;
-      Estimate e = estimate(layout_job(base, l), px, &net, nullptr, -1, o.replay_bound, o.expert_dp_bound);
-      if (e.lower <= usable) seeds.emplace_back(static_cast<int>(i), e);
-    }
-    std::sort(seeds.begin(), seeds.end(), [&](const auto& x, const auto& y) {
-      if (x.second.bound_us != y.second.bound_us) return x.second.bound_us < y.second.bound_us;
-      return tie_key(cands[x.first].l) < tie_key(cands[y.first].l);
-    });
-    bool seed_fits = false;
-    for (size_t k = 0; k < seeds.size() && k < static_cast<size_t>(kSeedSimulations) && !seed_fits; ++k) {
-      if (stopping()) break;
-      Cand probe = cands[static_cast<size_t>(seeds[k].first)];
-      probe.est = seeds[k].second;
-      Eval ev = evaluate(probe, layout_job(base, probe.l), usable, backend);
-      if (!ev.done || ev.cancelled) break;
-      seed_fits = !ev.failed && ev.fits;
-      seed_evals.emplace(seeds[k].first, std::move(ev));
-    }
-    r.seed_simulated = static_cast<int64_t>(seed_evals.size());
-    if (seed_fits)
-      r.first_best_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  }
   // A best-so-far snapshot (PlanOptions::improved): the rows accepted so
   // far and the seed's fitting simulations the search has not decided
   // yet, so the best so far never gets worse. Those stay counted as
@@ -1938,6 +1918,41 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     return conclude(false, std::move(acc));
   };
   if (r.first_best_seconds > 0 && o.improved) o.improved(snapshot({}));
+
+  // Each layout writes its own slot only: any thread count, same result.
+  // (The seed's layouts, validated in 2b, are validated again: the same.)
+  parallel_for(static_cast<int64_t>(cands.size()), o.threads, [&](int64_t i) {
+    Cand& cd = cands[static_cast<size_t>(i)];
+    if (cancelled.load(std::memory_order_relaxed) || ((i & 255) == 0 && stopping())) {
+      cancelled = true;
+      cd.state = Cand::kUnexamined;
+      return;
+    }
+    validate(cd);
+  });
+
+  lap(1);
+  // 2. One proxy per stage-program key.
+  std::map<ProxyKey, int> key_index;
+  std::vector<ProxyKey> keys;
+  for (Cand& cd : cands) {
+    if (cd.state != Cand::kNew) continue;
+    auto [it, added] = key_index.emplace(key_of(cd.l), static_cast<int>(keys.size()));
+    if (added) keys.push_back(it->first);
+    cd.proxy = it->second;
+  }
+  std::vector<Proxy> proxies(keys.size());
+  parallel_for(
+      static_cast<int64_t>(keys.size()), o.threads,
+      [&](int64_t i) {
+        if (cancelled.load() || stopping()) { cancelled = true; return; }
+        const ProxyKey& k = keys[static_cast<size_t>(i)];
+        auto built = seed_proxies.find(k);
+        proxies[static_cast<size_t>(i)] = built != seed_proxies.end() ? built->second : build_proxy(base, k, net, backend);
+      },
+      [&](int64_t d) { progress(d, static_cast<int64_t>(keys.size()), "estimate"); });
+
+  lap(2);
 
   // 3. Memory and bound of each layout (activation peaks cached: they do
   // not depend on ZeRO, the shard group or the rank order). In parallel

@@ -699,11 +699,17 @@ TEST_CASE("plan: the seed's best so far comes before the estimates and changes n
   for (size_t i = 0; i < snaps.front().second; ++i) CHECK(phases[i] != "simulate");
   CHECK(std::find(phases.begin(), phases.end(), "simulate") != phases.end());
   REQUIRE(first.candidates.size() == 1);
-  // Nothing but the validation decided yet: no layout estimated (over
-  // the memory, or a twin of another rank order) or cut by a bound; the
-  // seed's layout is shown but counted undecided.
+  // Nothing decided yet but the seed's own layouts' validation: no layout
+  // estimated (over the memory, or a twin of another rank order) or cut by
+  // a bound, and the other layouts not even validated (the seed comes
+  // before the validation of every layout, its seconds at thousands of
+  // GPUs); the seed's layout is shown but counted undecided.
   CHECK(first.counts.simulated == 0);
   CHECK(first.counts.unexamined == first.counts.considered - first.counts.divisibility);
+  // Before the proxies of step 2 (which follow the validation of every
+  // layout and report "estimate"): only "validate" was reported.
+  REQUIRE(snaps.front().second >= 1);
+  for (size_t i = 0; i < snaps.front().second; ++i) CHECK(phases[i] == "validate");
   CHECK(seeded->seed_simulated >= 1);
   CHECK(seeded->first_best_seconds > 0);
   // The seed rule: cp 1, tp within a node (8), ZeRO 0/1, one micro-batch,
