@@ -492,14 +492,43 @@ double expert_param_gather_us(const Job& job, const NetworkModel& net, const Gro
                            (expert * dtype_bytes(job.training.dtype) + ne - 1) / ne);
 }
 
-// Time of k collectives of one kind on one group carrying `bytes` in all:
-// a collective's time is affine in its size (sim/network.cc, ring and tree
-// algorithms), so k of them take one of the total size plus k - 1 fixed
-// parts.
+}  // namespace
+
+// A lower bound of one collective's time that is concave in its size
+// (docs/plan.md, step 5). Ring, reduce-scatter and all-gather are the
+// least over NCCL's protocols of affine times (or one affine time), so
+// concave already: their own time. An all-reduce under algorithm "nccl" is
+// the faster of the ring and NCCL's tree, whose bandwidth NCCL's
+// treeCorrectionFactor scales by 0.4-1.0 by size class (sim/network.cc):
+// not concave between ~4 KiB and 256 MiB (a size class with a larger
+// factor is cheaper per byte than a smaller size), so k small all-reduces
+// can take less than one of their total size plus k - 1 latencies. Its
+// bound is the faster of the ring (exact) and the tree without the
+// correction: no protocol's latency under the least latency of any piece
+// (the time of 0 bytes), no tree carrying S faster than at half of 0.9 of
+// the bus bandwidth (Simple's factor, the largest; factors <= 1).
+double collective_concave_lower_us(const NetworkModel& net, const GroupShape& g, CollectiveType t, int64_t bytes) {
+  if (g.n <= 1) return 0;
+  if (net.astra || net.algorithm != "nccl" || !net.nccl_protocols || t != CollectiveType::kAllReduce)
+    return collective_micros(net, g, t, bytes);
+  NetworkModel ring = net;
+  ring.algorithm = "ring";
+  const double out = net.scale_out_bw / net.oversubscription;
+  const double bw = g.domains > 1 ? std::min(net.domain_bw, static_cast<double>(g.per_domain) * out) : net.domain_bw;
+  const double tree = collective_micros(net, g, t, 0) + static_cast<double>(bytes) / (bw * 0.9 * 0.5);
+  return std::min(collective_micros(ring, g, t, bytes), tree);
+}
+
+// A lower bound of k collectives of one kind on one group carrying `bytes`
+// in all: with f concave and f(0) >= 0, f(a) + f(b) >= f(a + b) + f(0), so
+// k of them take at least one of the total size plus k - 1 fixed parts
+// (f(0): the time of 0 bytes, the same under either bound).
 double collectives_us(const NetworkModel& net, const GroupShape& g, CollectiveType t, int64_t bytes, int64_t k) {
-  return collective_micros(net, g, t, bytes) +
+  return collective_concave_lower_us(net, g, t, bytes) +
          static_cast<double>(std::max<int64_t>(0, k - 1)) * collective_micros(net, g, t, 0);
 }
+
+namespace {
 
 // A lower bound of the data-parallel communication one rank of a stage
 // issues (its one communication stream runs it all): the gradient
@@ -543,7 +572,7 @@ double expert_dp_comm_bound(const Job& job, const NetworkModel& net, const Group
   const int64_t ne = job.model.is_moe() ? p.expert_dp() : 1;
   if (ne <= 1 || expert <= 0) return 0;
   const int64_t gbytes = expert * dtype_bytes(job.training.grad_reduce_dtype);
-  if (p.zero == 0) return collective_micros(net, g, CollectiveType::kAllReduce, gbytes);
+  if (p.zero == 0) return collectives_us(net, g, CollectiveType::kAllReduce, gbytes, 1);
   double t = collective_micros(net, g, CollectiveType::kReduceScatter, gbytes);
   if (p.zero < 3) return t + expert_param_gather_us(job, net, g, expert, ne);
   for (int64_t u : expert_units) {
@@ -1013,8 +1042,8 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
       // released then or later: time affine in size), and with ZeRO 1/2
       // the gather of the updated experts after the step.
       if (eparams > 0)
-        tail += collective_micros(*net, edp_shape, p.zero == 0 ? CollectiveType::kAllReduce : CollectiveType::kReduceScatter,
-                                  eparams * dtype_bytes(t.grad_reduce_dtype));
+        tail += collectives_us(*net, edp_shape, p.zero == 0 ? CollectiveType::kAllReduce : CollectiveType::kReduceScatter,
+                               eparams * dtype_bytes(t.grad_reduce_dtype), 1);
       if ((p.zero == 1 || p.zero == 2) && ne > 1 && S.expert > 0)
         tail += expert_param_gather_us(job, *net, edp_shape, S.expert, ne);
       if (params > 0) {
@@ -1239,14 +1268,27 @@ std::vector<Cand> enumerate(const Job& base, const PlanOptions& o, const std::fu
         // no layers (the embedding alone, the loss alone: Llama 3 405B's
         // 126 layers over 16 x 8 chunks), where the other chunks split the
         // layers evenly.
-        std::vector<std::tuple<Schedule, int64_t, bool>> sched;
-        if (pp == 1) sched.push_back({Schedule::kOneFOneB, 1, false});
+        // The third: 0 even or balanced, 1 embedding-only and loss-only
+        // ends, 2 the embedding and the loss counted in the split.
+        std::vector<std::tuple<Schedule, int64_t, int>> sched;
+        if (pp == 1) sched.push_back({Schedule::kOneFOneB, 1, 0});
         else {
-          for (Schedule s : {Schedule::kOneFOneB, Schedule::kZeroBubble, Schedule::kGPipe}) sched.push_back({s, 1, false});
+          for (Schedule s : {Schedule::kOneFOneB, Schedule::kZeroBubble, Schedule::kGPipe}) sched.push_back({s, 1, 0});
           for (int64_t v : divisors(L / std::max<int64_t>(1, pp)))
-            if (v >= 2 && L % (pp * v) == 0) sched.push_back({Schedule::kInterleaved, v, false});
+            if (v >= 2 && L % (pp * v) == 0) sched.push_back({Schedule::kInterleaved, v, 0});
+          // ... and with the embedding and the loss each counted as a layer
+          // of the split (Megatron's account_for_embedding_in_pipeline_split
+          // and account_for_loss_in_pipeline_split): where pp x vp chunks
+          // divide L + 2 into e >= 2 each, the end chunks hold e - 1 layers
+          // beside the embedding and the loss, the others e (Megatron-Bridge's
+          // Llama 3.1 405B: 126 layers over 8 x 8 chunks, 1, 2 x 62, 1).
+          // layout_job's balanced split of L over pp x vp is exactly that
+          // (L = pp x vp x e - 2: the pp x vp - 2 extra layers on the middle
+          // chunks). e = 1 is the embedding-only and loss-only ends below.
+          for (int64_t v = 2; pp * v <= (L + 2) / 2; ++v)
+            if ((L + 2) % (pp * v) == 0) sched.push_back({Schedule::kInterleaved, v, 2});
           for (int64_t v = 2; pp * v - 2 <= L; ++v)
-            if (L % (pp * v - 2) == 0) sched.push_back({Schedule::kInterleaved, v, true});
+            if (L % (pp * v - 2) == 0) sched.push_back({Schedule::kInterleaved, v, 1});
         }
         for (auto [s, v, ends] : sched) {
           if (!in_list(c.schedules, std::string(schedule_name(s))) || !allowed_deg(c, kVp, v)) continue;
@@ -1289,7 +1331,8 @@ std::vector<Cand> enumerate(const Job& base, const PlanOptions& o, const std::fu
                         cd.l.tp = tp, cd.l.cp = cp, cd.l.pp = pp, cd.l.vp = v, cd.l.dp = dp, cd.l.zero = z;
                         cd.l.shard_group = sg, cd.l.ep = ep, cd.l.expert_tp = etp, cd.l.mbs = mbs, cd.l.sp = sp;
                         cd.l.schedule = s, cd.l.recompute = rc, cd.l.order = order_of(on);
-                        cd.l.empty_ends = ends;
+                        cd.l.empty_ends = ends == 1;
+                        cd.l.counted_ends = ends == 2;
                         out.push_back(std::move(cd));
                         if (out.size() % 4096 == 0 && stop()) {
                           *stopped = true;
@@ -1466,7 +1509,10 @@ std::string layout_diff(const PlanLayout& a, const PlanLayout& b, bool moe) {
   add("cp", std::to_string(a.cp), std::to_string(b.cp));
   add("pp", std::to_string(a.pp), std::to_string(b.pp));
   add("vp", std::to_string(a.vp), std::to_string(b.vp));
-  add("end chunks", a.empty_ends ? "embedding/loss only" : "with layers", b.empty_ends ? "embedding/loss only" : "with layers");
+  auto ends = [](const PlanLayout& l) {
+    return std::string(l.empty_ends ? "embedding/loss only" : l.counted_ends ? "embedding/loss counted as layers" : "with layers");
+  };
+  add("end chunks", ends(a), ends(b));
   if (a.pp > 1 && b.pp > 1) add("schedule", schedule_name(a.schedule), schedule_name(b.schedule));
   add("dp", std::to_string(a.dp), std::to_string(b.dp));
   add("zero", std::to_string(a.zero), std::to_string(b.zero));
@@ -1536,7 +1582,9 @@ Job layout_job(const Job& base, const PlanLayout& l) {
   p.order = l.order;
   // Layers that do not split evenly over the virtual stages: the extra
   // layers go to the middle stages, the first and last (which also hold
-  // the embedding and the head) get fewer, as Llama 3 405B's 7, 8 x 14, 7.
+  // the embedding and the head) get fewer, as Llama 3 405B's 7, 8 x 14, 7
+  // (and, interleaved, the split with the embedding and the loss counted
+  // as layers where it divides: 1, 2 x 62, 1 over 64 chunks).
   const int64_t L = base.model.num_layers, n = l.pp * l.vp;
   if (l.empty_ends && n > 2) {
     p.pipeline_layout.assign(static_cast<size_t>(n), L / (n - 2));
@@ -1585,6 +1633,7 @@ std::string layout_label(const PlanLayout& l, bool moe) {
   if (l.vp > 1) s += " v" + std::to_string(l.vp);
   if (l.pp > 1) s += std::string(" ") + schedule_name(l.schedule);
   if (l.empty_ends) s += " emb+loss-ends";
+  if (l.counted_ends) s += " emb+loss-in-split";
   s += " dp" + std::to_string(l.dp);
   if (moe) s += " ep" + std::to_string(l.ep) + " etp" + std::to_string(l.expert_tp);
   s += " zero" + std::to_string(l.zero);
@@ -1612,6 +1661,8 @@ nlohmann::ordered_json layout_json(const PlanLayout& l) {
   j["order"] = l.order;
   // Only when set: the first and last virtual stages hold no layers.
   if (l.empty_ends) j["empty_end_chunks"] = true;
+  // Only when set: the embedding and the loss count as layers of the split.
+  if (l.counted_ends) j["embedding_loss_in_split"] = true;
   return j;
 }
 
@@ -1686,14 +1737,8 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
   };
   lap(0);
   progress(0, r.counts.considered, "validate");
-  // Each layout writes its own slot only: any thread count, same result.
-  parallel_for(static_cast<int64_t>(cands.size()), o.threads, [&](int64_t i) {
-    Cand& cd = cands[static_cast<size_t>(i)];
-    if (cancelled.load(std::memory_order_relaxed) || ((i & 255) == 0 && stopping())) {
-      cancelled = true;
-      cd.state = Cand::kUnexamined;
-      return;
-    }
+  // A layout the job validation refuses is kDivisibility, with the reason.
+  auto validate = [&](Cand& cd) {
     const Job job = layout_job(base, cd.l);
     if (job.training.global_batch_size % (cd.l.dp * cd.l.mbs) != 0) {
       cd.state = Cand::kDivisibility;
@@ -1706,28 +1751,66 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
       cd.state = Cand::kDivisibility;
       cd.reason = st.error().path + ": " + st.error().message;
     }
-  });
-
-  lap(1);
-  // 2. One proxy per stage-program key.
-  std::map<ProxyKey, int> key_index;
-  std::vector<ProxyKey> keys;
-  for (Cand& cd : cands) {
-    if (cd.state != Cand::kNew) continue;
-    auto [it, added] = key_index.emplace(key_of(cd.l), static_cast<int>(keys.size()));
-    if (added) keys.push_back(it->first);
-    cd.proxy = it->second;
+  };
+  // The seed's proxies (2b), built before the others: step 2 takes them.
+  std::map<ProxyKey, Proxy> seed_proxies;
+  // 2b. The seed (docs/plan.md, "Anytime"): before the estimates of every
+  // layout, a small set chosen by a fixed rule (cp 1, tp within a node,
+  // ZeRO 0 or 1, one micro-batch, no virtual stages or empty end chunks,
+  // 1F1B, the megatron order) is estimated alone; the layouts of the set that fit by the
+  // estimate are simulated in the order of their bound until one fits
+  // (at most kSeedSimulations). That one is the first best so far
+  // (PlanOptions::improved, and what a stop during the estimates
+  // returns). The full search then runs unchanged; when it reaches a seed
+  // layout it takes the seed's simulation instead of simulating it again,
+  // so the counts and the result are those of a search without the seed.
+  std::map<int, Eval> seed_evals;  // cands index -> its simulation
+  if (o.seed && !cancelled.load() && !stopping()) {
+    const int64_t node = base.hardware.gpus_per_node > 0 ? base.hardware.gpus_per_node : 8;
+    constexpr size_t kSeedSetMax = 1024;
+    constexpr int kSeedSimulations = 4;
+    // The megatron rank order where it is searched: step 4 may set a
+    // llama3-order layout aside as its megatron twin's duplicate, and the
+    // seed must stay a layout the search decides (a best so far that
+    // stays).
+    const bool megatron_seed = in_list(c.orders, std::string("megatron"));
+    std::vector<std::pair<int, Estimate>> seeds;
+    for (size_t i = 0; i < cands.size() && seeds.size() < kSeedSetMax; ++i) {
+      if ((i & 255) == 0 && stopping()) break;
+      Cand& cd = cands[i];
+      const PlanLayout& l = cd.l;
+      if (cd.state != Cand::kNew || l.cp != 1 || l.tp > node || l.zero > 1 || l.mbs != 1 || l.vp != 1 ||
+          l.empty_ends || (l.pp > 1 && l.schedule != Schedule::kOneFOneB) ||
+          (megatron_seed && order_name(l.order) != "megatron"))
+        continue;
+      validate(cd);
+      if (cd.state != Cand::kNew) continue;
+      auto px_it = seed_proxies.find(key_of(l));
+      if (px_it == seed_proxies.end())
+        px_it = seed_proxies.emplace(key_of(l), build_proxy(base, key_of(l), net, backend)).first;
+      const Proxy& px = px_it->second;
+      if (!px.ok) continue;
+      Estimate e = estimate(layout_job(base, l), px, &net, nullptr, -1, o.replay_bound, o.expert_dp_bound);
+      if (e.lower <= usable) seeds.emplace_back(static_cast<int>(i), e);
+    }
+    std::sort(seeds.begin(), seeds.end(), [&](const auto& x, const auto& y) {
+      if (x.second.bound_us != y.second.bound_us) return x.second.bound_us < y.second.bound_us;
+      return tie_key(cands[x.first].l) < tie_key(cands[y.first].l);
+    });
+    bool seed_fits = false;
+    for (size_t k = 0; k < seeds.size() && k < static_cast<size_t>(kSeedSimulations) && !seed_fits; ++k) {
+      if (stopping()) break;
+      Cand probe = cands[static_cast<size_t>(seeds[k].first)];
+      probe.est = seeds[k].second;
+      Eval ev = evaluate(probe, layout_job(base, probe.l), usable, backend);
+      if (!ev.done || ev.cancelled) break;
+      seed_fits = !ev.failed && ev.fits;
+      seed_evals.emplace(seeds[k].first, std::move(ev));
+    }
+    r.seed_simulated = static_cast<int64_t>(seed_evals.size());
+    if (seed_fits)
+      r.first_best_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }
-  std::vector<Proxy> proxies(keys.size());
-  parallel_for(
-      static_cast<int64_t>(keys.size()), o.threads,
-      [&](int64_t i) {
-        if (cancelled.load() || stopping()) { cancelled = true; return; }
-        proxies[static_cast<size_t>(i)] = build_proxy(base, keys[static_cast<size_t>(i)], net, backend);
-      },
-      [&](int64_t d) { progress(d, static_cast<int64_t>(keys.size()), "estimate"); });
-
-  lap(2);
   const size_t top = static_cast<size_t>(c.top);
   std::vector<double> best;  // accepted steps (µs) of distinct rows, sorted
   std::set<std::pair<std::string, double>> variant_steps;
@@ -1827,58 +1910,6 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     }
     return out;
   };
-  // 2b. The seed (docs/plan.md, "Anytime"): before the estimates of every
-  // layout, a small set chosen by a fixed rule (cp 1, tp within a node,
-  // ZeRO 0 or 1, one micro-batch, no virtual stages or empty end chunks,
-  // 1F1B, the megatron order) is estimated alone; the layouts of the set that fit by the
-  // estimate are simulated in the order of their bound until one fits
-  // (at most kSeedSimulations). That one is the first best so far
-  // (PlanOptions::improved, and what a stop during the estimates
-  // returns). The full search then runs unchanged; when it reaches a seed
-  // layout it takes the seed's simulation instead of simulating it again,
-  // so the counts and the result are those of a search without the seed.
-  std::map<int, Eval> seed_evals;  // cands index -> its simulation
-  if (o.seed && !cancelled.load() && !stopping()) {
-    const int64_t node = base.hardware.gpus_per_node > 0 ? base.hardware.gpus_per_node : 8;
-    constexpr size_t kSeedSetMax = 1024;
-    constexpr int kSeedSimulations = 4;
-    // The megatron rank order where it is searched: step 4 may set a
-    // llama3-order layout aside as its megatron twin's duplicate, and the
-    // seed must stay a layout the search decides (a best so far that
-    // stays).
-    const bool megatron_seed = in_list(c.orders, std::string("megatron"));
-    std::vector<std::pair<int, Estimate>> seeds;
-    for (size_t i = 0; i < cands.size() && seeds.size() < kSeedSetMax; ++i) {
-      if ((i & 255) == 0 && stopping()) break;
-      const Cand& cd = cands[i];
-      const PlanLayout& l = cd.l;
-      if (cd.state != Cand::kNew || l.cp != 1 || l.tp > node || l.zero > 1 || l.mbs != 1 || l.vp != 1 ||
-          l.empty_ends || (l.pp > 1 && l.schedule != Schedule::kOneFOneB) ||
-          (megatron_seed && order_name(l.order) != "megatron"))
-        continue;
-      const Proxy& px = proxies[static_cast<size_t>(cd.proxy)];
-      if (!px.ok) continue;
-      Estimate e = estimate(layout_job(base, l), px, &net, nullptr, -1, o.replay_bound, o.expert_dp_bound);
-      if (e.lower <= usable) seeds.emplace_back(static_cast<int>(i), e);
-    }
-    std::sort(seeds.begin(), seeds.end(), [&](const auto& x, const auto& y) {
-      if (x.second.bound_us != y.second.bound_us) return x.second.bound_us < y.second.bound_us;
-      return tie_key(cands[x.first].l) < tie_key(cands[y.first].l);
-    });
-    bool seed_fits = false;
-    for (size_t k = 0; k < seeds.size() && k < static_cast<size_t>(kSeedSimulations) && !seed_fits; ++k) {
-      if (stopping()) break;
-      Cand probe = cands[static_cast<size_t>(seeds[k].first)];
-      probe.est = seeds[k].second;
-      Eval ev = evaluate(probe, layout_job(base, probe.l), usable, backend);
-      if (!ev.done || ev.cancelled) break;
-      seed_fits = !ev.failed && ev.fits;
-      seed_evals.emplace(seeds[k].first, std::move(ev));
-    }
-    r.seed_simulated = static_cast<int64_t>(seed_evals.size());
-    if (seed_fits)
-      r.first_best_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  }
   // A best-so-far snapshot (PlanOptions::improved): the rows accepted so
   // far and the seed's fitting simulations the search has not decided
   // yet, so the best so far never gets worse. Those stay counted as
@@ -1890,6 +1921,41 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     return conclude(false, std::move(acc));
   };
   if (r.first_best_seconds > 0 && o.improved) o.improved(snapshot({}));
+
+  // Each layout writes its own slot only: any thread count, same result.
+  // (The seed's layouts, validated in 2b, are validated again: the same.)
+  parallel_for(static_cast<int64_t>(cands.size()), o.threads, [&](int64_t i) {
+    Cand& cd = cands[static_cast<size_t>(i)];
+    if (cancelled.load(std::memory_order_relaxed) || ((i & 255) == 0 && stopping())) {
+      cancelled = true;
+      cd.state = Cand::kUnexamined;
+      return;
+    }
+    validate(cd);
+  });
+
+  lap(1);
+  // 2. One proxy per stage-program key.
+  std::map<ProxyKey, int> key_index;
+  std::vector<ProxyKey> keys;
+  for (Cand& cd : cands) {
+    if (cd.state != Cand::kNew) continue;
+    auto [it, added] = key_index.emplace(key_of(cd.l), static_cast<int>(keys.size()));
+    if (added) keys.push_back(it->first);
+    cd.proxy = it->second;
+  }
+  std::vector<Proxy> proxies(keys.size());
+  parallel_for(
+      static_cast<int64_t>(keys.size()), o.threads,
+      [&](int64_t i) {
+        if (cancelled.load() || stopping()) { cancelled = true; return; }
+        const ProxyKey& k = keys[static_cast<size_t>(i)];
+        auto built = seed_proxies.find(k);
+        proxies[static_cast<size_t>(i)] = built != seed_proxies.end() ? built->second : build_proxy(base, k, net, backend);
+      },
+      [&](int64_t d) { progress(d, static_cast<int64_t>(keys.size()), "estimate"); });
+
+  lap(2);
 
   // 3. Memory and bound of each layout (activation peaks cached: they do
   // not depend on ZeRO, the shard group or the rank order). In parallel

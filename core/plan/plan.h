@@ -108,6 +108,14 @@ struct PlanLayout {
   // the last the loss alone (no transformer layers), the others L / (pp x
   // vp - 2) layers each (Llama 3 405B's layout; docs/plan.md).
   bool empty_ends = false;
+  // Interleaved only: the embedding and the loss each counted as a layer of
+  // the split (Megatron's account_for_embedding_in_pipeline_split and
+  // account_for_loss_in_pipeline_split), (L + 2) / (pp x vp) = e >= 2 per
+  // chunk, the end chunks e - 1 layers beside them (Megatron-Bridge's
+  // Llama 3.1 405B: 1, 2 x 62, 1 over 64 chunks). The job's
+  // pipeline_layout is the balanced split layout_job gives any uneven
+  // layout; this flag only names it.
+  bool counted_ends = false;
 };
 
 struct PlanCandidate {
@@ -219,6 +227,13 @@ struct PlanEstimate {
   double first_bound_seconds = 0;  // the closed-form bound every layout gets (docs/plan.md step 5)
 };
 PlanEstimate estimate_layout(const Job& job, const PlanBackend& backend);
+// The step-time bound's collective terms (docs/plan.md, step 5): a lower
+// bound of one collective's time on g, concave in its size, and from it a
+// lower bound of k collectives of `bytes` in all (any split).
+struct NetworkModel;
+struct GroupShape;
+double collective_concave_lower_us(const NetworkModel& net, const GroupShape& g, CollectiveType t, int64_t bytes);
+double collectives_us(const NetworkModel& net, const GroupShape& g, CollectiveType t, int64_t bytes, int64_t k);
 // The job of a layout over base.
 Job layout_job(const Job& base, const PlanLayout& l);
 

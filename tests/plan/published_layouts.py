@@ -149,6 +149,8 @@ def plan_label(l):
         s += f" {l['schedule']}"
     if l.get("empty_end_chunks"):
         s += " emb+loss-ends"
+    if l.get("embedding_loss_in_split"):
+        s += " emb+loss-in-split"
     s += f" dp{l['dp']} zero{l['zero']} rc-{l['recompute']} mbs{l['micro_batch_size']}"
     return s
 

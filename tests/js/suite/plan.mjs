@@ -54,6 +54,12 @@ export const cases = [
       assert.equal(layoutText(PLAN_FIXTURE.candidates[3].layout), 'tp 2 + sp · dp 4 · ZeRO 1 · mbs 1', 'layout text');
       const hsdp = { ...PLAN_FIXTURE.candidates[3].layout, dp: 8, zero: 3, shard_group: 4, order: ['tp', 'cp', 'pp', 'dp'] };
       assert.equal(layoutText(hsdp), 'tp 2 + sp · dp 8 · ZeRO 3 (HSDP, shard 4) · mbs 1 · order llama3', 'HSDP and Llama 3 order');
+      // The two uneven pipeline splits (docs/plan.md, step 1) named apart.
+      const pipe = { ...PLAN_FIXTURE.candidates[3].layout, pp: 8, vp: 8, schedule: 'interleaved-1f1b', dp: 1 };
+      assert.equal(layoutText({ ...pipe, empty_end_chunks: true }),
+        'tp 2 + sp · pp 8 × v 8 (interleaved-1f1b) · embedding/loss-only end chunks · dp 1 · ZeRO 1 · mbs 1', 'embedding/loss-only ends');
+      assert.equal(layoutText({ ...pipe, embedding_loss_in_split: true }),
+        'tp 2 + sp · pp 8 × v 8 (interleaved-1f1b) · embedding + loss counted in the split · dp 1 · ZeRO 1 · mbs 1', 'counted in the split');
     },
   },
   {

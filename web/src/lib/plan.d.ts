@@ -2,6 +2,8 @@ export interface PlanLayout {
   tp: number; sp: boolean; cp: number; pp: number; vp: number; schedule: string; dp: number;
   zero: number; shard_group?: number; ep: number; expert_tp?: number; recompute: string;
   micro_batch_size: number; order?: string[] | string;  // innermost first
+  empty_end_chunks?: boolean;          // the embedding and the loss alone in the end chunks
+  embedding_loss_in_split?: boolean;   // the embedding and the loss counted as layers of the split
 }
 export interface PlanCandidate {
   rank: number; layout: PlanLayout; step_seconds: number; mfu: number; tokens_per_second: number;

@@ -65,13 +65,19 @@ export function sortCandidates(cands, key, dir = 'asc') {
 }
 
 // One line per layout, degrees of 1 and defaults left out:
-// "tp 8 + sp · pp 4 × v 2 (interleaved-1f1b) · dp 16 · ZeRO 1 · mbs 1 · recompute selective".
+// "tp 8 + sp · pp 4 × v 2 (interleaved-1f1b) · dp 16 · ZeRO 1 · mbs 1 · recompute selective"
+// (a split other than the even one named after the pipeline).
 export function layoutText(l) {
   if (!l) return '';
   const parts = [];
   if ((l.tp ?? 1) > 1) parts.push(`tp ${l.tp}${l.sp ? ' + sp' : ''}`);
   if ((l.cp ?? 1) > 1) parts.push(`cp ${l.cp}`);
   if ((l.pp ?? 1) > 1) parts.push(`pp ${l.pp}${(l.vp ?? 1) > 1 ? ` × v ${l.vp}` : ''}${l.schedule ? ` (${l.schedule})` : ''}`);
+  // The pipeline split, when not the even (or balanced) one: the
+  // embedding and the loss alone in the end chunks (Llama 3's), or counted
+  // as layers of the split (Megatron's account_for_*_in_pipeline_split).
+  if (l.empty_end_chunks) parts.push('embedding/loss-only end chunks');
+  if (l.embedding_loss_in_split) parts.push('embedding + loss counted in the split');
   parts.push(`dp ${l.dp ?? 1}`);
   if ((l.ep ?? 1) > 1) parts.push(`ep ${l.ep}${l.expert_tp !== undefined && l.expert_tp !== l.tp ? ` etp ${l.expert_tp}` : ''}`);
   // The shard group is dp·cp unless HSDP shards over fewer ranks.
