@@ -20,6 +20,14 @@
 #include <utility>
 #include <vector>
 
+// The wasm module is built with -fno-exceptions: there a throw aborts
+// anyway, and the group only joins.
+#if defined(__cpp_exceptions) || defined(__EXCEPTIONS)
+#define SC_WORKERS_EXCEPTIONS 1
+#else
+#define SC_WORKERS_EXCEPTIONS 0
+#endif
+
 namespace sc {
 
 class Workers {
@@ -43,6 +51,7 @@ class Workers {
   template <typename Fn>
   void spawn(Fn fn) {
     threads_.emplace_back([this, fn = std::move(fn)]() mutable {
+#if SC_WORKERS_EXCEPTIONS
       try {
         fn();
       } catch (...) {
@@ -53,6 +62,9 @@ class Workers {
         failed_.store(true, std::memory_order_release);
         request_stop();
       }
+#else
+      fn();  // built without exceptions (wasm): nothing can be thrown
+#endif
     });
   }
 
@@ -65,12 +77,14 @@ class Workers {
   // Joins every thread, then rethrows the first exception one threw.
   void join() {
     join_all();
+#if SC_WORKERS_EXCEPTIONS
     std::exception_ptr e;
     {
       std::lock_guard<std::mutex> lock(mu_);
       e = std::exchange(first_, nullptr);
     }
     if (e) std::rethrow_exception(e);
+#endif
   }
 
  private:
@@ -86,7 +100,9 @@ class Workers {
   std::function<void()> stop_;
   std::vector<std::thread> threads_;
   std::mutex mu_;
+#if SC_WORKERS_EXCEPTIONS
   std::exception_ptr first_;
+#endif
   std::atomic<bool> failed_{false};
   std::atomic<bool> stopped_{false};
 };
