@@ -141,21 +141,8 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
   const int64_t weights = stored_4bit >= 0 ? stored_4bit : sharded(dtype_bytes(tr.dtype), 3);
   // FP8 training: the FP8 copies (row- and column-wise, with scales) TE
   // keeps of each FP8 linear's weight, sharded like the weights under ZeRO-3.
-  int64_t fp8_copies = 0;
-  if (tr.fp8_recipe != Fp8Recipe::kNone) {
-    std::set<int> seen;
-    for (int id : g.order) {
-      const Op& o = g.ops[id];
-      if (o.fwd_op >= 0 || o.recomputed || !fp8_gemm(g, o) || !seen.insert(o.inputs[1]).second) continue;
-      SC_ASSIGN_OR_RETURN(int64_t n, g.tensors[o.inputs[1]].local_numel().eval(s.bind, g.tensors[o.inputs[1]].name));
-      int64_t b = fp8_weight_copy_bytes(tr.fp8_recipe, n);
-      if (zero >= 3) {
-        const int64_t grp = g.tensors[o.inputs[1]].expert ? expert_group : group;
-        b = (b + grp - 1) / grp;
-      }
-      fp8_copies += b;
-    }
-  }
+  SC_ASSIGN_OR_RETURN(const int64_t fp8_copies,
+                      fp8_weight_copies_bytes(g, s.bind, tr.fp8_recipe, zero, group, expert_group));
   const int64_t grads = sharded(dtype_bytes(tr.grad_reduce_dtype), 2);
   const int64_t optim = sharded(tr.optimizer_bytes_per_param, 1);
   json per_layer = json::object();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace sc {
 namespace {
@@ -101,6 +102,26 @@ double fp8_kernels_micros(const HardwareProfile& hw, const std::vector<Fp8Kernel
 int64_t fp8_weight_copy_bytes(Fp8Recipe r, int64_t n) {
   if (r == Fp8Recipe::kNone) return 0;
   return 2 * n + 2 * static_cast<int64_t>(scale_bytes(r, n, true));
+}
+
+Result<int64_t> fp8_weight_copies_bytes(const Graph& g, const Bindings& bind, Fp8Recipe r, int64_t zero,
+                                        int64_t shard_group, int64_t expert_group) {
+  if (r == Fp8Recipe::kNone) return int64_t{0};
+  int64_t total = 0;
+  std::set<int> seen;
+  for (int id : g.order) {
+    const Op& o = g.ops[id];
+    if (o.fwd_op >= 0 || o.recomputed || !fp8_gemm(g, o) || !seen.insert(o.inputs[1]).second) continue;
+    const Tensor& w = g.tensors[o.inputs[1]];
+    SC_ASSIGN_OR_RETURN(int64_t n, w.local_numel().eval(bind, w.name));
+    int64_t b = fp8_weight_copy_bytes(r, n);
+    if (zero >= 3) {
+      const int64_t grp = w.expert ? expert_group : shard_group;
+      b = (b + grp - 1) / grp;
+    }
+    total += b;
+  }
+  return total;
 }
 
 }  // namespace sc

@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "graph/dtype.h"
 #include "graph/graph.h"
 #include "hw/hardware.h"
@@ -86,5 +87,12 @@ double fp8_kernels_micros(const HardwareProfile& hw, const std::vector<Fp8Kernel
 // Bytes of the FP8 copies TE keeps of a weight of n elements (row-wise and
 // column-wise data and their scales) beside the BF16 weight.
 int64_t fp8_weight_copy_bytes(Fp8Recipe r, int64_t n);
+
+// The FP8 copies of one stage graph's FP8 linear weights (each weight once),
+// under ZeRO-3 sharded like the weights: over shard_group, a routed
+// expert's over expert_group. summary.json's memory_bytes.fp8_weight_copies
+// and the planner's memory check both count it here. 0 without a recipe.
+Result<int64_t> fp8_weight_copies_bytes(const Graph& g, const Bindings& bind, Fp8Recipe r, int64_t zero,
+                                        int64_t shard_group, int64_t expert_group);
 
 }  // namespace sc

@@ -17,6 +17,7 @@
 #include "base/cancel.h"
 #include "base/json_fields.h"
 #include "base/workers.h"
+#include "cost/fp8_cost.h"
 #include "model/model_config.h"
 #include "model/transformer.h"
 #include "sim/network.h"
@@ -1407,7 +1408,15 @@ Eval evaluate(const Cand& cd, const Job& job, int64_t usable, const PlanBackend&
       if (par.zero < stage) return local * bpp;
       return (dense * bpp + group - 1) / group + (expert * bpp + expert_group - 1) / expert_group;
     };
-    const int64_t live = sharded(dtype_bytes(tr.dtype), 3) + sharded(dtype_bytes(tr.grad_reduce_dtype), 2) +
+    // As summary.json's peak_live: FP8 jobs hold their weights' FP8 copies too.
+    Result<int64_t> fp8_copies =
+        fp8_weight_copies_bytes(s.graph_of(st), bind, tr.fp8_recipe, par.zero, group, expert_group);
+    if (!fp8_copies.ok()) {
+      ev.failed = true;
+      ev.error = fp8_copies.error();
+      return ev;
+    }
+    const int64_t live = sharded(dtype_bytes(tr.dtype), 3) + *fp8_copies + sharded(dtype_bytes(tr.grad_reduce_dtype), 2) +
                          sharded(tr.optimizer_bytes_per_param, 1) + s.program_of(st).live_activation_peak;
     c.peak_memory_bytes = std::max(c.peak_memory_bytes, live);
   }
