@@ -1,6 +1,7 @@
 // Hardware presets and the roofline. Every number is per GPU, dense
 // (without 2:4 sparsity: the datasheets' tensor-core figures with sparsity
-// halved), decimal units (1 TB/s = 1e12 bytes/s, 80 GB = 80e9 bytes).
+// halved), decimal units (1 TB/s = 1e12 bytes/s, 80 GB = 80e9 bytes) except
+// the memory measured on a lent GPU (h100, h200: what CUDA reports).
 // Sources and derivations: docs/hardware.md.
 #include "hw/hardware.h"
 
@@ -60,14 +61,18 @@ HardwareProfile preset(int i) {
     // Measured (docs/hardware.md, "Measured on a GPU"): FP8 GEMMs 1.87x
     // BF16's, skinny GEMMs at 0.83 of HBM after 3.0 µs, decode attention's
     // start-up 4.7 µs, a small kernel 3.5 µs in a CUDA graph (the floor).
-    case 1: return measured(make("h100", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 3350 * G, 80 * G, 450 * G, 50 * G,
+    // Memory: what CUDA reports on the lent H100 80GB HBM3 (torch
+    // total_memory, 85,017,493,504 bytes = 79.18 GiB; the datasheet's
+    // "80 GB" read as 80e9 was 6% short).
+    case 1: return measured(make("h100", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 3350 * G, 85017493504.0, 450 * G, 50 * G,
                                  {132, 0.59, 0.75, 0.57, 0.90, 3.5}),
                             1.87, 0.83, 3.0, 4.7);
     // H200 SXM 141GB: H100's compute with HBM3e.
     // Measured: FP8 GEMMs 1.85x BF16's, skinny GEMMs at 0.86 of HBM after
     // 3.7 µs, decode attention's start-up 5.5 µs (no whole decode step was
     // measured on it: the floor stays 2.4).
-    case 2: return measured(make("h200", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 4800 * G, 141 * G, 450 * G, 50 * G,
+    // Memory as CUDA reports it on the lent H200 (150,109,880,320 bytes).
+    case 2: return measured(make("h200", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 4800 * G, 150109880320.0, 450 * G, 50 * G,
                                  {132, 0.59, 0.75, 0.57, 0.90, 2.4}),
                             1.85, 0.86, 3.7, 5.5);
     // B200 as in HGX/DGX B200 (1000 W): NVLink 5 1.8 TB/s total = 900 per

@@ -126,8 +126,9 @@ def fit(capacity, weights, workspace, per_seq):
 
 # ---------------------------------------------------------------- examples
 GB = 1e9
-H100 = 80 * GB  # H100 SXM 80GB, decimal (docs/hardware.md)
-H200 = 141 * GB
+# What CUDA reports on the lent GPUs (torch total_memory; docs/hardware.md).
+H100 = 85_017_493_504  # H100 SXM 80GB HBM3: 79.18 GiB
+H200 = 150_109_880_320  # H200 141GB: 139.80 GiB
 
 
 def examples():
