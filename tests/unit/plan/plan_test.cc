@@ -936,3 +936,37 @@ TEST_CASE("plan: an FP8 job's memory check counts the weights' FP8 copies, as su
   }
   CHECK(zero3);
 }
+
+TEST_CASE("plan: MoE candidates carry the MoE low-confidence note, ZeRO-3 ones the routed-expert gather note") {
+  // docs/plan.md "Confidence": most checked MoE runs simulate too fast
+  // where compute sets the step, so every MoE candidate says so; a dense
+  // job's candidates never do.
+  const Job moe = base_job(R"({"preset": "mixtral-8x7b", "num_layers": 2})", 512, 8);
+  PlanOptions o;
+  o.gpus = 4;
+  o.exhaustive = true;
+  o.constraints = parse_plan_constraints(json{{"max_mbs", 1}}).value();
+  o.constraints.top = 100000;
+  Result<PlanResult> r = plan(moe, o);
+  REQUIRE_MESSAGE(r.ok(), r.error().to_string());
+  REQUIRE(!r->candidates.empty());
+  auto has = [](const PlanCandidate& c, const std::string& prefix) {
+    return std::any_of(c.low_confidence.begin(), c.low_confidence.end(),
+                       [&](const std::string& n) { return n.rfind(prefix, 0) == 0; });
+  };
+  bool zero3 = false;
+  for (const PlanCandidate& c : r->candidates) {
+    INFO(layout_label(c.layout, true));
+    CHECK(has(c, "mixture of experts:"));
+    CHECK(has(c, "ZeRO-3 gathering routed experts") == (c.layout.zero == 3));
+    zero3 = zero3 || c.layout.zero == 3;
+  }
+  CHECK(zero3);
+  const Job dense = base_job(R"({"preset": "llama3-8b", "num_layers": 2})", 512, 8);
+  Result<PlanResult> d = plan(dense, o);
+  REQUIRE(d.ok());
+  for (const PlanCandidate& c : d->candidates) {
+    CHECK_FALSE(has(c, "mixture of experts:"));
+    CHECK_FALSE(has(c, "ZeRO-3 gathering routed experts"));
+  }
+}
