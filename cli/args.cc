@@ -7,12 +7,14 @@
 
 #include <cerrno>
 #include <csignal>
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include "api/budget.h"
@@ -393,7 +395,9 @@ int load_job(const std::string& command, const Args& args, Job* job) {
 std::optional<Generator> build_generator(const std::string& command, const Job& job, int* rc) {
   install_signal_cleanup();
   test_pause("build");  // tests: a signal here must stop the build below
-  Result<Generator> gen = Generator::create(job);
+  Generator::CreateOptions options;
+  options.threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
+  Result<Generator> gen = Generator::create(job, options);
   if (!gen.ok()) {
     if (gen.error().code == ErrorCode::kCancelled) {
       std::cerr << "stagecraft " << command << ": interrupted by " << (pending_signal() == SIGINT ? "SIGINT" : "SIGTERM")
