@@ -945,7 +945,7 @@ class Lowerer {
     }
     SC_ASSIGN_OR_RETURN(OpCost* c, cost_of(id));
     if (deepep_op(op)) return emit_deepep(op, id, mb, deps, c->suffix, c->comm_size);
-    TraceNode node;
+    ProgramNode node;  // the program's form directly: no TraceNode to convert (most nodes come here)
     node.id = p_.nodes.size();
     // A micro-batch's node keeps (micro-batch, suffix) instead of its name.
     uint32_t name_ref = RoleProgram::kStoredName;
@@ -1283,10 +1283,10 @@ class Lowerer {
     push(std::move(node), axis, -1, 0, mb, ref);
   }
 
-  void push(TraceNode node, uint8_t axis, int64_t peer_stage, int64_t ring_offset, int64_t mb,
+  void push(ProgramNode node, uint8_t axis, int64_t peer_stage, int64_t ring_offset, int64_t mb,
             uint32_t name_ref = RoleProgram::kStoredName, uint8_t side = 0) {
     if (sides_) p_.side_stream.push_back(side);
-    p_.nodes.emplace_back(std::move(node));
+    p_.nodes.push_back(std::move(node));
     p_.name_ref.push_back(name_ref);
     p_.node_mb.push_back(static_cast<int32_t>(mb));
     p_.node_axis.push_back(axis);
