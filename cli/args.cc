@@ -7,12 +7,14 @@
 
 #include <cerrno>
 #include <csignal>
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include "api/budget.h"
@@ -390,10 +392,16 @@ int load_job(const std::string& command, const Args& args, Job* job) {
   return kExitOk;
 }
 
+Generator::CreateOptions cli_create_options() {
+  Generator::CreateOptions options;
+  options.threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 4u));
+  return options;
+}
+
 std::optional<Generator> build_generator(const std::string& command, const Job& job, int* rc) {
   install_signal_cleanup();
   test_pause("build");  // tests: a signal here must stop the build below
-  Result<Generator> gen = Generator::create(job);
+  Result<Generator> gen = Generator::create(job, cli_create_options());
   if (!gen.ok()) {
     if (gen.error().code == ErrorCode::kCancelled) {
       std::cerr << "stagecraft " << command << ": interrupted by " << (pending_signal() == SIGINT ? "SIGINT" : "SIGTERM")

@@ -72,6 +72,9 @@ bool parse_int_list(const std::string& text, int64_t min_value, size_t max_count
 // Generator::create with the CLI's guards: SIGINT/SIGTERM cancel the build
 // (the process then exits by the signal). Prints the error and sets *rc on
 // failure.
+// How the CLI builds a job: the pipeline stages on the machine's cores (at
+// most 4; Generator::CreateOptions::threads, the same bytes at any count).
+Generator::CreateOptions cli_create_options();
 std::optional<Generator> build_generator(const std::string& command, const Job& job, int* rc);
 // Keeps a Generator alive until the process exits, deliberately never
 // destroyed: the CLI builds one job per process, and freeing its programs

@@ -157,7 +157,7 @@ int cmd_simulate(const std::vector<std::string>& argv) {
       return usage_error(kCmd, "--sweep-concurrency must be a comma-separated list of 1 to 64 positive integers (got '" +
                                    *args.get("--sweep-concurrency") + "')");
   }
-  Result<Generator> built = Generator::create(job);
+  Result<Generator> built = Generator::create(job, cli_create_options());
   if (!built.ok()) return report_error(kCmd, built.error());
   Generator* gen = &*built;
   if (job.inference() && values.empty()) {  // the job's own concurrency (as many as fit when 0)

@@ -29,6 +29,11 @@ class Generator {
     // false: skip check_budget (api/budget.h): only for the budget's own
     // small builds (estimate_job_counted), which check their quick bound.
     bool check_budget = true;
+    // Threads for the pipeline stages' graphs and lowering and the budget
+    // estimate's stage counts (each stage into its own slot: the same bytes
+    // at any count). 1 in the library and the wasm module; the CLI passes
+    // the machine's cores (at most 4).
+    int threads = 1;
   };
   static Result<Generator> create(const Job& job, const CreateOptions& options);
 

@@ -94,7 +94,8 @@ struct RankEncoderImpl {
       return ok_status();
     }
     if (s->role != static_cast<int64_t>(role) || s->owner != this) {
-      s->holes = re.skeleton.nodes;  // kinds, tags, sizes; group/peer set below
+      s->holes.clear();  // kinds, tags, sizes; group/peer set below
+      for (const ProgramNode& x : re.skeleton.nodes) s->holes.push_back(x.to_trace_node());
       s->role = static_cast<int64_t>(role);
       s->owner = this;
     }
@@ -159,7 +160,7 @@ Result<RankEncoder> RankEncoder::create(const Generator& g) {
     // tables falls back to instantiate_rank on the skeleton.
     re.direct = true;
     for (uint32_t i : hn) {
-      TraceNode n = p.nodes[i];
+      ProgramNode n = p.nodes[i];
       n.name.clear();
       n.deps.clear();
       re.skeleton.nodes.push_back(std::move(n));

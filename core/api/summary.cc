@@ -100,7 +100,7 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
   // The same per collective type (indexed by its enum value, small): bytes, count.
   std::vector<std::pair<int64_t, int64_t>> by_type;
   for (size_t i = 0; i < prog.nodes.size(); ++i) {
-    const TraceNode& n = prog.nodes[i];
+    const ProgramNode& n = prog.nodes[i];
     if (n.kind == TraceNodeKind::kCompute) {
       f.rank_flops += static_cast<u128>(n.num_ops);
       f.compute_us += n.duration_micros;

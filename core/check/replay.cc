@@ -237,9 +237,10 @@ struct P2PKeyHash {
 // communication stream) instead of one ordered set, the per-node facts it
 // needs in a 16-byte record, no callback. The Replayer's events in the Replayer's
 // order, with communication instant.
+template <class N>
 class PipelineReplay {
  public:
-  PipelineReplay(const std::vector<const std::vector<TraceNode>*>& nodes,
+  PipelineReplay(const std::vector<const std::vector<N>*>& nodes,
                  const std::vector<const std::vector<int64_t>*>& peers)
       : nodes_(nodes), peers_(peers), st_(nodes.size()) {}
 
@@ -289,7 +290,7 @@ class PipelineReplay {
     size_t total = 0, edges = 0;
     for (const auto* v : nodes_) {
       total += v->size() + 1;
-      for (const TraceNode& x : *v) edges += x.deps.size();
+      for (const N& x : *v) edges += x.deps.size();
     }
     node_.assign(total, Node{});
     waiting_.assign(total, 0);
@@ -304,7 +305,7 @@ class PipelineReplay {
       s.child = child_.data() + ebase;
       Node* v = s.n;
       for (size_t i = 0; i < n; ++i) {
-        const TraceNode& x = nodes[i];
+        const N& x = nodes[i];
         if (x.id != i) return false;
         for (auto d : x.deps) {
           if (d >= n) return false;
@@ -385,7 +386,7 @@ class PipelineReplay {
   };
 
   void join_p2p(int64_t r, uint32_t id, double now) {
-    const TraceNode& n = (*nodes_[r])[id];
+    const N& n = (*nodes_[r])[id];
     const bool send = n.kind == TraceNodeKind::kSend;
     const int64_t pr = (*peers_[r])[id];
     const P2PKey key = send ? P2PKey{r, pr, n.tag, n.comm_size} : P2PKey{pr, r, n.tag, n.comm_size};
@@ -423,7 +424,7 @@ class PipelineReplay {
     issue(e.rank, e.time);
   }
 
-  const std::vector<const std::vector<TraceNode>*>& nodes_;
+  const std::vector<const std::vector<N>*>& nodes_;
   const std::vector<const std::vector<int64_t>*>& peers_;
   std::vector<Stage> st_;
   std::vector<Node> node_;
@@ -447,8 +448,8 @@ class PipelineReplay {
 // One pass per stage in id order; a send's end is recorded under its key
 // as its stage computes it, and a stage pauses at a receive whose send is
 // not recorded yet. peer_of(stage, node): the stage of a send/recv's peer.
-template <class PeerOf>
-bool replay_by_longest_path(const std::vector<const std::vector<TraceNode>*>& nodes, const PeerOf& peer_of,
+template <class N, class PeerOf>
+bool replay_by_longest_path(const std::vector<const std::vector<N>*>& nodes, const PeerOf& peer_of,
                             PipelineTiming& t) {
   const size_t S = nodes.size();
   t.busy_micros.assign(S, 0);
@@ -472,7 +473,7 @@ bool replay_by_longest_path(const std::vector<const std::vector<TraceNode>*>& no
       if (i == v.size()) continue;
       const size_t from = i;
       for (; i < v.size(); ++i) {
-        const TraceNode& x = v[i];
+        const N& x = v[i];
         if (x.id != i) return false;
         double ready = 0;
         for (uint64_t d : x.deps) {
@@ -527,18 +528,31 @@ PipelineTiming replay_pipeline(const std::vector<RankTrace>& stages) {
   return replay_pipeline(nodes, peers);
 }
 
-PipelineTiming replay_pipeline(const std::vector<const std::vector<TraceNode>*>& stages,
-                               const std::vector<std::vector<int64_t>>& peers) {
+template <class N>
+PipelineTiming replay_with_peers(const std::vector<const std::vector<N>*>& stages,
+                                 const std::vector<std::vector<int64_t>>& peers) {
   PipelineTiming t;
   bool sized = peers.size() >= stages.size();
   for (size_t r = 0; sized && r < stages.size(); ++r) sized = peers[r].size() >= stages[r]->size();
   const auto peer_of = [&](size_t r, size_t i) { return peers[r][i]; };
   if (sized && replay_by_longest_path(stages, peer_of, t)) return t;
-  return replay_pipeline_events(stages, peers);
+  std::vector<const std::vector<int64_t>*> p;
+  for (const auto& v : peers) p.push_back(&v);
+  return PipelineReplay<N>(stages, p).run();
+}
+
+PipelineTiming replay_pipeline(const std::vector<const std::vector<TraceNode>*>& stages,
+                               const std::vector<std::vector<int64_t>>& peers) {
+  return replay_with_peers(stages, peers);
+}
+
+PipelineTiming replay_pipeline(const std::vector<const std::vector<ProgramNode>*>& stages,
+                               const std::vector<std::vector<int64_t>>& peers) {
+  return replay_with_peers(stages, peers);
 }
 
 PipelineTiming replay_pipeline(const std::vector<const RoleProgram*>& stages) {
-  std::vector<const std::vector<TraceNode>*> nodes;
+  std::vector<const std::vector<ProgramNode>*> nodes;
   for (const RoleProgram* p : stages) nodes.push_back(&p->nodes);
   // A ring-attention neighbour is on the same stage.
   const auto peer_of = [&](size_t r, size_t i) -> int64_t {
@@ -556,14 +570,23 @@ PipelineTiming replay_pipeline(const std::vector<const RoleProgram*>& stages) {
       if (k == TraceNodeKind::kSend || k == TraceNodeKind::kRecv) peers[r][i] = peer_of(r, i);
     }
   }
-  return replay_pipeline_events(nodes, peers);
+  std::vector<const std::vector<int64_t>*> p;
+  for (const auto& v : peers) p.push_back(&v);
+  return PipelineReplay<ProgramNode>(nodes, p).run();
 }
 
 PipelineTiming replay_pipeline_events(const std::vector<const std::vector<TraceNode>*>& stages,
                                       const std::vector<std::vector<int64_t>>& peers) {
   std::vector<const std::vector<int64_t>*> p;
   for (const auto& v : peers) p.push_back(&v);
-  return PipelineReplay(stages, p).run();
+  return PipelineReplay<TraceNode>(stages, p).run();
+}
+
+PipelineTiming replay_pipeline_events(const std::vector<const std::vector<ProgramNode>*>& stages,
+                                      const std::vector<std::vector<int64_t>>& peers) {
+  std::vector<const std::vector<int64_t>*> p;
+  for (const auto& v : peers) p.push_back(&v);
+  return PipelineReplay<ProgramNode>(stages, p).run();
 }
 
 ReplayResult replay_traces(const std::vector<RankTrace>& ranks, const GroupTable& groups, double bytes_per_micro) {

@@ -47,6 +47,8 @@ PipelineTiming replay_pipeline(const std::vector<RankTrace>& stages);
 // peers[i][j] is the stage of node j's send/recv peer on stage i.
 PipelineTiming replay_pipeline(const std::vector<const std::vector<TraceNode>*>& stages,
                                const std::vector<std::vector<int64_t>>& peers);
+PipelineTiming replay_pipeline(const std::vector<const std::vector<ProgramNode>*>& stages,
+                               const std::vector<std::vector<int64_t>>& peers);
 // The same on lowered programs, read in place: a send/recv's peer is its
 // peer_stage, a ring-attention neighbour its own stage.
 PipelineTiming replay_pipeline(const std::vector<const RoleProgram*>& stages);
@@ -55,6 +57,8 @@ PipelineTiming replay_pipeline(const std::vector<const RoleProgram*>& stages);
 // otherwise replays events; this always replays events (for tests: both
 // must agree).
 PipelineTiming replay_pipeline_events(const std::vector<const std::vector<TraceNode>*>& stages,
+                                      const std::vector<std::vector<int64_t>>& peers);
+PipelineTiming replay_pipeline_events(const std::vector<const std::vector<ProgramNode>*>& stages,
                                       const std::vector<std::vector<int64_t>>& peers);
 
 }  // namespace sc

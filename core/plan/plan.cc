@@ -299,7 +299,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
   for (size_t i = 0; i < g.ops.size(); ++i) by_name.emplace(g.ops[i].name, static_cast<int>(i));
   std::vector<char> f_reader(px.layers.size(), 0), b_reader(px.layers.size(), 0);
   for (size_t i = 0; i < prog.nodes.size(); ++i) {
-    const TraceNode& n = prog.nodes[i];
+    const ProgramNode& n = prog.nodes[i];
     if (n.kind != TraceNodeKind::kCompute) continue;
     std::string_view rest = prog.name_suffix(i);
     const bool fwd = rest.rfind("fwd.", 0) == 0, bwd = rest.rfind("bwd.", 0) == 0;
@@ -346,7 +346,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
     std::vector<double> coll_us(prog.nodes.size(), -1);  // >= 0: a tp/cp collective of fwd/bwd
     std::vector<Part*> node_part(prog.nodes.size(), nullptr);
     for (size_t i = 0; i < prog.nodes.size(); ++i) {
-      const TraceNode& n = prog.nodes[i];
+      const ProgramNode& n = prog.nodes[i];
       std::string_view rest = prog.name_suffix(i);
       if (rest.rfind("fwd.", 0) != 0 && rest.rfind("bwd.", 0) != 0) continue;
       const bool is_fwd = rest.rfind("fwd.", 0) == 0;
@@ -370,7 +370,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
     }
     int64_t prev_compute = -1;
     for (size_t i = 0; i < prog.nodes.size(); ++i) {
-      const TraceNode& b = prog.nodes[i];
+      const ProgramNode& b = prog.nodes[i];
       if (b.kind != TraceNodeKind::kCompute) continue;
       if (prev_compute >= 0 && node_part[i]) {
         const uint64_t a = prog.nodes[static_cast<size_t>(prev_compute)].id;
@@ -378,7 +378,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
         for (uint64_t d : b.deps) {
           auto it = index.find(d);
           if (it == index.end() || coll_us[it->second] < 0) continue;
-          const TraceNode& c = prog.nodes[it->second];
+          const ProgramNode& c = prog.nodes[it->second];
           if (std::find(c.deps.begin(), c.deps.end(), a) != c.deps.end()) wait += coll_us[it->second];
         }
         node_part[i]->serial_us += wait;

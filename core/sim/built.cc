@@ -34,7 +34,7 @@ Status check_role_program(const RoleProgram& prog, const RankLayout& layout, int
     return f.degree;
   };
   for (size_t i = 0; i < prog.nodes.size(); ++i) {
-    const TraceNode& n = prog.nodes[i];
+    const ProgramNode& n = prog.nodes[i];
     if (n.kind == TraceNodeKind::kCompute) continue;
     const uint8_t a = prog.node_axis[i];
     if (a >= prog.axes.size()) return bad(i, "axis index " + std::to_string(a) + " outside the program's axis table");

@@ -211,7 +211,7 @@ class Engine {
       flat.clear();
       flat_at.assign(n + 1, 0);
       for (size_t i = 0; i < n; ++i) {
-        const TraceNode& x = p.nodes[i];
+        const ProgramNode& x = p.nodes[i];
         if (x.id != i) return make_error(ErrorCode::kInternal, "stage " + std::to_string(s) + ": node ids out of order");
         flat_at[i] = static_cast<uint32_t>(flat.size());
         for (uint64_t d : x.deps) {

@@ -945,7 +945,7 @@ class Lowerer {
     }
     SC_ASSIGN_OR_RETURN(OpCost* c, cost_of(id));
     if (deepep_op(op)) return emit_deepep(op, id, mb, deps, c->suffix, c->comm_size);
-    TraceNode node;
+    ProgramNode node;  // the program's form directly: no TraceNode to convert (most nodes come here)
     node.id = p_.nodes.size();
     // A micro-batch's node keeps (micro-batch, suffix) instead of its name.
     uint32_t name_ref = RoleProgram::kStoredName;
@@ -1283,7 +1283,7 @@ class Lowerer {
     push(std::move(node), axis, -1, 0, mb, ref);
   }
 
-  void push(TraceNode node, uint8_t axis, int64_t peer_stage, int64_t ring_offset, int64_t mb,
+  void push(ProgramNode node, uint8_t axis, int64_t peer_stage, int64_t ring_offset, int64_t mb,
             uint32_t name_ref = RoleProgram::kStoredName, uint8_t side = 0) {
     if (sides_) p_.side_stream.push_back(side);
     p_.nodes.push_back(std::move(node));
@@ -1460,7 +1460,7 @@ uint8_t RoleProgram::axis_id(const std::string& axis) {
 }
 
 std::string RoleProgram::node_name(size_t node) const {
-  if (node >= name_ref.size() || name_ref[node] == kStoredName) return nodes[node].name;
+  if (node >= name_ref.size() || name_ref[node] == kStoredName) return nodes[node].name.str();
   const std::string& suffix = name_suffixes[name_ref[node]];
   const std::string m = std::to_string(node_mb[node]);
   std::string out;
@@ -1471,21 +1471,38 @@ std::string RoleProgram::node_name(size_t node) const {
 
 std::string_view RoleProgram::name_suffix(size_t node) const {
   if (node < name_ref.size() && name_ref[node] != kStoredName) return name_suffixes[name_ref[node]];
-  std::string_view n = nodes[node].name;
+  std::string_view n = nodes[node].name.str();
   if (n.starts_with("mb")) n.remove_prefix(std::min(n.size(), n.find('.') + 1));
   return n;
 }
 
 int32_t RoleProgram::micro_batch_of(size_t node) const {
   if (node < node_mb.size()) return node_mb[node];
-  const std::string& n = nodes[node].name;
+  const std::string& n = nodes[node].name.str();
   return n.starts_with("mb") ? static_cast<int32_t>(std::strtol(n.c_str() + 2, nullptr, 10)) : -1;
+}
+
+TraceNode ProgramNode::to_trace_node() const {
+  TraceNode n;
+  n.id = id;
+  n.name = name.str();
+  n.kind = kind;
+  n.coll = coll;
+  n.deps.assign(deps.begin(), deps.end());
+  n.num_ops = num_ops;
+  n.tensor_size = tensor_size;
+  n.duration_micros = duration_micros;
+  n.comm_size = comm_size;
+  n.tag = tag;
+  n.output_bytes = output_bytes;
+  return n;
 }
 
 RankTrace instantiate_rank(const RoleProgram& p, const RankLayout& layout, int64_t rank) {
   RankTrace t;
   t.rank = rank;
-  t.nodes = p.nodes;
+  t.nodes.reserve(p.nodes.size());
+  for (const ProgramNode& x : p.nodes) t.nodes.push_back(x.to_trace_node());
   for (size_t i = 0; i < t.nodes.size(); ++i) {
     TraceNode& n = t.nodes[i];
     if (i < p.name_ref.size() && p.name_ref[i] != RoleProgram::kStoredName) n.name = p.node_name(i);

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,8 +36,100 @@
 
 namespace sc {
 
+// A stored node name (RoleProgram::kStoredName) in 8 bytes: empty (no
+// allocation) or one heap string. A lowered micro-batch node's name is
+// built on demand (RoleProgram::node_name) and left empty here; only the
+// optimizer phase, ring-attention and userbuffer steps and programs built
+// by hand store one. Read as a const std::string&.
+class NodeName {
+ public:
+  NodeName() = default;
+  NodeName(std::string s) { set(std::move(s)); }  // NOLINT: implicit, as a string
+  NodeName(const char* s) { set(s); }              // NOLINT
+  NodeName(const NodeName& o) { set(o.str()); }
+  NodeName(NodeName&&) noexcept = default;
+  NodeName& operator=(const NodeName& o) {
+    if (this != &o) set(o.str());
+    return *this;
+  }
+  NodeName& operator=(NodeName&&) noexcept = default;
+  NodeName& operator=(std::string s) {
+    set(std::move(s));
+    return *this;
+  }
+  NodeName& operator=(const char* s) {
+    set(s);
+    return *this;
+  }
+  const std::string& str() const { return p_ ? *p_ : empty_string(); }
+  operator const std::string&() const { return str(); }  // NOLINT: implicit, as a string
+  bool empty() const { return !p_; }
+  size_t size() const { return p_ ? p_->size() : 0; }
+  const char* c_str() const { return str().c_str(); }
+  size_t rfind(std::string_view s, size_t pos = std::string::npos) const { return str().rfind(s, pos); }
+  bool starts_with(std::string_view s) const { return str().starts_with(s); }
+  bool ends_with(std::string_view s) const { return str().ends_with(s); }
+  void clear() { p_.reset(); }
+  friend bool operator==(const NodeName& a, const std::string& b) { return a.str() == b; }
+  friend bool operator==(const NodeName& a, std::string_view b) { return std::string_view(a.str()) == b; }
+  friend bool operator==(const NodeName& a, const char* b) { return a.str() == b; }
+  friend bool operator==(const NodeName& a, const NodeName& b) { return a.str() == b.str(); }
+
+ private:
+  static const std::string& empty_string() {
+    static const std::string e;
+    return e;
+  }
+  void set(std::string s) {
+    if (s.empty()) p_.reset();
+    else p_ = std::make_unique<std::string>(std::move(s));
+  }
+  std::unique_ptr<std::string> p_;
+};
+
+// Dependency ids of a program node: 32-bit (a program holds far fewer than
+// 2^32 nodes), two inline, 16 bytes.
+using ProgramDeps = BasicDepList<uint32_t>;
+
+// One node of a lowered program: a TraceNode's fields that a program
+// carries (a program's group and peer are per rank, filled by
+// instantiate_rank), 80 bytes instead of a TraceNode's 128. Programs hold
+// millions of nodes (4 million for the 1T job's 64 stages): their bytes
+// are the build's page faults and the cache misses of every consumer
+// (docs/performance.md). Converts from a TraceNode (lowering builds
+// TraceNodes; programs built by hand assign them) and back (to_trace_node).
+struct ProgramNode {
+  uint32_t id = 0;
+  int32_t tag = 0;  // kSend/kRecv, >= 0
+  TraceNodeKind kind = TraceNodeKind::kCompute;
+  CollectiveType coll = CollectiveType::kAllReduce;
+  ProgramDeps deps;
+  int64_t num_ops = 0;
+  uint64_t tensor_size = 0;
+  uint64_t duration_micros = 0;
+  int64_t comm_size = 0;
+  uint64_t output_bytes = 0;
+  NodeName name;  // kStoredName nodes only (RoleProgram::node_name)
+
+  ProgramNode() = default;
+  ProgramNode(const TraceNode& n)  // NOLINT: implicit, as programs were vectors of TraceNode
+      : id(static_cast<uint32_t>(n.id)), tag(n.tag), kind(n.kind), coll(n.coll), num_ops(n.num_ops),
+        tensor_size(n.tensor_size), duration_micros(n.duration_micros), comm_size(n.comm_size),
+        output_bytes(n.output_bytes), name(n.name) {
+    deps.assign(n.deps.begin(), n.deps.end());
+  }
+  ProgramNode(TraceNode&& n)  // NOLINT
+      : id(static_cast<uint32_t>(n.id)), tag(n.tag), kind(n.kind), coll(n.coll), num_ops(n.num_ops),
+        tensor_size(n.tensor_size), duration_micros(n.duration_micros), comm_size(n.comm_size),
+        output_bytes(n.output_bytes), name(std::move(n.name)) {
+    deps.assign(n.deps.begin(), n.deps.end());
+  }
+  // The TraceNode with this node's fields (name as stored; group and peer unset).
+  TraceNode to_trace_node() const;
+};
+
 struct RoleProgram {
-  std::vector<TraceNode> nodes;  // group / peer unset
+  std::vector<ProgramNode> nodes;
   // Per node: the mesh axis of a collective (or of a ring-attention
   // send/recv), as an index into `axes` (axes[0] = "": none). An index,
   // not a string per node: programs hold millions of nodes over a few axes.

@@ -21,25 +21,27 @@ namespace sc {
 
 enum class TraceNodeKind : int { kCompute = 4, kSend = 5, kRecv = 6, kCollective = 7 };  // Chakra NodeType
 
-// A node's dependency ids: 24 bytes (a std::vector's size on 64-bit
-// hosts), with up to two ids held inline, more on the heap. Most lowered
-// nodes have one or two dependencies, and programs hold millions of nodes:
-// a heap block per node would cost an allocation, its first-touch page
-// faults and its free.
+// A node's dependency ids, with up to two ids held inline, more on the
+// heap: 24 bytes (a std::vector's size on 64-bit hosts) with 64-bit ids
+// (DepList, a rank trace's), 16 with 32-bit ones (ProgramDeps, a lowered
+// program's: trace/lower.h). Most lowered nodes have one or two
+// dependencies, and programs hold millions of nodes: a heap block per node
+// would cost an allocation, its first-touch page faults and its free.
 // The subset of std::vector's interface the code uses; iterators are
 // pointers.
-class DepList {
+template <class Id>
+class BasicDepList {
  public:
-  using value_type = uint64_t;
+  using value_type = Id;
   using size_type = size_t;
-  using iterator = uint64_t*;
-  using const_iterator = const uint64_t*;
+  using iterator = Id*;
+  using const_iterator = const Id*;
 
-  DepList() noexcept : inline_{0, 0} {}
-  DepList(std::initializer_list<uint64_t> v) : DepList() { assign(v.begin(), v.end()); }
-  DepList(const std::vector<uint64_t>& v) : DepList() { assign(v.begin(), v.end()); }  // NOLINT: implicit, as a vector
-  DepList(const DepList& o) : DepList() { assign(o.begin(), o.end()); }
-  DepList(DepList&& o) noexcept : size_(o.size_), cap_(o.cap_) {
+  BasicDepList() noexcept : inline_{0, 0} {}
+  BasicDepList(std::initializer_list<uint64_t> v) : BasicDepList() { assign(v.begin(), v.end()); }
+  BasicDepList(const std::vector<uint64_t>& v) : BasicDepList() { assign(v.begin(), v.end()); }  // NOLINT: implicit, as a vector
+  BasicDepList(const BasicDepList& o) : BasicDepList() { assign(o.begin(), o.end()); }
+  BasicDepList(BasicDepList&& o) noexcept : size_(o.size_), cap_(o.cap_) {
     if (o.cap_ > kInline) {
       heap_ = o.heap_;
       o.cap_ = kInline;
@@ -49,26 +51,26 @@ class DepList {
     }
     o.size_ = 0;
   }
-  DepList& operator=(const DepList& o) {
+  BasicDepList& operator=(const BasicDepList& o) {
     if (this != &o) assign(o.begin(), o.end());
     return *this;
   }
-  DepList& operator=(DepList&& o) noexcept {
+  BasicDepList& operator=(BasicDepList&& o) noexcept {
     if (this != &o) {
-      this->~DepList();
-      new (this) DepList(std::move(o));
+      this->~BasicDepList();
+      new (this) BasicDepList(std::move(o));
     }
     return *this;
   }
-  DepList& operator=(std::initializer_list<uint64_t> v) {
+  BasicDepList& operator=(std::initializer_list<uint64_t> v) {
     assign(v.begin(), v.end());
     return *this;
   }
-  DepList& operator=(const std::vector<uint64_t>& v) {
+  BasicDepList& operator=(const std::vector<uint64_t>& v) {
     assign(v.begin(), v.end());
     return *this;
   }
-  ~DepList() {
+  ~BasicDepList() {
     if (cap_ > kInline) delete[] heap_;
   }
 
@@ -77,17 +79,17 @@ class DepList {
     const auto n = static_cast<size_t>(std::distance(first, last));
     size_ = 0;
     reserve(n);
-    uint64_t* d = data();
-    for (; first != last; ++first) *d++ = static_cast<uint64_t>(*first);
+    Id* d = data();
+    for (; first != last; ++first) *d++ = static_cast<Id>(*first);
     size_ = static_cast<uint32_t>(n);
   }
   void push_back(uint64_t v) {
     if (size_ == cap_) reserve(size_t{cap_} * 2);
-    data()[size_++] = v;
+    data()[size_++] = static_cast<Id>(v);
   }
   void reserve(size_t n) {
     if (n <= cap_) return;
-    uint64_t* p = new uint64_t[n];
+    Id* p = new Id[n];
     std::copy(begin(), end(), p);
     if (cap_ > kInline) delete[] heap_;
     heap_ = p;
@@ -95,32 +97,34 @@ class DepList {
   }
   void clear() noexcept { size_ = 0; }
 
-  uint64_t* data() noexcept { return cap_ > kInline ? heap_ : inline_; }
-  const uint64_t* data() const noexcept { return cap_ > kInline ? heap_ : inline_; }
+  Id* data() noexcept { return cap_ > kInline ? heap_ : inline_; }
+  const Id* data() const noexcept { return cap_ > kInline ? heap_ : inline_; }
   size_t size() const noexcept { return size_; }
   bool empty() const noexcept { return size_ == 0; }
   iterator begin() noexcept { return data(); }
   iterator end() noexcept { return data() + size_; }
   const_iterator begin() const noexcept { return data(); }
   const_iterator end() const noexcept { return data() + size_; }
-  uint64_t& operator[](size_t i) { return data()[i]; }
-  uint64_t operator[](size_t i) const { return data()[i]; }
+  Id& operator[](size_t i) { return data()[i]; }
+  Id operator[](size_t i) const { return data()[i]; }
 
-  friend bool operator==(const DepList& a, const DepList& b) {
+  friend bool operator==(const BasicDepList& a, const BasicDepList& b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end());
   }
-  friend bool operator==(const DepList& a, const std::vector<uint64_t>& b) {
+  friend bool operator==(const BasicDepList& a, const std::vector<uint64_t>& b) {
     return std::equal(a.begin(), a.end(), b.begin(), b.end());
   }
 
  private:
   static constexpr uint32_t kInline = 2;
   union {
-    uint64_t inline_[kInline];
-    uint64_t* heap_;
+    Id inline_[kInline];
+    Id* heap_;
   };
   uint32_t size_ = 0, cap_ = kInline;
 };
+
+using DepList = BasicDepList<uint64_t>;
 
 struct TraceNode {
   uint64_t id = 0;

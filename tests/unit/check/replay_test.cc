@@ -135,7 +135,7 @@ TEST_CASE("replay_pipeline: the longest path equals the event replay on lowered 
     REQUIRE(j.ok());
     auto g = make(*j);
     const GeneratorState& s = GeneratorAccess::state(g);
-    std::vector<const std::vector<TraceNode>*> st;
+    std::vector<const std::vector<ProgramNode>*> st;
     std::vector<std::vector<int64_t>> peers;
     for (int64_t i = 0; i < s.num_stages(); ++i) {
       const RoleProgram& p = s.program_of(i);

@@ -1,4 +1,5 @@
 // The compact forms lowered programs keep for millions of nodes: a node's
+// fields (ProgramNode, 80 bytes, not a TraceNode's 128), its
 // dependencies (DepList: two ids inline, more on the heap), its name as
 // (micro-batch, suffix) rather than a string, its mesh axis as an index.
 // Each must read back as the plain form it replaces.
@@ -52,6 +53,57 @@ TEST_CASE("DepList: holds ids like a vector, inline up to two and on the heap be
   from_set = std::vector<uint64_t>{};
   CHECK(from_set.size() == 0);
   CHECK(sizeof(DepList) == sizeof(std::vector<uint64_t>));
+}
+
+TEST_CASE("ProgramNode: a program's node holds a TraceNode's fields in 80 bytes and gives them back") {
+  // 32-bit dependency ids, two inline: 16 bytes.
+  ProgramDeps d = {7, 3};
+  CHECK(sizeof(ProgramDeps) == 16);
+  CHECK(d == std::vector<uint64_t>{7, 3});
+  d.push_back(uint64_t{4000000000});  // to the heap; still below 2^32
+  CHECK(d == std::vector<uint64_t>{7, 3, 4000000000});
+  // A stored name: empty without an allocation, else one string.
+  NodeName none;
+  CHECK(none.empty());
+  CHECK(none.str().empty());
+  NodeName opt = std::string("opt.adam");
+  CHECK(opt == "opt.adam");
+  CHECK(opt.rfind("opt.", 0) == 0);
+  NodeName copy = opt;
+  opt.clear();
+  CHECK(copy == std::string("opt.adam"));
+  CHECK(opt.empty());
+  CHECK(sizeof(NodeName) == sizeof(void*));
+
+  TraceNode t;
+  t.id = 41;
+  t.name = "opt.adam";
+  t.kind = TraceNodeKind::kSend;
+  t.coll = CollectiveType::kAllGather;
+  t.deps = {1, 2, 40};
+  t.num_ops = int64_t{1} << 50;
+  t.tensor_size = uint64_t{3} << 40;
+  t.duration_micros = 12345;
+  t.comm_size = int64_t{5} << 33;
+  t.tag = 77;
+  t.output_bytes = uint64_t{9} << 35;
+  const ProgramNode p = t;
+  CHECK(sizeof(ProgramNode) == 80);
+  const TraceNode back = p.to_trace_node();
+  CHECK(back.id == 41);
+  CHECK(back.name == "opt.adam");
+  CHECK(back.kind == TraceNodeKind::kSend);
+  CHECK(back.coll == CollectiveType::kAllGather);
+  CHECK(back.deps == std::vector<uint64_t>{1, 2, 40});
+  CHECK(back.num_ops == int64_t{1} << 50);
+  CHECK(back.tensor_size == uint64_t{3} << 40);
+  CHECK(back.duration_micros == 12345);
+  CHECK(back.comm_size == int64_t{5} << 33);
+  CHECK(back.tag == 77);
+  CHECK(back.output_bytes == uint64_t{9} << 35);
+  // A program's group and peer are per rank: unset until instantiate_rank.
+  CHECK(back.group == 0);
+  CHECK(back.peer == -1);
 }
 
 TEST_CASE("program names: a micro-batch's node is named mb<k>.<suffix> without a string of its own") {
