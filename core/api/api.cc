@@ -15,6 +15,7 @@
 #include "api/serving.h"
 #include "api/state.h"
 #include "base/cancel.h"
+#include "base/workers.h"
 #include "emit/chakra_writer.h"
 #include "graph/autodiff.h"
 #include "model/transformer.h"
@@ -117,26 +118,19 @@ void for_each_index(int64_t n, int threads, const Fn& fn) {
   }
   std::atomic<int64_t> next{0};
   std::atomic<bool> stop{false};
-  // An exception (std::bad_alloc) reaches the caller as from the
-  // sequential loop, not std::terminate from a worker: the first one
-  // thrown is rethrown after every thread is joined.
-  std::mutex failed_mu;
-  std::exception_ptr failed;
   const auto work = [&] {
-    try {
-      for (int64_t i; !stop.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < n;)
-        if (!fn(i)) stop.store(true, std::memory_order_relaxed);
-    } catch (...) {
-      stop.store(true, std::memory_order_relaxed);
-      std::lock_guard<std::mutex> lock(failed_mu);
-      if (!failed) failed = std::current_exception();
-    }
+    for (int64_t i; !stop.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < n;)
+      if (!fn(i)) stop.store(true, std::memory_order_relaxed);
   };
-  std::vector<std::thread> pool;
-  for (int k = 1; k < std::min<int64_t>(threads, n); ++k) pool.emplace_back(work);
+  // An exception (std::bad_alloc) reaches the caller as from the
+  // sequential loop, not std::terminate: a worker's comes out of join(),
+  // this thread's unwinds through the group, which stops and joins the
+  // others (core/base/workers.h; the wasm build has no exceptions and
+  // runs one thread).
+  Workers pool([&] { stop.store(true, std::memory_order_relaxed); });
+  for (int k = 1; k < std::min<int64_t>(threads, n); ++k) pool.spawn(work);
   work();
-  for (auto& t : pool) t.join();
-  if (failed) std::rethrow_exception(failed);
+  pool.join();
 }
 
 // How stage `stage` of `job` is lowered at `micro_batches` micro-batches
