@@ -118,8 +118,9 @@ export async function servingCases(context, base, only = '') {
     const kv = await page.textContent('[data-card="kv-per-token"] .card-value');
     check(kv === '320.0 KiB', `KV per token: ${kv}`);
     const fit = Number((await page.textContent('[data-card="max-seqs"] .card-value')).replace(/,/g, ''));
-    // By hand (docs/inference.md): at most 185 8K sequences fit beside 17.64 GB of bf16 weights per rank.
-    check(fit > 100 && fit <= 185, `8K-token sequences that fit: ${fit}`);
+    // By hand (docs/inference.md): at most 200 8K sequences fit beside 17.64 GB of bf16 weights per rank
+    // in the H100's 85.02 GB as CUDA reports it.
+    check(fit > 100 && fit <= 200, `8K-token sequences that fit: ${fit}`);
     for (const k of ['ttft', 'tpot', 'tps']) check(/\d/.test(await page.textContent(`[data-card="${k}"] .card-value`)), `${k} card has a number`);
     for (const part of ['weights', 'kv_cache', 'workspace', 'free']) check(await page.$(`#summary figure.mem rect[data-part="${part}"]`), `memory bar part ${part}`);
     const weights = Number(await page.getAttribute('#summary figure.mem', 'data-weights'));
