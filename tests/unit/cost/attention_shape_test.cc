@@ -47,6 +47,10 @@ double knee128(double kv) { return (kv / (kv + 238)) / (4096.0 / 4334); }
 // The reference launch's occupancy: 2,048 tiles in 16 waves of 132 SMs.
 constexpr double kRefOccupancy = 2048.0 / (16 * 132);
 
+// A causal tile computes `masked` keys per row beside the `inner` counted
+// (its diagonal block); relative to the reference's 64 beside 4,096.
+double diagonal(double inner, double masked) { return (inner / (inner + masked)) / (4096.0 / 4160); }
+
 }  // namespace
 
 TEST_CASE("attention by shape: ratios between sequence lengths are FlashAttention-3's") {
@@ -93,7 +97,7 @@ TEST_CASE("attention by shape: a flash-attention node's duration in the trace, b
   // computes its diagonal 128 x 128 block whole, 64 wasted keys per row
   // beside the 1,024 counted (the reference: 64 beside 4,096).
   const double flops = 2.0 * 2 * 32 * 2048 * 1024 * 256;
-  const double factor = (1024.0 / (1024 + 238)) / (4096.0 / 4334) * (1024.0 / 1088) / (4096.0 / 4160);
+  const double factor = knee128(1024) * diagonal(1024, 64);
   const double compute_us = flops / (989.5e12 * 0.75 * factor) * 1e6;  // 112.9 µs
   // Its bytes (q, k, v, output and log-sum-exp, ~168 MB) take ~56 µs: compute bound.
   CHECK(nodes["mb0.fwd.L0.attn.flash"].duration_micros == static_cast<uint64_t>(std::llround(compute_us)));
@@ -248,10 +252,10 @@ TEST_CASE("attention occupancy: a short causal flash-attention node in the trace
       "hardware": "h100"})");
   REQUIRE(nodes.count("mb0.fwd.L0.attn.flash"));
   const double flops = 2.0 * 16 * 256 * 128 * 256;  // 2 x a x s x (s/2) x (d + d)
-  const double knee = (128.0 / (128 + 238)) / (4096.0 / 4334);
-  const double occupancy = (32.0 * 128 / (132 * 256)) / (2048.0 / (16 * 132));  // over the reference launch's
-  const double diagonal = (128.0 / (128 + 64)) / (4096.0 / 4160);  // 64 masked keys per row computed
-  const double compute_us = flops / (989.5e12 * 0.75 * knee * occupancy * diagonal) * 1e6;  // 11.5 µs
+  const double knee = knee128(128);
+  const double occupancy = (32.0 * 128 / (132 * 256)) / kRefOccupancy;  // over the reference launch's
+  const double diag = diagonal(128, 64);  // 64 masked keys per row computed
+  const double compute_us = flops / (989.5e12 * 0.75 * knee * occupancy * diag) * 1e6;  // 11.5 µs
   CHECK(nodes["mb0.fwd.L0.attn.flash"].duration_micros == static_cast<uint64_t>(std::llround(compute_us)));
 }
 
@@ -268,13 +272,12 @@ TEST_CASE("attention occupancy: ring-attention steps, by hand") {
   REQUIRE(nodes.count("mb0.bwd.L0.attn.ring.bwd.step1"));
   // The diagonal block: 64 masked rows computed beside `inner` in a causal
   // tile, against 64 beside 4,096 at the reference.
-  auto diag = [](double inner, double waste) { return (inner / (inner + waste)) / (4096.0 / 4160); };
   // Forward: query tiles of 128 rows. Causal step: 64 tiles, one wave as
   // long as the last tile (512 keys; average 256). First half: 64 tiles of
   // 256 keys. Second half: 32 tiles of 512 keys.
-  const double causal = knee128(256) * (64.0 * 256 / (132 * 512)) / kRefOccupancy * diag(256, 64);
-  const double first = knee128(256) * (64.0 / 132) / kRefOccupancy * diag(256, 0);
-  const double second = knee128(512) * (32.0 / 132) / kRefOccupancy * diag(512, 0);
+  const double causal = knee128(256) * (64.0 * 256 / (132 * 512)) / kRefOccupancy * diagonal(256, 64);
+  const double first = knee128(256) * (64.0 / 132) / kRefOccupancy * diagonal(256, 0);
+  const double second = knee128(512) * (32.0 / 132) / kRefOccupancy * diagonal(512, 0);
   const double fwd = 2 / (1 / causal + 0.5 * (1 / first + 1 / second));
   const double step_flops = 2.0 * 16 * 512 * 256 * 256;
   CHECK(nodes["mb0.fwd.L0.attn.ring.step1"].duration_micros ==
@@ -283,9 +286,9 @@ TEST_CASE("attention occupancy: ring-attention steps, by hand") {
   // see it. Causal: 64 tiles, 256 queries on average, the first key tile
   // all 512. First half (256 keys seen by 512 queries): 32 tiles. Second
   // half (512 keys seen by 256 queries): 64 tiles.
-  const double b_causal = knee128(256) * (64.0 * 256 / (132 * 512)) / kRefOccupancy * diag(256, 64);
-  const double b_first = knee128(512) * (32.0 / 132) / kRefOccupancy * diag(512, 0);
-  const double b_second = knee128(256) * (64.0 / 132) / kRefOccupancy * diag(256, 0);
+  const double b_causal = knee128(256) * (64.0 * 256 / (132 * 512)) / kRefOccupancy * diagonal(256, 64);
+  const double b_first = knee128(512) * (32.0 / 132) / kRefOccupancy * diagonal(512, 0);
+  const double b_second = knee128(256) * (64.0 / 132) / kRefOccupancy * diagonal(256, 0);
   const double bwd = 2 / (1 / b_causal + 0.5 * (1 / b_first + 1 / b_second));
   CHECK(nodes["mb0.bwd.L0.attn.ring.bwd.step1"].duration_micros ==
         static_cast<uint64_t>(std::llround(2.5 * step_flops / (989.5e12 * 0.57 * bwd) * 1e6)));
@@ -304,14 +307,14 @@ TEST_CASE("attention occupancy: cp all-gather chunks, by hand") {
   REQUIRE(nodes.count("mb0.bwd.L0.attn.flash.bwd"));
   const double flops = 2.0 * 16 * 512 * 512 * 256;
   // Forward: 16 x 2 query tiles, one wave lasting the longest row (640 keys).
-  auto diag = [](double inner) { return (inner / (inner + 64)) / (4096.0 / 4160); };  // causal: 64 masked rows
-  const double fwd = knee128(512) * (32.0 * 512 / (132 * 640)) / kRefOccupancy * diag(512);
+  // Causal tiles: 64 masked rows beside the counted keys.
+  const double fwd = knee128(512) * (32.0 * 512 / (132 * 640)) / kRefOccupancy * diagonal(512, 64);
   CHECK(nodes["mb0.fwd.L0.attn.flash"].duration_micros ==
         static_cast<uint64_t>(std::llround(flops / (989.5e12 * 0.75 * fwd) * 1e6)));
   // Backward: 16 x ceil(640 / 128) key tiles, each key row seen by
   // 256 x 512 / 640 query rows on average and 256 at most.
   const double inner = 256.0 * 512 / 640;
-  const double bwd = knee128(inner) * (80.0 * inner / (132 * 256)) / kRefOccupancy * diag(inner);
+  const double bwd = knee128(inner) * (80.0 * inner / (132 * 256)) / kRefOccupancy * diagonal(inner, 64);
   CHECK(nodes["mb0.bwd.L0.attn.flash.bwd"].duration_micros ==
         static_cast<uint64_t>(std::llround(2.5 * flops / (989.5e12 * 0.57 * bwd) * 1e6)));
 }
