@@ -495,37 +495,13 @@ double expert_param_gather_us(const Job& job, const NetworkModel& net, const Gro
 
 }  // namespace
 
-// A lower bound of one collective's time that is concave in its size
-// (docs/plan.md, step 5). Ring, reduce-scatter and all-gather are the
-// least over NCCL's protocols of affine times (or one affine time), so
-// concave already: their own time. An all-reduce under algorithm "nccl" is
-// the faster of the ring and NCCL's tree, whose bandwidth NCCL's
-// treeCorrectionFactor scales by 0.4-1.0 by size class (sim/network.cc):
-// not concave between ~4 KiB and 256 MiB (a size class with a larger
-// factor is cheaper per byte than a smaller size), so k small all-reduces
-// can take less than one of their total size plus k - 1 latencies. Its
-// bound is the faster of the ring (exact) and the tree without the
-// correction: no protocol's latency under the least latency of any piece
-// (the time of 0 bytes), no tree carrying S faster than at half of 0.9 of
-// the bus bandwidth (Simple's factor, the largest; factors <= 1).
-double collective_concave_lower_us(const NetworkModel& net, const GroupShape& g, CollectiveType t, int64_t bytes) {
-  if (g.n <= 1) return 0;
-  if (net.astra || net.algorithm != "nccl" || !net.nccl_protocols || t != CollectiveType::kAllReduce)
-    return collective_micros(net, g, t, bytes);
-  NetworkModel ring = net;
-  ring.algorithm = "ring";
-  const double out = net.scale_out_bw / net.oversubscription;
-  const double bw = g.domains > 1 ? std::min(net.domain_bw, static_cast<double>(g.per_domain) * out) : net.domain_bw;
-  const double tree = collective_micros(net, g, t, 0) + static_cast<double>(bytes) / (bw * 0.9 * 0.5);
-  return std::min(collective_micros(ring, g, t, bytes), tree);
-}
-
 // A lower bound of k collectives of one kind on one group carrying `bytes`
 // in all: with f concave and f(0) >= 0, f(a) + f(b) >= f(a + b) + f(0), so
 // k of them take at least one of the total size plus k - 1 fixed parts
-// (f(0): the time of 0 bytes, the same under either bound).
+// (f(0): the time of 0 bytes, the same under either bound;
+// collective_concave_lower_micros, sim/network.h, is f).
 double collectives_us(const NetworkModel& net, const GroupShape& g, CollectiveType t, int64_t bytes, int64_t k) {
-  return collective_concave_lower_us(net, g, t, bytes) +
+  return collective_concave_lower_micros(net, g, t, bytes) +
          static_cast<double>(std::max<int64_t>(0, k - 1)) * collective_micros(net, g, t, 0);
 }
 
@@ -573,7 +549,7 @@ double expert_dp_comm_bound(const Job& job, const NetworkModel& net, const Group
   const int64_t ne = job.model.is_moe() ? p.expert_dp() : 1;
   if (ne <= 1 || expert <= 0) return 0;
   const int64_t gbytes = expert * dtype_bytes(job.training.grad_reduce_dtype);
-  if (p.zero == 0) return collectives_us(net, g, CollectiveType::kAllReduce, gbytes, 1);
+  if (p.zero == 0) return collective_concave_lower_micros(net, g, CollectiveType::kAllReduce, gbytes);
   double t = collective_micros(net, g, CollectiveType::kReduceScatter, gbytes);
   if (p.zero < 3) return t + expert_param_gather_us(job, net, g, expert, ne);
   for (int64_t u : expert_units) {
@@ -1043,8 +1019,9 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
       // released then or later: time affine in size), and with ZeRO 1/2
       // the gather of the updated experts after the step.
       if (eparams > 0)
-        tail += collectives_us(*net, edp_shape, p.zero == 0 ? CollectiveType::kAllReduce : CollectiveType::kReduceScatter,
-                               eparams * dtype_bytes(t.grad_reduce_dtype), 1);
+        tail += collective_concave_lower_micros(*net, edp_shape,
+                                                p.zero == 0 ? CollectiveType::kAllReduce : CollectiveType::kReduceScatter,
+                                                eparams * dtype_bytes(t.grad_reduce_dtype));
       if ((p.zero == 1 || p.zero == 2) && ne > 1 && S.expert > 0)
         tail += expert_param_gather_us(job, *net, edp_shape, S.expert, ne);
       if (params > 0) {

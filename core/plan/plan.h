@@ -227,12 +227,11 @@ struct PlanEstimate {
   double first_bound_seconds = 0;  // the closed-form bound every layout gets (docs/plan.md step 5)
 };
 PlanEstimate estimate_layout(const Job& job, const PlanBackend& backend);
-// The step-time bound's collective terms (docs/plan.md, step 5): a lower
-// bound of one collective's time on g, concave in its size, and from it a
-// lower bound of k collectives of `bytes` in all (any split).
+// The step-time bound's collective term (docs/plan.md, step 5): a lower
+// bound of k collectives of `bytes` in all (any split) on g, from
+// collective_concave_lower_micros (sim/network.h).
 struct NetworkModel;
 struct GroupShape;
-double collective_concave_lower_us(const NetworkModel& net, const GroupShape& g, CollectiveType t, int64_t bytes);
 double collectives_us(const NetworkModel& net, const GroupShape& g, CollectiveType t, int64_t bytes, int64_t k);
 // The job of a layout over base.
 Job layout_job(const Job& base, const PlanLayout& l);

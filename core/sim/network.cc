@@ -99,6 +99,18 @@ constexpr TreeProtocol kTree[] = {
      {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .5, .5, .6, .6, .7, .8, .9}}};
 constexpr double kRingLLNetStepUs = 2.7;  // NCCL's Ring/LL network step, the anchor of α_o
 
+// The largest bus-bandwidth factor of any Tree protocol, and of any
+// treeCorrectionFactor (collective_concave_lower_micros' bound).
+constexpr double kTreeMaxBwFactor = [] {
+  double m = 0;
+  for (const TreeProtocol& p : kTree) {
+    double c = 0;
+    for (double x : p.correction) c = std::max(c, x);
+    m = std::max(m, std::max(p.bw_factor_cross, p.bw_factor_local) * std::max(1.0, c));
+  }
+  return m;
+}();
+
 double nccl_tree_all_reduce(const NetworkModel& net, const GroupShape& g, double S, double bw) {
   const bool cross = g.domains > 1;
   const double ppn = static_cast<double>(g.n) / static_cast<double>(std::max<int64_t>(1, g.domains));
@@ -357,6 +369,13 @@ GroupShape GroupShapeBuilder::finish(const NetworkModel& net) const {
   return s;
 }
 
+// The bus bandwidth of a ring or tree over g: NVLink inside one domain;
+// across domains the slower of NVLink and the domain's members' NICs.
+double group_bus_bw(const NetworkModel& net, const GroupShape& g) {
+  const double out = net.scale_out_bw / net.oversubscription;
+  return g.domains > 1 ? std::min(net.domain_bw, static_cast<double>(g.per_domain) * out) : net.domain_bw;
+}
+
 double collective_micros(const NetworkModel& net, const GroupShape& g, CollectiveType t, int64_t comm_size) {
   const double n = static_cast<double>(g.n);
   if (g.n <= 1) return 0;
@@ -365,7 +384,7 @@ double collective_micros(const NetworkModel& net, const GroupShape& g, Collectiv
   const double out = net.scale_out_bw / net.oversubscription;
   const bool cross = g.domains > 1;
   const double m = static_cast<double>(g.per_domain);
-  const double bw = cross ? std::min(net.domain_bw, m * out) : net.domain_bw;
+  const double bw = group_bus_bw(net, g);
   const double lat = cross ? net.scale_out_lat : net.domain_lat;
   if (t == CollectiveType::kAllToAll) {
     // Every rank sends S/n to each other member at once: the NVLink share
@@ -392,6 +411,25 @@ double collective_micros(const NetworkModel& net, const GroupShape& g, Collectiv
   // Without NCCL's protocols (network.protocols "simple", the model before
   // them) "nccl" is the ring, as it was.
   return passes * ((n - 1) * lat + (n - 1) / n * S / bw);
+}
+
+// Ring, reduce-scatter and all-gather are the least over NCCL's protocols of
+// affine times (or one affine time): concave already, their own time. An
+// all-reduce under "nccl" is the faster of the ring and the tree, whose
+// treeCorrectionFactor makes it not concave between ~4 KiB and 256 MiB; its
+// bound is the faster of the ring (exact) and the tree with no protocol's
+// latency under the time of 0 bytes and no bandwidth above the largest
+// factor of kTree, carried at half (algorithm bandwidth).
+double collective_concave_lower_micros(const NetworkModel& net, const GroupShape& g, CollectiveType t,
+                                       int64_t comm_size) {
+  if (g.n <= 1) return 0;
+  if (net.astra || net.algorithm != "nccl" || !net.nccl_protocols || t != CollectiveType::kAllReduce)
+    return collective_micros(net, g, t, comm_size);
+  NetworkModel ring = net;
+  ring.algorithm = "ring";
+  const double tree = collective_micros(net, g, t, 0) +
+                      static_cast<double>(comm_size) / (group_bus_bw(net, g) * kTreeMaxBwFactor * 0.5);
+  return std::min(collective_micros(ring, g, t, comm_size), tree);
 }
 
 double deepep_node_miss(int64_t experts, int64_t topk, double e_node) {

@@ -117,6 +117,12 @@ int64_t domain_of(const NetworkModel& net, int64_t rank);
 
 // Time of one collective (comm_size semantics of docs/trace-format.md).
 double collective_micros(const NetworkModel& net, const GroupShape& g, CollectiveType t, int64_t comm_size);
+// A lower bound of collective_micros that is concave in comm_size (the
+// planner's step-time bound, docs/plan.md step 5): the time itself, except
+// an all-reduce under algorithm "nccl", whose tree correction is not
+// concave (network.cc says how it is bounded).
+double collective_concave_lower_micros(const NetworkModel& net, const GroupShape& g, CollectiveType t,
+                                       int64_t comm_size);
 // Time of one collective on the expert-parallel axis: the MoE dispatch or
 // combine (an all-to-all in the traces) as net.moe_dispatcher moves the
 // tokens, stretched by net.moe_imbalance; other collectives as

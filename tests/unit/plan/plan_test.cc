@@ -893,7 +893,7 @@ TEST_CASE("plan: the collective bound is a lower bound of NCCL's ring and tree (
         CHECK(collectives_us(net, g, CollectiveType::kAllReduce, x + y, 2) <= (f(g, x) + f(g, y)) * (1 + 1e-12));
       }
       // One collective: the concave bound never exceeds the time itself.
-      CHECK(collective_concave_lower_us(net, g, CollectiveType::kAllReduce, x) <= f(g, x) * (1 + 1e-12));
+      CHECK(collective_concave_lower_micros(net, g, CollectiveType::kAllReduce, x) <= f(g, x) * (1 + 1e-12));
     }
   CHECK(checked == 7 * 7 * static_cast<int>(sizes.size()));
   // The sweep holds the case the old form got wrong.
@@ -902,7 +902,7 @@ TEST_CASE("plan: the collective bound is a lower bound of NCCL's ring and tree (
   // keep their exact time as the bound.
   for (const GroupShape& g : shapes)
     for (CollectiveType t : {CollectiveType::kReduceScatter, CollectiveType::kAllGather})
-      CHECK(collective_concave_lower_us(net, g, t, 1 << 20) == collective_micros(net, g, t, 1 << 20));
+      CHECK(collective_concave_lower_micros(net, g, t, 1 << 20) == collective_micros(net, g, t, 1 << 20));
 }
 
 TEST_CASE("plan: an FP8 job's memory check counts the weights' FP8 copies, as summary.json's peak_live does") {
