@@ -104,23 +104,26 @@ std::string amax_reduction_axis(const ParallelConfig& p) {
   return name;
 }
 
-// Runs fn(i) for i in [0, n) on up to `threads` threads, each index once;
-// fn writes only its own slot, so the results do not depend on the thread
-// count. An index whose fn returns false stops the indices not yet begun
-// (every lower one has begun: they are handed out in order), as the
-// sequential loop stops at its first error.
+// Runs fn(i) -> Status for i in [0, n) on up to `threads` threads, each
+// index once; fn writes only its own slot, so the results do not depend on
+// the thread count. A failed index stops the indices not yet begun (every
+// lower one has begun: they are handed out in order), and the first error
+// in index order is returned: the sequential loop's.
 template <class Fn>
-void for_each_index(int64_t n, int threads, const Fn& fn) {
+Status for_each_index(int64_t n, int threads, const Fn& fn) {
   if (threads <= 1 || n <= 1) {
-    for (int64_t i = 0; i < n; ++i)
-      if (!fn(i)) return;
-    return;
+    for (int64_t i = 0; i < n; ++i) SC_RETURN_IF_ERROR(fn(i));
+    return ok_status();
   }
+  std::vector<Status> status(static_cast<size_t>(n), ok_status());
   std::atomic<int64_t> next{0};
   std::atomic<bool> stop{false};
   const auto work = [&] {
-    for (int64_t i; !stop.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < n;)
-      if (!fn(i)) stop.store(true, std::memory_order_relaxed);
+    for (int64_t i; !stop.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < n;) {
+      Status& st = status[static_cast<size_t>(i)];
+      st = fn(i);
+      if (!st.ok()) stop.store(true, std::memory_order_relaxed);
+    }
   };
   // An exception (std::bad_alloc) reaches the caller as from the
   // sequential loop, not std::terminate: a worker's comes out of join(),
@@ -131,6 +134,8 @@ void for_each_index(int64_t n, int threads, const Fn& fn) {
   for (int k = 1; k < std::min<int64_t>(threads, n); ++k) pool.spawn(work);
   work();
   pool.join();
+  for (const Status& st : status) SC_RETURN_IF_ERROR(st);
+  return ok_status();
 }
 
 // How stage `stage` of `job` is lowered at `micro_batches` micro-batches
@@ -179,28 +184,22 @@ Result<JobEstimate> count_built_estimate(const GeneratorState& s, int threads) {
     // Every stage's count apart (a slot each), on `threads` threads; the
     // first error in stage order is the answer, as in a sequential loop.
     std::vector<StageCount> out(static_cast<size_t>(p.pp));
-    std::vector<Status> status(static_cast<size_t>(p.pp), ok_status());
-    for_each_index(p.pp, threads, [&](int64_t stage) {
-      Status& st = status[static_cast<size_t>(stage)];
-      st = [&]() -> Status {
-        SC_RETURN_IF_ERROR(check_cancelled("the budget estimate"));
-        const int64_t rank = stage_highest_rank(s.layout, stage);
-        Status counted = ok_status();
-        if (m == job.training.num_micro_batches(p)) {
-          out[static_cast<size_t>(stage)] =
-              count_stage_trace(instantiate_rank(s.program_of(stage), s.layout, rank), meta, &counted);
-        } else {
-          SC_ASSIGN_OR_RETURN(RoleProgram prog, lower_program(s.graph_of(stage), s.bind, job.hardware,
-                                                              stage_lower_options(mini, m, stage, s.deepep_nvl,
-                                                                                  s.deepep_rdma_share)));
-          SC_RETURN_IF_ERROR(check_role_program(prog, s.layout, p.pp, stage));
-          out[static_cast<size_t>(stage)] = count_stage_trace(instantiate_rank(prog, s.layout, rank), meta, &counted);
-        }
-        return counted;
-      }();
-      return st.ok();
-    });
-    for (const Status& st : status) SC_RETURN_IF_ERROR(st);
+    SC_RETURN_IF_ERROR(for_each_index(p.pp, threads, [&](int64_t stage) -> Status {
+      SC_RETURN_IF_ERROR(check_cancelled("the budget estimate"));
+      const int64_t rank = stage_highest_rank(s.layout, stage);
+      Status counted = ok_status();
+      if (m == job.training.num_micro_batches(p)) {
+        out[static_cast<size_t>(stage)] =
+            count_stage_trace(instantiate_rank(s.program_of(stage), s.layout, rank), meta, &counted);
+      } else {
+        SC_ASSIGN_OR_RETURN(RoleProgram prog, lower_program(s.graph_of(stage), s.bind, job.hardware,
+                                                            stage_lower_options(mini, m, stage, s.deepep_nvl,
+                                                                                s.deepep_rdma_share)));
+        SC_RETURN_IF_ERROR(check_role_program(prog, s.layout, p.pp, stage));
+        out[static_cast<size_t>(stage)] = count_stage_trace(instantiate_rank(prog, s.layout, rank), meta, &counted);
+      }
+      return counted;
+    }));
     return out;
   });
 }
@@ -292,58 +291,50 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
 
   // The stages are independent (a graph and its lowering each, read only
   // from the job and the bindings): built on `threads` threads (the CLI's
-  // CreateOptions::threads), each into its own slot, then checked in stage
-  // order, so the first error and every byte are the sequential loop's.
+  // CreateOptions::threads), each into its own slot and checked there; the
+  // first error in stage order and every byte are the sequential loop's.
   const int threads = std::max(1, options.threads);
   std::vector<StageState>& stages = s->stages;  // in place: a cancelled build stays unfreed (KeepOnCancel)
   stages.resize(static_cast<size_t>(p.pp));
-  std::vector<Status> built(static_cast<size_t>(p.pp), ok_status());
-  for_each_index(p.pp, threads, [&](int64_t stage) {
-    Status& st = built[static_cast<size_t>(stage)];
-    st = [&]() -> Status {
-      SC_RETURN_IF_ERROR(check_cancelled("the graph build"));
-      BuildOptions bo;
-      bo.has_tp = p.tp > 1;
-      bo.has_dp = p.dp > 1;
-      bo.has_cp = p.cp > 1;
-      bo.cp_ring = bo.has_cp && p.cp_algorithm == "ring";
-      bo.sequence_parallel = p.sequence_parallel && bo.has_tp;
-      bo.has_ep = moe && p.ep > 1;
-      bo.has_etp = moe && etp > 1;
-      bo.has_edp = moe && edp > 1;
-      bo.dtype = t.dtype;
-      bo.num_virtual = p.pp * p.virtual_stages;
-      bo.chunks = stage_chunks(job.model.num_layers, p.pp, p.virtual_stages, p.pipeline_layout, stage);
-      Graph g = build_transformer_forward(job.model, bo);
-      AutodiffOptions ao;
-      ao.grad_dtype = t.grad_reduce_dtype;
-      ao.recompute = t.recompute == Recompute::kFull        ? RecomputeMode::kFull
-                     : t.recompute == Recompute::kSelective ? RecomputeMode::kSelective
-                                                            : RecomputeMode::kNone;
-      append_backward_and_optimizer(g, ao);
-      propagate_shardings(g, propagation_options(bo));
-      // Without overlap_grad_reduce the gradients are reduced once, after
-      // the backward pass: one bucket, final when the last gradient is (the
-      // same trace as a dp_bucket_mb above the gradient bytes).
-      const double bucket_bytes =
-          t.overlap_grad_reduce ? t.dp_bucket_mb * 1024.0 * 1024.0 : std::numeric_limits<double>::infinity();
-      SC_RETURN_IF_ERROR(bucket_dp_gradients(g, s->bind, bucket_bytes, grad_axis));
-      if (bo.has_edp) SC_RETURN_IF_ERROR(bucket_dp_gradients(g, s->bind, bucket_bytes, "edp", "expert_grad_bucket"));
-      apply_zero(g, static_cast<int>(p.zero), zaxes);
-      insert_weight_syncs(g);
+  SC_RETURN_IF_ERROR(for_each_index(p.pp, threads, [&](int64_t stage) -> Status {
+    SC_RETURN_IF_ERROR(check_cancelled("the graph build"));
+    BuildOptions bo;
+    bo.has_tp = p.tp > 1;
+    bo.has_dp = p.dp > 1;
+    bo.has_cp = p.cp > 1;
+    bo.cp_ring = bo.has_cp && p.cp_algorithm == "ring";
+    bo.sequence_parallel = p.sequence_parallel && bo.has_tp;
+    bo.has_ep = moe && p.ep > 1;
+    bo.has_etp = moe && etp > 1;
+    bo.has_edp = moe && edp > 1;
+    bo.dtype = t.dtype;
+    bo.num_virtual = p.pp * p.virtual_stages;
+    bo.chunks = stage_chunks(job.model.num_layers, p.pp, p.virtual_stages, p.pipeline_layout, stage);
+    Graph g = build_transformer_forward(job.model, bo);
+    AutodiffOptions ao;
+    ao.grad_dtype = t.grad_reduce_dtype;
+    ao.recompute = t.recompute == Recompute::kFull        ? RecomputeMode::kFull
+                   : t.recompute == Recompute::kSelective ? RecomputeMode::kSelective
+                                                          : RecomputeMode::kNone;
+    append_backward_and_optimizer(g, ao);
+    propagate_shardings(g, propagation_options(bo));
+    // Without overlap_grad_reduce the gradients are reduced once, after
+    // the backward pass: one bucket, final when the last gradient is (the
+    // same trace as a dp_bucket_mb above the gradient bytes).
+    const double bucket_bytes =
+        t.overlap_grad_reduce ? t.dp_bucket_mb * 1024.0 * 1024.0 : std::numeric_limits<double>::infinity();
+    SC_RETURN_IF_ERROR(bucket_dp_gradients(g, s->bind, bucket_bytes, grad_axis));
+    if (bo.has_edp) SC_RETURN_IF_ERROR(bucket_dp_gradients(g, s->bind, bucket_bytes, "edp", "expert_grad_bucket"));
+    apply_zero(g, static_cast<int>(p.zero), zaxes);
+    insert_weight_syncs(g);
 
-      const LowerOptions lo = stage_lower_options(job, t.num_micro_batches(p), stage, s->deepep_nvl,
-                                                  s->deepep_rdma_share);
-      SC_ASSIGN_OR_RETURN(RoleProgram prog, lower_program(g, s->bind, job.hardware, lo));
-      stages[static_cast<size_t>(stage)] = {std::move(g), std::move(prog)};
-      return ok_status();
-    }();
-    return st.ok();
-  });
-  for (int64_t stage = 0; stage < p.pp; ++stage) {
-    SC_RETURN_IF_ERROR(built[static_cast<size_t>(stage)]);
-    SC_RETURN_IF_ERROR(check_role_program(stages[static_cast<size_t>(stage)].program, s->layout, p.pp, stage));
-  }
+    const LowerOptions lo = stage_lower_options(job, t.num_micro_batches(p), stage, s->deepep_nvl,
+                                                s->deepep_rdma_share);
+    SC_ASSIGN_OR_RETURN(RoleProgram prog, lower_program(g, s->bind, job.hardware, lo));
+    SC_RETURN_IF_ERROR(check_role_program(prog, s->layout, p.pp, stage));
+    stages[static_cast<size_t>(stage)] = {std::move(g), std::move(prog)};
+    return ok_status();
+  }));
   s->config_hash = config_hash_hex(job_to_canonical_json(job));
   if (options.summary) {
     // What the budget checks (summary.json "estimate"; docs/promises.md).
