@@ -42,11 +42,12 @@ HardwareProfile make(const char* name, double fp32, double tf32, double bf16, do
 // The constants measured on a GPU of the kind (docs/hardware.md,
 // "Measured on a GPU"): the profiles without them keep 0 (not measured).
 HardwareProfile measured(HardwareProfile hw, double fp8_speedup, double skinny_hbm, double skinny_us,
-                         double attention_startup_us) {
+                         double attention_startup_us, double ssd_scan_hbm) {
   hw.fp8_gemm_speedup = fp8_speedup;
   hw.skinny_hbm_efficiency = skinny_hbm;
   hw.skinny_gemm_micros = skinny_us;
   hw.attention_startup_micros = attention_startup_us;
+  hw.ssd_scan_hbm_efficiency = ssd_scan_hbm;
   return hw;
 }
 
@@ -60,21 +61,23 @@ HardwareProfile preset(int i) {
     // DGX H100: one 400 Gb/s NDR ConnectX-7 per GPU = 50 GB/s.
     // Measured (docs/hardware.md, "Measured on a GPU"): FP8 GEMMs 1.87x
     // BF16's, skinny GEMMs at 0.83 of HBM after 3.0 µs, decode attention's
-    // start-up 4.7 µs, a small kernel 3.5 µs in a CUDA graph (the floor).
+    // start-up 4.7 µs, a small kernel 3.5 µs in a CUDA graph (the floor),
+    // mamba_ssm's Mamba-2 scan kernels at 0.60 of HBM over their bytes.
     // Memory: what CUDA reports on the lent H100 80GB HBM3 (torch
     // total_memory, 85,017,493,504 bytes = 79.18 GiB; the datasheet's
     // "80 GB" read as 80e9 was 6% short).
     case 1: return measured(make("h100", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 3350 * G, 85017493504.0, 450 * G, 50 * G,
                                  {132, 0.59, 0.75, 0.57, 0.90, 3.5}),
-                            1.87, 0.83, 3.0, 4.7);
+                            1.87, 0.83, 3.0, 4.7, 0.60);
     // H200 SXM 141GB: H100's compute with HBM3e.
     // Measured: FP8 GEMMs 1.85x BF16's, skinny GEMMs at 0.86 of HBM after
     // 3.7 µs, decode attention's start-up 5.5 µs (no whole decode step was
-    // measured on it: the floor stays 2.4).
+    // measured on it: the floor stays 2.4), the Mamba-2 scan kernels at
+    // 0.49 of HBM over their bytes.
     // Memory as CUDA reports it on the lent H200 (150,109,880,320 bytes).
     case 2: return measured(make("h200", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 4800 * G, 150109880320.0, 450 * G, 50 * G,
                                  {132, 0.59, 0.75, 0.57, 0.90, 2.4}),
-                            1.85, 0.86, 3.7, 5.5);
+                            1.85, 0.86, 3.7, 5.5, 0.49);
     // B200 as in HGX/DGX B200 (1000 W): NVLink 5 1.8 TB/s total = 900 per
     // direction; 180 GB per GPU (1,440 GB per 8-GPU system).
     // FP4 (NVFP4/MXFP4) 9 PFLOP/s dense: the board's 144 sparse / 8 / 2.

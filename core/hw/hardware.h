@@ -47,6 +47,7 @@ struct HardwareProfile {
   double skinny_hbm_efficiency = 0;   // fraction of HBM bandwidth a skinny (decode) GEMM streams its weight at (0: hbm_efficiency)
   double skinny_gemm_micros = 0;      // a skinny GEMM's fixed start-up, µs, added to its streaming time (0: none)
   double attention_startup_micros = 0;  // a fused attention kernel's fixed start-up, µs, added to its bytes' time (0: none)
+  double ssd_scan_hbm_efficiency = 0;   // fraction of HBM bandwidth mamba_ssm's chunked Mamba-2 scan kernels reach over their bytes (0: the generic model times the scan)
 
   double peak_for(DType dt) const;  // FLOP/s for GEMMs in that dtype
 };

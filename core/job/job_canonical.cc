@@ -148,6 +148,11 @@ std::string job_to_canonical_json(const Job& job) {
   // Attention's start-up where the profile has one (h100, h200): the
   // others' canonical text and hash stay as before the field existed.
   if (hw.attention_startup_micros > 0) hardware["attention_startup_micros"] = hw.attention_startup_micros;
+  // The scan kernels' measured bandwidth only where a training job runs them
+  // (Mamba-2 layers) and the profile has it: other jobs' canonical text and
+  // hash stay as before the field existed.
+  if (!job.inference() && job.model.has_mamba() && hw.ssd_scan_hbm_efficiency > 0)
+    hardware["ssd_scan_hbm_efficiency"] = hw.ssd_scan_hbm_efficiency;
   Json root = {{"model", model}, {"parallel", parallel}, {"training", training}, {"hardware", hardware}};
   if (job.inference()) serving_canonical(job, &root);  // training jobs' canonical JSON is unchanged
   return root.dump(2, ' ', /*ensure_ascii=*/true);

@@ -50,6 +50,7 @@ constexpr Field kFields[] = {
     {"skinny_hbm_efficiency", &HardwareProfile::skinny_hbm_efficiency, kMinEfficiency, true, 1, true},
     {"skinny_gemm_micros", &HardwareProfile::skinny_gemm_micros, 0, true, kMaxFloorMicros, true},
     {"attention_startup_micros", &HardwareProfile::attention_startup_micros, 0, true, kMaxFloorMicros, true},
+    {"ssd_scan_hbm_efficiency", &HardwareProfile::ssd_scan_hbm_efficiency, kMinEfficiency, true, 1, true},
 };
 constexpr int64_t kMaxSmCount = 4096;
 
@@ -77,7 +78,7 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
           "gpus_per_node", "compute_efficiency", "memory_efficiency", "cost_model", "sm_count",
           "gemm_efficiency", "attention_efficiency", "attention_bwd_efficiency", "hbm_efficiency",
           "kernel_floor_micros", "fp8_gemm_speedup", "skinny_hbm_efficiency", "skinny_gemm_micros",
-          "attention_startup_micros"},
+          "attention_startup_micros", "ssd_scan_hbm_efficiency"},
       path));
   HardwareProfile hw;
   hw.name = "custom";

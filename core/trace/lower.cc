@@ -10,6 +10,7 @@
 #include "base/check.h"
 #include "cost/fp8_cost.h"
 #include "cost/kernel_cost.h"
+#include "cost/ssd_cost.h"
 #include "graph/ops.h"
 #include "trace/schedule.h"
 
@@ -814,6 +815,40 @@ class Lowerer {
     return fp8_kernels_micros(hw_, fp8_kernels(o_.fp8_recipe, role, x));
   }
 
+  // A training Mamba-2 scan, forward or its input-gradient backward (mamba_ssm's
+  // chunked kernels, cost/ssd_cost.h), on a profile whose scan kernels were
+  // measured (ssd_scan_hbm_efficiency); a serving step's scan (with its state
+  // cache) and the other profiles keep the generic model.
+  bool ssd_training(const Op& op) const {
+    if (hw_.ssd_scan_hbm_efficiency <= 0) return false;
+    if (op.fn == ops::kSsdScan.fn) return op.inputs.size() == 7;
+    return op.fn == ops::kSsdScanBwd.fn;
+  }
+
+  // Its local shape: x is [b, s, heads, head dim], B [b, s, groups, state]
+  // (inputs 0 and 2 of the forward and of the backward).
+  Result<SsdShape> ssd_shape(const Op& op) {
+    SsdShape s;
+    const int x = op.inputs[0], b = op.inputs[2];
+    if (g_.tensors[x].dims.size() != 4 || g_.tensors[b].dims.size() != 4)
+      return make_error(ErrorCode::kInternal, op.name + ": the scan's x and B are not [batch, seq, heads|groups, dim]");
+    SC_ASSIGN_OR_RETURN(int64_t seqs, local_dim(g_, x, 0, bind_));
+    SC_ASSIGN_OR_RETURN(int64_t len, local_dim(g_, x, 1, bind_));
+    SC_ASSIGN_OR_RETURN(int64_t heads, local_dim(g_, x, 2, bind_));
+    SC_ASSIGN_OR_RETURN(int64_t head_dim, local_dim(g_, x, 3, bind_));
+    SC_ASSIGN_OR_RETURN(int64_t groups, local_dim(g_, b, 2, bind_));
+    SC_ASSIGN_OR_RETURN(int64_t state, local_dim(g_, b, 3, bind_));
+    s.seqs = static_cast<double>(seqs);
+    s.len = static_cast<double>(len);
+    s.heads = static_cast<double>(heads);
+    s.head_dim = static_cast<double>(head_dim);
+    s.groups = static_cast<double>(std::max<int64_t>(1, groups));
+    s.state = static_cast<double>(state);
+    s.chunk = kSsdChunk;
+    s.elem = static_cast<double>(dtype_bytes(g_.tensors[x].dtype));
+    return s;
+  }
+
   // Kernel-model time of one op without the launch floor, evaluated once.
   Result<double> kernel_micros(int id) {
     double& us = kernel_us_[static_cast<size_t>(id)];
@@ -828,6 +863,9 @@ class Lowerer {
         SC_ASSIGN_OR_RETURN(double extra, fp8_extra_micros(op));
         us += extra;
       }
+    } else if (ssd_training(op)) {
+      SC_ASSIGN_OR_RETURN(SsdShape s, ssd_shape(op));
+      us = ssd_micros(hw_, s, op.fwd_op >= 0);
     } else if (op.kind == OpKind::kAttention) {
       SC_ASSIGN_OR_RETURN(double shape, attention_factor(id));
       us = attention_micros(hw_, attention_dtype(), flops / shape, bytes, op.fwd_op >= 0);
