@@ -216,6 +216,9 @@ const std::vector<FlagSpec>& job_flags() {
       {"--overlap-grad-reduce", nullptr, false, "", "reduce gradient buckets during backward (Megatron-LM --overlap-grad-reduce)"},
       {"--no-overlap-grad-reduce", nullptr, false, "", "reduce gradients once after backward (the default, Megatron-LM's)"},
       {"--overlap-param-gather", nullptr, false, "", "ZeRO 1/2: gather parameters during the next forward"},
+      {"--overlap-p2p-comm", nullptr, false, "", "interleaved pipelines: async send/recv beside the next chunk (the default, Megatron-LM's)"},
+      {"--no-overlap-p2p-comm", nullptr, false, "", "interleaved pipelines: blocking send/recv (Megatron-LM --no-overlap-p2p-communication)"},
+      {"--no-overlap-p2p-communication", nullptr, false, "", "the same, as Megatron-LM spells it"},
       {"--moe-shared-expert-overlap", nullptr, false, "", "MoE: shared experts beside the dispatch/combine all-to-all"},
       {"--seq-len", nullptr, true, "N", "sequence length in tokens"},
       {"--micro-batch-size", nullptr, true, "N", "sequences per micro-batch"},
@@ -340,6 +343,9 @@ int load_job(const std::string& command, const Args& args, Job* job) {
                                           std::tuple{"--overlap-grad-reduce", "overlap_grad_reduce", true},
                                           std::tuple{"--no-overlap-grad-reduce", "overlap_grad_reduce", false},
                                           std::tuple{"--overlap-param-gather", "overlap_param_gather", true},
+                                          std::tuple{"--overlap-p2p-comm", "overlap_p2p_comm", true},
+                                          std::tuple{"--no-overlap-p2p-comm", "overlap_p2p_comm", false},
+                                          std::tuple{"--no-overlap-p2p-communication", "overlap_p2p_comm", false},
                                           std::tuple{"--moe-shared-expert-overlap", "moe_shared_expert_overlap", true}})
       if (args.has(flag))
         if (nlohmann::json* s = section(j, "training")) (*s)[key] = value;

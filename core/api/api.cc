@@ -156,6 +156,11 @@ LowerOptions stage_lower_options(const Job& job, int64_t micro_batches, int64_t 
   // and sequence parallelism there are none, and the option changes nothing.
   lo.tp_comm_overlap = t.tp_comm_overlap && p.sequence_parallel && p.tp > 1;
   lo.overlap_param_gather = t.overlap_param_gather;
+  // Megatron-LM overlaps pipeline send/recv only in the interleaved
+  // schedule (arguments.py turns overlap_p2p_comm off without virtual
+  // stages; the non-interleaved schedule refuses it).
+  lo.overlap_p2p_comm =
+      t.overlap_p2p_comm && t.schedule == Schedule::kInterleaved && p.pp > 1 && p.virtual_stages > 1;
   lo.moe_imbalance = p.moe_imbalance;
   // Megatron-Core: only effective with shared experts.
   lo.moe_shared_expert_overlap = t.moe_shared_expert_overlap && job.model.is_moe() && job.model.shared_experts > 0;

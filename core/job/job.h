@@ -111,6 +111,15 @@ struct TrainingConfig {
   bool tp_comm_overlap = false;
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
+  // Megatron-LM's pipeline send/recv overlap (--no-overlap-p2p-communication
+  // turns it off; docs/parallelism.md, "Pipeline send/recv overlap"): in the
+  // steady 1F1B phase of the interleaved schedule the activations and
+  // gradients are sent and received asynchronously, on NCCL's stream beside
+  // the next chunk's compute, and waited for only where they are needed.
+  // Default true, Megatron-LM's (a store_false flag; Megatron-Bridge's
+  // CommOverlapConfig sets it whenever pp > 1 and vp > 1). Megatron-LM
+  // turns it off for non-interleaved pipelines, so it has no effect there.
+  bool overlap_p2p_comm = true;
   // Megatron-Core's --moe-shared-expert-overlap: the shared experts run on
   // a stream of their own, fc1 beside the dispatch all-to-all and fc2
   // beside the combine (docs/parallelism.md, "Shared-expert overlap"). No

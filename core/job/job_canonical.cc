@@ -108,6 +108,8 @@ std::string job_to_canonical_json(const Job& job) {
   if (t.tp_comm_overlap) training["tp_comm_overlap"] = true;
   if (t.overlap_grad_reduce) training["overlap_grad_reduce"] = true;
   if (t.overlap_param_gather) training["overlap_param_gather"] = true;
+  // overlap_p2p_comm defaults to true (Megatron-LM's): written only when off.
+  if (!t.overlap_p2p_comm) training["overlap_p2p_comm"] = false;
   if (t.moe_shared_expert_overlap) training["moe_shared_expert_overlap"] = true;
   // Only when set: jobs without FP8 keep their canonical text and hash.
   if (t.fp8_recipe != Fp8Recipe::kNone) training["fp8_recipe"] = fp8_recipe_name(t.fp8_recipe);

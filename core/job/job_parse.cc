@@ -150,7 +150,7 @@ Result<bool> parse_training(const Json& v, TrainingConfig* t) {
   SC_RETURN_IF_ERROR(jsonf::check_keys(
       v, {"seq_len", "micro_batch_size", "global_batch_size", "dtype", "grad_reduce_dtype",
           "dp_bucket_mb", "optimizer", "optimizer_bytes_per_param", "schedule", "recompute",
-          "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "fp8_recipe",
+          "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "overlap_p2p_comm", "fp8_recipe",
           "moe_shared_expert_overlap"}, path));
   if (const Json* x = jsonf::find(v, "tp_comm_overlap")) {
     SC_ASSIGN_OR_RETURN(t->tp_comm_overlap, jsonf::get_bool(*x, "training.tp_comm_overlap"));
@@ -160,6 +160,9 @@ Result<bool> parse_training(const Json& v, TrainingConfig* t) {
   }
   if (const Json* x = jsonf::find(v, "overlap_param_gather")) {
     SC_ASSIGN_OR_RETURN(t->overlap_param_gather, jsonf::get_bool(*x, "training.overlap_param_gather"));
+  }
+  if (const Json* x = jsonf::find(v, "overlap_p2p_comm")) {
+    SC_ASSIGN_OR_RETURN(t->overlap_p2p_comm, jsonf::get_bool(*x, "training.overlap_p2p_comm"));
   }
   if (const Json* x = jsonf::find(v, "moe_shared_expert_overlap")) {
     SC_ASSIGN_OR_RETURN(t->moe_shared_expert_overlap, jsonf::get_bool(*x, "training.moe_shared_expert_overlap"));

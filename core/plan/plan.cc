@@ -798,6 +798,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
     double gather_after = 0;         // ZeRO 1/2: the parameter all-gather after the optimizer step
     int64_t dense = 0;               // the stage's dense parameters (layers, embedding, head)
     double p2p_up = 0, p2p_down = 0;  // a boundary activation / gradient to the next / previous stage
+    size_t async_begin = 0, async_end = 0;  // steps whose sends do not hold the compute stream
     // Per chunk, the stage's last step that computes its weight gradients
     // (B, or W with zero-bubble).
     std::vector<size_t> final_step;
@@ -841,6 +842,13 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
       const int64_t stride = pp_stride(p);
       S.p2p_up = p2p_micros(*net, st * stride, ((st + 1) % p.pp) * stride, bytes);
       S.p2p_down = p2p_micros(*net, st * stride, ((st + p.pp - 1) % p.pp) * stride, bytes);
+      // overlap_p2p_comm (interleaved only, as api.cc lowers it): the sends
+      // of the steady 1F1B phase run beside the compute stream (trace/lower.cc).
+      if (t.overlap_p2p_comm && t.schedule == Schedule::kInterleaved && v > 1) {
+        const int64_t total = m * v, warmup = std::min(total, (p.pp - st - 1) * 2 + (v - 1) * p.pp);
+        S.async_begin = static_cast<size_t>(warmup);
+        S.async_end = static_cast<size_t>(warmup + 2 * (total - warmup));
+      }
     }
     if (fsdp) {
       S.fu_f.assign(static_cast<size_t>(v * m), 0);
@@ -869,6 +877,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
     const size_t slot = static_cast<size_t>(vs * m + s.mb);
     const bool fwd = s.kind == StepKind::kForward, wstep = s.kind == StepKind::kWeight;
     const bool final = S.next == S.final_step[static_cast<size_t>(s.chunk)];
+    const bool async_send = S.next >= S.async_begin && S.next < S.async_end;
     double clock = fwd ? std::max(S.clock, a) : S.clock;
     // Units in the step's order: the embedding side, the layers, the head
     // side (reversed for the backward); only the layers are gathered here.
@@ -921,7 +930,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
       if (!has_post) {
         const double sent = std::max(a + cs.f_us, clock - (megatron ? cs.f_comm_us : 0));
         fsend[slot] = sent + S.p2p_up;
-        clock += S.p2p_up;  // the send holds the compute stream
+        if (!async_send) clock += S.p2p_up;  // the send holds the compute stream
       }
     } else {
       const double dep = zb ? cs.bc_us : cs.fb_us - cs.f_us - cs.rc_us;
@@ -938,7 +947,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
         }
         const double sent = std::max(a + cs.bc_us, clock - trail);
         bsend[slot] = sent + S.p2p_down;
-        clock += S.p2p_down;
+        if (!async_send) clock += S.p2p_down;
       }
     }
     S.clock = clock;

@@ -75,8 +75,11 @@ struct NodeState {
 // kReduce, and the tp collectives Transformer Engine overlaps with the
 // GEMMs (RoleProgram::side_stream 1) on kSide, and the shared experts
 // Megatron-Core overlaps with the token dispatcher (side_stream 2) on
-// kShared, a second compute stream.
-inline constexpr int kCompute = 0, kComm = 1, kReduce = 2, kSide = 3, kShared = 4, kStreams = 5;
+// kShared, a second compute stream. The pipeline sends Megatron-LM posts
+// asynchronously (overlap_p2p_comm: the interleaved schedule's steady
+// phase, side_stream 3) run on kPipe, NCCL's stream of the pipeline group,
+// so the compute stream goes on to the next chunk while they transfer.
+inline constexpr int kCompute = 0, kComm = 1, kReduce = 2, kSide = 3, kShared = 4, kPipe = 5, kStreams = 6;
 
 struct Actor {
   int stage = 0;
@@ -92,10 +95,10 @@ struct Actor {
   int32_t* waiting = nullptr;  // per node: unfinished dependencies, -1 once finished (Engine::waiting_)
   // Ready nodes per stream, lowest id first (a heap: cheaper than a set).
   std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> ready[kStreams];
-  bool busy[kStreams] = {false, false, false, false, false};
+  bool busy[kStreams] = {false, false, false, false, false, false};
   std::vector<int64_t> issued;  // per collective slot
   int64_t finished = 0;
-  int64_t last[kStreams] = {-1, -1, -1, -1, -1};
+  int64_t last[kStreams] = {-1, -1, -1, -1, -1, -1};
   // Compute slowed by communication kernels sharing the SMs (kMegatron):
   // per compute stream ([0] kCompute, [1] kShared) the node in flight, its
   // work left (µs at full speed) as of seg_start, its rate, and a version
@@ -259,8 +262,10 @@ class Engine {
             if (off == 0) last_peer_stage = ps.stage, last_peer_slot = in.slot;
           }
           in.kind = static_cast<int8_t>(off != 0 ? gkind[ax] : 3);
-          in.stream = x.kind == TraceNodeKind::kRecv ? -1
-                         : (opt_.streams == SimStreams::kMegatron && off == 0) ? kCompute : kComm;
+          in.stream = x.kind == TraceNodeKind::kRecv                          ? -1
+                      : !(opt_.streams == SimStreams::kMegatron && off == 0) ? kComm
+                      : side == 3                                             ? kPipe  // overlap_p2p_comm
+                                                                              : kCompute;
         }
       }
       flat_at[n] = static_cast<uint32_t>(flat.size());

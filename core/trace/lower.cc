@@ -85,8 +85,22 @@ class Lowerer {
         for (int id : seg_[{StepKind::kForward, c}])
           if (fp8_op(id) && fp8_gemm_role(g_.ops[id]) == Fp8GemmRole::kFprop) ++fp8_linears[static_cast<size_t>(c)];
     int64_t forward_steps = 0;
+    // overlap_p2p_comm: the steady 1F1B phase of the interleaved schedule,
+    // steps [warm-up, warm-up + 2 (m v - warm-up)) (trace/schedule.h), is
+    // where Megatron-LM posts the sends asynchronously (schedules.py,
+    // pp_post_forward / pp_post_backward); warm-up and cool-down
+    // communicate blocking (without overlap_p2p_comm_warmup_flush).
+    size_t steady_begin = 0, steady_end = 0;
+    if (o_.overlap_p2p_comm) {
+      const int64_t total = o_.micro_batches * o_.virtual_stages;
+      const int64_t warmup =
+          std::min(total, (o_.pp - o_.stage - 1) * 2 + (o_.virtual_stages - 1) * o_.pp);
+      steady_begin = static_cast<size_t>(warmup);
+      steady_end = static_cast<size_t>(warmup + 2 * (total - warmup));
+    }
     for (size_t si = 0; si < steps.size(); ++si) {
       const Step& st = steps[si];
+      async_send_ = si >= steady_begin && si < steady_end;
       SC_RETURN_IF_ERROR(check_cancelled("lowering"));
       if (chunk_gathers && st.kind == StepKind::kForward) {
         const int64_t x = forward_steps++ + o_.stage;
@@ -126,6 +140,7 @@ class Lowerer {
       p_.activation_timeline.push_back(alive);
       p_.activation_peak = std::max(p_.activation_peak, alive);
     }
+    async_send_ = false;
     // The rest of the optimizer phase (Megatron's finalize_model_grads, then
     // the optimizer step) starts once the schedule is done: after the last
     // compute node and the last send. Without that barrier a reduction over
@@ -194,6 +209,7 @@ class Lowerer {
     if (o_.overlap_param_gather) find_param_gathers();
     if (o_.fp8_recipe != Fp8Recipe::kNone) find_fp8_gathers();
     if (o_.deepep_nvl > 1) sides_ = true;  // DeepEP's NVLink leg runs beside the RDMA leg
+    if (o_.overlap_p2p_comm) sides_ = true;  // the steady phase's sends are posted asynchronously
   }
 
   // DeepEP's normal kernels across nodes (LowerOptions::deepep_nvl): an ep
@@ -1018,6 +1034,7 @@ class Lowerer {
       node.tag = static_cast<int32_t>((mb * 2 + (bwd ? 1 : 0)) * pv + b);
       if (!send) deps.clear();  // receives are posted up front
       else last_send_ = static_cast<int64_t>(node.id);
+      if (send && async_send_) side = 3;  // overlap_p2p_comm: posted beside the compute stream
     } else {
       node.kind = TraceNodeKind::kCompute;
       node.num_ops = c->num_ops;
@@ -1443,6 +1460,7 @@ class Lowerer {
   int64_t last_shared_ = -1;                      // moe_shared_expert_overlap: the shared stream's last node
   std::vector<uint8_t> shared_, shared_start_;    // per op: a shared expert's / the first of a run (empty: off)
   bool sides_ = false;                            // p_.side_stream is filled
+  bool async_send_ = false;                       // overlap_p2p_comm: emitting a step of the steady 1F1B phase
   std::map<int, AgDispatch> ag_dispatch_;         // moe_allgather: ep all-to-all op -> what replaces it
   int64_t prev_compute_ = -1;                     // the compute node before last_compute_
   uint32_t amax_suffix_[2] = {RoleProgram::kStoredName, RoleProgram::kStoredName};  // fwd / bwd amax names

@@ -146,6 +146,9 @@ struct RoleProgram {
   // 2 for a node of the shared experts under moe_shared_expert_overlap:
   // Megatron-Core runs them on a CUDA stream of their own, beside the
   // token dispatcher's all-to-alls.
+  // 3 for a pipeline send of the interleaved schedule's steady 1F1B phase
+  // under overlap_p2p_comm: Megatron-LM posts it asynchronously (isend on
+  // NCCL's stream) and the compute stream goes on to the next chunk.
   std::vector<uint8_t> side_stream;
 
   // Names. A node of a micro-batch is named "mb<N>.<suffix>"; its
@@ -192,6 +195,12 @@ struct LowerOptions {
   // all-gather overlapped with the next forward pass.
   bool tp_comm_overlap = false;
   bool overlap_param_gather = false;
+  // training.overlap_p2p_comm with the interleaved schedule (api.cc only
+  // sets it there): the pipeline sends of the steady 1F1B phase are posted
+  // asynchronously (side_stream 3), as Megatron-LM's schedule posts them;
+  // warm-up and cool-down sends stay blocking (docs/parallelism.md,
+  // "Pipeline send/recv overlap").
+  bool overlap_p2p_comm = false;
   // parallel.moe_imbalance: the routed experts' GEMMs (forward, dgrad,
   // wgrad) last this many times their uniform-routing time (the busiest
   // expert rank sets the pace; docs/parallelism.md).

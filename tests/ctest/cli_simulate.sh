@@ -57,6 +57,36 @@ PY
 [[ $rc == 1 ]] || fail "param gather without grad overlap exit $rc"
 grep -q "training.overlap_param_gather" ov.err || fail "param gather without grad overlap message: $(cat ov.err)"
 
+# --overlap-p2p-comm / --no-overlap-p2p-comm (and Megatron-LM's spelling
+# --no-overlap-p2p-communication) set training.overlap_p2p_comm: on by
+# default (Megatron-LM's), an interleaved job's steady-phase sends leave the
+# compute stream (less exposed pp time, a shorter step); a 1F1B job is
+# unaffected (Megatron-LM turns the option off there).
+PP=(--model gpt3-1.7b --layers 4 --pp 2 --virtual-stages 2 --schedule interleaved-1f1b --seq-len 1024 --global-batch-size 4)
+"$CLI" simulate "${PP[@]}" --json > p2p_default.json || fail "p2p default"
+"$CLI" simulate "${PP[@]}" --overlap-p2p-comm --json > p2p_on.json || fail "--overlap-p2p-comm"
+"$CLI" simulate "${PP[@]}" --no-overlap-p2p-comm --json > p2p_off.json || fail "--no-overlap-p2p-comm"
+"$CLI" simulate "${PP[@]}" --no-overlap-p2p-communication --json > p2p_meg.json || fail "--no-overlap-p2p-communication"
+cat > p2p.json <<'J'
+{"model": {"preset": "gpt3-1.7b", "num_layers": 4}, "parallel": {"pp": 2, "virtual_stages": 2},
+ "training": {"seq_len": 1024, "global_batch_size": 4, "schedule": "interleaved-1f1b", "overlap_p2p_comm": false}}
+J
+"$CLI" simulate --config p2p.json --json > p2p_key.json || fail "overlap_p2p_comm key"
+P1=(--model gpt3-1.7b --layers 4 --pp 2 --schedule 1f1b --seq-len 1024 --global-batch-size 4)
+"$CLI" simulate "${P1[@]}" --json > p2p_1f1b_on.json || fail "1f1b default"
+"$CLI" simulate "${P1[@]}" --no-overlap-p2p-comm --json > p2p_1f1b_off.json || fail "1f1b --no-overlap-p2p-comm"
+python3 - <<'PY' || fail "overlap_p2p_comm flags JSON"
+import json
+d, on, off, meg, key, a, b = (json.load(open(x)) for x in ("p2p_default.json", "p2p_on.json", "p2p_off.json", "p2p_meg.json",
+                                                         "p2p_key.json", "p2p_1f1b_on.json", "p2p_1f1b_off.json"))
+assert d == on, "the default is Megatron-LM's: overlap on"
+assert off == meg == key, "the three spellings of off are the same job"
+assert on["step_seconds"] < off["step_seconds"], (on["step_seconds"], off["step_seconds"])
+assert on["exposed_comm_seconds"]["pp"] < off["exposed_comm_seconds"]["pp"], (on["exposed_comm_seconds"], off["exposed_comm_seconds"])
+assert a == b, "1F1B: no effect"
+PY
+"$CLI" simulate --help 2>&1 | grep -q -- "--no-overlap-p2p-comm" || fail "--no-overlap-p2p-comm not in the help"
+
 # --moe-shared-expert-overlap: the key's result; a shorter step on a model
 # with shared experts (the all-to-all has the shared GEMMs beside it); the
 # allgather dispatcher refused, naming the key.

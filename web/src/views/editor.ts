@@ -76,7 +76,7 @@ function fieldControl(f: FieldSchema): HTMLElement {
   } else if (f.type === 'boolean' && f.default !== undefined) {
     control = h('input', { type: 'checkbox', name, id });
   } else if (f.type === 'boolean') {
-    control = h('select', { name, id }, h('option', { value: '' }, '(model default)'), h('option', { value: 'true' }, 'on'), h('option', { value: 'false' }, 'off'));
+    control = h('select', { name, id }, h('option', { value: '' }, f.group === 'model' ? '(model default)' : '(default)'), h('option', { value: 'true' }, 'on'), h('option', { value: 'false' }, 'off'));
   } else if (f.enum) {
     control = h('select', { name, id }, ...(f.default === undefined ? [h('option', { value: '' }, '(default)')] : []), ...f.enum.map((v) => h('option', { value: v }, v)));
   } else {
