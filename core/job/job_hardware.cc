@@ -54,6 +54,8 @@ constexpr Field kFields[] = {
 };
 constexpr int64_t kMaxSmCount = 4096;
 
+// `path` is the section's; the field's (path.key) is built only for an
+// error: the planner validates hundreds of thousands of jobs.
 Status check_field(const Field& f, double x, const std::string& path) {
   if (f.zero_ok && x == 0) return ok_status();
   bool low = f.lo_inclusive ? !(x >= f.lo) : !(x > f.lo);  // also rejects NaN
@@ -61,7 +63,7 @@ Status check_field(const Field& f, double x, const std::string& path) {
     return make_error(ErrorCode::kInvalidArgument,
                       std::string("must be ") + (f.zero_ok ? "0 or " : "") + (f.lo_inclusive ? ">= " : "> ") +
                           format(f.lo) + " and <= " + format(f.hi) + " (got " + format(x) + ")",
-                      path);
+                      join(path, f.key));
   }
   return ok_status();
 }
@@ -104,7 +106,7 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
     if (!x) continue;
     SC_ASSIGN_OR_RETURN(hw.*f.member, jsonf::get_number_in(*x, join(path, f.key), f.zero_ok ? 0 : f.lo, f.hi,
                                                             f.zero_ok || f.lo_inclusive));
-    SC_RETURN_IF_ERROR(check_field(f, hw.*f.member, join(path, f.key)));
+    SC_RETURN_IF_ERROR(check_field(f, hw.*f.member, path));
   }
   if (const Json* g = jsonf::find(v, "gpus_per_node")) {
     SC_ASSIGN_OR_RETURN(int64_t n, jsonf::get_int(*g, join(path, "gpus_per_node"), 1, kMaxGpusPerNode));
@@ -126,7 +128,7 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
 }
 
 Status validate_hardware(const HardwareProfile& hw, const std::string& path) {
-  for (const Field& f : kFields) SC_RETURN_IF_ERROR(check_field(f, hw.*f.member, join(path, f.key)));
+  for (const Field& f : kFields) SC_RETURN_IF_ERROR(check_field(f, hw.*f.member, path));
   if (hw.sm_count < 0 || hw.sm_count > kMaxSmCount) {
     return make_error(ErrorCode::kInvalidArgument,
                       "must be in [0, " + std::to_string(kMaxSmCount) + "] (got " + std::to_string(hw.sm_count) + ")",

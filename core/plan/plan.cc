@@ -442,20 +442,63 @@ ChunkSums chunk_sums(const Proxy& px, const Chunk& c, int64_t num_virtual, bool 
 // Rank 0's group over the first n indices of the combined (cp, dp) index
 // (cp inner, as the layout derives "dp+cp" and HSDP's dp_shard), in the
 // job's rank order: its shape on the network.
-GroupShape dp_group_shape(const NetworkModel& net, const ParallelConfig& p, int64_t n, int64_t step = 1) {
-  std::vector<int64_t> strides(4, 1);  // tp, cp, dp, pp
+// The members are (j % cp) * cp's rank stride + (j / cp) * dp's, j = 0,
+// step, ..., (n - 1) step: the shape depends on the network and on
+// (cp, those two strides, n, step) alone.
+using DpShapeKey = std::array<int64_t, 5>;
+DpShapeKey dp_shape_key(const ParallelConfig& p, int64_t n, int64_t step) {
+  std::array<int64_t, 4> strides{1, 1, 1, 1};  // tp, cp, dp, pp
   int64_t stride = 1;
   for (const std::string& a : p.order) {
     const int i = a == "tp" ? 0 : a == "cp" ? 1 : a == "dp" ? 2 : 3;
     strides[static_cast<size_t>(i)] = stride;
     stride *= i == 0 ? p.tp : i == 1 ? p.cp : i == 2 ? p.dp : p.pp;
   }
+  return {p.cp, strides[1], strides[2], n, step};
+}
+GroupShape dp_group_shape_of(const NetworkModel& net, const DpShapeKey& k) {
+  const auto [cp, cp_stride, dp_stride, n, step] = k;
   std::vector<int64_t> members;
-  for (int64_t j = 0; j < n * step; j += step) members.push_back((j % p.cp) * strides[1] + (j / p.cp) * strides[2]);
+  members.reserve(static_cast<size_t>(std::max<int64_t>(0, n)));
+  for (int64_t j = 0; j < n * step; j += step) members.push_back((j % cp) * cp_stride + (j / cp) * dp_stride);
   std::sort(members.begin(), members.end());
   GroupShapeBuilder b;
   for (int64_t r : members) b.add(net, r);
   return b.finish(net);
+}
+
+// The plan's memo of those shapes (one network per plan): every layout
+// asks for its dp group, shard group and HSDP replica group once per
+// pipeline stage in each bound, and layouts that differ in ZeRO stage,
+// schedule, virtual stages, micro-batch or recompute (most of a space)
+// share them; a group of 4,096 members is a sort and a walk over the
+// network's domains. Shared by the estimate threads; a shape is a function
+// of its key, so what a thread finds does not depend on which computed it.
+class DpShapes {
+ public:
+  explicit DpShapes(const NetworkModel& net) : net_(net) {}
+  GroupShape get(const DpShapeKey& k) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = memo_.find(k);
+      if (it != memo_.end()) return it->second;
+    }
+    const GroupShape g = dp_group_shape_of(net_, k);
+    std::lock_guard<std::mutex> lock(mu_);
+    memo_.emplace(k, g);
+    return g;
+  }
+
+ private:
+  const NetworkModel& net_;
+  std::mutex mu_;
+  std::map<DpShapeKey, GroupShape> memo_;
+};
+
+GroupShape dp_group_shape(const NetworkModel& net, const ParallelConfig& p, int64_t n, int64_t step = 1,
+                          DpShapes* memo = nullptr) {
+  const DpShapeKey k = dp_shape_key(p, n, step);
+  return memo ? memo->get(k) : dp_group_shape_of(net, k);
 }
 
 // Rank 0's expert data-parallel group (MoE): api.cc reads a stage's tp,
@@ -512,25 +555,33 @@ namespace {
 // reduction and ZeRO's gathers in `buckets` collectives each (at least the
 // number of gradients of a whole bucket), dense parameters only.
 double dp_comm_bound(const Job& job, const NetworkModel& net, int64_t dense, int64_t buckets,
-                     const std::vector<int64_t>& units, int64_t m) {
+                     const std::vector<int64_t>& units, int64_t m, DpShapes* shapes) {
   const ParallelConfig& p = job.parallel;
   const int64_t n = p.dp * p.cp;
   if (n <= 1 || dense <= 0) return 0;
   const int64_t gbytes = dense * dtype_bytes(job.training.grad_reduce_dtype);
   const int64_t wbytes = dense * dtype_bytes(job.training.dtype);
-  const GroupShape all = dp_group_shape(net, p, n);
+  const GroupShape all = dp_group_shape(net, p, n, 1, shapes);
   if (p.zero == 0) return collectives_us(net, all, CollectiveType::kAllReduce, gbytes, buckets);
   if (p.zero < 3)
     return collectives_us(net, all, CollectiveType::kReduceScatter, gbytes, buckets) +
            collectives_us(net, all, CollectiveType::kAllGather, (wbytes + n - 1) / n, buckets);
   const int64_t sg = p.shard_degree();
   if (sg <= 1) return 0;
-  const GroupShape shard = sg == n ? all : dp_group_shape(net, p, sg);
+  const GroupShape shard = sg == n ? all : dp_group_shape(net, p, sg, 1, shapes);
   double t = collectives_us(net, shard, CollectiveType::kReduceScatter, gbytes, buckets);
-  // Each FSDP unit is gathered before its forward and its backward, per micro-batch.
+  // Each FSDP unit is gathered before its forward and its backward, per
+  // micro-batch. The layers are units of one size, listed in a row: one
+  // collective_micros per run of equal sizes.
+  int64_t last_u = -1;
+  double last_us = 0;
   for (int64_t u : units) {
-    const int64_t ub = u * dtype_bytes(job.training.dtype);
-    t += 2.0 * static_cast<double>(m) * collective_micros(net, shard, CollectiveType::kAllGather, (ub + sg - 1) / sg);
+    if (u != last_u) {
+      const int64_t ub = u * dtype_bytes(job.training.dtype);
+      last_u = u;
+      last_us = collective_micros(net, shard, CollectiveType::kAllGather, (ub + sg - 1) / sg);
+    }
+    t += 2.0 * static_cast<double>(m) * last_us;
   }
   return t;
 }
@@ -579,7 +630,8 @@ int chunk_kind_of(const PlanLayout& l) {
 }
 
 Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, PeakCache* cache = nullptr,
-                  int proxy_index = -1, bool count_buckets = true, bool expert_dp_bound = true) {
+                  int proxy_index = -1, bool count_buckets = true, bool expert_dp_bound = true,
+                  DpShapes* shapes = nullptr) {
   Estimate e;
   if (!px.ok) return e;
   std::vector<int64_t>* peaks = nullptr;
@@ -604,6 +656,9 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
   // Rank 0's edp group (MoE), once per layout: up to thousands of members.
   const GroupShape edp =
       comm_bound && expert_dp_bound && expert_group > 1 ? expert_dp_group_shape(*net, p) : GroupShape{};
+  int64_t prev_dense = -1, prev_buckets = -1;
+  std::vector<int64_t> prev_units;
+  double prev_dp_us = 0, prev_gather_us = 0;
   for (int64_t st = 0; st < p.pp; ++st) {
     const std::vector<Chunk> chunks = stage_chunks(L, p.pp, v, p.pipeline_layout, st);
     std::vector<ChunkSums> cs;
@@ -632,15 +687,24 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
       }
     }
     if (comm_bound && expert_dp_bound) comm += expert_dp_comm_bound(job, *net, edp, expert, expert_units, m);
-    if (comm_bound) comm += dp_comm_bound(job, *net, dense, buckets, units, m);
-    // ZeRO 1/2 all-gather the updated parameters after the optimizer
-    // step, which starts after the stage's last compute node.
-    const int64_t n = job.parallel.dp * job.parallel.cp;
-    if (comm_bound && (job.parallel.zero == 1 || job.parallel.zero == 2) && n > 1 && dense > 0) {
-      const int64_t wbytes = dense * dtype_bytes(t.dtype);
-      gather = collectives_us(*net, dp_group_shape(*net, job.parallel, n), CollectiveType::kAllGather,
-                              (wbytes + n - 1) / n, buckets);
+    // The middle stages of a pipeline hold the same parameters: their dp
+    // terms are the previous stage's (the same function of the same inputs).
+    const bool same_dp = st > 0 && dense == prev_dense && buckets == prev_buckets && units == prev_units;
+    if (!same_dp) {
+      prev_dp_us = comm_bound ? dp_comm_bound(job, *net, dense, buckets, units, m, shapes) : 0;
+      prev_gather_us = 0;
+      // ZeRO 1/2 all-gather the updated parameters after the optimizer
+      // step, which starts after the stage's last compute node.
+      const int64_t n = job.parallel.dp * job.parallel.cp;
+      if (comm_bound && (job.parallel.zero == 1 || job.parallel.zero == 2) && n > 1 && dense > 0) {
+        const int64_t wbytes = dense * dtype_bytes(t.dtype);
+        prev_gather_us = collectives_us(*net, dp_group_shape(*net, job.parallel, n, 1, shapes),
+                                        CollectiveType::kAllGather, (wbytes + n - 1) / n, buckets);
+      }
+      prev_dense = dense, prev_buckets = buckets, prev_units = units;
     }
+    if (comm_bound) comm += prev_dp_us;
+    gather = prev_gather_us;
     // ... and the routed experts' over edp, on the same stream.
     if (comm_bound && expert_dp_bound && (job.parallel.zero == 1 || job.parallel.zero == 2) && expert > 0 &&
         expert_group > 1)
@@ -721,7 +785,8 @@ int64_t pp_stride(const ParallelConfig& p) {
 // of the unit before it in the same phase and micro-batch (zero.cc's
 // after_op): gathers slower than a layer's compute show up as waits.
 // Every quantity is at most the simulator's; every wait one it imposes.
-double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net, bool experts = true) {
+double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net, bool experts = true,
+                       DpShapes* shapes = nullptr) {
   const ParallelConfig& p = job.parallel;
   const TrainingConfig& t = job.training;
   const int64_t L = job.model.num_layers, v = p.virtual_stages, nv = p.pp * v;
@@ -737,7 +802,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
   const GroupShape edp_shape = ne > 1 ? expert_dp_group_shape(*net, p) : GroupShape{};
   std::vector<double> gather_us(px.layers.size(), 0), expert_gather_us(px.layers.size(), 0);
   if (fsdp) {
-    const GroupShape shard = dp_group_shape(*net, p, sg);
+    const GroupShape shard = dp_group_shape(*net, p, sg, 1, shapes);
     for (size_t k = 0; k < px.layers.size(); ++k) {
       const int64_t ub = px.layers[k].params_dense * dtype_bytes(t.dtype);
       if (ub > 0) gather_us[k] = collective_micros(*net, shard, CollectiveType::kAllGather, (ub + sg - 1) / sg);
@@ -855,13 +920,13 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
       S.fu_b = S.fu_f;
     }
     if (megatron && (p.zero == 1 || p.zero == 2) && n > 1 && dense > 0)
-      S.gather_after = collectives_us(*net, dp_group_shape(*net, p, n), CollectiveType::kAllGather,
+      S.gather_after = collectives_us(*net, dp_group_shape(*net, p, n, 1, shapes), CollectiveType::kAllGather,
                                       (dense * dtype_bytes(t.dtype) + n - 1) / n, buckets);
     // HSDP: each gradient shard is then summed over the replicas, in the
     // optimizer phase (after the stage's last compute node): at least one
     // all-reduce of all of them (a collective's time is affine in its size).
     if (megatron && p.zero >= 1 && sg > 1 && sg < n && dense > 0)
-      S.gather_after += collectives_us(*net, dp_group_shape(*net, p, n / sg, sg), CollectiveType::kAllReduce,
+      S.gather_after += collectives_us(*net, dp_group_shape(*net, p, n / sg, sg, shapes), CollectiveType::kAllReduce,
                                        (dense * dtype_bytes(t.grad_reduce_dtype) + sg - 1) / sg, buckets);
     // ZeRO 1/2 gather the updated routed experts over edp too.
     for (const ChunkSums& c : S.sums) S.expert += c.params_expert;
@@ -984,9 +1049,10 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
   for (StageState& S : stages) {
     bound = std::max(bound, S.clock + S.gather_after);
     if (!megatron || n <= 1) continue;
-    const GroupShape all = dp_group_shape(*net, p, n);
-    const GroupShape shard = p.zero >= 1 && sg < n ? dp_group_shape(*net, p, sg) : all;
-    const GroupShape replica = p.zero >= 1 && sg > 1 && sg < n ? dp_group_shape(*net, p, n / sg, sg) : GroupShape{};
+    const GroupShape all = dp_group_shape(*net, p, n, 1, shapes);
+    const GroupShape shard = p.zero >= 1 && sg < n ? dp_group_shape(*net, p, sg, 1, shapes) : all;
+    const GroupShape replica =
+        p.zero >= 1 && sg > 1 && sg < n ? dp_group_shape(*net, p, n / sg, sg, shapes) : GroupShape{};
     // Without overlap_grad_reduce every dense gradient of the stage (the
     // embedding's and the head's too) is in one bucket (api.cc: an
     // unbounded bucket size; parallel/buckets.cc), whose one reduction
@@ -1712,6 +1778,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
   Job net_job = base;
   net_job.parallel.dp = o.gpus;  // the network of o.gpus ranks
   SC_ASSIGN_OR_RETURN(NetworkModel net, resolve_network(net_job, o.gpus, false));
+  DpShapes dp_shapes(net);  // rank 0's dp group shapes, shared by every layout's bounds
 
   // 1. Enumerate; reject what the job validation refuses.
   std::atomic<bool> cancelled{false};
@@ -1793,7 +1860,8 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
         px_it = seed_proxies.emplace(key_of(l), build_proxy(base, key_of(l), net, backend)).first;
       const Proxy& px = px_it->second;
       if (!px.ok) continue;
-      Estimate e = estimate(layout_job(base, l), px, &net, nullptr, -1, o.replay_bound, o.expert_dp_bound);
+      Estimate e =
+          estimate(layout_job(base, l), px, &net, nullptr, -1, o.replay_bound, o.expert_dp_bound, &dp_shapes);
       if (e.lower <= usable) seeds.emplace_back(static_cast<int>(i), e);
     }
     std::sort(seeds.begin(), seeds.end(), [&](const auto& x, const auto& y) {
@@ -1991,7 +2059,8 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
         cd.reason = px.error.path + ": " + px.error.message;
         continue;
       }
-      cd.est = estimate(layout_job(base, cd.l), px, &net, &peak_cache, cd.proxy, o.replay_bound, o.expert_dp_bound);
+      cd.est = estimate(layout_job(base, cd.l), px, &net, &peak_cache, cd.proxy, o.replay_bound, o.expert_dp_bound,
+                        &dp_shapes);
       if (cd.est.lower > usable) {
         cd.state = Cand::kMemory;
         cd.short_by = cd.est.lower - usable;
@@ -2069,7 +2138,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     ++r.counts.replayed;
     cd.est.bound_us =
         std::max(cd.est.bound_us, replay_bound_us(layout_job(base, cd.l), proxies[static_cast<size_t>(cd.proxy)], &net,
-                                    o.expert_dp_bound));
+                                    o.expert_dp_bound, &dp_shapes));
     const auto to = std::upper_bound(order.begin() + static_cast<std::ptrdiff_t>(pos) + 1, order.end(), order[pos], by_bound);
     std::rotate(order.begin() + static_cast<std::ptrdiff_t>(pos), order.begin() + static_cast<std::ptrdiff_t>(pos) + 1, to);
   };

@@ -23,7 +23,11 @@ docs/plan.md holds the table between the markers below; --check FILE
 compares the rows run with the rows there (tests/ctest/plan_memory.sh runs
 the Korthikanti rows).
 
-Usage: memory_check.py [--cli PATH] [--only korthikanti|megatron|meta ...]
+- Nemotron-4 340B's DGX Cloud 24.11.1 layout (the job of published_probe.py's
+  entry nemotron4-340b-bf16-128): every term of the most loaded stage against
+  the estimator and against the run's own accounting (NeMo's
+  distributed_fused_adam, the layer's saved tensors), derived by hand.
+Usage: memory_check.py [--cli PATH] [--only korthikanti|megatron|meta|nemotron ...]
                        [--check docs/plan.md | --write docs/plan.md]
 """
 import argparse
@@ -147,8 +151,68 @@ def megatron_rows(cli, meta_only=False):
     return rows
 
 
+# --------------------------------------------------------------- Nemotron-4 340B
+def nemotron_rows(cli):
+    """DGX Cloud Benchmarking 24.11.1's Nemotron-4 340B layout on 128 H100 (tp8+sp pp8 v12 dp2,
+    the job published_probe.py builds from tests/fidelity/megatron-h100-bf16.json, with NeMo's
+    distributed_fused_adam at 10 optimizer bytes per parameter): every term of the most loaded
+    stage against Megatron's estimator and against the run's own accounting, derived by hand."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import published_probe  # noqa: E402  (entry_jobs: the probe's job of the entry)
+    entry = next(e for e in published_probe.ENTRIES if e["name"] == "nemotron4-340b-bf16-128")
+    job = published_probe.entry_jobs(entry)[1]
+    d = inspect(cli, job)
+    m, p, t = d["job"]["model"], d["job"]["parallel"], d["job"]["training"]
+    tp, pp, v, dp = p["tp"], p["pp"], p["virtual_stages"], p["dp"]
+    s, b, h, ffn, L = t["seq_len"], t["micro_batch_size"], m["hidden"], m["ffn_hidden"], m["num_layers"]
+    a, kv = m["num_heads"], m["num_kv_heads"]
+    dh = h // a
+    st = max(d["stages"], key=lambda x: x["memory_bytes"]["peak_live"])
+    mem = st["memory_bytes"]
+    n = st["parameters_per_rank"]
+    static = mem["weights"] + mem["gradients"] + mem["optimizer"]
+    label = (f"{m['name']}, tp{tp}+sp cp1 pp{pp} v{v} dp{dp} zero1, bf16 grads, optimizer "
+             f"{t['optimizer_bytes_per_param']} B/param, s {s}, mbs {b}, stage {st['index']}")
+    name = "Nemotron-4 340B, tp8+sp pp8 v12 dp2 (DGX Cloud 24.11.1's 128-GPU layout)"
+    est_static = megatron_static(n, dp)
+    run_static = n * (2 + 2 + 10 / dp)
+    est_layer = s * b * h * (18 + 4 * ffn / h) / tp
+    # The layer's saved tensors (selective recompute, sequence parallel, flash attention, no
+    # dropout, squared ReLU): two norms' inputs and the QKV / fc1 GEMM inputs (4 x 2 s b h),
+    # Q and the attention output (2 x 2 s b a d = 2 x 2 s b h), K and V (2 x 2 s b kv d), the
+    # kernel's fp32 log-sum-exp (4 s b a), the ReLU output and its square (2 x 2 s b ffn); / t.
+    run_layer = s * b * (12 * h + 4 * kv * dh + 4 * ffn + 4 * a) / tp
+    have_layer = max(st["activation_bytes_by_layer"].values())
+    rank = st["index"]
+    in_flight = 2 * (pp - 1 - rank) + (v - 1) * pp + 1
+    penalty = 1 + (pp - 1) / (pp * v)
+    rows = [
+        ("nemotron", f"{name}: weights + gradients + optimizer", label, "bytes of the most loaded stage", static,
+         "params · (6 + 12/dp) (Megatron's estimator: fp32 grads, fp32 master)", est_static),
+        ("nemotron", f"{name}: weights + gradients + optimizer", label, "bytes of the most loaded stage", static,
+         "params · (2 + 2 + 10/dp) (NeMo's distributed_fused_adam: bf16 grads, 16-bit remainders)", run_static),
+        ("nemotron", f"{name}: activations per layer", label, "bytes per layer and micro-batch", have_layer,
+         "s·b·h·(18 + 4·ffn/h)/t (Megatron's estimator)", est_layer),
+        ("nemotron", f"{name}: activations per layer", label, "bytes per layer and micro-batch", have_layer,
+         "s·b·(12·h + 4·kv·d + 4·ffn + 4·a)/t (the layer's saved tensors)", run_layer),
+        ("nemotron", f"{name}: layer-micro-batches in flight, first stage", label,
+         "saved-activation peak / bytes per layer", mem["activations_peak"] / have_layer,
+         "L · (1 + (p−1)/(p·v)) (estimator) = 2·(p−1−r) + (v−1)·p + 1 (schedule)", L * penalty, "count"),
+        ("nemotron", f"{name}: activations, first stage", label, "saved-activation peak of the stage",
+         mem["activations_peak"], "s·b·h·(18 + 4·ffn/h)/t · L · (1 + (p−1)/(p·v)) (estimator)", est_layer * L * penalty),
+        ("nemotron", f"{name}: peak memory", label, "peak_live of the stage (the plan's check)", mem["peak_live"],
+         "the estimator's static + activations", est_static + est_layer * L * penalty),
+        ("nemotron", f"{name}: peak memory", label, "peak_live of the stage (the plan's check)", mem["peak_live"],
+         "the run's static + saved tensors · in-flight count", run_static + run_layer * in_flight),
+    ]
+    return rows
+
+
 def fmt(r):
-    group, name, label, what, have, text, want = r
+    group, name, label, what, have, text, want = r[:7]
+    if len(r) > 7 and r[7] == "count":
+        return (f"| {name} | {group} | {label} | {what} | {have:.2f} | `{text}` | {want:.2f} | "
+                f"{100 * (have / want - 1):+.1f}% |")
     f = mib if have < 2**31 else gib
     return (f"| {name} | {group} | {label} | {what} | {f(have)} | `{text}` | {f(want)} | "
             f"{100 * (have / want - 1):+.1f}% |")
@@ -165,11 +229,11 @@ def doc_rows(path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cli", default=os.environ.get("STAGECRAFT_CLI", os.path.join(ROOT, "build/native/stagecraft")))
-    ap.add_argument("--only", nargs="*", choices=["korthikanti", "megatron", "meta"])
+    ap.add_argument("--only", nargs="*", choices=["korthikanti", "megatron", "meta", "nemotron"])
     ap.add_argument("--check")
     ap.add_argument("--write")
     a = ap.parse_args()
-    groups = a.only or ["korthikanti", "megatron", "meta"]
+    groups = a.only or ["korthikanti", "megatron", "meta", "nemotron"]
     rows = []
     if "korthikanti" in groups:
         rows += korthikanti_rows(a.cli)
@@ -177,6 +241,8 @@ def main():
         rows += megatron_rows(a.cli)
     elif "meta" in groups:
         rows += megatron_rows(a.cli, meta_only=True)
+    if "nemotron" in groups:
+        rows += nemotron_rows(a.cli)
     rows = [r for r in rows if r[0] in groups]
     lines = [fmt(r) for r in rows]
     if a.check:
@@ -189,7 +255,7 @@ def main():
         text, have = doc_rows(a.write)
         # Rows of groups not run this time are kept.
         keep = [h for h in have if h.split(" | ")[1] not in groups] + lines
-        order = {"korthikanti": 0, "megatron": 1, "meta": 2}
+        order = {"korthikanti": 0, "megatron": 1, "meta": 2, "nemotron": 3}
         keep.sort(key=lambda l: order[l.split(" | ")[1]])
         table = HEADER + "\n" + "\n".join(keep)
         text = text[:text.index(BEGIN) + len(BEGIN)] + "\n" + table + "\n" + text[text.index(END):]

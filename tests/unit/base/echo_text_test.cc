@@ -50,6 +50,12 @@ TEST_CASE("echo_text: clipped at a whole character or escape, with the input's s
   want += "\xC3\x97";
   CHECK(c == want + "...(300 bytes)");
   CHECK(sc::jsonf::clip(big) == e);  // the one function behind jsonf::clip
+  // Printable ASCII at exactly the limit passes whole; one byte more is
+  // clipped like any other text: 64 - 13 bytes kept, then "...(65 bytes)".
+  const std::string at(64, '~'), over(65, ' ');
+  CHECK(echo_text(at) == at);
+  CHECK(echo_text(over) == std::string(64 - 13, ' ') + "...(65 bytes)");
+  CHECK(echo_text("", 0).empty());
 }
 
 TEST_CASE("echo_text: a rendered error is one line") {

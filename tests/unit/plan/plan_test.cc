@@ -109,6 +109,60 @@ TEST_CASE("plan: estimates agree with the real summary and the bound is a lower 
   }
 }
 
+// Nemotron-4 340B's published layout (DGX Cloud Benchmarking 24.11.1, 128
+// H100: tp8+sp pp8 v12 dp2, mbs 1, batch 32, selective recompute, bf16
+// gradient reduction; tests/plan/published_probe_results.md), which ran: the
+// plan's memory estimate of its most loaded stage (stage 0: 12 one-layer
+// chunks and the embedding), term by term from the architecture
+// (docs/plan.md, "Memory you can check"). NeMo's distributed_fused_adam keeps
+// 16-bit remainders of the fp32 master weights: 10 optimizer bytes per
+// parameter sharded over dp, not Megatron-LM's 12.
+TEST_CASE("plan: Nemotron-4 340B's published layout, its memory term by term") {
+  const int64_t s = 4096, h = 18432, a = 96, kv = 8, d = 192, ffn = 73728, vocab = 256000;
+  const int64_t t = 8, p = 8, v = 12, dp = 2;
+  // Per rank: the QKV (a + 2 kv heads), output and two MLP matrices sharded
+  // over t, the two layernorms (weight and bias) whole, 12 layers; the
+  // vocabulary-parallel embedding.
+  const int64_t layer_params = (h * (a + 2 * kv) * d + h * h + 2 * h * ffn) / t + 2 * 2 * h;
+  const int64_t params = 12 * layer_params + vocab * h / t;
+  CHECK(params == 5771722752);
+  // Saved per layer and micro-batch (bytes, sequence-parallel shards of s/t
+  // rows): the norms' inputs and the QKV / fc1 GEMM inputs (4 x 2h), Q and
+  // the attention output (2 x 2h), K and V (2 x 2 kv d), flash attention's
+  // fp32 log-sum-exp (4a), the squared ReLU's input and output (2 x 2 ffn).
+  const int64_t per_layer = s * (12 * h + 4 * kv * d + 4 * ffn + 4 * a) / t;
+  // Megatron's interleaved 1F1B on rank 0: 2 (p - 1) + (v - 1) p warm-up
+  // forwards, then one more before the first backward.
+  const int64_t in_flight = 2 * (p - 1) + (v - 1) * p + 1;
+  CHECK(in_flight == 103);
+  const int64_t capacity = 85017493504;  // the h100 profile: CUDA's total
+  for (const int64_t optimizer_bytes : {10, 12}) {
+    Result<Job> j = parse_job(R"({"model": {"name": "nemotron4-340b", "num_layers": 96, "hidden": 18432,
+        "num_heads": 96, "num_kv_heads": 8, "ffn_hidden": 73728, "vocab": 256000, "norm": "layernorm",
+        "mlp": "relu2", "position": "rope", "rotary_dim": 96, "tied_embeddings": false, "linear_bias": false,
+        "dropout": false, "flash_attention": true},
+      "parallel": {"tp": 8, "cp": 1, "pp": 8, "dp": 2, "virtual_stages": 12, "sequence_parallel": true, "zero": 1},
+      "training": {"seq_len": 4096, "micro_batch_size": 1, "global_batch_size": 32, "schedule": "interleaved-1f1b",
+        "dtype": "bf16", "grad_reduce_dtype": "bf16", "dp_bucket_mb": 50, "overlap_grad_reduce": true,
+        "overlap_param_gather": true, "recompute": "selective", "optimizer_bytes_per_param": )" +
+                              std::to_string(optimizer_bytes) + R"(}, "hardware": "h100"})");
+    REQUIRE_MESSAGE(j.ok(), j.error().to_string());
+    INFO("optimizer bytes per parameter " << optimizer_bytes);
+    const PlanEstimate e = estimate_layout(j.value());
+    REQUIRE_MESSAGE(e.ok, e.error.to_string());
+    // bf16 weights and gradients whole, the optimizer state over dp.
+    const int64_t static_bytes = params * (2 + 2) + params * optimizer_bytes / dp;
+    CHECK(e.peak_lower_bytes == static_bytes + in_flight * per_layer);
+    if (optimizer_bytes == 10) {
+      // 74.05 GiB: within the GPU, over the plan's default usable 90%.
+      CHECK(e.peak_lower_bytes < capacity);
+      CHECK(e.peak_lower_bytes > capacity - capacity / 10);
+    } else {
+      CHECK(e.peak_lower_bytes > capacity);  // 79.42 GiB: over the GPU itself
+    }
+  }
+}
+
 // Without overlap_grad_reduce (Megatron-LM's default) every gradient of a
 // stage is reduced in one bucket after its backward pass: the whole
 // reduction (and ZeRO 1/2's gather after the step) follows the stage's last
