@@ -34,6 +34,14 @@ How a predicted number is read from the summary (docs/inference.md,
   `dataset` of the spec's `datasets` (ShareGPT): the requests are then a
   trace drawn here from that dataset's published statistics (`trace()`),
   the same bytes on every run.
+
+Under the comparison the block takes every simulated TTFT apart
+(`render_ttft`) and, for the request-rate rows, the decode step at the
+measured load (`render_decode`: the decode batch Little's law gives from
+the measured and the simulated median TPOT, and at the measured batch the
+decode iteration of a fixed-concurrency job, its tp all-reduces, the row's
+host time a + b x batch, against the measured median ITL per scheduler
+step): docs/inference.md, "Reading the errors", item 6.
 """
 import functools
 import json
@@ -252,10 +260,86 @@ def render_ttft(spec, results):
             + "\n".join(fixed) + "\n\n" + "\n".join(rate) + "\n")
 
 
+def load_point(row, spec):
+    """A request-rate row's measured load, for `render_decode`: (the mean
+    output tokens E[o] of its trace, the mean context a decoding sequence
+    holds, the decode batch the measured median TPOT implies). The decode
+    batch is Little's law on the decoding requests: requests arrive at
+    `rate` and each decodes for about E[o] x TPOT, so about rate x E[o] x
+    TPOT decode at once (the median TPOT standing for every request's). The
+    context is weighted by output tokens (a long output is in the batch for
+    more steps): sum(o p + o^2 / 2) / sum(o) over the trace."""
+    tr = job(row, spec)["serving"]["workload"]["trace"]
+    outs = sum(x["output_tokens"] for x in tr)
+    mean_out = outs / len(tr)
+    ctx = sum(x["output_tokens"] * x["prompt_tokens"] + x["output_tokens"] ** 2 / 2 for x in tr) / outs
+    return mean_out, ctx, row["workload"]["rate"] * mean_out * row["measured"]["tpot_seconds_p50"]
+
+
+def decode_jobs(row, spec):
+    """The decode iteration of ROW's setup at its measured load (`load_point`):
+    a fixed-concurrency job of that many sequences at that context (one
+    decode step, graphed), and for tp > 1 the same job on a network of no
+    latency and unbounded NVLink, whose difference is the step's tp
+    all-reduces."""
+    _, ctx, batch = load_point(row, spec)
+    j = job(row, spec)
+    s = j["serving"]
+    s.pop("workload")
+    s.update(prompt_tokens=round(ctx), output_tokens=2, concurrency=max(1, round(batch)),
+             scheduler={"policy": "prefill_first", "max_num_batched_tokens": s["scheduler"]["max_num_batched_tokens"]})
+    jobs = [j]
+    if row["parallel"].get("tp", 1) > 1:
+        free = json.loads(json.dumps(j))
+        hw = free["hardware"]
+        free["hardware"] = dict(hw, intra_node_bw=1e15) if isinstance(hw, dict) else {"preset": hw, "intra_node_bw": 1e15}
+        free["network"] = {"domain_latency_us": 0}
+        jobs.append(free)
+    return jobs
+
+
+def render_decode(spec, results, decode):
+    """The decode step at each request-rate row's measured load (DECODE:
+    the `decode_jobs` results by row index; docs/inference.md, "Reading
+    the errors", item 6): the decode batch that the
+    measured and the simulated median TPOT imply (`load_point`), and at
+    the measured one the engine's decode iteration (its GPU time, of which
+    the tp all-reduces) plus the row's host time a + b x batch, against the
+    measured median ITL per scheduler step (SGLang: one decode step; vLLM:
+    a ten-step burst's gap / 10, which also holds what runs between bursts)."""
+    lines = ["| published setup | engine | median TPOT measured | simulated | decode batch at the measured TPOT "
+             "| at the simulated | decode iteration | of it tp all-reduce | + host a + b x batch | = step "
+             "| measured median ITL per step | error |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for i, (row, s) in enumerate(zip(spec["rows"], results)):
+        if "tpot_seconds_p50" not in row["measured"]:
+            continue
+        inf, m = s["inference"], row["measured"]
+        sc = row["serving"].get("scheduler", {})
+        mean_out, _, batch = load_point(row, spec)
+        runs = decode[i]
+        gpu = runs[0]["inference"]["iterations"]["decode"]["seconds"]
+        ar = gpu - runs[1]["inference"]["iterations"]["decode"]["seconds"] if len(runs) > 1 else 0.0
+        host = sc.get("step_overhead_seconds", 0.0) + sc.get("token_overhead_seconds", 0.0) * max(1, round(batch))
+        step = gpu + host
+        per = m["itl_seconds_p50"] / sc.get("scheduler_steps", 1)
+        name = row["name"] + (" **(fitted)**" if row.get("fitted") else "")
+        lines.append(f"| {name} | {row['column']} | {ms(m['tpot_seconds_p50'])} | {ms(inf['tpot_seconds_p50'])} "
+                     f"| {batch:.1f} | {row['workload']['rate'] * mean_out * inf['tpot_seconds_p50']:.1f} "
+                     f"| {ms(gpu)} | {ms(ar)} | {ms(host)} | {ms(step)} | {ms(per)} | {100 * (step - per) / per:+.0f}% |")
+    return ("\nThe decode step at the measured load (ms; decode batch = rate x mean output x median TPOT, "
+            "Little's law; the step at the measured batch against the measured median ITL per scheduler step):\n\n"
+            + "\n".join(lines) + "\n")
+
+
 def main():
     cli, spec_path, spec, doc_path, update, name = docblock.args(__doc__)
-    results = docblock.run_all(cli, "inspect", [job(row, spec) for row in spec["rows"]], name)
-    docblock.sync(doc_path, name, render(spec, results), update, "inspect",
+    extra = [(i, j) for i, r in enumerate(spec["rows"]) if "tpot_seconds_p50" in r["measured"]
+             for j in decode_jobs(r, spec)]
+    out = docblock.run_all(cli, "inspect", [job(row, spec) for row in spec["rows"]] + [j for _, j in extra], name)
+    results, decode = out[:len(spec["rows"])], {}
+    for (i, _), s in zip(extra, out[len(spec["rows"]):]):
+        decode.setdefault(i, []).append(s)
+    docblock.sync(doc_path, name, render(spec, results) + render_decode(spec, results, decode), update, "inspect",
                   f"tests/fidelity/serving_table.py CLI {spec_path} {doc_path}", len(spec["rows"]))
 
 
