@@ -361,6 +361,10 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
       node_part[i] = op >= 0 ? part_of_op(op) : nullptr;
       const std::string& axis = prog.axis_of(i);
       if (n.kind != TraceNodeKind::kCollective) continue;
+      // A collective on a side stream (Transformer Engine's overlapped tp
+      // collectives, the shared experts' stream) does not hold the compute
+      // stream: charging it would no longer bound simulate from below.
+      if (!prog.side_stream.empty() && prog.side_stream[i] != 0) continue;
       if (axis == "tp" || axis == "cp") coll_us[i] = collective_micros(net, axis == "tp" ? tp_shape : cp_shape, n.coll, n.comm_size);
       else if (axis == "ep") coll_us[i] = best_shape_micros(net, k.ep, n.coll, n.comm_size);
       else if (axis == "etp") coll_us[i] = best_shape_micros(net, k.etp, n.coll, n.comm_size);

@@ -205,7 +205,7 @@ class Lowerer {
     }
     if (o_.moe_shared_expert_overlap) find_shared_experts();
     if (o_.moe_allgather) find_allgather_dispatch();
-    if (o_.tp_comm_overlap) find_tp_overlap();
+    find_tp_overlap(o_.tp_comm_overlap);
     if (o_.overlap_param_gather) find_param_gathers();
     if (o_.fp8_recipe != Fp8Recipe::kNone) find_fp8_gathers();
     if (o_.deepep_nvl > 1) sides_ = true;  // DeepEP's NVLink leg runs beside the RDMA leg
@@ -451,6 +451,15 @@ class Lowerer {
   // weight-gradient GEMM, or the reduce-scatter of a dgrad GEMM's output:
   // TE's bulk overlap, the collective whole on the side stream. kFused: the
   // GEMM / reduce-scatter emitted with its partner.
+  // Without userbuffers (tp_comm_overlap false) Transformer Engine's
+  // column-parallel modules (Linear, LayerNormLinear, LayerNormMLP's fc1)
+  // still launch both backward collectives asynchronously on NCCL's stream
+  // (transformer_engine/pytorch/module/linear.py backward: the saved
+  // input's all-gather with async_op=True before the dgrad GEMM, the dgrad's
+  // reduce-scatter with async_op=True before the wgrad GEMM, both waited for
+  // at the end of the module's backward): the kBulkGather and kBulk cases
+  // only. The row-parallel modules' gradient all-gather stays in line (TE
+  // gathers grad_output before its dgrad GEMM).
   enum TpFuse : uint8_t { kNone = 0, kRingGather, kPipeGemm, kBulk, kBulkGather, kFused };
   static constexpr int64_t kTpSplits = 4;  // TE's num_splits for the pipelined reduce-scatter
 
@@ -460,10 +469,10 @@ class Lowerer {
   static bool reads(const Op& o, int t) { return std::find(o.inputs.begin(), o.inputs.end(), t) != o.inputs.end(); }
   bool layer_gemm(const Op& o) const { return o.kind == OpKind::kMatmul && o.layer >= 0; }
 
-  void find_tp_overlap() {
+  void find_tp_overlap(bool userbuffers) {
     if (bind_.count("tp") == 0 || bind_.at("tp") < 2) return;
     tp_fuse_.assign(g_.ops.size(), kNone);
-    sides_ = true;
+    bool any = false;
     for (auto& [key, ids] : seg_) {
       for (size_t i = 0; i < ids.size(); ++i) {
         const Op& o = g_.ops[ids[i]];
@@ -478,23 +487,36 @@ class Lowerer {
           continue;
         if (tp_coll(o, CollectiveType::kAllGather) && next && layer_gemm(*next) && reads(*next, o.outputs[0])) {
           if (!next->wgrad) {
+            if (!userbuffers) continue;
             f = kRingGather;
             partner_[o.id] = next->id;
             tp_fuse_[static_cast<size_t>(next->id)] = kFused;
             ring_index_[o.id] = static_cast<int64_t>(ring_index_.size());
           } else if (o.phase != Phase::kForward) {
             f = kBulkGather;
+            any = true;
           }
-        } else if (layer_gemm(o) && !o.wgrad && next && tp_coll(*next, CollectiveType::kReduceScatter) &&
-                   reads(*next, o.outputs[0])) {
+        } else if (userbuffers && layer_gemm(o) && !o.wgrad && next &&
+                   tp_coll(*next, CollectiveType::kReduceScatter) && reads(*next, o.outputs[0])) {
           f = kPipeGemm;
           partner_[o.id] = next->id;
           tp_fuse_[static_cast<size_t>(next->id)] = kFused;
         } else if (tp_coll(o, CollectiveType::kReduceScatter) && o.phase != Phase::kForward) {
           const int prod = g_.tensors[o.inputs[0]].producer;
-          if (prod >= 0 && layer_gemm(g_.ops[prod]) && !g_.ops[prod].wgrad) f = kBulk;
+          if (prod >= 0 && layer_gemm(g_.ops[prod]) && !g_.ops[prod].wgrad) {
+            f = kBulk;
+            any = true;
+          }
         }
       }
+    }
+    // Userbuffers always fill the side streams (as before the NCCL case
+    // existed); without them only a job that has such a collective does, so
+    // a job without one keeps its bytes.
+    if (userbuffers || any) {
+      sides_ = true;
+    } else {
+      tp_fuse_.clear();
     }
   }
 
@@ -1464,7 +1486,7 @@ class Lowerer {
   std::map<int, AgDispatch> ag_dispatch_;         // moe_allgather: ep all-to-all op -> what replaces it
   int64_t prev_compute_ = -1;                     // the compute node before last_compute_
   uint32_t amax_suffix_[2] = {RoleProgram::kStoredName, RoleProgram::kStoredName};  // fwd / bwd amax names
-  std::vector<uint8_t> tp_fuse_;                  // per op: TpFuse (empty: tp_comm_overlap off or tp 1)
+  std::vector<uint8_t> tp_fuse_;                  // per op: TpFuse (empty: tp 1, or no tp collective to overlap)
   std::vector<uint8_t> fp8_gather_;               // per op: an all-gather moving FP8 (empty: no fp8_recipe)
   std::map<int, int> partner_;                    // kRingGather / kPipeGemm op -> its GEMM / reduce-scatter
   std::map<int, int> gather_of_weight_;           // overlap_param_gather: weight -> its bucket's gather op

@@ -140,9 +140,11 @@ struct RoleProgram {
   // the node's axis (+1 next, -1 previous in the ring); 0 otherwise
   std::vector<int8_t> ring_offset;
   // Per node (empty when no node has it): 1 for a tensor-parallel
-  // collective that Transformer Engine's userbuffers run beside the GEMMs
-  // (tp_comm_overlap): the simulator puts it on a stream of its own
-  // instead of the compute stream (docs/simulate.md, "Streams").
+  // collective that Transformer Engine runs beside the GEMMs (its
+  // userbuffers under tp_comm_overlap; without them, the column-parallel
+  // backward's all-gather and reduce-scatter it launches asynchronously):
+  // the simulator puts it on a stream of its own instead of the compute
+  // stream (docs/simulate.md, "Streams").
   // 2 for a node of the shared experts under moe_shared_expert_overlap:
   // Megatron-Core runs them on a CUDA stream of their own, beside the
   // token dispatcher's all-to-alls.

@@ -171,13 +171,22 @@ TEST_CASE("tp_comm_overlap: lowered chunks and their dependencies") {
   }
 }
 
+// The backward collectives Transformer Engine's column-parallel modules
+// launch asynchronously without userbuffers: the all-gather of the saved
+// layer-norm output for the weight gradient and the reduce-scatter of the
+// input gradient (the layer norms' side of qkv and fc1).
+const std::regex te_async_bwd(R"(^mb\d+\.bwd\.L\d+\.ln\d\.(all_gather|grad\.reduce_scatter)\(tp\)$)");
+
 TEST_CASE("tp_comm_overlap: exposed tp time drops by the hidden transfers, derived from the chunks") {
-  // Without overlap every tp collective runs on the compute stream: all of
-  // it is exposed. With it, the collectives of the layers' GEMMs run beside
-  // them; on this fast network each transfer is shorter than the compute it
-  // hides under, so only the last reduce-scatter chunk of each pipelined
-  // GEMM stays exposed (its consumer waits for it). The drop is therefore
-  // sum(layer collectives without overlap) - sum(last chunks with overlap).
+  // Without userbuffers the tp collectives run on the compute stream, all
+  // exposed, except the column-parallel backward's all-gather and
+  // reduce-scatter that TE launches asynchronously beside the dgrad and
+  // wgrad GEMMs (hidden on this fast network: next test). With them the
+  // collectives of the layers' GEMMs run beside them; each transfer is
+  // shorter than the compute it hides under, so only the last
+  // reduce-scatter chunk of each pipelined GEMM stays exposed (its consumer
+  // waits for it). The drop is therefore sum(layer collectives without
+  // userbuffers, less TE's asynchronous ones) - sum(last chunks with them).
   auto g0 = make(parse(tp_job("")));
   auto g1 = make(parse(tp_job(R"(,"tp_comm_overlap":true)")));
   auto r0 = sim(g0), r1 = sim(g1);
@@ -186,7 +195,8 @@ TEST_CASE("tp_comm_overlap: exposed tp time drops by the hidden transfers, deriv
   double hidden = 0, last_chunks = 0;
   const RankTrace t0 = g0.rank_trace(0).value();
   for (const auto& n : t0.nodes)
-    if (n.kind == TraceNodeKind::kCollective && std::regex_search(n.name, layer))
+    if (n.kind == TraceNodeKind::kCollective && std::regex_search(n.name, layer) &&
+        !std::regex_search(n.name, te_async_bwd))
       hidden += collective_micros(r0.network, pair, n.coll, n.comm_size);
   const RankTrace t1 = g1.rank_trace(0).value();
   std::map<std::string, const TraceNode*> by_name;
@@ -216,6 +226,71 @@ TEST_CASE("tp_comm_overlap: exposed tp time drops by the hidden transfers, deriv
   auto n1 = make(parse(R"({"model":{"preset":"gpt3-1.7b","num_layers":2},"parallel":{"tp":2},
                           "training":{"seq_len":512,"global_batch_size":1,"tp_comm_overlap":true}})"));
   CHECK(same_nodes(n0.rank_trace(0).value(), n1.rank_trace(0).value()));
+}
+
+TEST_CASE("without userbuffers: TE's column-parallel backward collectives run beside the dgrad and wgrad GEMMs") {
+  // transformer_engine/pytorch/module/linear.py (and layernorm_linear.py,
+  // layernorm_mlp.py's fc1) backward with sequence parallelism: the saved
+  // input's all-gather is launched (async_op=True) before the dgrad GEMM,
+  // the dgrad's reduce-scatter before the wgrad GEMM; both are waited for
+  // at the end of the module's backward.
+  auto g0 = make(parse(tp_job("")));
+  const RankTrace t = g0.rank_trace(0).value();
+  std::map<std::string, const TraceNode*> by_name;
+  for (const auto& n : t.nodes) by_name[n.name] = &n;
+  const auto node = [&](const std::string& name) {
+    auto it = by_name.find(name);
+    REQUIRE_MESSAGE(it != by_name.end(), name);
+    return it->second;
+  };
+  const auto depends = [&](const TraceNode* a, const TraceNode* b) {
+    return std::find(a->deps.begin(), a->deps.end(), b->id) != a->deps.end();
+  };
+  for (const std::string& l : {std::string("L0"), std::string("L1")}) {
+    CAPTURE(l);
+    for (const auto& [ln, mod] : {std::pair<std::string, std::string>{"ln2", "mlp.fc1"}, {"ln1", "attn.qkv"}}) {
+      const TraceNode* gather = node("mb0.bwd." + l + "." + ln + ".all_gather(tp)");
+      const TraceNode* rs = node("mb0.bwd." + l + "." + ln + ".grad.reduce_scatter(tp)");
+      const TraceNode* dgrad = node("mb0.bwd." + l + "." + mod + ".dgrad");
+      const TraceNode* wgrad = node("mb0.bwd." + l + "." + mod + ".wgrad");
+      const TraceNode* norm_bwd = node("mb0.bwd." + l + "." + ln + ".bwd");
+      CHECK_FALSE(depends(gather, dgrad));  // launched with the dgrad, not after it
+      CHECK(depends(wgrad, gather));        // the wgrad GEMM reads the gathered input
+      CHECK(depends(rs, dgrad));            // the reduce-scatter reads the dgrad's output
+      CHECK_FALSE(depends(wgrad, rs));      // and runs while the wgrad GEMM computes
+      CHECK(depends(norm_bwd, rs));
+      CHECK(depends(norm_bwd, wgrad));
+    }
+    // The row-parallel modules' gradient all-gather stays in line: the
+    // dgrad GEMM waits for it.
+    CHECK(depends(node("mb0.bwd." + l + ".mlp.fc2.dgrad"), node("mb0.bwd." + l + ".mlp.fc2.bias_add.grad.all_gather(tp)")));
+  }
+  // On this fast network each asynchronous transfer is shorter than the
+  // GEMM it runs beside, so the exposed tp time is every other tp
+  // collective's time, one after another on the compute stream.
+  auto r0 = sim(g0);
+  const GroupShape pair = shape_of(r0.network, 2);
+  double exposed = 0, async = 0;
+  int n_async = 0;
+  const auto tp_group = node("mb0.bwd.L0.ln1.all_gather(tp)")->group;
+  for (const auto& n : t.nodes) {
+    if (n.kind != TraceNodeKind::kCollective || n.group != tp_group) continue;
+    const double us = collective_micros(r0.network, pair, n.coll, n.comm_size);
+    if (std::regex_search(n.name, te_async_bwd)) {
+      async = std::max(async, us);
+      ++n_async;
+    } else {
+      exposed += us;
+    }
+  }
+  CHECK(n_async == 2 * 4);
+  REQUIRE(async < static_cast<double>(node("mb0.bwd.L0.attn.qkv.wgrad")->duration_micros));
+  CHECK(r0.sim.stages[0].exposed[0] == doctest::Approx(exposed).epsilon(1e-9));
+  check_complete_balanced_and_summed(g0, summary(g0));
+  CHECK(validate_generated(g0).ok());
+  // A tp job without sequence parallelism has no such collectives (its
+  // column-parallel backward all-reduces stay in line: not modelled as
+  // asynchronous): its traces are the same with or without userbuffers.
 }
 
 TEST_CASE("tp_comm_overlap: the SM share slows the GEMMs a transfer runs beside") {
