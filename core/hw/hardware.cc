@@ -67,7 +67,7 @@ HardwareProfile preset(int i) {
     // total_memory, 85,017,493,504 bytes = 79.18 GiB; the datasheet's
     // "80 GB" read as 80e9 was 6% short).
     case 1: return measured(make("h100", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 3350 * G, 85017493504.0, 450 * G, 50 * G,
-                                 {132, 0.59, 0.75, 0.57, 0.90, 3.5}),
+                                 {132, 0.60, 0.75, 0.57, 0.90, 3.5}),
                             1.87, 0.83, 3.0, 4.7, 0.60);
     // H200 SXM 141GB: H100's compute with HBM3e.
     // Measured: FP8 GEMMs 1.85x BF16's, skinny GEMMs at 0.86 of HBM after
@@ -76,14 +76,14 @@ HardwareProfile preset(int i) {
     // 0.49 of HBM over their bytes.
     // Memory as CUDA reports it on the lent H200 (150,109,880,320 bytes).
     case 2: return measured(make("h200", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 4800 * G, 150109880320.0, 450 * G, 50 * G,
-                                 {132, 0.59, 0.75, 0.57, 0.90, 2.4}),
+                                 {132, 0.60, 0.75, 0.57, 0.90, 2.4}),
                             1.85, 0.86, 3.7, 5.5, 0.49);
     // B200 as in HGX/DGX B200 (1000 W): NVLink 5 1.8 TB/s total = 900 per
     // direction; 180 GB per GPU (1,440 GB per 8-GPU system).
     // FP4 (NVFP4/MXFP4) 9 PFLOP/s dense: the board's 144 sparse / 8 / 2.
     case 3: {
       HardwareProfile b200 = make("b200", 75 * T, 1125 * T, 2250 * T, 4500 * T, 8000 * G, 180 * G, 900 * G, 50 * G,
-                                  {148, 0.59, 0.75, 0.57, 0.90, 2.4});
+                                  {148, 0.60, 0.75, 0.57, 0.90, 2.4});
       b200.peak_flops_fp4 = 9000 * T;
       return b200;
     }

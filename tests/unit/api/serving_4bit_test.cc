@@ -119,9 +119,9 @@ TEST_CASE("serving 4-bit: a B200 nvfp4 prefill GEMM runs at the FP4 rate; int4 a
   // L0's fc1 of a 4096-token prompt, tp 1: M 4096, K 4096, N 2 x 14336.
   // 256 x 128 tiles: 16 x 224 = 3,584 tiles in ceil(3584 / 148) = 25 waves
   // on the B200's 148 SMs, each tile 2 x 256 x 128 x 4096 FLOPs at
-  // 1/148 of 0.59 x 9 PFLOP/s (FP4 dense: HGX B200's 144 PFLOPS sparse / 8 / 2).
+  // 1/148 of 0.60 x 9 PFLOP/s (FP4 dense: HGX B200's 144 PFLOPS sparse / 8 / 2).
   const double tile = 2.0 * 256 * 128 * 4096, waves = 25;
-  const double fp4_us = waves * tile / (0.59 * 9000e12 / 148) * 1e6;
+  const double fp4_us = waves * tile / (0.60 * 9000e12 / 148) * 1e6;
   auto fc1_micros = [](const std::string& weights) {
     Generator g = testing::generator_from_json(llama8b("b200", 1, weights, 4096, 16, 1));
     const Generator* pre = g.phase("prefill");
