@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -147,5 +148,37 @@ inline ValidationReport validate_generated(const Generator& g) {
   }
   return validate_traces(ranks, g.groups());
 }
+
+// Two rank traces hold the same nodes (every field a Chakra node gets).
+inline bool same_nodes(const RankTrace& a, const RankTrace& b) {
+  if (a.nodes.size() != b.nodes.size()) return false;
+  for (size_t i = 0; i < a.nodes.size(); ++i) {
+    const TraceNode &x = a.nodes[i], &y = b.nodes[i];
+    if (std::tie(x.id, x.name, x.kind, x.coll, x.num_ops, x.tensor_size, x.duration_micros, x.comm_size, x.group, x.peer,
+                 x.tag, x.output_bytes) != std::tie(y.id, y.name, y.kind, y.coll, y.num_ops, y.tensor_size,
+                                                    y.duration_micros, y.comm_size, y.group, y.peer, y.tag, y.output_bytes) ||
+        !(x.deps == y.deps))
+      return false;
+  }
+  return true;
+}
+
+// A rank trace's nodes by name: node(name) fails the test when absent;
+// depends(a, b) says whether a lists b among its dependencies.
+struct NodesByName {
+  explicit NodesByName(const RankTrace& t) {
+    for (const auto& n : t.nodes) by_name[n.name] = &n;
+  }
+  const TraceNode* node(const std::string& name) const {
+    auto it = by_name.find(name);
+    REQUIRE_MESSAGE(it != by_name.end(), name);
+    return it->second;
+  }
+  static bool depends(const TraceNode* a, const TraceNode* b) {
+    return std::find(a->deps.begin(), a->deps.end(), b->id) != a->deps.end();
+  }
+  size_t count(const std::string& name) const { return by_name.count(name); }
+  std::map<std::string, const TraceNode*> by_name;
+};
 
 }  // namespace sc::testing

@@ -30,19 +30,21 @@ const SsdKernel& kernel(const std::vector<SsdKernel>& ks, const std::string& nam
   return ks[0];
 }
 
-// Nemotron-H 56B's scan on one rank of tp 8, one 8,192-token sequence:
-// 256 / 8 = 32 heads of 64, 8 / 8 = 1 group, state 256, chunk 128.
-SsdShape nemotron_h_56b_tp8() {
+// One sequence of `len` tokens, `heads` heads of `head_dim`, `groups` B/C
+// groups, state `state`, chunk 128, BF16.
+SsdShape shape(double len, double heads, double head_dim, double groups, double state) {
   SsdShape s;
-  s.seqs = 1;
-  s.len = 8192;
-  s.heads = 32;
-  s.head_dim = 64;
-  s.groups = 1;
-  s.state = 256;
-  s.chunk = 128;
+  s.len = len;
+  s.heads = heads;
+  s.head_dim = head_dim;
+  s.groups = groups;
+  s.state = state;
   return s;
 }
+
+// Nemotron-H 56B's scan on one rank of tp 8, one 8,192-token sequence:
+// 256 / 8 = 32 heads of 64, 8 / 8 = 1 group, state 256, chunk 128.
+SsdShape nemotron_h_56b_tp8() { return shape(8192, 32, 64, 1, 256); }
 
 std::map<std::string, TraceNode> nodes_by_name(const RankTrace& t) {
   std::map<std::string, TraceNode> m;
@@ -57,11 +59,7 @@ TEST_CASE("ssd cost: the forward's five kernels and their bytes, by hand") {
   // T = 256, 2 chunks; x: 256 x 2 x 4 = 2,048 elements; B or C: 256 x 8 =
   // 2,048; states: 2 chunks x 2 heads x 4 x 8 = 128; CB: 2 x 128^2 = 32,768;
   // dt / dA_cumsum: 256 x 2 = 512.
-  SsdShape s;
-  s.len = 256;
-  s.heads = 2;
-  s.head_dim = 4;
-  s.state = 8;
+  const SsdShape s = shape(256, 2, 4, 1, 8);
   const auto fwd = ssd_kernels(s, false);
   REQUIRE(fwd.size() == 5);
   CHECK(fwd[0].name == "chunk_cumsum");
@@ -140,11 +138,7 @@ TEST_CASE("ssd cost: each kernel its FLOPs or its bytes, whichever is longer, at
   CHECK(ssd_micros(hw, s, false) == doctest::Approx(3.5 + 174063616.0 / hbm * 1e6 + 201326592.0 / hbm * 1e6 +
                                                     12582912.0 / hbm * 1e6 + 211812352.0 / hbm * 1e6));
   // A tiny scan is its launches: 5 floors forward, 14 backward.
-  SsdShape tiny;
-  tiny.len = 128;
-  tiny.heads = 1;
-  tiny.head_dim = 8;
-  tiny.state = 8;
+  const SsdShape tiny = shape(128, 1, 8, 1, 8);
   CHECK(ssd_micros(hw, tiny, false) == doctest::Approx(5 * 3.5));
   CHECK(ssd_micros(hw, tiny, true) == doctest::Approx(14 * 3.5));
   // Compute-bound when the tensor cores are slow enough: at
@@ -171,18 +165,7 @@ TEST_CASE("ssd cost: against the scan kernels measured on the lent H100 and H200
   // the H100 and 681 + 2,022 on the H200; the Mamba-2 paper's 2.7B shape
   // (80 heads of 64, 1 group, state 128, 4,096 tokens): 251 + 756 and
   // 224 + 653 µs. Within 6% each.
-  SsdShape h8;
-  h8.len = 8192;
-  h8.heads = 128;
-  h8.head_dim = 64;
-  h8.groups = 8;
-  h8.state = 128;
-  SsdShape m27;
-  m27.len = 4096;
-  m27.heads = 80;
-  m27.head_dim = 64;
-  m27.groups = 1;
-  m27.state = 128;
+  const SsdShape h8 = shape(8192, 128, 64, 8, 128), m27 = shape(4096, 80, 64, 1, 128);
   CHECK(ssd_micros(h100, h8, false) + ssd_micros(h100, h8, true) == doctest::Approx(779.0 + 2371.0).epsilon(0.06));
   CHECK(ssd_micros(h200, h8, false) + ssd_micros(h200, h8, true) == doctest::Approx(681.0 + 2022.0).epsilon(0.06));
   CHECK(ssd_micros(h100, m27, false) + ssd_micros(h100, m27, true) == doctest::Approx(251.0 + 756.0).epsilon(0.06));
@@ -199,12 +182,7 @@ TEST_CASE("ssd cost: a training job's scan nodes take the kernels' time") {
   Result<Generator> gen = Generator::create(*j);
   REQUIRE(gen.ok());
   auto nodes = nodes_by_name(gen->rank_trace(0).value());
-  SsdShape s;
-  s.len = 1024;
-  s.heads = 64;
-  s.head_dim = 64;
-  s.groups = 4;
-  s.state = 128;
+  const SsdShape s = shape(1024, 64, 64, 4, 128);
   const HardwareProfile hw = *hardware_preset("h100");
   REQUIRE(nodes.count("mb0.fwd.L0.mamba.ssd"));
   REQUIRE(nodes.count("mb0.bwd.L0.mamba.ssd.bwd"));
@@ -236,12 +214,7 @@ TEST_CASE("ssd cost: only a measured profile times the scan by its kernels; the 
   REQUIRE(ga.ok());
   auto nodes = nodes_by_name(ga->rank_trace(0).value());
   REQUIRE(nodes.count("mb0.fwd.L0.mamba.ssd"));
-  SsdShape s;
-  s.len = 1024;
-  s.heads = 64;
-  s.head_dim = 64;
-  s.groups = 4;
-  s.state = 128;
+  const SsdShape s = shape(1024, 64, 64, 4, 128);
   for (double e : {0.49, 0.60}) {
     HardwareProfile hw = a->hardware;
     hw.ssd_scan_hbm_efficiency = e;

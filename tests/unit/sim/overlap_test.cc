@@ -46,20 +46,6 @@ std::string tp_job(const std::string& extra, int64_t tp = 2) {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// Two rank traces hold the same nodes (every field a Chakra node gets).
-bool same_nodes(const RankTrace& a, const RankTrace& b) {
-  if (a.nodes.size() != b.nodes.size()) return false;
-  for (size_t i = 0; i < a.nodes.size(); ++i) {
-    const TraceNode &x = a.nodes[i], &y = b.nodes[i];
-    if (std::tie(x.id, x.name, x.kind, x.coll, x.num_ops, x.tensor_size, x.duration_micros, x.comm_size, x.group, x.peer,
-                 x.tag, x.output_bytes) != std::tie(y.id, y.name, y.kind, y.coll, y.num_ops, y.tensor_size,
-                                                    y.duration_micros, y.comm_size, y.group, y.peer, y.tag, y.output_bytes) ||
-        !(x.deps == y.deps))
-      return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 TEST_CASE("overlap options: parse, defaults, canonical form, errors name the field") {
@@ -103,16 +89,9 @@ TEST_CASE("tp_comm_overlap: lowered chunks and their dependencies") {
     CAPTURE(tp);
     auto g = make(parse(tp_job(R"(,"tp_comm_overlap":true)", tp)));
     const RankTrace t = g.rank_trace(0).value();
-    std::map<std::string, const TraceNode*> by_name;
-    for (const auto& n : t.nodes) by_name[n.name] = &n;
-    const auto node = [&](const std::string& name) {
-      auto it = by_name.find(name);
-      REQUIRE_MESSAGE(it != by_name.end(), name);
-      return it->second;
-    };
-    const auto depends = [&](const TraceNode* a, const TraceNode* b) {
-      return std::find(a->deps.begin(), a->deps.end(), b->id) != a->deps.end();
-    };
+    const NodesByName nodes(t);
+    const auto node = [&](const std::string& name) { return nodes.node(name); };
+    const auto depends = NodesByName::depends;
     int sends = 0, recvs = 0, gemm_chunks = 0, rs_chunks = 0;
     for (const auto& n : t.nodes) {
       sends += n.kind == TraceNodeKind::kSend;
@@ -128,11 +107,11 @@ TEST_CASE("tp_comm_overlap: lowered chunks and their dependencies") {
     CHECK(rs_chunks == 2 * 2 * 4);
     // The layer's GEMMs and collectives are gone as whole nodes; the output
     // layer's (not Transformer Engine's) stay.
-    CHECK(by_name.count("mb0.fwd.L0.attn.qkv") == 0);
-    CHECK(by_name.count("mb0.fwd.L0.ln1.all_gather(tp)") == 0);
-    CHECK(by_name.count("mb0.fwd.L0.attn.proj.reduce_scatter(tp)") == 0);
-    CHECK(by_name.count("mb0.fwd.final_norm.all_gather(tp)") == 1);
-    CHECK(by_name.count("mb0.fwd.output.logits") == 1);
+    CHECK(nodes.count("mb0.fwd.L0.attn.qkv") == 0);
+    CHECK(nodes.count("mb0.fwd.L0.ln1.all_gather(tp)") == 0);
+    CHECK(nodes.count("mb0.fwd.L0.attn.proj.reduce_scatter(tp)") == 0);
+    CHECK(nodes.count("mb0.fwd.final_norm.all_gather(tp)") == 1);
+    CHECK(nodes.count("mb0.fwd.output.logits") == 1);
     // Ring exchange: chunk 0 needs no transfer; chunk j waits for receive j-1.
     const TraceNode* c0 = node("mb0.fwd.L0.attn.qkv.chunk0");
     for (const auto& n : t.nodes)
@@ -199,8 +178,6 @@ TEST_CASE("tp_comm_overlap: exposed tp time drops by the hidden transfers, deriv
         !std::regex_search(n.name, te_async_bwd))
       hidden += collective_micros(r0.network, pair, n.coll, n.comm_size);
   const RankTrace t1 = g1.rank_trace(0).value();
-  std::map<std::string, const TraceNode*> by_name;
-  for (const auto& n : t1.nodes) by_name[n.name] = &n;
   // The premise: every transfer beside a GEMM chunk is shorter than the
   // shortest chunk.
   double shortest_chunk = 1e30, longest_transfer = 0;
@@ -236,16 +213,9 @@ TEST_CASE("without userbuffers: TE's column-parallel backward collectives run be
   // at the end of the module's backward.
   auto g0 = make(parse(tp_job("")));
   const RankTrace t = g0.rank_trace(0).value();
-  std::map<std::string, const TraceNode*> by_name;
-  for (const auto& n : t.nodes) by_name[n.name] = &n;
-  const auto node = [&](const std::string& name) {
-    auto it = by_name.find(name);
-    REQUIRE_MESSAGE(it != by_name.end(), name);
-    return it->second;
-  };
-  const auto depends = [&](const TraceNode* a, const TraceNode* b) {
-    return std::find(a->deps.begin(), a->deps.end(), b->id) != a->deps.end();
-  };
+  const NodesByName nodes(t);
+  const auto node = [&](const std::string& name) { return nodes.node(name); };
+  const auto depends = NodesByName::depends;
   for (const std::string& l : {std::string("L0"), std::string("L1")}) {
     CAPTURE(l);
     for (const auto& [ln, mod] : {std::pair<std::string, std::string>{"ln2", "mlp.fc1"}, {"ln1", "attn.qkv"}}) {

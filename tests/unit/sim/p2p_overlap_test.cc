@@ -22,19 +22,6 @@ Job parse(const std::string& text) {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-bool same_nodes(const RankTrace& a, const RankTrace& b) {
-  if (a.nodes.size() != b.nodes.size()) return false;
-  for (size_t i = 0; i < a.nodes.size(); ++i) {
-    const TraceNode &x = a.nodes[i], &y = b.nodes[i];
-    if (std::tie(x.id, x.name, x.kind, x.coll, x.num_ops, x.tensor_size, x.duration_micros, x.comm_size, x.group, x.peer,
-                 x.tag, x.output_bytes) != std::tie(y.id, y.name, y.kind, y.coll, y.num_ops, y.tensor_size,
-                                                    y.duration_micros, y.comm_size, y.group, y.peer, y.tag, y.output_bytes) ||
-        !(x.deps == y.deps))
-      return false;
-  }
-  return true;
-}
-
 SimulateReport sim(const Generator& g) {
   SimulateOptions o;
   o.comm_sm_share_domain = o.comm_sm_share_scale_out = 0;
