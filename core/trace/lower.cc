@@ -492,7 +492,7 @@ class Lowerer {
             partner_[o.id] = next->id;
             tp_fuse_[static_cast<size_t>(next->id)] = kFused;
             ring_index_[o.id] = static_cast<int64_t>(ring_index_.size());
-          } else if (o.phase != Phase::kForward) {
+          } else if (o.phase != Phase::kForward && !o.recomputed) {
             f = kBulkGather;
             any = true;
           }
@@ -501,9 +501,12 @@ class Lowerer {
           f = kPipeGemm;
           partner_[o.id] = next->id;
           tp_fuse_[static_cast<size_t>(next->id)] = kFused;
-        } else if (tp_coll(o, CollectiveType::kReduceScatter) && o.phase != Phase::kForward) {
+        } else if (tp_coll(o, CollectiveType::kReduceScatter) && o.phase != Phase::kForward && !o.recomputed) {
+          // A recomputed forward's reduce-scatter (phase backward, full
+          // recompute) is the forward's, synchronous without userbuffers
+          // (with them the branch above pipelines it).
           const int prod = g_.tensors[o.inputs[0]].producer;
-          if (prod >= 0 && layer_gemm(g_.ops[prod]) && !g_.ops[prod].wgrad) {
+          if (prod >= 0 && layer_gemm(g_.ops[prod]) && !g_.ops[prod].wgrad && !g_.ops[prod].recomputed) {
             f = kBulk;
             any = true;
           }

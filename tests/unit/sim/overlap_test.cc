@@ -6,6 +6,7 @@
 
 #include <regex>
 
+#include "api/plan.h"
 #include "api/simulate.h"
 #include "sim/network.h"
 
@@ -258,6 +259,48 @@ TEST_CASE("without userbuffers: TE's column-parallel backward collectives run be
   CHECK(r0.sim.stages[0].exposed[0] == doctest::Approx(exposed).epsilon(1e-9));
   check_complete_balanced_and_summed(g0, summary(g0));
   CHECK(validate_generated(g0).ok());
+  // With full recomputation the recomputed forward's collectives (phase
+  // backward) stay the forward's, in line on the compute stream; only the
+  // backward's own reduce-scatters run beside the GEMMs (the stage
+  // program's side stream, read through the planner's build).
+  {
+    auto job = parse(tp_job(R"(,"recompute":"full")"));
+    auto built = generator_plan_backend().build(job, /*summary=*/false);
+    REQUIRE(built.ok());
+    const RoleProgram& prog = (*built)->program_of(0);
+    REQUIRE(prog.side_stream.size() == prog.nodes.size());
+    int side = 0, recomputed_in_line = 0;
+    for (size_t i = 0; i < prog.nodes.size(); ++i) {
+      if (prog.nodes[i].kind != TraceNodeKind::kCollective || prog.axis_of(i) != "tp") continue;
+      const std::string name(prog.name_suffix(i));
+      if (contains(name, ".recomputed.")) {
+        CHECK_MESSAGE(prog.side_stream[i] == 0, name);
+        ++recomputed_in_line;
+      } else if (std::regex_search("mb0." + name, te_async_bwd)) {
+        CHECK_MESSAGE(prog.side_stream[i] == 1, name);
+        ++side;
+      } else {
+        CHECK_MESSAGE(prog.side_stream[i] == 0, name);
+      }
+    }
+    CHECK(recomputed_in_line == 2 * 4);  // ln1, ln2 gathers and proj, fc2 reduce-scatters per layer
+    CHECK(side == 2 * 2);                // ln1, ln2 gradient reduce-scatters per layer
+  }
+  // The exposed tp time with full recomputation: every collective but the
+  // asynchronous reduce-scatters, one after another.
+  auto gr = make(parse(tp_job(R"(,"recompute":"full")")));
+  const RankTrace tr = gr.rank_trace(0).value();
+  const NodesByName rn(tr);
+  auto rr = sim(gr);
+  double exposed_r = 0;
+  int recomputed = 0;
+  for (const auto& n : tr.nodes) {
+    if (n.kind != TraceNodeKind::kCollective || n.group != tp_group) continue;
+    recomputed += contains(n.name, ".recomputed.") || contains(n.name, "recompute");
+    if (!std::regex_search(n.name, te_async_bwd)) exposed_r += collective_micros(rr.network, pair, n.coll, n.comm_size);
+  }
+  CHECK(recomputed > 0);
+  CHECK(rr.sim.stages[0].exposed[0] == doctest::Approx(exposed_r).epsilon(1e-9));
   // A tp job without sequence parallelism has no such collectives (its
   // column-parallel backward all-reduces stay in line: not modelled as
   // asynchronous): its traces are the same with or without userbuffers.
