@@ -481,6 +481,8 @@ GroupShape dp_group_shape_of(const NetworkModel& net, const DpShapeKey& k) {
 class DpShapes {
  public:
   explicit DpShapes(const NetworkModel& net) : net_(net) {}
+  // The memo holds the shapes of one network: the one it was made with.
+  bool for_network(const NetworkModel& net) const { return &net == &net_; }
   GroupShape get(const DpShapeKey& k) {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -502,7 +504,7 @@ class DpShapes {
 GroupShape dp_group_shape(const NetworkModel& net, const ParallelConfig& p, int64_t n, int64_t step = 1,
                           DpShapes* memo = nullptr) {
   const DpShapeKey k = dp_shape_key(p, n, step);
-  return memo ? memo->get(k) : dp_group_shape_of(net, k);
+  return memo && memo->for_network(net) ? memo->get(k) : dp_group_shape_of(net, k);
 }
 
 // Rank 0's expert data-parallel group (MoE): api.cc reads a stage's tp,
@@ -914,7 +916,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
       // overlap_p2p_comm (interleaved only, as api.cc lowers it): the sends
       // of the steady 1F1B phase run beside the compute stream (trace/lower.cc).
       if (t.overlap_p2p_comm && t.schedule == Schedule::kInterleaved && v > 1) {
-        const int64_t total = m * v, warmup = std::min(total, (p.pp - st - 1) * 2 + (v - 1) * p.pp);
+        const int64_t total = m * v, warmup = pipeline_warmup(Schedule::kInterleaved, p.pp, v, st, m);
         S.async_begin = static_cast<size_t>(warmup);
         S.async_end = static_cast<size_t>(warmup + 2 * (total - warmup));
       }

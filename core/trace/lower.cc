@@ -94,7 +94,7 @@ class Lowerer {
     if (o_.overlap_p2p_comm) {
       const int64_t total = o_.micro_batches * o_.virtual_stages;
       const int64_t warmup =
-          std::min(total, (o_.pp - o_.stage - 1) * 2 + (o_.virtual_stages - 1) * o_.pp);
+          pipeline_warmup(Schedule::kInterleaved, o_.pp, o_.virtual_stages, o_.stage, o_.micro_batches);
       steady_begin = static_cast<size_t>(warmup);
       steady_end = static_cast<size_t>(warmup + 2 * (total - warmup));
     }

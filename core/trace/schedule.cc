@@ -14,6 +14,11 @@ Step virtual_step(StepKind kind, int64_t k, int64_t pp, int64_t v) {
 
 }  // namespace
 
+int64_t pipeline_warmup(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m) {
+  const int64_t warmup = s == Schedule::kInterleaved ? (pp - stage - 1) * 2 + (v - 1) * pp : pp - stage - 1;
+  return std::min(warmup, m * v);
+}
+
 std::vector<Step> pipeline_schedule(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m) {
   std::vector<Step> out;
   const bool split_w = s == Schedule::kZeroBubble;
@@ -31,8 +36,7 @@ std::vector<Step> pipeline_schedule(Schedule s, int64_t pp, int64_t v, int64_t s
     return out;
   }
   const int64_t total = m * v;
-  int64_t warmup = s == Schedule::kInterleaved ? (pp - stage - 1) * 2 + (v - 1) * pp : pp - stage - 1;
-  warmup = std::min(warmup, total);
+  const int64_t warmup = pipeline_warmup(s, pp, v, stage, m);
   // Zero-bubble (ZB-H1, Qi et al. 2024): the backward is split into B (input
   // gradient, sent on at once) and W (weight gradient). Stage s runs each W
   // `stage` backward steps after its B: later stages, which hold fewer

@@ -34,4 +34,12 @@ struct Step {
 
 std::vector<Step> pipeline_schedule(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m);
 
+// The warm-up forwards of `stage` under the 1F1B family, before its steady
+// phase of forward / backward pairs (1f1b and zero-bubble: pp - stage - 1;
+// interleaved: (pp - stage - 1) * 2 + (v - 1) * pp, Megatron-LM's
+// get_pp_rank_microbatches), at most the stage's m * v forward steps. With the interleaved schedule the steady
+// 1F1B phase is steps [warm-up, warm-up + 2 (m v - warm-up)) of
+// pipeline_schedule's list.
+int64_t pipeline_warmup(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m);
+
 }  // namespace sc

@@ -196,3 +196,22 @@ TEST_CASE("pipeline: interleaving keeps (1 + (p-1)/(p v)) of the model's layers 
   const double layers_in_flight = st0["memory_bytes"]["activations_peak"].get<double>() / per_layer;
   CHECK(layers_in_flight == doctest::Approx(16.0 * (1 + double(p - 1) / (p * v))));
 }
+
+TEST_CASE("pipeline_warmup: the warm-up forwards before a stage's steady phase, by hand") {
+  // 1F1B and zero-bubble: pp - stage - 1.
+  CHECK(pipeline_warmup(Schedule::kOneFOneB, 4, 1, 0, 8) == 3);
+  CHECK(pipeline_warmup(Schedule::kOneFOneB, 4, 1, 3, 8) == 0);
+  CHECK(pipeline_warmup(Schedule::kZeroBubble, 4, 1, 1, 8) == 2);
+  // Interleaved: (pp - stage - 1) * 2 + (v - 1) * pp; pp 4, v 2: stage 0
+  // 3 * 2 + 4 = 10, stage 3 0 + 4 = 4.
+  CHECK(pipeline_warmup(Schedule::kInterleaved, 4, 2, 0, 8) == 10);
+  CHECK(pipeline_warmup(Schedule::kInterleaved, 4, 2, 3, 8) == 4);
+  // At most the stage's m * v forward steps: 2 micro-batches of 2 chunks.
+  CHECK(pipeline_warmup(Schedule::kInterleaved, 4, 2, 0, 2) == 4);
+  // The schedule's list agrees: stage 0's steady phase starts at step 10
+  // with a forward, so its first backward is step 11.
+  const auto steps = pipeline_schedule(Schedule::kInterleaved, 4, 2, 0, 8);
+  size_t first_backward = 0;
+  while (first_backward < steps.size() && steps[first_backward].kind != StepKind::kBackward) ++first_backward;
+  CHECK(first_backward == 11);
+}
