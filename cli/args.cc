@@ -339,6 +339,7 @@ int load_job(const std::string& command, const Args& args, Job* job) {
       if (nlohmann::json* s = section(j, "parallel")) (*s)["sequence_parallel"] = true;
     }
     // Megatron-LM's overlap flags (training.<key> booleans).
+    std::map<std::string, std::string> set_by;  // key -> the flag that set it
     for (const auto& [flag, key, value] : {std::tuple{"--tp-comm-overlap", "tp_comm_overlap", true},
                                           std::tuple{"--overlap-grad-reduce", "overlap_grad_reduce", true},
                                           std::tuple{"--no-overlap-grad-reduce", "overlap_grad_reduce", false},
@@ -346,9 +347,17 @@ int load_job(const std::string& command, const Args& args, Job* job) {
                                           std::tuple{"--overlap-p2p-comm", "overlap_p2p_comm", true},
                                           std::tuple{"--no-overlap-p2p-comm", "overlap_p2p_comm", false},
                                           std::tuple{"--no-overlap-p2p-communication", "overlap_p2p_comm", false},
-                                          std::tuple{"--moe-shared-expert-overlap", "moe_shared_expert_overlap", true}})
-      if (args.has(flag))
-        if (nlohmann::json* s = section(j, "training")) (*s)[key] = value;
+                                          std::tuple{"--moe-shared-expert-overlap", "moe_shared_expert_overlap", true}}) {
+      if (!args.has(flag)) continue;
+      nlohmann::json* s = section(j, "training");
+      if (!s) continue;
+      // A flag and its negation together: say so rather than let the
+      // table's order decide.
+      if (std::string* other = set_by.count(key) ? &set_by[key] : nullptr; other && (*s)[key] != value)
+        return usage_error(command, std::string(flag) + " contradicts " + *other + " (training." + key + ")");
+      set_by[key] = flag;
+      (*s)[key] = value;
+    }
     for (const StringFlag& f : kStringFlags) {
       const std::string* v = args.get(f.flag);
       if (!v) continue;

@@ -57,6 +57,19 @@ PY
 [[ $rc == 1 ]] || fail "param gather without grad overlap exit $rc"
 grep -q "training.overlap_param_gather" ov.err || fail "param gather without grad overlap message: $(cat ov.err)"
 
+# A flag and its negation together are refused, naming both flags and the
+# key (in the flag table's order, whatever the command line's); the two
+# spellings of the same value are not.
+"$CLI" simulate "${OV[@]}" --overlap-grad-reduce --no-overlap-grad-reduce > /dev/null 2> ov.err; rc=$?
+[[ $rc == 2 ]] || fail "contradicting grad-reduce flags exit $rc"
+grep -q -- "--no-overlap-grad-reduce contradicts --overlap-grad-reduce (training.overlap_grad_reduce)" ov.err ||
+  fail "contradicting grad-reduce flags message: $(cat ov.err)"
+"$CLI" simulate "${OV[@]}" --no-overlap-p2p-comm --overlap-p2p-comm > /dev/null 2> ov.err; rc=$?
+[[ $rc == 2 ]] || fail "contradicting p2p flags exit $rc"
+grep -q -- "--no-overlap-p2p-comm contradicts --overlap-p2p-comm (training.overlap_p2p_comm)" ov.err ||
+  fail "contradicting p2p flags message: $(cat ov.err)"
+"$CLI" simulate "${OV[@]}" --no-overlap-p2p-comm --no-overlap-p2p-communication > /dev/null || fail "both spellings of off"
+
 # --overlap-p2p-comm / --no-overlap-p2p-comm (and Megatron-LM's spelling
 # --no-overlap-p2p-communication) set training.overlap_p2p_comm: on by
 # default (Megatron-LM's), an interleaved job's steady-phase sends leave the
