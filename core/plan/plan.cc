@@ -869,7 +869,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
     double gather_after = 0;         // ZeRO 1/2: the parameter all-gather after the optimizer step
     int64_t dense = 0;               // the stage's dense parameters (layers, embedding, head)
     double p2p_up = 0, p2p_down = 0;  // a boundary activation / gradient to the next / previous stage
-    size_t async_begin = 0, async_end = 0;  // steps whose sends do not hold the compute stream
+    StepRange async;  // steps whose sends do not hold the compute stream
     // Per chunk, the stage's last step that computes its weight gradients
     // (B, or W with zero-bubble).
     std::vector<size_t> final_step;
@@ -916,9 +916,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
       // overlap_p2p_comm (interleaved only, as api.cc lowers it): the sends
       // of the steady 1F1B phase run beside the compute stream (trace/lower.cc).
       if (t.overlap_p2p_comm && t.schedule == Schedule::kInterleaved && v > 1) {
-        const int64_t total = m * v, warmup = pipeline_warmup(Schedule::kInterleaved, p.pp, v, st, m);
-        S.async_begin = static_cast<size_t>(warmup);
-        S.async_end = static_cast<size_t>(warmup + 2 * (total - warmup));
+        S.async = pipeline_steady_steps(Schedule::kInterleaved, p.pp, v, st, m);
       }
     }
     if (fsdp) {
@@ -948,7 +946,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
     const size_t slot = static_cast<size_t>(vs * m + s.mb);
     const bool fwd = s.kind == StepKind::kForward, wstep = s.kind == StepKind::kWeight;
     const bool final = S.next == S.final_step[static_cast<size_t>(s.chunk)];
-    const bool async_send = S.next >= S.async_begin && S.next < S.async_end;
+    const bool async_send = S.async.contains(S.next);
     double clock = fwd ? std::max(S.clock, a) : S.clock;
     // Units in the step's order: the embedding side, the layers, the head
     // side (reversed for the backward); only the layers are gathered here.

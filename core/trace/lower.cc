@@ -85,22 +85,17 @@ class Lowerer {
         for (int id : seg_[{StepKind::kForward, c}])
           if (fp8_op(id) && fp8_gemm_role(g_.ops[id]) == Fp8GemmRole::kFprop) ++fp8_linears[static_cast<size_t>(c)];
     int64_t forward_steps = 0;
-    // overlap_p2p_comm: the steady 1F1B phase of the interleaved schedule,
-    // steps [warm-up, warm-up + 2 (m v - warm-up)) (trace/schedule.h), is
-    // where Megatron-LM posts the sends asynchronously (schedules.py,
-    // pp_post_forward / pp_post_backward); warm-up and cool-down
-    // communicate blocking (without overlap_p2p_comm_warmup_flush).
-    size_t steady_begin = 0, steady_end = 0;
-    if (o_.overlap_p2p_comm) {
-      const int64_t total = o_.micro_batches * o_.virtual_stages;
-      const int64_t warmup =
-          pipeline_warmup(Schedule::kInterleaved, o_.pp, o_.virtual_stages, o_.stage, o_.micro_batches);
-      steady_begin = static_cast<size_t>(warmup);
-      steady_end = static_cast<size_t>(warmup + 2 * (total - warmup));
-    }
+    // overlap_p2p_comm: the steady 1F1B phase of the interleaved schedule
+    // (trace/schedule.h) is where Megatron-LM posts the sends asynchronously
+    // (schedules.py, pp_post_forward / pp_post_backward); warm-up and
+    // cool-down communicate blocking (without overlap_p2p_comm_warmup_flush).
+    const StepRange steady =
+        o_.overlap_p2p_comm ? pipeline_steady_steps(Schedule::kInterleaved, o_.pp, o_.virtual_stages, o_.stage,
+                                                    o_.micro_batches)
+                            : StepRange{};
     for (size_t si = 0; si < steps.size(); ++si) {
       const Step& st = steps[si];
-      async_send_ = si >= steady_begin && si < steady_end;
+      async_send_ = steady.contains(si);
       SC_RETURN_IF_ERROR(check_cancelled("lowering"));
       if (chunk_gathers && st.kind == StepKind::kForward) {
         const int64_t x = forward_steps++ + o_.stage;

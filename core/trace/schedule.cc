@@ -19,6 +19,11 @@ int64_t pipeline_warmup(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_
   return std::min(warmup, m * v);
 }
 
+StepRange pipeline_steady_steps(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m) {
+  const int64_t warmup = pipeline_warmup(s, pp, v, stage, m);
+  return {static_cast<size_t>(warmup), static_cast<size_t>(warmup + 2 * (m * v - warmup))};
+}
+
 std::vector<Step> pipeline_schedule(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m) {
   std::vector<Step> out;
   const bool split_w = s == Schedule::kZeroBubble;

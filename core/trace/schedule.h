@@ -17,6 +17,7 @@
 // micro-batch (and W right after B for zero-bubble).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -41,5 +42,13 @@ std::vector<Step> pipeline_schedule(Schedule s, int64_t pp, int64_t v, int64_t s
 // 1F1B phase is steps [warm-up, warm-up + 2 (m v - warm-up)) of
 // pipeline_schedule's list.
 int64_t pipeline_warmup(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m);
+
+// The steps [begin, end) of pipeline_schedule's list that form the steady
+// phase of forward / backward pairs: [warm-up, warm-up + 2 (m v - warm-up)).
+struct StepRange {
+  size_t begin = 0, end = 0;
+  bool contains(size_t i) const { return i >= begin && i < end; }
+};
+StepRange pipeline_steady_steps(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m);
 
 }  // namespace sc

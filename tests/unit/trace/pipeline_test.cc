@@ -214,4 +214,15 @@ TEST_CASE("pipeline_warmup: the warm-up forwards before a stage's steady phase, 
   size_t first_backward = 0;
   while (first_backward < steps.size() && steps[first_backward].kind != StepKind::kBackward) ++first_backward;
   CHECK(first_backward == 11);
+  // The steady phase: steps [10, 10 + 2 (16 - 10)) = [10, 22), forward /
+  // backward pairs; the 10 steps after it are the cool-down backwards.
+  const StepRange steady = pipeline_steady_steps(Schedule::kInterleaved, 4, 2, 0, 8);
+  CHECK(steady.begin == 10);
+  CHECK(steady.end == 22);
+  REQUIRE(steps.size() == 32);
+  for (size_t i = steady.begin; i < steady.end; ++i)
+    CHECK(steps[i].kind == ((i - steady.begin) % 2 == 0 ? StepKind::kForward : StepKind::kBackward));
+  for (size_t i = steady.end; i < steps.size(); ++i) CHECK(steps[i].kind == StepKind::kBackward);
+  CHECK(steady.contains(10));
+  CHECK_FALSE(steady.contains(22));
 }
