@@ -17,6 +17,7 @@
 #include "check/replay.h"
 #include "check/validate.h"
 #include "emit/chakra_writer.h"
+#include "sim/network.h"
 
 namespace sc::testing {
 
@@ -180,5 +181,21 @@ struct NodesByName {
   size_t count(const std::string& name) const { return by_name.count(name); }
   std::map<std::string, const TraceNode*> by_name;
 };
+
+// Two ranks in one NVLink domain of 8 at 100 B/µs and 1 µs latency (the
+// scale-out tier 10 B/µs, 5 µs, unused), one protocol: a network whose
+// transfer times the hand-timed simulator tests derive (p2p_micros:
+// latency + bytes / bandwidth).
+inline NetworkModel two_rank_network() {
+  NetworkModel net;
+  net.world = 2;
+  net.domain_size = 8;
+  net.domain_bw = 100;
+  net.domain_lat = 1;
+  net.scale_out_bw = 10;
+  net.scale_out_lat = 5;
+  net.nccl_protocols = false;
+  return net;
+}
 
 }  // namespace sc::testing

@@ -65,14 +65,7 @@ TEST_CASE("overlap_p2p_comm: a steady-phase send runs beside the compute stream,
   // p2p_micros: latency + bytes / bandwidth inside a domain).
   //   stage 0:  A (100 µs), send s1 (tag 0, after A), C (100 µs), send s2 (tag 1, after C)
   //   stage 1:  recv r1 (tag 0), D1 (100 µs, after r1), recv r2 (tag 1), D2 (100 µs, after r2)
-  NetworkModel net;
-  net.world = 2;
-  net.domain_size = 8;
-  net.domain_bw = 100;
-  net.domain_lat = 1;
-  net.scale_out_bw = 10;
-  net.scale_out_lat = 5;
-  net.nccl_protocols = false;
+  NetworkModel net = two_rank_network();
   net.comm_sm_share_domain = net.comm_sm_share_scale_out = 0;
   REQUIRE(p2p_micros(net, 0, 1, 2900) == doctest::Approx(30));
   const auto add = [](RoleProgram& p, TraceNodeKind k, uint64_t dur, std::vector<uint64_t> deps, int32_t peer,

@@ -176,14 +176,7 @@ TEST_CASE("moe_shared_expert_overlap: two compute streams, timed by hand") {
   node(TraceNodeKind::kCollective, 0, {1, 3}, 1, 0);
   node(TraceNodeKind::kCompute, 10, {4, 5}, 0, 0);
   RankLayout layout({{"ep", 2}, {"pp", 1}});
-  NetworkModel net;
-  net.world = 2;
-  net.domain_size = 8;
-  net.domain_bw = 100;
-  net.domain_lat = 1;
-  net.scale_out_bw = 10;
-  net.scale_out_lat = 5;
-  net.nccl_protocols = false;
+  NetworkModel net = two_rank_network();
   std::vector<SimStage> st(1);
   st[0].program = &p;
   SimOptions o;
