@@ -156,6 +156,7 @@ LowerOptions stage_lower_options(const Job& job, int64_t micro_batches, int64_t 
   // and sequence parallelism there are none, and the option changes nothing.
   lo.tp_comm_overlap = t.tp_comm_overlap && p.sequence_parallel && p.tp > 1;
   lo.overlap_param_gather = t.overlap_param_gather;
+  lo.grad_reduce_every_micro_batch = p.zero >= 2;
   // Megatron-LM overlaps pipeline send/recv only in the interleaved
   // schedule (arguments.py turns overlap_p2p_comm off without virtual
   // stages; the non-interleaved schedule refuses it).

@@ -2077,9 +2077,11 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
 
   lap(3);
   // 4. Dominance (applied as the search goes, below): ZeRO 2 issues the
-  // same reductions and the same gather after the step as ZeRO 1 and
-  // differs only in memory; once the ZeRO 1 layout of the same everything
-  // else was simulated and fits, it is dominated. ZeRO 3 is not: its
+  // same gather after the step as ZeRO 1, the same reductions with one
+  // micro-batch per step and more with several (its sharded gradients are
+  // reduce-scattered after every micro-batch's backward), and needs less
+  // memory; once the ZeRO 1 layout of the same everything else was
+  // simulated and fits, it is dominated. ZeRO 3 is not: its
   // per-layer gathers overlap the forward on the dp stream, while ZeRO 1's
   // gather after the optimizer step is exposed, so either may be faster.
   auto sibling = [](const PlanLayout& l) {

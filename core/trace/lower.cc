@@ -53,6 +53,14 @@ class Lowerer {
       if (steps[i].mb >= 0 && steps[i].mb < o_.micro_batches) last_step[static_cast<size_t>(steps[i].mb)] = i;
     // One node per non-view op and step (ring attention: up to 3 per ring step).
     size_t expect = opt_.size();
+    // grad_reduce_every_micro_batch: each reduce-scattered bucket also
+    // once per micro-batch before the last.
+    every_mb_ = o_.grad_reduce_every_micro_batch && o_.micro_batches > 1;
+    if (every_mb_) {
+      for (int id : pending)
+        if (g_.ops[id].coll == CollectiveType::kReduceScatter) expect += static_cast<size_t>(o_.micro_batches - 1);
+      for (int id : g_.order) defer_partials_ |= g_.ops[id].cause.kind == CauseKind::kZeroParamGather;
+    }
     for (const Step& st : steps)
       for (int id : seg_[{st.kind, st.chunk}]) {
         const Op& op = g_.ops[id];
@@ -108,12 +116,16 @@ class Lowerer {
       for (int id : seg_[{st.kind, st.chunk}]) {
         if (first_forward_) SC_RETURN_IF_ERROR(param_gathers_before(id));
         SC_RETURN_IF_ERROR(emit(id, st.mb));
+        if (!deferred_.empty() && g_.ops[id].cause.kind == CauseKind::kZeroParamGather)
+          SC_RETURN_IF_ERROR(flush_partials());
         // A bucket becomes ready only when a main grad is written: scan the
         // pending ones (in order, as each op is issued) only after a write.
         if (!grads_written_) continue;
         grads_written_ = false;
         for (auto it = pending.begin(); it != pending.end();) {
+          if (every_mb_) SC_RETURN_IF_ERROR(partial_reduces(*it));
           if (final_inputs(g_.ops[*it])) {
+            SC_RETURN_IF_ERROR(flush_partials());
             SC_RETURN_IF_ERROR(emit(*it, -1));
             it = pending.erase(it);
           } else {
@@ -122,6 +134,7 @@ class Lowerer {
         }
       }
       first_forward_ = false;
+      SC_RETURN_IF_ERROR(flush_partials());
       if ((st.kind == StepKind::kForward || st.kind == StepKind::kBackward) && st.mb >= 0 &&
           fp8_linears[static_cast<size_t>(st.chunk)] > 0)
         emit_amax_reduce(st.kind == StepKind::kForward, st.mb,
@@ -556,6 +569,68 @@ class Lowerer {
       pending_gather_dep_ = -1;
       SC_RETURN_IF_ERROR(st);
     }
+    return ok_status();
+  }
+
+  // ZeRO 2/3 (grad_reduce_every_micro_batch): a reduce-scattered bucket
+  // is reduced after every micro-batch's backward, not once after the
+  // last, as Megatron-FSDP reduces sharded gradients every backward pass
+  // ("optim_grads", "optim_grads_params": grad_reduce_every_bprop) and
+  // FSDP2 does by default. The rounds before the last are emitted here as
+  // their gradients are written (round r is ready when every writer of
+  // every input has written r + 1 times); the last round is the bucket op
+  // itself. Each waits for the writes it reduces; the next micro-batch's
+  // writes do not wait for it (a fresh unsharded buffer). HSDP's replica
+  // all-reduce stays once, after the last round (Megatron-FSDP reduces
+  // over the outer group on the last micro-batch only).
+  Status partial_reduces(int id) {
+    const Op& op = g_.ops[id];
+    if (op.coll != CollectiveType::kReduceScatter) return ok_status();
+    int64_t rounds = o_.micro_batches - 1;
+    for (int t : op.inputs) {
+      const int64_t e = expected_[static_cast<size_t>(t)];
+      if (e == 0) return ok_status();
+      rounds = std::min(rounds, writes_[static_cast<size_t>(t)] * o_.micro_batches / e);
+    }
+    for (int64_t& ready = partial_ready_[id]; ready < rounds; ++ready) deferred_.push_back(id);
+    return defer_partials_ ? ok_status() : flush_partials();
+  }
+  // Emits the ready rounds. With ZeRO-3's per-unit parameter gathers on the
+  // same group, a ready round waits until the next gather is issued (or
+  // the step ends): FSDP reduces on a stream of its own (Megatron-FSDP's
+  // overlap_allgather_reduction, FSDP2's reduce-scatter stream), so a
+  // gather the compute waits for is not queued behind a reduction; one
+  // communicator chain per group here keeps them in issue order.
+  Status flush_partials() {
+    for (int id : deferred_) {
+      const Op& op = g_.ops[id];
+      const int64_t round = partial_done_[id]++;
+      SC_ASSIGN_OR_RETURN(OpCost* c, cost_of(id));
+      auto [ref, fresh] = partial_suffix_.try_emplace(id, static_cast<uint32_t>(p_.name_suffixes.size()));
+      if (fresh) p_.name_suffixes.push_back("bwd." + op.name);
+      ProgramNode node;
+      node.id = static_cast<uint32_t>(p_.nodes.size());
+      node.kind = TraceNodeKind::kCollective;
+      node.coll = op.coll;
+      node.comm_size = c->comm_size;
+      std::vector<uint64_t> deps;
+      for (int t : op.inputs) add_nodes_of(t, -1, deps);
+      const uint8_t axis = axis_of_op(id);
+      queue_on_axis(axis, node.id, deps);
+      sort_unique(deps);
+      node.deps.assign(deps.begin(), deps.end());
+      if (c->output_bytes < 0) {
+        uint64_t out = 0;
+        for (int t : op.outputs) {
+          SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
+          out += static_cast<uint64_t>(shard(op, b));
+        }
+        c->output_bytes = static_cast<int64_t>(out);
+      }
+      node.output_bytes = static_cast<uint64_t>(c->output_bytes);
+      push(std::move(node), axis, -1, 0, round, ref->second);
+    }
+    deferred_.clear();
     return ok_status();
   }
 
@@ -1484,6 +1559,12 @@ class Lowerer {
   std::map<int, AgDispatch> ag_dispatch_;         // moe_allgather: ep all-to-all op -> what replaces it
   int64_t prev_compute_ = -1;                     // the compute node before last_compute_
   uint32_t amax_suffix_[2] = {RoleProgram::kStoredName, RoleProgram::kStoredName};  // fwd / bwd amax names
+  bool every_mb_ = false;                 // grad_reduce_every_micro_batch with several micro-batches
+  bool defer_partials_ = false;           // ZeRO-3 gathers share the group: rounds wait for the next gather
+  std::map<int, int64_t> partial_ready_;  // per bucket op: rounds whose gradients are written (< micro_batches)
+  std::map<int, int64_t> partial_done_;   // per bucket op: rounds emitted
+  std::vector<int> deferred_;             // bucket ops, one entry per ready round not yet emitted
+  std::map<int, uint32_t> partial_suffix_;  // per bucket op: its per-micro-batch name in p_.name_suffixes
   std::vector<uint8_t> tp_fuse_;                  // per op: TpFuse (empty: tp 1, or no tp collective to overlap)
   std::vector<uint8_t> fp8_gather_;               // per op: an all-gather moving FP8 (empty: no fp8_recipe)
   std::map<int, int> partner_;                    // kRingGather / kPipeGemm op -> its GEMM / reduce-scatter

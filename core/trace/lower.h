@@ -203,6 +203,12 @@ struct LowerOptions {
   // warm-up and cool-down sends stay blocking (docs/parallelism.md,
   // "Pipeline send/recv overlap").
   bool overlap_p2p_comm = false;
+  // ZeRO 2/3 (api.cc: parallel.zero >= 2): reduce-scattered gradient
+  // buckets are reduced after every micro-batch's backward, not once after
+  // the last (Megatron-FSDP's grad_reduce_every_bprop for "optim_grads"
+  // and "optim_grads_params"; FSDP2's default): sharded gradients cannot
+  // accumulate unreduced. HSDP's replica all-reduce stays once.
+  bool grad_reduce_every_micro_batch = false;
   // parallel.moe_imbalance: the routed experts' GEMMs (forward, dgrad,
   // wgrad) last this many times their uniform-routing time (the busiest
   // expert rank sets the pace; docs/parallelism.md).

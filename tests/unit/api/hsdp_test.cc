@@ -104,7 +104,8 @@ TEST_CASE("hsdp: gradient buckets reduce-scatter over dp_shard, then all-reduce 
       auto g = make(hsdp_job(x, x.S));
       const RankTrace t = g.rank_trace(0).value();
       const auto& groups = g.groups();
-      std::map<std::string, const TraceNode*> rs, ar;
+      std::map<std::string, std::vector<const TraceNode*>> rs;  // per bucket, in issue order
+      std::map<std::string, const TraceNode*> ar;
       int64_t rs_bytes = 0;
       int param_gathers = 0;
       int64_t param_gather_bytes = 0;
@@ -117,8 +118,7 @@ TEST_CASE("hsdp: gradient buckets reduce-scatter over dp_shard, then all-reduce 
         const std::string bucket = bucket_of(n.name);
         if (!bucket.empty() && n.coll == CollectiveType::kReduceScatter) {
           CHECK(members == shard_group0(x));
-          CHECK(!rs.count(bucket));
-          rs[bucket] = &n;
+          rs[bucket].push_back(&n);
           rs_bytes += n.comm_size;
         } else if (!bucket.empty() && n.coll == CollectiveType::kAllReduce) {
           CHECK(members == replica_group0(x));
@@ -133,9 +133,17 @@ TEST_CASE("hsdp: gradient buckets reduce-scatter over dp_shard, then all-reduce 
       }
       REQUIRE(!rs.empty());
       CHECK(rs.size() == ar.size());
-      for (const auto& [bucket, r] : rs) {
+      // Stage 1 reduces each bucket once; stages 2-3 (sharded gradients)
+      // after each of the 2 micro-batches, and all-reduce over the
+      // replicas once, after the last (Megatron-FSDP's outer reduction).
+      const size_t rounds = zero == 1 ? 1 : 2;
+      for (const auto& [bucket, rounds_of] : rs) {
         CAPTURE(bucket);
+        REQUIRE(rounds_of.size() == rounds);
         REQUIRE(ar.count(bucket));
+        const TraceNode* r = rounds_of.back();
+        CHECK(rounds_of.front()->comm_size == r->comm_size);
+        if (rounds == 2) CHECK(has(rounds_of.front()->name, "mb0.bwd.dp_grad_bucket"));
         const TraceNode* a = ar.at(bucket);
         // Chakra: the reduce-scatter's comm_size is its full input; the
         // all-reduce moves the 1/S output, rounded up.
@@ -143,9 +151,9 @@ TEST_CASE("hsdp: gradient buckets reduce-scatter over dp_shard, then all-reduce 
         CHECK(a->id > r->id);
         CHECK(depends(t, a->id, r->id));
       }
-      // Every fp32 gradient goes through the buckets once.
+      // Every fp32 gradient goes through the buckets once per round.
       const int64_t psi = params_per_rank(x);
-      CHECK(rs_bytes == 4 * psi);
+      CHECK(rs_bytes == static_cast<int64_t>(rounds) * 4 * psi);
       CHECK(param_gathers > 0);
       // Stages 1-2 gather the bf16 shard once; stage 3 gathers every unit
       // before forward and backward of each of the 2 micro-batches.
