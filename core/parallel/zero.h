@@ -12,6 +12,10 @@
 //              embedding and the head are units too), each gather issued
 //              no earlier than the previous unit starts computing (one unit
 //              of prefetch); no parameter all-gather after the step.
+// The graph holds one reduce-scatter per bucket; with stage 2 or 3 and
+// several micro-batches, lowering repeats it after every micro-batch's
+// backward (LowerOptions::grad_reduce_every_micro_batch): sharded gradients
+// cannot accumulate unreduced.
 // Shards are of flat buffers, rounded up, as DeepSpeed and FSDP pad them.
 //
 // HSDP (a sharding group smaller than the data-parallel group): state is

@@ -92,6 +92,12 @@ const std::vector<std::pair<std::string, std::string>>& corpus() {
         "parallel":{"dp":4,"zero":3},"training":{"seq_len":64,"global_batch_size":4}})"},
       {"llama-hsdp-cp2", R"({"model":{"preset":"llama2-7b","num_layers":2},
         "parallel":{"dp":2,"cp":2,"zero":3,"shard_group":2},"training":{"seq_len":64,"global_batch_size":2}})"},
+      // ZeRO 2 and HSDP ZeRO 3 with 3 micro-batches: every micro-batch's
+      // gradients reduce-scattered (docs/parallelism.md).
+      {"llama-zero2-accum3", R"({"model":{"preset":"llama2-7b","num_layers":2},
+        "parallel":{"dp":2,"zero":2},"training":{"seq_len":64,"global_batch_size":6,"overlap_grad_reduce":true}})"},
+      {"llama-hsdp-zero3-accum3", R"({"model":{"preset":"llama2-7b","num_layers":2},
+        "parallel":{"dp":4,"zero":3,"shard_group":2},"training":{"seq_len":64,"global_batch_size":12}})"},
       {"llama-order-llama3-pp2", R"({"model":{"preset":"llama3-8b","num_layers":2},
         "parallel":{"tp":2,"dp":2,"pp":2,"order":"llama3"},
         "training":{"seq_len":64,"global_batch_size":4}})"},
