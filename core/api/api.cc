@@ -326,9 +326,10 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
     propagate_shardings(g, propagation_options(bo));
     // Without overlap_grad_reduce the gradients are reduced once, after
     // the backward pass: one bucket, final when the last gradient is (the
-    // same trace as a dp_bucket_mb above the gradient bytes).
-    const double bucket_bytes =
-        t.overlap_grad_reduce ? t.dp_bucket_mb * 1024.0 * 1024.0 : std::numeric_limits<double>::infinity();
+    // same trace as a dp_bucket_mb above the gradient bytes). ZeRO 2/3
+    // reduce during backward always (TrainingConfig::grad_reduce_overlapped).
+    const double bucket_bytes = t.grad_reduce_overlapped(p) ? t.dp_bucket_mb * 1024.0 * 1024.0
+                                                            : std::numeric_limits<double>::infinity();
     SC_RETURN_IF_ERROR(bucket_dp_gradients(g, s->bind, bucket_bytes, grad_axis));
     if (bo.has_edp) SC_RETURN_IF_ERROR(bucket_dp_gradients(g, s->bind, bucket_bytes, "edp", "expert_grad_bucket"));
     apply_zero(g, static_cast<int>(p.zero), zaxes);

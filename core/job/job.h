@@ -132,6 +132,12 @@ struct TrainingConfig {
   int64_t num_micro_batches(const ParallelConfig& p) const {
     return global_batch_size / (p.dp * micro_batch_size);
   }
+  // Whether gradient buckets are reduced during backward. ZeRO 2 and 3
+  // always do: sharded gradients are reduce-scattered as they are produced
+  // (Megatron-FSDP turns overlap_grad_reduce on for its optim_grads and
+  // optim_grads_params strategies and asserts it; DeepSpeed's stage 2/3
+  // reduce bucket by bucket in backward), whatever overlap_grad_reduce says.
+  bool grad_reduce_overlapped(const ParallelConfig& p) const { return overlap_grad_reduce || p.zero >= 2; }
 };
 
 // The network `simulate` times communication on (docs/simulate.md; parsed

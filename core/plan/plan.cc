@@ -255,9 +255,10 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
   // Dense weight gradients of at least a DDP bucket: each closes a bucket
   // of its own (parallel/buckets.cc closes a bucket once it holds
   // dp_bucket_mb), so a part has at least that many gradient buckets.
-  // (one bucket without overlap_grad_reduce, api.cc)
-  const double bucket_bytes = base.training.overlap_grad_reduce ? base.training.dp_bucket_mb * 1024.0 * 1024.0
-                                                                : std::numeric_limits<double>::infinity();
+  // (counted at dp_bucket_mb; a layout whose gradients are reduced after
+  // the backward in one bucket, api.cc, uses none of these counts:
+  // TrainingConfig::grad_reduce_overlapped)
+  const double bucket_bytes = base.training.dp_bucket_mb * 1024.0 * 1024.0;
   std::set<int> big;  // by weight: a gradient and its reduced copies are one item
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     const Tensor& tt = g.tensors[t];
@@ -676,7 +677,7 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
       cs.push_back(chunk_sums(px, c, nv, job.model.tied_embeddings));
       dense += cs.back().params_dense;
       expert += cs.back().params_expert;
-      if (count_buckets) buckets += cs.back().big_grads;
+      if (count_buckets && job.training.grad_reduce_overlapped(job.parallel)) buckets += cs.back().big_grads;
       // Megatron-LM's streams (the default simulation): tp/cp collectives
       // run on the compute stream, so all of their time adds to it; under
       // ASTRA-sim's rules (one communication stream) only the waits do, and
@@ -802,6 +803,15 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
   const bool zb = t.schedule == Schedule::kZeroBubble;
   const int64_t sg = p.shard_degree();
   const bool fsdp = megatron && p.zero == 3 && sg > 1;
+  const bool every_round = megatron && p.zero >= 2 && m > 1;
+  // Gradient buckets of dp_bucket_mb (the proxy's big_grads) only where
+  // they are reduced during the backward; otherwise one bucket.
+  const bool overlapped = t.grad_reduce_overlapped(p);
+  auto buckets_of = [&](int64_t l) { return overlapped ? layer_part(px, l).big_grads : 0; };
+  // A round's reduce-scatter over the shard group (dense) and over edp
+  // (routed experts): at least collectives_us of the layer's gradients.
+  const GroupShape round_shape =
+      every_round && sg > 1 ? dp_group_shape(*net, p, sg, 1, shapes) : GroupShape{};
   // MoE: the routed experts' gradients and ZeRO collectives go over the
   // expert data-parallel group, on the same stream (expert_dp_comm_bound).
   const int64_t ne = experts && megatron && job.model.is_moe() ? p.expert_dp() : 1;
@@ -883,9 +893,17 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
       int64_t params, buckets;  // reductions
       double fixed_us;          // gathers
       int64_t expert_params = 0;  // routed experts' reductions (over edp)
+      // ZeRO 2/3's reduce-scatters of an earlier micro-batch's gradients
+      // (trace/lower.cc, partial_reduces): over the shard group only, no
+      // gather or replica all-reduce of their own.
+      int64_t round_params = 0, round_buckets = 0, round_expert_params = 0;
     };
     int64_t expert = 0;  // the stage's routed-expert parameters
     std::vector<DpItem> dp_items;
+    // ZeRO-3's rounds (earlier micro-batches' reduce-scatters) waiting for
+    // the next gather, as lowering queues them (trace/lower.cc,
+    // flush_partials): (release, time) in order, both lower bounds.
+    std::vector<std::pair<double, double>> rounds_pending;
   };
   std::vector<StageState> stages(static_cast<size_t>(p.pp));
   for (int64_t st = 0; st < p.pp; ++st) {
@@ -895,7 +913,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
     for (const Chunk& c : S.chunks) {
       S.sums.push_back(chunk_sums(px, c, nv, job.model.tied_embeddings));
       dense += S.sums.back().params_dense;
-      buckets += S.sums.back().big_grads;
+      if (overlapped) buckets += S.sums.back().big_grads;
     }
     S.dense = dense;
     S.steps = pipeline_schedule(t.schedule, p.pp, v, st, m);
@@ -937,6 +955,12 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
     if ((p.zero == 1 || p.zero == 2) && ne > 1 && S.expert > 0)
       S.gather_after += expert_param_gather_us(job, *net, edp_shape, S.expert, ne);
   }
+  // The pending rounds run on the data-parallel stream, each no earlier
+  // than its release.
+  auto flush_rounds = [](StageState& S) {
+    for (const auto& [at, us] : S.rounds_pending) S.dp_stream = std::max(S.dp_stream, at) + us;
+    S.rounds_pending.clear();
+  };
   // Runs one step of a stage whose arrival (µs, lower bound) is known.
   auto run = [&](StageState& S, const Step& s, double a) {
     const int64_t ci = s.chunk;
@@ -946,6 +970,9 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
     const size_t slot = static_cast<size_t>(vs * m + s.mb);
     const bool fwd = s.kind == StepKind::kForward, wstep = s.kind == StepKind::kWeight;
     const bool final = S.next == S.final_step[static_cast<size_t>(s.chunk)];
+    // ZeRO 2/3 with several micro-batches: the weight-gradient steps
+    // before the final one reduce-scatter their gradients too.
+    const bool round = !final && every_round && s.kind == (zb ? StepKind::kWeight : StepKind::kBackward);
     const bool async_send = S.async.contains(S.next);
     double clock = fwd ? std::max(S.clock, a) : S.clock;
     // Units in the step's order: the embedding side, the layers, the head
@@ -964,16 +991,38 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
       // A chunk's last weight gradients: their reductions are released
       // no earlier than the end of the unit before (the compute chain).
       if (final && layer >= 0 && n > 1)
-        S.dp_items.push_back({clock, layer_part(px, layer).params_dense, layer_part(px, layer).big_grads, 0});
+        S.dp_items.push_back({clock, layer_part(px, layer).params_dense, buckets_of(layer), 0});
       if (final && layer >= 0 && ne > 1 && layer_part(px, layer).params_expert > 0)
         S.dp_items.push_back({clock, 0, 0, 0, layer_part(px, layer).params_expert});
+      if (round && layer >= 0 && sg > 1 && layer_part(px, layer).params_dense > 0)
+        S.dp_items.push_back(
+            {clock, 0, 0, 0, 0, layer_part(px, layer).params_dense, buckets_of(layer)});
+      if (round && layer >= 0 && ne > 1 && layer_part(px, layer).params_expert > 0)
+        S.dp_items.push_back({clock, 0, 0, 0, 0, 0, 0, layer_part(px, layer).params_expert});
+      // With ZeRO-3 this unit's reductions (an earlier micro-batch's round,
+      // or the last micro-batch's buckets) wait on the data-parallel stream
+      // for the next gather (pushed after this unit's own gather below).
+      double round_us = 0;
+      if ((round || final) && fu && layer >= 0) {  // ZeRO-3 defers the last round's reductions too
+        const Part& lp = layer_part(px, layer);
+        const int64_t gb = dtype_bytes(t.grad_reduce_dtype);
+        if (sg > 1 && lp.params_dense > 0)
+          round_us += collectives_us(*net, round_shape, CollectiveType::kReduceScatter, lp.params_dense * gb,
+                                     buckets_of(layer));
+        if (ne > 1 && lp.params_expert > 0)
+          round_us += collective_concave_lower_micros(*net, edp_shape, CollectiveType::kReduceScatter, lp.params_expert * gb);
+      }
+      const double released = clock;
       if (!gathered || !fu || wstep) {
         clock += u.c;
+        if (round_us > 0) S.rounds_pending.push_back({released, round_us});
         return;
       }
       if (u.gather + u.expert_gather > 0) S.dp_items.push_back({after, 0, 0, u.gather + u.expert_gather});
       const double ge = std::max(S.dp_stream, after) + u.gather;
       S.dp_stream = ge + u.expert_gather;
+      flush_rounds(S);
+      if (round_us > 0) S.rounds_pending.push_back({released, round_us});
       after = std::max(clock + u.prefix, ge);  // the first reader's start, a lower bound of its end
       // The unit's routed-expert GEMMs read the expert gather's output, and
       // the unit's last node follows them in the compute chain.
@@ -989,6 +1038,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
       for (int64_t l = c.end_layer - 1; l >= c.first_layer; --l) unit(layer_times(l, k), true, l);
       if (has_pre) unit(times(px.pre, k, 0), false);
     }
+    flush_rounds(S);  // the step's last rounds, at its end (as lowering flushes them)
     if (wstep) {
       S.clock = clock;
       return;
@@ -1048,10 +1098,16 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
   // at least one of their total size plus the fixed parts of the buckets
   // counted), and after the stage's last compute node HSDP's replica
   // all-reduces and ZeRO 1/2's gathers of those parameters. Dense
-  // parameters only.
+  // parameters only, and with ZeRO 2/3 the reduce-scatters of the earlier
+  // micro-batches' gradients (rounds: released where their layer's weight
+  // gradients can first be done in that micro-batch; no gather of their own).
   double bound = 0;
   for (StageState& S : stages) {
     bound = std::max(bound, S.clock + S.gather_after);
+    // ZeRO-3: the data-parallel stream as replayed (gathers, and the
+    // reductions lowering queues behind them, in the simulator's order)
+    // ends before the optimizer reads the last reduction.
+    bound = std::max(bound, S.dp_stream);
     if (!megatron || n <= 1) continue;
     const GroupShape all = dp_group_shape(*net, p, n, 1, shapes);
     const GroupShape shard = p.zero >= 1 && sg < n ? dp_group_shape(*net, p, sg, 1, shapes) : all;
@@ -1063,7 +1119,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
     // reads all of them: it starts no earlier than the latest release of
     // any layer's gradients, and carries all of the stage's.
     // Likewise the routed experts' gradients, in one bucket over edp.
-    if (!t.overlap_grad_reduce) {
+    if (!t.grad_reduce_overlapped(p)) {
       StageState::DpItem one{-1, 0, 0, 0}, experts{-1, 0, 0, 0};
       std::vector<StageState::DpItem> rest;
       for (const StageState::DpItem& it : S.dp_items) {
@@ -1086,14 +1142,20 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
     }
     std::sort(S.dp_items.begin(), S.dp_items.end(),
               [](const StageState::DpItem& a, const StageState::DpItem& b) { return a.at > b.at; });
-    int64_t params = 0, b = 0, eparams = 0;
+    int64_t params = 0, b = 0, eparams = 0, rparams = 0, rb = 0;
     double fixed = 0;
     for (const StageState::DpItem& it : S.dp_items) {
       params += it.params;
       b += it.buckets;
       fixed += it.fixed_us;
       eparams += it.expert_params;
+      rparams += it.round_params;
+      rb += it.round_buckets;
+      eparams += it.round_expert_params;
       double tail = fixed;
+      if (rparams > 0 && sg > 1)
+        tail += collectives_us(*net, shard, CollectiveType::kReduceScatter, rparams * dtype_bytes(t.grad_reduce_dtype),
+                               rb);
       // The experts' reductions over edp (at least one collective of all
       // released then or later: time affine in size), and with ZeRO 1/2
       // the gather of the updated experts after the step.
@@ -2076,12 +2138,13 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
   if (estimate_cancelled) cancelled = true;
 
   lap(3);
-  // 4. Dominance (applied as the search goes, below): ZeRO 2 issues the
-  // same gather after the step as ZeRO 1, the same reductions with one
-  // micro-batch per step and more with several (its sharded gradients are
-  // reduce-scattered after every micro-batch's backward), and needs less
-  // memory; once the ZeRO 1 layout of the same everything else was
-  // simulated and fits, it is dominated. ZeRO 3 is not: its
+  // 4. Dominance (applied as the search goes, below): with
+  // overlap_grad_reduce, ZeRO 2 issues the same gather after the step as
+  // ZeRO 1, the same reductions with one micro-batch per step and more with
+  // several (its sharded gradients are reduce-scattered after every
+  // micro-batch's backward), and needs less memory; once the ZeRO 1 layout
+  // of the same everything else was simulated and fits, it is dominated.
+  // (Without it ZeRO 1 reduces after the backward and ZeRO 2 during it.) ZeRO 3 is not: its
   // per-layer gathers overlap the forward on the dp stream, while ZeRO 1's
   // gather after the optimizer step is exposed, so either may be faster.
   auto sibling = [](const PlanLayout& l) {
@@ -2091,8 +2154,11 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     return layout_label(k, true);
   };
   std::set<std::string> zero1_fits;
+  // Without overlap_grad_reduce the dominance fails: ZeRO 1 then reduces
+  // after the backward, ZeRO 2 during it (TrainingConfig::grad_reduce_overlapped).
+  const bool zero2_dominance = base.training.overlap_grad_reduce;
   auto dominated = [&](const Cand& cd) {
-    return !o.exhaustive && cd.l.zero == 2 && zero1_fits.count(sibling(cd.l)) > 0;
+    return !o.exhaustive && zero2_dominance && cd.l.zero == 2 && zero1_fits.count(sibling(cd.l)) > 0;
   };
   // A layout whose rank order simulates exactly as the megatron order's
   // (orders_equivalent) is a duplicate: its megatron twin stands for it.
@@ -2177,7 +2243,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     while (end < order.size() && builds < static_cast<size_t>(batch)) {
       const Cand& cd = cands[order[end]];
       if (!(cd.est.bound_us < threshold())) break;
-      if (dominated(cd) || (!o.exhaustive && cd.l.zero == 2 && zero1_copies.count(sibling(cd.l)))) {
+      if (dominated(cd) || (!o.exhaustive && zero2_dominance && cd.l.zero == 2 && zero1_copies.count(sibling(cd.l)))) {
         ++end;
         continue;
       }

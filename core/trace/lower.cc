@@ -56,11 +56,10 @@ class Lowerer {
     // grad_reduce_every_micro_batch: each reduce-scattered bucket also
     // once per micro-batch before the last.
     every_mb_ = o_.grad_reduce_every_micro_batch && o_.micro_batches > 1;
-    if (every_mb_) {
+    if (every_mb_)
       for (int id : pending)
         if (g_.ops[id].coll == CollectiveType::kReduceScatter) expect += static_cast<size_t>(o_.micro_batches - 1);
-      for (int id : g_.order) defer_partials_ |= g_.ops[id].cause.kind == CauseKind::kZeroParamGather;
-    }
+    for (int id : g_.order) defer_reductions_ |= g_.ops[id].cause.kind == CauseKind::kZeroParamGather;
     for (const Step& st : steps)
       for (int id : seg_[{st.kind, st.chunk}]) {
         const Op& op = g_.ops[id];
@@ -125,8 +124,8 @@ class Lowerer {
         for (auto it = pending.begin(); it != pending.end();) {
           if (every_mb_) SC_RETURN_IF_ERROR(partial_reduces(*it));
           if (final_inputs(g_.ops[*it])) {
-            SC_RETURN_IF_ERROR(flush_partials());
-            SC_RETURN_IF_ERROR(emit(*it, -1));
+            deferred_.push_back({*it, true});
+            if (!defer_reductions_) SC_RETURN_IF_ERROR(flush_partials());
             it = pending.erase(it);
           } else {
             ++it;
@@ -592,8 +591,8 @@ class Lowerer {
       if (e == 0) return ok_status();
       rounds = std::min(rounds, writes_[static_cast<size_t>(t)] * o_.micro_batches / e);
     }
-    for (int64_t& ready = partial_ready_[id]; ready < rounds; ++ready) deferred_.push_back(id);
-    return defer_partials_ ? ok_status() : flush_partials();
+    for (int64_t& ready = partial_ready_[id]; ready < rounds; ++ready) deferred_.push_back({id, false});
+    return defer_reductions_ ? ok_status() : flush_partials();
   }
   // Emits the ready rounds. With ZeRO-3's per-unit parameter gathers on the
   // same group, a ready round waits until the next gather is issued (or
@@ -602,7 +601,11 @@ class Lowerer {
   // gather the compute waits for is not queued behind a reduction; one
   // communicator chain per group here keeps them in issue order.
   Status flush_partials() {
-    for (int id : deferred_) {
+    for (const auto [id, last] : deferred_) {
+      if (last) {  // the bucket op itself (the last round, which the optimizer reads)
+        SC_RETURN_IF_ERROR(emit(id, -1));
+        continue;
+      }
       const Op& op = g_.ops[id];
       const int64_t round = partial_done_[id]++;
       SC_ASSIGN_OR_RETURN(OpCost* c, cost_of(id));
@@ -1560,10 +1563,10 @@ class Lowerer {
   int64_t prev_compute_ = -1;                     // the compute node before last_compute_
   uint32_t amax_suffix_[2] = {RoleProgram::kStoredName, RoleProgram::kStoredName};  // fwd / bwd amax names
   bool every_mb_ = false;                 // grad_reduce_every_micro_batch with several micro-batches
-  bool defer_partials_ = false;           // ZeRO-3 gathers share the group: rounds wait for the next gather
+  bool defer_reductions_ = false;         // ZeRO-3 gathers share the group: reductions wait for the next gather
   std::map<int, int64_t> partial_ready_;  // per bucket op: rounds whose gradients are written (< micro_batches)
   std::map<int, int64_t> partial_done_;   // per bucket op: rounds emitted
-  std::vector<int> deferred_;             // bucket ops, one entry per ready round not yet emitted
+  std::vector<std::pair<int, bool>> deferred_;  // ready reductions not yet emitted: bucket op, last round
   std::map<int, uint32_t> partial_suffix_;  // per bucket op: its per-micro-batch name in p_.name_suffixes
   std::vector<uint8_t> tp_fuse_;                  // per op: TpFuse (empty: tp 1, or no tp collective to overlap)
   std::vector<uint8_t> fp8_gather_;               // per op: an all-gather moving FP8 (empty: no fp8_recipe)
