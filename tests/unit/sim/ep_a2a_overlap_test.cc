@@ -9,6 +9,7 @@
 #include "../test_jobs.h"
 
 #include "api/plan.h"
+#include "plan/plan.h"
 #include "api/simulate.h"
 #include "sim/network.h"
 #include "sim/simulate.h"
@@ -314,4 +315,33 @@ TEST_CASE("ep a2a overlap: whole jobs validate, replay and simulate faster; inte
     SimulateOptions o;
     CHECK(simulate(on, o).value().sim.step > 0);
   }
+}
+
+TEST_CASE("ep a2a overlap: the planner's estimate follows the schedule and stays a lower bound of simulate") {
+  const std::string pipe = R"(, "pp": 2, "virtual_stages": 2)";
+  for (const std::string& job : {moe_job(kOnDelay), moe_job(kOn + R"(, "schedule": "interleaved-1f1b")", pipe, 4)}) {
+    CAPTURE(job);
+    const Job j = job_of(job);
+    const PlanEstimate e = estimate_layout(j);
+    REQUIRE_MESSAGE(e.ok, e.error.to_string());
+    const nlohmann::json s = summary(make(j));
+    int64_t peak = 0;
+    for (const auto& st : s["stages"]) peak = std::max(peak, st["memory_bytes"]["peak"].get<int64_t>());
+    // The saved activations at the busiest step, as lowering counts them
+    // over the overlap's schedule (one more micro-batch in flight).
+    CHECK(e.peak_lower_bytes == peak);
+    CHECK(e.bound_seconds <= s["time"]["step_seconds"].get<double>());
+    CHECK(e.bound_seconds > 0);
+  }
+  // pp 1: two micro-batches' activations in flight instead of one.
+  const PlanEstimate off = estimate_layout(job_of(moe_job(""))), on = estimate_layout(job_of(moe_job(kOn)));
+  CHECK(on.peak_lower_bytes > off.peak_lower_bytes);
+  // A layout Megatron-Core refuses the overlap on (ep 1) drops it.
+  PlanLayout l;
+  l.tp = 1, l.cp = 1, l.pp = 1, l.vp = 1, l.dp = 2, l.mbs = 1, l.ep = 1, l.expert_tp = 1;
+  l.schedule = Schedule::kOneFOneB;
+  const Job dropped = layout_job(job_of(moe_job(kOnDelay)), l);
+  CHECK(!dropped.training.overlap_moe_expert_parallel_comm);
+  CHECK(!dropped.training.delay_wgrad_compute);
+  CHECK(validate_job(dropped).ok());
 }
