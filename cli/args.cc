@@ -134,6 +134,10 @@ std::string flag_for_path(const Args& args, const std::string& path) {
   if (args.has("--overlap-param-gather") && path == "training.overlap_param_gather") return "--overlap-param-gather";
   if (args.has("--moe-shared-expert-overlap") && path == "training.moe_shared_expert_overlap")
     return "--moe-shared-expert-overlap";
+  for (const char* f : {"--overlap-moe-expert-parallel-comm", "--no-overlap-moe-expert-parallel-comm"})
+    if (args.has(f) && path == "training.overlap_moe_expert_parallel_comm") return f;
+  for (const char* f : {"--delay-wgrad-compute", "--no-delay-wgrad-compute"})
+    if (args.has(f) && path == "training.delay_wgrad_compute") return f;
   return "";
 }
 
@@ -220,6 +224,10 @@ const std::vector<FlagSpec>& job_flags() {
       {"--no-overlap-p2p-comm", nullptr, false, "", "interleaved pipelines: blocking send/recv (Megatron-LM --no-overlap-p2p-communication)"},
       {"--no-overlap-p2p-communication", nullptr, false, "", "the same, as Megatron-LM spells it"},
       {"--moe-shared-expert-overlap", nullptr, false, "", "MoE: shared experts beside the dispatch/combine all-to-all"},
+      {"--overlap-moe-expert-parallel-comm", nullptr, false, "", "MoE, ep > 1: one micro-batch's forward and another's backward combined, EP all-to-alls beside compute"},
+      {"--no-overlap-moe-expert-parallel-comm", nullptr, false, "", "no EP all-to-all overlap (the default)"},
+      {"--delay-wgrad-compute", nullptr, false, "", "with --overlap-moe-expert-parallel-comm: weight gradients after the all-to-alls they would delay"},
+      {"--no-delay-wgrad-compute", nullptr, false, "", "weight gradients with their backward (the default)"},
       {"--seq-len", nullptr, true, "N", "sequence length in tokens"},
       {"--micro-batch-size", nullptr, true, "N", "sequences per micro-batch"},
       {"--global-batch-size", nullptr, true, "N", "sequences per iteration (default dp x micro-batch)"},
@@ -347,7 +355,11 @@ int load_job(const std::string& command, const Args& args, Job* job) {
                                           std::tuple{"--overlap-p2p-comm", "overlap_p2p_comm", true},
                                           std::tuple{"--no-overlap-p2p-comm", "overlap_p2p_comm", false},
                                           std::tuple{"--no-overlap-p2p-communication", "overlap_p2p_comm", false},
-                                          std::tuple{"--moe-shared-expert-overlap", "moe_shared_expert_overlap", true}}) {
+                                          std::tuple{"--moe-shared-expert-overlap", "moe_shared_expert_overlap", true},
+                                          std::tuple{"--overlap-moe-expert-parallel-comm", "overlap_moe_expert_parallel_comm", true},
+                                          std::tuple{"--no-overlap-moe-expert-parallel-comm", "overlap_moe_expert_parallel_comm", false},
+                                          std::tuple{"--delay-wgrad-compute", "delay_wgrad_compute", true},
+                                          std::tuple{"--no-delay-wgrad-compute", "delay_wgrad_compute", false}}) {
       if (!args.has(flag)) continue;
       nlohmann::json* s = section(j, "training");
       if (!s) continue;

@@ -165,6 +165,9 @@ LowerOptions stage_lower_options(const Job& job, int64_t micro_batches, int64_t 
   lo.moe_imbalance = p.moe_imbalance;
   // Megatron-Core: only effective with shared experts.
   lo.moe_shared_expert_overlap = t.moe_shared_expert_overlap && job.model.is_moe() && job.model.shared_experts > 0;
+  // Megatron-Core's EP all-to-all overlap (validated: an MoE model, ep > 1).
+  lo.ep_a2a_overlap = t.overlap_moe_expert_parallel_comm && job.model.is_moe() && p.ep > 1;
+  lo.delay_wgrad_compute = lo.ep_a2a_overlap && t.delay_wgrad_compute;
   lo.moe_allgather = p.moe_dispatcher == "allgather";
   lo.deepep_nvl = deepep_nvl;
   lo.deepep_rdma_share = deepep_rdma_share;

@@ -126,6 +126,16 @@ struct TrainingConfig {
   // effect on a model without shared experts; refused with the allgather
   // dispatcher (Megatron-Core: alltoall or flex only).
   bool moe_shared_expert_overlap = false;
+  // Megatron-Core's batch-level EP all-to-all overlap
+  // (--overlap-moe-expert-parallel-comm, MCore v0.14+; docs/parallelism.md,
+  // "EP all-to-all overlap"): the forward of one micro-batch and the
+  // backward of another run as one combined step, layer by layer, the
+  // expert-parallel all-to-alls on a communication stream of their own.
+  // delay_wgrad_compute (--delay-wgrad-compute, needs the overlap): the
+  // weight-gradient GEMMs leave the backward nodes so that the dispatch's
+  // backward all-to-all does not wait for them. Both default false.
+  bool overlap_moe_expert_parallel_comm = false;
+  bool delay_wgrad_compute = false;
   Fp8Recipe fp8_recipe = Fp8Recipe::kNone;  // FP8 linear-layer GEMMs (docs/hardware.md)
 
   // Micro-batches per iteration per dp rank = B / (dp * b).

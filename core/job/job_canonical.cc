@@ -111,6 +111,9 @@ std::string job_to_canonical_json(const Job& job) {
   // overlap_p2p_comm defaults to true (Megatron-LM's): written only when off.
   if (!t.overlap_p2p_comm) training["overlap_p2p_comm"] = false;
   if (t.moe_shared_expert_overlap) training["moe_shared_expert_overlap"] = true;
+  // Written only when on: archives of jobs without them stay byte-identical.
+  if (t.overlap_moe_expert_parallel_comm) training["overlap_moe_expert_parallel_comm"] = true;
+  if (t.delay_wgrad_compute) training["delay_wgrad_compute"] = true;
   // Only when set: jobs without FP8 keep their canonical text and hash.
   if (t.fp8_recipe != Fp8Recipe::kNone) training["fp8_recipe"] = fp8_recipe_name(t.fp8_recipe);
   Json hardware = {

@@ -151,7 +151,7 @@ Result<bool> parse_training(const Json& v, TrainingConfig* t) {
       v, {"seq_len", "micro_batch_size", "global_batch_size", "dtype", "grad_reduce_dtype",
           "dp_bucket_mb", "optimizer", "optimizer_bytes_per_param", "schedule", "recompute",
           "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "overlap_p2p_comm", "fp8_recipe",
-          "moe_shared_expert_overlap"}, path));
+          "moe_shared_expert_overlap", "overlap_moe_expert_parallel_comm", "delay_wgrad_compute"}, path));
   if (const Json* x = jsonf::find(v, "tp_comm_overlap")) {
     SC_ASSIGN_OR_RETURN(t->tp_comm_overlap, jsonf::get_bool(*x, "training.tp_comm_overlap"));
   }
@@ -166,6 +166,13 @@ Result<bool> parse_training(const Json& v, TrainingConfig* t) {
   }
   if (const Json* x = jsonf::find(v, "moe_shared_expert_overlap")) {
     SC_ASSIGN_OR_RETURN(t->moe_shared_expert_overlap, jsonf::get_bool(*x, "training.moe_shared_expert_overlap"));
+  }
+  if (const Json* x = jsonf::find(v, "overlap_moe_expert_parallel_comm")) {
+    SC_ASSIGN_OR_RETURN(t->overlap_moe_expert_parallel_comm,
+                        jsonf::get_bool(*x, "training.overlap_moe_expert_parallel_comm"));
+  }
+  if (const Json* x = jsonf::find(v, "delay_wgrad_compute")) {
+    SC_ASSIGN_OR_RETURN(t->delay_wgrad_compute, jsonf::get_bool(*x, "training.delay_wgrad_compute"));
   }
   if (const Json* x = jsonf::find(v, "schedule")) {
     SC_ASSIGN_OR_RETURN(std::string s, jsonf::get_string(*x, "training.schedule"));

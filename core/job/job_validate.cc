@@ -190,6 +190,59 @@ static Status validate_experts_and_sharding(const Job& job) {
 
 static Status validate_layout(const Job& job);
 
+// Megatron-Core's batch-level EP all-to-all overlap: what TransformerConfig
+// (__post_init__) and arguments.py refuse, each an error naming the field.
+static Status validate_ep_a2a_overlap(const Job& job) {
+  const TrainingConfig& t = job.training;
+  const ParallelConfig& p = job.parallel;
+  const std::string key = "training.overlap_moe_expert_parallel_comm";
+  if (t.delay_wgrad_compute && !t.overlap_moe_expert_parallel_comm)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "true needs training.overlap_moe_expert_parallel_comm true (Megatron-Core: "
+                      "overlap_moe_expert_parallel_comm must be enabled when enabling delay_wgrad_compute)",
+                      "training.delay_wgrad_compute");
+  if (!t.overlap_moe_expert_parallel_comm) return ok_status();
+  if (!job.model.is_moe() || p.ep < 2)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "true needs a mixture-of-experts model with parallel.ep > 1 (got ep " + to_string(p.ep) +
+                          (job.model.is_moe() ? "" : ", model.num_experts 0") +
+                          "; Megatron-Core: only supported with expert model parallelism)",
+                      key);
+  if (p.moe_dispatcher == "allgather")
+    return make_error(ErrorCode::kInvalidArgument,
+                      "true needs parallel.moe_dispatcher alltoall or deepep (got allgather; Megatron-Core: "
+                      "supported with alltoall/flex token dispatcher)",
+                      key);
+  if (p.pp > 1 && (t.schedule != Schedule::kInterleaved || p.virtual_stages < 2))
+    return make_error(ErrorCode::kInvalidArgument,
+                      "true with pp > 1 (" + to_string(p.pp) + ") needs the interleaved-1f1b schedule with "
+                          "virtual_stages >= 2 (got " + std::string(schedule_name(t.schedule)) + ", virtual_stages " +
+                          to_string(p.virtual_stages) + "; Megatron-Core: virtual_pipeline_model_parallel_size "
+                          "must be specified when pipeline_model_parallel_size > 1)",
+                      key);
+  if (p.pp == 1 && t.schedule == Schedule::kZeroBubble)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "true does not combine with the zero-bubble schedule (Megatron-Core's combined 1F1B step "
+                      "runs a whole backward; use 1f1b)",
+                      key);
+  if (t.recompute == Recompute::kFull)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "true does not combine with training.recompute full (Megatron-Core: disable full "
+                      "recomputation when enabling overlap_moe_expert_parallel_comm)",
+                      key);
+  if (t.dtype != DType::kBF16 && t.dtype != DType::kFP16)
+    return make_error(ErrorCode::kInvalidArgument,
+                      std::string("true needs training.dtype bf16 or fp16 (got ") + dtype_name(t.dtype) +
+                          "; Megatron-Core: only supported with bf16 or fp16 model)",
+                      key);
+  if (t.moe_shared_expert_overlap)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "true does not combine with training.moe_shared_expert_overlap true (Megatron-Core: disable "
+                      "moe_shared_expert_overlap when enabling overlap_moe_expert_parallel_comm)",
+                      key);
+  return ok_status();
+}
+
 // FP8 training (docs/hardware.md, "FP8 training"): a recipe on BF16/FP16
 // activations, never a bare fp8 dtype; only on FP8 tensor cores; MXFP8 only
 // where the hardware has MX block scaling (Blackwell; the Hopper presets
@@ -277,6 +330,7 @@ static Status validate_layout(const Job& job) {
                       "moe_shared_expert_overlap only works with alltoall or flex token dispatcher)",
                       "training.moe_shared_expert_overlap");
   }
+  if (!job.inference()) SC_RETURN_IF_ERROR(validate_ep_a2a_overlap(job));
   if (t.dtype == DType::kInt64 || t.dtype == DType::kInt32 || t.dtype == DType::kUInt8) {
     return make_error(ErrorCode::kInvalidArgument,
                       std::string("must be a floating-point dtype (got ") + dtype_name(t.dtype) + ")",

@@ -184,6 +184,25 @@ double best_shape_micros(const NetworkModel& net, int64_t n, CollectiveType t, i
   return best;
 }
 
+// Megatron-Core's EP all-to-all overlap (training.overlap_moe_expert_parallel_comm)
+// on a layout: kept where Megatron-Core accepts it (an MoE layer over ep > 1;
+// with pp > 1 the interleaved schedule; no full recomputation, no
+// zero-bubble), dropped with delay_wgrad_compute elsewhere, as a recipe
+// turns it off there (job_validate.cc refuses those combinations).
+void fit_ep_overlap(Job& j) {
+  TrainingConfig& t = j.training;
+  const ParallelConfig& p = j.parallel;
+  const bool ok = j.model.is_moe() && p.ep > 1 && t.recompute != Recompute::kFull &&
+                  t.schedule != Schedule::kZeroBubble && !t.moe_shared_expert_overlap &&
+                  p.moe_dispatcher != "allgather" &&
+                  (p.pp == 1 || (t.schedule == Schedule::kInterleaved && p.virtual_stages > 1));
+  if (!ok || !t.overlap_moe_expert_parallel_comm) t.overlap_moe_expert_parallel_comm = t.delay_wgrad_compute = false;
+}
+// The schedule's combined steps (trace/schedule.h, ep_overlap), as api.cc lowers them.
+bool ep_overlap_of(const Job& j) {
+  return j.training.overlap_moe_expert_parallel_comm && j.model.is_moe() && j.parallel.ep > 1;
+}
+
 Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, const PlanBackend& backend) {
   Proxy px;
   Job j = base;
@@ -207,6 +226,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
   j.training.global_batch_size = dp * k.mbs;
   j.training.recompute = k.rc;
   j.training.schedule = Schedule::kOneFOneB;
+  fit_ep_overlap(j);
   // No summary.json: the proxy reads the graph, the program and the
   // bindings only (the summary's default simulation cost as much again).
   Result<std::unique_ptr<const PlanBuild>> gen = backend.build(j, /*summary=*/false);
@@ -628,7 +648,8 @@ using PeakCache = std::map<PeakKey, std::vector<int64_t>>;
 // differs from the balanced one): what PeakKey needs beside pp, vp, dp.
 int chunk_kind(const Job& job) {
   const std::vector<int64_t>& pl = job.parallel.pipeline_layout;
-  return static_cast<int>(job.training.schedule) + (!pl.empty() && pl.front() == 0 ? 100 : 0);
+  return static_cast<int>(job.training.schedule) + (!pl.empty() && pl.front() == 0 ? 100 : 0) +
+         (ep_overlap_of(job) ? 1000 : 0);  // the EP overlap's schedule holds one more micro-batch
 }
 // The same of a layout's job (layout_job gives a layout with empty ends,
 // and only those, a pipeline layout that starts with 0).
@@ -741,7 +762,7 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
     else {
       const bool split_w = t.schedule == Schedule::kZeroBubble;
       int64_t alive = 0;
-      for (const Step& s : pipeline_schedule(t.schedule, p.pp, v, st, m)) {
+      for (const Step& s : pipeline_schedule(t.schedule, p.pp, v, st, m, ep_overlap_of(job))) {
         const ChunkSums& c = cs[static_cast<size_t>(s.chunk)];
         const int64_t w = split_w ? c.for_w : 0;
         if (s.kind == StepKind::kForward) alive += c.saved;
@@ -916,7 +937,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
       if (overlapped) buckets += S.sums.back().big_grads;
     }
     S.dense = dense;
-    S.steps = pipeline_schedule(t.schedule, p.pp, v, st, m);
+    S.steps = pipeline_schedule(t.schedule, p.pp, v, st, m, ep_overlap_of(job));
     S.final_step.assign(static_cast<size_t>(v), SIZE_MAX);
     for (size_t i = 0; i < S.steps.size(); ++i)
       if (S.steps[i].kind == (zb ? StepKind::kWeight : StepKind::kBackward))
@@ -934,7 +955,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
       // overlap_p2p_comm (interleaved only, as api.cc lowers it): the sends
       // of the steady 1F1B phase run beside the compute stream (trace/lower.cc).
       if (t.overlap_p2p_comm && t.schedule == Schedule::kInterleaved && v > 1) {
-        S.async = pipeline_steady_steps(Schedule::kInterleaved, p.pp, v, st, m);
+        S.async = pipeline_steady_steps(Schedule::kInterleaved, p.pp, v, st, m, ep_overlap_of(job));
       }
     }
     if (fsdp) {
@@ -1734,6 +1755,7 @@ Job layout_job(const Job& base, const PlanLayout& l) {
   j.training.micro_batch_size = l.mbs;
   j.training.schedule = l.schedule;
   j.training.recompute = l.recompute;
+  fit_ep_overlap(j);
   return j;
 }
 

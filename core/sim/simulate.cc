@@ -79,7 +79,11 @@ struct NodeState {
 // asynchronously (overlap_p2p_comm: the interleaved schedule's steady
 // phase, side_stream 3) run on kPipe, NCCL's stream of the pipeline group,
 // so the compute stream goes on to the next chunk while they transfer.
-inline constexpr int kCompute = 0, kComm = 1, kReduce = 2, kSide = 3, kShared = 4, kPipe = 5, kStreams = 6;
+// The expert-parallel all-to-alls of Megatron-Core's combined 1F1B steps
+// (overlap_moe_expert_parallel_comm, side_stream 4) run on kEp, the
+// communication stream it creates for them (pipeline_parallel/utils.py,
+// set_streams), beside the other micro-batch's compute.
+inline constexpr int kCompute = 0, kComm = 1, kReduce = 2, kSide = 3, kShared = 4, kPipe = 5, kEp = 6, kStreams = 7;
 
 struct Actor {
   int stage = 0;
@@ -95,10 +99,10 @@ struct Actor {
   int32_t* waiting = nullptr;  // per node: unfinished dependencies, -1 once finished (Engine::waiting_)
   // Ready nodes per stream, lowest id first (a heap: cheaper than a set).
   std::priority_queue<uint32_t, std::vector<uint32_t>, std::greater<uint32_t>> ready[kStreams];
-  bool busy[kStreams] = {false, false, false, false, false, false};
+  bool busy[kStreams] = {false, false, false, false, false, false, false};
   std::vector<int64_t> issued;  // per collective slot
   int64_t finished = 0;
-  int64_t last[kStreams] = {-1, -1, -1, -1, -1, -1};
+  int64_t last[kStreams] = {-1, -1, -1, -1, -1, -1, -1};
   // Compute slowed by communication kernels sharing the SMs (kMegatron):
   // per compute stream ([0] kCompute, [1] kShared) the node in flight, its
   // work left (µs at full speed) as of seg_start, its rate, and a version
@@ -246,6 +250,7 @@ class Engine {
           in.kind = static_cast<int8_t>(gkind[ax]);
           if (opt_.streams == SimStreams::kAstra) in.stream = kComm;
           else if (side == 2) in.stream = kShared, pl.has_shared = true;  // shared experts' stream
+          else if (side == 4) in.stream = kEp;  // the EP all-to-all overlap's communication stream
           else if (side) in.stream = kSide;  // TE userbuffers
           else in.stream = in.kind <= 2 ? kCompute : kReduce;  // tp, cp, ep: compute stream
         } else {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "base/cancel.h"
@@ -45,7 +46,7 @@ class Lowerer {
     }
     int64_t alive = 0;
     const std::vector<Step> steps =
-        pipeline_schedule(o_.schedule, o_.pp, o_.virtual_stages, o_.stage, o_.micro_batches);
+        pipeline_schedule(o_.schedule, o_.pp, o_.virtual_stages, o_.stage, o_.micro_batches, o_.ep_a2a_overlap);
     // A micro-batch's lookup tables are dropped after its last step: only
     // the micro-batches in flight hold state.
     std::vector<size_t> last_step(static_cast<size_t>(std::max<int64_t>(o_.micro_batches, 0)), 0);
@@ -98,12 +99,18 @@ class Lowerer {
     // cool-down communicate blocking (without overlap_p2p_comm_warmup_flush).
     const StepRange steady =
         o_.overlap_p2p_comm ? pipeline_steady_steps(Schedule::kInterleaved, o_.pp, o_.virtual_stages, o_.stage,
-                                                    o_.micro_batches)
+                                                    o_.micro_batches, o_.ep_a2a_overlap)
                             : StepRange{};
-    for (size_t si = 0; si < steps.size(); ++si) {
-      const Step& st = steps[si];
-      async_send_ = steady.contains(si);
-      SC_RETURN_IF_ERROR(check_cancelled("lowering"));
+    // overlap_moe_expert_parallel_comm: steps begin + 2 i (a forward) and
+    // begin + 2 i + 1 (a backward) of the steady phase run as one combined
+    // step (combined_1f1b.py); warm-up and cool-down steps run alone.
+    const StepRange combined =
+        o_.ep_a2a_overlap
+            ? pipeline_steady_steps(o_.schedule, o_.pp, o_.virtual_stages, o_.stage, o_.micro_batches, true)
+            : StepRange{};
+    // Before a step's ops: the interleaved schedule's chunk gathers and
+    // whether it is a chunk's first forward (overlap_param_gather).
+    const auto begin_step = [&](const Step& st) -> Status {
       if (chunk_gathers && st.kind == StepKind::kForward) {
         const int64_t x = forward_steps++ + o_.stage;
         if (x % o_.pp == 0 && x / o_.pp < o_.virtual_stages) {
@@ -112,28 +119,33 @@ class Lowerer {
         }
       }
       first_forward_ = !gather_seq_.empty() && st.kind == StepKind::kForward && forward_seen.insert(st.chunk).second;
-      for (int id : seg_[{st.kind, st.chunk}]) {
-        if (first_forward_) SC_RETURN_IF_ERROR(param_gathers_before(id));
-        SC_RETURN_IF_ERROR(emit(id, st.mb));
-        if (!deferred_.empty() && g_.ops[id].cause.kind == CauseKind::kZeroParamGather)
-          SC_RETURN_IF_ERROR(flush_partials());
-        // A bucket becomes ready only when a main grad is written: scan the
-        // pending ones (in order, as each op is issued) only after a write.
-        if (!grads_written_) continue;
-        grads_written_ = false;
-        for (auto it = pending.begin(); it != pending.end();) {
-          if (every_mb_) SC_RETURN_IF_ERROR(partial_reduces(*it));
-          if (final_inputs(g_.ops[*it])) {
-            deferred_.push_back({*it, true});
-            if (!defer_reductions_) SC_RETURN_IF_ERROR(flush_partials());
-            it = pending.erase(it);
-          } else {
-            ++it;
-          }
+      return ok_status();
+    };
+    // One op of a step, and the gradient buckets it makes ready.
+    const auto emit_step_op = [&](int id, int64_t mb) -> Status {
+      if (first_forward_) SC_RETURN_IF_ERROR(param_gathers_before(id));
+      SC_RETURN_IF_ERROR(emit(id, mb));
+      if (!deferred_.empty() && g_.ops[id].cause.kind == CauseKind::kZeroParamGather)
+        SC_RETURN_IF_ERROR(flush_partials());
+      // A bucket becomes ready only when a main grad is written: scan the
+      // pending ones (in order, as each op is issued) only after a write.
+      if (!grads_written_) return ok_status();
+      grads_written_ = false;
+      for (auto it = pending.begin(); it != pending.end();) {
+        if (every_mb_) SC_RETURN_IF_ERROR(partial_reduces(*it));
+        if (final_inputs(g_.ops[*it])) {
+          deferred_.push_back({*it, true});
+          if (!defer_reductions_) SC_RETURN_IF_ERROR(flush_partials());
+          it = pending.erase(it);
+        } else {
+          ++it;
         }
       }
-      first_forward_ = false;
-      SC_RETURN_IF_ERROR(flush_partials());
+      return ok_status();
+    };
+    // After a step's ops: its amax reduction, its micro-batch's release,
+    // the activation timeline.
+    const auto end_step = [&](const Step& st, size_t si) {
       if ((st.kind == StepKind::kForward || st.kind == StepKind::kBackward) && st.mb >= 0 &&
           fp8_linears[static_cast<size_t>(st.chunk)] > 0)
         emit_amax_reduce(st.kind == StepKind::kForward, st.mb,
@@ -146,6 +158,50 @@ class Lowerer {
       if (st.kind == StepKind::kWeight) alive -= for_w[st.chunk];
       p_.activation_timeline.push_back(alive);
       p_.activation_peak = std::max(p_.activation_peak, alive);
+    };
+    for (size_t si = 0; si < steps.size(); ++si) {
+      const Step& st = steps[si];
+      async_send_ = steady.contains(si);
+      SC_RETURN_IF_ERROR(check_cancelled("lowering"));
+      if (combined.contains(si) && (si - combined.begin) % 2 == 0 && combined.contains(si + 1) &&
+          st.kind == StepKind::kForward && steps[si + 1].kind == StepKind::kBackward) {
+        const Step& sb = steps[si + 1];
+        SC_RETURN_IF_ERROR(begin_step(st));
+        const std::vector<CombinedOp>* order = first_forward_ ? nullptr : combined_order(st.chunk, sb.chunk);
+        if (order) {
+          // Megatron-Core's combined step: both micro-batches' ops in one
+          // order (combined_order), the ep all-to-alls on their stream.
+          combining_ = true;
+          event_.clear();
+          for (const CombinedOp& c : *order) {
+            const int64_t mb = c.backward ? sb.mb : st.mb;
+            SC_RETURN_IF_ERROR(emit_step_op(c.op, mb));
+            const OpKind k = g_.ops[c.op].kind;
+            if (!c.delayed && k != OpKind::kView && k != OpKind::kCollective && k != OpKind::kSend &&
+                k != OpKind::kRecv && last_compute_ >= 0)
+              event_[mb] = last_compute_;
+          }
+          combining_ = false;
+          SC_RETURN_IF_ERROR(flush_partials());
+          end_step(st, si);
+          end_step(sb, si + 1);
+          ++si;
+          continue;
+        }
+        // Not combinable (a chunk's first forward, or a layer the
+        // sub-module split does not fit): the forward alone, as without
+        // the overlap; the backward follows as its own step.
+        for (int id : seg_[{st.kind, st.chunk}]) SC_RETURN_IF_ERROR(emit_step_op(id, st.mb));
+        first_forward_ = false;
+        SC_RETURN_IF_ERROR(flush_partials());
+        end_step(st, si);
+        continue;
+      }
+      SC_RETURN_IF_ERROR(begin_step(st));
+      for (int id : seg_[{st.kind, st.chunk}]) SC_RETURN_IF_ERROR(emit_step_op(id, st.mb));
+      first_forward_ = false;
+      SC_RETURN_IF_ERROR(flush_partials());
+      end_step(st, si);
     }
     async_send_ = false;
     // The rest of the optimizer phase (Megatron's finalize_model_grads, then
@@ -217,6 +273,221 @@ class Lowerer {
     if (o_.fp8_recipe != Fp8Recipe::kNone) find_fp8_gathers();
     if (o_.deepep_nvl > 1) sides_ = true;  // DeepEP's NVLink leg runs beside the RDMA leg
     if (o_.overlap_p2p_comm) sides_ = true;  // the steady phase's sends are posted asynchronously
+    if (o_.ep_a2a_overlap) sides_ = true;    // the combined steps' ep all-to-alls on their stream
+  }
+
+  // ---- Megatron-Core's EP all-to-all overlap (overlap_moe_expert_parallel_comm) ----
+  // A combined step (model_chunk_schedule_plan.py, TransformerModelChunkSchedulePlan.run
+  // and TransformerLayerSchedulePlan.run) runs the forward's pre-process and
+  // the backward's post-process, then forward layer i with backward layer
+  // n - 1 - i, each pair in this order (comm: the EP stream; comp: compute):
+  //   comm combine_bwd | comp attention_fwd | comp experts_bwd (dgrad, and
+  //   wgrad unless delayed) | comm dispatch_fwd | comp experts wgrad
+  //   (delay_wgrad_compute) | comm dispatch_bwd | comp experts_fwd | comm
+  //   combine_fwd | comp attention_bwd | comp attention wgrad (delayed:
+  //   beside the next layer's combine_bwd; the first layer's after the
+  //   step's sends)
+  // then the layers left over, the forward's post-process and the
+  // backward's pre-process. The graph's MoE layer is split at its two ep
+  // all-to-alls: forward, [attention .. permute] dispatch [experts] combine
+  // [unpermute, residual]; backward, [residual .. unpermute's backward]
+  // combine [experts] dispatch [permute's backward .. attention]. The
+  // compute around an all-to-all that Megatron-Core runs on the
+  // communication stream (the unpermute and its backward) stays on the
+  // compute stream: the forward's unpermute after the backward's attention
+  // (the compute stream runs in order), the backward's unpermute before
+  // its combine all-to-all. The shared experts run with the attention
+  // (Megatron-Core computes them in the pre-dispatch node under this
+  // overlap: fine_grained_callables.py). A layer without two ep
+  // all-to-alls (dense) is one attention part. Returns null where a moved
+  // op would read a tensor before it is written: the pair then runs
+  // as two steps.
+  struct CombinedOp {
+    int op;
+    bool backward;
+    bool delayed;  // a delayed weight-gradient GEMM: records no event
+  };
+  struct LayerParts {
+    std::vector<int> pre, comb_head, comb, mlp, mlp_w, disp, post, pre_w;
+    bool moe = false;
+  };
+  bool ep_alltoall(int id) const {
+    const Op& o = g_.ops[static_cast<size_t>(id)];
+    return o.kind == OpKind::kCollective && o.coll == CollectiveType::kAllToAll && o.axis == "ep";
+  }
+  bool shared_expert_op(int id) const {
+    const auto named = [](const std::string& n) {
+      const size_t at = n.find("moe.shared");
+      return at != std::string::npos && (at == 0 || n[at - 1] == '.');
+    };
+    const Op& o = g_.ops[static_cast<size_t>(id)];
+    return named(o.name) || (o.fwd_op >= 0 && named(g_.ops[static_cast<size_t>(o.fwd_op)].name));
+  }
+  // Splits a segment into its ops before the first layer, its layers
+  // (consecutive runs of one layer), and its ops after the last; false
+  // when a layer's ops are not consecutive.
+  bool split_layers(const std::vector<int>& seg, std::vector<int>& head, std::vector<std::vector<int>>& layers,
+                    std::vector<int>& tail) const {
+    size_t first = seg.size(), last = 0;
+    for (size_t i = 0; i < seg.size(); ++i)
+      if (g_.ops[static_cast<size_t>(seg[i])].layer >= 0) first = std::min(first, i), last = i;
+    if (first == seg.size()) {
+      head = seg;
+      return true;
+    }
+    head.assign(seg.begin(), seg.begin() + static_cast<std::ptrdiff_t>(first));
+    tail.assign(seg.begin() + static_cast<std::ptrdiff_t>(last) + 1, seg.end());
+    std::set<int> seen;
+    int cur = -2;
+    for (size_t i = first; i <= last; ++i) {
+      const int l = g_.ops[static_cast<size_t>(seg[i])].layer;
+      if (l != cur && l >= 0) {
+        if (!seen.insert(l).second) return false;
+        cur = l;
+        layers.emplace_back();
+      }
+      layers.back().push_back(seg[i]);
+    }
+    return true;
+  }
+  // The shared experts' ops of a layer, and the collectives / views whose
+  // every reader among `ops` is one of them.
+  std::set<int> shared_part(const std::vector<int>& ops) const {
+    std::set<int> sh;
+    for (int id : ops)
+      if (shared_expert_op(id)) sh.insert(id);
+    if (sh.empty()) return sh;
+    for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+      const Op& o = g_.ops[static_cast<size_t>(*it)];
+      if (sh.count(*it) || (o.kind != OpKind::kCollective && o.kind != OpKind::kView) || o.outputs.empty()) continue;
+      bool any = false, all = true;
+      for (int r : ops) {
+        const Op& x = g_.ops[static_cast<size_t>(r)];
+        for (int t : x.inputs)
+          if (std::find(o.outputs.begin(), o.outputs.end(), t) != o.outputs.end()) any = true, all = all && sh.count(r);
+      }
+      if (any && all) sh.insert(*it);
+    }
+    return sh;
+  }
+  LayerParts forward_parts(const std::vector<int>& ops) const {
+    LayerParts p;
+    std::vector<size_t> a2a;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (ep_alltoall(ops[i])) a2a.push_back(i);
+    if (a2a.size() != 2) {
+      p.pre = ops;
+      return p;
+    }
+    p.moe = true;
+    const std::set<int> sh = shared_part(ops);
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const int id = ops[i];
+      if (i == a2a[0]) p.disp.push_back(id);
+      else if (i == a2a[1]) p.comb.push_back(id);
+      else if (i < a2a[0]) p.pre.push_back(id);
+      else if (sh.count(id)) p.pre.push_back(id);  // with the attention, before the dispatch
+      else if (i < a2a[1]) p.mlp.push_back(id);
+      else p.post.push_back(id);
+    }
+    return p;
+  }
+  LayerParts backward_parts(const std::vector<int>& ops) const {
+    LayerParts p;
+    const bool delay = o_.delay_wgrad_compute;
+    std::vector<size_t> a2a;
+    for (size_t i = 0; i < ops.size(); ++i)
+      if (ep_alltoall(ops[i])) a2a.push_back(i);
+    // Transformer Engine's linears split off their weight-gradient GEMMs
+    // (the norms' and the router's gradients stay in the backward).
+    const auto wgrad = [&](int id) {
+      const Op& o = g_.ops[static_cast<size_t>(id)];
+      return delay && o.wgrad && o.kind == OpKind::kMatmul && o.name.find("router") == std::string::npos;
+    };
+    if (a2a.size() != 2) {
+      for (int id : ops) (wgrad(id) ? p.pre_w : p.pre).push_back(id);
+      return p;
+    }
+    p.moe = true;
+    const std::set<int> sh = shared_part(ops);
+    std::vector<int> shared_bwd;
+    for (size_t i = 0; i < ops.size(); ++i) {
+      const int id = ops[i];
+      if (i == a2a[0]) p.comb.push_back(id);
+      else if (i == a2a[1]) p.disp.push_back(id);
+      else if (sh.count(id)) (wgrad(id) ? p.pre_w : shared_bwd).push_back(id);
+      else if (i < a2a[0]) p.comb_head.push_back(id);
+      else if (i < a2a[1]) (wgrad(id) ? p.mlp_w : p.mlp).push_back(id);
+      else (wgrad(id) ? p.pre_w : p.pre).push_back(id);
+    }
+    p.pre.insert(p.pre.begin(), shared_bwd.begin(), shared_bwd.end());  // the attention's backward part
+    return p;
+  }
+  const std::vector<CombinedOp>* combined_order(int fchunk, int bchunk) {
+    const auto key = std::make_pair(fchunk, bchunk);
+    if (auto it = combined_.find(key); it != combined_.end()) return it->second ? &*it->second : nullptr;
+    std::optional<std::vector<CombinedOp>>& slot = combined_[key];
+    const std::vector<int>& fs = seg_[{StepKind::kForward, fchunk}];
+    const std::vector<int>& bs = seg_[{StepKind::kBackward, bchunk}];
+    std::vector<int> fh, ft, bh, bt;
+    std::vector<std::vector<int>> fl, bl;
+    if (!split_layers(fs, fh, fl, ft) || !split_layers(bs, bh, bl, bt)) return nullptr;
+    std::vector<CombinedOp> out;
+    const auto add = [&](const std::vector<int>& ids, bool bwd, bool delayed = false) {
+      for (int id : ids) out.push_back({id, bwd, delayed});
+    };
+    add(fh, false);
+    add(bh, true);
+    const size_t pairs = std::min(fl.size(), bl.size());
+    // A layer's delayed attention wgrad runs on the compute stream while the
+    // next backward layer's combine all-to-all transfers: Megatron-Core
+    // issues that combine (and the unpermute's backward before it) on the
+    // communication stream as soon as the attention's dgrad is done, so
+    // here it is issued before the wgrad. The last backward layer's waits
+    // for the step's end (after its sends).
+    std::vector<int> pending_w;
+    for (size_t i = 0; i < bl.size(); ++i) {
+      const LayerParts b = backward_parts(bl[i]);
+      add(b.comb_head, true);
+      add(b.comb, true);
+      add(pending_w, true, true);
+      if (i < pairs) {
+        const LayerParts f = forward_parts(fl[i]);
+        add(f.pre, false);
+        add(b.mlp, true);
+        add(f.disp, false);
+        add(b.mlp_w, true, true);
+        add(b.disp, true);
+        add(f.mlp, false);
+        add(f.comb, false);
+        add(b.pre, true);
+        add(f.post, false);
+      } else {
+        add(b.mlp, true);
+        add(b.mlp_w, true, true);
+        add(b.disp, true);
+        add(b.pre, true);
+      }
+      pending_w = b.pre_w;
+    }
+    for (size_t i = pairs; i < fl.size(); ++i) add(fl[i], false);
+    add(ft, false);
+    add(bt, true);
+    add(pending_w, true, true);
+    // Every op after the ops of its own step that write what it reads.
+    std::map<int, size_t> pos[2];
+    for (size_t i = 0; i < out.size(); ++i) pos[out[i].backward ? 1 : 0][out[i].op] = i;
+    if (pos[0].size() + pos[1].size() != out.size() || pos[0].size() != fs.size() || pos[1].size() != bs.size())
+      return nullptr;
+    for (size_t i = 0; i < out.size(); ++i)
+      for (int t : g_.ops[static_cast<size_t>(out[i].op)].inputs) {
+        const int pr = g_.tensors[static_cast<size_t>(t)].producer;
+        if (pr < 0 || persistent(t)) continue;
+        const std::map<int, size_t>& side = pos[out[i].backward ? 1 : 0];
+        if (auto it = side.find(pr); it != side.end() && it->second > i) return nullptr;
+      }
+    slot = std::move(out);
+    return &*slot;
   }
 
   // DeepEP's normal kernels across nodes (LowerOptions::deepep_nvl): an ep
@@ -256,7 +527,9 @@ class Lowerer {
       sort_unique(d);
       x.deps.assign(d.begin(), d.end());
       legs.push_back(x.id);
-      push(std::move(x), axis, -1, 0, mb, RoleProgram::kStoredName, rdma ? 0 : 1);
+      // The RDMA leg of a combined step's all-to-all: on the EP overlap's
+      // communication stream (side 4) instead of the compute stream.
+      push(std::move(x), axis, -1, 0, mb, RoleProgram::kStoredName, rdma ? (combining_ ? 4 : 0) : 1);
     }
     for (int t : op.outputs) produced(t, mb, legs.data(), legs.size());
     state(mb).op_node[static_cast<size_t>(id)] = static_cast<int64_t>(legs.back());
@@ -1096,6 +1369,15 @@ class Lowerer {
       if (last_shared_ >= 0) deps.push_back(static_cast<uint64_t>(last_shared_));
     }
     SC_ASSIGN_OR_RETURN(OpCost* c, cost_of(id));
+    // overlap_moe_expert_parallel_comm: an ep all-to-all of a combined step
+    // runs on the communication stream and, like Megatron-Core's
+    // ScheduleNode, first waits for its micro-batch's event: the end of the
+    // last node that micro-batch ran on the compute stream (a delayed
+    // weight-gradient GEMM records none).
+    const bool ep_comm = combining_ && op.kind == OpKind::kCollective && op.coll == CollectiveType::kAllToAll &&
+                         op.axis == "ep" && ag_dispatch_.count(id) == 0;
+    if (ep_comm)
+      if (auto it = event_.find(mb); it != event_.end()) deps.push_back(static_cast<uint64_t>(it->second));
     if (deepep_op(op)) return emit_deepep(op, id, mb, deps, c->suffix, c->comm_size);
     ProgramNode node;  // the program's form directly: no TraceNode to convert (most nodes come here)
     node.id = p_.nodes.size();
@@ -1121,6 +1403,7 @@ class Lowerer {
       node.comm_size = c->comm_size;
       queue_on_axis(axis, node.id, deps);
       if (shared) last_shared_ = static_cast<int64_t>(node.id);
+      if (ep_comm) side = 4;
     } else if (op.kind == OpKind::kSend || op.kind == OpKind::kRecv) {
       const bool send = op.kind == OpKind::kSend, bwd = op.phase == Phase::kBackward;
       node.kind = send ? TraceNodeKind::kSend : TraceNodeKind::kRecv;
@@ -1559,6 +1842,9 @@ class Lowerer {
   std::vector<uint8_t> shared_, shared_start_;    // per op: a shared expert's / the first of a run (empty: off)
   bool sides_ = false;                            // p_.side_stream is filled
   bool async_send_ = false;                       // overlap_p2p_comm: emitting a step of the steady 1F1B phase
+  bool combining_ = false;                        // ep_a2a_overlap: emitting a combined forward / backward step
+  std::map<int64_t, int64_t> event_;              // ... per micro-batch: its last compute node (not delayed)
+  std::map<std::pair<int, int>, std::optional<std::vector<CombinedOp>>> combined_;  // (F, B chunk) -> order
   std::map<int, AgDispatch> ag_dispatch_;         // moe_allgather: ep all-to-all op -> what replaces it
   int64_t prev_compute_ = -1;                     // the compute node before last_compute_
   uint32_t amax_suffix_[2] = {RoleProgram::kStoredName, RoleProgram::kStoredName};  // fwd / bwd amax names

@@ -151,6 +151,10 @@ struct RoleProgram {
   // 3 for a pipeline send of the interleaved schedule's steady 1F1B phase
   // under overlap_p2p_comm: Megatron-LM posts it asynchronously (isend on
   // NCCL's stream) and the compute stream goes on to the next chunk.
+  // 4 for an expert-parallel all-to-all of a combined forward / backward
+  // step under overlap_moe_expert_parallel_comm: Megatron-Core issues it on
+  // a communication stream of its own, beside the other micro-batch's
+  // compute.
   std::vector<uint8_t> side_stream;
 
   // Names. A node of a micro-batch is named "mb<N>.<suffix>"; its
@@ -218,6 +222,20 @@ struct LowerOptions {
   // beside the dispatch all-to-all and fc2 beside the combine, forward and
   // backward (docs/parallelism.md, "Shared-expert overlap").
   bool moe_shared_expert_overlap = false;
+  // training.overlap_moe_expert_parallel_comm (api.cc: an MoE model with
+  // ep > 1): Megatron-Core's combined 1F1B. The schedule gets one more
+  // warm-up forward (trace/schedule.h, ep_overlap) and each steady
+  // (forward, backward) pair is lowered as one step, layer by layer in
+  // Megatron-Core's sub-module order (the forward's attention, dispatch,
+  // experts and combine interleaved with the backward's combine, experts,
+  // dispatch and attention); the pair's ep all-to-alls run on a
+  // communication stream of their own (side_stream 4). delay_wgrad_compute:
+  // the backward's weight-gradient GEMMs are issued after the dispatch's
+  // backward all-to-all (experts) and after the attention's backward
+  // (attention), so that the all-to-alls do not wait for them
+  // (docs/parallelism.md, "EP all-to-all overlap").
+  bool ep_a2a_overlap = false;
+  bool delay_wgrad_compute = false;
   // parallel.moe_dispatcher "allgather": each ep all-to-all of the graph is
   // recorded as the collective Megatron-Core's MoEAllGatherTokenDispatcher
   // issues over ep instead: an all-gather of the rank's tokens (once, not k

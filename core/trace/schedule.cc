@@ -14,20 +14,22 @@ Step virtual_step(StepKind kind, int64_t k, int64_t pp, int64_t v) {
 
 }  // namespace
 
-int64_t pipeline_warmup(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m) {
-  const int64_t warmup = s == Schedule::kInterleaved ? (pp - stage - 1) * 2 + (v - 1) * pp : pp - stage - 1;
+int64_t pipeline_warmup(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m, bool ep_overlap) {
+  int64_t warmup = s == Schedule::kInterleaved ? (pp - stage - 1) * 2 + (v - 1) * pp : pp - stage - 1;
+  if (ep_overlap) warmup = pp == 1 && v == 1 ? 1 : warmup + 1;
   return std::min(warmup, m * v);
 }
 
-StepRange pipeline_steady_steps(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m) {
-  const int64_t warmup = pipeline_warmup(s, pp, v, stage, m);
+StepRange pipeline_steady_steps(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m, bool ep_overlap) {
+  const int64_t warmup = pipeline_warmup(s, pp, v, stage, m, ep_overlap);
   return {static_cast<size_t>(warmup), static_cast<size_t>(warmup + 2 * (m * v - warmup))};
 }
 
-std::vector<Step> pipeline_schedule(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m) {
+std::vector<Step> pipeline_schedule(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m,
+                                    bool ep_overlap) {
   std::vector<Step> out;
   const bool split_w = s == Schedule::kZeroBubble;
-  if (pp == 1 && v == 1) {
+  if (pp == 1 && v == 1 && !ep_overlap) {
     for (int64_t i = 0; i < m; ++i) {
       out.push_back({StepKind::kForward, 0, i});
       out.push_back({StepKind::kBackward, 0, i});
@@ -35,13 +37,13 @@ std::vector<Step> pipeline_schedule(Schedule s, int64_t pp, int64_t v, int64_t s
     }
     return out;
   }
-  if (s == Schedule::kGPipe) {
+  if (s == Schedule::kGPipe && !ep_overlap) {
     for (int64_t i = 0; i < m; ++i) out.push_back({StepKind::kForward, 0, i});
     for (int64_t i = 0; i < m; ++i) out.push_back({StepKind::kBackward, 0, i});
     return out;
   }
   const int64_t total = m * v;
-  const int64_t warmup = pipeline_warmup(s, pp, v, stage, m);
+  const int64_t warmup = pipeline_warmup(s, pp, v, stage, m, ep_overlap);
   // Zero-bubble (ZB-H1, Qi et al. 2024): the backward is split into B (input
   // gradient, sent on at once) and W (weight gradient). Stage s runs each W
   // `stage` backward steps after its B: later stages, which hold fewer

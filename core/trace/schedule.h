@@ -33,7 +33,15 @@ struct Step {
   int64_t mb;
 };
 
-std::vector<Step> pipeline_schedule(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m);
+// ep_overlap: Megatron-Core's overlap_moe_expert_parallel_comm, whose
+// steady steps each run one forward and one backward combined
+// (combined_1f1b.py). With pp = 1 the order becomes F0, then (F i+1, B i)
+// pairs, then the last B (combined_1f1b_schedule_for_no_pipelining): the
+// 1F1B form with one warm-up forward. Interleaved: one warm-up forward more
+// (get_pp_rank_microbatches), "so that the forward and backward computations
+// are independent in all 1f1b steps".
+std::vector<Step> pipeline_schedule(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m,
+                                    bool ep_overlap = false);
 
 // The warm-up forwards of `stage` under the 1F1B family, before its steady
 // phase of forward / backward pairs (1f1b and zero-bubble: pp - stage - 1;
@@ -41,7 +49,7 @@ std::vector<Step> pipeline_schedule(Schedule s, int64_t pp, int64_t v, int64_t s
 // get_pp_rank_microbatches), at most the stage's m * v forward steps. With the interleaved schedule the steady
 // 1F1B phase is steps [warm-up, warm-up + 2 (m v - warm-up)) of
 // pipeline_schedule's list.
-int64_t pipeline_warmup(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m);
+int64_t pipeline_warmup(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m, bool ep_overlap = false);
 
 // The steps [begin, end) of pipeline_schedule's list that form the steady
 // phase of forward / backward pairs: [warm-up, warm-up + 2 (m v - warm-up)).
@@ -49,6 +57,9 @@ struct StepRange {
   size_t begin = 0, end = 0;
   bool contains(size_t i) const { return i >= begin && i < end; }
 };
-StepRange pipeline_steady_steps(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m);
+// ep_overlap (above): the steady phase of the EP all-to-all overlap's
+// schedule; steps begin + 2 i (a forward) and begin + 2 i + 1 (a backward)
+// form the i-th combined step.
+StepRange pipeline_steady_steps(Schedule s, int64_t pp, int64_t v, int64_t stage, int64_t m, bool ep_overlap = false);
 
 }  // namespace sc

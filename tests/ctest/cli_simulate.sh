@@ -115,6 +115,36 @@ PY
 [[ $rc == 1 ]] || fail "shared-expert overlap with allgather exit $rc"
 grep -q "training.moe_shared_expert_overlap" se.err || fail "shared-expert overlap with allgather message: $(cat se.err)"
 
+# --overlap-moe-expert-parallel-comm / --delay-wgrad-compute (Megatron-Core's
+# EP all-to-all overlap): the flags set the keys (the same result as the
+# job file), a shorter step; a flag with its negation is a usage error; the
+# delay without the overlap and the overlap without ep > 1 name their key.
+# Four micro-batches per rank: three combined steps.
+EPO=(--model deepseek-v3 --layers 5 --dp 4 --ep 4 --seq-len 512 --global-batch-size 16)
+"$CLI" simulate "${EPO[@]}" --overlap-moe-expert-parallel-comm --delay-wgrad-compute --json > epo_flag.json ||
+  fail "--overlap-moe-expert-parallel-comm --delay-wgrad-compute"
+"$CLI" simulate "${EPO[@]}" --json > epo_none.json || fail "EP overlap off"
+"$CLI" inspect "${EPO[@]}" --overlap-moe-expert-parallel-comm --delay-wgrad-compute --json > epo_summary.json || fail "inspect epo"
+python3 - <<'PY' || fail "EP overlap JSON"
+import json
+f, n, s = (json.load(open(x)) for x in ("epo_flag.json", "epo_none.json", "epo_summary.json"))
+assert f["step_seconds"] < n["step_seconds"], (f["step_seconds"], n["step_seconds"])
+t = s["job"]["training"]
+assert t["overlap_moe_expert_parallel_comm"] is True and t["delay_wgrad_compute"] is True, t
+PY
+"$CLI" simulate "${MOE[@]}" --overlap-moe-expert-parallel-comm --no-overlap-moe-expert-parallel-comm > /dev/null 2> epo.err; rc=$?
+[[ $rc == 2 ]] || fail "contradicting EP overlap flags exit $rc"
+grep -q -- "--no-overlap-moe-expert-parallel-comm contradicts --overlap-moe-expert-parallel-comm (training.overlap_moe_expert_parallel_comm)" epo.err ||
+  fail "contradicting EP overlap flags message: $(cat epo.err)"
+"$CLI" simulate "${MOE[@]}" --delay-wgrad-compute > /dev/null 2> epo.err; rc=$?
+[[ $rc == 1 ]] || fail "delay without overlap exit $rc"
+grep -q "training.delay_wgrad_compute" epo.err || fail "delay without overlap message: $(cat epo.err)"
+"$CLI" simulate --model deepseek-v3 --layers 5 --dp 4 --ep 1 --seq-len 512 --global-batch-size 4 \
+  --overlap-moe-expert-parallel-comm > /dev/null 2> epo.err; rc=$?
+[[ $rc == 1 ]] || fail "EP overlap with ep 1 exit $rc"
+grep -q "training.overlap_moe_expert_parallel_comm" epo.err || fail "EP overlap with ep 1 message: $(cat epo.err)"
+"$CLI" simulate --help 2>&1 | grep -q -- "--delay-wgrad-compute" || fail "--delay-wgrad-compute not in the help"
+
 # Usage and job errors.
 "$CLI" simulate "${JOB[@]}" --timeline > /dev/null 2>&1; [[ $? == 2 ]] || fail "--timeline without --json is not a usage error"
 cat > bad.json <<'J'
