@@ -208,9 +208,24 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus) {
   }
   if (j.contains("training") && j["training"].is_object())
     for (const char* k : {"micro_batch_size", "schedule", "recompute"}) j["training"].erase(k);
+  // The EP all-to-all overlap needs ep > 1, which the plan chooses per
+  // layout (plan.cc, fit_ep_overlap): the base job, whose parallel block
+  // is gone, carries the request without being validated against ep 1.
+  bool ep_overlap = false, delay_wgrad = false;
+  if (j.contains("training") && j["training"].is_object()) {
+    json& t = j["training"];
+    for (auto [key, out] : {std::pair<const char*, bool*>{"overlap_moe_expert_parallel_comm", &ep_overlap},
+                            std::pair<const char*, bool*>{"delay_wgrad_compute", &delay_wgrad}})
+      if (t.contains(key) && t[key].is_boolean()) {
+        *out = t[key].get<bool>();
+        t.erase(key);
+      }
+  }
   Result<Job> parsed = parse_job(j.dump());
   if (!parsed.ok()) return report_error(kCmd, parsed.error());
   *job = std::move(parsed).value();
+  job->training.overlap_moe_expert_parallel_comm = ep_overlap;
+  job->training.delay_wgrad_compute = delay_wgrad;
 
   // Constraint flags onto the plan block.
   for (int d = 0; d < kPlanDegrees; ++d) {

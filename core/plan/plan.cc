@@ -227,6 +227,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
   j.training.recompute = k.rc;
   j.training.schedule = Schedule::kOneFOneB;
   fit_ep_overlap(j);
+  const bool ep_overlap = ep_overlap_of(j);
   // No summary.json: the proxy reads the graph, the program and the
   // bindings only (the summary's default simulation cost as much again).
   Result<std::unique_ptr<const PlanBuild>> gen = backend.build(j, /*summary=*/false);
@@ -386,6 +387,10 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
       // collectives, the shared experts' stream) does not hold the compute
       // stream: charging it would no longer bound simulate from below.
       if (!prog.side_stream.empty() && prog.side_stream[i] != 0) continue;
+      // With the EP all-to-all overlap the steady phase's combined steps
+      // run the ep all-to-alls on their own stream; this one-micro-batch
+      // program has none, so they are left out for every layout.
+      if (axis == "ep" && ep_overlap) continue;
       if (axis == "tp" || axis == "cp") coll_us[i] = collective_micros(net, axis == "tp" ? tp_shape : cp_shape, n.coll, n.comm_size);
       else if (axis == "ep") coll_us[i] = best_shape_micros(net, k.ep, n.coll, n.comm_size);
       else if (axis == "etp") coll_us[i] = best_shape_micros(net, k.etp, n.coll, n.comm_size);
@@ -829,10 +834,19 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
   // they are reduced during the backward; otherwise one bucket.
   const bool overlapped = t.grad_reduce_overlapped(p);
   auto buckets_of = [&](int64_t l) { return overlapped ? layer_part(px, l).big_grads : 0; };
-  // A round's reduce-scatter over the shard group (dense) and over edp
-  // (routed experts): at least collectives_us of the layer's gradients.
+  // ZeRO-3's reductions on the replayed data-parallel stream: only the
+  // buckets a layer's gradients of at least dp_bucket_mb close (each alone
+  // in its bucket, released within the layer's backward and queued behind
+  // the next unit's gathers, as lowering queues it), each at least one
+  // reduce-scatter of dp_bucket_mb. Smaller gradients share buckets that
+  // may close a layer later; leaving them out keeps every replayed item
+  // at or after its place in the simulator's chain.
   const GroupShape round_shape =
-      every_round && sg > 1 ? dp_group_shape(*net, p, sg, 1, shapes) : GroupShape{};
+      (every_round || fsdp) && sg > 1 ? dp_group_shape(*net, p, sg, 1, shapes) : GroupShape{};
+  const double bucket_rs_us =
+      round_shape.n > 1 ? collective_micros(*net, round_shape, CollectiveType::kReduceScatter,
+                                            static_cast<int64_t>(t.dp_bucket_mb * 1024.0 * 1024.0))
+                        : 0.0;
   // MoE: the routed experts' gradients and ZeRO collectives go over the
   // expert data-parallel group, on the same stream (expert_dp_comm_bound).
   const int64_t ne = experts && megatron && job.model.is_moe() ? p.expert_dp() : 1;
@@ -1024,15 +1038,8 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
       // or the last micro-batch's buckets) wait on the data-parallel stream
       // for the next gather (pushed after this unit's own gather below).
       double round_us = 0;
-      if ((round || final) && fu && layer >= 0) {  // ZeRO-3 defers the last round's reductions too
-        const Part& lp = layer_part(px, layer);
-        const int64_t gb = dtype_bytes(t.grad_reduce_dtype);
-        if (sg > 1 && lp.params_dense > 0)
-          round_us += collectives_us(*net, round_shape, CollectiveType::kReduceScatter, lp.params_dense * gb,
-                                     buckets_of(layer));
-        if (ne > 1 && lp.params_expert > 0)
-          round_us += collective_concave_lower_micros(*net, edp_shape, CollectiveType::kReduceScatter, lp.params_expert * gb);
-      }
+      if ((round || final) && fu && layer >= 0)  // ZeRO-3 defers the last round's reductions too
+        round_us = static_cast<double>(buckets_of(layer)) * bucket_rs_us;
       const double released = clock;
       if (!gathered || !fu || wstep) {
         clock += u.c;

@@ -124,9 +124,12 @@ class Lowerer {
     // One op of a step, and the gradient buckets it makes ready.
     const auto emit_step_op = [&](int id, int64_t mb) -> Status {
       if (first_forward_) SC_RETURN_IF_ERROR(param_gathers_before(id));
+      // ZeRO-3's ready reductions follow the unit's gathers (its dense and
+      // its experts' weights), before the op that reads them.
+      const bool gather = g_.ops[id].cause.kind == CauseKind::kZeroParamGather;
+      if (gathered_ && !gather) SC_RETURN_IF_ERROR(flush_partials());
+      gathered_ |= gather;
       SC_RETURN_IF_ERROR(emit(id, mb));
-      if (!deferred_.empty() && g_.ops[id].cause.kind == CauseKind::kZeroParamGather)
-        SC_RETURN_IF_ERROR(flush_partials());
       // A bucket becomes ready only when a main grad is written: scan the
       // pending ones (in order, as each op is issued) only after a write.
       if (!grads_written_) return ok_status();
@@ -868,12 +871,13 @@ class Lowerer {
     return defer_reductions_ ? ok_status() : flush_partials();
   }
   // Emits the ready rounds. With ZeRO-3's per-unit parameter gathers on the
-  // same group, a ready round waits until the next gather is issued (or
-  // the step ends): FSDP reduces on a stream of its own (Megatron-FSDP's
+  // same group, a ready round waits until the next unit's gathers are
+  // issued (or the step ends): FSDP reduces on a stream of its own (Megatron-FSDP's
   // overlap_allgather_reduction, FSDP2's reduce-scatter stream), so a
   // gather the compute waits for is not queued behind a reduction; one
   // communicator chain per group here keeps them in issue order.
   Status flush_partials() {
+    gathered_ = false;
     for (const auto [id, last] : deferred_) {
       if (last) {  // the bucket op itself (the last round, which the optimizer reads)
         SC_RETURN_IF_ERROR(emit(id, -1));
@@ -1850,6 +1854,7 @@ class Lowerer {
   uint32_t amax_suffix_[2] = {RoleProgram::kStoredName, RoleProgram::kStoredName};  // fwd / bwd amax names
   bool every_mb_ = false;                 // grad_reduce_every_micro_batch with several micro-batches
   bool defer_reductions_ = false;         // ZeRO-3 gathers share the group: reductions wait for the next gather
+  bool gathered_ = false;                 // a ZeRO-3 gather was emitted since the last flush
   std::map<int, int64_t> partial_ready_;  // per bucket op: rounds whose gradients are written (< micro_batches)
   std::map<int, int64_t> partial_done_;   // per bucket op: rounds emitted
   std::vector<std::pair<int, bool>> deferred_;  // ready reductions not yet emitted: bucket op, last round

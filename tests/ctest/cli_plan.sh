@@ -287,5 +287,25 @@ for c in p["candidates"]:
 assert seen == {2, 3}, seen
 PY
 
+# A base job asking for Megatron-Core's EP all-to-all overlap: the plan
+# keeps it on the layouts where Megatron-Core accepts it (ep > 1) and drops
+# it elsewhere, instead of refusing the base job (whose parallel block it
+# chooses) for ep 1.
+cat > epov.json <<'JSON'
+{"model": {"preset": "mixtral-8x7b", "num_layers": 2},
+ "training": {"seq_len": 1024, "global_batch_size": 16, "overlap_moe_expert_parallel_comm": true},
+ "hardware": "h100"}
+JSON
+"$CLI" plan -c epov.json --gpus 8 --min-ep 2 --top 3 --json --progress none > epov.out 2> epov.err \
+  || fail "plan with the EP overlap: $(cat epov.err)"
+python3 - <<'PY' || fail "EP overlap kept where ep > 1: $(head -c 1500 epov.out)"
+import json
+p = json.load(open("epov.out"))
+assert p["candidates"], p
+for c in p["candidates"]:
+    assert c["layout"]["ep"] > 1, c["layout"]
+    assert c["job"]["training"].get("overlap_moe_expert_parallel_comm") is True, c["job"]["training"]
+PY
+
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]
