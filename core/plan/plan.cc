@@ -119,6 +119,7 @@ struct Part {
   // the compute chain follows.
   double f_post_us = 0, b_post_us = 0, b_post_nw_us = 0;
   int64_t big_grads = 0;  // dense weight gradients of at least a DDP bucket
+  int64_t big_grad_bytes = 0;  // their bytes
   // Of those, the ones between two consecutive compute nodes A -> B with
   // A feeding the collective and the collective feeding B: the compute
   // stream waits for all of it.
@@ -289,7 +290,10 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
     Result<int64_t> b = tt.local_bytes(bind, tt.name);
     if (!b.ok()) { px.error = b.error(); return px; }
     Part* part = weight_part[static_cast<size_t>(tt.grad_of)] ? weight_part[static_cast<size_t>(tt.grad_of)] : &px.pre;
-    if (static_cast<double>(*b) >= bucket_bytes && big.insert(tt.grad_of).second) ++part->big_grads;
+    if (static_cast<double>(*b) >= bucket_bytes && big.insert(tt.grad_of).second) {
+      ++part->big_grads;
+      part->big_grad_bytes += *b;
+    }
   }
   // Saved activations: the part of their first backward reader (as
   // summary.json's activation_bytes_by_layer), layer -1 by its producer.
@@ -835,18 +839,25 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
   const bool overlapped = t.grad_reduce_overlapped(p);
   auto buckets_of = [&](int64_t l) { return overlapped ? layer_part(px, l).big_grads : 0; };
   // ZeRO-3's reductions on the replayed data-parallel stream: only the
-  // buckets a layer's gradients of at least dp_bucket_mb close (each alone
-  // in its bucket, released within the layer's backward and queued behind
-  // the next unit's gathers, as lowering queues it), each at least one
-  // reduce-scatter of dp_bucket_mb. Smaller gradients share buckets that
-  // may close a layer later; leaving them out keeps every replayed item
-  // at or after its place in the simulator's chain.
+  // buckets a layer's gradients of at least dp_bucket_mb close (each closes
+  // its bucket when written, within the layer's backward, and the bucket
+  // is queued behind the next unit's gathers, as lowering queues it), each
+  // at least a reduce-scatter of that gradient: its fixed time plus its
+  // bytes at the collective's asymptotic rate (time concave and piecewise
+  // affine in the size: the last piece's slope is below every secant).
+  // Smaller gradients share buckets that may close a layer later; leaving
+  // them out keeps every replayed item at or after its place in the
+  // simulator's chain.
   const GroupShape round_shape =
       (every_round || fsdp) && sg > 1 ? dp_group_shape(*net, p, sg, 1, shapes) : GroupShape{};
-  const double bucket_rs_us =
-      round_shape.n > 1 ? collective_micros(*net, round_shape, CollectiveType::kReduceScatter,
-                                            static_cast<int64_t>(t.dp_bucket_mb * 1024.0 * 1024.0))
-                        : 0.0;
+  double rs_fixed_us = 0, rs_us_per_byte = 0;
+  if (round_shape.n > 1) {
+    constexpr int64_t kBig = int64_t{1} << 40;
+    rs_fixed_us = collective_micros(*net, round_shape, CollectiveType::kReduceScatter, 0);
+    rs_us_per_byte = std::max(0.0, (collective_micros(*net, round_shape, CollectiveType::kReduceScatter, 2 * kBig) -
+                                    collective_micros(*net, round_shape, CollectiveType::kReduceScatter, kBig)) /
+                                       static_cast<double>(kBig));
+  }
   // MoE: the routed experts' gradients and ZeRO collectives go over the
   // expert data-parallel group, on the same stream (expert_dp_comm_bound).
   const int64_t ne = experts && megatron && job.model.is_moe() ? p.expert_dp() : 1;
@@ -1038,8 +1049,10 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
       // or the last micro-batch's buckets) wait on the data-parallel stream
       // for the next gather (pushed after this unit's own gather below).
       double round_us = 0;
-      if ((round || final) && fu && layer >= 0)  // ZeRO-3 defers the last round's reductions too
-        round_us = static_cast<double>(buckets_of(layer)) * bucket_rs_us;
+      if ((round || final) && fu && layer >= 0 && overlapped) {  // ZeRO-3 defers the last round's too
+        const Part& lp = layer_part(px, layer);
+        round_us = static_cast<double>(lp.big_grads) * rs_fixed_us + static_cast<double>(lp.big_grad_bytes) * rs_us_per_byte;
+      }
       const double released = clock;
       if (!gathered || !fu || wstep) {
         clock += u.c;
