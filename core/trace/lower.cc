@@ -899,15 +899,7 @@ class Lowerer {
       queue_on_axis(axis, node.id, deps);
       sort_unique(deps);
       node.deps.assign(deps.begin(), deps.end());
-      if (c->output_bytes < 0) {
-        uint64_t out = 0;
-        for (int t : op.outputs) {
-          SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
-          out += static_cast<uint64_t>(shard(op, b));
-        }
-        c->output_bytes = static_cast<int64_t>(out);
-      }
-      node.output_bytes = static_cast<uint64_t>(c->output_bytes);
+      SC_ASSIGN_OR_RETURN(node.output_bytes, output_bytes_of(op, *c));
       push(std::move(node), axis, -1, 0, round, ref->second);
     }
     deferred_.clear();
@@ -1322,6 +1314,20 @@ class Lowerer {
     return &c;
   }
 
+  // A compute or collective node's output bytes (this rank's ZeRO shard),
+  // the same in every micro-batch: summed once into the op's cost.
+  Result<uint64_t> output_bytes_of(const Op& op, OpCost& c) {
+    if (c.output_bytes < 0) {
+      uint64_t out = 0;
+      for (int t : op.outputs) {
+        SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
+        out += static_cast<uint64_t>(shard(op, b));
+      }
+      c.output_bytes = static_cast<int64_t>(out);
+    }
+    return static_cast<uint64_t>(c.output_bytes);
+  }
+
   static std::string mb_prefix(int64_t mb) { return mb >= 0 ? "mb" + std::to_string(mb) + "." : std::string(); }
 
   Status emit(int id, int64_t mb) {
@@ -1438,15 +1444,7 @@ class Lowerer {
     if (node.kind == TraceNodeKind::kRecv) {
       node.output_bytes = static_cast<uint64_t>(node.comm_size);
     } else if (node.kind != TraceNodeKind::kSend) {
-      if (c->output_bytes < 0) {  // the same in every micro-batch: summed once
-        uint64_t out = 0;
-        for (int t : op.outputs) {
-          SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
-          out += static_cast<uint64_t>(shard(op, b));
-        }
-        c->output_bytes = static_cast<int64_t>(out);
-      }
-      node.output_bytes = static_cast<uint64_t>(c->output_bytes);
+      SC_ASSIGN_OR_RETURN(node.output_bytes, output_bytes_of(op, *c));
     }
     const uint64_t nid = node.id;
     for (int t : op.outputs) produced(t, mb, &nid, 1);
