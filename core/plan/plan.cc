@@ -2199,9 +2199,11 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
   // Without overlap_grad_reduce the dominance fails: ZeRO 1 then reduces
   // after the backward, ZeRO 2 during it (TrainingConfig::grad_reduce_overlapped).
   const bool zero2_dominance = base.training.overlap_grad_reduce;
-  auto dominated = [&](const Cand& cd) {
-    return !o.exhaustive && zero2_dominance && cd.l.zero == 2 && zero1_fits.count(sibling(cd.l)) > 0;
+  // A ZeRO-2 layout whose ZeRO-1 twin is in `fits`.
+  auto zero1_twin_in = [&](const Cand& cd, const std::set<std::string>& fits) {
+    return !o.exhaustive && zero2_dominance && cd.l.zero == 2 && fits.count(sibling(cd.l)) > 0;
   };
+  auto dominated = [&](const Cand& cd) { return zero1_twin_in(cd, zero1_fits); };
   // A layout whose rank order simulates exactly as the megatron order's
   // (orders_equivalent) is a duplicate: its megatron twin stands for it.
   if (!o.exhaustive && !base.model.is_moe() && in_list(c.orders, std::string("megatron"))) {
@@ -2285,7 +2287,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     while (end < order.size() && builds < static_cast<size_t>(batch)) {
       const Cand& cd = cands[order[end]];
       if (!(cd.est.bound_us < threshold())) break;
-      if (dominated(cd) || (!o.exhaustive && zero2_dominance && cd.l.zero == 2 && zero1_copies.count(sibling(cd.l)))) {
+      if (dominated(cd) || zero1_twin_in(cd, zero1_copies)) {
         ++end;
         continue;
       }

@@ -314,10 +314,11 @@ class Lowerer {
     std::vector<int> pre, comb_head, comb, mlp, mlp_w, disp, post, pre_w;
     bool moe = false;
   };
-  bool ep_alltoall(int id) const {
-    const Op& o = g_.ops[static_cast<size_t>(id)];
+  // An expert-parallel all-to-all of the graph (dispatch or combine).
+  static bool ep_alltoall(const Op& o) {
     return o.kind == OpKind::kCollective && o.coll == CollectiveType::kAllToAll && o.axis == "ep";
   }
+  // An op of the shared experts (named "moe.shared...", or the backward of one).
   bool shared_expert_op(int id) const {
     const auto named = [](const std::string& n) {
       const size_t at = n.find("moe.shared");
@@ -377,7 +378,7 @@ class Lowerer {
     LayerParts p;
     std::vector<size_t> a2a;
     for (size_t i = 0; i < ops.size(); ++i)
-      if (ep_alltoall(ops[i])) a2a.push_back(i);
+      if (ep_alltoall(g_.ops[static_cast<size_t>(ops[i])])) a2a.push_back(i);
     if (a2a.size() != 2) {
       p.pre = ops;
       return p;
@@ -400,7 +401,7 @@ class Lowerer {
     const bool delay = o_.delay_wgrad_compute;
     std::vector<size_t> a2a;
     for (size_t i = 0; i < ops.size(); ++i)
-      if (ep_alltoall(ops[i])) a2a.push_back(i);
+      if (ep_alltoall(g_.ops[static_cast<size_t>(ops[i])])) a2a.push_back(i);
     // Transformer Engine's linears split off their weight-gradient GEMMs
     // (the norms' and the router's gradients stay in the backward).
     const auto wgrad = [&](int id) {
@@ -502,9 +503,7 @@ class Lowerer {
   // GPUs there), an all-to-all over ep_nvl of the op's comm_size, on the
   // side stream (DeepEP forwards while it receives). Both wait for the op's
   // inputs; its readers wait for both (docs/parallelism.md).
-  bool deepep_op(const Op& o) const {
-    return o_.deepep_nvl > 0 && o.kind == OpKind::kCollective && o.coll == CollectiveType::kAllToAll && o.axis == "ep";
-  }
+  bool deepep_op(const Op& o) const { return o_.deepep_nvl > 0 && ep_alltoall(o); }
   Status emit_deepep(const Op& op, int id, int64_t mb, std::vector<uint64_t> in, const std::string& op_suffix,
                      int64_t op_comm_size) {
     sort_unique(in);
@@ -592,18 +591,13 @@ class Lowerer {
     const size_t no = g_.ops.size();
     shared_.assign(no, 0);
     shared_start_.assign(no, 0);
-    const auto named = [](const std::string& n) {
-      const size_t at = n.find("moe.shared");
-      return at != std::string::npos && (at == 0 || n[at - 1] == '.');
-    };
     std::vector<std::vector<int>> readers(g_.tensors.size());
     for (int id : g_.order)
       for (int t : g_.ops[id].inputs) readers[static_cast<size_t>(t)].push_back(id);
     for (int id : g_.order) {
       const Op& o = g_.ops[id];
       if (o.phase == Phase::kOptimizer || o.kind == OpKind::kCollective) continue;
-      const Op& f = o.fwd_op >= 0 ? g_.ops[static_cast<size_t>(o.fwd_op)] : o;
-      if (named(o.name) || named(f.name)) shared_[static_cast<size_t>(id)] = 1;
+      if (shared_expert_op(id)) shared_[static_cast<size_t>(id)] = 1;
     }
     // Megatron's pre/post_forward_comm: the sequence-parallel gather of the
     // shared experts' input and the reduction of their output, on their
@@ -867,7 +861,7 @@ class Lowerer {
       if (e == 0) return ok_status();
       rounds = std::min(rounds, writes_[static_cast<size_t>(t)] * o_.micro_batches / e);
     }
-    for (int64_t& ready = partial_ready_[id]; ready < rounds; ++ready) deferred_.push_back({id, false});
+    for (int64_t& ready = rounds_[id].ready; ready < rounds; ++ready) deferred_.push_back({id, false});
     return defer_reductions_ ? ok_status() : flush_partials();
   }
   // Emits the ready rounds. With ZeRO-3's per-unit parameter gathers on the
@@ -884,10 +878,13 @@ class Lowerer {
         continue;
       }
       const Op& op = g_.ops[id];
-      const int64_t round = partial_done_[id]++;
+      Rounds& r = rounds_[id];
+      const int64_t round = r.done++;
       SC_ASSIGN_OR_RETURN(OpCost* c, cost_of(id));
-      auto [ref, fresh] = partial_suffix_.try_emplace(id, static_cast<uint32_t>(p_.name_suffixes.size()));
-      if (fresh) p_.name_suffixes.push_back("bwd." + op.name);
+      if (r.suffix == RoleProgram::kStoredName) {
+        r.suffix = static_cast<uint32_t>(p_.name_suffixes.size());
+        p_.name_suffixes.push_back("bwd." + op.name);
+      }
       ProgramNode node;
       node.id = static_cast<uint32_t>(p_.nodes.size());
       node.kind = TraceNodeKind::kCollective;
@@ -900,7 +897,7 @@ class Lowerer {
       sort_unique(deps);
       node.deps.assign(deps.begin(), deps.end());
       SC_ASSIGN_OR_RETURN(node.output_bytes, output_bytes_of(op, *c));
-      push(std::move(node), axis, -1, 0, round, ref->second);
+      push(std::move(node), axis, -1, 0, round, r.suffix);
     }
     deferred_.clear();
     return ok_status();
@@ -1384,8 +1381,7 @@ class Lowerer {
     // ScheduleNode, first waits for its micro-batch's event: the end of the
     // last node that micro-batch ran on the compute stream (a delayed
     // weight-gradient GEMM records none).
-    const bool ep_comm = combining_ && op.kind == OpKind::kCollective && op.coll == CollectiveType::kAllToAll &&
-                         op.axis == "ep" && ag_dispatch_.count(id) == 0;
+    const bool ep_comm = combining_ && ep_alltoall(op) && ag_dispatch_.count(id) == 0;
     if (ep_comm)
       if (auto it = event_.find(mb); it != event_.end()) deps.push_back(static_cast<uint64_t>(it->second));
     if (deepep_op(op)) return emit_deepep(op, id, mb, deps, c->suffix, c->comm_size);
@@ -1853,10 +1849,15 @@ class Lowerer {
   bool every_mb_ = false;                 // grad_reduce_every_micro_batch with several micro-batches
   bool defer_reductions_ = false;         // ZeRO-3 gathers share the group: reductions wait for the next gather
   bool gathered_ = false;                 // a ZeRO-3 gather was emitted since the last flush
-  std::map<int, int64_t> partial_ready_;  // per bucket op: rounds whose gradients are written (< micro_batches)
-  std::map<int, int64_t> partial_done_;   // per bucket op: rounds emitted
+  // Per bucket op (every_mb_): rounds whose gradients are written (below
+  // micro_batches), rounds emitted, and its per-micro-batch name in
+  // p_.name_suffixes.
+  struct Rounds {
+    int64_t ready = 0, done = 0;
+    uint32_t suffix = RoleProgram::kStoredName;
+  };
+  std::map<int, Rounds> rounds_;
   std::vector<std::pair<int, bool>> deferred_;  // ready reductions not yet emitted: bucket op, last round
-  std::map<int, uint32_t> partial_suffix_;  // per bucket op: its per-micro-batch name in p_.name_suffixes
   std::vector<uint8_t> tp_fuse_;                  // per op: TpFuse (empty: tp 1, or no tp collective to overlap)
   std::vector<uint8_t> fp8_gather_;               // per op: an all-gather moving FP8 (empty: no fp8_recipe)
   std::map<int, int> partner_;                    // kRingGather / kPipeGemm op -> its GEMM / reduce-scatter
