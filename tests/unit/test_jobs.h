@@ -182,6 +182,30 @@ struct NodesByName {
   std::map<std::string, const TraceNode*> by_name;
 };
 
+// Appends a node to a program built by hand (the hand-timed simulator
+// tests): a compute node of `dur` µs, or a transfer of `comm_size` bytes
+// (a collective is an all-to-all; a send or receive has its peer stage
+// and tag), on mesh axis `axis` and side stream `side`.
+inline void add_hand_node(RoleProgram& p, TraceNodeKind k, uint64_t dur, std::vector<uint64_t> deps, uint8_t axis,
+                          uint8_t side, int64_t comm_size, int32_t peer = -1, int32_t tag = 0) {
+  TraceNode x;
+  x.id = p.nodes.size();
+  x.name = "n" + std::to_string(x.id);
+  x.kind = k;
+  if (k == TraceNodeKind::kCompute) {
+    x.duration_micros = dur;
+  } else {
+    x.comm_size = comm_size, x.tag = tag;
+    if (k == TraceNodeKind::kCollective) x.coll = CollectiveType::kAllToAll;
+  }
+  x.deps = std::move(deps);
+  p.nodes.push_back(x);
+  p.node_axis.push_back(axis);
+  p.peer_stage.push_back(peer);
+  p.ring_offset.push_back(0);
+  p.side_stream.push_back(side);
+}
+
 // Two ranks in one NVLink domain of 8 at 100 B/µs and 1 µs latency (the
 // scale-out tier 10 B/µs, 5 µs, unused), one protocol: a network whose
 // transfer times the hand-timed simulator tests derive (p2p_micros:

@@ -250,18 +250,7 @@ TEST_CASE("ep a2a overlap: the EP stream, timed by hand") {
   RoleProgram p;
   p.axes = {"", "ep"};
   const auto node = [&](TraceNodeKind k, uint64_t dur, std::vector<uint64_t> deps, uint8_t axis, uint8_t side) {
-    TraceNode x;
-    x.id = p.nodes.size();
-    x.name = "n" + std::to_string(x.id);
-    x.kind = k;
-    if (k == TraceNodeKind::kCompute) x.duration_micros = dur;
-    else x.coll = CollectiveType::kAllToAll, x.comm_size = 5800;
-    x.deps = std::move(deps);
-    p.nodes.push_back(x);
-    p.node_axis.push_back(axis);
-    p.peer_stage.push_back(-1);
-    p.ring_offset.push_back(0);
-    p.side_stream.push_back(side);
+    add_hand_node(p, k, dur, std::move(deps), axis, side, 5800);  // all-to-alls of C = 5800 B
   };
   node(TraceNodeKind::kCompute, 10, {}, 0, 0);
   node(TraceNodeKind::kCollective, 0, {0}, 1, 4);

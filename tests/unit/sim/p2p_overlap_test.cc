@@ -69,20 +69,7 @@ TEST_CASE("overlap_p2p_comm: a steady-phase send runs beside the compute stream,
   net.comm_sm_share_domain = net.comm_sm_share_scale_out = 0;
   REQUIRE(p2p_micros(net, 0, 1, 2900) == doctest::Approx(30));
   const auto add = [](RoleProgram& p, TraceNodeKind k, uint64_t dur, std::vector<uint64_t> deps, int32_t peer,
-                      int32_t tag) {
-    TraceNode x;
-    x.id = p.nodes.size();
-    x.name = "n" + std::to_string(x.id);
-    x.kind = k;
-    if (k == TraceNodeKind::kCompute) x.duration_micros = dur;
-    else x.comm_size = 2900, x.tag = tag;
-    x.deps = std::move(deps);
-    p.nodes.push_back(x);
-    p.node_axis.push_back(0);
-    p.peer_stage.push_back(peer);
-    p.ring_offset.push_back(0);
-    p.side_stream.push_back(0);
-  };
+                      int32_t tag) { add_hand_node(p, k, dur, std::move(deps), 0, 0, 2900, peer, tag); };
   RoleProgram p0, p1;
   add(p0, TraceNodeKind::kCompute, 100, {}, -1, 0);  // 0 A
   add(p0, TraceNodeKind::kSend, 0, {0}, 1, 0);       // 1 s1
