@@ -48,6 +48,11 @@ struct HardwareProfile {
   double skinny_gemm_micros = 0;      // a skinny GEMM's fixed start-up, µs, added to its streaming time (0: none)
   double attention_startup_micros = 0;  // a fused attention kernel's fixed start-up, µs, added to its bytes' time (0: none)
   double ssd_scan_hbm_efficiency = 0;   // fraction of HBM bandwidth mamba_ssm's chunked Mamba-2 scan kernels reach over their bytes (0: the generic model times the scan)
+  // Fitted on published training runs (docs/hardware.md, "Expert exchanges
+  // across nodes"): the fraction of the network rate a training job's
+  // expert-parallel exchange (its dispatch and combine) reaches on the
+  // part it sends across nodes; 1: the NCCL rate every collective gets.
+  double ep_scale_out_efficiency = 1;
 
   double peak_for(DType dt) const;  // FLOP/s for GEMMs in that dtype
 };

@@ -51,6 +51,8 @@ constexpr Field kFields[] = {
     {"skinny_gemm_micros", &HardwareProfile::skinny_gemm_micros, 0, true, kMaxFloorMicros, true},
     {"attention_startup_micros", &HardwareProfile::attention_startup_micros, 0, true, kMaxFloorMicros, true},
     {"ssd_scan_hbm_efficiency", &HardwareProfile::ssd_scan_hbm_efficiency, kMinEfficiency, true, 1, true},
+    // Fitted (docs/hardware.md, "Expert exchanges across nodes").
+    {"ep_scale_out_efficiency", &HardwareProfile::ep_scale_out_efficiency, kMinEfficiency, true, 1},
 };
 constexpr int64_t kMaxSmCount = 4096;
 
@@ -80,7 +82,7 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
           "gpus_per_node", "compute_efficiency", "memory_efficiency", "cost_model", "sm_count",
           "gemm_efficiency", "attention_efficiency", "attention_bwd_efficiency", "hbm_efficiency",
           "kernel_floor_micros", "fp8_gemm_speedup", "skinny_hbm_efficiency", "skinny_gemm_micros",
-          "attention_startup_micros", "ssd_scan_hbm_efficiency"},
+          "attention_startup_micros", "ssd_scan_hbm_efficiency", "ep_scale_out_efficiency"},
       path));
   HardwareProfile hw;
   hw.name = "custom";

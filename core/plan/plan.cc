@@ -1661,7 +1661,7 @@ std::vector<std::string> low_confidence(const PlanCandidate& c) {
   if (l.zero == 3 && l.shard_group > kLowConfidenceZero3Group)
     out.push_back("ZeRO-3 over " + std::to_string(l.shard_group) + " ranks: per-layer gathers at this scale unchecked");
   if (c.job.model.is_moe()) {
-    // docs/fidelity.md, "Mixture of experts (checks only)": the checked MoE
+    // docs/fidelity.md, "Mixture of experts": the checked MoE
     // runs whose step compute sets simulate far too fast (the all-to-all
     // bound ones are close), so a MoE ranking leans toward compute-bound
     // layouts (tests/plan/published_probe_results.md).

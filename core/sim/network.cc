@@ -302,6 +302,9 @@ Result<NetworkModel> resolve_network(const Job& job, int64_t world, bool astra) 
                      : p.moe_dispatcher == "deepep"  ? NetworkModel::Dispatcher::kDeepEP
                                                      : NetworkModel::Dispatcher::kAllToAll;
   n.moe_imbalance = p.moe_imbalance;
+  // Fitted on training runs only (docs/hardware.md, "Expert exchanges
+  // across nodes"); a serving job's exchange keeps the NCCL rate.
+  if (!job.inference()) n.ep_scale_out_efficiency = hw.ep_scale_out_efficiency;
   if (job.model.is_moe()) {
     // The dispatch buffer of one source rank holds E x cap token slots
     // (api.cc binds cap from the same local tokens).
@@ -444,13 +447,15 @@ double deepep_node_miss(int64_t experts, int64_t topk, double e_node) {
 
 double expert_collective_micros(const NetworkModel& net, const GroupShape& g, CollectiveType t, int64_t comm_size) {
   using D = NetworkModel::Dispatcher;
+  const bool cross = g.domains > 1;
   if (net.astra || t != CollectiveType::kAllToAll || g.n <= 1 ||
-      (net.moe_dispatcher == D::kAllToAll && net.moe_imbalance == 1.0))
+      (net.moe_dispatcher == D::kAllToAll && net.moe_imbalance == 1.0 && (!cross || net.ep_scale_out_efficiency == 1.0)))
     return collective_micros(net, g, t, comm_size);
   const double n = static_cast<double>(g.n), m = static_cast<double>(g.per_domain);
   const double C = static_cast<double>(comm_size);  // one rank's dispatch buffer: k copies of its tokens
-  const double out = net.scale_out_bw / net.oversubscription;
-  const bool cross = g.domains > 1;
+  // The share sent across nodes moves at the expert exchange's fitted
+  // fraction of the network rate (ep_scale_out_efficiency).
+  const double out = net.scale_out_bw / net.oversubscription * net.ep_scale_out_efficiency;
   const double lat = cross ? net.scale_out_lat : net.domain_lat;
   switch (net.moe_dispatcher) {
     case D::kAllToAll: {

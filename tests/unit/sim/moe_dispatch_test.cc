@@ -47,6 +47,7 @@ NetworkModel toy_net(const Job& j, int64_t domain_size) {
   n.scale_out_bw = 10;
   n.scale_out_lat = 5;
   n.nccl_protocols = false;  // one protocol: the ring all-gather as simulate_test's toy network
+  n.ep_scale_out_efficiency = 1;  // the dispatchers' bytes alone (the fitted share: its own test)
   return n;
 }
 
@@ -161,6 +162,61 @@ TEST_CASE("moe dispatcher: bytes each dispatcher moves per rank, 8 experts, top-
     const GroupShape g = group(n, {0, 1, 2, 3});
     CHECK(expert_collective_micros(n, g, CollectiveType::kAllToAll, C) ==
           collective_micros(n, g, CollectiveType::kAllToAll, C));
+  }
+}
+
+TEST_CASE("ep_scale_out_efficiency: a training job's expert exchange sends its cross-node share at that fraction of the NIC rate") {
+  Job j = job_of(moe_json(""));
+  // The profiles' value (docs/hardware.md, "Expert exchanges across
+  // nodes"): fitted for the h100, taken by h200 and b200; a100 and a custom
+  // device keep 1.
+  CHECK(hardware_preset("h100").value().ep_scale_out_efficiency == 0.69);
+  CHECK(hardware_preset("h200").value().ep_scale_out_efficiency == 0.69);
+  CHECK(hardware_preset("b200").value().ep_scale_out_efficiency == 0.69);
+  CHECK(hardware_preset("a100").value().ep_scale_out_efficiency == 1.0);
+  CHECK(j.hardware.ep_scale_out_efficiency == 0.69);  // moe_json's h100
+  CHECK(resolve_network(j, 4, false).value().ep_scale_out_efficiency == 0.69);
+
+  NetworkModel n = toy_net(j, 2);
+  n.ep_scale_out_efficiency = 0.5;
+  const int64_t C = 8 * 32 * 256 * 2;
+  SUBCASE("alltoall across two domains of 2: the NIC's half of the buffer at 10 x 0.5 B/us") {
+    const double nic = 2.0 / 4 * C;  // 65,536 bytes, as the dispatcher test above
+    CHECK(expert_collective_micros(n, group(n, {0, 1, 2, 3}), CollectiveType::kAllToAll, C) ==
+          doctest::Approx(5 + nic / 5));
+  }
+  SUBCASE("inside one domain nothing crosses: the NVLink time, as before") {
+    NetworkModel one = toy_net(j, 4);
+    one.ep_scale_out_efficiency = 0.5;
+    CHECK(expert_collective_micros(one, group(one, {0, 1, 2, 3}), CollectiveType::kAllToAll, C) ==
+          doctest::Approx(1 + 3.0 / 4 * C / 100));
+  }
+  SUBCASE("deepep across two domains: the RDMA copies at the same share") {
+    n.moe_dispatcher = NetworkModel::Dispatcher::kDeepEP;
+    const double rdma = 128.0 * 256 * 2 * (1 - 6.0 / 28);
+    const double nvl = C / 2.0;
+    CHECK(expert_collective_micros(n, group(n, {0, 1, 2, 3}), CollectiveType::kAllToAll, C) ==
+          doctest::Approx(5 + std::max(rdma / 5, nvl / (100 * 153.0 / 160))));
+  }
+  SUBCASE("the other collectives of the ep group keep the NCCL rate") {
+    CHECK(expert_collective_micros(n, group(n, {0, 1, 2, 3}), CollectiveType::kAllGather, C) ==
+          collective_micros(n, group(n, {0, 1, 2, 3}), CollectiveType::kAllGather, C));
+  }
+  SUBCASE("a serving job's exchange keeps the NCCL rate (fitted on training runs only)") {
+    Job s = j;
+    s.mode = JobMode::kInference;
+    CHECK(resolve_network(s, 4, false).value().ep_scale_out_efficiency == 1.0);
+  }
+  SUBCASE("the job can set it; out of range is an error naming the field and the value") {
+    const std::string js = moe_json("");  // no hardware key: the default h100
+    auto with_hw = [&](const std::string& v) {
+      return R"({"hardware": {"preset": "h100", "ep_scale_out_efficiency": )" + v + "}, " + js.substr(1);
+    };
+    CHECK(job_of(with_hw("0.5")).hardware.ep_scale_out_efficiency == 0.5);
+    CHECK(job_to_canonical_json(job_of(with_hw("0.5"))).find("\"ep_scale_out_efficiency\": 0.5") != std::string::npos);
+    const Error e = parse_error(with_hw("1.5"));
+    CHECK(e.path == "hardware.ep_scale_out_efficiency");
+    CHECK(e.message.find("1.5") != std::string::npos);
   }
 }
 

@@ -115,6 +115,7 @@ TEST_CASE("deepep traces: simulate times the two legs as DeepEP's exchange, by h
   n.scale_out_bw = 10;
   n.scale_out_lat = 5;
   n.nccl_protocols = false;
+  n.ep_scale_out_efficiency = 1;  // DeepEP's bytes alone (moe_dispatch_test: the fitted share)
   auto shape = [&](std::vector<int64_t> ranks) {
     GroupShapeBuilder b;
     for (int64_t r : ranks) b.add(n, r);
