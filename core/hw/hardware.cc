@@ -56,9 +56,15 @@ HardwareProfile measured(HardwareProfile hw, double fp8_speedup, double skinny_h
 // Qwen3 235B-A22B runs (ep 32 over four nodes; docs/hardware.md, "Expert
 // exchanges across nodes"). h200 and b200 take it (the same NICs).
 constexpr double kEpScaleOutEfficiency = 0.69;
+// A training job's FP8 GEMMs in whole iterations, as a share of the FP8
+// rate measured on isolated GEMMs: fitted on Megatron-Bridge's two FP8 fit
+// rows (docs/hardware.md, "FP8 GEMMs in training iterations"). h200 takes
+// it (the same SMs and clocks); b200 has no measured FP8 rate and keeps 1.
+constexpr double kFp8TrainingGemmEfficiency = 0.91;
 
-HardwareProfile with_ep_fit(HardwareProfile hw) {
+HardwareProfile with_fits(HardwareProfile hw, double fp8_training) {
   hw.ep_scale_out_efficiency = kEpScaleOutEfficiency;
+  hw.fp8_training_gemm_efficiency = fp8_training;
   return hw;
 }
 
@@ -77,18 +83,18 @@ HardwareProfile preset(int i) {
     // Memory: what CUDA reports on the lent H100 80GB HBM3 (torch
     // total_memory, 85,017,493,504 bytes = 79.18 GiB; the datasheet's
     // "80 GB" read as 80e9 was 6% short).
-    case 1: return with_ep_fit(measured(make("h100", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 3350 * G, 85017493504.0, 450 * G, 50 * G,
+    case 1: return with_fits(measured(make("h100", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 3350 * G, 85017493504.0, 450 * G, 50 * G,
                                  {132, 0.60, 0.75, 0.57, 0.90, 3.5}),
-                            1.87, 0.83, 3.0, 4.7, 0.60));
+                            1.87, 0.83, 3.0, 4.7, 0.60), kFp8TrainingGemmEfficiency);
     // H200 SXM 141GB: H100's compute with HBM3e.
     // Measured: FP8 GEMMs 1.85x BF16's, skinny GEMMs at 0.86 of HBM after
     // 3.7 µs, decode attention's start-up 5.5 µs (no whole decode step was
     // measured on it: the floor stays 2.4), the Mamba-2 scan kernels at
     // 0.49 of HBM over their bytes.
     // Memory as CUDA reports it on the lent H200 (150,109,880,320 bytes).
-    case 2: return with_ep_fit(measured(make("h200", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 4800 * G, 150109880320.0, 450 * G, 50 * G,
+    case 2: return with_fits(measured(make("h200", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 4800 * G, 150109880320.0, 450 * G, 50 * G,
                                  {132, 0.60, 0.75, 0.57, 0.90, 2.4}),
-                            1.85, 0.86, 3.7, 5.5, 0.49));
+                            1.85, 0.86, 3.7, 5.5, 0.49), kFp8TrainingGemmEfficiency);
     // B200 as in HGX/DGX B200 (1000 W): NVLink 5 1.8 TB/s total = 900 per
     // direction; 180 GB per GPU (1,440 GB per 8-GPU system).
     // FP4 (NVFP4/MXFP4) 9 PFLOP/s dense: the board's 144 sparse / 8 / 2.
@@ -96,7 +102,7 @@ HardwareProfile preset(int i) {
       HardwareProfile b200 = make("b200", 75 * T, 1125 * T, 2250 * T, 4500 * T, 8000 * G, 180 * G, 900 * G, 50 * G,
                                   {148, 0.60, 0.75, 0.57, 0.90, 2.4});
       b200.peak_flops_fp4 = 9000 * T;
-      return with_ep_fit(b200);
+      return with_fits(b200, 1.0);
     }
     default: return HardwareProfile{};
   }

@@ -48,6 +48,11 @@ struct HardwareProfile {
   double skinny_gemm_micros = 0;      // a skinny GEMM's fixed start-up, µs, added to its streaming time (0: none)
   double attention_startup_micros = 0;  // a fused attention kernel's fixed start-up, µs, added to its bytes' time (0: none)
   double ssd_scan_hbm_efficiency = 0;   // fraction of HBM bandwidth mamba_ssm's chunked Mamba-2 scan kernels reach over their bytes (0: the generic model times the scan)
+  // Fitted on published FP8 training runs (docs/hardware.md, "FP8 GEMMs in
+  // training iterations"): the share of the FP8 GEMM rate above (measured
+  // on isolated GEMMs) a training job's FP8 GEMMs reach in whole
+  // iterations; it scales gemm_efficiency for them. 1: the isolated rate.
+  double fp8_training_gemm_efficiency = 1;
   // Fitted on published training runs (docs/hardware.md, "Expert exchanges
   // across nodes"): the fraction of the network rate a training job's
   // expert-parallel exchange (its dispatch and combine) reaches on the

@@ -146,6 +146,10 @@ std::string job_to_canonical_json(const Job& job) {
   const bool fp8_gemms = t.fp8_recipe != Fp8Recipe::kNone ||
                          (job.inference() && job.serving.weights_dtype == DType::kFP8);
   if (fp8_gemms) hardware["fp8_gemm_speedup"] = hw.fp8_gemm_speedup;
+  // The fitted FP8 training share only where a training job runs FP8 GEMMs:
+  // other jobs' canonical text and hash stay as before the field existed.
+  if (t.fp8_recipe != Fp8Recipe::kNone && !job.inference())
+    hardware["fp8_training_gemm_efficiency"] = hw.fp8_training_gemm_efficiency;
   if (job.inference()) {
     hardware["skinny_hbm_efficiency"] = hw.skinny_hbm_efficiency;
     hardware["skinny_gemm_micros"] = hw.skinny_gemm_micros;

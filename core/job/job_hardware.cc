@@ -53,6 +53,7 @@ constexpr Field kFields[] = {
     {"ssd_scan_hbm_efficiency", &HardwareProfile::ssd_scan_hbm_efficiency, kMinEfficiency, true, 1, true},
     // Fitted (docs/hardware.md, "Expert exchanges across nodes").
     {"ep_scale_out_efficiency", &HardwareProfile::ep_scale_out_efficiency, kMinEfficiency, true, 1},
+    {"fp8_training_gemm_efficiency", &HardwareProfile::fp8_training_gemm_efficiency, kMinEfficiency, true, 1},
 };
 constexpr int64_t kMaxSmCount = 4096;
 
@@ -82,7 +83,8 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
           "gpus_per_node", "compute_efficiency", "memory_efficiency", "cost_model", "sm_count",
           "gemm_efficiency", "attention_efficiency", "attention_bwd_efficiency", "hbm_efficiency",
           "kernel_floor_micros", "fp8_gemm_speedup", "skinny_hbm_efficiency", "skinny_gemm_micros",
-          "attention_startup_micros", "ssd_scan_hbm_efficiency", "ep_scale_out_efficiency"},
+          "attention_startup_micros", "ssd_scan_hbm_efficiency", "ep_scale_out_efficiency",
+          "fp8_training_gemm_efficiency"},
       path));
   HardwareProfile hw;
   hw.name = "custom";

@@ -21,7 +21,7 @@ namespace {
 class Lowerer {
  public:
   Lowerer(const Graph& g, const Bindings& bind, const HardwareProfile& hw, const LowerOptions& o)
-      : g_(g), bind_(bind), hw_(hw), o_(o) {}
+      : g_(g), bind_(bind), hw_(hw), o_(o), fp8_hw_(fp8_training_hw(hw)) {}
 
   Result<RoleProgram> run() {
     partition();
@@ -872,7 +872,7 @@ class Lowerer {
   // communicator chain per group here keeps them in issue order.
   Status flush_partials() {
     gathered_ = false;
-    for (const auto [id, last] : deferred_) {
+    for (const auto& [id, last] : deferred_) {
       if (last) {  // the bucket op itself (the last round, which the optimizer reads)
         SC_RETURN_IF_ERROR(emit(id, -1));
         continue;
@@ -1238,7 +1238,7 @@ class Lowerer {
     const double flops = static_cast<double>(w.flops), bytes = static_cast<double>(w.bytes);
     if (op.kind == OpKind::kMatmul) {
       SC_ASSIGN_OR_RETURN(GemmShape shape, gemm_shape(g_, op, bind_));
-      us = gemm_micros(hw_, w.dt, shape, flops, bytes, o_.skinny_gemms);
+      us = gemm_micros(fp8_op(id) ? fp8_hw_ : hw_, w.dt, shape, flops, bytes, o_.skinny_gemms);
       if (fp8_op(id)) {
         SC_ASSIGN_OR_RETURN(double extra, fp8_extra_micros(op));
         us += extra;
@@ -1815,7 +1815,16 @@ class Lowerer {
   const Graph& g_;
   const Bindings& bind_;
   const HardwareProfile& hw_;
+  // A training FP8 GEMM's profile: hw_ with its GEMM ceiling scaled by the
+  // fitted fp8_training_gemm_efficiency (docs/hardware.md, "FP8 GEMMs in
+  // training iterations").
+  static HardwareProfile fp8_training_hw(const HardwareProfile& hw) {
+    HardwareProfile f = hw;
+    f.gemm_efficiency *= hw.fp8_training_gemm_efficiency;
+    return f;
+  }
   LowerOptions o_;
+  HardwareProfile fp8_hw_;  // fp8_training_hw(hw_): the FP8 GEMMs' ceiling
   RoleProgram p_;
   std::map<std::pair<StepKind, int>, std::vector<int>> seg_;
   std::vector<int> opt_;

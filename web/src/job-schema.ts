@@ -121,6 +121,7 @@ export const JOB_SCHEMA: FieldSchema[] = [
   { path: 'hardware.gpus_per_node', title: 'GPUs per node', type: 'integer', minimum: 1, group: 'hardware', advanced: true, description: 'Groups within one node use NVLink' },
   { path: 'hardware.intra_node_bw', title: 'NVLink bw (B/s)', type: 'number', minimum: 1, group: 'hardware', advanced: true, description: 'Per-GPU intra-node bandwidth' },
   { path: 'hardware.inter_node_bw', title: 'Network bw (B/s)', type: 'number', minimum: 1, group: 'hardware', advanced: true, description: 'Per-GPU inter-node bandwidth' },
+  { path: 'hardware.fp8_training_gemm_efficiency', title: 'FP8 GEMM share in training', type: 'number', minimum: 0.01, maximum: 1, step: 0.01, group: 'hardware', advanced: true, description: 'Share of the measured FP8 GEMM rate a training job\'s FP8 GEMMs reach in whole iterations (fitted: 0.91 on h100, h200; 1 elsewhere)' },
   { path: 'hardware.ep_scale_out_efficiency', title: 'Expert exchange network share', type: 'number', minimum: 0.01, maximum: 1, step: 0.01, group: 'hardware', advanced: true, description: 'Share of the network rate a training job\'s expert all-to-all reaches across nodes (fitted: 0.69 on h100, h200, b200; 1 on a100)' },
 ];
 

@@ -399,3 +399,65 @@ TEST_CASE("fp8 delayed: an amax all-reduce over tp x cp x dp after every forward
   REQUIRE(!current.nodes.empty());
   for (const TraceNode& x : current.nodes) CHECK(x.name.find("amax_reduce") == std::string::npos);
 }
+
+TEST_CASE("fp8_training_gemm_efficiency: a training job's FP8 GEMMs run at that share of the FP8 rate, nothing else moves") {
+  // The profiles' fitted value (docs/hardware.md, "FP8 GEMMs in training
+  // iterations"): h100, and h200 with the same SMs and clocks; b200 (no
+  // measured FP8 rate) and a100 (no FP8) keep 1.
+  CHECK(hardware_preset("h100").value().fp8_training_gemm_efficiency == 0.91);
+  CHECK(hardware_preset("h200").value().fp8_training_gemm_efficiency == 0.91);
+  CHECK(hardware_preset("b200").value().fp8_training_gemm_efficiency == 1.0);
+  CHECK(hardware_preset("a100").value().fp8_training_gemm_efficiency == 1.0);
+
+  // A linear's FP8 node is its GEMM, G / e at share e (compute-bound at
+  // these sizes), plus the quantize kernels X, which do not depend on e:
+  // d(e) = G / e + X, so d(0.5) - d(1) = G and d(0.25) - d(0.5) = 2 G.
+  auto rank0 = [](const std::string& e) {
+    Job j = must(job_text(R"(, "recompute": "none", "fp8_recipe": "delayed")",
+                          R"({"preset": "h100", "fp8_training_gemm_efficiency": )" + e + "}", /*big=*/true));
+    Result<Generator> g = Generator::create(j);
+    REQUIRE_MESSAGE(g.ok(), g.error().to_string());
+    Result<RankTrace> t = g.value().rank_trace(0);
+    REQUIRE(t.ok());
+    return std::move(t).value();
+  };
+  const RankTrace t1 = rank0("1"), t05 = rank0("0.5"), t025 = rank0("0.25");
+  REQUIRE(t1.nodes.size() == t05.nodes.size());
+  REQUIRE(t1.nodes.size() == t025.nodes.size());
+  double g1 = 0, g2 = 0;  // sums of d(0.5) - d(1) and d(0.25) - d(0.5) over the linears
+  int linears = 0;
+  for (size_t i = 0; i < t1.nodes.size(); ++i) {
+    const TraceNode& a = t1.nodes[i];
+    REQUIRE(a.name == t05.nodes[i].name);
+    if (a.kind != TraceNodeKind::kCompute) continue;
+    // "mb<i>.fwd.L0.<linear>", "mb<i>.bwd.L0.<linear>.dgrad" / ".wgrad" (not the optimizer's nodes)
+    bool linear = false;
+    for (const char* l : {"attn.qkv", "attn.proj", "mlp.fc1", "mlp.fc2"})
+      for (const char* suffix : {"", ".dgrad", ".wgrad"}) {
+        const std::string tail = std::string(".L0.") + l + suffix;
+        linear = linear || (a.name.rfind("mb", 0) == 0 && a.name.size() > tail.size() &&
+                            a.name.compare(a.name.size() - tail.size(), tail.size(), tail) == 0);
+      }
+    if (!linear) {
+      CHECK_MESSAGE(a.duration_micros == t05.nodes[i].duration_micros, a.name);
+      CHECK_MESSAGE(a.duration_micros == t025.nodes[i].duration_micros, a.name);
+      continue;
+    }
+    ++linears;
+    g1 += static_cast<double>(t05.nodes[i].duration_micros) - static_cast<double>(a.duration_micros);
+    g2 += static_cast<double>(t025.nodes[i].duration_micros) - static_cast<double>(t05.nodes[i].duration_micros);
+  }
+  REQUIRE(linears == 4 * 3 * 4);  // 4 linears x (fprop, dgrad, wgrad) x 4 micro-batches
+  CHECK(g1 > 0);
+  // Whole microseconds per node: each sum is off by at most one per node.
+  CHECK(std::abs(g2 - 2 * g1) <= 3.0 * linears);
+
+  // Written in the canonical form only where a training job runs FP8 GEMMs.
+  CHECK(job_to_canonical_json(must(job_text("", "\"h100\"", true))).find("fp8_training_gemm_efficiency") ==
+        std::string::npos);
+  CHECK(job_to_canonical_json(must(job_text(R"(, "fp8_recipe": "delayed")", "\"h100\"", true)))
+            .find("\"fp8_training_gemm_efficiency\": 0.91") != std::string::npos);
+  Result<Job> bad = parse_job(job_text("", R"({"preset": "h100", "fp8_training_gemm_efficiency": 0})"));
+  REQUIRE(!bad.ok());
+  CHECK(bad.error().path == "hardware.fp8_training_gemm_efficiency");
+}
