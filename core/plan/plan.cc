@@ -119,7 +119,10 @@ struct Part {
   // the compute chain follows.
   double f_post_us = 0, b_post_us = 0, b_post_nw_us = 0;
   int64_t big_grads = 0;  // dense weight gradients of at least a DDP bucket
-  int64_t big_grad_bytes = 0;  // their bytes
+  // Each big gradient as (the backward compute of this part up to and
+  // including its writer, in the compute chain's order, µs; its bytes),
+  // by that time: its bucket's reduction waits for the write.
+  std::vector<std::pair<double, int64_t>> big_grad_writes;
   // Of those, the ones between two consecutive compute nodes A -> B with
   // A feeding the collective and the collective feeding B: the compute
   // stream waits for all of it.
@@ -282,6 +285,8 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
   // TrainingConfig::grad_reduce_overlapped)
   const double bucket_bytes = base.training.dp_bucket_mb * 1024.0 * 1024.0;
   std::set<int> big;  // by weight: a gradient and its reduced copies are one item
+  // A big gradient's producer op -> (its weight's part, its bytes).
+  std::map<int, std::vector<std::pair<Part*, int64_t>>> big_writer;
   for (size_t t = 0; t < g.tensors.size(); ++t) {
     const Tensor& tt = g.tensors[t];
     if (tt.kind != TensorKind::kWeightGrad || tt.producer < 0 || tt.grad_of < 0) continue;
@@ -292,7 +297,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
     Part* part = weight_part[static_cast<size_t>(tt.grad_of)] ? weight_part[static_cast<size_t>(tt.grad_of)] : &px.pre;
     if (static_cast<double>(*b) >= bucket_bytes && big.insert(tt.grad_of).second) {
       ++part->big_grads;
-      part->big_grad_bytes += *b;
+      big_writer[tt.producer].push_back({part, *b});
     }
   }
   // Saved activations: the part of their first backward reader (as
@@ -324,6 +329,8 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
   std::map<std::string, int, std::less<>> by_name;
   for (size_t i = 0; i < g.ops.size(); ++i) by_name.emplace(g.ops[i].name, static_cast<int>(i));
   std::vector<char> f_reader(px.layers.size(), 0), b_reader(px.layers.size(), 0);
+  std::map<Part*, double> b_run;  // backward compute so far, per part
+  std::map<std::pair<Part*, int>, double> big_at;  // (part, writer op) -> b_run at its last node
   for (size_t i = 0; i < prog.nodes.size(); ++i) {
     const ProgramNode& n = prog.nodes[i];
     if (n.kind != TraceNodeKind::kCompute) continue;
@@ -343,6 +350,10 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
     if (!part) continue;
     const double us = static_cast<double>(n.duration_micros);
     part->fb_us += us;
+    if (bwd) {
+      const double at = b_run[part] += us;
+      if (big_writer.count(op)) big_at[{part, op}] = at;
+    }
     if (fwd) part->f_us += us;
     if (bwd && !g.ops[op].wgrad && !g.ops[op].recomputed) part->bc_us += us;
     if (bwd && g.ops[op].recomputed) part->rc_us += us;
@@ -420,6 +431,16 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
       prev_compute = static_cast<int64_t>(i);
     }
   }
+  // A writer found among its weight's part's backward nodes gets its time
+  // from the part's start; any other at 0 (no claim).
+  for (const auto& [op, grads] : big_writer)
+    for (const auto& [part, bytes] : grads) {
+      const auto at = big_at.find({part, op});
+      part->big_grad_writes.push_back({at == big_at.end() ? 0.0 : at->second, bytes});
+    }
+  for (Part& q : px.layers) std::sort(q.big_grad_writes.begin(), q.big_grad_writes.end());
+  std::sort(px.pre.big_grad_writes.begin(), px.pre.big_grad_writes.end());
+  std::sort(px.post.big_grad_writes.begin(), px.post.big_grad_writes.end());
   px.transient = std::max<int64_t>(0, prog.live_activation_peak - prog.activation_peak);
   for (const Op& o : g.ops) px.recomputes |= o.recomputed;
   px.ok = true;
@@ -834,6 +855,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
   const int64_t sg = p.shard_degree();
   const bool fsdp = megatron && p.zero == 3 && sg > 1;
   const bool every_round = megatron && p.zero >= 2 && m > 1;
+  const bool write_times = !zb && !ep_overlap_of(job);  // rounds released at their gradients' writes
   // Gradient buckets of dp_bucket_mb (the proxy's big_grads) only where
   // they are reduced during the backward; otherwise one bucket.
   const bool overlapped = t.grad_reduce_overlapped(p);
@@ -850,14 +872,21 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
   // simulator's chain.
   const GroupShape round_shape =
       (every_round || fsdp) && sg > 1 ? dp_group_shape(*net, p, sg, 1, shapes) : GroupShape{};
-  double rs_fixed_us = 0, rs_us_per_byte = 0;
-  if (round_shape.n > 1) {
-    constexpr int64_t kBig = int64_t{1} << 40;
-    rs_fixed_us = collective_micros(*net, round_shape, CollectiveType::kReduceScatter, 0);
-    rs_us_per_byte = std::max(0.0, (collective_micros(*net, round_shape, CollectiveType::kReduceScatter, 2 * kBig) -
-                                    collective_micros(*net, round_shape, CollectiveType::kReduceScatter, kBig)) /
-                                       static_cast<double>(kBig));
-  }
+  // Per proxy layer, each big gradient's (write time from the unit's
+  // start, reduce-scatter of that gradient alone: its bucket holds it and
+  // maybe more, and the time is nondecreasing in the size), once per kind.
+  std::vector<std::vector<std::pair<double, double>>> round_items(px.layers.size());
+  std::vector<char> round_done(px.layers.size(), 0);
+  auto rounds_of = [&](int64_t l) -> const std::vector<std::pair<double, double>>& {
+    const size_t k = static_cast<size_t>(std::min<int64_t>(l, static_cast<int64_t>(px.layers.size()) - 1));
+    if (!round_done[k]) {
+      round_done[k] = 1;
+      if (round_shape.n > 1)
+        for (const auto& [at, b] : px.layers[k].big_grad_writes)
+          round_items[k].push_back({at, collective_micros(*net, round_shape, CollectiveType::kReduceScatter, b)});
+    }
+    return round_items[k];
+  };
   // MoE: the routed experts' gradients and ZeRO collectives go over the
   // expert data-parallel group, on the same stream (expert_dp_comm_bound).
   const int64_t ne = experts && megatron && job.model.is_moe() ? p.expert_dp() : 1;
@@ -950,6 +979,14 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
     // the next gather, as lowering queues them (trace/lower.cc,
     // flush_partials): (release, time) in order, both lower bounds.
     std::vector<std::pair<double, double>> rounds_pending;
+    // The replayed data-parallel stream's items as (start, end), in order
+    // and disjoint (each starts no earlier than the one before ends).
+    std::vector<std::pair<double, double>> dp_busy;
+    // Runs `us` on the data-parallel stream from `start` (>= its end).
+    void occupy(double start, double us) {
+      dp_busy.push_back({start, start + us});
+      dp_stream = start + us;
+    }
   };
   std::vector<StageState> stages(static_cast<size_t>(p.pp));
   for (int64_t st = 0; st < p.pp; ++st) {
@@ -1004,7 +1041,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
   // The pending rounds run on the data-parallel stream, each no earlier
   // than its release.
   auto flush_rounds = [](StageState& S) {
-    for (const auto& [at, us] : S.rounds_pending) S.dp_stream = std::max(S.dp_stream, at) + us;
+    for (const auto& [at, us] : S.rounds_pending) S.occupy(std::max(S.dp_stream, at), us);
     S.rounds_pending.clear();
   };
   // Runs one step of a stage whose arrival (µs, lower bound) is known.
@@ -1048,22 +1085,29 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
       // With ZeRO-3 this unit's reductions (an earlier micro-batch's round,
       // or the last micro-batch's buckets) wait on the data-parallel stream
       // for the next gather (pushed after this unit's own gather below).
-      double round_us = 0;
-      if ((round || final) && fu && layer >= 0 && overlapped) {  // ZeRO-3 defers the last round's too
-        const Part& lp = layer_part(px, layer);
-        round_us = static_cast<double>(lp.big_grads) * rs_fixed_us + static_cast<double>(lp.big_grad_bytes) * rs_us_per_byte;
-      }
+      // Each is released when its gradient is written: in a backward step
+      // (not zero-bubble's, whose W steps write them, nor with the EP
+      // overlap, whose combined steps interleave another micro-batch's
+      // forward) no earlier than the unit's start plus the unit's backward
+      // compute up to its writer (the compute chain runs the unit's nodes
+      // in the proxy's order).
+      const bool reduces = (round || final) && fu && layer >= 0 && overlapped;  // ZeRO-3 defers the last round's too
       const double released = clock;
+      auto queue_rounds = [&] {
+        if (!reduces) return;
+        for (const auto& [at, us] : rounds_of(layer))
+          if (us > 0) S.rounds_pending.push_back({released + (write_times ? at : 0.0), us});
+      };
       if (!gathered || !fu || wstep) {
         clock += u.c;
-        if (round_us > 0) S.rounds_pending.push_back({released, round_us});
+        queue_rounds();
         return;
       }
       if (u.gather + u.expert_gather > 0) S.dp_items.push_back({after, 0, 0, u.gather + u.expert_gather});
       const double ge = std::max(S.dp_stream, after) + u.gather;
-      S.dp_stream = ge + u.expert_gather;
+      S.occupy(ge - u.gather, u.gather + u.expert_gather);
       flush_rounds(S);
-      if (round_us > 0) S.rounds_pending.push_back({released, round_us});
+      queue_rounds();
       after = std::max(clock + u.prefix, ge);  // the first reader's start, a lower bound of its end
       // The unit's routed-expert GEMMs read the expert gather's output, and
       // the unit's last node follows them in the compute chain.
@@ -1149,6 +1193,20 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
     // reductions lowering queues behind them, in the simulator's order)
     // ends before the optimizer reads the last reduction.
     bound = std::max(bound, S.dp_stream);
+    // ... and what of it is left at the stage's last compute node runs on
+    // the one stream beside the gathers and all-reduces that wait for that
+    // node (gather_after), in whatever order: each replayed item ends no
+    // earlier than replayed, so at a time T the stream still has at least
+    // sum over items of min(length, end - T) to run (positive parts); T
+    // plus that is nondecreasing in T (the items are disjoint), so the
+    // replayed last compute end S.clock, a lower bound of the simulator's,
+    // gives a lower bound of the stream's end.
+    if (S.gather_after > 0 && !S.dp_busy.empty()) {
+      double left_us = 0;
+      for (auto it = S.dp_busy.rbegin(); it != S.dp_busy.rend() && it->second > S.clock; ++it)
+        left_us += std::min(it->second - it->first, it->second - S.clock);
+      bound = std::max(bound, S.clock + left_us + S.gather_after);
+    }
     if (!megatron || n <= 1) continue;
     const GroupShape all = dp_group_shape(*net, p, n, 1, shapes);
     const GroupShape shard = p.zero >= 1 && sg < n ? dp_group_shape(*net, p, sg, 1, shapes) : all;
