@@ -1567,15 +1567,22 @@ Eval evaluate(const Cand& cd, const Job& job, int64_t usable, const PlanBackend&
       if (par.zero < stage) return local * bpp;
       return (dense * bpp + group - 1) / group + (expert * bpp + expert_group - 1) / expert_group;
     };
-    // As summary.json's peak_live: FP8 jobs hold their weights' FP8 copies too.
+    // As summary.json's peak_live: FP8 jobs hold their weights' FP8 copies too
+    // (with fp8_params, in place of those weights' high-precision copies).
     Result<int64_t> fp8_copies =
         fp8_weight_copies_bytes(s.graph_of(st), bind, tr.fp8_recipe, par.zero, group, expert_group);
-    if (!fp8_copies.ok()) {
+    Result<Fp8WeightElems> fp8_held = tr.fp8_params ? fp8_weight_elems(s.graph_of(st), bind, tr.fp8_recipe)
+                                                    : Result<Fp8WeightElems>(Fp8WeightElems{});
+    if (!fp8_copies.ok() || !fp8_held.ok()) {
       ev.failed = true;
-      ev.error = fp8_copies.error();
+      ev.error = !fp8_copies.ok() ? fp8_copies.error() : fp8_held.error();
       return ev;
     }
-    const int64_t live = sharded(dtype_bytes(tr.dtype), 3) + *fp8_copies + sharded(dtype_bytes(tr.grad_reduce_dtype), 2) +
+    const int64_t held_bytes =
+        par.zero < 3 ? (local - fp8_held->dense - fp8_held->expert) * dtype_bytes(tr.dtype)
+                     : ((dense - fp8_held->dense) * dtype_bytes(tr.dtype) + group - 1) / group +
+                           ((expert - fp8_held->expert) * dtype_bytes(tr.dtype) + expert_group - 1) / expert_group;
+    const int64_t live = held_bytes + *fp8_copies + sharded(dtype_bytes(tr.grad_reduce_dtype), 2) +
                          sharded(tr.optimizer_bytes_per_param, 1) + s.program_of(st).live_activation_peak;
     c.peak_memory_bytes = std::max(c.peak_memory_bytes, live);
   }
