@@ -1868,8 +1868,10 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
   r.gpus = o.gpus;
   r.objective = c.objective;
   const int64_t capacity = static_cast<int64_t>(base.hardware.memory_bytes);
-  double reserve = c.memory_reserve_gib ? *c.memory_reserve_gib * 1024.0 * 1024.0 * 1024.0
-                                        : capacity * c.memory_reserve_fraction.value_or(kDefaultMemoryReserveFraction);
+  // Default: the GPU profile's derived reserve (plan/memory_reserve.h).
+  const double reserve = c.memory_reserve_gib        ? *c.memory_reserve_gib * 1024.0 * 1024.0 * 1024.0
+                         : c.memory_reserve_fraction ? capacity * *c.memory_reserve_fraction
+                                                     : static_cast<double>(default_memory_reserve(base.hardware).total());
   const int64_t usable = capacity - static_cast<int64_t>(reserve);
   r.memory_capacity_bytes = capacity;
   r.usable_memory_bytes = usable;
