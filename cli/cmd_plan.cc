@@ -86,7 +86,7 @@ std::vector<FlagSpec> specs() {
       {"--recompute", nullptr, true, "LIST", "allowed recompute modes: none,selective,full"},
       {"--zero", nullptr, true, "LIST", "allowed ZeRO stages, e.g. 0,1"},
       {"--orders", nullptr, true, "LIST", "allowed rank orders: megatron,llama3"},
-      {"--memory-reserve-gib", nullptr, true, "X", "GiB per GPU kept free (default: 10% of capacity)"},
+      {"--memory-reserve-gib", nullptr, true, "X", "GiB per GPU kept free (default: derived per GPU, h100 1.80)"},
       {"--memory-reserve-fraction", nullptr, true, "F", "the reserve as a fraction of capacity"},
       {"--objective", nullptr, true, "O", "step_time (default) or tokens_per_gpu"},
       {"--top", nullptr, true, "N", "candidates to rank (default 5)"},

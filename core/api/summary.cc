@@ -133,12 +133,22 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
   const int64_t zero = par.zero, group = par.shard_degree();
   const int64_t expert_group = s.job.model.is_moe() ? par.expert_dp() : 1;
   const int64_t dense = f.params_local - f.params_local_expert;
-  auto sharded = [&](int64_t bytes_per_param, int64_t stage) {
-    if (zero < stage) return f.params_local * bytes_per_param;
-    return (dense * bytes_per_param + group - 1) / group +
-           (f.params_local_expert * bytes_per_param + expert_group - 1) / expert_group;
+  auto sharded_of = [&](int64_t d, int64_t e, int64_t bytes_per_param, int64_t stage) {
+    if (zero < stage) return (d + e) * bytes_per_param;
+    return (d * bytes_per_param + group - 1) / group + (e * bytes_per_param + expert_group - 1) / expert_group;
   };
-  const int64_t weights = stored_4bit >= 0 ? stored_4bit : sharded(dtype_bytes(tr.dtype), 3);
+  auto sharded = [&](int64_t bytes_per_param, int64_t stage) {
+    return sharded_of(dense, f.params_local_expert, bytes_per_param, stage);
+  };
+  // fp8_params: the FP8 linears' weights are held as their FP8 copies only
+  // (fp8_weight_copies below), no high-precision copy beside them.
+  Fp8WeightElems fp8_held{};
+  if (tr.fp8_params) {
+    SC_ASSIGN_OR_RETURN(fp8_held, fp8_weight_elems(g, s.bind, tr.fp8_recipe));
+  }
+  const int64_t weights = stored_4bit >= 0 ? stored_4bit
+                                           : sharded_of(dense - fp8_held.dense, f.params_local_expert - fp8_held.expert,
+                                                        dtype_bytes(tr.dtype), 3);
   // FP8 training: the FP8 copies (row- and column-wise, with scales) TE
   // keeps of each FP8 linear's weight, sharded like the weights under ZeRO-3.
   SC_ASSIGN_OR_RETURN(const int64_t fp8_copies,

@@ -124,4 +124,18 @@ Result<int64_t> fp8_weight_copies_bytes(const Graph& g, const Bindings& bind, Fp
   return total;
 }
 
+Result<Fp8WeightElems> fp8_weight_elems(const Graph& g, const Bindings& bind, Fp8Recipe r) {
+  Fp8WeightElems e;
+  if (r == Fp8Recipe::kNone) return e;
+  std::set<int> seen;
+  for (int id : g.order) {
+    const Op& o = g.ops[id];
+    if (o.fwd_op >= 0 || o.recomputed || !fp8_gemm(g, o) || !seen.insert(o.inputs[1]).second) continue;
+    const Tensor& w = g.tensors[o.inputs[1]];
+    SC_ASSIGN_OR_RETURN(int64_t n, w.local_numel().eval(bind, w.name));
+    (w.expert ? e.expert : e.dense) += n;
+  }
+  return e;
+}
+
 }  // namespace sc

@@ -95,4 +95,14 @@ int64_t fp8_weight_copy_bytes(Fp8Recipe r, int64_t n);
 Result<int64_t> fp8_weight_copies_bytes(const Graph& g, const Bindings& bind, Fp8Recipe r, int64_t zero,
                                         int64_t shard_group, int64_t expert_group);
 
+// Local elements of one stage graph's FP8 linear weights (each once), dense
+// and routed-expert apart: with training.fp8_params these weights are held
+// only as their FP8 copies, so summary.json's `weights` (and the plan's
+// check) count the high-precision weights of the others only. {0, 0}
+// without a recipe.
+struct Fp8WeightElems {
+  int64_t dense = 0, expert = 0;
+};
+Result<Fp8WeightElems> fp8_weight_elems(const Graph& g, const Bindings& bind, Fp8Recipe r);
+
 }  // namespace sc

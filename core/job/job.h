@@ -137,6 +137,11 @@ struct TrainingConfig {
   bool overlap_moe_expert_parallel_comm = false;
   bool delay_wgrad_compute = false;
   Fp8Recipe fp8_recipe = Fp8Recipe::kNone;  // FP8 linear-layer GEMMs (docs/hardware.md)
+  // fp8_params (Megatron-Core --fp8-param-gather, TE fp8_model_init, NeMo
+  // fp8_params): the FP8 linears' weights are kept only as FP8 (their
+  // row- and column-wise copies), with no bf16 copy beside them; the
+  // optimizer keeps the fp32 master. Memory only (docs/job-format.md).
+  bool fp8_params = false;
 
   // Micro-batches per iteration per dp rank = B / (dp * b).
   int64_t num_micro_batches(const ParallelConfig& p) const {

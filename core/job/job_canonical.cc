@@ -116,6 +116,7 @@ std::string job_to_canonical_json(const Job& job) {
   if (t.delay_wgrad_compute) training["delay_wgrad_compute"] = true;
   // Only when set: jobs without FP8 keep their canonical text and hash.
   if (t.fp8_recipe != Fp8Recipe::kNone) training["fp8_recipe"] = fp8_recipe_name(t.fp8_recipe);
+  if (t.fp8_params) training["fp8_params"] = true;  // only when set, as above
   Json hardware = {
       {"name", hw.name},
       {"peak_flops_fp32", hw.peak_flops_fp32},

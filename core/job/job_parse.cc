@@ -151,7 +151,7 @@ Result<bool> parse_training(const Json& v, TrainingConfig* t) {
       v, {"seq_len", "micro_batch_size", "global_batch_size", "dtype", "grad_reduce_dtype",
           "dp_bucket_mb", "optimizer", "optimizer_bytes_per_param", "schedule", "recompute",
           "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "overlap_p2p_comm", "fp8_recipe",
-          "moe_shared_expert_overlap", "overlap_moe_expert_parallel_comm", "delay_wgrad_compute"}, path));
+          "fp8_params", "moe_shared_expert_overlap", "overlap_moe_expert_parallel_comm", "delay_wgrad_compute"}, path));
   if (const Json* x = jsonf::find(v, "tp_comm_overlap")) {
     SC_ASSIGN_OR_RETURN(t->tp_comm_overlap, jsonf::get_bool(*x, "training.tp_comm_overlap"));
   }
@@ -192,6 +192,9 @@ Result<bool> parse_training(const Json& v, TrainingConfig* t) {
     if (!found)
       return make_error(ErrorCode::kInvalidArgument,
                         "unknown recompute \"" + echo_text(s) + "\" (known: none, selective, full)", "training.recompute");
+  }
+  if (const Json* x = jsonf::find(v, "fp8_params")) {  // needs fp8_recipe: validate_job
+    SC_ASSIGN_OR_RETURN(t->fp8_params, jsonf::get_bool(*x, "training.fp8_params"));
   }
   if (const Json* x = jsonf::find(v, "fp8_recipe")) {  // hardware support: validate_job
     SC_ASSIGN_OR_RETURN(std::string s, jsonf::get_string(*x, "training.fp8_recipe"));

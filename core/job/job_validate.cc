@@ -257,7 +257,14 @@ static Status validate_fp8_training(const Job& job) {
                       "write \"dtype\": \"bf16\", \"fp8_recipe\": \"delayed\" (or tensorwise, blockwise, mxfp8)",
                       "training.dtype");
   }
-  if (t.fp8_recipe == Fp8Recipe::kNone) return ok_status();
+  if (t.fp8_recipe == Fp8Recipe::kNone) {
+    if (t.fp8_params)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "fp8_params keeps the linear layers' weights in FP8 and needs an FP8 recipe "
+                        "(training.fp8_recipe is none)",
+                        "training.fp8_params");
+    return ok_status();
+  }
   const std::string recipe = fp8_recipe_name(t.fp8_recipe);
   if (t.dtype != DType::kBF16 && t.dtype != DType::kFP16) {
     return make_error(ErrorCode::kInvalidArgument,

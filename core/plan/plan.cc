@@ -1625,15 +1625,22 @@ Eval evaluate(const Cand& cd, const Job& job, int64_t usable, const PlanBackend&
       if (par.zero < stage) return local * bpp;
       return (dense * bpp + group - 1) / group + (expert * bpp + expert_group - 1) / expert_group;
     };
-    // As summary.json's peak_live: FP8 jobs hold their weights' FP8 copies too.
+    // As summary.json's peak_live: FP8 jobs hold their weights' FP8 copies too
+    // (with fp8_params, in place of those weights' high-precision copies).
     Result<int64_t> fp8_copies =
         fp8_weight_copies_bytes(s.graph_of(st), bind, tr.fp8_recipe, par.zero, group, expert_group);
-    if (!fp8_copies.ok()) {
+    Result<Fp8WeightElems> fp8_held = tr.fp8_params ? fp8_weight_elems(s.graph_of(st), bind, tr.fp8_recipe)
+                                                    : Result<Fp8WeightElems>(Fp8WeightElems{});
+    if (!fp8_copies.ok() || !fp8_held.ok()) {
       ev.failed = true;
-      ev.error = fp8_copies.error();
+      ev.error = !fp8_copies.ok() ? fp8_copies.error() : fp8_held.error();
       return ev;
     }
-    const int64_t live = sharded(dtype_bytes(tr.dtype), 3) + *fp8_copies + sharded(dtype_bytes(tr.grad_reduce_dtype), 2) +
+    const int64_t held_bytes =
+        par.zero < 3 ? (local - fp8_held->dense - fp8_held->expert) * dtype_bytes(tr.dtype)
+                     : ((dense - fp8_held->dense) * dtype_bytes(tr.dtype) + group - 1) / group +
+                           ((expert - fp8_held->expert) * dtype_bytes(tr.dtype) + expert_group - 1) / expert_group;
+    const int64_t live = held_bytes + *fp8_copies + sharded(dtype_bytes(tr.grad_reduce_dtype), 2) +
                          sharded(tr.optimizer_bytes_per_param, 1) + s.program_of(st).live_activation_peak;
     c.peak_memory_bytes = std::max(c.peak_memory_bytes, live);
   }
@@ -1919,8 +1926,10 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
   r.gpus = o.gpus;
   r.objective = c.objective;
   const int64_t capacity = static_cast<int64_t>(base.hardware.memory_bytes);
-  double reserve = c.memory_reserve_gib ? *c.memory_reserve_gib * 1024.0 * 1024.0 * 1024.0
-                                        : capacity * c.memory_reserve_fraction.value_or(kDefaultMemoryReserveFraction);
+  // Default: the GPU profile's derived reserve (plan/memory_reserve.h).
+  const double reserve = c.memory_reserve_gib        ? *c.memory_reserve_gib * 1024.0 * 1024.0 * 1024.0
+                         : c.memory_reserve_fraction ? capacity * *c.memory_reserve_fraction
+                                                     : static_cast<double>(default_memory_reserve(base.hardware).total());
   const int64_t usable = capacity - static_cast<int64_t>(reserve);
   r.memory_capacity_bytes = capacity;
   r.usable_memory_bytes = usable;

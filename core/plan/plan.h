@@ -28,6 +28,7 @@
 #include "base/status.h"
 #include "graph/graph.h"
 #include "job/job.h"
+#include "plan/memory_reserve.h"
 #include "symbolic/expr.h"
 #include "trace/lower.h"
 
@@ -54,8 +55,9 @@ struct PlanConstraints {
 // name "<path>.<key>" and the value; unknown keys are kUnknownField.
 Result<PlanConstraints> parse_plan_constraints(const nlohmann::json& j, const std::string& path = "plan");
 
-// Default reserve: this fraction of the GPU's memory (docs/plan.md).
-inline constexpr double kDefaultMemoryReserveFraction = 0.10;
+// Default reserve: default_memory_reserve(job.hardware).total(), the CUDA
+// context, cuBLAS workspaces and NCCL buffers of the GPU profile
+// (plan/memory_reserve.h; docs/plan.md, "The memory reserve").
 
 struct PlanResult;
 

@@ -43,7 +43,11 @@ import published_layouts as pl  # noqa: E402  (label, plan_label, run)
 import table  # noqa: E402  (step_job: a fidelity row -> its job)
 
 GIB = 1024 ** 3
-RESERVE_FRACTION = 0.10  # plan's default memory reserve (docs/plan.md, "The memory reserve")
+# The plan's default memory reserve on an H100 (docs/plan.md, "The memory
+# reserve"; core/plan/memory_reserve.h): CUDA context 512 MiB + cuBLAS
+# workspaces 32 MiB + 4 x (32 MiB + 1 KiB) + NCCL 4 x 32 x (4 MiB + 4,915,200
+# + 524,288 B).
+RESERVE_BYTES = (512 << 20) + (32 << 20) + 4 * ((32 << 20) + 1024) + 4 * 32 * ((4 << 20) + 4915200 + 524288)
 
 # Each entry names a row of a fidelity spec; the row carries its source
 # (the release: dgxc-v24.11.1 = DGX Cloud Benchmarking 24.11.1 Megatron
@@ -105,6 +109,9 @@ def entry_jobs(e):
     if dfa_remainders(spec["recipes"][row["recipe"]], pub["training"]):
         for j in (base, pub):
             j["training"]["optimizer_bytes_per_param"] = 10
+    if fp8_params(row, pub["training"]):
+        for j in (base, pub):
+            j["training"]["fp8_params"] = True
     return base, pub, row["gpus"], row, spec
 
 
@@ -126,6 +133,24 @@ def dfa_remainders(recipe, training):
     """
     return ("distributed_fused_adam" in recipe.get("source", "") and training.get("dtype") == "bf16"
             and not training.get("fp8_recipe"))
+
+
+def fp8_params(row, training):
+    """Whether the FP8 run keeps its linear weights in FP8 only (training.fp8_params).
+
+    dgxc-v24.11.1: llama3.1/configure.sh and nemotron/configure.sh pass
+    `+model.fp8_params=$FP8_ENABLED` (NeMo 1: the model built under TE's
+    fp8_model_init; the fidelity spec notes the same for GPT-3 175B).
+    dgxc-v25.05.04 (NeMo 25.04 scripts/performance, default recipe 'ds'):
+    nemo/collections/llm/recipes/precision/mixed_precision.py
+    bf16_with_fp8_mixed sets fp8_param_gather=True, which the
+    MegatronMixedPrecision plugin passes on as fp8_param.
+    mbridge-25.11 (fp8_cs): Megatron-Bridge's bf16_with_fp8_current_scaling_mixed
+    sets fp8_param_gather=True, kept equal to fp8_param
+    (src/megatron/bridge/training/mixed_precision.py). Other releases are
+    not read and stay at false.
+    """
+    return bool(training.get("fp8_recipe")) and row["source"] in ("dgxc-v24.11.1", "dgxc-v25.05.04", "mbridge-25.11")
 
 
 def cpu_of_children():
@@ -203,7 +228,7 @@ def probe(cli, e, a):
         cands = plan["candidates"]
         if a.detail:
             live, fp8c, cap = peak_live(cli, pp_)
-            usable = cap - a.reserve_gib * GIB if a.reserve_gib is not None else cap * (1 - RESERVE_FRACTION)
+            usable = cap - (a.reserve_gib * GIB if a.reserve_gib is not None else RESERVE_BYTES)
             detail.append(f"  plan: {' '.join(args[1:])}; {'complete' if plan.get('complete') else 'INCOMPLETE'}; "
                           f"{plan_cpu:.1f} s CPU, {plan_wall:.1f} s wall; counts {json.dumps(plan.get('counts'))}")
             real = table.published_step_seconds(row)
@@ -212,8 +237,7 @@ def probe(cli, e, a):
                           + (f"{100 * (cands[0]['step_seconds'] / real - 1):+.1f}% against it" if cands else "–"))
             detail.append(f"  published: step {sim['step_seconds']:.3f} mfu {sim['mfu']:.3f} bubble "
                           f"{sim['bubble_fraction']:.3f}; peak_live {live / GIB:.1f} GiB of {usable / GIB:.1f} usable"
-                          f" ({'fits' if live <= usable else 'over'}; of it fp8 weight copies {fp8c / GIB:.1f} GiB,"
-                          f" which the plan's estimate leaves out)")
+                          f" ({'fits' if live <= usable else 'over'}; of it fp8 weight copies {fp8c / GIB:.1f} GiB)")
             detail.append("  " + pinned_plan(cli, bp, pub, gpus, a.threads, a.reserve_gib))
             detail += stage_lines(sim)
             if cands:

@@ -316,6 +316,36 @@ TEST_CASE("fp8 weight copies in memory, by hand") {
   CHECK(!sb["stages"][0]["memory_bytes"].contains("fp8_weight_copies"));
 }
 
+TEST_CASE("fp8_params: the FP8 linears' weights are held as their FP8 copies only, by hand") {
+  // The 1-layer model above: 655,360 FP8 parameters (qkv, proj, fc1, fc2);
+  // BF16: the embedding and the LM head, 1000 x 256 each, and three RMSNorm
+  // weights of 256 = 512,768. Without fp8_params all 1,168,128 are held in
+  // BF16 beside the copies; with it only the 512,768 (Megatron-Core
+  // --fp8-param-gather / NeMo fp8_params: TE's fp8_model_init keeps no
+  // high-precision weight). Gradients and optimizer are unchanged.
+  Job plain = must(job_text(R"(, "fp8_recipe": "delayed")"));
+  Job held = must(job_text(R"(, "fp8_recipe": "delayed", "fp8_params": true)"));
+  CHECK(held.training.fp8_params);
+  auto mp = nlohmann::json::parse(Generator::create(plain).value().summary_json())["stages"][0]["memory_bytes"];
+  auto mh = nlohmann::json::parse(Generator::create(held).value().summary_json())["stages"][0]["memory_bytes"];
+  CHECK(mp["weights"].get<int64_t>() == 2 * 1168128);
+  CHECK(mh["weights"].get<int64_t>() == 2 * 512768);
+  CHECK(mh["fp8_weight_copies"].get<int64_t>() == 2 * 655360);
+  CHECK(mh["gradients"] == mp["gradients"]);
+  CHECK(mh["optimizer"] == mp["optimizer"]);
+  CHECK(mp["peak_live"].get<int64_t>() - mh["peak_live"].get<int64_t>() == 2 * 655360);
+  // Written in the canonical form only when set; needs a recipe.
+  CHECK(job_to_canonical_json(held).find("fp8_params") != std::string::npos);
+  CHECK(job_to_canonical_json(plain).find("fp8_params") == std::string::npos);
+  Result<Job> no_recipe = parse_job(job_text(R"(, "fp8_params": true)"));
+  Status st = no_recipe.ok() ? validate_job(*no_recipe) : Status(no_recipe.error());
+  REQUIRE(!st.ok());
+  CHECK(st.error().path == "training.fp8_params");
+  Result<Job> not_bool = parse_job(job_text(R"(, "fp8_recipe": "delayed", "fp8_params": 1)"));
+  REQUIRE(!not_bool.ok());
+  CHECK(not_bool.error().path == "training.fp8_params");
+}
+
 TEST_CASE("fp8 under ZeRO-3: the GEMMs reading an all-gathered weight run at FP8 too") {
   // FSDP gathers each layer's BF16 weights before use; the GEMM's operand
   // is the gathered copy, and TE quantizes it as it would the parameter.

@@ -975,33 +975,38 @@ TEST_CASE("plan: the collective bound is a lower bound of NCCL's ring and tree (
 TEST_CASE("plan: an FP8 job's memory check counts the weights' FP8 copies, as summary.json's peak_live does") {
   // Found by a probe of published layouts: the plan's check left out
   // memory_bytes.fp8_weight_copies and admitted FP8 layouts summary.json
-  // puts over the memory. Every layout, ZeRO-3 (copies sharded) included.
-  Result<Job> j = parse_job(R"({"model": {"preset": "llama3-8b", "num_layers": 4},
-      "training": {"seq_len": 1024, "global_batch_size": 16, "dtype": "bf16", "fp8_recipe": "delayed"},
-      "hardware": "h100"})");
-  REQUIRE_MESSAGE(j.ok(), j.error().to_string());
-  PlanOptions o;
-  o.gpus = 8;
-  o.exhaustive = true;
-  o.constraints = parse_plan_constraints(json{{"max_mbs", 1}}).value();
-  o.constraints.top = 100000;
-  Result<PlanResult> r = plan(*j, o);
-  REQUIRE_MESSAGE(r.ok(), r.error().to_string());
-  REQUIRE(r->candidates.size() > 4);
-  bool zero3 = false;
-  for (const PlanCandidate& c : r->candidates) {
-    INFO(layout_label(c.layout, false));
-    json s = summary(make(c.job));
-    int64_t peak_live = 0, copies = 0;
-    for (const json& st : s["stages"]) {
-      peak_live = std::max(peak_live, st["memory_bytes"]["peak_live"].get<int64_t>());
-      copies = std::max(copies, st["memory_bytes"]["fp8_weight_copies"].get<int64_t>());
+  // puts over the memory. Every layout, ZeRO-3 (copies sharded) included;
+  // with fp8_params too (the FP8 linears' bf16 weights not held).
+  for (bool fp8_params : {false, true}) {
+    INFO("fp8_params " << fp8_params);
+    Result<Job> j = parse_job(R"({"model": {"preset": "llama3-8b", "num_layers": 4},
+        "training": {"seq_len": 1024, "global_batch_size": 16, "dtype": "bf16", "fp8_recipe": "delayed"},
+        "hardware": "h100"})");
+    REQUIRE_MESSAGE(j.ok(), j.error().to_string());
+    j->training.fp8_params = fp8_params;
+    PlanOptions o;
+    o.gpus = 8;
+    o.exhaustive = true;
+    o.constraints = parse_plan_constraints(json{{"max_mbs", 1}}).value();
+    o.constraints.top = 100000;
+    Result<PlanResult> r = plan(*j, o);
+    REQUIRE_MESSAGE(r.ok(), r.error().to_string());
+    REQUIRE(r->candidates.size() > 4);
+    bool zero3 = false;
+    for (const PlanCandidate& c : r->candidates) {
+      INFO(layout_label(c.layout, false));
+      json s = summary(make(c.job));
+      int64_t peak_live = 0, copies = 0;
+      for (const json& st : s["stages"]) {
+        peak_live = std::max(peak_live, st["memory_bytes"]["peak_live"].get<int64_t>());
+        copies = std::max(copies, st["memory_bytes"]["fp8_weight_copies"].get<int64_t>());
+      }
+      CHECK(copies > 0);
+      CHECK(c.peak_memory_bytes == peak_live);
+      zero3 = zero3 || c.layout.zero == 3;
     }
-    CHECK(copies > 0);
-    CHECK(c.peak_memory_bytes == peak_live);
-    zero3 = zero3 || c.layout.zero == 3;
+    CHECK(zero3);
   }
-  CHECK(zero3);
 }
 
 TEST_CASE("plan: MoE candidates carry the MoE low-confidence note, ZeRO-3 ones the routed-expert gather note") {

@@ -109,7 +109,7 @@ export function initPlan(loadJob: (job: JobJson, c: PlanCandidate) => void): voi
       num('gpus', 'GPUs', { id: 'plan-gpus', required: true }),
       h('label', {}, 'Rank by ', h('select', { name: 'objective', id: 'plan-objective' },
         h('option', { value: 'step_time' }, 'step time'), h('option', { value: 'tokens_per_gpu' }, 'tokens / s per GPU'))),
-      h('label', {}, 'Memory reserve (GiB) ', h('input', { type: 'number', name: 'reserve', min: 0, step: 'any', placeholder: '10 % of GPU', inputmode: 'decimal' })),
+      h('label', {}, 'Memory reserve (GiB) ', h('input', { type: 'number', name: 'reserve', min: 0, step: 'any', placeholder: 'derived (h100: 1.8)', inputmode: 'decimal' })),
       num('top', 'Layouts ranked', { value: 10, max: 200 }),
       h('label', {}, 'Time limit (s) ', h('input', { type: 'number', name: 'time_limit', id: 'plan-time-limit', min: 0, step: 'any', placeholder: 'none', inputmode: 'decimal' }))),
     h('details', {}, h('summary', {}, 'constraints: fix or bound degrees, schedules, recompute'),
