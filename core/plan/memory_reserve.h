@@ -25,8 +25,8 @@ inline constexpr int64_t kCudaContextBytes = int64_t{512} << 20;
 inline constexpr int64_t kNcclSimpleBytes = int64_t{1} << 22;
 inline constexpr int64_t kNcclLl128Bytes = int64_t{120} * 640 * 8 * 8;
 inline constexpr int64_t kNcclLlBytes = int64_t{8} * 512 * 8 * 16;
-// Channels per communicator (NCCL's MAXCHANNELS, the most a ring over
-// NVLink opens) and the communicators with more than one rank that a
+// Channels per communicator (32: NCCL's MAXCHANNELS in older releases;
+// current ones define 64, an assumption docs/plan.md states) and the communicators with more than one rank that a
 // Megatron-style 3D/4D layout drives at once (dp, tp, cp or pp, and the
 // model-parallel group of the loss and the gradient norm).
 inline constexpr int64_t kNcclChannels = 32;

@@ -331,6 +331,11 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
   std::vector<char> f_reader(px.layers.size(), 0), b_reader(px.layers.size(), 0);
   std::map<Part*, double> b_run;  // backward compute so far, per part
   std::map<std::pair<Part*, int>, double> big_at;  // (part, writer op) -> b_run at its last node
+  // The shared experts' stream (side stream 2, moe_shared_expert_overlap):
+  // its compute runs beside the ep all-to-alls and the compute stream, so
+  // neither the exchange nor a writer's time may count it in series.
+  bool shared_stream = false;
+  for (uint8_t sd : prog.side_stream) shared_stream |= sd == 2;
   for (size_t i = 0; i < prog.nodes.size(); ++i) {
     const ProgramNode& n = prog.nodes[i];
     if (n.kind != TraceNodeKind::kCompute) continue;
@@ -351,7 +356,9 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
     const double us = static_cast<double>(n.duration_micros);
     part->fb_us += us;
     if (bwd) {
-      const double at = b_run[part] += us;
+      // A side-stream node need not end before a compute-stream writer.
+      const bool side = !prog.side_stream.empty() && prog.side_stream[i] != 0;
+      const double at = side ? b_run[part] : (b_run[part] += us);
       if (big_writer.count(op)) big_at[{part, op}] = at;
     }
     if (fwd) part->f_us += us;
@@ -406,6 +413,10 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
       // run the ep all-to-alls on their own stream; this one-micro-batch
       // program has none, so they are left out for every layout.
       if (axis == "ep" && ep_overlap) continue;
+      // With the shared experts on their own stream the exchange overlaps
+      // their compute (each at half the GPU while both run), so charging
+      // it in series with that compute would exceed simulate.
+      if ((axis == "ep" || axis == "etp") && shared_stream) continue;
       if (axis == "tp" || axis == "cp") coll_us[i] = collective_micros(net, axis == "tp" ? tp_shape : cp_shape, n.coll, n.comm_size);
       else if (axis == "ep") coll_us[i] = best_shape_micros(net, k.ep, n.coll, n.comm_size);
       else if (axis == "etp") coll_us[i] = best_shape_micros(net, k.etp, n.coll, n.comm_size);
