@@ -104,37 +104,43 @@ int64_t fp8_weight_copy_bytes(Fp8Recipe r, int64_t n) {
   return 2 * n + 2 * static_cast<int64_t>(scale_bytes(r, n, true));
 }
 
-Result<int64_t> fp8_weight_copies_bytes(const Graph& g, const Bindings& bind, Fp8Recipe r, int64_t zero,
-                                        int64_t shard_group, int64_t expert_group) {
-  if (r == Fp8Recipe::kNone) return int64_t{0};
-  int64_t total = 0;
+namespace {
+// Calls fn(weight tensor, its local elements) once per weight an FP8 GEMM
+// reads (forward ops, not recomputed copies): the one walk the weight
+// copies and the weight counts share.
+template <typename Fn>
+Status for_each_fp8_weight(const Graph& g, const Bindings& bind, Fn&& fn) {
   std::set<int> seen;
   for (int id : g.order) {
     const Op& o = g.ops[id];
     if (o.fwd_op >= 0 || o.recomputed || !fp8_gemm(g, o) || !seen.insert(o.inputs[1]).second) continue;
     const Tensor& w = g.tensors[o.inputs[1]];
     SC_ASSIGN_OR_RETURN(int64_t n, w.local_numel().eval(bind, w.name));
+    fn(w, n);
+  }
+  return ok_status();
+}
+}  // namespace
+
+Result<int64_t> fp8_weight_copies_bytes(const Graph& g, const Bindings& bind, Fp8Recipe r, int64_t zero,
+                                        int64_t shard_group, int64_t expert_group) {
+  if (r == Fp8Recipe::kNone) return int64_t{0};
+  int64_t total = 0;
+  SC_RETURN_IF_ERROR(for_each_fp8_weight(g, bind, [&](const Tensor& w, int64_t n) {
     int64_t b = fp8_weight_copy_bytes(r, n);
     if (zero >= 3) {
       const int64_t grp = w.expert ? expert_group : shard_group;
       b = (b + grp - 1) / grp;
     }
     total += b;
-  }
+  }));
   return total;
 }
 
 Result<Fp8WeightElems> fp8_weight_elems(const Graph& g, const Bindings& bind, Fp8Recipe r) {
   Fp8WeightElems e;
   if (r == Fp8Recipe::kNone) return e;
-  std::set<int> seen;
-  for (int id : g.order) {
-    const Op& o = g.ops[id];
-    if (o.fwd_op >= 0 || o.recomputed || !fp8_gemm(g, o) || !seen.insert(o.inputs[1]).second) continue;
-    const Tensor& w = g.tensors[o.inputs[1]];
-    SC_ASSIGN_OR_RETURN(int64_t n, w.local_numel().eval(bind, w.name));
-    (w.expert ? e.expert : e.dense) += n;
-  }
+  SC_RETURN_IF_ERROR(for_each_fp8_weight(g, bind, [&](const Tensor& w, int64_t n) { (w.expert ? e.expert : e.dense) += n; }));
   return e;
 }
 
