@@ -12,6 +12,7 @@
 #include "api/state.h"
 #include "check/replay.h"
 #include "cost/fp8_cost.h"
+#include "parallel/zero.h"
 
 namespace sc {
 namespace {
@@ -134,8 +135,7 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
   const int64_t expert_group = s.job.model.is_moe() ? par.expert_dp() : 1;
   const int64_t dense = f.params_local - f.params_local_expert;
   auto sharded_of = [&](int64_t d, int64_t e, int64_t bytes_per_param, int64_t stage) {
-    if (zero < stage) return (d + e) * bytes_per_param;
-    return (d * bytes_per_param + group - 1) / group + (e * bytes_per_param + expert_group - 1) / expert_group;
+    return zero_state_bytes(d, e, bytes_per_param, zero, stage, group, expert_group);
   };
   auto sharded = [&](int64_t bytes_per_param, int64_t stage) {
     return sharded_of(dense, f.params_local_expert, bytes_per_param, stage);

@@ -35,6 +35,18 @@ struct ZeroAxes {
   std::string replica;  // HSDP: "dp_replicate"; "" otherwise
   std::string expert;   // "edp" when the experts have data parallelism; "" otherwise
 };
+// Bytes of per-parameter state (bytes_per_param each) of `dense` and
+// `expert` (routed-expert) parameters under ZeRO stage `zero`: whole below
+// `stage` (1: optimizer state, 2: gradients, 3: parameters), else the dense
+// part over the sharding group and the experts' over the expert
+// data-parallel group, each rounded up (flat, padded shards). summary.json's
+// memory figures and the plan's memory check both use it.
+inline int64_t zero_state_bytes(int64_t dense, int64_t expert, int64_t bytes_per_param, int64_t zero, int64_t stage,
+                                int64_t group, int64_t expert_group) {
+  if (zero < stage) return (dense + expert) * bytes_per_param;
+  return (dense * bytes_per_param + group - 1) / group + (expert * bytes_per_param + expert_group - 1) / expert_group;
+}
+
 void apply_zero(Graph& g, int zero_stage, const ZeroAxes& axes);
 
 }  // namespace sc

@@ -20,6 +20,8 @@
 #include "cost/fp8_cost.h"
 #include "model/model_config.h"
 #include "model/transformer.h"
+#include "parallel/zero.h"
+#include "plan/memory_reserve.h"
 #include "sim/network.h"
 #include "trace/schedule.h"
 
@@ -118,11 +120,12 @@ struct Part {
   // unit's first reader waits for its gather, and everything after it in
   // the compute chain follows.
   double f_post_us = 0, b_post_us = 0, b_post_nw_us = 0;
-  int64_t big_grads = 0;  // dense weight gradients of at least a DDP bucket
-  // Each big gradient as (the backward compute of this part up to and
-  // including its writer, in the compute chain's order, µs; its bytes),
-  // by that time: its bucket's reduction waits for the write.
+  // Each dense weight gradient of at least a DDP bucket ("big") as (the
+  // backward compute of this part up to and including its writer, in the
+  // compute chain's order, µs; its bytes), by that time: its bucket's
+  // reduction waits for the write.
   std::vector<std::pair<double, int64_t>> big_grad_writes;
+  int64_t big_grads() const { return static_cast<int64_t>(big_grad_writes.size()); }
   // Of those, the ones between two consecutive compute nodes A -> B with
   // A feeding the collective and the collective feeding B: the compute
   // stream waits for all of it.
@@ -295,10 +298,8 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
     Result<int64_t> b = tt.local_bytes(bind, tt.name);
     if (!b.ok()) { px.error = b.error(); return px; }
     Part* part = weight_part[static_cast<size_t>(tt.grad_of)] ? weight_part[static_cast<size_t>(tt.grad_of)] : &px.pre;
-    if (static_cast<double>(*b) >= bucket_bytes && big.insert(tt.grad_of).second) {
-      ++part->big_grads;
+    if (static_cast<double>(*b) >= bucket_bytes && big.insert(tt.grad_of).second)
       big_writer[tt.producer].push_back({part, *b});
-    }
   }
   // Saved activations: the part of their first backward reader (as
   // summary.json's activation_bytes_by_layer), layer -1 by its producer.
@@ -491,7 +492,7 @@ ChunkSums chunk_sums(const Proxy& px, const Chunk& c, int64_t num_virtual, bool 
     s.comm_us += p.comm_us;
     s.serial_us += p.serial_us;
     s.f_comm_us += p.f_comm_us;
-    s.big_grads += p.big_grads;
+    s.big_grads += p.big_grads();
     s.rc_us += p.rc_us;
   };
   for (int64_t l = c.first_layer; l < c.end_layer; ++l) add(layer_part(px, l));
@@ -870,7 +871,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
   // Gradient buckets of dp_bucket_mb (the proxy's big_grads) only where
   // they are reduced during the backward; otherwise one bucket.
   const bool overlapped = t.grad_reduce_overlapped(p);
-  auto buckets_of = [&](int64_t l) { return overlapped ? layer_part(px, l).big_grads : 0; };
+  auto buckets_of = [&](int64_t l) { return overlapped ? layer_part(px, l).big_grads() : 0; };
   // ZeRO-3's reductions on the replayed data-parallel stream: only the
   // buckets a layer's gradients of at least dp_bucket_mb close (each closes
   // its bucket when written, within the layer's backward, and the bucket
@@ -1633,8 +1634,7 @@ Eval evaluate(const Cand& cd, const Job& job, int64_t usable, const PlanBackend&
     }
     const int64_t dense = local - expert;
     auto sharded = [&](int64_t bpp, int64_t stage) {
-      if (par.zero < stage) return local * bpp;
-      return (dense * bpp + group - 1) / group + (expert * bpp + expert_group - 1) / expert_group;
+      return zero_state_bytes(dense, expert, bpp, par.zero, stage, group, expert_group);
     };
     // As summary.json's peak_live: FP8 jobs hold their weights' FP8 copies too
     // (with fp8_params, in place of those weights' high-precision copies).
@@ -1647,10 +1647,8 @@ Eval evaluate(const Cand& cd, const Job& job, int64_t usable, const PlanBackend&
       ev.error = !fp8_copies.ok() ? fp8_copies.error() : fp8_held.error();
       return ev;
     }
-    const int64_t held_bytes =
-        par.zero < 3 ? (local - fp8_held->dense - fp8_held->expert) * dtype_bytes(tr.dtype)
-                     : ((dense - fp8_held->dense) * dtype_bytes(tr.dtype) + group - 1) / group +
-                           ((expert - fp8_held->expert) * dtype_bytes(tr.dtype) + expert_group - 1) / expert_group;
+    const int64_t held_bytes = zero_state_bytes(dense - fp8_held->dense, expert - fp8_held->expert,
+                                                dtype_bytes(tr.dtype), par.zero, 3, group, expert_group);
     const int64_t live = held_bytes + *fp8_copies + sharded(dtype_bytes(tr.grad_reduce_dtype), 2) +
                          sharded(tr.optimizer_bytes_per_param, 1) + s.program_of(st).live_activation_peak;
     c.peak_memory_bytes = std::max(c.peak_memory_bytes, live);

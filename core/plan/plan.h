@@ -28,7 +28,6 @@
 #include "base/status.h"
 #include "graph/graph.h"
 #include "job/job.h"
-#include "plan/memory_reserve.h"
 #include "symbolic/expr.h"
 #include "trace/lower.h"
 
@@ -46,6 +45,9 @@ struct PlanConstraints {
   std::vector<std::string> recompute;  // empty = all
   std::vector<int64_t> zero;           // empty = 0..3
   std::vector<std::string> orders;     // empty = megatron, llama3
+  // Neither given: default_memory_reserve(job.hardware).total(), the CUDA
+  // context, cuBLAS workspaces and NCCL buffers of the GPU profile
+  // (plan/memory_reserve.h; docs/plan.md, "The memory reserve").
   std::optional<double> memory_reserve_gib, memory_reserve_fraction;
   std::string objective = "step_time";  // or "tokens_per_gpu"
   int64_t top = 5;
@@ -54,10 +56,6 @@ struct PlanConstraints {
 // The "plan" block of a job JSON / the request's args.constraints. Errors
 // name "<path>.<key>" and the value; unknown keys are kUnknownField.
 Result<PlanConstraints> parse_plan_constraints(const nlohmann::json& j, const std::string& path = "plan");
-
-// Default reserve: default_memory_reserve(job.hardware).total(), the CUDA
-// context, cuBLAS workspaces and NCCL buffers of the GPU profile
-// (plan/memory_reserve.h; docs/plan.md, "The memory reserve").
 
 struct PlanResult;
 
