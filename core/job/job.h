@@ -246,6 +246,12 @@ struct SchedulerConfig {
   // (vLLM V0 without --enable-chunked-prefill): it joins a prefill batch
   // whole or waits for the next one.
   bool chunked_prefill = true;
+  // admission "reserve" (SGLang's): a prompt is admitted only when the free
+  // cache also holds a share of every running request's remaining output
+  // (new_token_ratio) and its own output; a decode step short of pages
+  // retracts requests. false ("greedy", vLLM's): pages for what runs now,
+  // preemption of the newest when short.
+  bool reserve_output = false;
 };
 
 // serving.slo: latency targets of the capacity search and of goodput.

@@ -220,7 +220,7 @@ Status parse_scheduler(const Json& v, SchedulerConfig* c) {
                                        {"policy", "max_num_batched_tokens", "max_num_seqs", "chunk_tokens",
                                         "step_overhead_seconds", "token_overhead_seconds",
                                         "request_overhead_seconds", "speculative_tokens",
-                                        "acceptance_rate", "scheduler_steps", "chunked_prefill"},
+                                        "acceptance_rate", "scheduler_steps", "chunked_prefill", "admission"},
                                        path));
   c->present = true;
   if (const Json* x = jsonf::find(v, "policy")) {
@@ -258,6 +258,19 @@ Status parse_scheduler(const Json& v, SchedulerConfig* c) {
                         "prompts by definition)",
                         path + ".chunked_prefill");
   }
+  if (const Json* x = jsonf::find(v, "admission")) {
+    SC_ASSIGN_OR_RETURN(std::string a, jsonf::get_string(*x, path + ".admission"));
+    if (a == "reserve") c->reserve_output = true;
+    else if (a != "greedy")
+      return make_error(ErrorCode::kInvalidArgument,
+                        "unknown admission \"" + jsonf::clip(a) + "\" (known: greedy, reserve)",
+                        path + ".admission");
+  }
+  if (c->reserve_output && c->scheduler_steps > 1)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "admission reserve (SGLang's) with multi-step scheduling (" + to_string(c->scheduler_steps) +
+                          " steps, vLLM's) is not modelled; set one of them",
+                      path + ".admission");
   if (c->scheduler_steps > 1 && c->speculative_tokens > 0)
     return make_error(ErrorCode::kInvalidArgument,
                       "multi-step scheduling (" + to_string(c->scheduler_steps) +
@@ -498,6 +511,7 @@ void serving_canonical(const Job& job, Json* root) {
       serving["scheduler"]["request_overhead_seconds"] = c.request_overhead_seconds;
     if (c.scheduler_steps > 1) serving["scheduler"]["scheduler_steps"] = c.scheduler_steps;
     if (!c.chunked_prefill) serving["scheduler"]["chunked_prefill"] = false;
+    if (c.reserve_output) serving["scheduler"]["admission"] = "reserve";
     if (c.speculative_tokens > 0) {
       serving["scheduler"]["speculative_tokens"] = c.speculative_tokens;
       serving["scheduler"]["acceptance_rate"] = c.acceptance_rate;

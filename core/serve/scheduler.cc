@@ -45,6 +45,7 @@ struct Rank {
   };
   std::vector<Sched> sched;
   int64_t run_left = 0;  // steps left in the current multi-step decode run
+  double ratio = kReserveInitRatio;  // reserve_output: the share of running outputs held back
 };
 
 }  // namespace
@@ -183,6 +184,33 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
         };
         auto decoding = [&](const Live& l) { return l.generated > 0 && total_tokens(l) - l.computed == 1; };
         const bool prefill_first = p.policy == SchedulerParams::Policy::kPrefillFirst;
+        // reserve_output: the free cache's tokens less what the running
+        // requests' outputs are expected to take (SGLang's rem_total_tokens),
+        // less what this iteration schedules and admits.
+        double rem = 0;
+        if (p.reserve_output) {
+          rem = static_cast<double>(rk.free_blocks) * static_cast<double>(p.page_tokens);
+          for (const Live& l : rk.running)
+            rem -= static_cast<double>(std::min(out.requests[static_cast<size_t>(l.id)].output - l.generated,
+                                                kReserveClip)) *
+                   rk.ratio;
+        }
+        // Admission of a waiting request h (SGLang: its prompt left and its
+        // clipped output must fit what is left; on an idle rank the request
+        // runs, as the page check at the start guarantees it fits).
+        auto reserve_ok = [&](const Live& h) {
+          return !p.reserve_output || (rk.running.empty() && rk.sched.empty()) ||
+                 static_cast<double>(total_tokens(h) - h.computed +
+                                     std::min(out.requests[static_cast<size_t>(h.id)].output, kReserveClip)) < rem;
+        };
+        // What an admission takes from it: the tokens scheduled, and the
+        // clipped output unless the prompt is only chunked this iteration.
+        auto reserve_take = [&](const Live& h, int64_t n) {
+          if (!p.reserve_output) return;
+          rem -= static_cast<double>(n);
+          if (n >= total_tokens(h) - h.computed)
+            rem -= static_cast<double>(std::min(out.requests[static_cast<size_t>(h.id)].output, kReserveClip));
+        };
         if (rk.run_left > 0) {
           // Inside a multi-step run: every request of the run that is still
           // generating takes one more decode step (its pages were reserved
@@ -208,6 +236,7 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
             rk.free_blocks -= need;
             rk.sched.push_back({i, n, 0});
             left -= n;
+            if (p.reserve_output) rem -= static_cast<double>(n);
           }
         }
         const bool prefill_batch = prefill_first && (!rk.sched.empty() || (!rk.waiting.empty() && [&] {
@@ -215,10 +244,57 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
                                      const int64_t n = std::min(total_tokens(h) - h.computed, left);
                                      if (whole_prompts && n < total_tokens(h) - h.computed) return false;
                                      return static_cast<int64_t>(rk.running.size()) < p.max_num_seqs &&
+                                            reserve_ok(h) &&
                                             ceil_div(h.computed + n, p.page_tokens) - h.prefix / p.page_tokens -
                                                     h.blocks <=
                                                 rk.free_blocks;
                                    }()));
+        // reserve_output, a step that decodes: short of pages for its
+        // decodes, it retracts running requests (SGLang's retract_decode:
+        // fewest outputs first, then the longest prompt; to the end of the
+        // queue, recomputed later) until the free cache holds kRetractSteps
+        // tokens for each one left, and resets the ratio from those left;
+        // otherwise the ratio decays.
+        if (p.reserve_output && !in_run && !prefill_batch && !rk.running.empty()) {
+          int64_t need = 0;
+          for (const Live& l : rk.running)
+            if (decoding(l))
+              need += ceil_div(l.computed + 1, p.page_tokens) + p.state_blocks - l.prefix / p.page_tokens - l.blocks;
+          if (need > rk.free_blocks) {
+            std::vector<size_t> order(rk.running.size());
+            for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+            std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+              const Live &x = rk.running[a], &y = rk.running[b];
+              if (x.generated != y.generated) return x.generated > y.generated;
+              return out.requests[static_cast<size_t>(x.id)].prompt < out.requests[static_cast<size_t>(y.id)].prompt;
+            });
+            std::vector<char> gone(rk.running.size(), 0);
+            while (order.size() > 1 && rk.free_blocks * p.page_tokens < static_cast<int64_t>(order.size()) * kRetractSteps) {
+              Live& v = rk.running[order.back()];
+              gone[order.back()] = 1;
+              order.pop_back();
+              rk.free_blocks += v.blocks;
+              v.blocks = 0;
+              v.computed = v.prefix;
+              out.requests[static_cast<size_t>(v.id)].preemptions++;
+              out.preemptions++;
+              rk.waiting.push_back(v);
+            }
+            std::vector<Live> keep;
+            double gen = 0, outs = 0;
+            for (size_t i = 0; i < rk.running.size(); ++i)
+              if (!gone[i]) {
+                keep.push_back(rk.running[i]);
+                gen += static_cast<double>(rk.running[i].generated);
+                outs += static_cast<double>(out.requests[static_cast<size_t>(rk.running[i].id)].output);
+              }
+            rk.running.swap(keep);
+            rk.ratio = std::min(1.0, (gen + static_cast<double>(kRetractSteps) * static_cast<double>(rk.running.size())) / outs);
+            preempted = true;
+          } else {
+            rk.ratio = std::max(rk.ratio - kReserveDecay, kReserveMinRatio);
+          }
+        }
         // Running requests first, in order; a request that cannot get its
         // pages preempts the most recently admitted one (recompute).
         for (size_t i = 0; !in_run && !prefill_batch && i < rk.running.size() && left > 0;) {
@@ -262,8 +338,10 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
           Live l = rk.waiting.front();
           const int64_t n = std::min(total_tokens(l) - l.computed, left);
           if (whole_prompts && n < total_tokens(l) - l.computed) break;  // the whole prompt or wait
+          if (!reserve_ok(l)) break;
           const int64_t need = ceil_div(l.computed + n, p.page_tokens) + p.state_blocks - l.prefix / p.page_tokens - l.blocks;
           if (need > rk.free_blocks) break;
+          reserve_take(l, n);
           rk.waiting.pop_front();
           l.blocks += need;
           rk.free_blocks -= need;

@@ -33,7 +33,11 @@ How a predicted number is read from the summary (docs/inference.md,
   rate, the request count and seed, and either fixed lengths or a
   `dataset` of the spec's `datasets` (ShareGPT): the requests are then a
   trace drawn here from that dataset's published statistics (`trace()`),
-  the same bytes on every run.
+  the same bytes on every run. A rate of "inf" (bench_serving's
+  --request-rate inf, an offline benchmark) sends every request at t = 0.
+- output_tokens_per_second (such a row's server throughput): the
+  summary's inference.workload.output_tokens_per_second (output tokens
+  over the makespan).
 
 Under the comparison the block takes every simulated TTFT apart
 (`render_ttft`) and, for the request-rate rows, the decode step at the
@@ -61,7 +65,7 @@ PRESETS = {"llama2-70b"}  # rows that use the engine's preset (no config.json fi
 HARDWARE = {"a100": "a100", "h100": "h100", "h200": "h200", "h800": {"preset": "h100", "intra_node_bw": 200e9}}
 METRIC = {"ttft_seconds_p50": "median TTFT", "tpot_seconds_p50": "median TPOT", "itl_seconds_p50": "median ITL",
           "e2e_seconds_p50": "median E2E", "ttft_seconds": "TTFT", "tpot_seconds": "TPOT", "itl_seconds": "ITL", "output_tokens_per_second_per_gpu": "output tok/s/GPU",
-          "decode_tokens_per_second_per_gpu": "decode tok/s/GPU", "prefill_tokens_per_second_per_gpu": "prefill tok/s/GPU"}
+          "decode_tokens_per_second_per_gpu": "decode tok/s/GPU", "output_tokens_per_second": "output tok/s (server)", "prefill_tokens_per_second_per_gpu": "prefill tok/s/GPU"}
 
 
 def lengths(ds, n, seed):
@@ -133,6 +137,8 @@ def trace(spec, w):
     """The row's workload W as a trace: Poisson arrivals at W's rate (seeded
     gaps -ln(1 - u) / rate) and the lengths of W's dataset."""
     pairs = lengths(spec["datasets"][w["dataset"]], w["requests"], w["seed"])
+    if w["rate"] == "inf":  # bench_serving's --request-rate inf: every request sent at once
+        return [{"arrival_seconds": 0.0, "prompt_tokens": p, "output_tokens": o} for p, o in pairs]
     r, t, out = random.Random(w["seed"] + 1), 0.0, []
     for p, o in pairs:
         t += -math.log(1.0 - r.random()) / w["rate"]
@@ -158,6 +164,8 @@ def predict(row, metric, s):
     if metric in ("ttft_seconds", "tpot_seconds", "itl_seconds", "ttft_seconds_p50", "tpot_seconds_p50",
                   "itl_seconds_p50", "e2e_seconds_p50"):
         return inf[metric]
+    if metric == "output_tokens_per_second":  # a request-rate row: the server's, over the makespan
+        return inf["workload"]["output_tokens_per_second"]
     if metric == "output_tokens_per_second_per_gpu":
         return inf["tokens_per_second_per_gpu"]
     if metric == "decode_tokens_per_second_per_gpu":

@@ -13,14 +13,16 @@ serving.scheduler.step_overhead_seconds (a per iteration, s) and
 token_overhead_seconds (b per sampled row, s). For each engine (a spec
 `column`), this grid-searches a in 0..6 ms (0.5 ms steps) and b in
 0..200 us (25 us steps) for the smallest largest |error| of median TPOT,
-ITL and E2E over that engine's Llama 3.1 8B / A100 rows (TTFT left out:
+ITL and E2E, and of the offline row's output throughput, over that
+engine's Llama 3.1 8B / A100 rows (4 and 8 requests/s and offline: the
+offline row, hundreds of requests per step, is what tells a from b; TTFT left out:
 it also holds per-request costs, HTTP and tokenization, which these inputs
 do not model), and prints the pair and every row's errors, the Llama 3.1
 70B / H100 tp 4 rows being the check (another model, GPU and tp).
 Then, with that pair, the per-request time outside the iterations
 (serving.scheduler.request_overhead_seconds r: HTTP server, tokenization,
 the first token's detokenization and streaming) from the same fitted
-rows' median TTFT: r adds exactly r to every request's TTFT and E2E (the
+rows' median TTFT (the rows that have one): r adds exactly r to every request's TTFT and E2E (the
 schedule is unchanged), so it is searched over 0..60 ms (0.5 ms steps)
 for the smallest largest |error| of median TTFT and E2E without
 simulating again. The three numbers are written into the spec rows of
@@ -38,7 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 import serving_table as st  # noqa: E402
 
-FIT_METRICS = ("tpot_seconds_p50", "itl_seconds_p50", "e2e_seconds_p50")
+FIT_METRICS = ("tpot_seconds_p50", "itl_seconds_p50", "e2e_seconds_p50", "output_tokens_per_second")
 
 
 def predicted(cli, spec, row, a, b, rq=0.0):
@@ -54,8 +56,8 @@ def predicted(cli, spec, row, a, b, rq=0.0):
         out = subprocess.run([cli, "inspect", "--config", f.name, "--json"], capture_output=True, text=True, check=True)
     finally:
         os.unlink(f.name)
-    inf = json.loads(out.stdout)["inference"]
-    return {m: inf[m] for m in r["measured"]}
+    s = json.loads(out.stdout)
+    return {m: st.predict(r, m, s) for m in r["measured"]}
 
 
 def errors(cli, spec, row, a, b, rq=0.0):
@@ -67,7 +69,7 @@ def fit_request(cli, spec, fit, a, b):
     """r in 0..60 ms for the smallest largest |error| of median TTFT and
     E2E over FIT, from one simulation per row without r (r shifts both by
     exactly r)."""
-    base = [(r, predicted(cli, spec, r, a, b)) for r in fit]
+    base = [(r, predicted(cli, spec, r, a, b)) for r in fit if "ttft_seconds_p50" in r["measured"]]
     best = None
     for i in range(121):
         rq = i * 0.0005
@@ -94,7 +96,7 @@ def main():
             for ia in range(13):
                 for ib in range(9):
                     a, b = ia * 0.0005, ib * 0.000025
-                    worst = max(abs(e[m]) for r in fit for e in [errors(cli, spec, r, a, b)] for m in FIT_METRICS)
+                    worst = max(abs(v) for r in fit for m, v in errors(cli, spec, r, a, b).items() if m in FIT_METRICS)
                     if best is None or worst < best[0] - 1e-12:
                         best = (worst, a, b)
         _, a, b = best

@@ -94,6 +94,17 @@ TEST_CASE("serving workload: parse errors name the field") {
   CHECK(parse_error(job_with(R"(, "scheduler": {"policy": "prefill_first", "chunked_prefill": "no"})")).path ==
         "serving.scheduler.chunked_prefill");
   CHECK(parse_job(job_with(R"(, "scheduler": {"policy": "prefill_first", "chunked_prefill": false})")).ok());
+  // SGLang's admission: a name it knows, and not with vLLM's multi-step runs.
+  {
+    const Error e = parse_error(job_with(R"(, "scheduler": {"admission": "sglang"})"));
+    CHECK(e.path == "serving.scheduler.admission");
+    CHECK(e.message.find("\"sglang\"") != std::string::npos);
+    CHECK(e.message.find("greedy, reserve") != std::string::npos);
+  }
+  CHECK(parse_error(job_with(R"(, "scheduler": {"admission": "reserve", "scheduler_steps": 10})")).path ==
+        "serving.scheduler.admission");
+  CHECK(parse_job(job_with(R"(, "scheduler": {"policy": "prefill_first", "admission": "reserve"})")).ok());
+  CHECK(parse_job(job_with(R"(, "scheduler": {"admission": "greedy"})")).ok());
   // Past the model's context (Llama 3 8B: 8,192).
   CHECK(parse_error(job_with(R"(, "workload": {"rate": 1, "requests": 5, "prompt_tokens": 9000})")).path ==
         "serving.workload.prompt_tokens");

@@ -185,6 +185,65 @@ TEST_CASE("serve: preemption by recompute when the paged cache is full, by hand"
   CHECK(r->requests[1].ttft() == doctest::Approx(cost(16)).epsilon(1e-12));  // its first token stands
 }
 
+TEST_CASE("serve: SGLang's admission holds a prompt back for the running outputs, by hand") {
+  // Three 8 + 8 requests at t=0, 4-token pages, 10 pages (40 slots), budget
+  // 32, prefill first. it1: A is admitted (40 free; it takes 8 + 8 = 16),
+  // B too (8 + 8 = 16 < 24 left; it takes 16), C not (16 < 8 fails). Each
+  // later step the reserve is the free slots less A's and B's outputs left
+  // x the ratio (0.7, then 0.001 less per decode step): after it1 24 - 2 x
+  // 7 x 0.7 = 14.2, after it6 (2 pages free) 8 - 2 x 2 x 0.695 = 5.2;
+  // never 16 or more until A and B finish at it8 (7 decode steps), so C
+  // prefills alone at it9 and decodes 7 steps. Greedy admission takes C at
+  // it1 (24 tokens, 6 pages) and later runs out of pages.
+  const std::vector<Request> reqs = {{0, 8, 8}, {0, 8, 8}, {0, 8, 8}};
+  SchedulerParams p = small(32, 10);
+  p.policy = SchedulerParams::Policy::kPrefillFirst;
+  p.reserve_output = true;
+  Result<WorkloadResult> r = simulate_workload(reqs, linear_cost(), p);
+  REQUIRE(r.ok());
+  CHECK(r->preemptions == 0);
+  CHECK(r->iterations == 16);
+  const double ab = cost(16) + 7 * cost(2), c_first = ab + cost(8);
+  CHECK(r->requests[0].finish == doctest::Approx(ab).epsilon(1e-12));
+  CHECK(r->requests[1].finish == doctest::Approx(ab).epsilon(1e-12));
+  CHECK(r->requests[2].queue() == doctest::Approx(ab).epsilon(1e-12));
+  CHECK(r->requests[2].ttft() == doctest::Approx(c_first).epsilon(1e-12));
+  CHECK(r->requests[2].finish == doctest::Approx(c_first + 7 * cost(1)).epsilon(1e-12));
+  p.reserve_output = false;
+  Result<WorkloadResult> g = simulate_workload(reqs, linear_cost(), p);
+  REQUIRE(g.ok());
+  CHECK(g->requests[2].ttft() == doctest::Approx(cost(24)).epsilon(1e-12));
+  CHECK(g->preemptions >= 1);
+}
+
+TEST_CASE("serve: SGLang's retraction when a decode step is short of pages, by hand") {
+  // Two 4 + 12 requests at t=0, 4-token pages, 7 pages (28 slots), budget
+  // 16, prefill first, SGLang's admission. it1: A (28 free, takes 4 + 12).
+  // B waits (16 < 12 fails). it2: 6 pages free, 24 - 11 x 0.7 = 16.3 > 16:
+  // B prefills alone. it3-it10: A and B decode (2 pages each from their
+  // 5th token, 3 from the 9th: 1 page free). it11: both need a 4th page, 1
+  // is free: B (the same outputs as A, the same prompt: the later one)
+  // is retracted to the queue (its 3 pages freed: 4 free, 4 x 4 = 16 slots
+  // >= 20 x 1 request left), the ratio becomes (9 + 20) / 12 -> 1; A
+  // decodes. it12, it13: B's 13-token recompute needs 13 + 12 < 12 - 2 x
+  // 1.0 = 10: no; A decodes to its 12th token. it14: B recomputes prompt
+  // and 9 outputs (13 tokens) alone, then decodes twice.
+  const std::vector<Request> reqs = {{0, 4, 12}, {0, 4, 12}};
+  SchedulerParams p = small(16, 7);
+  p.policy = SchedulerParams::Policy::kPrefillFirst;
+  p.reserve_output = true;
+  Result<WorkloadResult> r = simulate_workload(reqs, linear_cost(), p);
+  REQUIRE(r.ok());
+  CHECK(r->iterations == 16);
+  CHECK(r->preemptions == 1);
+  CHECK(r->requests[1].preemptions == 1);
+  CHECK(r->requests[0].preemptions == 0);
+  const double a_done = 2 * cost(4) + 8 * cost(2) + 3 * cost(1);
+  CHECK(r->requests[0].finish == doctest::Approx(a_done).epsilon(1e-12));
+  CHECK(r->requests[1].ttft() == doctest::Approx(2 * cost(4)).epsilon(1e-12));  // its first token stands
+  CHECK(r->requests[1].finish == doctest::Approx(a_done + cost(13) + 2 * cost(1)).epsilon(1e-12));
+}
+
 TEST_CASE("serve: a request larger than a rank's cache is an error naming the workload") {
   Result<WorkloadResult> r = simulate_workload({{0, 30, 10}}, linear_cost(), small(16, 6));
   REQUIRE(!r.ok());
