@@ -38,6 +38,14 @@ SchedulerParams small(int64_t budget, int64_t blocks) {
   return p;
 }
 
+// SGLang v0.3's engine: prefill first, its reserve admission.
+SchedulerParams sglang(int64_t budget, int64_t blocks) {
+  SchedulerParams p = small(budget, blocks);
+  p.policy = SchedulerParams::Policy::kPrefillFirst;
+  p.reserve_output = true;
+  return p;
+}
+
 }  // namespace
 
 TEST_CASE("serve: the 3-request example of docs/inference.md, by hand") {
@@ -196,9 +204,7 @@ TEST_CASE("serve: SGLang's admission holds a prompt back for the running outputs
   // prefills alone at it9 and decodes 7 steps. Greedy admission takes C at
   // it1 (24 tokens, 6 pages) and later runs out of pages.
   const std::vector<Request> reqs = {{0, 8, 8}, {0, 8, 8}, {0, 8, 8}};
-  SchedulerParams p = small(32, 10);
-  p.policy = SchedulerParams::Policy::kPrefillFirst;
-  p.reserve_output = true;
+  SchedulerParams p = sglang(32, 10);
   Result<WorkloadResult> r = simulate_workload(reqs, linear_cost(), p);
   REQUIRE(r.ok());
   CHECK(r->preemptions == 0);
@@ -229,9 +235,7 @@ TEST_CASE("serve: SGLang's retraction when a decode step is short of pages, by h
   // 1.0 = 10: no; A decodes to its 12th token. it14: B recomputes prompt
   // and 9 outputs (13 tokens) alone, then decodes twice.
   const std::vector<Request> reqs = {{0, 4, 12}, {0, 4, 12}};
-  SchedulerParams p = small(16, 7);
-  p.policy = SchedulerParams::Policy::kPrefillFirst;
-  p.reserve_output = true;
+  SchedulerParams p = sglang(16, 7);
   Result<WorkloadResult> r = simulate_workload(reqs, linear_cost(), p);
   REQUIRE(r.ok());
   CHECK(r->iterations == 16);
