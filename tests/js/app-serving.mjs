@@ -41,6 +41,13 @@ const SERVE_SLO_JOB = { mode: 'inference', model: { preset: 'llama3-8b', num_lay
     workload: { arrival: 'poisson', rate: 40, requests: 200, seed: 3 },
     slo: { ttft_seconds_p99: 0.2, tpot_seconds_p99: 0.02 } } };
 
+// A burst of 200 requests into a cache of 4,568 pages (6 % of the GPU's
+// memory), prefill first: the cache runs out, so the admission policy
+// (docs/inference.md "Admission") decides how many requests are preempted.
+const SERVE_BURST_JOB = { mode: 'inference', model: { preset: 'llama3-8b', num_layers: 4 }, parallel: { tp: 1 },
+  serving: { prompt_tokens: 512, output_tokens: 256, gpu_memory_utilization: 0.06,
+    workload: { arrival: 'burst', requests: 200, seed: 1 }, scheduler: { policy: 'prefill_first' } } };
+
 // Llama 3 8B, 4,000 + 50 tokens, 300 requests, P99 TTFT 1 s and TPOT 50 ms:
 // a prefill-bound capacity (the layout search's best per GPU).
 const SERVE_PREFILL_JOB = { mode: 'inference', model: { preset: 'llama3-8b' }, parallel: { tp: 1 },
@@ -345,6 +352,36 @@ export async function servingCases(context, base, only = '') {
     await page.waitForFunction(() => document.querySelector('#capacity')?.dataset.points === '0', null, { timeout: 60_000 });
     check(/latency target/.test(await page.textContent('#capacity')), 'without an SLO: how to get the curve');
     check(await page.isVisible('input[name="serving.slo.ttft_seconds_p99"]') && await page.isVisible('select[name="serving.workload.arrival"]'), 'SLO and workload fields in the editor');
+  });
+
+  await run('scheduler fields: a job that sets none has no scheduler key; SGLang\'s admission chosen in the form reaches the engine (preemptions as the native CLI counts them, fewer than greedy\'s)', async (page) => {
+    await page.goto(jobUrl(base, SERVE_SLO_JOB));
+    await ready(page);
+    const plain = await page.evaluate(() => window.stagecraftApp.job());
+    check(plain.serving.scheduler === undefined && plain.serving.gpu_memory_utilization === undefined, `no scheduler settings unless given: ${JSON.stringify(plain.serving)}`);
+    await page.goto('about:blank');
+    await page.goto(jobUrl(base, SERVE_BURST_JOB));
+    await ready(page);
+    const nativePreemptions = (job) => JSON.parse(new TextDecoder().decode(nativeFiles(job).get('summary.json'))).inference.workload.preemptions;
+    const greedy = nativePreemptions(SERVE_BURST_JOB);
+    const reserveJob = { ...SERVE_BURST_JOB, serving: { ...SERVE_BURST_JOB.serving, scheduler: { policy: 'prefill_first', admission: 'reserve' } } };
+    const reserve = nativePreemptions(reserveJob);
+    check(reserve < greedy, `the reserve holds requests back: ${reserve} preemptions against greedy's ${greedy}`);
+    const shown = () => page.evaluate(() => {
+      const m = /([\d,]+) preemptions/.exec(document.querySelector('[data-card="wl-kv"] .card-note')?.textContent ?? '');
+      return m ? Number(m[1].replace(/,/g, '')) : -1;
+    });
+    await page.waitForFunction(() => document.querySelector('[data-card="wl-kv"]'), null, { timeout: 60_000 });
+    check(await shown() === greedy, `greedy: ${await shown()} preemptions shown, the CLI's ${greedy}`);
+    check(await page.$eval('select[name="serving.scheduler.policy"]', (el) => el.value) === 'prefill_first', 'the job\'s policy in its select');
+    await page.click('fieldset[data-group="serving"] details > summary');  // the advanced fields
+    await page.selectOption('select[name="serving.scheduler.admission"]', 'reserve');
+    await page.waitForFunction((want) => {
+      const m = /([\d,]+) preemptions/.exec(document.querySelector('[data-card="wl-kv"] .card-note')?.textContent ?? '');
+      return m && Number(m[1].replace(/,/g, '')) === want;
+    }, reserve, { timeout: 60_000 });
+    const job = await page.evaluate(() => window.stagecraftApp.job());
+    check(job.serving.scheduler.admission === 'reserve' && job.serving.scheduler.policy === 'prefill_first', `the form's scheduler in the job: ${JSON.stringify(job.serving.scheduler)}`);
   });
 
   await run('capacity across layouts: one search per tp and replica count as serve-capacity --tp-list --replicas-list, rows streamed as each ends, the best per GPU marked, an impossible layout in words; axe at 1440 and 390 px', async (page) => {
