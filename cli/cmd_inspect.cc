@@ -150,6 +150,7 @@ void print_serving(const Job& job, const nlohmann::json& inf) {
                                       ", decode tp " + std::to_string(s.decode.tp) + " dp " +
                                       std::to_string(s.decode.dp) + " ep " + std::to_string(s.decode.ep) + ")"
                                 : std::string())
+            << (s.two_batch_overlap ? ", two-batch overlap (two micro-batches of half the tokens)" : "")
             << "\n"
             << "kv cache    " << grouped(inf["kv_cache_bytes_per_token"].get<int64_t>())
             << " bytes per token (whole model), " << grouped(inf["kv_cache_bytes_per_token_per_rank"].get<int64_t>())

@@ -273,6 +273,10 @@ struct ServingConfig {
   bool disaggregated = false;    // separate prefill and decode pools
   PoolLayout prefill, decode;    // their layouts (disaggregated only)
   double gpu_memory_utilization = 0;  // share of memory the engine may use; 0 = not given (all of it)
+  // SGLang's --enable-two-batch-overlap (MoE with ep > 1): each iteration
+  // runs as two micro-batches of half its tokens, one's expert all-to-alls
+  // beside the other's compute (docs/inference.md, "Two-batch overlap").
+  bool two_batch_overlap = false;
   WorkloadConfig workload;
   SchedulerConfig scheduler;
   SloConfig slo;

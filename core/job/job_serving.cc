@@ -329,7 +329,7 @@ Status parse_serving(const Json& root, Job* job) {
   SC_RETURN_IF_ERROR(jsonf::check_keys(*v,
                                        {"prompt_tokens", "output_tokens", "requests", "concurrency", "chunk_tokens",
                                         "kv_dtype", "weights_dtype", "page_tokens", "replicas", "disaggregated",
-                                        "gpu_memory_utilization", "workload", "scheduler", "slo"},
+                                        "gpu_memory_utilization", "two_batch_overlap", "workload", "scheduler", "slo"},
                                        path));
   const struct {
     const char* key;
@@ -386,6 +386,9 @@ Status parse_serving(const Json& root, Job* job) {
   if (const Json* x = jsonf::find(*v, "gpu_memory_utilization")) {
     SC_ASSIGN_OR_RETURN(s.gpu_memory_utilization,
                         jsonf::get_number_in(*x, "serving.gpu_memory_utilization", 0, 1, /*lo_inclusive=*/false));
+  }
+  if (const Json* x = jsonf::find(*v, "two_batch_overlap")) {
+    SC_ASSIGN_OR_RETURN(s.two_batch_overlap, jsonf::get_bool(*x, "serving.two_batch_overlap"));
   }
   if (const Json* x = jsonf::find(*v, "workload")) SC_RETURN_IF_ERROR(parse_workload(*x, &s.workload));
   if (const Json* x = jsonf::find(*v, "scheduler")) SC_RETURN_IF_ERROR(parse_scheduler(*x, &s.scheduler));
@@ -496,6 +499,7 @@ void serving_canonical(const Job& job, Json* root) {
   // The keys below are written only when given: jobs without them keep
   // their canonical form (and config hash).
   if (s.gpu_memory_utilization > 0) serving["gpu_memory_utilization"] = s.gpu_memory_utilization;
+  if (s.two_batch_overlap) serving["two_batch_overlap"] = true;
   if (s.workload.present) serving["workload"] = workload_json(s.workload);
   if (s.scheduler.present) {
     const SchedulerConfig& c = s.scheduler;
@@ -652,6 +656,38 @@ Status validate_serving(const Job& job, Status (*validate_layout)(const Job&)) {
                       "disaggregated serving of a hybrid (Mamba) model is not modelled: the transfer from the "
                       "prefill to the decode pool would also move each sequence's Mamba state; serve it colocated",
                       "serving.disaggregated");
+  if (s.two_batch_overlap) {
+    // Two-batch overlap hides the expert all-to-alls of one micro-batch
+    // behind the other's compute: without experts spread over ranks that
+    // hold different tokens there is no all-to-all to hide.
+    const std::string key = "serving.two_batch_overlap";
+    if (!m.is_moe())
+      return make_error(ErrorCode::kInvalidArgument,
+                        "needs a mixture-of-experts model with expert parallelism (the model has num_experts " +
+                            to_string(m.num_experts) + "): it overlaps one micro-batch's expert all-to-alls with "
+                            "the other's compute",
+                        key);
+    for (const bool prefill : {true, false}) {
+      const Job pj = serving_pool_job(job, prefill);
+      if (pj.parallel.ep < 2)
+        return make_error(ErrorCode::kInvalidArgument,
+                          std::string(s.disaggregated ? (prefill ? "the prefill pool has" : "the decode pool has")
+                                                      : "the job has") +
+                              " ep 1: no expert all-to-all to overlap; give parallel.ep > 1 (e.g. \"dp\": 8, "
+                              "\"ep\": 8) or leave two_batch_overlap out",
+                          key);
+      if (pj.parallel.tp > 1)
+        return make_error(ErrorCode::kInvalidArgument,
+                          std::string(s.disaggregated ? (prefill ? "the prefill pool has" : "the decode pool has")
+                                                      : "the job has") +
+                              " tp " + to_string(pj.parallel.tp) +
+                              ": its experts are spread over the tp ranks, which hold the same tokens (an all-reduce, "
+                              "no all-to-all to overlap); two-batch overlap needs DP attention with expert "
+                              "parallelism (\"tp\": 1, \"dp\" = \"ep\" > 1)",
+                          key);
+      if (!job.serving.disaggregated) break;
+    }
+  }
   const int64_t decode_dp = serving_pool_job(job, false).parallel.dp;
   if (s.concurrency > 0 && s.concurrency % decode_dp != 0)
     return make_error(ErrorCode::kNotDivisible,

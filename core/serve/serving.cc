@@ -74,10 +74,21 @@ Result<std::unique_ptr<BuiltJob>> build_kind(const Job& full, Kind kind) {
   return s;
 }
 
+// Two-batch overlap (serving.two_batch_overlap): the iteration's tokens as
+// two micro-batches, each half of every count rounded up (prefill: a
+// prompt's tokens and query-key pairs; decode: the sequences and their
+// cached tokens); an iteration of one token runs whole, as SGLang runs a
+// batch it cannot split (docs/inference.md, "Two-batch overlap").
+bool tbo_split(const Job& job, const Shape& sh) { return job.serving.two_batch_overlap && sh.tokens >= 2; }
+
 // Binds the iteration's numbers and lowers every stage's program.
-Status lower_kind(BuiltJob& s, const Shape& sh) {
+Status lower_kind(BuiltJob& s, const Shape& full_shape) {
   const Job& job = s.job;
   const auto& p = job.parallel;
+  const bool tbo = tbo_split(job, full_shape);
+  const Shape sh = tbo ? Shape{ceil_div(full_shape.tokens, 2), ceil_div(full_shape.cached, 2),
+                               ceil_div(full_shape.pairs, 2), ceil_div(full_shape.sampled, 2)}
+                       : full_shape;
   s.bind = model_bindings(job.model, 1, sh.tokens);
   s.bind["tp"] = p.tp;
   s.bind["dp"] = p.dp;
@@ -93,10 +104,12 @@ Status lower_kind(BuiltJob& s, const Shape& sh) {
   }
   for (int64_t st = 0; st < s.num_stages(); ++st) {
     LowerOptions lo;
-    lo.micro_batches = 1;
+    lo.micro_batches = tbo ? 2 : 1;
     lo.pp = p.pp;
     lo.stage = st;
-    lo.schedule = Schedule::kOneFOneB;
+    // Two micro-batches: both forwards adjacent on every stage (no backward).
+    lo.schedule = tbo ? Schedule::kGPipe : Schedule::kOneFOneB;
+    lo.two_batch_overlap = tbo;
     lo.compute_dtype = job.serving.weights_dtype;
     lo.optimizer_bytes_per_param = 0;
     lo.moe_imbalance = p.moe_imbalance;

@@ -146,6 +146,24 @@ class Lowerer {
       }
       return ok_status();
     };
+    // A combined order: its first step's ops as micro-batch `first`, its
+    // second's as `second`; each ep all-to-all on the communication stream
+    // after its micro-batch's event (emit, combining_), the end of the
+    // last node that micro-batch ran on the compute stream.
+    const auto emit_combined = [&](const std::vector<CombinedOp>& order, int64_t first, int64_t second) -> Status {
+      combining_ = true;
+      event_.clear();
+      for (const CombinedOp& c : order) {
+        const int64_t mb = c.second ? second : first;
+        SC_RETURN_IF_ERROR(emit_step_op(c.op, mb));
+        const OpKind k = g_.ops[c.op].kind;
+        if (!c.delayed && k != OpKind::kView && k != OpKind::kCollective && k != OpKind::kSend &&
+            k != OpKind::kRecv && last_compute_ >= 0)
+          event_[mb] = last_compute_;
+      }
+      combining_ = false;
+      return ok_status();
+    };
     // After a step's ops: its amax reduction, its micro-batch's release,
     // the activation timeline.
     const auto end_step = [&](const Step& st, size_t si) {
@@ -162,10 +180,35 @@ class Lowerer {
       p_.activation_timeline.push_back(alive);
       p_.activation_peak = std::max(p_.activation_peak, alive);
     };
+    size_t tbo_second = steps.size();  // the forward step already emitted with its pair
     for (size_t si = 0; si < steps.size(); ++si) {
       const Step& st = steps[si];
       async_send_ = steady.contains(si);
       SC_RETURN_IF_ERROR(check_cancelled("lowering"));
+      if (si == tbo_second) {
+        end_step(st, si);
+        continue;
+      }
+      // Two-batch overlap (a serving iteration): a forward step and the
+      // next step with ops, the forward of another micro-batch of the same
+      // chunk (the backward steps between are empty), as one step.
+      if (o_.two_batch_overlap && st.kind == StepKind::kForward) {
+        size_t j = si + 1;
+        while (j < steps.size() && seg_[{steps[j].kind, steps[j].chunk}].empty()) ++j;
+        const std::vector<CombinedOp>* order = nullptr;
+        if (j < steps.size() && steps[j].kind == StepKind::kForward && steps[j].chunk == st.chunk &&
+            steps[j].mb != st.mb)
+          order = tbo_order(st.chunk);
+        if (order) {
+          SC_RETURN_IF_ERROR(begin_step(st));  // (no parameter gathers in a serving iteration)
+          first_forward_ = false;
+          SC_RETURN_IF_ERROR(emit_combined(*order, st.mb, steps[j].mb));
+          SC_RETURN_IF_ERROR(flush_partials());
+          end_step(st, si);
+          tbo_second = j;
+          continue;
+        }
+      }
       if (combined.contains(si) && (si - combined.begin) % 2 == 0 && combined.contains(si + 1) &&
           st.kind == StepKind::kForward && steps[si + 1].kind == StepKind::kBackward) {
         const Step& sb = steps[si + 1];
@@ -174,17 +217,7 @@ class Lowerer {
         if (order) {
           // Megatron-Core's combined step: both micro-batches' ops in one
           // order (combined_order), the ep all-to-alls on their stream.
-          combining_ = true;
-          event_.clear();
-          for (const CombinedOp& c : *order) {
-            const int64_t mb = c.backward ? sb.mb : st.mb;
-            SC_RETURN_IF_ERROR(emit_step_op(c.op, mb));
-            const OpKind k = g_.ops[c.op].kind;
-            if (!c.delayed && k != OpKind::kView && k != OpKind::kCollective && k != OpKind::kSend &&
-                k != OpKind::kRecv && last_compute_ >= 0)
-              event_[mb] = last_compute_;
-          }
-          combining_ = false;
+          SC_RETURN_IF_ERROR(emit_combined(*order, st.mb, sb.mb));
           SC_RETURN_IF_ERROR(flush_partials());
           end_step(st, si);
           end_step(sb, si + 1);
@@ -277,6 +310,7 @@ class Lowerer {
     if (o_.deepep_nvl > 1) sides_ = true;  // DeepEP's NVLink leg runs beside the RDMA leg
     if (o_.overlap_p2p_comm) sides_ = true;  // the steady phase's sends are posted asynchronously
     if (o_.ep_a2a_overlap) sides_ = true;    // the combined steps' ep all-to-alls on their stream
+    if (o_.two_batch_overlap) sides_ = true;  // the paired forwards' ep all-to-alls on their stream
   }
 
   // ---- Megatron-Core's EP all-to-all overlap (overlap_moe_expert_parallel_comm) ----
@@ -307,7 +341,7 @@ class Lowerer {
   // as two steps.
   struct CombinedOp {
     int op;
-    bool backward;
+    bool second;   // the second step's op: the backward (combined 1F1B) or micro-batch B (two-batch overlap)
     bool delayed;  // a delayed weight-gradient GEMM: records no event
   };
   struct LayerParts {
@@ -480,14 +514,83 @@ class Lowerer {
     add(pending_w, true, true);
     // Every op after the ops of its own step that write what it reads.
     std::map<int, size_t> pos[2];
-    for (size_t i = 0; i < out.size(); ++i) pos[out[i].backward ? 1 : 0][out[i].op] = i;
+    for (size_t i = 0; i < out.size(); ++i) pos[out[i].second ? 1 : 0][out[i].op] = i;
     if (pos[0].size() + pos[1].size() != out.size() || pos[0].size() != fs.size() || pos[1].size() != bs.size())
       return nullptr;
     for (size_t i = 0; i < out.size(); ++i)
       for (int t : g_.ops[static_cast<size_t>(out[i].op)].inputs) {
         const int pr = g_.tensors[static_cast<size_t>(t)].producer;
         if (pr < 0 || persistent(t)) continue;
-        const std::map<int, size_t>& side = pos[out[i].backward ? 1 : 0];
+        const std::map<int, size_t>& side = pos[out[i].second ? 1 : 0];
+        if (auto it = side.find(pr); it != side.end() && it->second > i) return nullptr;
+      }
+    slot = std::move(out);
+    return &*slot;
+  }
+
+  // ---- SGLang's two-batch overlap (serving.two_batch_overlap) ----
+  // One forward step of a chunk for two micro-batches A and B, in the
+  // order SGLang's DeepSeek operations strategy runs them for prefill
+  // (operations_strategy.py: the layer's operations cut at two yields,
+  // after the dispatch is launched and after the combine is launched;
+  // two_batch_overlap.py alternates A and B at each yield). Per MoE layer,
+  // split at its two ep all-to-alls as forward_parts does:
+  //   A: [post of the previous layer | pre] dispatch;
+  //   B: [post of the previous layer | pre] dispatch;
+  //   A: experts, combine;  B: experts, combine
+  // so A's dispatch transfers during B's attention, B's dispatch during
+  // A's experts, A's combine during B's experts and B's combine during A's
+  // post-combine part and next attention. The step's head (embedding) runs
+  // with each micro-batch's first layer, its tail after its last; a dense
+  // layer runs A then B (nothing to overlap). Null where a moved op would
+  // read a tensor before it is written (the two forwards then run as two
+  // steps).
+  const std::vector<CombinedOp>* tbo_order(int chunk) {
+    if (auto it = tbo_.find(chunk); it != tbo_.end()) return it->second ? &*it->second : nullptr;
+    std::optional<std::vector<CombinedOp>>& slot = tbo_[chunk];
+    const std::vector<int>& fs = seg_[{StepKind::kForward, chunk}];
+    std::vector<int> head, tail;
+    std::vector<std::vector<int>> layers;
+    if (!split_layers(fs, head, layers, tail)) return nullptr;
+    std::vector<CombinedOp> out;
+    const auto add = [&](const std::vector<int>& ids, bool b) {
+      for (int id : ids) out.push_back({id, b, false});
+    };
+    std::vector<int> before[2] = {head, head};  // what each runs before its next layer's attention
+    for (const std::vector<int>& layer : layers) {
+      const LayerParts f = forward_parts(layer);
+      if (!f.moe) {
+        for (const bool b : {false, true}) {
+          add(before[b], b);
+          add(layer, b);
+          before[b].clear();
+        }
+        continue;
+      }
+      for (const bool b : {false, true}) {
+        add(before[b], b);
+        add(f.pre, b);
+        add(f.disp, b);
+      }
+      for (const bool b : {false, true}) {
+        add(f.mlp, b);
+        add(f.comb, b);
+      }
+      before[0] = before[1] = f.post;
+    }
+    for (const bool b : {false, true}) {
+      add(before[b], b);
+      add(tail, b);
+    }
+    // Every op after the ops of its own micro-batch that write what it reads.
+    std::map<int, size_t> pos[2];
+    for (size_t i = 0; i < out.size(); ++i) pos[out[i].second ? 1 : 0][out[i].op] = i;
+    if (pos[0].size() != fs.size() || pos[1].size() != fs.size() || out.size() != 2 * fs.size()) return nullptr;
+    for (size_t i = 0; i < out.size(); ++i)
+      for (int t : g_.ops[static_cast<size_t>(out[i].op)].inputs) {
+        const int pr = g_.tensors[static_cast<size_t>(t)].producer;
+        if (pr < 0 || persistent(t)) continue;
+        const std::map<int, size_t>& side = pos[out[i].second ? 1 : 0];
         if (auto it = side.find(pr); it != side.end() && it->second > i) return nullptr;
       }
     slot = std::move(out);
@@ -1852,6 +1955,7 @@ class Lowerer {
   bool combining_ = false;                        // ep_a2a_overlap: emitting a combined forward / backward step
   std::map<int64_t, int64_t> event_;              // ... per micro-batch: its last compute node (not delayed)
   std::map<std::pair<int, int>, std::optional<std::vector<CombinedOp>>> combined_;  // (F, B chunk) -> order
+  std::map<int, std::optional<std::vector<CombinedOp>>> tbo_;  // chunk -> two-batch overlap order
   std::map<int, AgDispatch> ag_dispatch_;         // moe_allgather: ep all-to-all op -> what replaces it
   int64_t prev_compute_ = -1;                     // the compute node before last_compute_
   uint32_t amax_suffix_[2] = {RoleProgram::kStoredName, RoleProgram::kStoredName};  // fwd / bwd amax names

@@ -154,7 +154,8 @@ struct RoleProgram {
   // 4 for an expert-parallel all-to-all of a combined forward / backward
   // step under overlap_moe_expert_parallel_comm: Megatron-Core issues it on
   // a communication stream of its own, beside the other micro-batch's
-  // compute.
+  // compute; likewise under two_batch_overlap (a serving iteration's two
+  // forward micro-batches).
   std::vector<uint8_t> side_stream;
 
   // Names. A node of a micro-batch is named "mb<N>.<suffix>"; its
@@ -236,6 +237,16 @@ struct LowerOptions {
   // (docs/parallelism.md, "EP all-to-all overlap").
   bool ep_a2a_overlap = false;
   bool delay_wgrad_compute = false;
+  // serving.two_batch_overlap (an inference iteration of an MoE model with
+  // ep > 1; serve/serving.cc sets micro_batches 2 and the GPipe schedule):
+  // SGLang's two-batch overlap. The forward steps of micro-batches 0 and 1
+  // of a chunk are lowered as one step, layer by layer: A's attention and
+  // dispatch, B's attention and dispatch, A's experts and combine, B's
+  // experts and combine, each micro-batch's post-combine part with its
+  // next layer's attention; the ep all-to-alls run on the communication
+  // stream (side_stream 4), each after its micro-batch's last compute
+  // (docs/inference.md, "Two-batch overlap").
+  bool two_batch_overlap = false;
   // parallel.moe_dispatcher "allgather": each ep all-to-all of the graph is
   // recorded as the collective Megatron-Core's MoEAllGatherTokenDispatcher
   // issues over ep instead: an all-gather of the rank's tokens (once, not k
