@@ -246,13 +246,17 @@ struct SchedulerConfig {
   // (vLLM V0 without --enable-chunked-prefill): it joins a prefill batch
   // whole or waits for the next one.
   bool chunked_prefill = true;
-  // admission "reserve" (SGLang's): a prompt is admitted only when the free
-  // cache also holds a share of every running request's remaining output
-  // (new_token_ratio) and its own output; a decode step short of pages
-  // retracts requests. false ("greedy", vLLM's): pages for what runs now,
-  // preemption of the newest when short.
-  bool reserve_output = false;
+  // serving.scheduler.admission: kGreedy (vLLM's) admits on the pages of
+  // what runs now and preempts the newest when short; kReserve (SGLang's)
+  // also needs a share of every running request's remaining output
+  // (new_token_ratio) and its own output free, and retracts when a decode
+  // step is short; kGuaranteed (TensorRT-LLM's GUARANTEED_NO_EVICT) takes
+  // the pages of the request's whole sequence when it is admitted.
+  enum class Admission { kGreedy, kReserve, kGuaranteed } admission = Admission::kGreedy;
 };
+
+// "greedy", "reserve", "guaranteed" (serving.scheduler.admission).
+const char* admission_name(SchedulerConfig::Admission a);
 
 // serving.slo: latency targets of the capacity search and of goodput.
 struct SloConfig {

@@ -173,6 +173,15 @@ std::string job_to_canonical_json(const Job& job) {
   return root.dump(2, ' ', /*ensure_ascii=*/true);
 }
 
+const char* admission_name(SchedulerConfig::Admission a) {
+  switch (a) {
+    case SchedulerConfig::Admission::kReserve: return "reserve";
+    case SchedulerConfig::Admission::kGuaranteed: return "guaranteed";
+    case SchedulerConfig::Admission::kGreedy: break;
+  }
+  return "greedy";
+}
+
 const char* recompute_name(Recompute r) {
   switch (r) {
     case Recompute::kNone: return "none";

@@ -260,15 +260,19 @@ Status parse_scheduler(const Json& v, SchedulerConfig* c) {
   }
   if (const Json* x = jsonf::find(v, "admission")) {
     SC_ASSIGN_OR_RETURN(std::string a, jsonf::get_string(*x, path + ".admission"));
-    if (a == "reserve") c->reserve_output = true;
+    if (a == "reserve") c->admission = SchedulerConfig::Admission::kReserve;
+    else if (a == "guaranteed") c->admission = SchedulerConfig::Admission::kGuaranteed;
     else if (a != "greedy")
       return make_error(ErrorCode::kInvalidArgument,
-                        "unknown admission \"" + jsonf::clip(a) + "\" (known: greedy, reserve)",
+                        "unknown admission \"" + jsonf::clip(a) + "\" (known: greedy, reserve, guaranteed)",
                         path + ".admission");
   }
-  if (c->reserve_output && c->scheduler_steps > 1)
+  if (c->admission != SchedulerConfig::Admission::kGreedy && c->scheduler_steps > 1)
     return make_error(ErrorCode::kInvalidArgument,
-                      "admission reserve (SGLang's) with multi-step scheduling (" + to_string(c->scheduler_steps) +
+                      std::string("admission ") +
+                          (c->admission == SchedulerConfig::Admission::kReserve ? "reserve (SGLang's)"
+                                                                               : "guaranteed (TensorRT-LLM's)") +
+                          " with multi-step scheduling (" + to_string(c->scheduler_steps) +
                           " steps, vLLM's) is not modelled; set one of them",
                       path + ".admission");
   if (c->scheduler_steps > 1 && c->speculative_tokens > 0)
@@ -515,7 +519,8 @@ void serving_canonical(const Job& job, Json* root) {
       serving["scheduler"]["request_overhead_seconds"] = c.request_overhead_seconds;
     if (c.scheduler_steps > 1) serving["scheduler"]["scheduler_steps"] = c.scheduler_steps;
     if (!c.chunked_prefill) serving["scheduler"]["chunked_prefill"] = false;
-    if (c.reserve_output) serving["scheduler"]["admission"] = "reserve";
+    if (c.admission != SchedulerConfig::Admission::kGreedy)
+      serving["scheduler"]["admission"] = admission_name(c.admission);
     if (c.speculative_tokens > 0) {
       serving["scheduler"]["speculative_tokens"] = c.speculative_tokens;
       serving["scheduler"]["acceptance_rate"] = c.acceptance_rate;

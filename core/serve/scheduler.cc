@@ -45,7 +45,7 @@ struct Rank {
   };
   std::vector<Sched> sched;
   int64_t run_left = 0;  // steps left in the current multi-step decode run
-  double ratio = kReserveInitRatio;  // reserve_output: the share of running outputs held back
+  double ratio = kReserveInitRatio;  // Admission::kReserve: the share of running outputs held back
 };
 
 }  // namespace
@@ -184,11 +184,26 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
         };
         auto decoding = [&](const Live& l) { return l.generated > 0 && total_tokens(l) - l.computed == 1; };
         const bool prefill_first = p.policy == SchedulerParams::Policy::kPrefillFirst;
-        // reserve_output: the free cache's tokens less what the running
+        const bool reserve = p.admission == SchedulerParams::Admission::kReserve;
+        const bool guaranteed = p.admission == SchedulerParams::Admission::kGuaranteed;
+        // The pages l needs before n more of its tokens are cached: its KV
+        // pages past the shared prefix and its state pages, less those it
+        // holds; under guaranteed admission those of its whole sequence,
+        // taken when it is admitted (none afterwards).
+        auto need_for = [&](const Live& l, int64_t n) {
+          int64_t upto = l.computed + n;
+          if (guaranteed) {
+            const RequestResult& rr = out.requests[static_cast<size_t>(l.id)];
+            upto = std::max(upto, rr.prompt + rr.output);
+          }
+          return std::max<int64_t>(
+              0, ceil_div(upto, p.page_tokens) + p.state_blocks - l.prefix / p.page_tokens - l.blocks);
+        };
+        // Admission::kReserve: the free cache's tokens less what the running
         // requests' outputs are expected to take (SGLang's rem_total_tokens),
         // less what this iteration schedules and admits.
         double rem = 0;
-        if (p.reserve_output) {
+        if (reserve) {
           rem = static_cast<double>(rk.free_blocks) * static_cast<double>(p.page_tokens);
           for (const Live& l : rk.running)
             rem -= static_cast<double>(std::min(out.requests[static_cast<size_t>(l.id)].output - l.generated,
@@ -199,14 +214,14 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
         // clipped output must fit what is left; on an idle rank the request
         // runs, as the page check at the start guarantees it fits).
         auto reserve_ok = [&](const Live& h) {
-          return !p.reserve_output || (rk.running.empty() && rk.sched.empty()) ||
+          return !reserve || (rk.running.empty() && rk.sched.empty()) ||
                  static_cast<double>(total_tokens(h) - h.computed +
                                      std::min(out.requests[static_cast<size_t>(h.id)].output, kReserveClip)) < rem;
         };
         // What an admission takes from it: the tokens scheduled, and the
         // clipped output unless the prompt is only chunked this iteration.
         auto reserve_take = [&](const Live& h, int64_t n) {
-          if (!p.reserve_output) return;
+          if (!reserve) return;
           rem -= static_cast<double>(n);
           if (n >= total_tokens(h) - h.computed)
             rem -= static_cast<double>(std::min(out.requests[static_cast<size_t>(h.id)].output, kReserveClip));
@@ -230,13 +245,13 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
             Live& l = rk.running[i];
             if (decoding(l)) continue;
             const int64_t n = std::min(total_tokens(l) - l.computed, left);
-            const int64_t need = ceil_div(l.computed + n, p.page_tokens) - l.prefix / p.page_tokens - l.blocks;
+            const int64_t need = need_for(l, n);
             if (need > rk.free_blocks) break;
             l.blocks += need;
             rk.free_blocks -= need;
             rk.sched.push_back({i, n, 0});
             left -= n;
-            if (p.reserve_output) rem -= static_cast<double>(n);
+            if (reserve) rem -= static_cast<double>(n);
           }
         }
         const bool prefill_batch = prefill_first && (!rk.sched.empty() || (!rk.waiting.empty() && [&] {
@@ -244,22 +259,18 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
                                      const int64_t n = std::min(total_tokens(h) - h.computed, left);
                                      if (whole_prompts && n < total_tokens(h) - h.computed) return false;
                                      return static_cast<int64_t>(rk.running.size()) < p.max_num_seqs &&
-                                            reserve_ok(h) &&
-                                            ceil_div(h.computed + n, p.page_tokens) - h.prefix / p.page_tokens -
-                                                    h.blocks <=
-                                                rk.free_blocks;
+                                            reserve_ok(h) && need_for(h, n) <= rk.free_blocks;
                                    }()));
-        // reserve_output, a step that decodes: short of pages for its
+        // Admission::kReserve, a step that decodes: short of pages for its
         // decodes, it retracts running requests (SGLang's retract_decode:
         // fewest outputs first, then the longest prompt; to the end of the
         // queue, recomputed later) until the free cache holds kRetractSteps
         // tokens for each one left, and resets the ratio from those left;
         // otherwise the ratio decays.
-        if (p.reserve_output && !in_run && !prefill_batch && !rk.running.empty()) {
+        if (reserve && !in_run && !prefill_batch && !rk.running.empty()) {
           int64_t need = 0;
           for (const Live& l : rk.running)
-            if (decoding(l))
-              need += ceil_div(l.computed + 1, p.page_tokens) + p.state_blocks - l.prefix / p.page_tokens - l.blocks;
+            if (decoding(l)) need += need_for(l, 1);
           if (need > rk.free_blocks) {
             std::vector<size_t> order(rk.running.size());
             for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -305,7 +316,7 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
             draft = std::max<int64_t>(0, std::min({p.speculative_tokens, out_left, left - 1}));
             n = 1 + draft;
           }
-          const int64_t need = ceil_div(l.computed + n, p.page_tokens) + p.state_blocks - l.prefix / p.page_tokens - l.blocks;
+          const int64_t need = need_for(l, n);
           bool ok = true;
           while (need > rk.free_blocks) {
             Live victim = rk.running.back();
@@ -328,6 +339,7 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
           rk.free_blocks -= need;
           rk.sched.push_back({i, n, draft});
           left -= n;
+          if (reserve) rem -= static_cast<double>(n);  // SGLang's mixed_with_decode_tokens
           ++i;
         }
         // Then waiting requests, first come first served, while the budget,
@@ -339,7 +351,7 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
           const int64_t n = std::min(total_tokens(l) - l.computed, left);
           if (whole_prompts && n < total_tokens(l) - l.computed) break;  // the whole prompt or wait
           if (!reserve_ok(l)) break;
-          const int64_t need = ceil_div(l.computed + n, p.page_tokens) + p.state_blocks - l.prefix / p.page_tokens - l.blocks;
+          const int64_t need = need_for(l, n);
           if (need > rk.free_blocks) break;
           reserve_take(l, n);
           rk.waiting.pop_front();
@@ -369,14 +381,14 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
             const Live& l = rk.running[e.i];
             const int64_t s =
                 std::min(steps, out.requests[static_cast<size_t>(l.id)].output - l.generated);
-            extra += ceil_div(l.computed + s, p.page_tokens) - l.prefix / p.page_tokens - l.blocks;
+            extra += need_for(l, s);
           }
           if (steps > 1 && extra <= rk.free_blocks) {
             for (const Rank::Sched& e : rk.sched) {
               Live& l = rk.running[e.i];
               const int64_t s =
                   std::min(steps, out.requests[static_cast<size_t>(l.id)].output - l.generated);
-              const int64_t x = ceil_div(l.computed + s, p.page_tokens) - l.prefix / p.page_tokens - l.blocks;
+              const int64_t x = need_for(l, s);
               l.blocks += x;
               rk.free_blocks -= x;
             }

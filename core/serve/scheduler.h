@@ -97,18 +97,23 @@ struct SchedulerParams {
   // left waits for the next prefill batch); every sequence must then fit
   // the budget (vLLM V0 requires max_num_batched_tokens >= max_model_len).
   bool chunked_prefill = true;
-  // SGLang's admission (its PrefillAdder and retract_decode, read in its
-  // v0.3 source; docs/inference.md, "Admission"): a waiting request joins
-  // only while prompt + min(output, kReserveClip) < the free cache's tokens
-  // less min(output left, kReserveClip) x ratio of every running request
-  // (and the prompts and outputs admitted before it this iteration); the
-  // ratio starts at kReserveInitRatio and falls by kReserveDecay each decode
-  // step to kReserveMinRatio; a decode step short of pages retracts running
+  // Admission (docs/inference.md, "Admission"). kGreedy, vLLM's: a request
+  // takes the pages of what it runs now; short of pages, the newest running
+  // request is preempted. kReserve, SGLang's (its PrefillAdder and
+  // retract_decode, read in its v0.3 source): a waiting request joins only
+  // while prompt + min(output, kReserveClip) < the free cache's tokens less
+  // min(output left, kReserveClip) x ratio of every running request (and
+  // the tokens this iteration schedules and admits before it); the ratio
+  // starts at kReserveInitRatio and falls by kReserveDecay each decode step
+  // to kReserveMinRatio; a decode step short of pages retracts running
   // requests (fewest outputs first, then the longest prompt) to the end of
   // the queue until the free cache holds kRetractSteps tokens per request
   // left, and sets the ratio to (their outputs so far + kRetractSteps x
-  // their count) / their outputs, at most 1. false: vLLM's pages on demand.
-  bool reserve_output = false;
+  // their count) / their outputs, at most 1. kGuaranteed, TensorRT-LLM's
+  // GUARANTEED_NO_EVICT capacity scheduler: a request is admitted only
+  // with the pages of its whole sequence (prompt + output), held from then
+  // on, so nothing running is ever evicted.
+  enum class Admission { kGreedy, kReserve, kGuaranteed } admission = Admission::kGreedy;
   // Per-request time outside the engine's iterations (HTTP server,
   // tokenization, the first token's detokenization and streaming): added
   // to every request's first token and finish, as a fixed delay of its
@@ -117,7 +122,7 @@ struct SchedulerParams {
   uint64_t seed = 0;
 };
 
-// SGLang's constants for reserve_output (python/sglang/global_config.py:
+// SGLang's constants for Admission::kReserve (python/sglang/global_config.py:
 // init_new_token_ratio, base_min_new_token_ratio, new_token_ratio_decay,
 // retract_decode_steps; CLIP_MAX_NEW_TOKENS in its policy scheduler).
 inline constexpr double kReserveInitRatio = 0.7, kReserveMinRatio = 0.1, kReserveDecay = 0.001;

@@ -590,7 +590,9 @@ serve::SchedulerParams scheduler_params(const Job& full, const Serving& sv) {
                                                                    : serve::SchedulerParams::Policy::kVllm;
   p.scheduler_steps = sc.scheduler_steps;
   p.chunked_prefill = sc.chunked_prefill;
-  p.reserve_output = sc.reserve_output;
+  p.admission = sc.admission == SchedulerConfig::Admission::kReserve      ? serve::SchedulerParams::Admission::kReserve
+                : sc.admission == SchedulerConfig::Admission::kGuaranteed ? serve::SchedulerParams::Admission::kGuaranteed
+                                                                          : serve::SchedulerParams::Admission::kGreedy;
   p.token_budget = sc.policy == SchedulerConfig::Policy::kSarathi ? sc.chunk_tokens : sc.max_num_batched_tokens;
   p.max_num_seqs = sc.max_num_seqs;
   p.page_tokens = cfg.page_tokens;
@@ -728,7 +730,8 @@ void workload_json(const Job& full, const serve::WorkloadResult& r, const serve:
               {"grid_points", static_cast<int64_t>(m.grid.size())}}}};
   if (p.scheduler_steps > 1) w["scheduler"]["scheduler_steps"] = p.scheduler_steps;
   if (!p.chunked_prefill) w["scheduler"]["chunked_prefill"] = false;
-  if (p.reserve_output) w["scheduler"]["admission"] = "reserve";
+  if (full.serving.scheduler.admission != SchedulerConfig::Admission::kGreedy)
+    w["scheduler"]["admission"] = admission_name(full.serving.scheduler.admission);
   if (m.eager_floor > 0) w["cost_model"]["eager_prefill_floor_seconds"] = sig(m.eager_floor);
   if (full.serving.slo.present) {
     w["goodput_requests_per_second"] = sig(r.goodput);

@@ -339,8 +339,25 @@ def render_decode(spec, results, decode):
             + "\n".join(lines) + "\n")
 
 
+def check_trtllm_settings(spec):
+    """The trtllm_v017 rows carry the batch size and token budget that
+    trtllm-bench's build heuristic gives (serving/trtllm_bench_settings.py):
+    a row that says otherwise is an error, not a silent drift."""
+    sys.path.insert(0, os.path.join(HERE, "serving"))
+    from trtllm_bench_settings import settings  # noqa: E402
+    for row in spec["rows"]:
+        if row["source"] != "trtllm_v017":
+            continue
+        sv, sc = row["serving"], row["serving"]["scheduler"]
+        want = settings(row["model"], row["parallel"]["tp"], sv["prompt_tokens"], sv["output_tokens"])
+        if (sc["max_num_seqs"], sc["max_num_batched_tokens"]) != want:
+            raise SystemExit(f"{row['name']}: max_num_seqs / max_num_batched_tokens "
+                             f"{sc['max_num_seqs']} / {sc['max_num_batched_tokens']}, trtllm-bench's heuristic {want}")
+
+
 def main():
     cli, spec_path, spec, doc_path, update, name = docblock.args(__doc__)
+    check_trtllm_settings(spec)
     extra = [(i, j) for i, r in enumerate(spec["rows"]) if "tpot_seconds_p50" in r["measured"]
              for j in decode_jobs(r, spec)]
     out = docblock.run_all(cli, "inspect", [job(row, spec) for row in spec["rows"]] + [j for _, j in extra], name)

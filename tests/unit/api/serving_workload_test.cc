@@ -99,12 +99,15 @@ TEST_CASE("serving workload: parse errors name the field") {
     const Error e = parse_error(job_with(R"(, "scheduler": {"admission": "sglang"})"));
     CHECK(e.path == "serving.scheduler.admission");
     CHECK(e.message.find("\"sglang\"") != std::string::npos);
-    CHECK(e.message.find("greedy, reserve") != std::string::npos);
+    CHECK(e.message.find("greedy, reserve, guaranteed") != std::string::npos);
   }
   CHECK(parse_error(job_with(R"(, "scheduler": {"admission": "reserve", "scheduler_steps": 10})")).path ==
         "serving.scheduler.admission");
   CHECK(parse_job(job_with(R"(, "scheduler": {"policy": "prefill_first", "admission": "reserve"})")).ok());
   CHECK(parse_job(job_with(R"(, "scheduler": {"admission": "greedy"})")).ok());
+  CHECK(parse_job(job_with(R"(, "scheduler": {"admission": "guaranteed"})")).ok());
+  CHECK(parse_error(job_with(R"(, "scheduler": {"admission": "guaranteed", "scheduler_steps": 4})")).message.find(
+            "TensorRT-LLM") != std::string::npos);
   // Past the model's context (Llama 3 8B: 8,192).
   CHECK(parse_error(job_with(R"(, "workload": {"rate": 1, "requests": 5, "prompt_tokens": 9000})")).path ==
         "serving.workload.prompt_tokens");

@@ -42,7 +42,7 @@ SchedulerParams small(int64_t budget, int64_t blocks) {
 SchedulerParams sglang(int64_t budget, int64_t blocks) {
   SchedulerParams p = small(budget, blocks);
   p.policy = SchedulerParams::Policy::kPrefillFirst;
-  p.reserve_output = true;
+  p.admission = SchedulerParams::Admission::kReserve;
   return p;
 }
 
@@ -215,7 +215,7 @@ TEST_CASE("serve: SGLang's admission holds a prompt back for the running outputs
   CHECK(r->requests[2].queue() == doctest::Approx(ab).epsilon(1e-12));
   CHECK(r->requests[2].ttft() == doctest::Approx(c_first).epsilon(1e-12));
   CHECK(r->requests[2].finish == doctest::Approx(c_first + 7 * cost(1)).epsilon(1e-12));
-  p.reserve_output = false;
+  p.admission = SchedulerParams::Admission::kGreedy;
   Result<WorkloadResult> g = simulate_workload(reqs, linear_cost(), p);
   REQUIRE(g.ok());
   CHECK(g->requests[2].ttft() == doctest::Approx(cost(24)).epsilon(1e-12));
@@ -246,6 +246,33 @@ TEST_CASE("serve: SGLang's retraction when a decode step is short of pages, by h
   CHECK(r->requests[0].finish == doctest::Approx(a_done).epsilon(1e-12));
   CHECK(r->requests[1].ttft() == doctest::Approx(2 * cost(4)).epsilon(1e-12));  // its first token stands
   CHECK(r->requests[1].finish == doctest::Approx(a_done + cost(13) + 2 * cost(1)).epsilon(1e-12));
+}
+
+TEST_CASE("serve: TensorRT-LLM's guaranteed admission takes a whole sequence's pages, by hand") {
+  // Three 8 + 8 requests at t=0, 4-token pages, 10 pages, budget 32, vLLM's
+  // mixed batching. Each request is admitted with the pages of its 16
+  // tokens (4): A and B at it1 (2 pages left), C not (4 > 2). A and B
+  // prefill (16 tokens), decode 7 steps needing no page, finish at it8 and
+  // free 8; C prefills alone at it9 and decodes 7 steps. Nothing is ever
+  // preempted; greedy admission, the same batching, takes C at it1.
+  const std::vector<Request> reqs = {{0, 8, 8}, {0, 8, 8}, {0, 8, 8}};
+  SchedulerParams p = small(32, 10);
+  p.admission = SchedulerParams::Admission::kGuaranteed;
+  Result<WorkloadResult> r = simulate_workload(reqs, linear_cost(), p);
+  REQUIRE(r.ok());
+  CHECK(r->preemptions == 0);
+  CHECK(r->iterations == 16);
+  const double ab = cost(16) + 7 * cost(2), c_first = ab + cost(8);
+  CHECK(r->requests[0].finish == doctest::Approx(ab).epsilon(1e-12));
+  CHECK(r->requests[2].ttft() == doctest::Approx(c_first).epsilon(1e-12));
+  CHECK(r->requests[2].finish == doctest::Approx(c_first + 7 * cost(1)).epsilon(1e-12));
+  // The cache in use: 8 of 10 pages from it1 to it8 (A's and B's whole
+  // sequences), then C's 4: the maximum is 0.8.
+  CHECK(r->kv_utilization_max == doctest::Approx(0.8).epsilon(1e-12));
+  p.admission = SchedulerParams::Admission::kGreedy;
+  Result<WorkloadResult> g = simulate_workload(reqs, linear_cost(), p);
+  REQUIRE(g.ok());
+  CHECK(g->requests[2].ttft() == doctest::Approx(cost(24)).epsilon(1e-12));
 }
 
 TEST_CASE("serve: a request larger than a rank's cache is an error naming the workload") {
