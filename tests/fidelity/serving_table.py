@@ -349,7 +349,7 @@ def check_trtllm_settings(spec):
         if row["source"] != "trtllm_v017":
             continue
         sv, sc = row["serving"], row["serving"]["scheduler"]
-        want = settings(row["model"], row["parallel"]["tp"], sv["prompt_tokens"], sv["output_tokens"])
+        want = settings(row["model"], row["parallel"]["tp"], sv["prompt_tokens"], sv["output_tokens"], row["hardware"])
         if (sc["max_num_seqs"], sc["max_num_batched_tokens"]) != want:
             raise SystemExit(f"{row['name']}: max_num_seqs / max_num_batched_tokens "
                              f"{sc['max_num_seqs']} / {sc['max_num_batched_tokens']}, trtllm-bench's heuristic {want}")
