@@ -46,6 +46,22 @@ SchedulerParams sglang(int64_t budget, int64_t blocks) {
   return p;
 }
 
+// Three 8 + 8 requests at t = 0 where the third waits for the first two
+// (hand traces in the admission cases below): A and B prefill together
+// (16 tokens), decode 7 steps and finish; C prefills alone (8) and decodes
+// 7 steps; nothing is preempted.
+const std::vector<Request> kThreeEights = {{0, 8, 8}, {0, 8, 8}, {0, 8, 8}};
+void check_third_waits(const WorkloadResult& r) {
+  CHECK(r.preemptions == 0);
+  CHECK(r.iterations == 16);
+  const double ab = cost(16) + 7 * cost(2), c_first = ab + cost(8);
+  CHECK(r.requests[0].finish == doctest::Approx(ab).epsilon(1e-12));
+  CHECK(r.requests[1].finish == doctest::Approx(ab).epsilon(1e-12));
+  CHECK(r.requests[2].queue() == doctest::Approx(ab).epsilon(1e-12));
+  CHECK(r.requests[2].ttft() == doctest::Approx(c_first).epsilon(1e-12));
+  CHECK(r.requests[2].finish == doctest::Approx(c_first + 7 * cost(1)).epsilon(1e-12));
+}
+
 }  // namespace
 
 TEST_CASE("serve: the 3-request example of docs/inference.md, by hand") {
@@ -203,20 +219,12 @@ TEST_CASE("serve: SGLang's admission holds a prompt back for the running outputs
   // never 16 or more until A and B finish at it8 (7 decode steps), so C
   // prefills alone at it9 and decodes 7 steps. Greedy admission takes C at
   // it1 (24 tokens, 6 pages) and later runs out of pages.
-  const std::vector<Request> reqs = {{0, 8, 8}, {0, 8, 8}, {0, 8, 8}};
   SchedulerParams p = sglang(32, 10);
-  Result<WorkloadResult> r = simulate_workload(reqs, linear_cost(), p);
+  Result<WorkloadResult> r = simulate_workload(kThreeEights, linear_cost(), p);
   REQUIRE(r.ok());
-  CHECK(r->preemptions == 0);
-  CHECK(r->iterations == 16);
-  const double ab = cost(16) + 7 * cost(2), c_first = ab + cost(8);
-  CHECK(r->requests[0].finish == doctest::Approx(ab).epsilon(1e-12));
-  CHECK(r->requests[1].finish == doctest::Approx(ab).epsilon(1e-12));
-  CHECK(r->requests[2].queue() == doctest::Approx(ab).epsilon(1e-12));
-  CHECK(r->requests[2].ttft() == doctest::Approx(c_first).epsilon(1e-12));
-  CHECK(r->requests[2].finish == doctest::Approx(c_first + 7 * cost(1)).epsilon(1e-12));
+  check_third_waits(*r);
   p.admission = SchedulerParams::Admission::kGreedy;
-  Result<WorkloadResult> g = simulate_workload(reqs, linear_cost(), p);
+  Result<WorkloadResult> g = simulate_workload(kThreeEights, linear_cost(), p);
   REQUIRE(g.ok());
   CHECK(g->requests[2].ttft() == doctest::Approx(cost(24)).epsilon(1e-12));
   CHECK(g->preemptions >= 1);
@@ -255,22 +263,16 @@ TEST_CASE("serve: TensorRT-LLM's guaranteed admission takes a whole sequence's p
   // prefill (16 tokens), decode 7 steps needing no page, finish at it8 and
   // free 8; C prefills alone at it9 and decodes 7 steps. Nothing is ever
   // preempted; greedy admission, the same batching, takes C at it1.
-  const std::vector<Request> reqs = {{0, 8, 8}, {0, 8, 8}, {0, 8, 8}};
   SchedulerParams p = small(32, 10);
   p.admission = SchedulerParams::Admission::kGuaranteed;
-  Result<WorkloadResult> r = simulate_workload(reqs, linear_cost(), p);
+  Result<WorkloadResult> r = simulate_workload(kThreeEights, linear_cost(), p);
   REQUIRE(r.ok());
-  CHECK(r->preemptions == 0);
-  CHECK(r->iterations == 16);
-  const double ab = cost(16) + 7 * cost(2), c_first = ab + cost(8);
-  CHECK(r->requests[0].finish == doctest::Approx(ab).epsilon(1e-12));
-  CHECK(r->requests[2].ttft() == doctest::Approx(c_first).epsilon(1e-12));
-  CHECK(r->requests[2].finish == doctest::Approx(c_first + 7 * cost(1)).epsilon(1e-12));
+  check_third_waits(*r);
   // The cache in use: 8 of 10 pages from it1 to it8 (A's and B's whole
   // sequences), then C's 4: the maximum is 0.8.
   CHECK(r->kv_utilization_max == doctest::Approx(0.8).epsilon(1e-12));
   p.admission = SchedulerParams::Admission::kGreedy;
-  Result<WorkloadResult> g = simulate_workload(reqs, linear_cost(), p);
+  Result<WorkloadResult> g = simulate_workload(kThreeEights, linear_cost(), p);
   REQUIRE(g.ok());
   CHECK(g->requests[2].ttft() == doctest::Approx(cost(24)).epsilon(1e-12));
 }
