@@ -163,10 +163,10 @@ std::string job_to_canonical_json(const Job& job) {
   // hash stay as before the field existed.
   if (!job.inference() && job.model.has_mamba() && hw.ssd_scan_hbm_efficiency > 0)
     hardware["ssd_scan_hbm_efficiency"] = hw.ssd_scan_hbm_efficiency;
-  // The expert exchange's fitted network share only where a training job
-  // has one (MoE over ep > 1): other jobs' canonical text and hash stay as
-  // before the field existed.
-  if (!job.inference() && job.model.is_moe() && job.parallel.ep > 1)
+  // The expert exchange's fitted network share only where a job has one
+  // (MoE over ep > 1): other jobs' canonical text and hash stay as before
+  // the field existed.
+  if (job.model.is_moe() && job.parallel.ep > 1)
     hardware["ep_scale_out_efficiency"] = hw.ep_scale_out_efficiency;
   Json root = {{"model", model}, {"parallel", parallel}, {"training", training}, {"hardware", hardware}};
   if (job.inference()) serving_canonical(job, &root);  // training jobs' canonical JSON is unchanged

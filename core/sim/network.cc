@@ -302,9 +302,10 @@ Result<NetworkModel> resolve_network(const Job& job, int64_t world, bool astra) 
                      : p.moe_dispatcher == "deepep"  ? NetworkModel::Dispatcher::kDeepEP
                                                      : NetworkModel::Dispatcher::kAllToAll;
   n.moe_imbalance = p.moe_imbalance;
-  // Fitted on training runs only (docs/hardware.md, "Expert exchanges
-  // across nodes"); a serving job's exchange keeps the NCCL rate.
-  if (!job.inference()) n.ep_scale_out_efficiency = hw.ep_scale_out_efficiency;
+  // Fitted on training runs (docs/hardware.md, "Expert exchanges across
+  // nodes"), a property of the profile's network under an expert exchange:
+  // a serving job's exchange across nodes runs at it too.
+  n.ep_scale_out_efficiency = hw.ep_scale_out_efficiency;
   if (job.model.is_moe()) {
     // The dispatch buffer of one source rank holds E x cap token slots
     // (api.cc binds cap from the same local tokens).
