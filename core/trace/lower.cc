@@ -512,20 +512,27 @@ class Lowerer {
     add(ft, false);
     add(bt, true);
     add(pending_w, true, true);
-    // Every op after the ops of its own step that write what it reads.
+    if (!in_write_order(out, fs.size(), bs.size())) return nullptr;
+    slot = std::move(out);
+    return &*slot;
+  }
+
+  // Whether a combined order holds each of its two steps' ops once
+  // (`first` and `second` of them) and runs every op after the ops of its
+  // own step that write what it reads.
+  bool in_write_order(const std::vector<CombinedOp>& out, size_t first, size_t second) const {
     std::map<int, size_t> pos[2];
     for (size_t i = 0; i < out.size(); ++i) pos[out[i].second ? 1 : 0][out[i].op] = i;
-    if (pos[0].size() + pos[1].size() != out.size() || pos[0].size() != fs.size() || pos[1].size() != bs.size())
-      return nullptr;
+    if (pos[0].size() + pos[1].size() != out.size() || pos[0].size() != first || pos[1].size() != second)
+      return false;
     for (size_t i = 0; i < out.size(); ++i)
       for (int t : g_.ops[static_cast<size_t>(out[i].op)].inputs) {
         const int pr = g_.tensors[static_cast<size_t>(t)].producer;
         if (pr < 0 || persistent(t)) continue;
         const std::map<int, size_t>& side = pos[out[i].second ? 1 : 0];
-        if (auto it = side.find(pr); it != side.end() && it->second > i) return nullptr;
+        if (auto it = side.find(pr); it != side.end() && it->second > i) return false;
       }
-    slot = std::move(out);
-    return &*slot;
+    return true;
   }
 
   // ---- SGLang's two-batch overlap (serving.two_batch_overlap) ----
@@ -582,17 +589,7 @@ class Lowerer {
       add(before[b], b);
       add(tail, b);
     }
-    // Every op after the ops of its own micro-batch that write what it reads.
-    std::map<int, size_t> pos[2];
-    for (size_t i = 0; i < out.size(); ++i) pos[out[i].second ? 1 : 0][out[i].op] = i;
-    if (pos[0].size() != fs.size() || pos[1].size() != fs.size() || out.size() != 2 * fs.size()) return nullptr;
-    for (size_t i = 0; i < out.size(); ++i)
-      for (int t : g_.ops[static_cast<size_t>(out[i].op)].inputs) {
-        const int pr = g_.tensors[static_cast<size_t>(t)].producer;
-        if (pr < 0 || persistent(t)) continue;
-        const std::map<int, size_t>& side = pos[out[i].second ? 1 : 0];
-        if (auto it = side.find(pr); it != side.end() && it->second > i) return nullptr;
-      }
+    if (!in_write_order(out, fs.size(), fs.size())) return nullptr;
     slot = std::move(out);
     return &*slot;
   }
