@@ -35,19 +35,14 @@ def settings(model, tp, isl, osl, gpu):
     kv_requests = 0.95 * (GIB[gpu] * tp - params) / per_token / (isl + osl)
     bs = min(kv_requests, 4096)
     tokens = min(bs * (1 + isl / osl), 32768)
-    if bs < 256:
-        max_bs = max(64, 32 * math.ceil(bs / 32))
-    elif bs < 1024:
-        max_bs = 128 * math.ceil(bs / 128)
-    else:
-        max_bs = 256 * math.ceil(bs / 256)
-    if tokens < 4096:
-        max_tokens = max(2048, 256 * math.ceil(tokens / 256))
-    elif tokens < 8192:
-        max_tokens = 512 * math.ceil(tokens / 512)
-    else:
-        max_tokens = 1024 * math.ceil(tokens / 1024)
-    return max_bs, max_tokens
+    return round_up(bs, 64, ((256, 32), (1024, 128)), 256), round_up(tokens, 2048, ((4096, 256), (8192, 512)), 1024)
+
+
+def round_up(v, floor, bands, last):
+    """v rounded up to the step of the first band (limit, step) it is below,
+    else to `last`; at least `floor` (the heuristic's minimum)."""
+    step = next((st for limit, st in bands if v < limit), last)
+    return max(floor, step * math.ceil(v / step))
 
 
 if __name__ == "__main__":
