@@ -51,8 +51,8 @@ HardwareProfile measured(HardwareProfile hw, double fp8_speedup, double skinny_h
   return hw;
 }
 
-// A training job's expert exchange across nodes (dispatch and combine) on
-// DGX-H100's 400 Gb/s ConnectX-7 network: fitted on Megatron-Bridge's three
+// An expert exchange across nodes (dispatch and combine; training and
+// serving jobs) on DGX-H100's 400 Gb/s ConnectX-7 network: fitted on Megatron-Bridge's three
 // Qwen3 235B-A22B runs (ep 32 over four nodes; docs/hardware.md, "Expert
 // exchanges across nodes"). h200 and b200 take it (the same NICs).
 constexpr double kEpScaleOutEfficiency = 0.69;

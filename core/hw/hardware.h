@@ -54,9 +54,10 @@ struct HardwareProfile {
   // iterations; it scales gemm_efficiency for them. 1: the isolated rate.
   double fp8_training_gemm_efficiency = 1;
   // Fitted on published training runs (docs/hardware.md, "Expert exchanges
-  // across nodes"): the fraction of the network rate a training job's
-  // expert-parallel exchange (its dispatch and combine) reaches on the
-  // part it sends across nodes; 1: the NCCL rate every collective gets.
+  // across nodes"): the fraction of the network rate a job's
+  // expert-parallel exchange (its dispatch and combine; training and, since
+  // session 15, serving) reaches on the part it sends across nodes; 1: the
+  // NCCL rate every collective gets.
   double ep_scale_out_efficiency = 1;
 
   double peak_for(DType dt) const;  // FLOP/s for GEMMs in that dtype

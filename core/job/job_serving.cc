@@ -260,9 +260,11 @@ Status parse_scheduler(const Json& v, SchedulerConfig* c) {
   }
   if (const Json* x = jsonf::find(v, "admission")) {
     SC_ASSIGN_OR_RETURN(std::string a, jsonf::get_string(*x, path + ".admission"));
-    if (a == "reserve") c->admission = SchedulerConfig::Admission::kReserve;
-    else if (a == "guaranteed") c->admission = SchedulerConfig::Admission::kGuaranteed;
-    else if (a != "greedy")
+    using A = SchedulerConfig::Admission;
+    bool found = false;
+    for (A k : {A::kGreedy, A::kReserve, A::kGuaranteed})
+      if (a == admission_name(k)) { c->admission = k; found = true; }
+    if (!found)
       return make_error(ErrorCode::kInvalidArgument,
                         "unknown admission \"" + jsonf::clip(a) + "\" (known: greedy, reserve, guaranteed)",
                         path + ".admission");
@@ -674,18 +676,15 @@ Status validate_serving(const Job& job, Status (*validate_layout)(const Job&)) {
                         key);
     for (const bool prefill : {true, false}) {
       const Job pj = serving_pool_job(job, prefill);
+      const std::string who = s.disaggregated ? (prefill ? "the prefill pool has" : "the decode pool has") : "the job has";
       if (pj.parallel.ep < 2)
         return make_error(ErrorCode::kInvalidArgument,
-                          std::string(s.disaggregated ? (prefill ? "the prefill pool has" : "the decode pool has")
-                                                      : "the job has") +
-                              " ep 1: no expert all-to-all to overlap; give parallel.ep > 1 (e.g. \"dp\": 8, "
+                          who + " ep 1: no expert all-to-all to overlap; give parallel.ep > 1 (e.g. \"dp\": 8, "
                               "\"ep\": 8) or leave two_batch_overlap out",
                           key);
       if (pj.parallel.tp > 1)
         return make_error(ErrorCode::kInvalidArgument,
-                          std::string(s.disaggregated ? (prefill ? "the prefill pool has" : "the decode pool has")
-                                                      : "the job has") +
-                              " tp " + to_string(pj.parallel.tp) +
+                          who + " tp " + to_string(pj.parallel.tp) +
                               ": its experts are spread over the tp ranks, which hold the same tokens (an all-reduce, "
                               "no all-to-all to overlap); two-batch overlap needs DP attention with expert "
                               "parallelism (\"tp\": 1, \"dp\" = \"ep\" > 1)",

@@ -70,8 +70,8 @@ struct NetworkModel {
   enum class Dispatcher { kAllToAll, kAllGather, kDeepEP };
   Dispatcher moe_dispatcher = Dispatcher::kAllToAll;
   double moe_imbalance = 1;     // busiest expert rank's tokens over the mean
-  // A training job's expert exchange across nodes reaches this fraction of
-  // scale_out_bw (hardware.ep_scale_out_efficiency).
+  // A job's expert exchange across nodes (training or serving) reaches
+  // this fraction of scale_out_bw (hardware.ep_scale_out_efficiency).
   double ep_scale_out_efficiency = 1;
   double moe_token_share = 0;   // a rank's tokens (tokens x h) over its dispatch buffer (E x cap x h)
   int64_t moe_experts = 0;      // E
