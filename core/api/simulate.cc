@@ -15,10 +15,26 @@ namespace {
 
 using json = nlohmann::json;
 
+// Whether the job's MoE token dispatcher copies the tokens per expert to
+// the host in every layer's forward: dropless routing over ep > 1 in a
+// training job (Megatron-Core's alltoall and allgather dispatchers, DeepEP
+// and HybridEP alike; padding the experts' inputs to capacity skips it).
+// docs/simulate.md, "The host".
+bool dispatcher_syncs_host(const Job& job) {
+  return job.model.is_moe() && job.parallel.ep > 1 && !job.inference() &&
+         !job.training.moe_pad_expert_input_to_capacity;
+}
+
+// The dispatch collective the host waits for: the first of a forward MoE
+// layer's dispatch collectives (DeepEP's RDMA and NVLink legs are two).
+bool host_sync_suffix(std::string_view x) {
+  return x.starts_with("fwd.") && x.find(".moe.dispatch.") != std::string_view::npos;
+}
+
 // Node names are "[mbN.]fwd|bwd|opt.<op name>[.stepJ|.kv_sendJ|...]"
 // (trace/lower.cc). Zero-bubble moves weight-gradient GEMMs into W steps.
 // Micro-batches only for a timeline (its only reader).
-void label_nodes(const BuiltJob& s, int64_t stage, bool micro_batches, SimStage* out) {
+void label_nodes(const BuiltJob& s, int64_t stage, bool micro_batches, bool host, SimStage* out) {
   const Graph& g = s.graph_of(stage);
   const RoleProgram& p = s.program_of(stage);
   std::set<std::string, std::less<>> wgrad;
@@ -42,6 +58,19 @@ void label_nodes(const BuiltJob& s, int64_t stage, bool micro_batches, SimStage*
     const bool shared = i < p.name_ref.size() && p.name_ref[i] != RoleProgram::kStoredName;
     out->phase[i] = shared ? suffix_phase[p.name_ref[i]] : phase_of(p.name_suffix(i));
   }
+  if (!host) return;
+  std::vector<uint8_t> suffix_sync;
+  suffix_sync.reserve(p.name_suffixes.size());
+  for (const std::string& x : p.name_suffixes) suffix_sync.push_back(host_sync_suffix(x) ? 1 : 0);
+  out->host_sync.assign(p.nodes.size(), 0);
+  bool prev = false;  // the node before was a dispatch collective
+  for (size_t i = 0; i < p.nodes.size(); ++i) {
+    const bool shared = i < p.name_ref.size() && p.name_ref[i] != RoleProgram::kStoredName;
+    const bool sync = p.nodes[i].kind == TraceNodeKind::kCollective &&
+                      (shared ? suffix_sync[p.name_ref[i]] != 0 : host_sync_suffix(p.name_suffix(i)));
+    out->host_sync[i] = sync && !prev ? 1 : 0;
+    prev = sync;
+  }
 }
 
 double round3(double v) { return std::round(v * 1000.0) / 1000.0; }
@@ -57,7 +86,7 @@ double sig(double v) {  // 9 significant digits: stable, readable
 Result<SimulateReport> simulate_state(const GeneratorState& s, const SimulateOptions& o) {
   // The summary already simulated the job with the default options.
   if (s.default_simulation && o.reuse_summary && !o.exhaustive && !o.astra && !o.timeline && o.comm_sm_share_domain < 0 &&
-      o.comm_sm_share_scale_out < 0)
+      o.comm_sm_share_scale_out < 0 && o.host_sync_micros < 0)
     return *s.default_simulation;
   return simulate_built(s, o);
 }
@@ -73,12 +102,16 @@ Result<SimulateReport> simulate_built(const BuiltJob& s, const SimulateOptions& 
   if (o.comm_sm_share_domain >= 0) r.network.comm_sm_share_domain = o.comm_sm_share_domain;
   if (o.comm_sm_share_scale_out >= 0) r.network.comm_sm_share_scale_out = o.comm_sm_share_scale_out;
   std::vector<SimStage> stages(static_cast<size_t>(s.num_stages()));
-  for (int64_t st = 0; st < s.num_stages(); ++st) label_nodes(s, st, o.timeline, &stages[static_cast<size_t>(st)]);
+  const double host_us = o.host_sync_micros >= 0 ? o.host_sync_micros : job.hardware.host_sync_micros;
+  const bool host = !o.astra && host_us > 0 && dispatcher_syncs_host(job);
+  for (int64_t st = 0; st < s.num_stages(); ++st)
+    label_nodes(s, st, o.timeline, host, &stages[static_cast<size_t>(st)]);
   const int64_t max_key = s.groups.empty() ? 0 : s.groups.rbegin()->first;
   SimOptions so;
   so.exhaustive = o.exhaustive;
   so.timeline = o.timeline;
   so.streams = o.astra ? SimStreams::kAstra : SimStreams::kMegatron;
+  so.host_sync_micros = host ? host_us : 0;
   SC_ASSIGN_OR_RETURN(r.sim, simulate_programs(stages, s.layout, max_key, r.network, so));
 
   // Model FLOPs per step, as flops.model_per_iteration (api/summary.cc).

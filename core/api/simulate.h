@@ -20,6 +20,9 @@ struct SimulateOptions {
   // Compute slowdown while communication runs beside it (default mode;
   // docs/simulate.md); negative: the network model's default.
   double comm_sm_share_domain = -1, comm_sm_share_scale_out = -1;
+  // The host's time per node (docs/simulate.md, "The host"); negative: the
+  // hardware profile's host_sync_micros.
+  double host_sync_micros = -1;
   // Default options return the run summary.json's time block already made
   // (Generator::create); false simulates again (benchmarks).
   bool reuse_summary = true;

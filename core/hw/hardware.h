@@ -59,6 +59,13 @@ struct HardwareProfile {
   // session 15, serving) reaches on the part it sends across nodes; 1: the
   // NCCL rate every collective gets.
   double ep_scale_out_efficiency = 1;
+  // Derived from a published profile (docs/hardware.md, "The host"): the
+  // device's idle time, µs, at each device-to-host sync of a dropless MoE
+  // token dispatcher (training, ep > 1): from the sync until the host,
+  // done with the dispatch's preprocessing, issues its next kernel.
+  // simulate runs a host timeline with it (docs/simulate.md, "The host");
+  // 0: none.
+  double host_sync_micros = 0;
 
   double peak_for(DType dt) const;  // FLOP/s for GEMMs in that dtype
 };

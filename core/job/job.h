@@ -126,6 +126,13 @@ struct TrainingConfig {
   // effect on a model without shared experts; refused with the allgather
   // dispatcher (Megatron-Core: alltoall or flex only).
   bool moe_shared_expert_overlap = false;
+  // Megatron-Core's --moe-pad-expert-input-to-capacity (with a capacity
+  // factor: token drop and pad): every expert's buffer is padded to its
+  // capacity, so the token dispatcher knows its sizes on the host and does
+  // not copy the tokens per expert to it; false (dropless, the default)
+  // copies them and the host waits for the device in every MoE layer's
+  // forward (docs/simulate.md, "The host"). Only simulate reads it.
+  bool moe_pad_expert_input_to_capacity = false;
   // Megatron-Core's batch-level EP all-to-all overlap
   // (--overlap-moe-expert-parallel-comm, MCore v0.14+; docs/parallelism.md,
   // "EP all-to-all overlap"): the forward of one micro-batch and the

@@ -111,6 +111,7 @@ std::string job_to_canonical_json(const Job& job) {
   // overlap_p2p_comm defaults to true (Megatron-LM's): written only when off.
   if (!t.overlap_p2p_comm) training["overlap_p2p_comm"] = false;
   if (t.moe_shared_expert_overlap) training["moe_shared_expert_overlap"] = true;
+  if (t.moe_pad_expert_input_to_capacity) training["moe_pad_expert_input_to_capacity"] = true;
   // Written only when on: archives of jobs without them stay byte-identical.
   if (t.overlap_moe_expert_parallel_comm) training["overlap_moe_expert_parallel_comm"] = true;
   if (t.delay_wgrad_compute) training["delay_wgrad_compute"] = true;
@@ -168,6 +169,10 @@ std::string job_to_canonical_json(const Job& job) {
   // the field existed.
   if (job.model.is_moe() && job.parallel.ep > 1)
     hardware["ep_scale_out_efficiency"] = hw.ep_scale_out_efficiency;
+  // The host's pace only where simulate runs a host timeline (a training
+  // job whose MoE dispatcher waits for the device) and the profile has it.
+  if (job.model.is_moe() && job.parallel.ep > 1 && !job.inference() && hw.host_sync_micros > 0)
+    hardware["host_sync_micros"] = hw.host_sync_micros;
   Json root = {{"model", model}, {"parallel", parallel}, {"training", training}, {"hardware", hardware}};
   if (job.inference()) serving_canonical(job, &root);  // training jobs' canonical JSON is unchanged
   return root.dump(2, ' ', /*ensure_ascii=*/true);

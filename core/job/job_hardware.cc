@@ -54,6 +54,7 @@ constexpr Field kFields[] = {
     // Fitted (docs/hardware.md, "Expert exchanges across nodes").
     {"ep_scale_out_efficiency", &HardwareProfile::ep_scale_out_efficiency, kMinEfficiency, true, 1},
     {"fp8_training_gemm_efficiency", &HardwareProfile::fp8_training_gemm_efficiency, kMinEfficiency, true, 1},
+    {"host_sync_micros", &HardwareProfile::host_sync_micros, 0, true, kMaxFloorMicros, true},
 };
 constexpr int64_t kMaxSmCount = 4096;
 
@@ -84,7 +85,7 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
           "gemm_efficiency", "attention_efficiency", "attention_bwd_efficiency", "hbm_efficiency",
           "kernel_floor_micros", "fp8_gemm_speedup", "skinny_hbm_efficiency", "skinny_gemm_micros",
           "attention_startup_micros", "ssd_scan_hbm_efficiency", "ep_scale_out_efficiency",
-          "fp8_training_gemm_efficiency"},
+          "fp8_training_gemm_efficiency", "host_sync_micros"},
       path));
   HardwareProfile hw;
   hw.name = "custom";

@@ -46,6 +46,7 @@ struct StagePlan {
     int8_t stream = 0;  // stream (kCompute...), -1 for receives (posted at once)
     uint8_t nk = 0;     // TraceNodeKind
     uint8_t coll = 0;   // CollectiveType
+    uint8_t host_sync = 0;  // the host waits for this node's dependencies before issuing it
     TraceNodeKind node_kind() const { return static_cast<TraceNodeKind>(nk); }
   };
   // Every stage's infos (n + 1 each: the last bounds the children) and
@@ -115,13 +116,22 @@ struct Actor {
   uint32_t version[2] = {0, 0};
   int sharing[2] = {0, 0};     // [0] inside a domain, [1] across domains
   int sharing_cs[2] = {0, 0};  // the same, transfers on kCompute
+  // The host (SimOptions::host_sync_micros > 0): nodes [0, host_next) have
+  // their issue times (Engine::host_at_), host_t is the last one's.
+  double* host_at = nullptr;  // per node
+  uint8_t* held = nullptr;    // per node: ready, but the host has not issued it yet
+  uint32_t host_next = 0;
+  double host_t = 0;
 };
+
+// Event::version of a node's issue by the host (not an end).
+inline constexpr uint32_t kHostIssue = UINT32_MAX;
 
 struct Event {
   double time;
   int actor;
   uint32_t node;
-  uint32_t version = 0;  // a compute node's end, rescheduled when its rate changes
+  uint32_t version = 0;  // a compute node's end, rescheduled when its rate changes; kHostIssue
   bool operator>(const Event& o) const { return std::tie(time, actor, node) > std::tie(o.time, o.actor, o.node); }
 };
 
@@ -131,7 +141,8 @@ class Engine {
          const SimOptions& opt)
       : st_(st), L_(layout), max_key_(max_key), net_(net), opt_(opt),
         sharing_(opt.streams == SimStreams::kMegatron && !net.astra &&
-                 (net.comm_sm_share_domain > 0 || net.comm_sm_share_scale_out > 0)) {}
+                 (net.comm_sm_share_domain > 0 || net.comm_sm_share_scale_out > 0)),
+        host_(opt.streams == SimStreams::kMegatron && !net.astra && opt.host_sync_micros > 0) {}
 
   Result<SimResult> run() {
     SC_RETURN_IF_ERROR(plan());
@@ -143,10 +154,12 @@ class Engine {
     for (const Actor& x : actors_) total += plans_[x.stage].n;
     states_.assign(total, NodeState{});
     waiting_.assign(total, 0);
+    if (host_) host_at_.assign(total, 0), held_.assign(total, 0);
     total = 0;
     for (Actor& x : actors_) {
       x.s = states_.data() + total;
       x.waiting = waiting_.data() + total;
+      if (host_) x.host_at = host_at_.data() + total, x.held = held_.data() + total;
       total += plans_[x.stage].n;
     }
     for (size_t a = 0; a < actors_.size(); ++a) {
@@ -161,6 +174,10 @@ class Engine {
       if ((n & 16383) == 0) SC_RETURN_IF_ERROR(check_cancelled("the simulation"));
       Event e = events_.top();
       events_.pop();
+      if (e.version == kHostIssue) {
+        host_issued(e);
+        continue;
+      }
       if (stale(e)) continue;
       finish(e);
     }
@@ -229,6 +246,7 @@ class Engine {
         }
         StagePlan::Info& in = pl.info[i];
         in.nk = static_cast<uint8_t>(x.kind);
+        if (i < st_[s].host_sync.size()) in.host_sync = st_[s].host_sync[i];
         const uint8_t side = i < p.side_stream.size() ? p.side_stream[i] : 0;
         if (x.kind == TraceNodeKind::kCompute) {
           in.val = static_cast<int64_t>(x.duration_micros);
@@ -438,6 +456,7 @@ class Engine {
     for (size_t i = 0; i < n; ++i) a.waiting[i] = pl.ndeps[i];
     a.issued.assign(pl.axes.size(), 0);
     nodes_ += static_cast<int64_t>(n);
+    if (host_) host_advance(ai, 0);
     for (size_t i = 0; i < n; ++i)
       if (a.waiting[i] == 0) make_ready(ai, static_cast<uint32_t>(i), 0);
   }
@@ -446,8 +465,54 @@ class Engine {
     Actor& a = actors_[ai];
     a.s[i].start = now;  // the ready time until the node starts
     const int s = plans_[a.stage].info[i].stream;
-    if (s < 0) post_p2p(ai, i, now);  // receives are outstanding at once
-    else a.ready[s].push(i);
+    if (s < 0) {
+      post_p2p(ai, i, now);  // receives are outstanding at once
+      return;
+    }
+    if (host_) {
+      if (i >= a.host_next) {  // not issued by the host yet
+        a.held[i] = 1;
+        if (i == a.host_next && plans_[a.stage].info[i].host_sync) host_advance(ai, now);
+        return;
+      }
+      if (a.host_at[i] > now) {
+        events_.push({a.host_at[i], ai, i, kHostIssue});
+        return;
+      }
+    }
+    a.ready[s].push(i);
+  }
+
+  // ---- the host ---------------------------------------------------------------
+  // It issues the actor's nodes in id order and stops at a host_sync node
+  // whose dependencies have not finished; once they have, it spends
+  // host_sync_micros and issues that node and the next ones. A node that
+  // became ready before its issue is held until then.
+  void host_advance(int ai, double now) {
+    Actor& a = actors_[ai];
+    const StagePlan& pl = plans_[a.stage];
+    while (a.host_next < pl.n) {
+      const uint32_t j = a.host_next;
+      const StagePlan::Info& in = pl.info[j];
+      double t = a.host_t;
+      if (in.host_sync) {
+        if (a.waiting[j] != 0) break;  // the host waits for the device here
+        t = std::max(t, a.s[j].start) + opt_.host_sync_micros;  // from the ready time
+      }
+      a.host_at[j] = a.host_t = t;
+      a.host_next = j + 1;
+      if (a.held[j]) {
+        a.held[j] = 0;
+        if (t > now) events_.push({t, ai, j, kHostIssue});
+        else a.ready[in.stream].push(j);
+      }
+    }
+  }
+
+  void host_issued(const Event& e) {
+    Actor& a = actors_[e.actor];
+    a.ready[plans_[a.stage].info[e.node].stream].push(e.node);
+    issue(e.actor, e.time);
   }
 
   // The node that freed the stream, when the node waited for it.
@@ -900,6 +965,9 @@ class Engine {
   const NetworkModel& net_;
   SimOptions opt_;
   bool sharing_ = false;
+  bool host_ = false;  // a host timeline (SimOptions::host_sync_micros)
+  std::vector<double> host_at_;  // every actor's (Actor::host_at points here)
+  std::vector<uint8_t> held_;    // every actor's (Actor::held points here)
   std::vector<StagePlan> plans_;
   std::vector<StagePlan::Info> infos_;  // every plan's info (StagePlan::info points here)
   std::vector<uint32_t> children_;      // every plan's children

@@ -33,6 +33,12 @@ struct SimStage {
   const RoleProgram* program = nullptr;
   std::vector<SimPhase> phase;  // per node (compute nodes; others ignored)
   std::vector<int32_t> micro_batch;  // per node, -1 when not per micro-batch; only read (and filled) for a timeline
+  // Per node (empty when none): 1 where the host waits for the device
+  // before issuing the node (a dropless token dispatcher copying the
+  // tokens per expert to the host before its all-to-all): the host issues
+  // it, and every node after it, only once its dependencies have finished
+  // (docs/simulate.md, "The host").
+  std::vector<uint8_t> host_sync;
 };
 
 // Which CUDA stream a node runs on (docs/simulate.md, "Execution model").
@@ -49,6 +55,13 @@ struct SimOptions {
   bool exhaustive = false;
   bool timeline = false;  // per-stage intervals in the result
   SimStreams streams = SimStreams::kAstra;
+  // The host's time at a host_sync node (µs; 0: no host timeline): the host
+  // issues a rank's nodes in id order, ahead of the device, except at a
+  // host_sync node, where it waits until the node's dependencies have
+  // finished and then spends host_sync_micros before issuing it; no node
+  // after it starts before that issue. Receives are posted at once. Only
+  // with SimStreams::kMegatron (docs/simulate.md, "The host").
+  double host_sync_micros = 0;
 };
 
 // Kinds of communication, by the group's parallel dimension.

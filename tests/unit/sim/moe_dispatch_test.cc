@@ -170,12 +170,12 @@ TEST_CASE("ep_scale_out_efficiency: a job's expert exchange sends its cross-node
   // The profiles' value (docs/hardware.md, "Expert exchanges across
   // nodes"): fitted for the h100, taken by h200 and b200; a100 and a custom
   // device keep 1.
-  CHECK(hardware_preset("h100").value().ep_scale_out_efficiency == 0.69);
-  CHECK(hardware_preset("h200").value().ep_scale_out_efficiency == 0.69);
-  CHECK(hardware_preset("b200").value().ep_scale_out_efficiency == 0.69);
+  CHECK(hardware_preset("h100").value().ep_scale_out_efficiency == 0.72);
+  CHECK(hardware_preset("h200").value().ep_scale_out_efficiency == 0.72);
+  CHECK(hardware_preset("b200").value().ep_scale_out_efficiency == 0.72);
   CHECK(hardware_preset("a100").value().ep_scale_out_efficiency == 1.0);
-  CHECK(j.hardware.ep_scale_out_efficiency == 0.69);  // moe_json's h100
-  CHECK(resolve_network(j, 4, false).value().ep_scale_out_efficiency == 0.69);
+  CHECK(j.hardware.ep_scale_out_efficiency == 0.72);  // moe_json's h100
+  CHECK(resolve_network(j, 4, false).value().ep_scale_out_efficiency == 0.72);
 
   NetworkModel n = toy_net(j, 2);
   n.ep_scale_out_efficiency = 0.5;
