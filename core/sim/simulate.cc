@@ -511,6 +511,9 @@ class Engine {
 
   void host_issued(const Event& e) {
     Actor& a = actors_[e.actor];
+    // Ready from now: a wait for the stream after this is the stream's, not
+    // the host's (the critical path's stream predecessor).
+    a.s[e.node].start = e.time;
     a.ready[plans_[a.stage].info[e.node].stream].push(e.node);
     issue(e.actor, e.time);
   }
@@ -936,7 +939,10 @@ class Engine {
           for (int s : stages[w]) st += (st.empty() ? "" : ",") + std::to_string(s);
           lines.push_back("  " + w + ": " + ms(-v) + " (stages " + st + ")");
         }
-        if (step_ - covered > 1e-6) lines.push_back("  waiting (latency not attributed to a node): " + ms(step_ - covered));
+        if (step_ - covered > 1e-6)
+          lines.push_back(std::string(host_ ? "  waiting (latency and the host's syncs, not attributed to a node): "
+                                            : "  waiting (latency not attributed to a node): ") +
+                          ms(step_ - covered));
         return lines;
       }
       const int pa = x.s[n].pred_actor;
