@@ -16,6 +16,18 @@ mapfile -t steps < <(grep -l '"kind": "step"' "${steps[@]}" 2>/dev/null)
 if [[ ${#steps[@]} -gt 0 ]]; then
   python3 "$SRC/tests/fidelity/spec_check.py" "${steps[@]}" || fail "spec_check"
 fi
+# spec_check refuses a row that repeats an earlier run (a copy of the MoE
+# spec's first row); rows that differ only in their training overrides
+# (the EP-overlap rows beside their runs without it) passed above.
+python3 - "$SRC/tests/fidelity/megatron-h100-moe.json" dup.json <<'PY' || fail "dup spec"
+import json, sys
+s = json.load(open(sys.argv[1]))
+s["rows"].append(dict(s["rows"][0], name="a copy"))
+json.dump(s, open(sys.argv[2], "w"))
+PY
+if python3 "$SRC/tests/fidelity/spec_check.py" dup.json > dup.txt 2>&1; then fail "spec_check took a repeated run"; fi
+grep -q "the same run as an earlier row" dup.txt || fail "spec_check's message for a repeated run"
+
 # fit.py on Narayanan et al.'s 18.4B row: the error must fall as
 # gemm_efficiency rises (0.70 -> 0.80 -> 0.90), one row, three columns.
 TMPDIR="$WORK" python3 "$SRC/tests/fidelity/fit.py" "$CLI" gemm_efficiency 0.7,0.8,0.9 \

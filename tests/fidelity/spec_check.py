@@ -60,7 +60,8 @@ def problems(spec):
             yield f"{where}.gpus: {row['gpus']} does not divide by tp x cp x pp"
         run = (row["source"], row["model"], row["gpus"], row["tp"], row["cp"], row["pp"], row["vp"], row["mbs"],
                row["gbs"], row["seq"], row.get("ep", 1), row.get("precision", spec["precision"]),
-               json.dumps(row.get("model_overrides"), sort_keys=True))
+               json.dumps(row.get("model_overrides"), sort_keys=True), row["recipe"],
+               json.dumps(row.get("training"), sort_keys=True), json.dumps(row.get("parallel"), sort_keys=True))
         if run in seen:
             yield f"{where}: the same run as an earlier row"
         seen.add(run)
