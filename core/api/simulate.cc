@@ -112,6 +112,7 @@ Result<SimulateReport> simulate_built(const BuiltJob& s, const SimulateOptions& 
   so.timeline = o.timeline;
   so.streams = o.astra ? SimStreams::kAstra : SimStreams::kMegatron;
   so.host_sync_micros = host ? host_us : 0;
+  r.host_sync_micros = so.host_sync_micros;
   SC_ASSIGN_OR_RETURN(r.sim, simulate_programs(stages, s.layout, max_key, r.network, so));
 
   // Model FLOPs per step, as flops.model_per_iteration (api/summary.cc).
@@ -189,6 +190,7 @@ std::string simulate_json(const SimulateReport& r) {
                {"bubble_seconds", sig(s.bubble / 1e6)},
                {"exposed_comm_seconds", kinds_json(s.exposed, 1e-6)},
                {"end_seconds", sig(s.end / 1e6)}};
+    if (r.host_sync_micros > 0) st["host_syncs"] = s.host_syncs;
     if (!s.timeline.empty()) {
       json iv = json::array();
       for (const SimInterval& x : s.timeline) {
@@ -215,6 +217,7 @@ std::string simulate_json(const SimulateReport& r) {
               {"network", network_json(r.network)},
               {"stages", stages},
               {"critical_path", r.sim.critical_path}};
+  if (r.host_sync_micros > 0) out["host_sync_micros"] = sig(r.host_sync_micros);
   return out.dump(2) + "\n";
 }
 
@@ -246,6 +249,13 @@ std::string simulate_text(const SimulateReport& r) {
       out += b;
     }
     out += "\n";
+  }
+  if (r.host_sync_micros > 0 && !r.sim.stages.empty()) {
+    std::snprintf(b, sizeof b,
+                  "host        the MoE dispatcher waits for the device %lld times a step on stage 0's rank, %.0f us "
+                  "each before the next kernel (docs/simulate.md, \"The host\")\n",
+                  static_cast<long long>(r.sim.stages[0].host_syncs), r.host_sync_micros);
+    out += b;
   }
   for (const std::string& l : r.sim.critical_path) out += l + "\n";
   return out;

@@ -39,6 +39,7 @@ struct SimulateReport {
   double tokens_per_second = 0;
   double bubble_fraction = 0;  // mean over stages of bubble / step
   double exposed_comm_seconds[kNumCommKinds] = {0, 0, 0, 0, 0};  // mean over stages
+  double host_sync_micros = 0;  // the host timeline's gap per sync; 0: no host timeline ran
 };
 
 Result<SimulateReport> simulate(const Generator& g, const SimulateOptions& o);

@@ -785,6 +785,7 @@ class Engine {
     comp.clear();
     comm.clear();
     for (size_t i = 0; i < pl.n; ++i) {
+      if (host_ && pl.info[i].host_sync) r.host_syncs++;
       r.end = std::max(r.end, a.s[i].end);
       if (a.s[i].end <= a.s[i].start) continue;
       std::vector<Edge>& to = pl.info[i].kind < 0 ? comp : comm;

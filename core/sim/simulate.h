@@ -85,6 +85,7 @@ struct SimStageResult {
   double busy = 0, bubble = 0;  // µs: compute stream busy / idle without communication in flight
   double exposed[kNumCommKinds] = {0, 0, 0, 0, 0};  // µs idle while that kind's communication is in flight
   double end = 0;               // µs: this rank's last node ends
+  int64_t host_syncs = 0;       // the host's waits for the device in one step (docs/simulate.md, "The host")
   std::vector<SimInterval> timeline;
 };
 

@@ -94,6 +94,18 @@ TEST_CASE("host sync: each forward dispatch waits host_sync_micros, once per lay
     CHECK(base.sim.step == doctest::Approx(none.sim.step).epsilon(1e-12));
     CHECK(with.sim.step == doctest::Approx(none.sim.step + 2 * g).epsilon(1e-12));
     CHECK(with.sim.stages[0].bubble == doctest::Approx(none.sim.stages[0].bubble + 2 * g).epsilon(1e-9));
+    // The report counts the syncs (two dispatches) and says the gap; the
+    // padded job and the run without a gap report none.
+    CHECK(with.sim.stages[0].host_syncs == 2);
+    CHECK(with.host_sync_micros == g);
+    CHECK(base.host_sync_micros == 0);
+    CHECK(base.sim.stages[0].host_syncs == 0);
+    CHECK(none.host_sync_micros == 0);
+    const std::string js = simulate_json(with);
+    CHECK(has(js, "\"host_syncs\": 2"));
+    CHECK(has(js, "\"host_sync_micros\": 500"));
+    CHECK(!has(simulate_json(base), "host_sync"));
+    CHECK(has(simulate_text(with), "waits for the device 2 times a step"));
   }
 }
 
