@@ -174,7 +174,7 @@ class Engine {
       if ((n & 16383) == 0) SC_RETURN_IF_ERROR(check_cancelled("the simulation"));
       Event e = events_.top();
       events_.pop();
-      if (e.version == kHostIssue) {
+      if (host_ && e.version == kHostIssue) {
         host_issued(e);
         continue;
       }
