@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/api.h"
+#include "sim/simulate.h"
 #include "check/replay.h"
 #include "check/validate.h"
 #include "emit/chakra_writer.h"
@@ -221,5 +222,28 @@ inline NetworkModel two_rank_network() {
   net.nccl_protocols = false;
   return net;
 }
+
+// A program built by hand, run as the one pipeline stage of two ranks
+// (ep 2 in two_rank_network's domain) in Megatron's streams: the
+// hand-timed simulator tests set net and o, then run() (options or network
+// of their own: simulate_programs on the members).
+struct HandSim {
+  RankLayout layout{{{"ep", 2}, {"pp", 1}}};
+  NetworkModel net = two_rank_network();
+  std::vector<SimStage> st = std::vector<SimStage>(1);
+  SimOptions o;
+  int64_t max_key = 0;
+  explicit HandSim(const RoleProgram& p) {
+    st[0].program = &p;
+    o.streams = SimStreams::kMegatron;
+    max_key = layout.group_id(0, "ep");
+  }
+  SimResult run() const { return run(o); }
+  SimResult run(const SimOptions& with) const {
+    Result<SimResult> r = simulate_programs(st, layout, max_key, net, with);
+    REQUIRE_MESSAGE(r.ok(), r.error().message);
+    return *r;
+  }
+};
 
 }  // namespace sc::testing

@@ -256,27 +256,21 @@ TEST_CASE("ep a2a overlap: the EP stream, timed by hand") {
   node(TraceNodeKind::kCollective, 0, {0}, 1, 4);
   node(TraceNodeKind::kCompute, 40, {0}, 0, 0);
   node(TraceNodeKind::kCompute, 10, {1, 2}, 0, 0);
-  RankLayout layout({{"ep", 2}, {"pp", 1}});
-  NetworkModel net = two_rank_network();
-  net.comm_sm_share_domain = net.comm_sm_share_scale_out = 0;
-  std::vector<SimStage> st(1);
-  st[0].program = &p;
-  SimOptions o;
-  o.streams = SimStreams::kMegatron;
-  const int64_t max_key = layout.group_id(0, "ep");
+  HandSim h(p);
+  h.net.comm_sm_share_domain = h.net.comm_sm_share_scale_out = 0;
   // EP stream: A 0-10; X 10-40 beside P 10-50; Q 50-60.
-  const SimResult r = simulate_programs(st, layout, max_key, net, o).value();
+  const SimResult r = h.run();
   CHECK(r.step == doctest::Approx(60));
   CHECK(r.stages[0].busy == doctest::Approx(60));
   // On the compute stream (side 0, as without the option): A, X, P, Q in
   // sequence, 10 + 30 + 40 + 10.
   p.side_stream[1] = 0;
-  CHECK(simulate_programs(st, layout, max_key, net, o).value().step == doctest::Approx(90));
+  CHECK(h.run().step == doctest::Approx(90));
   // With an SM share of 0.2 the all-to-all slows P beside it: 30 µs at
   // 0.8 does 24, P's last 16 alone: ends 10 + 30 + 16 = 56; Q 56-66.
   p.side_stream[1] = 4;
-  net.comm_sm_share_domain = 0.2;
-  CHECK(simulate_programs(st, layout, max_key, net, o).value().step == doctest::Approx(66));
+  h.net.comm_sm_share_domain = 0.2;
+  CHECK(h.run().step == doctest::Approx(66));
 }
 
 TEST_CASE("ep a2a overlap: whole jobs validate, replay and simulate faster; interleaved pipelines too") {

@@ -193,23 +193,17 @@ TEST_CASE("host sync: the engine by hand: the host holds back every later node, 
   node(TraceNodeKind::kCollective, 0, {0}, 1, 0);
   node(TraceNodeKind::kCompute, 40, {}, 0, 0);
   node(TraceNodeKind::kCompute, 10, {2, 3}, 0, 0);
-  RankLayout layout({{"ep", 2}, {"pp", 1}});
-  NetworkModel net = two_rank_network();
-  net.comm_sm_share_domain = net.comm_sm_share_scale_out = 0;
-  std::vector<SimStage> st(1);
-  st[0].program = &p;
-  SimOptions o;
-  o.streams = SimStreams::kMegatron;
-  o.timeline = true;
-  const int64_t max_key = layout.group_id(0, "ep");
+  HandSim h(p);
+  h.net.comm_sm_share_domain = h.net.comm_sm_share_scale_out = 0;
+  h.o.timeline = true;
   // No sync flag: at 10 the compute stream takes the lowest ready id, X
   // (2), before P (3), ready since 0.
-  CHECK(simulate_programs(st, layout, max_key, net, o).value().step == doctest::Approx(90));
-  st[0].host_sync = {0, 0, 1, 0, 0};
+  CHECK(h.run().step == doctest::Approx(90));
+  h.st[0].host_sync = {0, 0, 1, 0, 0};
   // The flag without a host timeline changes nothing.
-  CHECK(simulate_programs(st, layout, max_key, net, o).value().step == doctest::Approx(90));
-  o.host_sync_micros = 100;
-  const SimResult r = simulate_programs(st, layout, max_key, net, o).value();
+  CHECK(h.run().step == doctest::Approx(90));
+  h.o.host_sync_micros = 100;
+  const SimResult r = h.run();
   CHECK(r.step == doctest::Approx(190));
   // The timeline: compute A 0-10, P 140-180, Q 180-190; the ep transfers
   // R 0-30 (beside A until 10, exposed after) and X 110-140. Idle: 30-110,
@@ -225,11 +219,10 @@ TEST_CASE("host sync: the engine by hand: the host holds back every later node, 
   CHECK(x_start == doctest::Approx(110));
   CHECK(x_end == doctest::Approx(140));
   // ASTRA-sim's streams: no host.
-  SimOptions a = o;
+  SimOptions a = h.o;
   a.streams = SimStreams::kAstra;
   a.timeline = false;
   SimOptions a0 = a;
   a0.host_sync_micros = 0;
-  CHECK(simulate_programs(st, layout, max_key, net, a).value().step ==
-        doctest::Approx(simulate_programs(st, layout, max_key, net, a0).value().step));
+  CHECK(h.run(a).step == doctest::Approx(h.run(a0).step));
 }

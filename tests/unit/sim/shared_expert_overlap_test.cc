@@ -164,45 +164,39 @@ TEST_CASE("moe_shared_expert_overlap: two compute streams, timed by hand") {
   node(TraceNodeKind::kCompute, 20, {2, 3}, 0, 2);
   node(TraceNodeKind::kCollective, 0, {1, 3}, 1, 0);
   node(TraceNodeKind::kCompute, 10, {4, 5}, 0, 0);
-  RankLayout layout({{"ep", 2}, {"pp", 1}});
-  NetworkModel net = two_rank_network();
-  std::vector<SimStage> st(1);
-  st[0].program = &p;
-  SimOptions o;
-  o.streams = SimStreams::kMegatron;
-  const int64_t max_key = layout.group_id(0, "ep");
-  REQUIRE(max_key == layout.group_id(1, "ep"));
+  HandSim h(p);
+  REQUIRE(h.max_key == h.layout.group_id(1, "ep"));
 
   SUBCASE("no SM share") {
-    net.comm_sm_share_domain = net.comm_sm_share_scale_out = 0;
+    h.net.comm_sm_share_domain = h.net.comm_sm_share_scale_out = 0;
     // A 0-10; the all-to-all 10-40 and S1 from 10 alone; at 40 R starts
     // and both compute streams run at half rate: S1's last 10 µs take 20
     // (ends 60), R does 10 by then and its last 30 alone (ends 90); S2 and
     // the combine 90-110 / 90-120; ADD 120-130.
-    const SimResult r = simulate_programs(st, layout, max_key, net, o).value();
+    const SimResult r = h.run();
     CHECK(r.step == doctest::Approx(130));
     // Busy: either stream computes: 0-110 and 120-130; the combine alone 110-120.
     CHECK(r.stages[0].busy == doctest::Approx(120));
     CHECK(r.stages[0].exposed[2] == doctest::Approx(10));
     // On one stream (side 0): every node in sequence, 10+30+40+40+20+30+10.
     for (auto& s : p.side_stream) s = 0;
-    CHECK(simulate_programs(st, layout, max_key, net, o).value().step == doctest::Approx(180));
+    CHECK(h.run().step == doctest::Approx(180));
   }
   SUBCASE("SM share 0.2: the all-to-all slows the shared kernel beside it") {
-    net.comm_sm_share_domain = 0.2;
-    net.comm_sm_share_scale_out = 0;
+    h.net.comm_sm_share_domain = 0.2;
+    h.net.comm_sm_share_scale_out = 0;
     // 10-40: S1 at 0.8 (24 done, 16 left); 40: R and S1 at 0.5 each: S1
     // ends 72, R has 24 left, alone: ends 96; the combine 96-126 and S2 at
     // 0.8 beside it: 20 / 0.8 = 25, ends 121; ADD 126-136.
-    const SimResult r = simulate_programs(st, layout, max_key, net, o).value();
+    const SimResult r = h.run();
     CHECK(r.step == doctest::Approx(136));
     CHECK(r.stages[0].busy == doctest::Approx(131));
     CHECK(r.stages[0].exposed[2] == doctest::Approx(5));
     // ASTRA-sim's streams: one compute stream (S1 and S2 in id order on
     // it), every collective beside it: A 0-10, a2a 10-40 beside S1 10-50;
     // R 50-90; S2 90-110 beside the combine 90-120; ADD 120-130.
-    o.streams = SimStreams::kAstra;
-    CHECK(simulate_programs(st, layout, max_key, net, o).value().step == doctest::Approx(130));
+    h.o.streams = SimStreams::kAstra;
+    CHECK(h.run().step == doctest::Approx(130));
   }
 }
 
