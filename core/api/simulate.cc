@@ -49,23 +49,23 @@ void label_nodes(const BuiltJob& s, int64_t stage, bool micro_batches, bool host
     if (rest.starts_with("bwd.")) return wgrad.count(rest.substr(4)) ? SimPhase::kWeight : SimPhase::kBackward;
     return SimPhase::kForward;
   };
-  // Per name suffix (shared by the micro-batches), then per node.
+  // Per name suffix (shared by the micro-batches), then per node. With a
+  // host, the dispatch collective the host waits for: the first of a run
+  // of them (DeepEP's RDMA and NVLink legs).
   std::vector<SimPhase> suffix_phase;
+  std::vector<uint8_t> suffix_sync;
   suffix_phase.reserve(p.name_suffixes.size());
-  for (const std::string& x : p.name_suffixes) suffix_phase.push_back(phase_of(x));
+  for (const std::string& x : p.name_suffixes) {
+    suffix_phase.push_back(phase_of(x));
+    if (host) suffix_sync.push_back(host_sync_suffix(x) ? 1 : 0);
+  }
+  if (host) out->host_sync.assign(p.nodes.size(), 0);
+  bool prev = false;  // the node before was a dispatch collective
   for (size_t i = 0; i < p.nodes.size(); ++i) {
     if (micro_batches) out->micro_batch[i] = p.micro_batch_of(i);
     const bool shared = i < p.name_ref.size() && p.name_ref[i] != RoleProgram::kStoredName;
     out->phase[i] = shared ? suffix_phase[p.name_ref[i]] : phase_of(p.name_suffix(i));
-  }
-  if (!host) return;
-  std::vector<uint8_t> suffix_sync;
-  suffix_sync.reserve(p.name_suffixes.size());
-  for (const std::string& x : p.name_suffixes) suffix_sync.push_back(host_sync_suffix(x) ? 1 : 0);
-  out->host_sync.assign(p.nodes.size(), 0);
-  bool prev = false;  // the node before was a dispatch collective
-  for (size_t i = 0; i < p.nodes.size(); ++i) {
-    const bool shared = i < p.name_ref.size() && p.name_ref[i] != RoleProgram::kStoredName;
+    if (!host) continue;
     const bool sync = p.nodes[i].kind == TraceNodeKind::kCollective &&
                       (shared ? suffix_sync[p.name_ref[i]] != 0 : host_sync_suffix(p.name_suffix(i)));
     out->host_sync[i] = sync && !prev ? 1 : 0;

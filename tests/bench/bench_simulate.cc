@@ -50,7 +50,7 @@ std::vector<int64_t> parse_list(const std::string& s) {
 // The best of `repeat` fresh simulations with options o.
 double best_of(const sc::Generator& g, sc::SimulateOptions o, int repeat, sc::SimulateReport* out) {
   double best = 1e30;
-  o.reuse_summary = false;
+  o.reuse_summary = false;  // time the simulation, not the summary's cached one
   for (int r = 0; r < repeat; ++r) {
     auto t = clk::now();
     sc::Result<sc::SimulateReport> x = sc::simulate(g, o);
@@ -64,6 +64,24 @@ double best_of(const sc::Generator& g, sc::SimulateOptions o, int repeat, sc::Si
   return best;
 }
 
+// The generator of a job given as JSON; exits naming the error. *create:
+// the seconds Generator::create took.
+sc::Generator build(const std::string& json, double* create) {
+  sc::Result<sc::Job> job = sc::parse_job(json);
+  if (!job.ok()) {
+    std::fprintf(stderr, "%s\n", job.error().to_string().c_str());
+    std::exit(1);
+  }
+  auto t0 = clk::now();
+  sc::Result<sc::Generator> gen = sc::Generator::create(*job);
+  if (!gen.ok()) {
+    std::fprintf(stderr, "%s\n", gen.error().to_string().c_str());
+    std::exit(1);
+  }
+  *create = since(t0);
+  return std::move(*gen);
+}
+
 int bench_moe(const std::vector<int64_t>& dps, int repeat) {
   std::printf("%8s %10s %10s %12s %7s %10s %12s %12s\n", "ranks", "create_s", "host_s", "no_host_s", "ratio",
               "syncs", "step_host_s", "step_none_s");
@@ -72,29 +90,19 @@ int bench_moe(const std::vector<int64_t>& dps, int repeat) {
         "{\"model\": {\"preset\": \"deepseek-v3\", \"num_layers\": 64}, \"parallel\": {\"tp\": 1, \"pp\": 16, "
         "\"dp\": " + std::to_string(dp) + ", \"ep\": 64, \"expert_tp\": 1, \"zero\": 1}, \"training\": {\"seq_len\": 4096, "
         "\"micro_batch_size\": 1, \"global_batch_size\": " + std::to_string(8 * dp) + "}, \"hardware\": \"h100\"}";
-    sc::Result<sc::Job> job = sc::parse_job(json);
-    if (!job.ok()) {
-      std::fprintf(stderr, "%s\n", job.error().to_string().c_str());
-      return 1;
-    }
-    auto t0 = clk::now();
-    sc::Result<sc::Generator> gen = sc::Generator::create(*job);
-    if (!gen.ok()) {
-      std::fprintf(stderr, "%s\n", gen.error().to_string().c_str());
-      return 1;
-    }
-    const double create = since(t0);
+    double create = 0;
+    const sc::Generator gen = build(json, &create);
     sc::SimulateReport with, none;
-    const double h = best_of(*gen, {}, repeat, &with);
+    const double h = best_of(gen, {}, repeat, &with);
     sc::SimulateOptions off;
     off.host_sync_micros = 0;
-    const double n = best_of(*gen, off, repeat, &none);
+    const double n = best_of(gen, off, repeat, &none);
     if (with.host_sync_micros <= 0 || with.sim.stages.empty() || with.sim.stages[0].host_syncs == 0) {
       std::fprintf(stderr, "no host timeline ran\n");
       return 1;
     }
     std::printf("%8lld %10.3f %10.3f %12.3f %6.2fx %10lld %12.4f %12.4f\n",
-                static_cast<long long>(gen->world_size()), create, h, n, h / n,
+                static_cast<long long>(gen.world_size()), create, h, n, h / n,
                 static_cast<long long>(with.sim.stages[0].host_syncs), with.step_seconds, none.step_seconds);
     std::fflush(stdout);
   }
@@ -131,38 +139,16 @@ int main(int argc, char** argv) {
         std::to_string(dp) + ", \"sequence_parallel\": true, \"pipeline_layout\": " + layout +
         "}, \"training\": {\"seq_len\": 8192, \"micro_batch_size\": 1, \"global_batch_size\": " +
         std::to_string(16 * dp) + "}, \"hardware\": \"h100\"}";
-    sc::Result<sc::Job> job = sc::parse_job(json);
-    if (!job.ok()) {
-      std::fprintf(stderr, "%s\n", job.error().to_string().c_str());
-      return 1;
-    }
-    auto t0 = clk::now();
-    sc::Result<sc::Generator> gen = sc::Generator::create(*job);
-    if (!gen.ok()) {
-      std::fprintf(stderr, "%s\n", gen.error().to_string().c_str());
-      return 1;
-    }
-    const double create = since(t0);
-    double best = 1e30;
+    double create = 0;
+    const sc::Generator gen = build(json, &create);
     sc::SimulateReport rep;
-    for (int r = 0; r < repeat; ++r) {
-      auto t = clk::now();
-      sc::SimulateOptions fresh;
-      fresh.reuse_summary = false;  // time the simulation, not the summary's cached one
-      sc::Result<sc::SimulateReport> x = sc::simulate(*gen, fresh);
-      best = std::min(best, since(t));
-      if (!x.ok()) {
-        std::fprintf(stderr, "%s\n", x.error().to_string().c_str());
-        return 1;
-      }
-      rep = *x;
-    }
+    const double best = best_of(gen, {}, repeat, &rep);
     std::string exh = "-", speed = "-";
-    if (gen->world_size() <= exhaustive_max) {
+    if (gen.world_size() <= exhaustive_max) {
       sc::SimulateOptions o;
       o.exhaustive = true;
       auto t = clk::now();
-      sc::Result<sc::SimulateReport> x = sc::simulate(*gen, o);
+      sc::Result<sc::SimulateReport> x = sc::simulate(gen, o);
       const double e = since(t);
       if (!x.ok()) return 1;
       char b[64];
@@ -175,7 +161,7 @@ int main(int argc, char** argv) {
         return 1;
       }
     }
-    std::printf("%8lld %10.3f %10.3f %8lld %10lld %12.4f %12s %9s\n", static_cast<long long>(gen->world_size()),
+    std::printf("%8lld %10.3f %10.3f %8lld %10lld %12.4f %12s %9s\n", static_cast<long long>(gen.world_size()),
                 create, best, static_cast<long long>(rep.sim.classes), static_cast<long long>(rep.sim.nodes_simulated),
                 rep.step_seconds, exh.c_str(), speed.c_str());
     std::fflush(stdout);
