@@ -15,16 +15,6 @@ namespace {
 
 using json = nlohmann::json;
 
-// Whether the job's MoE token dispatcher copies the tokens per expert to
-// the host in every layer's forward: dropless routing over ep > 1 in a
-// training job (Megatron-Core's alltoall and allgather dispatchers, DeepEP
-// and HybridEP alike; padding the experts' inputs to capacity skips it).
-// docs/simulate.md, "The host".
-bool dispatcher_syncs_host(const Job& job) {
-  return job.model.is_moe() && job.parallel.ep > 1 && !job.inference() &&
-         !job.training.moe_pad_expert_input_to_capacity;
-}
-
 // The dispatch collective the host waits for: the first of a forward MoE
 // layer's dispatch collectives (DeepEP's RDMA and NVLink legs are two).
 bool host_sync_suffix(std::string_view x) {
@@ -103,7 +93,7 @@ Result<SimulateReport> simulate_built(const BuiltJob& s, const SimulateOptions& 
   if (o.comm_sm_share_scale_out >= 0) r.network.comm_sm_share_scale_out = o.comm_sm_share_scale_out;
   std::vector<SimStage> stages(static_cast<size_t>(s.num_stages()));
   const double host_us = o.host_sync_micros >= 0 ? o.host_sync_micros : job.hardware.host_sync_micros;
-  const bool host = !o.astra && host_us > 0 && dispatcher_syncs_host(job);
+  const bool host = !o.astra && host_us > 0 && job.dispatcher_syncs_host();
   for (int64_t st = 0; st < s.num_stages(); ++st)
     label_nodes(s, st, o.timeline, host, &stages[static_cast<size_t>(st)]);
   const int64_t max_key = s.groups.empty() ? 0 : s.groups.rbegin()->first;

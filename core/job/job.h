@@ -302,6 +302,14 @@ struct Job {
   JobMode mode = JobMode::kTraining;
   ServingConfig serving;  // mode == kInference only
   bool inference() const { return mode == JobMode::kInference; }
+  // Whether the job's MoE token dispatcher copies the tokens per expert to
+  // the host in every layer's forward: dropless routing over ep > 1 in a
+  // training job (Megatron-Core's alltoall and allgather dispatchers, DeepEP
+  // and HybridEP alike; padding the experts' inputs to capacity skips it).
+  // simulate then runs a host timeline (docs/simulate.md, "The host").
+  bool dispatcher_syncs_host() const {
+    return model.is_moe() && parallel.ep > 1 && !inference() && !training.moe_pad_expert_input_to_capacity;
+  }
 };
 
 // The job one pool of an inference job runs: its layout in `parallel`

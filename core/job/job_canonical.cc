@@ -171,8 +171,7 @@ std::string job_to_canonical_json(const Job& job) {
     hardware["ep_scale_out_efficiency"] = hw.ep_scale_out_efficiency;
   // The host's pace only where simulate runs a host timeline (a training
   // job whose MoE dispatcher waits for the device) and the profile has it.
-  if (job.model.is_moe() && job.parallel.ep > 1 && !job.inference() && !t.moe_pad_expert_input_to_capacity &&
-      hw.host_sync_micros > 0)
+  if (job.dispatcher_syncs_host() && hw.host_sync_micros > 0)
     hardware["host_sync_micros"] = hw.host_sync_micros;
   Json root = {{"model", model}, {"parallel", parallel}, {"training", training}, {"hardware", hardware}};
   if (job.inference()) serving_canonical(job, &root);  // training jobs' canonical JSON is unchanged
