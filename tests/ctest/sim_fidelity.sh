@@ -27,6 +27,22 @@ json.dump(s, open(sys.argv[2], "w"))
 PY
 if python3 "$SRC/tests/fidelity/spec_check.py" dup.json > dup.txt 2>&1; then fail "spec_check took a repeated run"; fi
 grep -q "the same run as an earlier row" dup.txt || fail "spec_check's message for a repeated run"
+# A row gives exactly one published figure, and an MFU needs the spec's peak
+# (the README spec's rows give TFLOP/s per GPU or MFU).
+python3 - "$SRC/tests/fidelity/megatron-lm-readme-h100.json" two.json nopeak.json <<'PY' || fail "published-form specs"
+import json, sys
+s = json.load(open(sys.argv[1]))
+t = json.loads(json.dumps(s))
+t["rows"][0]["published_step_seconds"] = 1.0
+json.dump(t, open(sys.argv[2], "w"))
+n = json.loads(json.dumps(s))
+del n["mfu_peak_tflops"]
+json.dump(n, open(sys.argv[3], "w"))
+PY
+if python3 "$SRC/tests/fidelity/spec_check.py" two.json > two.txt 2>&1; then fail "spec_check took two published figures"; fi
+grep -q "give exactly one of published_step_seconds" two.txt || fail "spec_check's message for two published figures"
+if python3 "$SRC/tests/fidelity/spec_check.py" nopeak.json > nopeak.txt 2>&1; then fail "spec_check took an MFU without a peak"; fi
+grep -q "published_mfu: the spec needs mfu_peak_tflops" nopeak.txt || fail "spec_check's message for an MFU without a peak"
 
 # fit.py on Narayanan et al.'s 18.4B row: the error must fall as
 # gemm_efficiency rises (0.70 -> 0.80 -> 0.90), one row, three columns.

@@ -61,7 +61,7 @@ def build(spec, row):
 def published(spec, row, sim):
     kind = spec.get("kind")
     if kind == "step":
-        return table.published_step_seconds(row)
+        return table.published_step_seconds(spec, row)
     if kind == "tflops":
         fc = spec.get("flop_count")
         flops = table.palm_flops(fc, row) if fc else sim["model_flops_per_step"]

@@ -4,7 +4,8 @@
 usage: spec_check.py SPEC.json [SPEC.json ...]
 
 Every row must name a source, model and recipe the spec defines, a role
-(fit, check, or out_of_scope: a run of another framework), a published step time or tokens/s/GPU, and a layout whose
+(fit, check, or out_of_scope: a run of another framework), a published step time, tokens/s/GPU, model TFLOP/s per GPU or MFU (the
+last two with the source's FLOP count per sequence), and a layout whose
 GPU count divides by tp x cp x pp; every source must say where it is read
 (a repository with a 40-hex commit and paths, or a URL); the spec must state
 its split rule and have check rows (fit rows optional: a spec may only check
@@ -54,8 +55,14 @@ def problems(spec):
         for key, table_name in (("source", "sources"), ("model", "models"), ("recipe", "recipes")):
             if row[key] not in spec[table_name]:
                 yield f"{where}.{key}: {row[key]!r} is not in {table_name}"
-        if ("published_step_seconds" in row) == ("published_tokens_per_s_per_gpu" in row):
-            yield f"{where}: give exactly one of published_step_seconds, published_tokens_per_s_per_gpu"
+        given = [k for k in table.PUBLISHED if k in row]
+        if len(given) != 1:
+            yield f"{where}: give exactly one of {', '.join(table.PUBLISHED)} (got {given or 'none'})"
+        elif given[0] in ("published_tflops_per_gpu", "published_mfu") and \
+                "published_model_flops_per_seq" not in spec["models"].get(row["model"], {}):
+            yield f"{where}.{given[0]}: the model needs published_model_flops_per_seq (the source's FLOP count)"
+        elif given[0] == "published_mfu" and "mfu_peak_tflops" not in spec:
+            yield f"{where}.published_mfu: the spec needs mfu_peak_tflops"
         if row["gpus"] % (row["tp"] * row["cp"] * row["pp"]):
             yield f"{where}.gpus: {row['gpus']} does not divide by tp x cp x pp"
         run = (row["source"], row["model"], row["gpus"], row["tp"], row["cp"], row["pp"], row["vp"], row["mbs"],

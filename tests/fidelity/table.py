@@ -167,12 +167,36 @@ def step_job(spec, row):
     return job
 
 
-def published_step_seconds(row):
-    # The published step time, or the one a published tokens/s/GPU implies:
-    # B s / (GPUs x tokens/s/GPU).
+# The forms a step row's published figure takes (exactly one per row).
+PUBLISHED = ("published_step_seconds", "published_tokens_per_s_per_gpu", "published_tflops_per_gpu",
+             "published_mfu")
+
+
+def published_step_seconds(spec, row):
+    # The published step time, or the one a published figure implies:
+    # tokens/s/GPU: B s / (GPUs x tokens/s/GPU); model TFLOP/s per GPU (by
+    # the source's own FLOP count, the model's published_model_flops_per_seq):
+    # B x FLOPs per sequence / (GPUs x TFLOP/s); MFU: the same at MFU x the
+    # spec's mfu_peak_tflops.
     if "published_step_seconds" in row:
         return row["published_step_seconds"]
-    return row["gbs"] * row["seq"] / (row["gpus"] * row["published_tokens_per_s_per_gpu"])
+    if "published_tokens_per_s_per_gpu" in row:
+        return row["gbs"] * row["seq"] / (row["gpus"] * row["published_tokens_per_s_per_gpu"])
+    tflops = row.get("published_tflops_per_gpu")
+    if tflops is None:
+        tflops = row["published_mfu"] * spec["mfu_peak_tflops"]
+    return row["gbs"] * spec["models"][row["model"]]["published_model_flops_per_seq"] / (row["gpus"] * tflops * 1e12)
+
+
+def published_label(row):
+    # The published figure as the source gives it.
+    if "published_step_seconds" in row:
+        return f"{row['published_step_seconds']} s"
+    if "published_tokens_per_s_per_gpu" in row:
+        return f"{row['published_tokens_per_s_per_gpu']} tok/s/GPU"
+    if "published_tflops_per_gpu" in row:
+        return f"{row['published_tflops_per_gpu']} TFLOP/s/GPU"
+    return f"{100 * row['published_mfu']:g}% MFU"
 
 
 def flops_ratio(spec, row, sim):
@@ -181,7 +205,7 @@ def flops_ratio(spec, row, sim):
     # term: the table's error is in step time, which needs no FLOP count).
     per_seq = sim["model_flops_per_step"] / row["gbs"]
     if "published_model_tflops_per_gpu" in row:  # FLOPs per step / (GPUs x step), per sequence
-        pub = row["published_model_tflops_per_gpu"] * 1e12 * row["gpus"] * published_step_seconds(row) / row["gbs"]
+        pub = row["published_model_tflops_per_gpu"] * 1e12 * row["gpus"] * published_step_seconds(spec, row) / row["gbs"]
     elif "model_overrides" not in row and "published_model_flops_per_seq" in spec["models"][row["model"]]:
         pub = spec["models"][row["model"]]["published_model_flops_per_seq"]
     else:
@@ -217,7 +241,7 @@ def render_step(spec, results):
             raise SystemExit(f"{row['name']}: role must be one of {[r[0] for r in ROLES]} (got {row['role']!r})")
         if sim["world_size"] != row["gpus"]:
             raise SystemExit(f"{row['name']}: the job has {sim['world_size']} ranks, the row {row['gpus']} GPUs")
-        pub = published_step_seconds(row)
+        pub = published_step_seconds(spec, row)
         ratio = flops_ratio(spec, row, sim)
         # Sources count FLOPs their own way (NeMo's and Megatron-Bridge's
         # counts differ from Megatron's formula by up to ~30%: causal or
@@ -231,8 +255,7 @@ def render_step(spec, results):
         err = (step - pub) / pub
         errs[row["role"]].append(err)
         e = sim["exposed_comm_seconds"]
-        published = (f"{row['published_step_seconds']} s" if "published_step_seconds" in row
-                     else f"{row['published_tokens_per_s_per_gpu']} tok/s/GPU")
+        published = published_label(row)
         d = row["gpus"] // (row["tp"] * row["cp"] * row["pp"])
         out[row["role"]].append(
             f"| {row['name']} | {row['source']} | {row.get('precision', spec['precision'])} | {row['gpus']} | {row['tp']} "
@@ -248,7 +271,7 @@ def render_step(spec, results):
         if row["role"] == "out_of_scope":
             continue
         aim = AIM[row.get("precision", spec["precision"])]
-        pub = published_step_seconds(row)
+        pub = published_step_seconds(spec, row)
         err = (sim["step_seconds"] - pub) / pub
         if abs(err) > aim:
             if "miss_cause" not in row:

@@ -231,7 +231,7 @@ def probe(cli, e, a):
             usable = cap - (a.reserve_gib * GIB if a.reserve_gib is not None else RESERVE_BYTES)
             detail.append(f"  plan: {' '.join(args[1:])}; {'complete' if plan.get('complete') else 'INCOMPLETE'}; "
                           f"{plan_cpu:.1f} s CPU, {plan_wall:.1f} s wall; counts {json.dumps(plan.get('counts'))}")
-            real = table.published_step_seconds(row)
+            real = table.published_step_seconds(spec, row)
             detail.append(f"  published run's own step {real:.3f} s ({row['source']}): simulate is "
                           f"{100 * (sim['step_seconds'] / real - 1):+.1f}% on it; the plan's best is "
                           + (f"{100 * (cands[0]['step_seconds'] / real - 1):+.1f}% against it" if cands else "–"))
