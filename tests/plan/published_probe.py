@@ -6,7 +6,8 @@ was not tuned on, run on its own job, rank within 10% of the plan's best.
 published_layouts.py (docs/plan.md, "published-layouts") checks five
 entries; this script probes others: Megatron-Bridge / NeMo / DGX Cloud
 performance rows already encoded, with their sources, in
-tests/fidelity/megatron-h100-{bf16,fp8,moe}.json. Each row becomes its
+tests/fidelity/megatron-h100-{bf16,fp8,moe}.json, and Megatron-LM's own
+README benchmark (tests/fidelity/megatron-lm-readme-h100.json). Each row becomes its
 job exactly as tests/fidelity/table.py's step_job builds it (the recipe's
 flags, precision, FP8 recipe, dispatcher, hardware); the plan's job is
 that job less its parallel layout and the per-layout training keys
@@ -84,6 +85,15 @@ ENTRIES = [
     {"name": "qwen3-235b-a22b-fp8-256", "spec": "megatron-h100-moe", "row": "Qwen3 235B-A22B, 256 GPUs, B 2048"},
     # DGX Cloud Benchmarking 25.05.04, DeepSeek-V3 BF16, 512 x H100: tp2 pp8 ep64, 7, 8 x 6, 6 layers.
     {"name": "deepseek-v3-bf16-512", "spec": "megatron-h100-moe", "row": "DeepSeek-V3, 512 GPUs"},
+    # Megatron-LM's README (Megatron-Core r0.8.0, BF16, seq 4096): its GPT
+    # weak-scaling layouts, micro-batch and interleaving as the fidelity
+    # spec assumes them (docs/fidelity.md, "Megatron-LM's README").
+    {"name": "mlm-gpt-1.7b-48", "spec": "megatron-lm-readme-h100", "row": "GPT 1.7B, 48 GPUs"},
+    {"name": "mlm-gpt-7.1b-96", "spec": "megatron-lm-readme-h100", "row": "GPT 7.1B, 96 GPUs"},
+    {"name": "mlm-gpt-16b-192", "spec": "megatron-lm-readme-h100", "row": "GPT 16B, 192 GPUs"},
+    {"name": "mlm-gpt-32b-384", "spec": "megatron-lm-readme-h100", "row": "GPT 32B, 384 GPUs"},
+    {"name": "mlm-gpt-70b-768", "spec": "megatron-lm-readme-h100", "row": "GPT 70B, 768 GPUs"},
+    {"name": "mlm-gpt-177b-2304", "spec": "megatron-lm-readme-h100", "row": "GPT 177B, 2304 GPUs"},
 ]
 
 LAYOUT_TRAINING = ("micro_batch_size", "schedule", "recompute")
