@@ -229,6 +229,8 @@ const std::vector<FlagSpec>& job_flags() {
       {"--no-overlap-moe-expert-parallel-comm", nullptr, false, "", "no EP all-to-all overlap (the default)"},
       {"--delay-wgrad-compute", nullptr, false, "", "with --overlap-moe-expert-parallel-comm: weight gradients after the all-to-alls they would delay"},
       {"--no-delay-wgrad-compute", nullptr, false, "", "weight gradients with their backward (the default)"},
+      {"--cross-entropy-loss-fusion", nullptr, false, "", "the loss as one fused kernel over the bf16 logits (the default, Megatron-Bridge's)"},
+      {"--no-cross-entropy-loss-fusion", nullptr, false, "", "Megatron-LM's unfused loss: fp32 logits, a pass per step (its default)"},
       {"--seq-len", nullptr, true, "N", "sequence length in tokens"},
       {"--micro-batch-size", nullptr, true, "N", "sequences per micro-batch"},
       {"--global-batch-size", nullptr, true, "N", "sequences per iteration (default dp x micro-batch)"},
@@ -347,7 +349,7 @@ int load_job(const std::string& command, const Args& args, Job* job) {
     if (args.has("--sequence-parallel")) {
       if (nlohmann::json* s = section(j, "parallel")) (*s)["sequence_parallel"] = true;
     }
-    // Megatron-LM's overlap flags (training.<key> booleans).
+    // Megatron-LM's overlap and loss-fusion flags (training.<key> booleans).
     std::map<std::string, std::string> set_by;  // key -> the flag that set it
     for (const auto& [flag, key, value] : {std::tuple{"--tp-comm-overlap", "tp_comm_overlap", true},
                                           std::tuple{"--overlap-grad-reduce", "overlap_grad_reduce", true},
@@ -361,7 +363,9 @@ int load_job(const std::string& command, const Args& args, Job* job) {
                                           std::tuple{"--overlap-moe-expert-parallel-comm", "overlap_moe_expert_parallel_comm", true},
                                           std::tuple{"--no-overlap-moe-expert-parallel-comm", "overlap_moe_expert_parallel_comm", false},
                                           std::tuple{"--delay-wgrad-compute", "delay_wgrad_compute", true},
-                                          std::tuple{"--no-delay-wgrad-compute", "delay_wgrad_compute", false}}) {
+                                          std::tuple{"--no-delay-wgrad-compute", "delay_wgrad_compute", false},
+                                          std::tuple{"--cross-entropy-loss-fusion", "cross_entropy_loss_fusion", true},
+                                          std::tuple{"--no-cross-entropy-loss-fusion", "cross_entropy_loss_fusion", false}}) {
       if (!args.has(flag)) continue;
       nlohmann::json* s = section(j, "training");
       if (!s) continue;

@@ -317,6 +317,7 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
     bo.has_etp = moe && etp > 1;
     bo.has_edp = moe && edp > 1;
     bo.dtype = t.dtype;
+    bo.cross_entropy_fusion = t.cross_entropy_loss_fusion;
     bo.num_virtual = p.pp * p.virtual_stages;
     bo.chunks = stage_chunks(job.model.num_layers, p.pp, p.virtual_stages, p.pipeline_layout, stage);
     Graph g = build_transformer_forward(job.model, bo);

@@ -110,6 +110,13 @@ void vjp_pointwise_reads_y(VjpContext& c, const Op& f) {
          out_numel(c, f) * Expr(Bwd.flops_per_element));
 }
 
+// y = x in another dtype: dx = dy cast back to x's dtype, reading only dy.
+void vjp_cast(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  c.emit(f, ".bwd", ops::kCast, {dy}, {c.graph().labels_out(f, 0)}, {{f.inputs[0], 0}}, Expr(0));
+}
+
 // y = c x: dx = c dy, reading only dy.
 void vjp_scale(VjpContext& c, const Op& f) {
   const int dy = output_grads(c, f)[0];
@@ -486,6 +493,22 @@ const OpDef kLossMax{"loss.max", "max", OpKind::kReduce, FC::kReduction, PR::kFa
                      FR::kPerInputElement, 1, Saves::kNothing, false, false, nullptr, "(in cross_entropy's rule)"};
 const OpDef kLossSum{"loss.sum", "sum", OpKind::kReduce, FC::kReduction, PR::kFactors, SR::kGiven, FR::kGiven, 0,
                      Saves::kNothing, false, false, nullptr, "(in cross_entropy's rule)"};
+// Megatron-LM's unfused vocabulary-parallel cross entropy
+// (megatron/core/tensor_parallel/cross_entropy.py; the job's
+// training.cross_entropy_loss_fusion false): the logits copied to fp32
+// (`cast`), then passes over that copy in place: x - max (`loss.shift`), exp
+// (`loss.exp`), and the division by the sum that leaves the softmax saved
+// for the backward (`loss.softmax`). They are off the gradient's path: the
+// logits' gradient is cross_entropy's rule, the copy's a cast back.
+const OpDef kCast{"cast", "cast", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kGiven,
+                  FR::kPerOutputElement, 0, Saves::kNothing, false, false, vjp_cast, "cast (dy back to x's dtype)"};
+const OpDef kLossShift{"loss.shift", "sub", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kSameAsInput,
+                       FR::kPerOutputElement, 1, Saves::kNothing, false, false, nullptr, "(in cross_entropy's rule)"};
+const OpDef kLossExp{"loss.exp", "exp", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kSameAsInput,
+                     FR::kPerOutputElement, 1, Saves::kNothing, false, false, nullptr, "(in cross_entropy's rule)"};
+const OpDef kLossSoftmax{"loss.softmax", "div", OpKind::kElementwise, FC::kPointwise, PR::kFactors,
+                         SR::kSameAsInput, FR::kPerOutputElement, 1, Saves::kNothing, false, false, nullptr,
+                         "(in cross_entropy's rule)"};
 const OpDef kCrossEntropy{"cross_entropy", "cross_entropy", OpKind::kLoss, FC::kReduction, PR::kFactors, SR::kGiven,
                           FR::kPerOutputElement, 3, Saves::kInputs, false, false, vjp_cross_entropy,
                           "cross_entropy_bwd from the logits and statistics"};
@@ -650,7 +673,7 @@ const std::vector<const OpDef*>& op_table() {
   static const std::vector<const OpDef*> table = {
       &kMatmul, &kAttentionScores, &kAttentionValues, &kSoftmax, &kAttentionDropout, &kFlashAttention,
       &kRingAttention, &kSplit, &kMerge, &kConcat, &kRope, &kRopePartial, &kGelu, &kSwiGLU, &kGeGLU, &kAttentionSoftcap, &kSoftcap, &kScale, &kSigmoidGate, &kBiasAdd, &kAdd, &kDropout,
-      &kLayerNorm, &kRMSNorm, &kEmbedding, &kLossMax, &kLossSum, &kCrossEntropy, &kTopK, &kMoePermute,
+      &kLayerNorm, &kRMSNorm, &kEmbedding, &kLossMax, &kLossSum, &kCast, &kLossShift, &kLossExp, &kLossSoftmax, &kCrossEntropy, &kTopK, &kMoePermute,
       &kMoeCombine, &kSend, &kRecv, &kReLU2, &kCausalConv1d, &kSsdScan, &kGatedRMSNorm, &kSelectiveScan,
       &kSplitReduced,
       // backward

@@ -128,6 +128,8 @@ extern const OpDef kDropout;
 extern const OpDef kLayerNorm, kRMSNorm;
 extern const OpDef kEmbedding;
 extern const OpDef kLossMax, kLossSum;  // vocab-parallel cross-entropy statistics
+extern const OpDef kCast;  // a copy in another dtype (the unfused loss's fp32 logits)
+extern const OpDef kLossShift, kLossExp, kLossSoftmax;  // the unfused loss's passes over them
 extern const OpDef kCrossEntropy;
 extern const OpDef kTopK;
 extern const OpDef kMoePermute, kMoeCombine;

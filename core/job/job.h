@@ -133,6 +133,14 @@ struct TrainingConfig {
   // copies them and the host waits for the device in every MoE layer's
   // forward (docs/simulate.md, "The host"). Only simulate reads it.
   bool moe_pad_expert_input_to_capacity = false;
+  // Megatron's --cross-entropy-loss-fusion: true (the default here, and
+  // Megatron-Bridge's: GPTModelProvider.cross_entropy_loss_fusion) runs the
+  // vocabulary-parallel cross entropy as a fused kernel over the bf16
+  // logits; false is Megatron-LM's own default without the flag
+  // (megatron/core/tensor_parallel/cross_entropy.py): the logits copied to
+  // fp32, then max, subtract, exp, sum and divide each a pass over them
+  // (docs/parallelism.md, "The loss").
+  bool cross_entropy_loss_fusion = true;
   // Megatron-Core's batch-level EP all-to-all overlap
   // (--overlap-moe-expert-parallel-comm, MCore v0.14+; docs/parallelism.md,
   // "EP all-to-all overlap"): the forward of one micro-batch and the

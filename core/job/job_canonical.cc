@@ -112,6 +112,8 @@ std::string job_to_canonical_json(const Job& job) {
   if (!t.overlap_p2p_comm) training["overlap_p2p_comm"] = false;
   if (t.moe_shared_expert_overlap) training["moe_shared_expert_overlap"] = true;
   if (t.moe_pad_expert_input_to_capacity) training["moe_pad_expert_input_to_capacity"] = true;
+  // Defaults to true: written only when off (hashes of jobs without it stay).
+  if (!t.cross_entropy_loss_fusion) training["cross_entropy_loss_fusion"] = false;
   // Written only when on: archives of jobs without them stay byte-identical.
   if (t.overlap_moe_expert_parallel_comm) training["overlap_moe_expert_parallel_comm"] = true;
   if (t.delay_wgrad_compute) training["delay_wgrad_compute"] = true;

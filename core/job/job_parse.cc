@@ -152,7 +152,7 @@ Result<bool> parse_training(const Json& v, TrainingConfig* t) {
           "dp_bucket_mb", "optimizer", "optimizer_bytes_per_param", "schedule", "recompute",
           "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "overlap_p2p_comm", "fp8_recipe",
           "fp8_params", "moe_shared_expert_overlap", "overlap_moe_expert_parallel_comm", "delay_wgrad_compute",
-          "moe_pad_expert_input_to_capacity"}, path));
+          "moe_pad_expert_input_to_capacity", "cross_entropy_loss_fusion"}, path));
   if (const Json* x = jsonf::find(v, "tp_comm_overlap")) {
     SC_ASSIGN_OR_RETURN(t->tp_comm_overlap, jsonf::get_bool(*x, "training.tp_comm_overlap"));
   }
@@ -168,6 +168,9 @@ Result<bool> parse_training(const Json& v, TrainingConfig* t) {
   if (const Json* x = jsonf::find(v, "moe_pad_expert_input_to_capacity")) {
     SC_ASSIGN_OR_RETURN(t->moe_pad_expert_input_to_capacity,
                         jsonf::get_bool(*x, "training.moe_pad_expert_input_to_capacity"));
+  }
+  if (const Json* x = jsonf::find(v, "cross_entropy_loss_fusion")) {
+    SC_ASSIGN_OR_RETURN(t->cross_entropy_loss_fusion, jsonf::get_bool(*x, "training.cross_entropy_loss_fusion"));
   }
   if (const Json* x = jsonf::find(v, "moe_shared_expert_overlap")) {
     SC_ASSIGN_OR_RETURN(t->moe_shared_expert_overlap, jsonf::get_bool(*x, "training.moe_shared_expert_overlap"));

@@ -838,6 +838,21 @@ class Builder {
     if (m_.final_softcap > 0) logits = pointwise("output.softcap", ops::kSoftcap, {logits}, false);
     // Vocab-parallel cross entropy (Megatron): three [b,s] statistics are
     // reductions over V; with V sharded each is a partial sum over tp.
+    // Fused (training.cross_entropy_loss_fusion, the default) they read the
+    // logits as the GEMM wrote them. Unfused (Megatron-LM without
+    // --cross-entropy-loss-fusion, megatron/core/tensor_parallel/
+    // cross_entropy.py) the logits are copied to fp32 and the statistics
+    // read the copy, and the passes Megatron makes over it in place run
+    // too: x - max, exp (which the sum reads), and the division leaving the
+    // softmax its backward reads (here: the copy, the same bytes). Each
+    // pass is a tensor of its own here (docs/parallelism.md, "The loss").
+    int ce = logits;
+    if (!o_.cross_entropy_fusion) {
+      ce = act("loss.float", g_.tensors[logits].dims, DType::kFP32);
+      Op c = op("loss.float", ops::kCast, {logits}, {ce});
+      c.flops = Expr(0);
+      add(std::move(c));
+    }
     auto stat = [&](const std::string& name, std::vector<int> in) {
       int t = act(name, BS({}), DType::kFP32);
       Op o = op(name, name == "loss.max" ? ops::kLossMax : ops::kLossSum, std::move(in), {t});
@@ -845,13 +860,17 @@ class Builder {
       add(std::move(o));
       return t;
     };
-    int mx = stat("loss.max", {logits});
-    int se = stat("loss.sum_exp", {logits, mx});
-    int tg = stat("loss.target_logit", {logits, labels});
+    int mx = stat("loss.max", {ce});
+    int ex = -1;
+    if (!o_.cross_entropy_fusion)
+      ex = pointwise("loss.exp", ops::kLossExp, {pointwise("loss.shift", ops::kLossShift, {ce}, false)}, false);
+    int se = stat("loss.sum_exp", ex < 0 ? std::vector<int>{logits, mx} : std::vector<int>{ex});
+    int tg = stat("loss.target_logit", {ce, labels});
     int loss = act("loss", BS({}), DType::kFP32);
     Op lz = op("loss", ops::kCrossEntropy, {mx, se, tg}, {loss});
     lz.flops = rule_flops(g_, lz);
     add(std::move(lz));
+    if (ex >= 0) pointwise("loss.softmax", ops::kLossSoftmax, {ex}, false);
   }
 
   Graph build() {

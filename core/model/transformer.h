@@ -55,6 +55,9 @@ struct BuildOptions {
   // quantize a GEMM's input on the fly; what moves between ops is bf16).
   bool has_weight_dtype = false;
   DType weight_dtype = DType::kBF16;
+  // training.cross_entropy_loss_fusion: false builds Megatron-LM's unfused
+  // vocabulary-parallel cross entropy (fp32 copy, shift, exp, softmax).
+  bool cross_entropy_fusion = true;
 };
 
 // Splits the layers over pp * v virtual stages (even, or `layout`), and

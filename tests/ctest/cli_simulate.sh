@@ -70,6 +70,33 @@ grep -q -- "--no-overlap-p2p-comm contradicts --overlap-p2p-comm (training.overl
   fail "contradicting p2p flags message: $(cat ov.err)"
 "$CLI" simulate "${OV[@]}" --no-overlap-p2p-comm --no-overlap-p2p-communication > /dev/null || fail "both spellings of off"
 
+# --no-cross-entropy-loss-fusion / --cross-entropy-loss-fusion set
+# training.cross_entropy_loss_fusion (docs/parallelism.md, "The loss"): the
+# fused loss is the default, the unfused one is the key false in a job file
+# and a longer step; with its negation, a usage error.
+"$CLI" simulate "${OV[@]}" --cross-entropy-loss-fusion --json > ce_on.json || fail "--cross-entropy-loss-fusion"
+"$CLI" simulate "${OV[@]}" --no-cross-entropy-loss-fusion --json > ce_off.json || fail "--no-cross-entropy-loss-fusion"
+python3 - ov.json ce_key.json <<'PY' || fail "loss fusion key file"
+import json, sys
+j = json.load(open(sys.argv[1]))
+for k in ("tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather"):
+    del j["training"][k]
+j["training"]["cross_entropy_loss_fusion"] = False
+json.dump(j, open(sys.argv[2], "w"))
+PY
+"$CLI" simulate --config ce_key.json --json > ce_key_out.json || fail "cross_entropy_loss_fusion key"
+python3 - <<'PY' || fail "loss fusion flags JSON"
+import json
+on, off, key, n = (json.load(open(x)) for x in ("ce_on.json", "ce_off.json", "ce_key_out.json", "ov_none.json"))
+assert on == n, "the fused loss is the default"
+assert off["step_seconds"] == key["step_seconds"], (off["step_seconds"], key["step_seconds"])
+assert off["step_seconds"] > on["step_seconds"], (off["step_seconds"], on["step_seconds"])
+PY
+"$CLI" simulate "${OV[@]}" --cross-entropy-loss-fusion --no-cross-entropy-loss-fusion > /dev/null 2> ov.err; rc=$?
+[[ $rc == 2 ]] || fail "contradicting loss fusion flags exit $rc"
+grep -q -- "contradicts --cross-entropy-loss-fusion (training.cross_entropy_loss_fusion)" ov.err ||
+  fail "contradicting loss fusion flags message: $(cat ov.err)"
+
 # --overlap-p2p-comm / --no-overlap-p2p-comm (and Megatron-LM's spelling
 # --no-overlap-p2p-communication) set training.overlap_p2p_comm: on by
 # default (Megatron-LM's), an interleaved job's steady-phase sends leave the

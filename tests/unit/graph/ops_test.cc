@@ -27,8 +27,9 @@ const char* kJobs[] = {
         "zero":1},"training":{"seq_len":64,"global_batch_size":2}})",
     R"({"model":{"preset":"deepseek-v3","num_layers":2,"first_dense_layers":1},"parallel":{"dp":2,"ep":2},
         "training":{"seq_len":64,"global_batch_size":2,"recompute":"selective"}})",
+    // Megatron-LM's unfused cross entropy (the fp32 copy's cast and its passes).
     R"({"model":{"preset":"gpt3-1.7b","num_layers":2},"parallel":{"pp":2,"dp":2},
-        "training":{"seq_len":64,"global_batch_size":4}})",
+        "training":{"seq_len":64,"global_batch_size":4,"cross_entropy_loss_fusion":false}})",
     R"({"model":{"preset":"nemotron-h-8b","num_layers":4,"hybrid_pattern":"M*-M"},
         "parallel":{"tp":2,"dp":2,"sequence_parallel":true},"training":{"seq_len":64,"global_batch_size":2}})",
     // Jamba-v0.1's Mamba-1 mixer beside attention and MoE.
