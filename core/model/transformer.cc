@@ -841,36 +841,46 @@ class Builder {
     // Fused (training.cross_entropy_loss_fusion, the default) they read the
     // logits as the GEMM wrote them. Unfused (Megatron-LM without
     // --cross-entropy-loss-fusion, megatron/core/tensor_parallel/
-    // cross_entropy.py) the logits are copied to fp32 and the statistics
-    // read the copy, and the passes Megatron makes over it in place run
-    // too: x - max, exp (which the sum reads), and the division leaving the
-    // softmax its backward reads (here: the copy, the same bytes). Each
-    // pass is a tensor of its own here (docs/parallelism.md, "The loss").
+    // cross_entropy.py) the logits are copied to fp32 (no copy when they are
+    // fp32 already: .float() returns them), the statistics read the copy,
+    // and the passes Megatron makes over it in place run too: x - max (after
+    // the max's all-reduce), exp (which the sum reads), and the division by
+    // the all-reduced sum leaving the softmax the backward reads
+    // (cross_entropy's rule reads it; docs/parallelism.md, "The loss").
+    // Each pass is a tensor of its own here; the target logit is taken
+    // before the passes, so the copy is free once shifted.
+    const bool fused = o_.cross_entropy_fusion;
     int ce = logits;
-    if (!o_.cross_entropy_fusion) {
+    if (!fused && g_.tensors[logits].dtype != DType::kFP32) {
       ce = act("loss.float", g_.tensors[logits].dims, DType::kFP32);
       Op c = op("loss.float", ops::kCast, {logits}, {ce});
       c.flops = Expr(0);
       add(std::move(c));
     }
-    auto stat = [&](const std::string& name, std::vector<int> in) {
+    // FLOPs per logit: the fused sum of exponentials subtracts, exponentiates
+    // and adds (3); unfused, the shift and exp ops count the first two.
+    auto stat = [&](const std::string& name, std::vector<int> in, int64_t per_logit = 1) {
       int t = act(name, BS({}), DType::kFP32);
       Op o = op(name, name == "loss.max" ? ops::kLossMax : ops::kLossSum, std::move(in), {t});
-      o.flops = numel(logits) * Expr(name == "loss.sum_exp" ? 3 : 1);
+      o.flops = numel(logits) * Expr(per_logit);
       add(std::move(o));
       return t;
     };
     int mx = stat("loss.max", {ce});
-    int ex = -1;
-    if (!o_.cross_entropy_fusion)
-      ex = pointwise("loss.exp", ops::kLossExp, {pointwise("loss.shift", ops::kLossShift, {ce}, false)}, false);
-    int se = stat("loss.sum_exp", ex < 0 ? std::vector<int>{logits, mx} : std::vector<int>{ex});
-    int tg = stat("loss.target_logit", {ce, labels});
+    int se = -1, tg = -1;
+    if (fused) {
+      se = stat("loss.sum_exp", {logits, mx}, 3);
+      tg = stat("loss.target_logit", {ce, labels});
+    } else {
+      tg = stat("loss.target_logit", {ce, labels});
+      int ex = pointwise("loss.exp", ops::kLossExp, {pointwise("loss.shift", ops::kLossShift, {ce, mx}, false)}, false);
+      se = stat("loss.sum_exp", {ex});
+      pointwise("loss.softmax", ops::kLossSoftmax, {ex, se}, false);
+    }
     int loss = act("loss", BS({}), DType::kFP32);
     Op lz = op("loss", ops::kCrossEntropy, {mx, se, tg}, {loss});
     lz.flops = rule_flops(g_, lz);
     add(std::move(lz));
-    if (ex >= 0) pointwise("loss.softmax", ops::kLossSoftmax, {ex}, false);
   }
 
   Graph build() {
