@@ -92,6 +92,13 @@ inline Generator generator_from_json(const std::string& text) {
   return std::move(g).value();
 }
 
+// A job from its JSON text; a parse error fails the test with its message.
+inline Job job_of(const std::string& text) {
+  Result<Job> j = parse_job(text);
+  REQUIRE_MESSAGE(j.ok(), j.error().message);
+  return *j;
+}
+
 inline Generator make(const Job& j) {
   auto g = Generator::create(j);
   if (!g.ok()) FAIL(g.error().to_string());

@@ -42,12 +42,6 @@ std::string moe_job(const std::string& serving_extra, const std::string& network
 }
 const std::string kOn = R"(, "two_batch_overlap": true)";
 
-Job job_of(const std::string& text) {
-  Result<Job> j = parse_job(text);
-  REQUIRE_MESSAGE(j.ok(), j.error().message);
-  return *j;
-}
-
 void check_error(const std::string& text, const std::string& says) {
   CAPTURE(text);
   Result<Job> r = parse_job(text);
@@ -80,15 +74,15 @@ double a2a_us(int64_t bytes, double alpha_us, double gbs) {
 }  // namespace
 
 TEST_CASE("two-batch overlap: the key parses, default false, canonical only when set; refusals name the field") {
-  const Job off = job_of(moe_job(""));
+  const Job off = testing::job_of(moe_job(""));
   CHECK(!off.serving.two_batch_overlap);
   CHECK(!has(job_to_canonical_json(off), "two_batch_overlap"));
-  CHECK(job_to_canonical_json(job_of(moe_job(R"(, "two_batch_overlap": false)"))) == job_to_canonical_json(off));
-  const Job on = job_of(moe_job(kOn));
+  CHECK(job_to_canonical_json(testing::job_of(moe_job(R"(, "two_batch_overlap": false)"))) == job_to_canonical_json(off));
+  const Job on = testing::job_of(moe_job(kOn));
   CHECK(on.serving.two_batch_overlap);
   const std::string c = job_to_canonical_json(on);
   CHECK(has(c, "\"two_batch_overlap\": true"));
-  CHECK(job_to_canonical_json(job_of(c)) == c);
+  CHECK(job_to_canonical_json(testing::job_of(c)) == c);
   for (const char* bad : {R"("yes")", "1"}) check_error(moe_job(std::string(R"(, "two_batch_overlap": )") + bad), "true or false");
   // A dense model has no expert all-to-all.
   check_error(R"({"mode": "inference", "model": "llama3-8b", "parallel": {"dp": 2},
@@ -108,10 +102,10 @@ TEST_CASE("two-batch overlap: the key parses, default false, canonical only when
 TEST_CASE("two-batch overlap: each micro-batch is half the iteration (decode: the same nodes as half the batch)") {
   // Decode at 8 sequences (4 per dp rank) split in two: each micro-batch is
   // the decode iteration of 4 sequences (2 per rank), node for node.
-  Generator on = testing::make(job_of(moe_job(kOn)));
+  Generator on = testing::make(testing::job_of(moe_job(kOn)));
   std::string half_text = moe_job("");
   half_text.replace(half_text.find("\"concurrency\": 8"), 16, "\"concurrency\": 4");
-  Generator half = testing::make(job_of(half_text));
+  Generator half = testing::make(testing::job_of(half_text));
   const RankTrace t = on.phase("decode")->rank_trace(0).value(), h = half.phase("decode")->rank_trace(0).value();
   std::multiset<std::string> mb[2], want;
   for (const auto& x : h.nodes) {
@@ -130,7 +124,7 @@ TEST_CASE("two-batch overlap: each micro-batch is half the iteration (decode: th
   // Prefill: a 256-token prompt as two halves of 128 tokens; its 256 x 257 / 2
   // = 32,896 causal query-key pairs, 16,448 each. The GEMMs and the
   // attention of a micro-batch do half the FLOPs of the whole prompt's.
-  Generator off = testing::make(job_of(moe_job("")));
+  Generator off = testing::make(testing::job_of(moe_job("")));
   const RankTrace pf = off.phase("prefill")->rank_trace(0).value(), pn = on.phase("prefill")->rank_trace(0).value();
   std::map<std::string, int64_t> ops_off, ops_on[2];
   for (const auto& x : pf.nodes) ops_off[x.name] = x.num_ops;
@@ -145,7 +139,7 @@ TEST_CASE("two-batch overlap: each micro-batch is half the iteration (decode: th
 }
 
 TEST_CASE("two-batch overlap: SGLang's order per layer, the all-to-alls on the EP stream, traces that replay") {
-  Generator on = testing::make(job_of(moe_job(kOn)));
+  Generator on = testing::make(testing::job_of(moe_job(kOn)));
   for (const std::string kind : {"prefill", "decode", "mixed"}) {
     CAPTURE(kind);
     const RoleProgram& p = program(on, kind);
@@ -194,7 +188,7 @@ TEST_CASE("two-batch overlap: SGLang's order per layer, the all-to-alls on the E
   }
   // Pipeline stages: on each stage its layer's micro-batches pair up the
   // same way, and the traces replay.
-  Generator piped = testing::make(job_of(moe_job(kOn, "", R"({"dp": 2, "ep": 2, "pp": 2})")));
+  Generator piped = testing::make(testing::job_of(moe_job(kOn, "", R"({"dp": 2, "ep": 2, "pp": 2})")));
   for (const std::string kind : {"prefill", "decode"}) {
     CAPTURE(kind);
     const Generator* pg = piped.phase(kind);
@@ -212,12 +206,12 @@ TEST_CASE("two-batch overlap: SGLang's order per layer, the all-to-alls on the E
     CHECK_MESSAGE(rr.completed, why);
   }
   // Without the key: one micro-batch, no side streams (the program as before).
-  Generator off = testing::make(job_of(moe_job("")));
+  Generator off = testing::make(testing::job_of(moe_job("")));
   CHECK(program(off, "prefill").side_stream.empty());
   // A decode batch of one sequence per rank cannot be split: it runs whole.
   std::string one = moe_job(kOn);
   one.replace(one.find("\"concurrency\": 8"), 16, "\"concurrency\": 2");
-  CHECK(program(testing::make(job_of(one)), "decode").side_stream.empty());
+  CHECK(program(testing::make(testing::job_of(one)), "decode").side_stream.empty());
 }
 
 TEST_CASE("two-batch overlap: the iteration time by hand, compute-bound and communication-bound") {
@@ -231,7 +225,7 @@ TEST_CASE("two-batch overlap: the iteration time by hand, compute-bound and comm
     const std::string net = R"({"domain_size": 2, "domain_latency_us": )" + std::to_string(alpha) +
                             R"(, "domain_bandwidth_gbs": )" + std::to_string(gbs) +
                             R"(, "comm_sm_share_domain": 0, "comm_sm_share_scale_out": 0})";
-    Generator on = testing::make(job_of(moe_job(kOn, net))), off = testing::make(job_of(moe_job("", net)));
+    Generator on = testing::make(testing::job_of(moe_job(kOn, net))), off = testing::make(testing::job_of(moe_job("", net)));
     for (const std::string kind : {"prefill", "decode"}) {
       CAPTURE(kind);
       // Without the key: one stream, everything in series.

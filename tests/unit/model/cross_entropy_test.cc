@@ -8,8 +8,6 @@
 // those passes, not read from the code under test.
 #include "../test_jobs.h"
 
-#include <nlohmann/json.hpp>
-
 #include "api/simulate.h"
 
 using namespace sc;
@@ -28,12 +26,6 @@ std::string ce_job(const std::string& extra, int tp = 1, int64_t vocab = kV) {
          std::to_string(2 * tp) + extra + R"(},
             "parallel": {"dp": 2, "tp": )" +
          std::to_string(tp) + R"(}, "hardware": "h100"})";
-}
-
-Job job_of(const std::string& text) {
-  Result<Job> j = parse_job(text);
-  REQUIRE_MESSAGE(j.ok(), j.error().message);
-  return *j;
 }
 
 bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
@@ -155,15 +147,13 @@ TEST_CASE("cross entropy fusion: fp32 logits are not copied (.float() returns th
   CHECK(u.at("fwd.loss.shift") == 8 * static_cast<uint64_t>(kV * kS) + 4 * kS);
 }
 
-TEST_CASE("cross entropy fusion: the unfused loss lengthens the step and keeps its fp32 copy for backward") {
+TEST_CASE("cross entropy fusion: the unfused loss lengthens the step and keeps its fp32 softmax for backward") {
   const Generator fused = make(job_of(ce_job("")));
   const Generator unfused = make(job_of(ce_job(R"(, "cross_entropy_loss_fusion": false)")));
   CHECK(step(unfused) > step(fused));
-  // The saved activations: the fp32 copy (4 B a logit) where the fused
+  // The saved activations: the fp32 softmax (4 B a logit) where the fused
   // loss keeps the bf16 logits (2 B): 2 B a logit more at their peak.
-  auto mem = [](const Generator& g) {
-    return nlohmann::json::parse(g.summary_json())["stages"][0]["memory_bytes"];
-  };
+  auto mem = [](const Generator& g) { return summary(g)["stages"][0]["memory_bytes"]; };
   CHECK(mem(unfused)["activations_peak"].get<int64_t>() - mem(fused)["activations_peak"].get<int64_t>() ==
         static_cast<int64_t>(2 * kV * kS));
   // While the loss runs (a vocabulary large enough that it sets the live

@@ -37,12 +37,6 @@ std::string moe_job(const std::string& training_extra, const std::string& parall
 const std::string kOn = R"(, "overlap_moe_expert_parallel_comm": true)";
 const std::string kOnDelay = R"(, "overlap_moe_expert_parallel_comm": true, "delay_wgrad_compute": true)";
 
-Job job_of(const std::string& text) {
-  Result<Job> j = parse_job(text);
-  REQUIRE_MESSAGE(j.ok(), j.error().message);
-  return *j;
-}
-
 struct Names {
   std::map<std::string, const TraceNode*> by;
   explicit Names(const RankTrace& t) {

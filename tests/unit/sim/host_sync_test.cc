@@ -27,12 +27,6 @@ std::string moe_job(const std::string& dispatcher, const std::string& training_e
          hardware + "}";
 }
 
-Job job_of(const std::string& text) {
-  Result<Job> j = parse_job(text);
-  REQUIRE_MESSAGE(j.ok(), j.error().message);
-  return *j;
-}
-
 SimulateReport sim(const Job& j, double host_sync_micros = -1) {
   Generator g = make(j);
   SimulateOptions o;

@@ -57,12 +57,6 @@ GroupShape group(const NetworkModel& n, std::vector<int64_t> ranks) {
   return b.finish(n);
 }
 
-Job job_of(const std::string& text) {
-  Result<Job> j = parse_job(text);
-  REQUIRE_MESSAGE(j.ok(), j.error().message);
-  return *j;
-}
-
 }  // namespace
 
 TEST_CASE("moe dispatcher: keys parse, default as the traces, errors name the field and the value") {

@@ -31,12 +31,6 @@ std::string moe_job(const std::string& training_extra, const std::string& parall
          parallel_extra + "}}";
 }
 
-Job job_of(const std::string& text) {
-  Result<Job> j = parse_job(text);
-  REQUIRE_MESSAGE(j.ok(), j.error().message);
-  return *j;
-}
-
 struct Names {
   std::map<std::string, const TraceNode*> by;
   explicit Names(const RankTrace& t) {
