@@ -224,15 +224,12 @@ void vjp_cross_entropy(VjpContext& c, const Op& f) {
   const Op& max_op = g.ops[g.tensors[f.inputs[0]].producer];
   const Op& tgt_op = g.ops[g.tensors[f.inputs[2]].producer];
   int logits = max_op.inputs[0], labels = tgt_op.inputs[1];
-  // The unfused loss (a softmax op after the statistics) keeps its softmax
-  // for the backward, as Megatron's does; the fused one the logits.
+  // The unfused loss keeps the softmax (built between the sum and the loss,
+  // from the sum) for the backward, as Megatron's does; the fused one the
+  // logits.
   int read = logits;
-  const Op& sum_op = g.ops[g.tensors[f.inputs[1]].producer];
-  for (int i = sum_op.id + 1; i < static_cast<int>(g.ops.size()); ++i)
-    if (g.ops[i].def == &ops::kLossSoftmax && g.ops[i].inputs.size() == 2 && g.ops[i].inputs[1] == f.inputs[1]) {
-      read = g.ops[i].outputs[0];
-      break;
-    }
+  for (int i = g.tensors[f.inputs[1]].producer + 1; i < f.id; ++i)
+    if (g.ops[i].def == &ops::kLossSoftmax && g.ops[i].inputs[1] == f.inputs[1]) read = g.ops[i].outputs[0];
   Op pseudo = max_op;  // labels of logits as seen by the statistics
   pseudo.name = f.name;
   Expr n = g.tensors[logits].global_numel();
