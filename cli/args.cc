@@ -205,7 +205,7 @@ const std::vector<FlagSpec>& job_flags() {
       {"--pp", nullptr, true, "N", "pipeline stages"},
       {"--virtual-stages", nullptr, true, "V", "model chunks per pipeline rank (interleaved-1f1b)"},
       {"--cp", nullptr, true, "N", "context-parallel degree (sequence split over N ranks)"},
-      {"--cp-algorithm", nullptr, true, "A", "context parallelism: allgather (K/V all-gathered, Llama 3) or ring"},
+      {"--cp-algorithm", nullptr, true, "A", "context parallelism: allgather (K/V all-gathered, Llama 3) or ring (Megatron-Core and TE: p2p)"},
       {"--ep", nullptr, true, "N", "expert parallelism (MoE models), folded into tp x cp x dp as Megatron does"},
       {"--expert-tp", nullptr, true, "N", "tensor parallelism inside the experts (default: tp)"},
       {"--moe-dispatcher", nullptr, true, "D", "MoE token dispatcher: alltoall (default), allgather, deepep"},

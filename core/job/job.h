@@ -45,7 +45,7 @@ struct ParallelConfig {
   int64_t tp = 1;  // tensor-parallel degree
   int64_t pp = 1;  // pipeline stages
   int64_t cp = 1;  // context parallelism: the sequence split over cp ranks
-  std::string cp_algorithm = "allgather";  // K/V all-gathered (Llama 3); "ring" is not modelled yet
+  std::string cp_algorithm = "allgather";  // K/V all-gathered (Llama 3); "ring": K/V blocks around the cp ring (TE's p2p)
   int64_t virtual_stages = 1;  // model chunks per pipeline rank (interleaved 1F1B)
   // ZeRO over the data-parallel group: 1 shards the optimizer state, 2 also
   // the gradients, 3 also the parameters (FSDP full sharding).

@@ -1725,9 +1725,11 @@ std::vector<std::string> low_confidence(const PlanCandidate& c) {
     out.push_back("exposed communication " + pct(exposed / c.step_seconds) +
                   " of the step: the overlap model decides the ranking");
   const int64_t per_rank = l.cp > 1 ? c.job.training.seq_len / l.cp : 0;
-  if (l.cp > 1 && per_rank < kLowConfidenceCpTokensPerRank)
+  const bool ring = c.job.parallel.cp_algorithm == "ring";
+  const int64_t checked = ring ? kLowConfidenceCpRingTokensPerRank : kLowConfidenceCpTokensPerRank;
+  if (l.cp > 1 && per_rank < checked)
     out.push_back("cp" + std::to_string(l.cp) + " at " + std::to_string(per_rank) + " tokens per rank: below the " +
-                  std::to_string(kLowConfidenceCpTokensPerRank) + " of the only checked cp run");
+                  std::to_string(checked) + (ring ? " of the checked ring (p2p) cp runs" : " of the only checked all-gather cp run"));
   if (l.pp > kLowConfidencePipelineStages)
     out.push_back("pp" + std::to_string(l.pp) + ": more stages than the " +
                   std::to_string(kLowConfidencePipelineStages) + " of the checked pipelines");

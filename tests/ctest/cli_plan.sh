@@ -242,7 +242,7 @@ PY
 [[ $(grep -c "the same step with recompute selective" flash.txt) == 3 ]] || fail "variants not named: $(cat flash.txt)"
 
 # Low-confidence notes beside a candidate (docs/plan.md "Confidence"):
-# cp 2 of 1,024 tokens is 512 per rank, under the checked 8,192; a
+# cp 2 of 1,024 tokens is 512 per rank, under the checked all-gather run's 8,192; a
 # zero-bubble schedule has no checked run; an exposed share of 25% or more
 # is named (read back from the candidate's own figures).
 "$CLI" plan --model llama3-8b --layers 4 --hardware h100 --seq-len 1024 --global-batch-size 16 --gpus 8 --cp 2 \

@@ -37,7 +37,11 @@ HEADER = ("| entry | job | published layout | its step s | plan's best | best st
 # reduction); Megatron's DDP bucket when none is given, max(40M, 1M x dp)
 # parameters (40M for these dp), 80,000,000 bytes of bf16 gradients =
 # 76.29 MiB; no recomputation (recompute_granularity None); Transformer
-# Engine's fused attention; tp_comm_overlap as each recipe sets it.
+# Engine's fused attention; tp_comm_overlap as each recipe sets it; context
+# parallelism as Megatron-Core runs it when the recipe sets no cp_comm_type
+# (none of these does): 'p2p', Transformer Engine's ring exchange of K/V
+# blocks (megatron/core/extensions/transformer_engine.py), cp_algorithm
+# ring, which the plan keeps from the job.
 # Mixtral 8x7B / 8x22B: Megatron-Bridge at 067f987 has no Mixtral
 # performance recipe (its Mixtral recipes were removed in f28734a), and
 # Nemotron's H100 recipes there are the hybrid Nemotron-H: not in the table.
@@ -47,7 +51,8 @@ MB_TRAINING = {"dtype": "bf16", "grad_reduce_dtype": "bf16", "recompute": "none"
 
 def _mb_job(preset, seq, gbs, tp_comm_overlap):
     t = dict(MB_TRAINING, seq_len=seq, global_batch_size=gbs, tp_comm_overlap=tp_comm_overlap)
-    return {"model": {"preset": preset, "flash_attention": True}, "hardware": "h100", "training": t}
+    return {"model": {"preset": preset, "flash_attention": True}, "hardware": "h100",
+            "parallel": {"cp_algorithm": "ring"}, "training": t}
 
 
 # Meta's Llama 3 405B layout (Dubey et al. 2024, Table 4; the job of
@@ -119,7 +124,7 @@ def entry_jobs(e):
         return base, job, gpus
     base = e["job"]
     pub = json.loads(json.dumps(base))
-    pub["parallel"] = e["parallel"]
+    pub["parallel"] = dict(base.get("parallel", {}), **e["parallel"])
     pub["training"].update(e["training"])
     return base, pub, e["gpus"]
 

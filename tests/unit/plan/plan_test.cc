@@ -1043,6 +1043,38 @@ TEST_CASE("plan: MoE candidates carry the MoE low-confidence note, ZeRO-3 ones t
   }
 }
 
+TEST_CASE("plan: the cp note's threshold is the checked runs' for the job's cp algorithm") {
+  // docs/plan.md "Confidence": the checked all-gather cp run has 8,192
+  // tokens per rank (Llama 3 405B at 128K over cp 16), the checked ring
+  // (Transformer Engine's p2p) runs 4,096 (Megatron-Core's Llama 3.1 runs
+  // at 8,192 over cp 2). cp 2 of 8,192 tokens: noted under all-gather, not
+  // under ring; cp 4 (2,048 per rank): noted under both.
+  auto notes_at = [](const char* algorithm, int64_t cp) {
+    Job j = base_job(R"({"preset": "llama3-8b", "num_layers": 2})", 8192, 8);
+    j.parallel.cp_algorithm = algorithm;
+    PlanOptions o;
+    o.gpus = 8;
+    o.exhaustive = true;
+    o.constraints = parse_plan_constraints(json{{"cp", cp}, {"max_mbs", 1}, {"top", 3}}).value();
+    Result<PlanResult> r = plan(j, o);
+    REQUIRE_MESSAGE(r.ok(), r.error().to_string());
+    REQUIRE(!r->candidates.empty());
+    std::vector<std::string> cp_notes;
+    for (const PlanCandidate& c : r->candidates) {
+      REQUIRE(c.layout.cp == cp);
+      for (const std::string& n : c.low_confidence)
+        if (n.rfind("cp", 0) == 0) cp_notes.push_back(n);
+    }
+    return std::make_pair(r->candidates.size(), cp_notes);
+  };
+  const auto ag2 = notes_at("allgather", 2), ring2 = notes_at("ring", 2), ring4 = notes_at("ring", 4);
+  REQUIRE(ag2.second.size() == ag2.first);
+  CHECK(ag2.second[0] == "cp2 at 4096 tokens per rank: below the 8192 of the only checked all-gather cp run");
+  CHECK(ring2.second.empty());
+  REQUIRE(ring4.second.size() == ring4.first);
+  CHECK(ring4.second[0] == "cp4 at 2048 tokens per rank: below the 4096 of the checked ring (p2p) cp runs");
+}
+
 // ZeRO-3's reductions in the bound's replay: layers smaller than a DDP
 // bucket share one reduce-scatter, so charging each layer a collective of
 // its own (its fixed time included) would put more on the data-parallel
