@@ -1482,12 +1482,17 @@ std::vector<Cand> enumerate(const Job& base, const PlanOptions& o, const std::fu
   std::vector<int64_t> zeros = c.zero.empty() ? std::vector<int64_t>{0, 1, 2, 3} : c.zero;
   const Recompute rcs[] = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
   std::vector<Cand> out;
+  // Default bounds (docs/plan.md): tp within a node, mbs <= 8, cp <= 16 or,
+  // for longer sequences, as long as each rank keeps 8,192 tokens (the
+  // chunk of the checked all-gather run, Llama 3's 128K over cp 16): a
+  // 1M-token sequence needs cp 32 and more to fit (NeMo's long-sequence
+  // table runs cp 32 at 1,024K).
+  const int64_t cp_cap = std::max<int64_t>(16, base.training.seq_len / kDefaultCpTokensPerRank);
   for (int64_t tp : divisors(G)) {
-    // Default bounds (docs/plan.md): tp within a node, cp <= 16, mbs <= 8.
     if (!c.fixed[kTp] && !c.max[kTp] && tp > node) continue;
     if (!allowed_deg(c, kTp, tp)) continue;
     for (int64_t cp : divisors(G / tp)) {
-      if (!c.fixed[kCp] && !c.max[kCp] && cp > 16) continue;
+      if (!c.fixed[kCp] && !c.max[kCp] && cp > cp_cap) continue;
       if (!allowed_deg(c, kCp, cp)) continue;
       for (int64_t pp : divisors(G / tp / cp)) {
         if (pp > L || !allowed_deg(c, kPp, pp)) continue;

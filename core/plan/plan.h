@@ -144,6 +144,8 @@ inline constexpr double kLowConfidenceExposedShare = 0.25;
 // tests/fidelity/megatron-h100-*.json and nemo-2407-h100-fp8.json).
 inline constexpr int64_t kLowConfidenceCpTokensPerRank = 8192;
 inline constexpr int64_t kLowConfidenceCpRingTokensPerRank = 4096;
+// The default search's cp ceiling: 16, or seq_len / this when larger.
+inline constexpr int64_t kDefaultCpTokensPerRank = 8192;
 inline constexpr int64_t kLowConfidencePipelineStages = 16;
 inline constexpr int64_t kLowConfidenceZero3Group = 64;
 

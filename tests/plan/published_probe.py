@@ -94,6 +94,13 @@ ENTRIES = [
     {"name": "mlm-gpt-32b-384", "spec": "megatron-lm-readme-h100", "row": "GPT 32B, 384 GPUs"},
     {"name": "mlm-gpt-70b-768", "spec": "megatron-lm-readme-h100", "row": "GPT 70B, 768 GPUs"},
     {"name": "mlm-gpt-177b-2304", "spec": "megatron-lm-readme-h100", "row": "GPT 177B, 2304 GPUs"},
+    # NeMo's long-sequence table (session 18): Llama 2 7B in FP8 with
+    # context parallelism at 32K, 128K and 1,024K tokens (docs/fidelity.md,
+    # "NeMo's long-sequence table"); the plan keeps the recipe's ring CP.
+    {"name": "nemo-ls-7b-32k-32", "spec": "nemo-long-sequence-h100", "row": "Llama 2 7B, 32K tokens, 32 GPUs, cp 2"},
+    {"name": "nemo-ls-7b-128k-128", "spec": "nemo-long-sequence-h100", "row": "Llama 2 7B, 128K tokens, 128 GPUs, cp 4"},
+    {"name": "nemo-ls-7b-1024k-1024", "spec": "nemo-long-sequence-h100",
+     "row": "Llama 2 7B, 1024K tokens, 1024 GPUs, cp 32"},
 ]
 
 LAYOUT_TRAINING = ("micro_batch_size", "schedule", "recompute")

@@ -1043,6 +1043,25 @@ TEST_CASE("plan: MoE candidates carry the MoE low-confidence note, ZeRO-3 ones t
   }
 }
 
+TEST_CASE("plan: the default search takes cp beyond 16 while each rank keeps 8,192 tokens") {
+  // docs/plan.md "Defaults": cp <= 16, or seq_len / 8,192 when larger
+  // (NeMo's long-sequence table runs 1,024K tokens at cp 32). 2 layers of
+  // Llama 3 8B on 64 GPUs with min_cp 32: at 262,144 tokens (ceiling 32)
+  // the search has cp-32 layouts; at 131,072 (ceiling 16) it has none.
+  auto best_cp = [](int64_t seq) -> int64_t {
+    Job j = base_job(R"({"preset": "llama3-8b", "num_layers": 2, "max_positions": 262144})", seq, 2);
+    j.parallel.cp_algorithm = "ring";
+    PlanOptions o;
+    o.gpus = 64;
+    o.constraints = parse_plan_constraints(json{{"min_cp", 32}, {"tp", 1}, {"pp", 1}, {"top", 1}}).value();
+    Result<PlanResult> r = plan(j, o);
+    if (!r.ok() || r->candidates.empty()) return 0;
+    return r->candidates[0].layout.cp;
+  };
+  CHECK(best_cp(262144) == 32);
+  CHECK(best_cp(131072) == 0);
+}
+
 TEST_CASE("plan: the cp note's threshold is the checked runs' for the job's cp algorithm") {
   // docs/plan.md "Confidence": the checked all-gather cp run has 8,192
   // tokens per rank (Llama 3 405B at 128K over cp 16), the checked ring
