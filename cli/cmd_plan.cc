@@ -73,7 +73,7 @@ std::vector<FlagSpec> specs() {
       {"--min-pp", nullptr, true, "N", ""},
       {"--max-pp", nullptr, true, "N", ""},
       {"--min-cp", nullptr, true, "N", ""},
-      {"--max-cp", nullptr, true, "N", "(default 16)"},
+      {"--max-cp", nullptr, true, "N", "(default 16, or seq_len / 8192 when larger, or --min-cp)"},
       {"--min-dp", nullptr, true, "N", ""},
       {"--max-dp", nullptr, true, "N", ""},
       {"--min-ep", nullptr, true, "N", ""},

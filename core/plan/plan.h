@@ -140,7 +140,7 @@ inline constexpr double kLowConfidenceExposedShare = 0.25;
 // The shortest sequence chunk per cp rank among the checked runs, per
 // algorithm: all-gather, Llama 3 405B's 131,072 tokens over cp 16
 // (tests/fidelity/llama3-2024-table4.json); ring, NVIDIA's Megatron-Core
-// Llama 3.1 runs at 8,192 tokens over cp 2 (Transformer Engine's p2p,
+// Llama 3 and 3.1 runs at 8,192 tokens over cp 2 (Transformer Engine's p2p,
 // tests/fidelity/megatron-h100-*.json and nemo-2407-h100-fp8.json).
 inline constexpr int64_t kLowConfidenceCpTokensPerRank = 8192;
 inline constexpr int64_t kLowConfidenceCpRingTokensPerRank = 4096;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 
 #include "../test_jobs.h"
@@ -1045,21 +1046,32 @@ TEST_CASE("plan: MoE candidates carry the MoE low-confidence note, ZeRO-3 ones t
 
 TEST_CASE("plan: the default search takes cp beyond 16 while each rank keeps 8,192 tokens") {
   // docs/plan.md "Defaults": cp <= 16, or seq_len / 8,192 when larger
-  // (NeMo's long-sequence table runs 1,024K tokens at cp 32). 2 layers of
-  // Llama 3 8B on 64 GPUs with min_cp 32: at 262,144 tokens (ceiling 32)
-  // the search has cp-32 layouts; at 131,072 (ceiling 16) it has none.
-  auto best_cp = [](int64_t seq) -> int64_t {
-    Job j = base_job(R"({"preset": "llama3-8b", "num_layers": 2, "max_positions": 262144})", seq, 2);
+  // (NeMo's long-sequence table runs 1,024K tokens at cp 32), or min_cp.
+  // 2 layers of Llama 3 8B on 64 GPUs at tp 1, pp 1: the largest cp the
+  // search simulates is 32 at 262,144 tokens and 16 at 131,072; with
+  // min_cp 32 (no max_cp) the 131,072-token search has cp 32, not nothing.
+  auto cps = [](int64_t seq, const json& extra) {
+    Job j = base_job(R"({"preset": "llama3-8b", "num_layers": 2, "max_positions": 262144})", seq, 64);
     j.parallel.cp_algorithm = "ring";
     PlanOptions o;
     o.gpus = 64;
-    o.constraints = parse_plan_constraints(json{{"min_cp", 32}, {"tp", 1}, {"pp", 1}, {"top", 1}}).value();
+    o.exhaustive = true;
+    json c = {{"tp", 1}, {"pp", 1}, {"zero", json::array({1})}, {"recompute", json::array({"none"})}, {"max_mbs", 1},
+              {"top", 1000}};
+    c.update(extra);
+    o.constraints = parse_plan_constraints(c).value();
     Result<PlanResult> r = plan(j, o);
-    if (!r.ok() || r->candidates.empty()) return 0;
-    return r->candidates[0].layout.cp;
+    REQUIRE_MESSAGE(r.ok(), r.error().to_string());
+    std::set<int64_t> out;
+    for (const PlanCandidate& cand : r->candidates) out.insert(cand.layout.cp);
+    return out;
   };
-  CHECK(best_cp(262144) == 32);
-  CHECK(best_cp(131072) == 0);
+  const std::set<int64_t> long_seq = cps(262144, json::object()), shorter = cps(131072, json::object());
+  REQUIRE(!long_seq.empty());
+  REQUIRE(!shorter.empty());
+  CHECK(*long_seq.rbegin() == 32);
+  CHECK(*shorter.rbegin() == 16);
+  CHECK(cps(131072, json{{"min_cp", 32}}) == std::set<int64_t>{32});
 }
 
 TEST_CASE("plan: the cp note's threshold is the checked runs' for the job's cp algorithm") {
