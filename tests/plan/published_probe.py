@@ -101,6 +101,12 @@ ENTRIES = [
     {"name": "nemo-ls-7b-128k-128", "spec": "nemo-long-sequence-h100", "row": "Llama 2 7B, 128K tokens, 128 GPUs, cp 4"},
     {"name": "nemo-ls-7b-1024k-1024", "spec": "nemo-long-sequence-h100",
      "row": "Llama 2 7B, 1024K tokens, 1024 GPUs, cp 32"},
+    # NeMo 24.07's FP8 performance summary (session 18; docs/fidelity.md,
+    # "NeMo 24.07's performance summary"): its pipelined and tp layouts.
+    {"name": "nemo2407-gpt3-20b-64", "spec": "nemo-2407-h100-fp8", "row": "GPT3-20B, 64 GPUs"},
+    {"name": "nemo2407-llama2-70b-64", "spec": "nemo-2407-h100-fp8", "row": "Llama 2 70B, 64 GPUs"},
+    {"name": "nemo2407-nemotron-22b-64", "spec": "nemo-2407-h100-fp8", "row": "Nemotron 22B, 64 GPUs"},
+    {"name": "nemo2407-llama3-70b-64", "spec": "nemo-2407-h100-fp8", "row": "Llama 3 70B, 64 GPUs"},
 ]
 
 LAYOUT_TRAINING = ("micro_batch_size", "schedule", "recompute")
