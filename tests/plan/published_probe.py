@@ -129,20 +129,23 @@ def entry_jobs(e):
         base["training"].pop(k, None)
     if spec["recipes"][row["recipe"]].get("tp_comm_overlap_if_tp"):
         base["training"]["tp_comm_overlap"] = True  # the recipe's userbuffers overlap, on whenever tp > 1
-    if dfa_remainders(spec["recipes"][row["recipe"]], pub["training"]):
+    fp8_only = fp8_params(row, pub["training"])
+    if dfa_remainders(spec["recipes"][row["recipe"]], pub["training"], fp8_only):
         for j in (base, pub):
             j["training"]["optimizer_bytes_per_param"] = 10
-    if fp8_params(row, pub["training"]):
+    if fp8_only:
         for j in (base, pub):
             j["training"]["fp8_params"] = True
     return base, pub, row["gpus"], row, spec
 
 
-def dfa_remainders(recipe, training):
+def dfa_remainders(recipe, training, fp8_only):
     """Whether the recipe's optimizer keeps 10 bytes of state per parameter, not 12.
 
-    DGX Cloud Benchmarking 24.11.1's recipes are NeMo 1 yaml files with
-    `optim.name: distributed_fused_adam` (the recipe's "source" says so):
+    DGX Cloud Benchmarking 24.11.1's recipes, and NeMo-Framework-Launcher's
+    behind NeMo 24.03.01's and 24.07's performance tables, are NeMo 1 yaml
+    files with `optim.name: distributed_fused_adam` (the recipe's "source"
+    says so):
     Apex's DistributedFusedAdam through NeMo's MegatronDistributedFusedAdam.
     With bf16 model weights (megatron_amp_O2, no fp8_params) NeMo's
     setup_optimization (nemo/collections/nlp/models/language_modeling/
@@ -151,11 +154,13 @@ def dfa_remainders(recipe, training):
     is the bf16 weight plus a 16-bit remainder, so each dp shard holds
     2 (remainder) + 4 + 4 (Adam moments) = 10 bytes per parameter instead of
     Megatron-LM's distributed optimizer's 4 + 4 + 4 = 12 (docs/plan.md,
-    "Memory you can check"). The FP8 runs of that release are left at 12
-    (whether they set fp8_params, which keeps the fp32 master, is not read).
+    "Memory you can check"). An FP8 run keeps bf16 model weights, and so the
+    remainders, unless its weights are FP8 only (fp8_params, below: the
+    DGX Cloud v24.11.1 FP8 runs, whose optimizer then keeps the fp32
+    master, 12 bytes).
     """
     return ("distributed_fused_adam" in recipe.get("source", "") and training.get("dtype") == "bf16"
-            and not training.get("fp8_recipe"))
+            and not fp8_only)
 
 
 def fp8_params(row, training):
