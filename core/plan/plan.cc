@@ -1483,13 +1483,13 @@ std::vector<Cand> enumerate(const Job& base, const PlanOptions& o, const std::fu
   const Recompute rcs[] = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
   std::vector<Cand> out;
   // Default bounds (docs/plan.md): tp within a node, mbs <= 8, cp <= 16 or,
-  // for longer sequences, as long as each rank keeps 8,192 tokens (the
-  // chunk of the checked all-gather run, Llama 3's 128K over cp 16): a
-  // 1M-token sequence needs cp 32 and more to fit (NeMo's long-sequence
-  // table runs cp 32 at 1,024K).
+  // for longer sequences, as long as each rank keeps the chunk of the
+  // checked all-gather run (kLowConfidenceCpTokensPerRank, Llama 3's 128K
+  // over cp 16): a 1M-token sequence needs cp 32 and more to fit (NeMo's
+  // long-sequence table runs cp 32 at 1,024K).
   // A lower bound above that ceiling raises it to the bound (min_cp 32
   // without max_cp searches cp 32, not nothing).
-  const int64_t cp_cap = std::max<int64_t>({int64_t{16}, base.training.seq_len / kDefaultCpTokensPerRank,
+  const int64_t cp_cap = std::max<int64_t>({int64_t{16}, base.training.seq_len / kLowConfidenceCpTokensPerRank,
                                             c.min[kCp] ? *c.min[kCp] : 0});
   for (int64_t tp : divisors(G)) {
     if (!c.fixed[kTp] && !c.max[kTp] && tp > node) continue;

@@ -141,11 +141,10 @@ inline constexpr double kLowConfidenceExposedShare = 0.25;
 // algorithm: all-gather, Llama 3 405B's 131,072 tokens over cp 16
 // (tests/fidelity/llama3-2024-table4.json); ring, NVIDIA's Megatron-Core
 // Llama 3 and 3.1 runs at 8,192 tokens over cp 2 (Transformer Engine's p2p,
-// tests/fidelity/megatron-h100-*.json and nemo-2407-h100-fp8.json).
+// tests/fidelity/megatron-h100-*.json and nemo-2407-h100-fp8.json). The
+// all-gather figure also sets the default search's cp ceiling (enumerate).
 inline constexpr int64_t kLowConfidenceCpTokensPerRank = 8192;
 inline constexpr int64_t kLowConfidenceCpRingTokensPerRank = 4096;
-// The default search's cp ceiling: 16, or seq_len / this when larger.
-inline constexpr int64_t kDefaultCpTokensPerRank = 8192;
 inline constexpr int64_t kLowConfidencePipelineStages = 16;
 inline constexpr int64_t kLowConfidenceZero3Group = 64;
 
