@@ -89,8 +89,11 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
   }
   std::map<int, int64_t> act_by_layer;
   int64_t act_per_mb = 0;
+  // Under FP8, as Transformer Engine keeps them (cost/fp8_cost.h, SavedForm).
+  const std::vector<SavedForm> forms =
+      fp8_saved_forms(g, tr.fp8_recipe, storage, fp8_copy_readers(g, tr.fp8_recipe));
   for (auto [t, layer] : saved_layer) {
-    SC_ASSIGN_OR_RETURN(int64_t b, g.tensors[t].local_bytes(s.bind, g.tensors[t].name));
+    SC_ASSIGN_OR_RETURN(int64_t b, saved_buffer_bytes(g, s.bind, t, forms[static_cast<size_t>(t)], tr.fp8_recipe));
     act_by_layer[layer] += b;
     act_per_mb += b;
   }

@@ -144,4 +144,72 @@ Result<Fp8WeightElems> fp8_weight_elems(const Graph& g, const Bindings& bind, Fp
   return e;
 }
 
+std::vector<char> fp8_copy_readers(const Graph& g, Fp8Recipe r) {
+  std::vector<char> out(g.ops.size(), 0);
+  if (r == Fp8Recipe::kNone) return out;
+  std::vector<std::vector<int>> readers(g.tensors.size());
+  for (int id : g.order)
+    for (int t : g.ops[id].inputs) readers[static_cast<size_t>(t)].push_back(id);
+  // An FP8 weight-gradient GEMM, or a backward view / tensor-parallel
+  // all-gather every reader of which (through further views) is one.
+  const auto copy_only = [&](int op) {
+    std::vector<int> todo = {op};
+    bool any = false;
+    while (!todo.empty()) {
+      const Op& x = g.ops[static_cast<size_t>(todo.back())];
+      todo.pop_back();
+      if (x.kind == OpKind::kMatmul) {
+        if (!fp8_gemm(g, x) || fp8_gemm_role(x) != Fp8GemmRole::kWgrad) return false;
+        any = true;
+        continue;
+      }
+      const bool pass = x.kind == OpKind::kView ||
+                        (x.kind == OpKind::kCollective && x.coll == CollectiveType::kAllGather && x.axis == "tp");
+      if (!pass || x.phase != Phase::kBackward) return false;
+      for (int o : x.outputs)
+        for (int rd : readers[static_cast<size_t>(o)]) todo.push_back(rd);
+    }
+    return any;
+  };
+  for (int id : g.order)
+    if (g.ops[id].phase == Phase::kBackward) out[static_cast<size_t>(id)] = copy_only(id) ? 1 : 0;
+  return out;
+}
+
+std::vector<SavedForm> fp8_saved_forms(const Graph& g, Fp8Recipe r, const std::vector<int>& storage,
+                                       const std::vector<char>& copy) {
+  std::vector<SavedForm> forms(g.tensors.size());
+  if (r == Fp8Recipe::kNone) return forms;
+  std::vector<char> seen(g.tensors.size(), 0);
+  for (int id : g.order) {
+    const Op& o = g.ops[id];
+    if (o.phase != Phase::kBackward) continue;
+    for (int t : o.inputs) {
+      if (!is_saved_activation(g, t)) continue;
+      const size_t b = static_cast<size_t>(storage[static_cast<size_t>(t)]);
+      if (!seen[b]) forms[b] = {false, false}, seen[b] = 1;
+      if (copy[static_cast<size_t>(id)]) forms[b].fp8 = true;
+      else forms[b].high = true;
+    }
+  }
+  // Read both ways: the copy too under delayed scaling only (save_original_input).
+  if (r != Fp8Recipe::kDelayed)
+    for (SavedForm& f : forms)
+      if (f.high) f.fp8 = false;
+  return forms;
+}
+
+Result<int64_t> saved_buffer_bytes(const Graph& g, const Bindings& bind, int t, SavedForm f, Fp8Recipe r) {
+  const Tensor& x = g.tensors[static_cast<size_t>(t)];
+  int64_t total = 0;
+  if (f.high) {
+    SC_ASSIGN_OR_RETURN(total, x.local_bytes(bind, x.name + " bytes"));
+  }
+  if (f.fp8 && r != Fp8Recipe::kNone) {
+    SC_ASSIGN_OR_RETURN(int64_t n, x.local_numel().eval(bind, x.name + " elements"));
+    total += n + static_cast<int64_t>(scale_bytes(r, n, false));
+  }
+  return total;
+}
+
 }  // namespace sc

@@ -105,4 +105,38 @@ struct Fp8WeightElems {
 };
 Result<Fp8WeightElems> fp8_weight_elems(const Graph& g, const Bindings& bind, Fp8Recipe r);
 
+// Saved activations under FP8 training. A Transformer Engine linear keeps,
+// for its weight gradient, the FP8 copy of its input it quantized in
+// forward, not the BF16 input (transformer_engine/pytorch/module/linear.py:
+// the quantized `inputmat`, reduced to the one usage backward needs, is
+// `saved_inputmat`; layernorm_linear.py keeps the norm's quantized output,
+// grouped_linear.py each expert's quantized input). The BF16 tensor stays
+// saved only where another backward op reads it (a norm's input, the
+// attention output its kernel's backward reads, an activation function's
+// input, a BF16 linear's input). Where both are read (the attention
+// output: the attention kernel's backward reads it, the output projection
+// quantizes it; the norm output the BF16 router and the shared experts'
+// fc1 both read), the delayed recipe keeps the two, and every other recipe
+// the BF16 tensor only: Megatron-Core sets TE's save_original_input on
+// those two linears for them (megatron/core/transformer/attention.py and
+// moe/shared_experts.py at d98e8a6, TE >= 2.6; the weight gradient
+// quantizes the tensor again in backward). Per saved buffer
+// (saved_storage's representative, indexed by tensor):
+struct SavedForm {
+  bool high = true;  // the tensor itself: a backward reader other than an FP8 weight-gradient GEMM
+  bool fp8 = false;  // its FP8 copy: an FP8 weight-gradient GEMM reads it (directly, or through views
+                     // and the tensor-parallel all-gather that re-gathers a sequence-parallel shard)
+};
+// Per op: a backward op that needs only the FP8 copies of the saved
+// activations it reads (as SavedForm::fp8 says). All 0 without a recipe.
+std::vector<char> fp8_copy_readers(const Graph& g, Fp8Recipe r);
+// {high, no copy} for every tensor without a recipe. copy_readers:
+// fp8_copy_readers(g, r).
+std::vector<SavedForm> fp8_saved_forms(const Graph& g, Fp8Recipe r, const std::vector<int>& storage,
+                                       const std::vector<char>& copy_readers);
+// The bytes kept of saved buffer t in form f: its local bytes if high, and
+// if fp8 one byte per local element plus the recipe's scales (one
+// direction: blockwise one FP32 per 1x128 tile, mxfp8 one byte per 32).
+Result<int64_t> saved_buffer_bytes(const Graph& g, const Bindings& bind, int t, SavedForm f, Fp8Recipe r);
+
 }  // namespace sc

@@ -304,27 +304,44 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
   // Saved activations: the part of their first backward reader (as
   // summary.json's activation_bytes_by_layer), layer -1 by its producer.
   // A saved view of a saved tensor is that tensor's buffer (saved_storage).
-  std::set<int> seen, seen_w;
+  // Under FP8, as Transformer Engine keeps them (cost/fp8_cost.h,
+  // SavedForm): the weight-gradient ops hold the parts they read.
+  std::set<int> seen;
+  std::map<int, std::pair<Part*, SavedForm>> read_w;  // buffer -> (its first wgrad reader's part, the parts wgrad ops read)
   const std::vector<int> storage = saved_storage(g);
+  const std::vector<char> copy = fp8_copy_readers(g, j.training.fp8_recipe);
+  const std::vector<SavedForm> forms = fp8_saved_forms(g, j.training.fp8_recipe, storage, copy);
   for (int id : g.order) {
     const Op& o = g.ops[id];
     if (o.phase != Phase::kBackward) continue;
     for (int read : o.inputs) {
       if (!is_saved_activation(g, read)) continue;
       const int t = storage[static_cast<size_t>(read)];
-      const bool first = seen.insert(t).second, first_w = o.wgrad && seen_w.insert(t).second;
-      if (!first && !first_w) continue;
+      const bool first = seen.insert(t).second;
+      if (!first && !o.wgrad) continue;
       Part* part = nullptr;
       if (o.layer >= 0) part = part_of_op(id);
       else {
         const int prod = g.tensors[t].producer;
         part = prod < 0 || pos[prod] < first_fwd ? &px.pre : &px.post;
       }
-      Result<int64_t> b = g.tensors[t].local_bytes(bind, g.tensors[t].name);
-      if (!b.ok()) { px.error = b.error(); return px; }
-      if (first) part->saved += *b;
-      if (first_w) part->for_w += *b;
+      if (first) {
+        Result<int64_t> b = saved_buffer_bytes(g, bind, t, forms[static_cast<size_t>(t)], j.training.fp8_recipe);
+        if (!b.ok()) { px.error = b.error(); return px; }
+        part->saved += *b;
+      }
+      if (o.wgrad) {
+        auto& w = read_w.try_emplace(t, part, SavedForm{false, false}).first->second;
+        (copy[static_cast<size_t>(id)] && forms[static_cast<size_t>(t)].fp8 ? w.second.fp8 : w.second.high) = true;
+      }
     }
+  }
+  for (const auto& [t, w] : read_w) {
+    const SavedForm kept = forms[static_cast<size_t>(t)];
+    Result<int64_t> b = saved_buffer_bytes(g, bind, t, {w.second.high && kept.high, w.second.fp8 && kept.fp8},
+                                           j.training.fp8_recipe);
+    if (!b.ok()) { px.error = b.error(); return px; }
+    w.first->for_w += *b;
   }
   // Compute microseconds: node names are "[mbN.]fwd|bwd|opt.<op>[.suffix]".
   std::map<std::string, int, std::less<>> by_name;

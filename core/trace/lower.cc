@@ -31,16 +31,28 @@ class Lowerer {
     // Saved activations per chunk: all of them arrive with the forward step;
     // the backward step frees what only it reads, the weight-gradient step
     // (zero-bubble) what the weight-gradient ops read.
+    // Under FP8 a buffer is kept as TE keeps it (cost/fp8_cost.h,
+    // SavedForm): the weight-gradient step holds the part its ops read.
     std::vector<int64_t> saved(static_cast<size_t>(o_.virtual_stages), 0), for_w(saved);
     const std::vector<int> storage = saved_storage(g_);
+    copy_reader_ = fp8_copy_readers(g_, o_.fp8_recipe);
+    storage_ = storage;
+    forms_ = fp8_saved_forms(g_, o_.fp8_recipe, storage, copy_reader_);
+    const std::vector<SavedForm>& forms = forms_;
     for (int c = 0; c < o_.virtual_stages; ++c) {
-      SC_ASSIGN_OR_RETURN(saved[c], saved_activation_bytes(g_, bind_, c, storage));
-      std::set<int> read_by_w;  // buffers, as saved_activation_bytes counts them
+      SC_ASSIGN_OR_RETURN(saved[c], saved_activation_bytes(g_, bind_, c, storage, forms, o_.fp8_recipe));
+      std::map<int, SavedForm> read_by_w;  // buffers, as saved_activation_bytes counts them: the parts read
       for (int id : seg_[{StepKind::kWeight, c}])
-        for (int t : g_.ops[id].inputs)
-          if (is_saved_activation(g_, t)) read_by_w.insert(storage[static_cast<size_t>(t)]);
-      for (int t : read_by_w) {
-        SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
+        for (int t : g_.ops[id].inputs) {
+          if (!is_saved_activation(g_, t)) continue;
+          const int b = storage[static_cast<size_t>(t)];
+          SavedForm& f = read_by_w.try_emplace(b, SavedForm{false, false}).first->second;
+          (copy_reader_[static_cast<size_t>(id)] && forms[static_cast<size_t>(b)].fp8 ? f.fp8 : f.high) = true;
+        }
+      for (auto [t, part] : read_by_w) {
+        const SavedForm kept = forms[static_cast<size_t>(t)];
+        SC_ASSIGN_OR_RETURN(int64_t b, saved_buffer_bytes(g_, bind_, t, {part.high && kept.high, part.fp8 && kept.fp8},
+                                                          o_.fp8_recipe));
         for_w[c] += b;
       }
     }
@@ -1730,11 +1742,32 @@ class Lowerer {
     return k == TensorKind::kActivation || k == TensorKind::kMask || k == TensorKind::kGradient ||
            k == TensorKind::kInput;
   }
+  // Under FP8 (cost/fp8_cost.h, SavedForm) a saved activation an FP8
+  // weight-gradient GEMM reads in backward through the FP8 copy TE saved
+  // of it (its form says so) has that copy alive from the buffer's write to
+  // that read; the buffer itself lives to its last other reader. The GEMM's
+  // other operand (the output gradient, a backward buffer) and a tensor
+  // kept BF16 (save_original_input) are read as they are. Without a recipe
+  // no op reads a copy. (A backward view of a saved tensor feeding such a
+  // GEMM would be read as BF16 here: no model's graph has one.)
   Status track_buffers(const Op& op, int64_t mb, int64_t first, int64_t last) {
     if (mb < 0) return ok_status();
     std::vector<int>& buf_of = state(mb).buf_of;
-    for (int t : op.inputs)
-      if (const int buf = buf_of[static_cast<size_t>(t)]; buf >= 0) bufs_[buf].last = std::max(bufs_[buf].last, last);
+    const bool copy = !copy_reader_.empty() && copy_reader_[static_cast<size_t>(op.id)];
+    for (int t : op.inputs) {
+      const int buf = buf_of[static_cast<size_t>(t)];
+      if (buf < 0) continue;
+      Buf& b = bufs_[static_cast<size_t>(buf)];
+      const int rep = copy && is_saved_activation(g_, t) ? storage_[static_cast<size_t>(t)] : -1;
+      if (rep < 0 || !forms_[static_cast<size_t>(rep)].fp8) {
+        b.last = std::max(b.last, last);
+      } else {
+        if (b.copy_bytes < 0) {
+          SC_ASSIGN_OR_RETURN(b.copy_bytes, saved_buffer_bytes(g_, bind_, rep, {false, true}, o_.fp8_recipe));
+        }
+        b.copy_last = std::max(b.copy_last, last);
+      }
+    }
     for (int t : op.outputs) {
       if (!transient_kind(t)) continue;
       SC_ASSIGN_OR_RETURN(int64_t b, bytes_of(t));
@@ -1750,6 +1783,10 @@ class Lowerer {
     for (const Buf& b : bufs_) {
       delta[static_cast<size_t>(b.first)] += b.bytes;
       delta[static_cast<size_t>(b.last) + 1] -= b.bytes;
+      if (b.copy_last >= 0) {
+        delta[static_cast<size_t>(b.first)] += b.copy_bytes;
+        delta[static_cast<size_t>(b.copy_last) + 1] -= b.copy_bytes;
+      }
     }
     int64_t alive = 0;
     p_.live_activation.resize(p_.nodes.size());
@@ -1979,18 +2016,28 @@ class Lowerer {
   std::vector<uint64_t> extra_deps_;              // added to the next emitted node's deps
   std::vector<uint64_t> barrier_;  // deps of every op after the schedule
   std::map<int, int64_t> ring_index_;                     // ring-attention op -> index (tags)
-  struct Buf { int64_t bytes, first, last; };
+  // An activation buffer: its bytes alive over [first, last]; under FP8 its
+  // saved FP8 copy's over [first, copy_last] (copy_last -1: none).
+  struct Buf {
+    int64_t bytes, first, last;
+    int64_t copy_bytes = -1, copy_last = -1;
+  };
+  std::vector<char> copy_reader_;  // per op: reads saved activations' FP8 copies only (fp8_copy_readers)
+  std::vector<int> storage_;       // saved_storage(g_)
+  std::vector<SavedForm> forms_;   // per saved buffer: what is kept (fp8_saved_forms)
   std::vector<Buf> bufs_;                                 // activation buffers of this program
 };
 
 }  // namespace
 
-Result<int64_t> saved_activation_bytes(const Graph& g, const Bindings& bind, int chunk) {
-  return saved_activation_bytes(g, bind, chunk, saved_storage(g));
+Result<int64_t> saved_activation_bytes(const Graph& g, const Bindings& bind, int chunk, Fp8Recipe r) {
+  const std::vector<int> storage = saved_storage(g);
+  return saved_activation_bytes(g, bind, chunk, storage, fp8_saved_forms(g, r, storage, fp8_copy_readers(g, r)), r);
 }
 
 Result<int64_t> saved_activation_bytes(const Graph& g, const Bindings& bind, int chunk,
-                                       const std::vector<int>& storage) {
+                                       const std::vector<int>& storage, const std::vector<SavedForm>& forms,
+                                       Fp8Recipe r) {
   std::set<int> saved;  // buffers: a saved view of a saved tensor is its buffer
   for (int id : g.order) {
     const Op& o = g.ops[id];
@@ -2000,7 +2047,7 @@ Result<int64_t> saved_activation_bytes(const Graph& g, const Bindings& bind, int
   }
   int64_t total = 0;
   for (int t : saved) {
-    SC_ASSIGN_OR_RETURN(int64_t b, g.tensors[t].local_bytes(bind, g.tensors[t].name + " bytes"));
+    SC_ASSIGN_OR_RETURN(int64_t b, saved_buffer_bytes(g, bind, t, forms[static_cast<size_t>(t)], r));
     total += b;
   }
   return total;

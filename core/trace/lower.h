@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "cost/fp8_cost.h"
 #include "graph/graph.h"
 #include "hw/hardware.h"
 #include "graph/dtype.h"
@@ -281,10 +282,12 @@ Result<RoleProgram> lower_program(const Graph& g, const Bindings& bind, const Ha
 RankTrace instantiate_rank(const RoleProgram& p, const RankLayout& layout, int64_t rank);
 
 // Bytes of forward activations of chunk `chunk` that its backward reads
-// (saved for backward), per micro-batch.
-Result<int64_t> saved_activation_bytes(const Graph& g, const Bindings& bind, int chunk);
-// The same with saved_storage(g) computed once by the caller.
+// (saved for backward), per micro-batch; under an FP8 recipe as
+// Transformer Engine keeps them (cost/fp8_cost.h, SavedForm).
+Result<int64_t> saved_activation_bytes(const Graph& g, const Bindings& bind, int chunk, Fp8Recipe r);
+// The same with saved_storage(g) and fp8_saved_forms computed once by the caller.
 Result<int64_t> saved_activation_bytes(const Graph& g, const Bindings& bind, int chunk,
-                                       const std::vector<int>& storage);
+                                       const std::vector<int>& storage, const std::vector<SavedForm>& forms,
+                                       Fp8Recipe r);
 
 }  // namespace sc
