@@ -23,9 +23,15 @@ plan's best (step, busy, bubble, exposed tp / cp / ep / pp / dp per
 stage), the published layout's memory against the plan's usable memory,
 and the plan's low-confidence notes on its best.
 
+With --memory it runs no plan: for each entry it prints the published
+layout's row of docs/plan.md's memory check ("Checked against every
+published layout that ran"): summary.json's `peak` and `peak_live` of the
+most loaded stage, the plan's usable memory and the two margins.
+
 Usage: published_probe.py [--cli PATH] [--only NAME ...] [--top N]
                           [--threads N] [--time-limit S] [--detail]
                           [--memory-gib G --reserve-gib R]   (a what-if on memory)
+       published_probe.py --memory [--only NAME ...]
 """
 import argparse
 import json
@@ -203,6 +209,21 @@ def peak_live(cli, path):
     return m["peak_live"], m.get("fp8_weight_copies", 0), m["capacity"]
 
 
+def memory_row(cli, e, reserve_gib=None):
+    """docs/plan.md's memory-check row of the entry's published layout (inspect, no plan)."""
+    _, pub, _, _, _ = entry_jobs(e)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "pub.json")
+        json.dump(pub, open(path, "w"))
+        ins = pl.run(cli, ["inspect", "--config", path, "--json"])
+    m = max((s["memory_bytes"] for s in ins["stages"]), key=lambda m: m["peak_live"])
+    usable = m["capacity"] - (reserve_gib * GIB if reserve_gib is not None else RESERVE_BYTES)
+    par, t = pub["parallel"], pub["training"]
+    label = pl.label(par, t) + (" fp8_params" if t.get("fp8_params") else "")
+    return (f"| {e['name']} (probe) | {label} | {m['peak'] / GIB:.2f} | {m['peak_live'] / GIB:.2f} | "
+            f"{usable / GIB:.2f} | {(usable - m['peak_live']) / GIB:+.2f} | {(m['capacity'] - m['peak_live']) / GIB:+.2f} |")
+
+
 def pinned_plan(cli, base_path, pub, gpus, threads, reserve_gib=None):
     """The plan run with every searched dimension pinned to the published layout's: its own
     verdict on that layout (fits or not by its memory estimate, its step), where the plan's
@@ -313,10 +334,17 @@ def main():
     ap.add_argument("--detail", action="store_true")
     ap.add_argument("--memory-gib", type=float, help="what-if: hardware.memory_bytes of both jobs, in GiB")
     ap.add_argument("--reserve-gib", type=float, help="what-if: plan --memory-reserve-gib")
+    ap.add_argument("--memory", action="store_true", help="print each entry's memory-check row only (no plan)")
     a = ap.parse_args()
     entries = [e for e in ENTRIES if not a.only or e["name"] in a.only]
     if a.only and len(entries) != len(a.only):
         raise SystemExit(f"unknown entry in {a.only}")
+    if a.memory:
+        print("| entry | published layout | `peak` GiB | `peak_live` GiB | usable GiB | margin GiB | of the GPU |\n"
+              "|---|---|---:|---:|---:|---:|---:|", flush=True)
+        for e in entries:
+            print(memory_row(a.cli, e, a.reserve_gib), flush=True)
+        return
     print(pl.HEADER, flush=True)
     for e in entries:
         r, detail = probe(a.cli, e, a)
