@@ -22,6 +22,9 @@
 
 namespace sc::testing {
 
+// Whether `s` contains `part` (error messages, node names, JSON text).
+inline bool has(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
 inline std::string slurp(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream ss;

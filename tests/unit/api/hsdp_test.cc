@@ -58,7 +58,6 @@ Ranks data_group0(const Hsdp& x) {  // every data-parallel rank (dp x cp)
   return r;
 }
 
-bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 // The bucket a node belongs to: "opt.dp_grad_bucket3.reduce_scatter(dp_shard)" -> "dp_grad_bucket3".
 std::string bucket_of(const std::string& name) {

@@ -209,7 +209,6 @@ Ranks dp_group0(const Spec& x) {  // order tp, cp, dp: dp stride tp*cp
 
 const Ranks& members(const Generator& g, const TraceNode& n) { return g.groups().at(n.group); }
 
-bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 Error parse_error(const std::string& text) {
   auto r = parse_job(text);

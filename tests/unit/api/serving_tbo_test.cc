@@ -22,11 +22,11 @@
 #include "../test_jobs.h"
 
 using namespace sc;
+using sc::testing::has;
 using json = nlohmann::json;
 
 namespace {
 
-bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 // Two MoE layers (8 experts top-2, one shared expert), DP attention over 2
 // ranks with ep 2 in one NVLink domain; `network`: the job's network block.

@@ -28,7 +28,6 @@ std::string ce_job(const std::string& extra, int tp = 1, int64_t vocab = kV) {
          std::to_string(tp) + R"(}, "hardware": "h100"})";
 }
 
-bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 // Rank 0's first micro-batch's loss nodes: name suffix -> tensor_size.
 std::map<std::string, uint64_t> loss_nodes(const Generator& g) {

@@ -20,7 +20,6 @@ using namespace sc::testing;
 
 namespace {
 
-bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 // An MoE model of two MoE layers (8 experts top-2, one shared expert),
 // ep 2 over dp 2; global batch 8: 4 micro-batches per dp rank.

@@ -37,7 +37,6 @@ SimulateReport sim(const Job& j, double host_sync_micros = -1) {
   return *r;
 }
 
-bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 }  // namespace
 

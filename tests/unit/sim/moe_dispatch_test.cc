@@ -35,7 +35,6 @@ Error parse_error(const std::string& text) {
   return j.error();
 }
 
-bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 // The toy network of simulate_test: 100 B/µs and 1 µs per step inside a
 // domain, 10 B/µs and 5 µs between domains.

@@ -14,7 +14,6 @@ using namespace sc::testing;
 
 namespace {
 
-bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 // DeepSeek-style MoE: 8 experts top-2, one shared expert, SwiGLU without
 // biases or dropout, 2 layers (the first dense), ep 2 over dp 2, with tp 2

@@ -31,7 +31,6 @@ std::string deepep_json(const std::string& dispatcher, int64_t domain) {
          std::to_string(domain) + "}}";
 }
 
-bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 constexpr int64_t kBuffer = 8 * 32 * 256 * 2;  // C
 constexpr double kTokens = 128.0 * 256 * 2;    // T h
