@@ -123,6 +123,7 @@ std::string flag_for_path(const Args& args, const std::string& path) {
     if (args.has(f.flag) && path == std::string(f.section) + "." + f.key) return f.flag;
   }
   if (args.has("--model") && path.rfind("model.preset", 0) == 0) return "--model";
+  if (args.has("--recompute-modules") && path.rfind("training.recompute_modules", 0) == 0) return "--recompute-modules";
   for (const StringFlag& f : kStringFlags) {
     if (args.has(f.flag) && path.rfind(std::string(f.section) + "." + f.key, 0) == 0) return f.flag;
   }
@@ -214,6 +215,7 @@ const std::vector<FlagSpec>& job_flags() {
       {"--shard-group", nullptr, true, "N", "HSDP: shard ZeRO state over N data-parallel ranks, replicate across the rest"},
       {"--schedule", nullptr, true, "S", "pipeline schedule: 1f1b, gpipe, interleaved-1f1b, zero-bubble"},
       {"--recompute", nullptr, true, "R", "activation recomputation: none, selective, full"},
+      {"--recompute-modules", nullptr, true, "LIST", "with --recompute selective, Megatron's modules: core_attn (default), moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts"},
       {"--order", nullptr, true, "O", "rank layout, innermost first: megatron, llama3 or e.g. tp,cp,pp,dp"},
       {"--sequence-parallel", nullptr, false, "", "Megatron sequence parallelism"},
       {"--tp-comm-overlap", nullptr, false, "", "Transformer Engine tp communication/GEMM overlap (tp > 1 with SP)"},
@@ -380,6 +382,17 @@ int load_job(const std::string& command, const Args& args, Job* job) {
       const std::string* v = args.get(f.flag);
       if (!v) continue;
       if (nlohmann::json* s = section(j, f.section)) (*s)[f.key] = *v;
+    }
+    if (const std::string* v = args.get("--recompute-modules")) {  // a comma-separated list -> a JSON list
+      nlohmann::json mods = nlohmann::json::array();
+      size_t start = 0;
+      for (;;) {
+        const size_t comma = v->find(',', start);
+        mods.push_back(v->substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+      }
+      if (nlohmann::json* s = section(j, "training")) (*s)["recompute_modules"] = mods;
     }
     for (const StringFlag& f : kNumberFlags) {
       const std::string* v = args.get(f.flag);

@@ -206,8 +206,12 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus) {
     if (j["parallel"].contains("moe_dispatcher")) keep["moe_dispatcher"] = j["parallel"]["moe_dispatcher"];
     j["parallel"] = keep;
   }
-  if (j.contains("training") && j["training"].is_object())
+  if (j.contains("training") && j["training"].is_object()) {
     for (const char* k : {"micro_batch_size", "schedule", "recompute"}) j["training"].erase(k);
+    // recompute_modules are what the selective layouts recompute: kept, with
+    // the "selective" they need to parse (the plan sets each layout's mode).
+    if (j["training"].contains("recompute_modules")) j["training"]["recompute"] = "selective";
+  }
   // The EP all-to-all overlap needs ep > 1, which the plan chooses per
   // layout (plan.cc, fit_ep_overlap): the base job, whose parallel block
   // is gone, carries the request without being validated against ep 1.

@@ -326,6 +326,7 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
     ao.recompute = t.recompute == Recompute::kFull        ? RecomputeMode::kFull
                    : t.recompute == Recompute::kSelective ? RecomputeMode::kSelective
                                                           : RecomputeMode::kNone;
+    ao.recompute_modules = t.recompute_modules != 0 ? t.recompute_modules : kRecomputeCoreAttn;
     append_backward_and_optimizer(g, ao);
     propagate_shardings(g, propagation_options(bo));
     // Without overlap_grad_reduce the gradients are reduced once, after

@@ -1,6 +1,8 @@
 #include "graph/autodiff.h"
 
 #include <map>
+#include <set>
+#include <string_view>
 
 namespace sc {
 namespace {
@@ -14,6 +16,7 @@ class Autodiff final : public VjpContext {
     bool has_seed = false;
     for (int id : fwd) {
       for (int t : g_.ops[id].inputs) fwd_readers_[t].push_back(id);
+      if (g_.ops[id].layer >= 0 && g_.ops[id].phase == Phase::kForward) layer_fwd_[g_.ops[id].layer].push_back(id);
       has_seed |= g_.ops[id].kind == OpKind::kLoss || g_.ops[id].kind == OpKind::kSend;
     }
     // A graph with neither a loss nor a pipeline send is differentiated
@@ -53,11 +56,43 @@ class Autodiff final : public VjpContext {
     contrib_[loss].push_back(seed);
   }
 
+  // The recompute_modules bits (AutodiffOptions) an op of a layer belongs
+  // to, by its name after the layer's "L<n>." prefix: the attention core
+  // (the ops selective recomputation has always redone), the routed
+  // experts' activation, the two pre-norms (input_layernorm,
+  // pre_mlp_layernorm), MLA's up projections and RoPE, the dense MLP's
+  // linears and activation (not its residual or scaling), the MoE block
+  // (router, permutation, all-to-alls, experts, shared experts) and the
+  // shared experts.
+  static uint32_t module_bits(const Op& o) {
+    uint32_t bits = op_def(o).selective_recompute ? 1u : 0u;
+    if (o.layer < 0) return bits;
+    std::string_view n = o.name;
+    if (const size_t dot = n.find('.'); n.starts_with("L") && dot != std::string_view::npos) n.remove_prefix(dot + 1);
+    const auto starts = [&](std::string_view p) { return n.substr(0, p.size()) == p; };
+    if (n == "moe.experts.swiglu" || n == "moe.experts.geglu" || n == "moe.experts.gelu" || n == "moe.experts.relu2")
+      bits |= 1u << 1;  // moe_act
+    if (n == "ln1" || n == "ln2") bits |= 1u << 2;  // layernorm
+    if (n == "attn.q_up" || n == "attn.kv_up" || n == "attn.split" || n == "attn.rope_q" || n == "attn.rope_k" ||
+        n == "attn.k_concat")
+      bits |= 1u << 3;  // mla_up_proj (these names exist in MLA layers only, but for rope_q / rope_k / k_concat)
+    if (starts("mlp.") && n != "mlp.residual" && n != "mlp.scale" && n != "mlp.dropout") bits |= 1u << 4;  // mlp
+    if (starts("moe.") && n != "moe.add_shared") bits |= 1u << 5;  // moe
+    if (starts("moe.shared") && n != "moe.add_shared") bits |= 1u << 6;  // shared_experts
+    return bits;
+  }
+  static constexpr uint32_t kDiscardOutputs = (1u << 1) | (1u << 2) | (1u << 3);  // moe_act, layernorm, mla_up_proj
+  static constexpr uint32_t kCheckpointModules = (1u << 4) | (1u << 5) | (1u << 6);  // mlp, moe, shared_experts
+
   bool in_region(const Op& o) const {
     if (o.phase != Phase::kForward || o.kind == OpKind::kSend || o.kind == OpKind::kRecv) return false;
-    if (o_.recompute == RecomputeMode::kSelective) return op_def(o).selective_recompute;
+    if (o_.recompute == RecomputeMode::kSelective) return (module_bits(o) & o_.recompute_modules) != 0;
     if (o_.recompute == RecomputeMode::kFull) return o.layer >= 0;
     return false;
+  }
+  // Its output is discarded and recomputed (output-discarding modules).
+  bool discards_output(const Op& o) const {
+    return o_.recompute == RecomputeMode::kSelective && (module_bits(o) & o_.recompute_modules & kDiscardOutputs) != 0;
   }
 
   // What a backward op reads in place of forward tensor t: t itself if it
@@ -67,14 +102,24 @@ class Autodiff final : public VjpContext {
     if (x.producer < 0 || (x.kind != TensorKind::kActivation && x.kind != TensorKind::kMask)) return t;
     const Op& p = g_.ops[x.producer];
     if (!in_region(p)) return t;
-    for (int reader : fwd_readers_[t]) {
-      const Op& r = g_.ops[reader];
-      if (!in_region(r) || r.layer != p.layer) return t;  // a region output: saved
-    }
+    if (!discards_output(p))
+      for (int reader : fwd_readers_[t]) {
+        const Op& r = g_.ops[reader];
+        if (!in_region(r) || r.layer != p.layer) return t;  // a region output: saved
+      }
     if (auto it = recomputed_.find(t); it != recomputed_.end()) return it->second;
-    Op clone = p;
+    const int pid = x.producer;
+    clone_op(pid);
+    rerun_module(pid);
+    return recomputed_.at(t);
+  }
+
+  // A copy of forward op pid in the backward pass, reading saved or
+  // recomputed inputs; its outputs become the recomputed copies.
+  void clone_op(int pid) {
+    Op clone = g_.ops[pid];
     clone.id = -1;
-    clone.name = p.name + ".recompute";
+    clone.name += ".recompute";
     clone.phase = Phase::kBackward;
     clone.model_flops = Expr(0);
     clone.recomputed = true;
@@ -89,7 +134,22 @@ class Autodiff final : public VjpContext {
       recomputed_[orig] = out;
     }
     g_.add_op(std::move(clone));
-    return recomputed_.at(t);
+  }
+
+  // A checkpointed module (mlp, moe, shared_experts) re-runs its whole
+  // forward once its backward needs anything from it, as Megatron's
+  // checkpoint re-runs the function: the ops whose outputs no backward op
+  // reads (the module's last linear, the MoE combine) too, once per layer.
+  void rerun_module(int pid) {
+    if (o_.recompute != RecomputeMode::kSelective) return;
+    const uint32_t region = module_bits(g_.ops[pid]) & o_.recompute_modules & kCheckpointModules;
+    const int layer = g_.ops[pid].layer;
+    if (region == 0 || !rerun_.insert({layer, region}).second) return;
+    for (int q : layer_fwd_[layer]) {
+      const Op& o = g_.ops[q];
+      if (!(module_bits(o) & region) || !in_region(o) || o.outputs.empty() || recomputed_.count(o.outputs[0])) continue;
+      clone_op(q);
+    }
   }
 
   bool requires_grad(int t) const override {
@@ -201,6 +261,8 @@ class Autodiff final : public VjpContext {
   std::map<int, std::vector<int>> contrib_;
   std::map<int, std::vector<int>> fwd_readers_;  // tensor -> forward ops reading it
   std::map<int, int> recomputed_;                // forward tensor -> recomputed copy
+  std::map<int, std::vector<int>> layer_fwd_;    // layer -> its forward ops, in order
+  std::set<std::pair<int, uint32_t>> rerun_;     // (layer, checkpointed modules) re-run
   int chunk_ = 0;
 };
 

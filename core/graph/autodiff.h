@@ -63,7 +63,17 @@ struct AutodiffOptions {
   // the same layer. Region outputs stay saved, as with Megatron's
   // checkpointing. Recomputed ops count as executed, not model, FLOPs.
   RecomputeMode recompute = RecomputeMode::kNone;
+  // Selective: Megatron-Core's recompute_modules, a bit per module in the
+  // order of job/job.h's kRecomputeModules (core_attn, moe_act, layernorm,
+  // mla_up_proj, mlp, moe, shared_experts); 1 (core_attn) is the default.
+  // An op belongs to a module by its name within its layer (recompute_module
+  // in autodiff.cc). moe_act, layernorm and mla_up_proj discard their
+  // outputs (Megatron's CheckpointWithoutOutput): a backward op that reads
+  // one reads a recomputed copy. The others are checkpoints: as above,
+  // only what every forward reader of which is in the module is recomputed.
+  uint32_t recompute_modules = 1;
 };
+
 
 void append_backward_and_optimizer(Graph& g, const AutodiffOptions& o);
 

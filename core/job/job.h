@@ -20,6 +20,7 @@
 //                "optimizer_bytes_per_param": 12,
 //                "schedule": "1f1b" | "gpipe" | "interleaved-1f1b" | "zero-bubble",
 //                "recompute": "none" | "selective" | "full",
+//                "recompute_modules": ["layernorm", "moe_act", ...],  // with "selective"
 //                "tp_comm_overlap": false, "overlap_grad_reduce": false,
 //                "overlap_param_gather": false},
 //   "hardware": "h100"                  // or {"preset":"h100", overrides}
@@ -85,6 +86,15 @@ struct ParallelConfig {
 
 enum class Recompute { kNone, kSelective, kFull };
 const char* recompute_name(Recompute r);  // "none", "selective", "full"
+// Megatron-Core's recompute_modules this job format runs (docs/parallelism.md,
+// "Recomputation"): moe_act, layernorm and mla_up_proj discard their outputs
+// and recompute them in backward (CheckpointWithoutOutput); core_attn, mlp,
+// moe and shared_experts keep their inputs and outputs and recompute what
+// lies between (checkpoint). Bit i of TrainingConfig::recompute_modules.
+inline constexpr const char* kRecomputeModules[] = {"core_attn", "moe_act", "layernorm", "mla_up_proj",
+                                                    "mlp",       "moe",     "shared_experts"};
+inline constexpr size_t kRecomputeModuleCount = sizeof(kRecomputeModules) / sizeof(kRecomputeModules[0]);
+inline constexpr uint32_t kRecomputeCoreAttn = 1u << 0;
 
 enum class OptimizerKind { kAdam, kAdamW, kSGD };
 
@@ -99,6 +109,10 @@ struct TrainingConfig {
   int64_t optimizer_bytes_per_param = 12;  // fp32 master + 2 moments
   Schedule schedule = Schedule::kOneFOneB;  // pipeline schedule (pp > 1)
   Recompute recompute = Recompute::kNone;   // activation recomputation
+  // Megatron-Core's recompute_modules (with recompute "selective";
+  // transformer_config.py): a bit per kRecomputeModules entry. 0 is
+  // Megatron's default, {"core_attn"} (what "selective" alone means).
+  uint32_t recompute_modules = 0;
   // Megatron-LM's overlap options (docs/parallelism.md, "Communication
   // overlap"; docs/simulate.md). tp_comm_overlap: Transformer Engine
   // userbuffers (tp > 1 with sequence parallelism only; elsewhere no

@@ -120,6 +120,13 @@ std::string job_to_canonical_json(const Job& job) {
   // Only when set: jobs without FP8 keep their canonical text and hash.
   if (t.fp8_recipe != Fp8Recipe::kNone) training["fp8_recipe"] = fp8_recipe_name(t.fp8_recipe);
   if (t.fp8_params) training["fp8_params"] = true;  // only when set, as above
+  // Only when set: jobs without it keep their canonical text and hash.
+  if (t.recompute_modules != 0) {
+    Json mods = Json::array();
+    for (size_t k = 0; k < kRecomputeModuleCount; ++k)
+      if (t.recompute_modules & (1u << k)) mods.push_back(kRecomputeModules[k]);
+    training["recompute_modules"] = mods;
+  }
   Json hardware = {
       {"name", hw.name},
       {"peak_flops_fp32", hw.peak_flops_fp32},

@@ -149,7 +149,7 @@ Result<bool> parse_training(const Json& v, TrainingConfig* t) {
   SC_RETURN_IF_ERROR(jsonf::expect_object(v, path));
   SC_RETURN_IF_ERROR(jsonf::check_keys(
       v, {"seq_len", "micro_batch_size", "global_batch_size", "dtype", "grad_reduce_dtype",
-          "dp_bucket_mb", "optimizer", "optimizer_bytes_per_param", "schedule", "recompute",
+          "dp_bucket_mb", "optimizer", "optimizer_bytes_per_param", "schedule", "recompute", "recompute_modules",
           "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "overlap_p2p_comm", "fp8_recipe",
           "fp8_params", "moe_shared_expert_overlap", "overlap_moe_expert_parallel_comm", "delay_wgrad_compute",
           "moe_pad_expert_input_to_capacity", "cross_entropy_loss_fusion"}, path));
@@ -200,6 +200,28 @@ Result<bool> parse_training(const Json& v, TrainingConfig* t) {
     if (!found)
       return make_error(ErrorCode::kInvalidArgument,
                         "unknown recompute \"" + echo_text(s) + "\" (known: none, selective, full)", "training.recompute");
+  }
+  if (const Json* x = jsonf::find(v, "recompute_modules")) {  // needs recompute "selective": validate_job
+    if (!x->is_array())
+      return make_error(ErrorCode::kInvalidArgument, "expected a list of module names", "training.recompute_modules");
+    std::string known;
+    for (const char* m : kRecomputeModules) known += std::string(known.empty() ? "" : ", ") + m;
+    if (x->empty())
+      return make_error(ErrorCode::kInvalidArgument, "an empty list recomputes nothing: leave the key out, or list modules (" + known + ")",
+                        "training.recompute_modules");
+    uint32_t bits = 0;
+    for (size_t i = 0; i < x->size(); ++i) {
+      const std::string path = "training.recompute_modules[" + std::to_string(i) + "]";
+      SC_ASSIGN_OR_RETURN(std::string m, jsonf::get_string((*x)[i], path));
+      size_t k = 0;
+      while (k < kRecomputeModuleCount && m != kRecomputeModules[k]) ++k;
+      if (k == kRecomputeModuleCount)
+        return make_error(ErrorCode::kInvalidArgument, "unknown module \"" + echo_text(m) + "\" (known: " + known + ")", path);
+      if (bits & (1u << k))
+        return make_error(ErrorCode::kInvalidArgument, "\"" + m + "\" is listed twice", path);
+      bits |= 1u << k;
+    }
+    t->recompute_modules = bits;
   }
   if (const Json* x = jsonf::find(v, "fp8_params")) {  // needs fp8_recipe: validate_job
     SC_ASSIGN_OR_RETURN(t->fp8_params, jsonf::get_bool(*x, "training.fp8_params"));

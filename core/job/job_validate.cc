@@ -324,6 +324,19 @@ static Status validate_layout(const Job& job) {
                       "must be > 0 and <= " + to_string(int64_t(limits::kMaxBucketMb)) + " MiB (got " +
                       jsonf::Json(t.dp_bucket_mb).dump() + ")", "training.dp_bucket_mb");
   }
+  if (t.recompute_modules != 0) {
+    if (t.recompute != Recompute::kSelective)
+      return make_error(ErrorCode::kInvalidArgument,
+                        std::string("lists the modules selective recomputation redoes, but training.recompute is \"") +
+                            recompute_name(t.recompute) + "\": set it to \"selective\" (Megatron-Core: "
+                            "--recompute-granularity selective --recompute-modules ...)",
+                        "training.recompute_modules");
+    if ((t.recompute_modules & (1u << 3)) && !m.is_mla())  // mla_up_proj
+      return make_error(ErrorCode::kInvalidArgument,
+                        "mla_up_proj recomputes multi-head latent attention's up projections; model \"" + m.name +
+                            "\" has none (model.kv_lora_rank is 0)",
+                        "training.recompute_modules");
+  }
   if (t.overlap_param_gather && !t.overlap_grad_reduce) {  // Megatron-LM asserts the same
     return make_error(ErrorCode::kInvalidArgument,
                       "true needs training.overlap_grad_reduce true (Megatron-LM: --overlap-param-gather "

@@ -232,6 +232,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
   j.training.micro_batch_size = k.mbs;
   j.training.global_batch_size = dp * k.mbs;
   j.training.recompute = k.rc;
+  if (k.rc != Recompute::kSelective) j.training.recompute_modules = 0;  // the job's modules: selective's
   j.training.schedule = Schedule::kOneFOneB;
   fit_ep_overlap(j);
   const bool ep_overlap = ep_overlap_of(j);
@@ -1876,6 +1877,7 @@ Job layout_job(const Job& base, const PlanLayout& l) {
   j.training.micro_batch_size = l.mbs;
   j.training.schedule = l.schedule;
   j.training.recompute = l.recompute;
+  if (l.recompute != Recompute::kSelective) j.training.recompute_modules = 0;  // the job's modules: selective's
   fit_ep_overlap(j);
   return j;
 }

@@ -30,4 +30,27 @@ grep -q '^completed: 8 ranks' "$out/replay-mx.txt" || { echo "replay: $(tail -3 
 # Bad input names the field.
 if "$cli" inspect --model gpt3-1.7b --dp 2 --ep 2 2> "$out/err.txt"; then echo "--ep on a dense model accepted"; exit 1; fi
 grep -q 'parallel.ep' "$out/err.txt" || { echo "error does not name parallel.ep: $(cat "$out/err.txt")"; exit 1; }
+# Megatron's recompute_modules through --recompute-modules: a DeepSeek-V3
+# job recomputing its MoE block (all-to-alls included), norms and MLA up
+# projections runs to completion on every rank; the list is echoed in the
+# summary's job; an unknown module and a list without selective recompute
+# are refused naming the field and the flag; the plan keeps the list.
+"$cli" generate -q --model deepseek-v3 --layers 4 --seq-len 256 --pp 2 --dp 4 --ep 4 --global-batch-size 8 \
+  --recompute selective --recompute-modules moe,layernorm,mla_up_proj -o "$out/rm"
+"$cli" validate "$out/rm"
+"$cli" replay "$out/rm" > "$out/replay-rm.txt"
+grep -q '^completed: 8 ranks' "$out/replay-rm.txt" || { echo "replay: $(tail -3 "$out/replay-rm.txt")"; exit 1; }
+grep -q '"recompute_modules": \[' "$out/rm/summary.json" || { echo "summary lacks recompute_modules"; exit 1; }
+if "$cli" inspect --model deepseek-v3 --layers 4 --dp 8 --ep 8 --recompute selective --recompute-modules moe,norm 2> "$out/err-rm.txt"; then
+  echo "unknown module accepted"; exit 1; fi
+grep -q 'training.recompute_modules\[1\].*unknown module "norm".*(from --recompute-modules)' "$out/err-rm.txt" \
+  || { echo "recompute_modules error: $(cat "$out/err-rm.txt")"; exit 1; }
+if "$cli" inspect --model deepseek-v3 --layers 4 --dp 8 --ep 8 --recompute-modules moe 2> "$out/err-rm2.txt"; then
+  echo "recompute_modules without selective accepted"; exit 1; fi
+grep -q 'training.recompute_modules: .*"none"' "$out/err-rm2.txt" || { echo "error: $(cat "$out/err-rm2.txt")"; exit 1; }
+printf '%s' '{"model": {"preset": "mixtral-8x7b", "num_layers": 2}, "training": {"seq_len": 256, "global_batch_size": 16,
+  "recompute": "selective", "recompute_modules": ["moe_act", "layernorm"]}}' > "$out/rm-plan.json"
+"$cli" plan --config "$out/rm-plan.json" --gpus 8 --recompute selective --top 1 --json > "$out/rm-plan-out.json"
+python3 -c "import json,sys; c=json.load(open(sys.argv[1]))['candidates'][0]['job']['training']; \
+assert c['recompute'] == 'selective' and c['recompute_modules'] == ['moe_act', 'layernorm'], c" "$out/rm-plan-out.json"
 echo "cli_experts: ok"

@@ -252,6 +252,28 @@ export async function appCases(context, base, fixturesDir) {
     check(/\[0, 1, 2, 3\]/.test(await page.textContent('#groups li[data-axis="dp_shard"]')), 'rank 0 shard group');
     console.log(`[app] example jobs ready in the worker: deepseek-v3-small ${dsMs.toFixed(0)} ms, mixtral-8x7b ${mixMs.toFixed(0)} ms`);
   });
+  await run('recompute modules: a list field read into the job, shared by URL, its errors on the field', async (page) => {
+    await page.goto(`${base}/`);
+    await ready(page);
+    await page.selectOption('#job-preset', 'llama3-8b');  // selective recompute already
+    await page.waitForFunction(() => document.querySelector('#summary')?.dataset.worldSize === '16' && document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+    const help = await page.getAttribute('label[data-path="training.recompute_modules"]', 'title');
+    check(/layernorm/.test(help) && /core_attn/.test(help), `help names the modules: ${help}`);
+    await page.click('fieldset[data-group="training"] details > summary');  // the advanced fields
+    await page.fill('input[name="training.recompute_modules"]', 'layernorm, moe_act');
+    await page.waitForFunction(() => decodeURIComponent(location.href).includes('"recompute_modules":["layernorm","moe_act"]') && document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+    // The shared URL puts the list back into the field.
+    const page2 = await context.newPage();
+    await page2.goto(page.url());
+    await page2.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+    check(await page2.inputValue('input[name="training.recompute_modules"]') === 'layernorm,moe_act', 'list written back into the form');
+    await page2.close();
+    // A name the engine does not know: its error lands on the field, with the entry's place.
+    await page.fill('input[name="training.recompute_modules"]', 'layernorm,attn');
+    await page.waitForSelector('label[data-path="training.recompute_modules"].invalid', { timeout: 30_000 });
+    const err = await page.textContent('label[data-path="training.recompute_modules"] .error');
+    check(/unknown module "attn"/.test(err) && /entry 2/.test(err), `recompute_modules error: ${err}`);
+  });
   // Issue 14: the app tried as a new user would.
   results.push(...await uxCases(context, base));
   // Issue 16: inference mode.

@@ -8,7 +8,9 @@ export interface FieldSchema {
   title: string;                // label
   // 'requests': serving.requests, a request mix edited as text, one class a
   // line (editor.ts parseRequests / formatRequests).
-  type: 'integer' | 'number' | 'boolean' | 'string' | 'requests';
+  // 'list': a JSON list of strings edited as text, comma-separated (its
+  // allowed names in `enum`).
+  type: 'integer' | 'number' | 'boolean' | 'string' | 'requests' | 'list';
   enum?: string[];              // a <select>
   minimum?: number;
   maximum?: number;
@@ -78,6 +80,7 @@ export const JOB_SCHEMA: FieldSchema[] = [
   { path: 'training.global_batch_size', title: 'Global batch', type: 'integer', minimum: 1, group: 'training', description: 'Sequences per iteration; must divide by dp × micro-batch (gradient accumulation)' },
   { path: 'training.schedule', title: 'Pipeline schedule', type: 'string', enum: ['1f1b', 'gpipe', 'interleaved-1f1b', 'zero-bubble'], default: '1f1b', group: 'training', description: 'Order of forward/backward steps per stage; decides the bubble and how many micro-batches of activations a stage holds' },
   { path: 'training.recompute', title: 'Recompute', type: 'string', enum: ['none', 'selective', 'full'], default: 'none', group: 'training', description: 'Re-run the attention core (selective) or whole layers (full) in backward instead of keeping their activations' },
+  { path: 'training.recompute_modules', title: 'Recompute modules', type: 'list', enum: ['core_attn', 'moe_act', 'layernorm', 'mla_up_proj', 'mlp', 'moe', 'shared_experts'], group: 'training', mode: 'training', advanced: true, description: 'With selective recompute, Megatron-Core --recompute-modules, comma-separated (empty = core_attn): moe_act, layernorm and mla_up_proj drop their outputs and recompute them in backward; core_attn, mlp, moe and shared_experts keep their inputs and outputs and recompute what lies between. Less activation memory, more backward compute' },
   { path: 'training.dtype', title: 'Dtype', type: 'string', enum: ['bf16', 'fp16', 'tf32', 'fp32'], default: 'bf16', group: 'training', description: 'Activations and GEMM dtype (FP8 training: the FP8 recipe below)' },
   { path: 'training.fp8_recipe', title: 'FP8 recipe', type: 'string', enum: ['none', 'delayed', 'tensorwise', 'blockwise', 'mxfp8'], default: 'none', group: 'training', advanced: true, description: 'FP8 training as Transformer Engine runs it: the linear layers’ GEMMs (forward, dgrad, wgrad) at FP8 with their cast/transpose and amax kernels and FP8 weight copies; attention, norms, embedding and output layer stay bf16. delayed: amax history; tensorwise: current scaling; blockwise: 1×128/128×128 blocks; mxfp8: 32-element blocks (Blackwell)' },
   { path: 'training.fp8_params', title: 'FP8 parameters', type: 'boolean', default: false, group: 'training', mode: 'training', advanced: true, description: 'With an FP8 recipe: the linear layers\u2019 weights are kept only in FP8 (Megatron-Core --fp8-param-gather, NeMo fp8_params), no bf16 copy beside them; the optimizer keeps the fp32 master. Counted in memory only (the all-gathers still move bf16)' },

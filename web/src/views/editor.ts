@@ -73,6 +73,8 @@ function fieldControl(f: FieldSchema): HTMLElement {
   if (f.type === 'requests') {
     control = h('textarea', { name, id, rows: 3, spellcheck: 'false', placeholder: 'e.g. 1000 100 3\n3000 300 1' });
     control.addEventListener('input', () => syncMix());
+  } else if (f.type === 'list') {
+    control = h('input', { type: 'text', name, id, spellcheck: 'false', placeholder: f.enum ? f.enum.slice(0, 2).join(',') : '' });
   } else if (f.type === 'boolean' && f.default !== undefined) {
     control = h('input', { type: 'checkbox', name, id });
   } else if (f.type === 'boolean') {
@@ -127,6 +129,7 @@ export function readJob(): JobJson {
     const v = el.value.trim();
     if (v === '') continue;
     if (f.type === 'boolean') set(job, f.path, v === 'true');
+    else if (f.type === 'list') set(job, f.path, v.split(',').map((x) => x.trim()));
     else if (f.type === 'string') set(job, f.path, v);
     else set(job, f.path, Number(v));
   }
@@ -152,6 +155,7 @@ export function writeJob(job: JobJson): void {
     if (!el) continue;
     const v = get(norm, f.path);
     if (f.type === 'requests') { el.value = formatRequests(v); continue; }
+    if (f.type === 'list') { el.value = Array.isArray(v) ? v.join(',') : ''; continue; }
     if (el instanceof HTMLInputElement && el.type === 'checkbox') el.checked = v === true;
     else el.value = v === undefined ? (f.enum && f.default !== undefined ? String(f.default) : '') : String(v);
   }
@@ -259,7 +263,9 @@ export function showError(err: EngineError): void {
   // serving.requests[1].output_tokens on the mix box: "class 2, output_tokens"
   const rest = best && err.path !== best.dataset.path ? err.path.slice(bestLen).replace(/^\./, '') : '';
   const cls = /^\[(\d+)\]\.?(.*)$/.exec(rest);
-  const sub = !rest ? '' : cls ? ` (class ${Number(cls[1]) + 1}${cls[2] ? `, ${cls[2]}` : ''})` : ` (${rest})`;
+  // A list field's entry (training.recompute_modules[1]): "entry 2".
+  const item = best?.dataset.path === 'serving.requests' ? 'class' : 'entry';
+  const sub = !rest ? '' : cls ? ` (${item} ${Number(cls[1]) + 1}${cls[2] ? `, ${cls[2]}` : ''})` : ` (${rest})`;
   slot.replaceChildren(h('strong', {}, `${lead}${sub}: `), text, hint ? h('span', { class: 'error-hint' }, ` ${hint}`) : '');
   slot.dataset.code = err.code;
   slot.title = `engine code: ${err.code}${err.path ? `, field ${err.path}` : ''}`;

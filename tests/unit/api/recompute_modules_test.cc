@@ -1,0 +1,134 @@
+// Megatron-Core's recompute_modules (training.recompute_modules, with
+// recompute "selective"; core/graph/autodiff.h), derived by hand on
+// Korthikanti et al.'s GPT layer with fused attention (34 units of s·b·h
+// bytes saved, korthikanti_test.cc): LN1 input 2, QKV input 2 (LN1's
+// output), Q, K, V 2 + 2 + 2, the attention output 2, its dropout mask 1,
+// LN2 input 2, fc1 input 2 (LN2's output), GeLU input 8 (fc1's output), fc2
+// input 8 (GeLU's output), the MLP dropout mask 1.
+#include "../test_jobs.h"
+
+using namespace sc;
+using namespace sc::testing;
+using nlohmann::json;
+
+namespace {
+
+constexpr int64_t kS = 2048, kB = 1, kH = 12288, kA = 96;
+
+Job layer_job(int64_t L, uint32_t modules, int64_t t = 8, bool sp = true) {
+  Job j = gpt_job(L, kH, kA, t, 1, sp, kB, kS);
+  j.model.flash_attention = true;
+  j.training.recompute = Recompute::kSelective;
+  j.training.recompute_modules = modules;
+  return j;
+}
+
+uint32_t bits(std::initializer_list<const char*> names) {
+  uint32_t b = 0;
+  for (const char* n : names)
+    for (size_t k = 0; k < kRecomputeModuleCount; ++k)
+      if (std::string(n) == kRecomputeModules[k]) b |= 1u << k;
+  REQUIRE(b != 0);
+  return b;
+}
+
+double layer_bytes(uint32_t modules) {
+  return summary(make(layer_job(2, modules)))["stages"][0]["activation_bytes_by_layer"]["1"].get<double>();
+}
+
+}  // namespace
+
+TEST_CASE("recompute modules: Korthikanti's layer, module by module") {
+  const double sbh = double(kS * kB * kH), lse = 4.0 * double(kB * kA * kS);
+  const double t = 8;
+  // core_attn (the default, and "selective" alone): fused attention keeps
+  // nothing a selective region could drop: the 34 units.
+  CHECK(layer_bytes(0) == sbh * 34 / t + lse / t);
+  CHECK(layer_bytes(bits({"core_attn"})) == layer_bytes(0));
+  // layernorm discards the two norms' outputs (the QKV and fc1 inputs) and
+  // recomputes them from their inputs, which the norms' backward keeps.
+  CHECK(layer_bytes(bits({"layernorm"})) == sbh * (34 - 2 - 2) / t + lse / t);
+  // mlp checkpoints the dense MLP: its input (LN2's output) is kept, what
+  // lies between (the GeLU's input and output, 8 + 8) is recomputed; the
+  // dropout mask after it stays.
+  CHECK(layer_bytes(bits({"mlp"})) == sbh * (34 - 8 - 8) / t + lse / t);
+  // Both: the MLP's input is a norm output, itself recomputed.
+  CHECK(layer_bytes(bits({"layernorm", "mlp"})) == sbh * (34 - 2 - 2 - 8 - 8) / t + lse / t);
+  // Modules the layer does not have change nothing.
+  CHECK(layer_bytes(bits({"moe_act", "moe", "shared_experts"})) == sbh * 34 / t + lse / t);
+}
+
+// Recomputing the dense MLP runs its forward GEMMs again in the backward:
+// fc1 and fc2, 2·s·h·4h FLOPs each, per layer and sequence; the norms'
+// recomputation is element-wise (not in the GEMM count).
+TEST_CASE("recompute modules: the MLP's recomputation adds its forward GEMMs to the executed FLOPs") {
+  const int64_t L = 2;
+  auto flops = [&](uint32_t modules) {
+    return summary(make(layer_job(L, modules)))["flops"]["hardware_per_iteration"].get<double>();
+  };
+  const double base = flops(0);
+  CHECK(flops(bits({"layernorm"})) == base);
+  CHECK(flops(bits({"mlp"})) - base == double(L) * double(kB) * 2 * 2 * double(kS) * double(kH) * 4 * double(kH));
+}
+
+// moe_act discards the routed experts' activation output (the fc2 input)
+// and recomputes it from fc1's output, which the activation's backward
+// keeps: per MoE layer and micro-batch the rank's routed rows (balanced:
+// tokens x top-k, here 128 x 2 over ep 2 = 256 rows on each rank) x the
+// expert width x 2 bytes.
+TEST_CASE("recompute modules: moe_act drops the routed experts' activation output") {
+  auto layer = [](const char* modules) {
+    std::string mods = modules[0] ? std::string(R"(, "recompute_modules": [)") + modules + "]" : "";
+    Job j = job_of(R"({"model": {"name": "t", "num_layers": 2, "hidden": 256, "num_heads": 4, "head_dim": 64,
+        "ffn_hidden": 512, "vocab": 1024, "norm": "rmsnorm", "mlp": "swiglu", "position": "rope",
+        "dropout": false, "flash_attention": true, "num_experts": 8, "experts_per_token": 2,
+        "moe_ffn_hidden": 128}, "parallel": {"dp": 2, "ep": 2},
+        "training": {"seq_len": 128, "micro_batch_size": 1, "global_batch_size": 2,
+        "recompute": "selective")" + mods + "}}");
+    return summary(make(j))["stages"][0]["activation_bytes_by_layer"]["1"].get<double>();
+  };
+  CHECK(layer("") - layer(R"("moe_act")") == 256.0 * 128 * 2);
+  // shared_experts / moe on a model without shared experts / with: moe
+  // checkpoints the whole block, so it keeps less than moe_act alone.
+  CHECK(layer(R"("moe")") < layer(R"("moe_act")"));
+}
+
+TEST_CASE("recompute modules: parse and validation errors name the field") {
+  auto err = [](const std::string& training) {
+    Result<Job> j = parse_job(R"({"model": "llama3-8b", "training": {)" + training + "}}");
+    if (j.ok()) {
+      Status s = validate_job(*j);
+      REQUIRE(!s.ok());
+      return s.error();
+    }
+    return j.error();
+  };
+  Error e = err(R"("recompute": "selective", "recompute_modules": ["layernorm", "attn"])");
+  CHECK(e.path == "training.recompute_modules[1]");
+  CHECK(has(e.message, "unknown module \"attn\""));
+  CHECK(has(e.message, "shared_experts"));
+  e = err(R"("recompute": "selective", "recompute_modules": ["mlp", "mlp"])");
+  CHECK(e.path == "training.recompute_modules[1]");
+  CHECK(has(e.message, "twice"));
+  e = err(R"("recompute": "selective", "recompute_modules": [])");
+  CHECK(e.path == "training.recompute_modules");
+  e = err(R"("recompute": "selective", "recompute_modules": "layernorm")");
+  CHECK(e.path == "training.recompute_modules");
+  e = err(R"("recompute": "full", "recompute_modules": ["layernorm"])");
+  CHECK(e.path == "training.recompute_modules");
+  CHECK(has(e.message, "\"full\""));
+  e = err(R"("recompute_modules": ["layernorm"])");
+  CHECK(has(e.message, "\"none\""));
+  e = err(R"("recompute": "selective", "recompute_modules": ["mla_up_proj"])");
+  CHECK(e.path == "training.recompute_modules");
+  CHECK(has(e.message, "kv_lora_rank"));
+}
+
+// The canonical job (summary.json's "job", the config hash) carries the
+// list only when it is set, in Megatron's order.
+TEST_CASE("recompute modules: written back only when set") {
+  json s = summary(make(layer_job(2, 0)));
+  CHECK(!s["job"]["training"].contains("recompute_modules"));
+  s = summary(make(layer_job(2, bits({"mlp", "layernorm"}))));
+  CHECK(s["job"]["training"]["recompute_modules"] == json::array({"layernorm", "mlp"}));
+}
