@@ -388,7 +388,10 @@ int load_job(const std::string& command, const Args& args, Job* job) {
       size_t start = 0;
       for (;;) {
         const size_t comma = v->find(',', start);
-        mods.push_back(v->substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+        std::string m = v->substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+        m.erase(0, m.find_first_not_of(" \t"));
+        m.erase(m.find_last_not_of(" \t") + 1);
+        mods.push_back(m);
         if (comma == std::string::npos) break;
         start = comma + 1;
       }

@@ -207,10 +207,14 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus) {
     j["parallel"] = keep;
   }
   if (j.contains("training") && j["training"].is_object()) {
-    for (const char* k : {"micro_batch_size", "schedule", "recompute"}) j["training"].erase(k);
+    json& t = j["training"];
     // recompute_modules are what the selective layouts recompute: kept, with
-    // the "selective" they need to parse (the plan sets each layout's mode).
-    if (j["training"].contains("recompute_modules")) j["training"]["recompute"] = "selective";
+    // the "selective" they need to parse (the plan sets each layout's mode);
+    // beside another mode the job is refused as inspect would refuse it.
+    const bool modules = t.contains("recompute_modules") && (!t.contains("recompute") || t["recompute"] == "selective");
+    for (const char* k : {"micro_batch_size", "schedule"}) t.erase(k);
+    if (modules) t["recompute"] = "selective";
+    else if (!t.contains("recompute_modules")) t.erase("recompute");
   }
   // The EP all-to-all overlap needs ep > 1, which the plan chooses per
   // layout (plan.cc, fit_ep_overlap): the base job, whose parallel block

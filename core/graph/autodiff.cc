@@ -19,6 +19,9 @@ class Autodiff final : public VjpContext {
       if (g_.ops[id].layer >= 0 && g_.ops[id].phase == Phase::kForward) layer_fwd_[g_.ops[id].layer].push_back(id);
       has_seed |= g_.ops[id].kind == OpKind::kLoss || g_.ops[id].kind == OpKind::kSend;
     }
+    module_bits_.assign(g_.ops.size(), 0);
+    if (o_.recompute == RecomputeMode::kSelective)
+      for (int id : fwd) module_bits_[static_cast<size_t>(id)] = op_module_bits(g_.ops[id]);
     // A graph with neither a loss nor a pipeline send is differentiated
     // from its last op's output.
     if (!has_seed && !fwd.empty()) seed_output(g_.ops[fwd.back()].outputs[0], "output.grad");
@@ -56,30 +59,48 @@ class Autodiff final : public VjpContext {
     contrib_[loss].push_back(seed);
   }
 
-  // The recompute_modules bits (AutodiffOptions) an op of a layer belongs
-  // to, by its name after the layer's "L<n>." prefix: the attention core
-  // (the ops selective recomputation has always redone), the routed
-  // experts' activation, the two pre-norms (input_layernorm,
-  // pre_mlp_layernorm), MLA's up projections and RoPE, the dense MLP's
-  // linears and activation (not its residual or scaling), the MoE block
-  // (router, permutation, all-to-alls, experts, shared experts) and the
-  // shared experts.
-  static uint32_t module_bits(const Op& o) {
-    uint32_t bits = op_def(o).selective_recompute ? 1u : 0u;
-    if (o.layer < 0) return bits;
+  // The recompute_modules bits (AutodiffOptions) a forward op of a layer
+  // belongs to, by its name after the layer's "L<n>." prefix (computed once
+  // per op in run(), module_bits_): the attention core (the ops selective
+  // recomputation has always redone); the routed experts' activation; the
+  // pre-norms Transformer Engine's layer specs keep as modules of their own
+  // (Megatron-Core's gpt_layer_specs / hybrid_layer_specs fuse the others
+  // into the next linear, TELayerNormColumnParallelLinear, leaving an
+  // IdentityOp that transformer_layer.py does not recompute): a norm whose
+  // output feeds the MoE router or MLA's down projections; MLA's up
+  // projections and RoPE; the dense MLP's linears and activation (not its
+  // residual or scaling); the MoE block (router, permutation, all-to-alls,
+  // experts, shared experts); the shared experts.
+  static std::string_view in_layer_name(const Op& o) {
     std::string_view n = o.name;
     if (const size_t dot = n.find('.'); n.starts_with("L") && dot != std::string_view::npos) n.remove_prefix(dot + 1);
+    return n;
+  }
+  uint32_t op_module_bits(const Op& o) const {
+    uint32_t bits = op_def(o).selective_recompute ? 1u : 0u;
+    if (o.layer < 0) return bits;
+    const std::string_view n = in_layer_name(o);
     const auto starts = [&](std::string_view p) { return n.substr(0, p.size()) == p; };
     if (n == "moe.experts.swiglu" || n == "moe.experts.geglu" || n == "moe.experts.gelu" || n == "moe.experts.relu2")
       bits |= 1u << 1;  // moe_act
-    if (n == "ln1" || n == "ln2") bits |= 1u << 2;  // layernorm
+    if ((n == "ln1" || n == "ln2") && !o.outputs.empty()) {  // layernorm: the norms TE does not fuse
+      auto it = fwd_readers_.find(o.outputs[0]);
+      if (it != fwd_readers_.end())
+        for (int r : it->second) {
+          const std::string_view rn = in_layer_name(g_.ops[r]);
+          if (rn == "moe.router" || rn == "attn.q_down" || rn == "attn.kv_down" || rn == "attn.k_rope") bits |= 1u << 2;
+        }
+    }
     if (n == "attn.q_up" || n == "attn.kv_up" || n == "attn.split" || n == "attn.rope_q" || n == "attn.rope_k" ||
         n == "attn.k_concat")
-      bits |= 1u << 3;  // mla_up_proj (these names exist in MLA layers only, but for rope_q / rope_k / k_concat)
+      bits |= 1u << 3;  // mla_up_proj (validated: MLA models only)
     if (starts("mlp.") && n != "mlp.residual" && n != "mlp.scale" && n != "mlp.dropout") bits |= 1u << 4;  // mlp
     if (starts("moe.") && n != "moe.add_shared") bits |= 1u << 5;  // moe
     if (starts("moe.shared") && n != "moe.add_shared") bits |= 1u << 6;  // shared_experts
     return bits;
+  }
+  uint32_t module_bits(const Op& o) const {
+    return o.id >= 0 && static_cast<size_t>(o.id) < module_bits_.size() ? module_bits_[static_cast<size_t>(o.id)] : 0;
   }
   static constexpr uint32_t kDiscardOutputs = (1u << 1) | (1u << 2) | (1u << 3);  // moe_act, layernorm, mla_up_proj
   static constexpr uint32_t kCheckpointModules = (1u << 4) | (1u << 5) | (1u << 6);  // mlp, moe, shared_experts
@@ -109,8 +130,11 @@ class Autodiff final : public VjpContext {
       }
     if (auto it = recomputed_.find(t); it != recomputed_.end()) return it->second;
     const int pid = x.producer;
+    ++depth_;
     clone_op(pid);
-    rerun_module(pid);
+    queue_rerun(pid);
+    --depth_;
+    if (depth_ == 0) flush_reruns();
     return recomputed_.at(t);
   }
 
@@ -140,16 +164,27 @@ class Autodiff final : public VjpContext {
   // forward once its backward needs anything from it, as Megatron's
   // checkpoint re-runs the function: the ops whose outputs no backward op
   // reads (the module's last linear, the MoE combine) too, once per layer.
-  void rerun_module(int pid) {
-    if (o_.recompute != RecomputeMode::kSelective) return;
+  // Queued while a clone is still resolving its inputs (its outputs are
+  // not recorded yet) and run when the outermost one is done, so that no
+  // op is cloned twice.
+  void queue_rerun(int pid) {
     const uint32_t region = module_bits(g_.ops[pid]) & o_.recompute_modules & kCheckpointModules;
-    const int layer = g_.ops[pid].layer;
-    if (region == 0 || !rerun_.insert({layer, region}).second) return;
-    for (int q : layer_fwd_[layer]) {
-      const Op& o = g_.ops[q];
-      if (!(module_bits(o) & region) || !in_region(o) || o.outputs.empty() || recomputed_.count(o.outputs[0])) continue;
-      clone_op(q);
+    if (region == 0) return;
+    const std::pair<int, uint32_t> key{g_.ops[pid].layer, region};
+    if (rerun_.insert(key).second) pending_.push_back(key);
+  }
+  void flush_reruns() {
+    ++depth_;
+    for (size_t i = 0; i < pending_.size(); ++i) {
+      const auto [layer, region] = pending_[i];
+      for (int q : layer_fwd_[layer]) {
+        const Op& o = g_.ops[q];
+        if (!(module_bits(o) & region) || !in_region(o) || o.outputs.empty() || recomputed_.count(o.outputs[0])) continue;
+        clone_op(q);
+      }
     }
+    pending_.clear();
+    --depth_;
   }
 
   bool requires_grad(int t) const override {
@@ -263,6 +298,9 @@ class Autodiff final : public VjpContext {
   std::map<int, int> recomputed_;                // forward tensor -> recomputed copy
   std::map<int, std::vector<int>> layer_fwd_;    // layer -> its forward ops, in order
   std::set<std::pair<int, uint32_t>> rerun_;     // (layer, checkpointed modules) re-run
+  std::vector<std::pair<int, uint32_t>> pending_;  // of those, not yet run (flush_reruns)
+  int depth_ = 0;                                // clones in progress (saved_or_recomputed)
+  std::vector<uint32_t> module_bits_;            // per op: op_module_bits (forward ops, selective)
   int chunk_ = 0;
 };
 

@@ -66,11 +66,13 @@ struct AutodiffOptions {
   // Selective: Megatron-Core's recompute_modules, a bit per module in the
   // order of job/job.h's kRecomputeModules (core_attn, moe_act, layernorm,
   // mla_up_proj, mlp, moe, shared_experts); 1 (core_attn) is the default.
-  // An op belongs to a module by its name within its layer (recompute_module
-  // in autodiff.cc). moe_act, layernorm and mla_up_proj discard their
-  // outputs (Megatron's CheckpointWithoutOutput): a backward op that reads
-  // one reads a recomputed copy. The others are checkpoints: as above,
-  // only what every forward reader of which is in the module is recomputed.
+  // An op belongs to a module by its name within its layer and, for the
+  // norms, by what reads them (op_module_bits in autodiff.cc). moe_act,
+  // layernorm and mla_up_proj discard their outputs (Megatron's
+  // CheckpointWithoutOutput): a backward op that reads one reads a
+  // recomputed copy. The others are checkpoints: their inputs and outputs
+  // stay saved, and once the backward needs a tensor from inside one its
+  // whole forward is re-run, each op once.
   uint32_t recompute_modules = 1;
 };
 

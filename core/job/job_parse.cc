@@ -221,7 +221,8 @@ Result<bool> parse_training(const Json& v, TrainingConfig* t) {
         return make_error(ErrorCode::kInvalidArgument, "\"" + m + "\" is listed twice", path);
       bits |= 1u << k;
     }
-    t->recompute_modules = bits;
+    // ["core_attn"] is the default: the same job, the same canonical form.
+    t->recompute_modules = bits == kRecomputeCoreAttn ? 0 : bits;
   }
   if (const Json* x = jsonf::find(v, "fp8_params")) {  // needs fp8_recipe: validate_job
     SC_ASSIGN_OR_RETURN(t->fp8_params, jsonf::get_bool(*x, "training.fp8_params"));

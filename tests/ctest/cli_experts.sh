@@ -48,6 +48,11 @@ grep -q 'training.recompute_modules\[1\].*unknown module "norm".*(from --recompu
 if "$cli" inspect --model deepseek-v3 --layers 4 --dp 8 --ep 8 --recompute-modules moe 2> "$out/err-rm2.txt"; then
   echo "recompute_modules without selective accepted"; exit 1; fi
 grep -q 'training.recompute_modules: .*"none"' "$out/err-rm2.txt" || { echo "error: $(cat "$out/err-rm2.txt")"; exit 1; }
+# The flag's list may carry spaces after its commas.
+"$cli" inspect --model deepseek-v3 --layers 4 --dp 8 --ep 8 --recompute selective --recompute-modules "moe_act, layernorm" \
+  --json > "$out/rm-space.json"
+python3 -c "import json,sys; assert json.load(open(sys.argv[1]))['job']['training']['recompute_modules'] == ['moe_act', 'layernorm']" \
+  "$out/rm-space.json" || { echo "spaces in --recompute-modules"; exit 1; }
 printf '%s' '{"model": {"preset": "mixtral-8x7b", "num_layers": 2}, "training": {"seq_len": 256, "global_batch_size": 16,
   "recompute": "selective", "recompute_modules": ["moe_act", "layernorm"]}}' > "$out/rm-plan.json"
 "$cli" plan --config "$out/rm-plan.json" --gpus 8 --recompute selective --top 1 --json > "$out/rm-plan-out.json"

@@ -7,6 +7,8 @@
 // input 8 (GeLU's output), the MLP dropout mask 1.
 #include "../test_jobs.h"
 
+#include <map>
+
 using namespace sc;
 using namespace sc::testing;
 using nlohmann::json;
@@ -32,6 +34,20 @@ uint32_t bits(std::initializer_list<const char*> names) {
   return b;
 }
 
+// activation_bytes_by_layer of a small MoE model (8 experts, top 2, width
+// 128; ep 2 over dp 2; 128 tokens) with selective recomputation of
+// `modules` (the inside of a JSON list; "" for the default), its other
+// model fields in `model`.
+json moe_layers(const std::string& model, const char* modules) {
+  const std::string mods = modules[0] ? std::string(R"(, "recompute_modules": [)") + modules + "]" : "";
+  Job j = job_of(R"({"model": {"name": "t", "hidden": 256, "num_heads": 4, "ffn_hidden": 512, "vocab": 1024,
+      "norm": "rmsnorm", "mlp": "swiglu", "position": "rope", "dropout": false, "flash_attention": true,
+      "num_experts": 8, "experts_per_token": 2, "moe_ffn_hidden": 128, )" + model + R"(},
+      "parallel": {"dp": 2, "ep": 2}, "training": {"seq_len": 128, "micro_batch_size": 1,
+      "global_batch_size": 2, "recompute": "selective")" + mods + "}}");
+  return summary(make(j))["stages"][0]["activation_bytes_by_layer"];
+}
+
 double layer_bytes(uint32_t modules) {
   return summary(make(layer_job(2, modules)))["stages"][0]["activation_bytes_by_layer"]["1"].get<double>();
 }
@@ -45,17 +61,56 @@ TEST_CASE("recompute modules: Korthikanti's layer, module by module") {
   // nothing a selective region could drop: the 34 units.
   CHECK(layer_bytes(0) == sbh * 34 / t + lse / t);
   CHECK(layer_bytes(bits({"core_attn"})) == layer_bytes(0));
-  // layernorm discards the two norms' outputs (the QKV and fc1 inputs) and
-  // recomputes them from their inputs, which the norms' backward keeps.
-  CHECK(layer_bytes(bits({"layernorm"})) == sbh * (34 - 2 - 2) / t + lse / t);
+  // layernorm: a dense GPT layer's two norms are fused into the next linear
+  // by Transformer Engine's layer spec (no module of their own): nothing.
+  CHECK(layer_bytes(bits({"layernorm"})) == sbh * 34 / t + lse / t);
   // mlp checkpoints the dense MLP: its input (LN2's output) is kept, what
   // lies between (the GeLU's input and output, 8 + 8) is recomputed; the
   // dropout mask after it stays.
   CHECK(layer_bytes(bits({"mlp"})) == sbh * (34 - 8 - 8) / t + lse / t);
-  // Both: the MLP's input is a norm output, itself recomputed.
-  CHECK(layer_bytes(bits({"layernorm", "mlp"})) == sbh * (34 - 2 - 2 - 8 - 8) / t + lse / t);
+  CHECK(layer_bytes(bits({"layernorm", "mlp"})) == sbh * (34 - 8 - 8) / t + lse / t);
   // Modules the layer does not have change nothing.
   CHECK(layer_bytes(bits({"moe_act", "moe", "shared_experts"})) == sbh * 34 / t + lse / t);
+}
+
+// The norms Transformer Engine keeps as modules of their own are the ones
+// feeding MLA's down projections (an MLA layer's input norm) and the MoE
+// router (an MoE layer's pre-MLP norm): layernorm discards their outputs,
+// s x b x h x 2 bytes each (tp 1). An MLA model with one dense first layer
+// (layer 0: its input norm only) and MoE layers (layer 1: both).
+TEST_CASE("recompute modules: layernorm recomputes the norms feeding MLA and the router") {
+  auto layers = [](const char* modules) {
+    return moe_layers(R"("num_layers": 3, "head_dim": 32, "first_dense_layers": 1, "q_lora_rank": 96,
+        "kv_lora_rank": 64, "qk_rope_head_dim": 16, "v_head_dim": 32)", modules);
+  };
+  const json none = layers(""), ln = layers(R"("layernorm")");
+  const double norm_out = 128.0 * 256 * 2;
+  CHECK(none["0"].get<double>() - ln["0"].get<double>() == norm_out);
+  CHECK(none["1"].get<double>() - ln["1"].get<double>() == 2 * norm_out);
+}
+
+// A checkpointed module re-runs each of its forward ops once: the
+// backward holds one ".recompute" copy of every op of the MLP (fc1, its
+// bias, the GeLU, fc2, its bias) in every layer, none twice.
+TEST_CASE("recompute modules: a checkpointed module's ops are recomputed once each") {
+  Job j = gpt_job(2, 256, 4, 1, 1, false, 1, 128);
+  j.training.recompute = Recompute::kSelective;
+  j.training.recompute_modules = bits({"mlp"});
+  Generator g = make(j);
+  auto gj = g.graph_json(0);
+  REQUIRE(gj.ok());
+  const json graph = json::parse(gj.value());
+  std::map<std::string, int> count;
+  for (const auto& o : graph["ops"]) {
+    const std::string n = o["name"];
+    if (n.size() > 10 && n.compare(n.size() - 10, 10, ".recompute") == 0) ++count[n];
+  }
+  for (const char* layer : {"L0.", "L1."})
+    for (const char* op : {"mlp.fc1", "mlp.fc1.bias_add", "mlp.gelu", "mlp.fc2", "mlp.fc2.bias_add"}) {
+      CAPTURE(std::string(layer) + op);
+      CHECK(count[std::string(layer) + op + ".recompute"] == 1);
+    }
+  CHECK(count.size() == 10);
 }
 
 // Recomputing the dense MLP runs its forward GEMMs again in the backward:
@@ -78,14 +133,7 @@ TEST_CASE("recompute modules: the MLP's recomputation adds its forward GEMMs to 
 // expert width x 2 bytes.
 TEST_CASE("recompute modules: moe_act drops the routed experts' activation output") {
   auto layer = [](const char* modules) {
-    std::string mods = modules[0] ? std::string(R"(, "recompute_modules": [)") + modules + "]" : "";
-    Job j = job_of(R"({"model": {"name": "t", "num_layers": 2, "hidden": 256, "num_heads": 4, "head_dim": 64,
-        "ffn_hidden": 512, "vocab": 1024, "norm": "rmsnorm", "mlp": "swiglu", "position": "rope",
-        "dropout": false, "flash_attention": true, "num_experts": 8, "experts_per_token": 2,
-        "moe_ffn_hidden": 128}, "parallel": {"dp": 2, "ep": 2},
-        "training": {"seq_len": 128, "micro_batch_size": 1, "global_batch_size": 2,
-        "recompute": "selective")" + mods + "}}");
-    return summary(make(j))["stages"][0]["activation_bytes_by_layer"]["1"].get<double>();
+    return moe_layers(R"("num_layers": 2, "head_dim": 64)", modules)["1"].get<double>();
   };
   CHECK(layer("") - layer(R"("moe_act")") == 256.0 * 128 * 2);
   // shared_experts / moe on a model without shared experts / with: moe
@@ -122,6 +170,23 @@ TEST_CASE("recompute modules: parse and validation errors name the field") {
   e = err(R"("recompute": "selective", "recompute_modules": ["mla_up_proj"])");
   CHECK(e.path == "training.recompute_modules");
   CHECK(has(e.message, "kv_lora_rank"));
+  // Megatron-Core's own refusals.
+  e = err(R"("recompute": "selective", "recompute_modules": ["layernorm"], "fp8_recipe": "delayed")");
+  CHECK(e.path == "training.recompute_modules");
+  CHECK(has(e.message, "delayed"));
+  CHECK(err(R"("recompute": "selective", "recompute_modules": ["moe_act"], "fp8_recipe": "delayed")").path ==
+        "training.recompute_modules");
+  auto moe_err = [](const std::string& training) {
+    Result<Job> j = parse_job(R"({"model": "deepseek-v3", "parallel": {"dp": 8, "ep": 8}, "training": {)" + training + "}}");
+    REQUIRE(!j.ok());  // parse_job validates the job
+    return j.error();
+  };
+  e = moe_err(R"("recompute": "selective", "recompute_modules": ["moe"], "overlap_moe_expert_parallel_comm": true)");
+  CHECK(e.path == "training.recompute_modules");
+  CHECK(has(e.message, "overlap_moe_expert_parallel_comm"));
+  e = moe_err(R"("recompute": "selective", "recompute_modules": ["shared_experts"], "moe_shared_expert_overlap": true)");
+  CHECK(e.path == "training.recompute_modules");
+  CHECK(has(e.message, "moe_shared_expert_overlap"));
 }
 
 // The canonical job (summary.json's "job", the config hash) carries the
@@ -131,4 +196,8 @@ TEST_CASE("recompute modules: written back only when set") {
   CHECK(!s["job"]["training"].contains("recompute_modules"));
   s = summary(make(layer_job(2, bits({"mlp", "layernorm"}))));
   CHECK(s["job"]["training"]["recompute_modules"] == json::array({"layernorm", "mlp"}));
+  // Naming the default is the default: the same canonical job.
+  Result<Job> j = parse_job(R"({"model": "llama3-8b", "training": {"recompute": "selective", "recompute_modules": ["core_attn"]}})");
+  REQUIRE(j.ok());
+  CHECK(j->training.recompute_modules == 0);
 }
