@@ -134,6 +134,13 @@ std::vector<char> fp8_copy_readers(const Graph& g, Fp8Recipe r);
 // fp8_copy_readers(g, r).
 std::vector<SavedForm> fp8_saved_forms(const Graph& g, Fp8Recipe r, const std::vector<int>& storage,
                                        const std::vector<char>& copy_readers);
+// What a backward op reads of a saved buffer kept as `kept`: its FP8 copy
+// where the op reads copies (fp8_copy_readers) and one was kept, else the
+// tensor (which fp8_saved_forms then keeps).
+inline SavedForm read_part(SavedForm kept, bool copy_reader) {
+  const bool copy = copy_reader && kept.fp8;
+  return {!copy, copy};
+}
 // The bytes kept of saved buffer t in form f: its local bytes if high, and
 // if fp8 one byte per local element plus the recipe's scales (one
 // direction: blockwise one FP32 per 1x128 tile, mxfp8 one byte per 32).

@@ -77,33 +77,33 @@ class Autodiff final : public VjpContext {
     return n;
   }
   uint32_t op_module_bits(const Op& o) const {
-    uint32_t bits = op_def(o).selective_recompute ? 1u : 0u;
+    uint32_t bits = op_def(o).selective_recompute ? kRecomputeCoreAttn : 0u;
     if (o.layer < 0) return bits;
     const std::string_view n = in_layer_name(o);
     const auto starts = [&](std::string_view p) { return n.substr(0, p.size()) == p; };
     if (n == "moe.experts.swiglu" || n == "moe.experts.geglu" || n == "moe.experts.gelu" || n == "moe.experts.relu2")
-      bits |= 1u << 1;  // moe_act
+      bits |= kRecomputeMoeAct;
     if ((n == "ln1" || n == "ln2") && !o.outputs.empty()) {  // layernorm: the norms TE does not fuse
       auto it = fwd_readers_.find(o.outputs[0]);
       if (it != fwd_readers_.end())
         for (int r : it->second) {
           const std::string_view rn = in_layer_name(g_.ops[r]);
-          if (rn == "moe.router" || rn == "attn.q_down" || rn == "attn.kv_down" || rn == "attn.k_rope") bits |= 1u << 2;
+          if (rn == "moe.router" || rn == "attn.q_down" || rn == "attn.kv_down" || rn == "attn.k_rope") bits |= kRecomputeLayernorm;
         }
     }
     if (n == "attn.q_up" || n == "attn.kv_up" || n == "attn.split" || n == "attn.rope_q" || n == "attn.rope_k" ||
         n == "attn.k_concat")
-      bits |= 1u << 3;  // mla_up_proj (validated: MLA models only)
-    if (starts("mlp.") && n != "mlp.residual" && n != "mlp.scale" && n != "mlp.dropout") bits |= 1u << 4;  // mlp
-    if (starts("moe.") && n != "moe.add_shared") bits |= 1u << 5;  // moe
-    if (starts("moe.shared") && n != "moe.add_shared") bits |= 1u << 6;  // shared_experts
+      bits |= kRecomputeMlaUpProj;  // validated: MLA models only
+    if (starts("mlp.") && n != "mlp.residual" && n != "mlp.scale" && n != "mlp.dropout") bits |= kRecomputeMlp;
+    if (starts("moe.") && n != "moe.add_shared") bits |= kRecomputeMoe;
+    if (starts("moe.shared") && n != "moe.add_shared") bits |= kRecomputeSharedExperts;
     return bits;
   }
   uint32_t module_bits(const Op& o) const {
     return o.id >= 0 && static_cast<size_t>(o.id) < module_bits_.size() ? module_bits_[static_cast<size_t>(o.id)] : 0;
   }
-  static constexpr uint32_t kDiscardOutputs = (1u << 1) | (1u << 2) | (1u << 3);  // moe_act, layernorm, mla_up_proj
-  static constexpr uint32_t kCheckpointModules = (1u << 4) | (1u << 5) | (1u << 6);  // mlp, moe, shared_experts
+  static constexpr uint32_t kDiscardOutputs = kRecomputeMoeAct | kRecomputeLayernorm | kRecomputeMlaUpProj;
+  static constexpr uint32_t kCheckpointModules = kRecomputeMlp | kRecomputeMoe | kRecomputeSharedExperts;
 
   bool in_region(const Op& o) const {
     if (o.phase != Phase::kForward || o.kind == OpKind::kSend || o.kind == OpKind::kRecv) return false;

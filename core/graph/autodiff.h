@@ -53,6 +53,19 @@ class VjpContext {
 
 enum class RecomputeMode { kNone, kSelective, kFull };
 
+// Megatron-Core's recompute_modules (transformer_config.py at d98e8a6), in
+// bit order: bit i of AutodiffOptions::recompute_modules (and of the job's
+// training.recompute_modules) is kRecomputeModules[i]. moe_act, layernorm
+// and mla_up_proj discard their outputs and recompute them in backward
+// (CheckpointWithoutOutput); core_attn, mlp, moe and shared_experts are
+// checkpoints (docs/parallelism.md, "Recomputation").
+inline constexpr const char* kRecomputeModules[] = {"core_attn", "moe_act", "layernorm", "mla_up_proj",
+                                                    "mlp",       "moe",     "shared_experts"};
+inline constexpr size_t kRecomputeModuleCount = sizeof(kRecomputeModules) / sizeof(kRecomputeModules[0]);
+inline constexpr uint32_t kRecomputeCoreAttn = 1u << 0, kRecomputeMoeAct = 1u << 1, kRecomputeLayernorm = 1u << 2,
+                          kRecomputeMlaUpProj = 1u << 3, kRecomputeMlp = 1u << 4, kRecomputeMoe = 1u << 5,
+                          kRecomputeSharedExperts = 1u << 6;
+
 struct AutodiffOptions {
   DType grad_dtype = DType::kFP32;   // main-grad dtype
   int64_t optimizer_flops_per_param = 12;  // Adam(W) update, approximate
@@ -64,8 +77,7 @@ struct AutodiffOptions {
   // checkpointing. Recomputed ops count as executed, not model, FLOPs.
   RecomputeMode recompute = RecomputeMode::kNone;
   // Selective: Megatron-Core's recompute_modules, a bit per module in the
-  // order of job/job.h's kRecomputeModules (core_attn, moe_act, layernorm,
-  // mla_up_proj, mlp, moe, shared_experts); 1 (core_attn) is the default.
+  // order of kRecomputeModules; kRecomputeCoreAttn is the default.
   // An op belongs to a module by its name within its layer and, for the
   // norms, by what reads them (op_module_bits in autodiff.cc). moe_act,
   // layernorm and mla_up_proj discard their outputs (Megatron's
@@ -73,9 +85,8 @@ struct AutodiffOptions {
   // recomputed copy. The others are checkpoints: their inputs and outputs
   // stay saved, and once the backward needs a tensor from inside one its
   // whole forward is re-run, each op once.
-  uint32_t recompute_modules = 1;
+  uint32_t recompute_modules = kRecomputeCoreAttn;
 };
-
 
 void append_backward_and_optimizer(Graph& g, const AutodiffOptions& o);
 

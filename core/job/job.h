@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "graph/autodiff.h"  // kRecomputeModules
 #include "graph/dtype.h"
 #include "hw/hardware.h"
 #include "model/model_config.h"
@@ -86,15 +87,6 @@ struct ParallelConfig {
 
 enum class Recompute { kNone, kSelective, kFull };
 const char* recompute_name(Recompute r);  // "none", "selective", "full"
-// Megatron-Core's recompute_modules this job format runs (docs/parallelism.md,
-// "Recomputation"): moe_act, layernorm and mla_up_proj discard their outputs
-// and recompute them in backward (CheckpointWithoutOutput); core_attn, mlp,
-// moe and shared_experts keep their inputs and outputs and recompute what
-// lies between (checkpoint). Bit i of TrainingConfig::recompute_modules.
-inline constexpr const char* kRecomputeModules[] = {"core_attn", "moe_act", "layernorm", "mla_up_proj",
-                                                    "mlp",       "moe",     "shared_experts"};
-inline constexpr size_t kRecomputeModuleCount = sizeof(kRecomputeModules) / sizeof(kRecomputeModules[0]);
-inline constexpr uint32_t kRecomputeCoreAttn = 1u << 0;
 
 enum class OptimizerKind { kAdam, kAdamW, kSGD };
 
@@ -110,7 +102,8 @@ struct TrainingConfig {
   Schedule schedule = Schedule::kOneFOneB;  // pipeline schedule (pp > 1)
   Recompute recompute = Recompute::kNone;   // activation recomputation
   // Megatron-Core's recompute_modules (with recompute "selective";
-  // transformer_config.py): a bit per kRecomputeModules entry. 0 is
+  // transformer_config.py): a bit per kRecomputeModules entry
+  // (graph/autodiff.h; docs/parallelism.md, "Recomputation"). 0 is
   // Megatron's default, {"core_attn"} (what "selective" alone means).
   uint32_t recompute_modules = 0;
   // Megatron-LM's overlap options (docs/parallelism.md, "Communication

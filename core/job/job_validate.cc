@@ -331,23 +331,23 @@ static Status validate_layout(const Job& job) {
                             recompute_name(t.recompute) + "\": set it to \"selective\" (Megatron-Core: "
                             "--recompute-granularity selective --recompute-modules ...)",
                         "training.recompute_modules");
-    if ((t.recompute_modules & (1u << 3)) && !m.is_mla())  // mla_up_proj
+    if ((t.recompute_modules & kRecomputeMlaUpProj) && !m.is_mla())
       return make_error(ErrorCode::kInvalidArgument,
                         "mla_up_proj recomputes multi-head latent attention's up projections; model \"" + m.name +
                             "\" has none (model.kv_lora_rank is 0)",
                         "training.recompute_modules");
     // Megatron-Core's own refusals (transformer_config.py at d98e8a6).
-    if ((t.recompute_modules & (1u << 5)) && t.overlap_moe_expert_parallel_comm)  // moe
+    if ((t.recompute_modules & kRecomputeMoe) && t.overlap_moe_expert_parallel_comm)
       return make_error(ErrorCode::kInvalidArgument,
                         "moe cannot be recomputed with training.overlap_moe_expert_parallel_comm (Megatron-Core: "
                         "disable moe in recompute_modules when enabling overlap_moe_expert_parallel_comm)",
                         "training.recompute_modules");
-    if ((t.recompute_modules & (1u << 6)) && t.moe_shared_expert_overlap && m.shared_experts > 0)  // shared_experts
+    if ((t.recompute_modules & kRecomputeSharedExperts) && t.moe_shared_expert_overlap && m.shared_experts > 0)
       return make_error(ErrorCode::kInvalidArgument,
                         "shared_experts cannot be recomputed with training.moe_shared_expert_overlap (Megatron-Core: "
                         "shared_experts recompute cannot work with --moe-shared-expert-overlap)",
                         "training.recompute_modules");
-    if ((t.recompute_modules & ((1u << 1) | (1u << 2))) && t.fp8_recipe == Fp8Recipe::kDelayed)  // moe_act, layernorm
+    if ((t.recompute_modules & (kRecomputeMoeAct | kRecomputeLayernorm)) && t.fp8_recipe == Fp8Recipe::kDelayed)
       return make_error(ErrorCode::kInvalidArgument,
                         "moe_act and layernorm recomputation under FP8 needs current or block scaling: "
                         "training.fp8_recipe is \"delayed\" (Megatron-Core: delayed scaling does not support moe_act "

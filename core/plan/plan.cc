@@ -332,15 +332,14 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
         part->saved += *b;
       }
       if (o.wgrad) {
-        auto& w = read_w.try_emplace(t, part, SavedForm{false, false}).first->second;
-        (copy[static_cast<size_t>(id)] && forms[static_cast<size_t>(t)].fp8 ? w.second.fp8 : w.second.high) = true;
+        const SavedForm r = read_part(forms[static_cast<size_t>(t)], copy[static_cast<size_t>(id)]);
+        SavedForm& f = read_w.try_emplace(t, part, SavedForm{false, false}).first->second.second;
+        f.high = f.high || r.high, f.fp8 = f.fp8 || r.fp8;
       }
     }
   }
   for (const auto& [t, w] : read_w) {
-    const SavedForm kept = forms[static_cast<size_t>(t)];
-    Result<int64_t> b = saved_buffer_bytes(g, bind, t, {w.second.high && kept.high, w.second.fp8 && kept.fp8},
-                                           j.training.fp8_recipe);
+    Result<int64_t> b = saved_buffer_bytes(g, bind, t, w.second, j.training.fp8_recipe);
     if (!b.ok()) { px.error = b.error(); return px; }
     w.first->for_w += *b;
   }

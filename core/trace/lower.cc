@@ -34,25 +34,22 @@ class Lowerer {
     // Under FP8 a buffer is kept as TE keeps it (cost/fp8_cost.h,
     // SavedForm): the weight-gradient step holds the part its ops read.
     std::vector<int64_t> saved(static_cast<size_t>(o_.virtual_stages), 0), for_w(saved);
-    const std::vector<int> storage = saved_storage(g_);
+    storage_ = saved_storage(g_);
     copy_reader_ = fp8_copy_readers(g_, o_.fp8_recipe);
-    storage_ = storage;
-    forms_ = fp8_saved_forms(g_, o_.fp8_recipe, storage, copy_reader_);
-    const std::vector<SavedForm>& forms = forms_;
+    forms_ = fp8_saved_forms(g_, o_.fp8_recipe, storage_, copy_reader_);
     for (int c = 0; c < o_.virtual_stages; ++c) {
-      SC_ASSIGN_OR_RETURN(saved[c], saved_activation_bytes(g_, bind_, c, storage, forms, o_.fp8_recipe));
+      SC_ASSIGN_OR_RETURN(saved[c], saved_activation_bytes(g_, bind_, c, storage_, forms_, o_.fp8_recipe));
       std::map<int, SavedForm> read_by_w;  // buffers, as saved_activation_bytes counts them: the parts read
       for (int id : seg_[{StepKind::kWeight, c}])
         for (int t : g_.ops[id].inputs) {
           if (!is_saved_activation(g_, t)) continue;
-          const int b = storage[static_cast<size_t>(t)];
+          const int b = storage_[static_cast<size_t>(t)];
+          const SavedForm r = read_part(forms_[static_cast<size_t>(b)], copy_reader_[static_cast<size_t>(id)]);
           SavedForm& f = read_by_w.try_emplace(b, SavedForm{false, false}).first->second;
-          (copy_reader_[static_cast<size_t>(id)] && forms[static_cast<size_t>(b)].fp8 ? f.fp8 : f.high) = true;
+          f.high = f.high || r.high, f.fp8 = f.fp8 || r.fp8;
         }
       for (auto [t, part] : read_by_w) {
-        const SavedForm kept = forms[static_cast<size_t>(t)];
-        SC_ASSIGN_OR_RETURN(int64_t b, saved_buffer_bytes(g_, bind_, t, {part.high && kept.high, part.fp8 && kept.fp8},
-                                                          o_.fp8_recipe));
+        SC_ASSIGN_OR_RETURN(int64_t b, saved_buffer_bytes(g_, bind_, t, part, o_.fp8_recipe));
         for_w[c] += b;
       }
     }
@@ -1759,7 +1756,7 @@ class Lowerer {
       if (buf < 0) continue;
       Buf& b = bufs_[static_cast<size_t>(buf)];
       const int rep = copy && is_saved_activation(g_, t) ? storage_[static_cast<size_t>(t)] : -1;
-      if (rep < 0 || !forms_[static_cast<size_t>(rep)].fp8) {
+      if (rep < 0 || !read_part(forms_[static_cast<size_t>(rep)], copy).fp8) {
         b.last = std::max(b.last, last);
       } else {
         if (b.copy_bytes < 0) {
