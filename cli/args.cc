@@ -49,6 +49,7 @@ constexpr IntFlag kIntFlags[] = {
     {"--micro-batch-size", "training", "micro_batch_size"},
     {"--global-batch-size", "training", "global_batch_size"},
     {"--layers", "model", "num_layers"},
+    {"--mtp-num-layers", "model", "mtp_num_layers"},
 };
 
 // String flags copied verbatim into the job JSON (parse_job checks them).
@@ -201,6 +202,7 @@ const std::vector<FlagSpec>& job_flags() {
       {"--config", "-c", true, "FILE", "job JSON file (docs/job-format.md); flags override it"},
       {"--model", nullptr, true, "PRESET", "model preset (sets model.preset), e.g. gpt3-1.7b"},
       {"--layers", nullptr, true, "N", "override model.num_layers"},
+      {"--mtp-num-layers", nullptr, true, "N", "multi-token-prediction layers trained on the last stage (model.mtp_num_layers)"},
       {"--dp", nullptr, true, "N", "data-parallel degree"},
       {"--tp", nullptr, true, "N", "tensor-parallel degree"},
       {"--pp", nullptr, true, "N", "pipeline stages"},

@@ -56,6 +56,7 @@ std::vector<FlagSpec> specs() {
       {"--config", "-c", true, "FILE", "job JSON (model, training, hardware, network; a \"plan\" block)"},
       {"--model", nullptr, true, "PRESET", "model preset, e.g. llama3-70b"},
       {"--layers", nullptr, true, "N", "override model.num_layers"},
+      {"--mtp-num-layers", nullptr, true, "N", "multi-token-prediction layers trained on the last stage (model.mtp_num_layers)"},
       {"--gpus", nullptr, true, "N", "GPUs to lay the job out on (required)"},
       {"--hardware", nullptr, true, "H", "hardware preset: a100, h100, h200, b200"},
       {"--seq-len", nullptr, true, "N", "sequence length in tokens (required, or training.seq_len)"},
@@ -167,7 +168,8 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus) {
     return j[name];
   };
   struct IntFlag { const char* flag; const char* sec; const char* key; };
-  for (const IntFlag& f : {IntFlag{"--layers", "model", "num_layers"}, IntFlag{"--seq-len", "training", "seq_len"},
+  for (const IntFlag& f : {IntFlag{"--layers", "model", "num_layers"}, IntFlag{"--mtp-num-layers", "model", "mtp_num_layers"},
+                           IntFlag{"--seq-len", "training", "seq_len"},
                            IntFlag{"--global-batch-size", "training", "global_batch_size"}}) {
     const std::string* v = args.get(f.flag);
     if (!v) continue;

@@ -242,7 +242,7 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
   for (const auto& name : p.order)
     axes.push_back({name, name == "tp" ? p.tp : name == "dp" ? p.dp : name == "cp" ? p.cp : p.pp});
   s->layout = RankLayout(std::move(axes));
-  if (job.model.tied_embeddings) s->layout.enable_embedding_groups();
+  if (job.model.last_stage_embeds()) s->layout.enable_embedding_groups();
   s->layout.enable_combined("dp+cp");
   if (t.fp8_recipe == Fp8Recipe::kDelayed)
     if (const std::string amax = amax_reduction_axis(p); amax.find('+') != std::string::npos && amax != "dp+cp")

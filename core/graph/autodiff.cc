@@ -46,7 +46,8 @@ class Autodiff final : public VjpContext {
  private:
   // d(loss) arrives as an input of the backward pass, laid out like the
   // job's inputs ([b, s], batch on dp).
-  void seed_loss(const Op& loss_op) { seed_output(loss_op.outputs[0], "loss.grad"); }
+  // "loss.grad"; MTP's losses: "mtp<k>.loss.grad".
+  void seed_loss(const Op& loss_op) { seed_output(loss_op.outputs[0], loss_op.name + ".grad"); }
 
   void seed_output(int loss, const std::string& name) {
     int seed = new_grad_like(loss, name);

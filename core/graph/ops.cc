@@ -69,6 +69,18 @@ void vjp_concat(VjpContext& c, const Op& f) {
            g.tensors[f.inputs[1]].global_numel() * Expr::sym("a"));
 }
 
+// y = [a | b] along the last dim (MTP's [enorm(e) | hnorm(h)]): each input
+// gets its slice of dy.
+void vjp_concat_hidden(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  Graph& g = c.graph();
+  for (size_t i = 0; i < 2; ++i)
+    if (c.requires_grad(f.inputs[i]))
+      c.emit(f, i == 0 ? ".bwd_slice0" : ".bwd_slice1", ops::kSliceBwd, {dy}, {g.labels_out(f, 0)},
+             {{f.inputs[i], i}}, Expr(0));
+}
+
 // Gradient of the kept probabilities back to the router logits (the
 // routing bias selects only: it gets no gradient).
 void vjp_topk(VjpContext& c, const Op& f) {
@@ -441,6 +453,9 @@ const OpDef kMerge{"merge", "merge", OpKind::kView, FC::kLayout, PR::kFactorsLin
                    Saves::kNothing, false, true, vjp_view<ops::kMergeBwd>, "merge_bwd (split back into heads)"};
 const OpDef kConcat{"concat", "concat", OpKind::kElementwise, FC::kLayout, PR::kFactors, SR::kGiven, FR::kGiven, 0,
                     Saves::kNothing, false, false, vjp_concat, "a slice of dy and a sum over heads"};
+const OpDef kConcatHidden{"concat.hidden", "concat", OpKind::kElementwise, FC::kLayout, PR::kFactors, SR::kGiven,
+                          FR::kGiven, 0, Saves::kNothing, false, false, vjp_concat_hidden,
+                          "a slice of dy for each input"};
 const OpDef kRope{"rope", "rope", OpKind::kElementwise, FC::kPointwise, PR::kFactors, SR::kSameAsInput,
                   FR::kPerOutputElement, 3, Saves::kNothing, false, false, vjp_rope, "rope_bwd (inverse rotation)"};
 // Partial rotary (Phi-4-mini's partial_rotary_factor): 3 FLOPs per rotated
@@ -678,7 +693,7 @@ const std::vector<const OpDef*>& op_table() {
   using namespace ops;
   static const std::vector<const OpDef*> table = {
       &kMatmul, &kAttentionScores, &kAttentionValues, &kSoftmax, &kAttentionDropout, &kFlashAttention,
-      &kRingAttention, &kSplit, &kMerge, &kConcat, &kRope, &kRopePartial, &kGelu, &kSwiGLU, &kGeGLU, &kAttentionSoftcap, &kSoftcap, &kScale, &kSigmoidGate, &kBiasAdd, &kAdd, &kDropout,
+      &kRingAttention, &kSplit, &kMerge, &kConcat, &kConcatHidden, &kRope, &kRopePartial, &kGelu, &kSwiGLU, &kGeGLU, &kAttentionSoftcap, &kSoftcap, &kScale, &kSigmoidGate, &kBiasAdd, &kAdd, &kDropout,
       &kLayerNorm, &kRMSNorm, &kEmbedding, &kLossMax, &kLossSum, &kCast, &kLossShift, &kLossExp, &kLossSoftmax, &kCrossEntropy, &kTopK, &kMoePermute,
       &kMoeCombine, &kSend, &kRecv, &kReLU2, &kCausalConv1d, &kSsdScan, &kGatedRMSNorm, &kSelectiveScan,
       &kSplitReduced,

@@ -54,6 +54,7 @@ std::string job_to_canonical_json(const Job& job) {
   if (m.window_first_layer > 0) model["window_first_layer"] = m.window_first_layer;
   if (m.moe_layer_step > 0) model["moe_layer_step"] = m.moe_layer_step;
   if (!m.dense_layers.empty()) model["dense_layers"] = m.dense_layers;
+  if (m.mtp_num_layers > 0) model["mtp_num_layers"] = m.mtp_num_layers;
   if (m.attn_softcap > 0) model["attn_softcap"] = m.attn_softcap;
   if (m.final_softcap > 0) model["final_softcap"] = m.final_softcap;
   if (m.embedding_multiplier != 1) model["embedding_multiplier"] = m.embedding_multiplier;

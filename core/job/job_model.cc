@@ -117,6 +117,7 @@ Status apply_fields(const Json& obj, const std::string& path, ModelConfig* m, Gi
   SC_RETURN_IF_ERROR(get("moe_ffn_hidden", kMaxFfn, &m->moe_ffn_hidden, nullptr, 0));
   SC_RETURN_IF_ERROR(get("shared_experts", kMaxExperts, &m->shared_experts, nullptr, 0));
   SC_RETURN_IF_ERROR(get("first_dense_layers", kMaxLayers, &m->first_dense_layers, nullptr, 0));
+  SC_RETURN_IF_ERROR(get("mtp_num_layers", kMaxLayers, &m->mtp_num_layers, nullptr, 0));
   if (const Json* v = jsonf::find(obj, "capacity_factor")) {
     SC_ASSIGN_OR_RETURN(m->capacity_factor, jsonf::get_number(*v, join(path, "capacity_factor")));
   }
@@ -165,7 +166,7 @@ Result<ModelConfig> parse_model_section(const Json& v, const std::string& path) 
           "v_head_dim", "hybrid_pattern", "mamba_heads", "mamba_head_dim", "mamba_groups", "mamba_state",
           "mamba_conv_kernel", "mamba1_inner", "mamba1_dt_rank", "mamba1_dt_bc_norms", "qkv_bias", "qk_norm", "sliding_window", "window_pattern", "sandwich_norms", "attn_softcap", "final_softcap", "embedding_multiplier", "residual_multiplier",
           "logit_multiplier", "shared_expert_gate", "post_norms", "qk_norm_across_heads", "rotary_dim",
-          "window_first_layer", "moe_layer_step", "dense_layers", "strict"},
+          "window_first_layer", "moe_layer_step", "dense_layers", "mtp_num_layers", "strict"},
       path));
   const Json* preset = jsonf::find(v, "preset");
   const Json* hf = jsonf::find(v, "hf_config");

@@ -604,6 +604,12 @@ Status validate_serving(const Job& job, Status (*validate_layout)(const Job&)) {
                           "\" has none (hardware.peak_flops_fp4 is 0): use \"int4\" (4-bit weights dequantized to "
                           "bf16 in the GEMM, W4A16) or \"fp8\", or a device with FP4 (b200)",
                       "serving.weights_dtype");
+  if (m.mtp_num_layers > 0)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "trains multi-token-prediction layers (a training objective, got " +
+                          to_string(m.mtp_num_layers) +
+                          "); a serving job leaves it 0 and drafts tokens with serving.speculative_tokens",
+                      "model.mtp_num_layers");
   const std::vector<RequestClass> mix = serving_requests(s);
   for (size_t i = 0; i < mix.size(); ++i) {
     const RequestClass& c = mix[i];

@@ -146,7 +146,25 @@ struct ModelConfig {
   int64_t mamba1_dt_rank = 0;       // dt_rank
   bool mamba1_dt_bc_norms = false;  // RMSNorms on dt, B and C after x_proj (Jamba)
 
+  // Multi-token prediction (DeepSeek-V3; Megatron-Core's --mtp-num-layers):
+  // training only. Each of the mtp_num_layers modules runs on the last
+  // pipeline stage after the decoder: RMSNorms of the previous depth's
+  // hidden states and of the embedding of the tokens one step further
+  // (enorm, hnorm), their concatenation projected 2h -> h (eh_proj,
+  // column-parallel, gathered over tp), one transformer layer of the last
+  // decoder layer's kind (spec_layer), a final norm, and the shared output
+  // layer with a cross entropy of its own. 0: none.
+  int64_t mtp_num_layers = 0;
+
   bool is_moe() const { return num_experts > 0; }
+  // Whether a pipelined training job keeps a copy of the word embedding on
+  // the last stage, its gradient summed with the first stage's over the
+  // embedding group: a tied output layer, or MTP's embedding.
+  bool last_stage_embeds() const { return tied_embeddings || mtp_num_layers > 0; }
+  // The decoder layer whose kind (dense or MoE, windowed or not) layer
+  // `layer` has: itself, or for an MTP layer (layer >= num_layers) the last
+  // decoder layer (Megatron-Core builds the MTP layer from that layer's spec).
+  int64_t spec_layer(int64_t layer) const { return layer < num_layers ? layer : num_layers - 1; }
   // Whether layer `layer`'s attention is windowed.
   bool windowed_layer(int64_t layer) const {
     return sliding_window > 0 && layer >= window_first_layer &&

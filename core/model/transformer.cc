@@ -369,7 +369,7 @@ class Builder {
     // min(i + 1, w) keys, wk = sum over i of that (bound by model_bindings;
     // s^2 when the window covers the sequence), and stores w score columns
     // per query (a band of s x w, "w" = min(s, window)).
-    const bool windowed = m_.windowed_layer(layer_);
+    const bool windowed = m_.windowed_layer(m_.spec_layer(layer_));
     const Expr keys = windowed ? S("wk") : S("s") * S("s");
     Expr scores_flops = Expr(2) * B().size * S("a") * keys * qk.size;
     Expr values_flops = Expr(2) * B().size * S("a") * keys * vd.size;
@@ -771,6 +771,66 @@ class Builder {
     return result;
   }
 
+  // A decoder layer (attention + MLP or MoE) over the residual stream x;
+  // layer l's kinds are those of m_.spec_layer(l) (an MTP layer: the last
+  // decoder layer's).
+  int decoder_layer(int64_t l, int x) {
+    // post_norms (OLMo-2): the sublayers read the stream itself.
+    int h1 = m_.post_norms ? x : norm("ln1", x);
+    int attn = attention(h1);
+    if (m_.sandwich_norms || m_.post_norms) attn = norm("ln1_post", attn);  // post-attention norm (Gemma-2/3, OLMo-2)
+    if (m_.residual_multiplier != 1) attn = pointwise("attn.scale", ops::kScale, {attn}, true);
+    x = pointwise("attn.residual", ops::kAdd, {x, attn}, true);
+    int h2 = m_.post_norms ? x : norm("ln2", x);
+    int ffn = m_.moe_layer(m_.spec_layer(l)) ? moe(h2) : mlp(h2);
+    if (m_.sandwich_norms || m_.post_norms) ffn = norm("ln2_post", ffn);  // post-feedforward norm
+    if (m_.residual_multiplier != 1) ffn = pointwise("mlp.scale", ops::kScale, {ffn}, true);
+    return pointwise("mlp.residual", ops::kAdd, {x, ffn}, true);
+  }
+
+  // Multi-token prediction (training; ModelConfig::mtp_num_layers), on the
+  // last stage after the main head, as Megatron-Core's
+  // MultiTokenPredictionLayer runs it (megatron/core/transformer/
+  // multi_token_prediction.py): module k embeds the tokens (the shared word
+  // embedding; its copy on the last stage when pipelined), normalizes that
+  // and the previous depth's hidden states (enorm, hnorm), projects their
+  // concatenation 2h -> h (eh_proj: column-parallel, then gathered over tp
+  // and, with sequence parallelism, scattered back to the sequence), runs
+  // one decoder layer and a final norm, and computes logits with the shared
+  // output layer and a cross entropy of its own (a second loss). The labels
+  // are the same tensor rolled one more step (a copy, not modelled).
+  void mtp(int h, int tokens, int wte, int wout, int labels) {
+    if (wte < 0) {
+      if (m_.tied_embeddings) {
+        wte = wout;  // the last stage's tied copy
+      } else {
+        wte = weight("embedding.word.weight", {Dim{"V", S("V")}, H()}, "V", -1);
+        g_.tensors[wte].tied_copy = true;
+      }
+    }
+    for (int64_t k = 0; k < m_.mtp_num_layers; ++k) {
+      prefix_ = "mtp" + std::to_string(k) + ".";
+      layer_ = -1;  // the embedding is outside the layer (and its recomputation)
+      int e = embedding(tokens, wte);
+      layer_ = static_cast<int>(m_.num_layers + k);
+      int en = norm("enorm", e);
+      int hn = norm("hnorm", h);
+      Dim h2{"h2", Expr(2) * S("h")};
+      int cat = act("concat", BS({h2}), o_.dtype);
+      Op c = op("concat", ops::kConcatHidden, {en, hn}, {cat});
+      c.out_labels = {lab({"h2"})};
+      c.sp_region = true;
+      add(std::move(c));
+      int x = linear("eh_proj", cat, h2, {H()}, "h", false, /*with_bias=*/false);
+      x = decoder_layer(layer_, x);
+      h = norm("final_norm", x);
+      layer_ = -1;
+      head(h, wout, labels);
+    }
+    layer_ = -1;
+    prefix_.clear();
+  }
+
   // A hybrid model's layer: 'M' Mamba-2, 'S' Mamba-1, '*' attention, '-' MLP, 'E' MoE.
   int hybrid_block(char kind, int x) {
     int h1 = norm("ln1", x);
@@ -894,7 +954,10 @@ class Builder {
     const bool first = chunks.front().virtual_stage == 0;
     const bool last = chunks.back().virtual_stage == last_virtual;
     const bool pipelined = num_virtual > 1;
-    int tokens = first ? input("tokens", BS({}), DType::kInt64) : -1;
+    // MTP embeds the tokens again on the last stage (Megatron-Core gives it
+    // the input ids there).
+    const bool mtp_here = last && !o_.inference && m_.mtp_num_layers > 0;
+    int tokens = first || mtp_here ? input("tokens", BS({}), DType::kInt64) : -1;
     int labels = last && !o_.inference ? input("labels", BS({}), DType::kInt64) : -1;
     Dim V{"V", S("V")};
     int wte = first ? weight("embedding.word.weight", {V, H()}, "V", -1) : -1;
@@ -907,21 +970,7 @@ class Builder {
       for (int64_t l = ch.first_layer; l < ch.end_layer; ++l) {
         layer_ = static_cast<int>(l);
         prefix_ = "L" + std::to_string(l) + ".";
-        if (m_.is_hybrid()) {  // one pre-norm block with a residual
-          x = hybrid_block(m_.block(l), x);
-          continue;
-        }
-        // post_norms (OLMo-2): the sublayers read the stream itself.
-        int h1 = m_.post_norms ? x : norm("ln1", x);
-        int attn = attention(h1);
-        if (m_.sandwich_norms || m_.post_norms) attn = norm("ln1_post", attn);  // post-attention norm (Gemma-2/3, OLMo-2)
-        if (m_.residual_multiplier != 1) attn = pointwise("attn.scale", ops::kScale, {attn}, true);
-        x = pointwise("attn.residual", ops::kAdd, {x, attn}, true);
-        int h2 = m_.post_norms ? x : norm("ln2", x);
-        int ffn = m_.moe_layer(l) ? moe(h2) : mlp(h2);
-        if (m_.sandwich_norms || m_.post_norms) ffn = norm("ln2_post", ffn);  // post-feedforward norm
-        if (m_.residual_multiplier != 1) ffn = pointwise("mlp.scale", ops::kScale, {ffn}, true);
-        x = pointwise("mlp.residual", ops::kAdd, {x, ffn}, true);
+        x = m_.is_hybrid() ? hybrid_block(m_.block(l), x) : decoder_layer(l, x);  // hybrid: one pre-norm block
       }
       layer_ = -1;
       prefix_.clear();
@@ -939,10 +988,14 @@ class Builder {
         wout = weight("embedding.word.weight", {V, H()}, "V", -1);
         g_.tensors[wout].tied_copy = true;
       }
-      if (o_.inference) serving_head(x, wout);
-      else head(x, wout, labels);
+      if (o_.inference) {
+        serving_head(x, wout);
+      } else {
+        head(x, wout, labels);
+        if (m_.mtp_num_layers > 0) mtp(x, tokens, wte, wout, labels);
+      }
     }
-    if (pipelined && m_.tied_embeddings) {
+    if (pipelined && (m_.tied_embeddings || (m_.mtp_num_layers > 0 && !o_.inference))) {
       for (auto& t : g_.tensors)
         if (t.kind == TensorKind::kWeight && t.name == "embedding.word.weight") t.sync_axis = "embd";
     }

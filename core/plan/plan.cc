@@ -754,7 +754,7 @@ Estimate estimate(const Job& job, const Proxy& px, const NetworkModel* net, Peak
     std::vector<int64_t> units;  // FSDP units: the layers, the embedding, the head
     std::vector<int64_t> expert_units;  // the layers' routed experts (gathered apart, over edp)
     for (const Chunk& c : chunks) {
-      cs.push_back(chunk_sums(px, c, nv, job.model.tied_embeddings));
+      cs.push_back(chunk_sums(px, c, nv, job.model.last_stage_embeds()));
       dense += cs.back().params_dense;
       expert += cs.back().params_expert;
       if (count_buckets && job.training.grad_reduce_overlapped(job.parallel)) buckets += cs.back().big_grads;
@@ -1023,7 +1023,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
     S.chunks = stage_chunks(L, p.pp, v, p.pipeline_layout, st);
     int64_t dense = 0, buckets = 0;
     for (const Chunk& c : S.chunks) {
-      S.sums.push_back(chunk_sums(px, c, nv, job.model.tied_embeddings));
+      S.sums.push_back(chunk_sums(px, c, nv, job.model.last_stage_embeds()));
       dense += S.sums.back().params_dense;
       if (overlapped) buckets += S.sums.back().big_grads;
     }
@@ -2325,7 +2325,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
         const ParallelConfig par = layout_job(base, cd.l).parallel;
         ParallelConfig mg = par;
         mg.order = order_of("megatron");
-        it = memo.emplace(key, orders_equivalent(par, mg, net, base.model.tied_embeddings)).first;
+        it = memo.emplace(key, orders_equivalent(par, mg, net, base.model.last_stage_embeds())).first;
       }
       if (it->second) {
         cd.state = Cand::kDominated;

@@ -27,6 +27,10 @@ const char* kJobs[] = {
         "zero":1},"training":{"seq_len":64,"global_batch_size":2}})",
     R"({"model":{"preset":"deepseek-v3","num_layers":2,"first_dense_layers":1},"parallel":{"dp":2,"ep":2},
         "training":{"seq_len":64,"global_batch_size":2,"recompute":"selective"}})",
+    // DeepSeek-V3's multi-token-prediction module (its [enorm | hnorm] concatenation) on the last stage.
+    R"({"model":{"preset":"deepseek-v3","num_layers":2,"first_dense_layers":1,"mtp_num_layers":1},
+        "parallel":{"tp":2,"pp":2,"ep":2,"expert_tp":1,"sequence_parallel":true},
+        "training":{"seq_len":64,"global_batch_size":2}})",
     // Megatron-LM's unfused cross entropy (the fp32 copy's cast and its passes).
     R"({"model":{"preset":"gpt3-1.7b","num_layers":2},"parallel":{"pp":2,"dp":2},
         "training":{"seq_len":64,"global_batch_size":4,"cross_entropy_loss_fusion":false}})",

@@ -65,6 +65,9 @@ TEST_CASE("plan: estimates agree with the real summary and the bound is a lower 
   const Job moe = base_job(R"({"preset": "mixtral-8x7b", "num_layers": 2})", 1024, 16);
   const Job uneven = base_job(R"({"preset": "llama3-8b", "num_layers": 7})", 1024, 16);  // 7 layers on pp 4: 1,2,2,2... balanced
   const Job six = base_job(R"({"preset": "llama3-8b", "num_layers": 6})", 1024, 16);
+  // Multi-token prediction: its module and the embedding's copy on the last stage.
+  const Job mtp = base_job(R"({"preset": "llama3-8b", "num_layers": 4, "mtp_num_layers": 1})", 1024, 16);
+  const Job moe_mtp = base_job(R"({"preset": "mixtral-8x7b", "num_layers": 2, "mtp_num_layers": 1})", 1024, 16);
   struct Case {
     const Job* base;
     PlanLayout l;
@@ -85,6 +88,10 @@ TEST_CASE("plan: estimates agree with the real summary and the bound is a lower 
       {&six, lay(1, false, 1, 2, 2, Schedule::kInterleaved, 4, 1, Recompute::kNone, 1)},
       {&moe, [] { PlanLayout l = lay(2, true, 1, 1, 1, Schedule::kOneFOneB, 4, 1, Recompute::kNone, 1); l.ep = 4; l.expert_tp = 1; return l; }()},
       {&moe, [] { PlanLayout l = lay(1, false, 1, 2, 1, Schedule::kOneFOneB, 4, 0, Recompute::kSelective, 1); l.ep = 2; l.expert_tp = 1; return l; }()},
+      {&mtp, lay(1, false, 1, 1, 1, Schedule::kOneFOneB, 8, 0, Recompute::kNone, 1)},
+      {&mtp, lay(2, true, 1, 2, 1, Schedule::kOneFOneB, 2, 1, Recompute::kSelective, 2)},
+      {&mtp, lay(1, false, 1, 2, 2, Schedule::kInterleaved, 4, 1, Recompute::kFull, 1)},
+      {&moe_mtp, [] { PlanLayout l = lay(1, false, 1, 2, 1, Schedule::kOneFOneB, 4, 1, Recompute::kNone, 1); l.ep = 2; l.expert_tp = 1; return l; }()},
   };
   for (const Case& c : cases) {
     const Job j = layout_job(*c.base, c.l);
