@@ -30,6 +30,10 @@ constexpr int64_t kNodesPerLayerMicroBatch = 100;
 constexpr int64_t kMoeExtraPerLayerMicroBatch = 40;  // router, dispatch/combine all-to-alls, expert GEMMs
 constexpr int64_t kNodesPerLayerOptimizer = 40;      // gradient buckets, ZeRO gathers, optimizer steps
 constexpr int64_t kNodesFixed = 200;                 // embedding, head, loss
+// An MTP module (model.mtp_num_layers) on the last stage counts as this
+// many layers: its decoder layer, and its embedding, norms, projection,
+// output layer and loss (less than kNodesFixed / 4 more per micro-batch).
+constexpr int64_t kLayersPerMtpModule = 2;
 // Engine memory per program node: the TraceNode and its attributes, the
 // lowering's per-(micro-batch, tensor) maps and liveness arrays. Measured:
 // inspect of gpt3-1.7b, 24 layers, tp 2 + SP, 256 micro-batches (~400K
@@ -60,15 +64,20 @@ JobEstimate estimate_job(const Job& job) {
   const int64_t chunks = std::max<int64_t>(1, p.pp * p.virtual_stages);
   e.micro_batches = std::max<int64_t>(1, t.num_micro_batches(p));
   int64_t max_layers = 0;
+  // The last stage's MTP modules, as layers.
+  const int64_t mtp = sat_mul(std::max<int64_t>(0, job.model.mtp_num_layers), kLayersPerMtpModule);
   if (!p.pipeline_layout.empty() && static_cast<int64_t>(p.pipeline_layout.size()) == chunks) {
     // chunk c belongs to stage c % pp
-    for (int64_t s = 0; s < std::max<int64_t>(1, p.pp); ++s) {
-      int64_t n = 0;
-      for (int64_t c = s; c < chunks; c += std::max<int64_t>(1, p.pp)) n = sat_add(n, std::max<int64_t>(0, p.pipeline_layout[c]));
+    const int64_t stages = std::max<int64_t>(1, p.pp);
+    for (int64_t s = 0; s < stages; ++s) {
+      int64_t n = s == stages - 1 ? mtp : 0;
+      for (int64_t c = s; c < chunks; c += stages) n = sat_add(n, std::max<int64_t>(0, p.pipeline_layout[c]));
       max_layers = std::max(max_layers, n);
     }
   } else {
-    max_layers = (std::max<int64_t>(0, job.model.num_layers) + chunks - 1) / chunks * std::max<int64_t>(1, p.virtual_stages);
+    max_layers = sat_add((std::max<int64_t>(0, job.model.num_layers) + chunks - 1) / chunks *
+                             std::max<int64_t>(1, p.virtual_stages),
+                         mtp);
   }
   e.max_stage_layers = std::max<int64_t>(1, max_layers);
   const int64_t per_layer_mb = kNodesPerLayerMicroBatch + (job.model.is_moe() ? kMoeExtraPerLayerMicroBatch : 0);
@@ -76,7 +85,7 @@ JobEstimate estimate_job(const Job& job) {
                                      sat_mul(e.max_stage_layers, kNodesPerLayerOptimizer)),
                              sat_mul(e.micro_batches, kNodesFixed / 4) + kNodesFixed);
   // Every pipeline stage is one program; all are held at once.
-  const int64_t total_layers = std::max<int64_t>(1, job.model.num_layers);
+  const int64_t total_layers = sat_add(std::max<int64_t>(1, job.model.num_layers), mtp);
   e.program_nodes = sat_add(sat_add(sat_mul(sat_mul(e.micro_batches, total_layers), per_layer_mb),
                                     sat_mul(total_layers, kNodesPerLayerOptimizer)),
                             sat_mul(std::max<int64_t>(1, p.pp), sat_mul(e.micro_batches, kNodesFixed / 4) + kNodesFixed));

@@ -279,6 +279,16 @@ void vjp_moe_combine(VjpContext& c, const Op& f) {
               {y_layout, f.remesh_in[0], f.remesh_in[2]}, 1, f.remesh_in[1]);
 }
 
+// MTP's eh_proj output brought to the residual stream's layout: the
+// gradient goes back to the whole tensor (an all-gather over tp along the
+// sequence under sequence parallelism), from which the projection's dgrad
+// takes its h slice.
+void vjp_gather_to_stream(VjpContext& c, const Op& f) {
+  const int dy = output_grads(c, f)[0];
+  if (dy < 0) return;
+  remesh_back(c, f, ".bwd", ops::kGatherToStreamBwd, {dy}, {f.remesh_in[0]}, 0, f.remesh_in[0]);
+}
+
 // Views: the gradient is the inverse view of the output gradients.
 template <const OpDef& Bwd>
 void vjp_view(VjpContext& c, const Op& f) {
@@ -542,6 +552,9 @@ const OpDef kMoePermute{"moe_permute", "moe_permute", OpKind::kRemesh, FC::kLayo
 const OpDef kMoeCombine{"moe_combine", "moe_combine", OpKind::kRemesh, FC::kLayout, PR::kRemesh, SR::kGiven,
                         FR::kGiven, 0, Saves::kInputs, false, false, vjp_moe_combine,
                         "moe_combine_bwd and moe_combine_probs_bwd"};
+const OpDef kGatherToStream{"gather_to_stream", "gather_to_stream", OpKind::kRemesh, FC::kLayout, PR::kRemesh,
+                            SR::kSameAsInput, FR::kGiven, 0, Saves::kNothing, false, false, vjp_gather_to_stream,
+                            "gather_to_stream_bwd (the gradient gathered whole)"};
 const OpDef kSend{"send", "send", OpKind::kSend, FC::kCommunication, PR::kSend, SR::kGiven, FR::kGiven, 0,
                   Saves::kNothing, false, false, vjp_send, "a recv of the gradient from the next stage"};
 const OpDef kRecv{"recv", "recv", OpKind::kRecv, FC::kCommunication, PR::kRecv, SR::kGiven, FR::kGiven, 0,
@@ -621,6 +634,8 @@ const OpDef kEmbeddingBwd{"embedding_bwd", "embedding_bwd", OpKind::kEmbedding, 
 const OpDef kFlashAttentionBwd{"flash_attention_bwd", "flash_attention_bwd", OpKind::kAttention, FC::kAttention};
 const OpDef kCrossEntropyBwd{"cross_entropy_bwd", "cross_entropy_bwd", OpKind::kElementwise, FC::kPointwise,
                              PR::kFactors, SR::kGiven, FR::kPerInputElement, 4};
+const OpDef kGatherToStreamBwd{"gather_to_stream_bwd", "gather_to_stream_bwd", OpKind::kRemesh, FC::kLayout,
+                               PR::kRemesh};
 const OpDef kMoeUnpermute{"moe_unpermute", "moe_unpermute", OpKind::kRemesh, FC::kLayout, PR::kRemesh};
 const OpDef kMoeCombineBwd{"moe_combine_bwd", "moe_combine_bwd", OpKind::kRemesh, FC::kLayout, PR::kRemesh};
 const OpDef kMoeCombineProbsBwd{"moe_combine_probs_bwd", "moe_combine_probs_bwd", OpKind::kRemesh, FC::kLayout,
@@ -695,12 +710,12 @@ const std::vector<const OpDef*>& op_table() {
       &kMatmul, &kAttentionScores, &kAttentionValues, &kSoftmax, &kAttentionDropout, &kFlashAttention,
       &kRingAttention, &kSplit, &kMerge, &kConcat, &kConcatHidden, &kRope, &kRopePartial, &kGelu, &kSwiGLU, &kGeGLU, &kAttentionSoftcap, &kSoftcap, &kScale, &kSigmoidGate, &kBiasAdd, &kAdd, &kDropout,
       &kLayerNorm, &kRMSNorm, &kEmbedding, &kLossMax, &kLossSum, &kCast, &kLossShift, &kLossExp, &kLossSoftmax, &kCrossEntropy, &kTopK, &kMoePermute,
-      &kMoeCombine, &kSend, &kRecv, &kReLU2, &kCausalConv1d, &kSsdScan, &kGatedRMSNorm, &kSelectiveScan,
+      &kMoeCombine, &kGatherToStream, &kSend, &kRecv, &kReLU2, &kCausalConv1d, &kSsdScan, &kGatedRMSNorm, &kSelectiveScan,
       &kSplitReduced,
       // backward
       &kSliceBwd, &kSumHeadsBwd, &kTopKBwd, &kBiasGrad, &kGeluBwd, &kSwiGLUBwd, &kGeGLUBwd, &kSoftcapBwd, &kScaleBwd, &kSigmoidGateBwd, &kRopeBwd, &kDropoutBwd,
       &kLayerNormBwd, &kRMSNormBwd, &kLayerNormWgrad, &kRMSNormWgrad, &kSoftmaxBwd, &kEmbeddingBwd,
-      &kFlashAttentionBwd, &kCrossEntropyBwd, &kMoeUnpermute, &kMoeCombineBwd, &kMoeCombineProbsBwd, &kSplitBwd,
+      &kFlashAttentionBwd, &kCrossEntropyBwd, &kGatherToStreamBwd, &kMoeUnpermute, &kMoeCombineBwd, &kMoeCombineProbsBwd, &kSplitBwd,
       &kMergeBwd, &kGradAccumulate, &kAdam, &kReLU2Bwd, &kCausalConv1dBwd, &kCausalConv1dWgrad, &kSsdScanBwd,
       &kSsdScanWgrad, &kGatedRMSNormBwd, &kGatedRMSNormWgrad, &kSelectiveScanBwd, &kSelectiveScanBwdBC,
       &kSelectiveScanWgrad,

@@ -119,6 +119,7 @@ extern const OpDef kFlashAttention;
 extern const OpDef kRingAttention;
 extern const OpDef kSplit, kMerge, kConcat;  // views / MLA key concat
 extern const OpDef kConcatHidden;            // [a | b] along the last dim (MTP's eh_proj input)
+extern const OpDef kGatherToStream, kGatherToStreamBwd;  // MTP's eh_proj output to the residual stream's layout
 extern const OpDef kRope, kGelu, kSwiGLU, kBiasAdd, kAdd;
 extern const OpDef kRopePartial;  // RoPE on the first rotary_dim features of each head (partial rotary)
 extern const OpDef kGeGLU;  // gated GeLU MLP activation (Gemma)

@@ -151,20 +151,29 @@ struct ModelConfig {
   // pipeline stage after the decoder: RMSNorms of the previous depth's
   // hidden states and of the embedding of the tokens one step further
   // (enorm, hnorm), their concatenation projected 2h -> h (eh_proj,
-  // column-parallel, gathered over tp), one transformer layer of the last
-  // decoder layer's kind (spec_layer), a final norm, and the shared output
-  // layer with a cross entropy of its own. 0: none.
+  // column-parallel, gathered over tp), one transformer layer (dense or MoE
+  // as the last decoder layer, windowed as Megatron-Core decides for a
+  // layer numbered k + 1), a final norm, and the shared output layer with a
+  // cross entropy of its own. 0: none.
   int64_t mtp_num_layers = 0;
+  // Not a job key: the planner's cut-down proxy models keep the full
+  // model's MTP layer kind here (1 MoE, 0 dense); -1: the last layer's.
+  int mtp_moe_kind = -1;
 
   bool is_moe() const { return num_experts > 0; }
   // Whether a pipelined training job keeps a copy of the word embedding on
   // the last stage, its gradient summed with the first stage's over the
   // embedding group: a tied output layer, or MTP's embedding.
   bool last_stage_embeds() const { return tied_embeddings || mtp_num_layers > 0; }
-  // The decoder layer whose kind (dense or MoE, windowed or not) layer
-  // `layer` has: itself, or for an MTP layer (layer >= num_layers) the last
-  // decoder layer (Megatron-Core builds the MTP layer from that layer's spec).
-  int64_t spec_layer(int64_t layer) const { return layer < num_layers ? layer : num_layers - 1; }
+  // Whether the MTP modules' layers are MoE layers: Megatron-Core builds
+  // them from the last decoder layer's spec (gpt_layer_specs.py,
+  // get_gpt_mtp_block_spec).
+  bool mtp_layer_moe() const { return mtp_moe_kind >= 0 ? mtp_moe_kind == 1 : moe_layer(num_layers - 1); }
+  // Layer l's MLP kind and attention window; l >= num_layers is MTP module
+  // l - num_layers (its window as Megatron-Core's is_layer_window_attention
+  // decides for layer number l - num_layers + 1).
+  bool layer_moe(int64_t l) const { return l < num_layers ? moe_layer(l) : mtp_layer_moe(); }
+  bool layer_windowed(int64_t l) const { return windowed_layer(l < num_layers ? l : l - num_layers); }
   // Whether layer `layer`'s attention is windowed.
   bool windowed_layer(int64_t layer) const {
     return sliding_window > 0 && layer >= window_first_layer &&

@@ -115,7 +115,7 @@ WideCount parameters_wide(const ModelConfig& m) {
   if (!m.tied_embeddings) c.total += __int128(m.vocab) * h;
   if (m.is_moe()) c.inactive = moe_layers * (E - m.experts_per_token) * expert;
   if (m.mtp_num_layers > 0) {  // per MTP module: enorm, hnorm, eh_proj (2h -> h, no bias), a layer, its final norm
-    const bool moe_mtp = m.moe_layer(m.spec_layer(m.num_layers));
+    const bool moe_mtp = m.mtp_layer_moe();
     const __int128 mtp = 3 * norm_params(m, h) + linear(2 * h, h, false) + layer +
                          (moe_mtp ? moe_mlp : mlp_params(m, m.ffn_hidden));
     c.total += __int128(m.mtp_num_layers) * mtp;

@@ -369,7 +369,7 @@ class Builder {
     // min(i + 1, w) keys, wk = sum over i of that (bound by model_bindings;
     // s^2 when the window covers the sequence), and stores w score columns
     // per query (a band of s x w, "w" = min(s, window)).
-    const bool windowed = m_.windowed_layer(m_.spec_layer(layer_));
+    const bool windowed = m_.layer_windowed(layer_);
     const Expr keys = windowed ? S("wk") : S("s") * S("s");
     Expr scores_flops = Expr(2) * B().size * S("a") * keys * qk.size;
     Expr values_flops = Expr(2) * B().size * S("a") * keys * vd.size;
@@ -772,8 +772,7 @@ class Builder {
   }
 
   // A decoder layer (attention + MLP or MoE) over the residual stream x;
-  // layer l's kinds are those of m_.spec_layer(l) (an MTP layer: the last
-  // decoder layer's).
+  // layer l >= L is an MTP module's (ModelConfig::layer_moe, layer_windowed).
   int decoder_layer(int64_t l, int x) {
     // post_norms (OLMo-2): the sublayers read the stream itself.
     int h1 = m_.post_norms ? x : norm("ln1", x);
@@ -782,7 +781,7 @@ class Builder {
     if (m_.residual_multiplier != 1) attn = pointwise("attn.scale", ops::kScale, {attn}, true);
     x = pointwise("attn.residual", ops::kAdd, {x, attn}, true);
     int h2 = m_.post_norms ? x : norm("ln2", x);
-    int ffn = m_.moe_layer(m_.spec_layer(l)) ? moe(h2) : mlp(h2);
+    int ffn = m_.layer_moe(l) ? moe(h2) : mlp(h2);
     if (m_.sandwich_norms || m_.post_norms) ffn = norm("ln2_post", ffn);  // post-feedforward norm
     if (m_.residual_multiplier != 1) ffn = pointwise("mlp.scale", ops::kScale, {ffn}, true);
     return pointwise("mlp.residual", ops::kAdd, {x, ffn}, true);
@@ -822,6 +821,21 @@ class Builder {
       c.sp_region = true;
       add(std::move(c));
       int x = linear("eh_proj", cat, h2, {H()}, "h", false, /*with_bias=*/false);
+      if (o_.has_tp) {
+        // gather_from_tensor_model_parallel_region (all-gather over tp along
+        // h, then a concatenating copy) and, with sequence parallelism,
+        // scatter_to_sequence_parallel_region (a local split): the input
+        // brought whole, the output laid out as the residual stream.
+        const std::vector<Dim> dims = g_.tensors[x].dims;
+        int y = act("eh_proj.gather", dims, o_.dtype);
+        Op gth = op("eh_proj.gather", ops::kGatherToStream, {x}, {y});
+        gth.remesh_in = {stream_sharding()};
+        for (std::string& a : gth.remesh_in[0].dim_axis)
+          if (a == "tp") a.clear();
+        g_.tensors[y].sharding = stream_sharding();
+        add(std::move(gth));
+        x = y;
+      }
       x = decoder_layer(layer_, x);
       h = norm("final_norm", x);
       layer_ = -1;

@@ -164,7 +164,7 @@ Status validate_model(const ModelConfig& m, const std::string& path) {
   SC_RETURN_IF_ERROR(in_range(m.vocab, 1, kMaxVocab, at("vocab")));
   SC_RETURN_IF_ERROR(in_range(m.sliding_window, 0, kMaxPositions, at("sliding_window")));
   SC_RETURN_IF_ERROR(in_range(m.window_pattern, 0, kMaxLayers, at("window_pattern")));
-  SC_RETURN_IF_ERROR(in_range(m.mtp_num_layers, 0, m.num_layers, at("mtp_num_layers")));
+  SC_RETURN_IF_ERROR(in_range(m.mtp_num_layers, 0, kMaxLayers, at("mtp_num_layers")));
   if (m.mtp_num_layers > 0 && m.is_hybrid())
     return make_error(ErrorCode::kUnsupported,
                       "multi-token prediction on a hybrid (hybrid_pattern) model is not modelled; set it to 0",

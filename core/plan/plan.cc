@@ -214,6 +214,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
   Proxy px;
   Job j = base;
   j.model.num_layers = proxy_layers(base.model);
+  if (base.model.mtp_num_layers > 0) j.model.mtp_moe_kind = base.model.mtp_layer_moe() ? 1 : 0;  // the full model's
   ParallelConfig& p = j.parallel;
   p = ParallelConfig{};
   p.tp = k.tp;

@@ -49,6 +49,11 @@ TEST_CASE("budget: the node estimate bounds every built job from above, within 4
        R"("seq_len": 256, "global_batch_size": 16, "recompute": "full")"},
       {R"({"preset": "llama3-8b", "num_layers": 4})", R"("tp": 4, "cp": 2, "sequence_parallel": true, "dp": 2, "zero": 3)",
        R"("seq_len": 256, "global_batch_size": 16, "recompute": "selective")"},
+      // Multi-token prediction: its modules on the last stage.
+      {R"({"preset": "llama3-8b", "num_layers": 4, "mtp_num_layers": 4})", R"("tp": 2, "sequence_parallel": true, "pp": 2)",
+       R"("seq_len": 256, "global_batch_size": 8, "recompute": "full")"},
+      {R"({"preset": "llama3-8b", "num_layers": 1, "mtp_num_layers": 1})", R"("tp": 2, "sequence_parallel": true, "cp": 2)",
+       R"("seq_len": 256, "global_batch_size": 8, "recompute": "full")"},
   };
   for (const auto& m : mixes) {
     const std::string text = job_text(m[0], m[1], m[2]);
@@ -115,6 +120,9 @@ TEST_CASE("budget: the counted estimate is within [1, 1.5] of the built job's no
       // keeps the build's node split).
       {R"({"preset": "deepseek-v3", "num_layers": 4})", R"("ep": 16, "dp": 16, "moe_dispatcher": "deepep")",
        R"("seq_len": 256, "global_batch_size": 32)"},
+      // Multi-token prediction on the last stage, its layer an MoE layer.
+      {R"({"preset": "deepseek-v3", "num_layers": 4, "mtp_num_layers": 2})", R"("pp": 2, "ep": 2, "dp": 2)",
+       R"("seq_len": 256, "global_batch_size": 24)"},
   };
   for (const auto& m : mixes) {
     const std::string text = job_text(m[0], m[1], m[2]);

@@ -6,8 +6,12 @@
 // output layer with its own loss — and where it runs (the last stage).
 #include "../test_jobs.h"
 
+#include <array>
+
+#include "api/plan.h"
 #include "api/simulate.h"
 #include "api/state.h"
+#include "plan/plan.h"
 
 using namespace sc;
 using namespace sc::testing;
@@ -146,7 +150,7 @@ TEST_CASE("mtp: bad values and combinations are refused with the field named") {
     return j.error().to_string();
   };
   CHECK(has(err(llama_text(2, -1)), "model.mtp_num_layers"));
-  CHECK(has(err(llama_text(2, 3)), "model.mtp_num_layers"));  // more modules than layers
+  CHECK(has(err(llama_text(2, 10001)), "model.mtp_num_layers"));  // above the layer cap
   const std::string gpt =
       R"({"model":{"preset":"gpt3-1.7b","num_layers":2,"mtp_num_layers":1},"training":{"seq_len":64,"global_batch_size":1}})";
   CHECK(has(err(gpt), "model.mtp_num_layers"));
@@ -170,4 +174,79 @@ TEST_CASE("mtp: the canonical job keeps the key only when set") {
   Result<Job> back = parse_job(job_to_canonical_json(with));
   REQUIRE(back.ok());
   CHECK(back->model.mtp_num_layers == 1);
+}
+
+namespace {
+
+// tp collectives of an MTP module (ops named mtp0.*), by type, of stage 0
+// of a one-stage job: [all_gather, reduce_scatter, all_reduce, other].
+std::array<int, 4> mtp_tp_collectives(const std::string& parallel) {
+  Generator gen = make(job_of(llama_text(2, 1, parallel)));
+  std::array<int, 4> n{0, 0, 0, 0};
+  for (const Op& o : GeneratorAccess::state(gen).graph_of(0).ops) {
+    if (o.kind != OpKind::kCollective || o.axis != "tp" || !o.name.starts_with("mtp0.")) continue;
+    if (o.phase != Phase::kForward) continue;
+    n[o.coll == CollectiveType::kAllGather ? 0 : o.coll == CollectiveType::kReduceScatter ? 1
+      : o.coll == CollectiveType::kAllReduce ? 2 : 3]++;
+  }
+  return n;
+}
+
+}  // namespace
+
+// Megatron-Core's forward of one module at tp 2 (multi_token_prediction.py,
+// _concat_embeddings; the layer as any decoder layer), counted by hand:
+// with sequence parallelism the embedding's reduce-scatter, eh_proj's
+// input all-gather (ColumnParallelLinear under SP) and output gather
+// (gather_from_tensor_model_parallel_region; the scatter back to the
+// sequence is local), the layer's two all-gathers and two reduce-scatters,
+// the output layer's input all-gather, the loss's three all-reduces; without
+// it, the embedding's all-reduce, eh_proj's output gather, the layer's two
+// all-reduces and the loss's three: no all-to-all either way.
+TEST_CASE("mtp: the module's tp collectives are Megatron-Core's, with and without sequence parallelism") {
+  const std::array<int, 4> sp = mtp_tp_collectives(R"({"tp":2,"sequence_parallel":true})");
+  CHECK(sp[0] == 1 + 1 + 2 + 1);  // all-gathers: eh_proj's input and output, ln1 and ln2 outputs, the final norm's
+  CHECK(sp[1] == 1 + 2);          // reduce-scatters: the embedding, attention's and the MLP's outputs
+  CHECK(sp[2] == 3);              // the loss's statistics
+  CHECK(sp[3] == 0);
+  const std::array<int, 4> plain = mtp_tp_collectives(R"({"tp":2})");
+  CHECK(plain[0] == 1);      // eh_proj's output
+  CHECK(plain[1] == 0);
+  CHECK(plain[2] == 1 + 2 + 3);  // the embedding, attention's and the MLP's outputs, the loss
+  CHECK(plain[3] == 0);
+}
+
+TEST_CASE("mtp: the module's attention is windowed as Megatron-Core numbers it (layer k + 1)") {
+  // window_pattern 2: layer l (0-based) is global when (l + 1) % 2 == 0.
+  // With 2 decoder layers the last one (l = 1) is global; MTP module 0 is
+  // layer number 1: windowed; module 1, layer number 2: global.
+  const std::string text =
+      R"({"model":{"preset":"llama3-8b","num_layers":2,"mtp_num_layers":2,"sliding_window":64,"window_pattern":2},
+          "training":{"seq_len":256,"global_batch_size":1}})";
+  Generator gen = make(job_of(text));
+  const Graph& g = GeneratorAccess::state(gen).graph_of(0);
+  auto flops_of = [&](const std::string& name) -> Expr {
+    for (const Op& o : g.ops)
+      if (o.name == name) return o.flops;
+    FAIL("no op " << name);
+    return Expr(0);
+  };
+  const Bindings& b = GeneratorAccess::state(gen).bind;
+  const int64_t l0 = flops_of("L0.attn.flash").eval(b, "L0").value();    // windowed
+  const int64_t l1 = flops_of("L1.attn.flash").eval(b, "L1").value();    // global
+  CHECK(l0 < l1);
+  CHECK(flops_of("mtp0.attn.flash").eval(b, "m0").value() == l0);
+  CHECK(flops_of("mtp1.attn.flash").eval(b, "m1").value() == l1);
+}
+
+TEST_CASE("mtp: the plan runs with more modules than its proxy's layers") {
+  // A dense model's proxy has one layer; two MTP modules must not refuse it.
+  const Job dense = job_of(R"({"model":{"preset":"llama3-8b","num_layers":4,"mtp_num_layers":2},
+      "parallel":{"pp":2,"dp":2},"training":{"seq_len":256,"micro_batch_size":1,"global_batch_size":8}})");
+  const PlanEstimate e = estimate_layout(dense);
+  REQUIRE_MESSAGE(e.ok, e.error.to_string());
+  int64_t peak = 0;
+  const json s = summary(make(dense));
+  for (const json& st : s["stages"]) peak = std::max(peak, st["memory_bytes"]["peak"].get<int64_t>());
+  CHECK(e.peak_lower_bytes == peak);
 }
