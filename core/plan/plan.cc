@@ -135,7 +135,8 @@ struct Part {
 struct Proxy {
   bool ok = false;
   Error error;
-  std::vector<Part> layers;  // proxy layers; model layer l uses layers[min(l, size-1)]
+  std::vector<Part> layers;  // proxy layers; model layer l uses layers[layer_of[l]]
+  std::vector<int64_t> layer_of;  // per model layer: the proxy layer of its kind (proxy_layer_map)
   Part pre, post;
   int64_t transient = 0;  // live activation peak - saved activation peak (one micro-batch)
   // Whether the backward re-runs any forward op. Selective recomputation
@@ -156,10 +157,36 @@ struct ProxyKey {
 
 ProxyKey key_of(const PlanLayout& l) { return {l.tp, l.cp, l.mbs, l.ep, l.expert_tp, l.sp, l.recompute}; }
 
+// What sets a layer's cost apart from another's in the proxy: its MLP
+// (dense or MoE) and its attention (windowed or global).
+int layer_kind(const ModelConfig& m, int64_t l) { return (m.layer_moe(l) ? 2 : 0) | (m.layer_windowed(l) ? 1 : 0); }
+
+// The proxy's layers: a hybrid model's all (their blocks differ); any other
+// model's first layers up to the first one of each kind it has (Mixtral: 1;
+// DeepSeek-V3: 4, three dense and an MoE one; an MoE layer every other
+// layer or a window every sixth layer: both kinds).
 int64_t proxy_layers(const ModelConfig& m) {
   if (m.is_hybrid()) return m.num_layers;
-  if (m.is_moe()) return std::min<int64_t>(m.num_layers, m.first_dense_layers + 1);
-  return 1;
+  std::array<bool, 4> seen{false, false, false, false};
+  int64_t n = 1;
+  for (int64_t l = 0; l < m.num_layers; ++l) {
+    const int k = layer_kind(m, l);
+    if (!seen[static_cast<size_t>(k)]) seen[static_cast<size_t>(k)] = true, n = l + 1;
+  }
+  return n;
+}
+
+// Model layer l -> the proxy layer that prices it: itself when the proxy
+// has it, else the last proxy layer of its kind.
+std::vector<int64_t> proxy_layer_map(const ModelConfig& m, int64_t proxy_n) {
+  std::vector<int64_t> map(static_cast<size_t>(std::max<int64_t>(m.num_layers, 0)), 0);
+  std::array<int64_t, 4> last{-1, -1, -1, -1};
+  for (int64_t l = 0; l < m.num_layers; ++l) {
+    const int k = layer_kind(m, l);
+    if (l < proxy_n) last[static_cast<size_t>(k)] = l;
+    map[static_cast<size_t>(l)] = l < proxy_n ? l : std::max<int64_t>(last[static_cast<size_t>(k)], 0);
+  }
+  return map;
 }
 
 bool is_weight(const Tensor& t) { return t.kind == TensorKind::kWeight && t.producer < 0; }
@@ -214,6 +241,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
   Proxy px;
   Job j = base;
   j.model.num_layers = proxy_layers(base.model);
+  j.model.first_dense_layers = std::min(j.model.first_dense_layers, j.model.num_layers);  // all-dense: 1 layer
   if (base.model.mtp_num_layers > 0) j.model.mtp_moe_kind = base.model.mtp_layer_moe() ? 1 : 0;  // the full model's
   ParallelConfig& p = j.parallel;
   p = ParallelConfig{};
@@ -249,6 +277,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
   const Graph& g = s.graph_of(0);
   const RoleProgram& prog = s.program_of(0);
   px.layers.assign(static_cast<size_t>(j.model.num_layers), Part{});
+  px.layer_of = proxy_layer_map(base.model, j.model.num_layers);
   // Position of each op in program order; the first/last layered forward
   // and backward ops split layer -1 into the embedding and head sides.
   std::vector<int> pos(g.ops.size(), -1);
@@ -478,7 +507,7 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
 }
 
 const Part& layer_part(const Proxy& px, int64_t layer) {
-  return px.layers[static_cast<size_t>(std::min<int64_t>(layer, static_cast<int64_t>(px.layers.size()) - 1))];
+  return px.layers[static_cast<size_t>(px.layer_of[static_cast<size_t>(layer)])];
 }
 
 // ---------------------------------------------------------------- estimates
@@ -908,7 +937,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
   std::vector<std::vector<std::pair<double, double>>> round_items(px.layers.size());
   std::vector<char> round_done(px.layers.size(), 0);
   auto rounds_of = [&](int64_t l) -> const std::vector<std::pair<double, double>>& {
-    const size_t k = static_cast<size_t>(std::min<int64_t>(l, static_cast<int64_t>(px.layers.size()) - 1));
+    const size_t k = static_cast<size_t>(px.layer_of[static_cast<size_t>(l)]);
     if (!round_done[k]) {
       round_done[k] = 1;
       if (round_shape.n > 1)

@@ -250,3 +250,17 @@ TEST_CASE("mtp: the plan runs with more modules than its proxy's layers") {
   for (const json& st : s["stages"]) peak = std::max(peak, st["memory_bytes"]["peak"].get<int64_t>());
   CHECK(e.peak_lower_bytes == peak);
 }
+
+TEST_CASE("mtp: the plan keeps an MoE model's MTP layer MoE when its proxy's layer is dense") {
+  // moe_layer_step 2: layer 0 is dense and layer 3 (the last) MoE, so the
+  // MTP layer is MoE: the estimate's memory is the built job's
+  // (plan_test.cc's rule) only if the proxy prices it MoE.
+  const Job moe = job_of(R"({"model":{"preset":"mixtral-8x7b","num_layers":4,"moe_layer_step":2,"mtp_num_layers":1},
+      "parallel":{"pp":2,"ep":2,"dp":2},"training":{"seq_len":256,"micro_batch_size":1,"global_batch_size":8}})");
+  const PlanEstimate m = estimate_layout(moe);
+  REQUIRE_MESSAGE(m.ok, m.error.to_string());
+  int64_t peak = 0;
+  const json s = summary(make(moe));
+  for (const json& st : s["stages"]) peak = std::max(peak, st["memory_bytes"]["peak"].get<int64_t>());
+  CHECK(m.peak_lower_bytes == peak);
+}

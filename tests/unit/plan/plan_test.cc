@@ -68,6 +68,10 @@ TEST_CASE("plan: estimates agree with the real summary and the bound is a lower 
   // Multi-token prediction: its module and the embedding's copy on the last stage.
   const Job mtp = base_job(R"({"preset": "llama3-8b", "num_layers": 4, "mtp_num_layers": 1})", 1024, 16);
   const Job moe_mtp = base_job(R"({"preset": "mixtral-8x7b", "num_layers": 2, "mtp_num_layers": 1})", 1024, 16);
+  // Layers of two kinds past the proxy's first: an MoE layer every other
+  // layer (layer 0 dense), and a global layer every third (Gemma's windows).
+  const Job moe_step = base_job(R"({"preset": "mixtral-8x7b", "num_layers": 4, "moe_layer_step": 2})", 1024, 16);
+  const Job windowed = base_job(R"({"preset": "llama3-8b", "num_layers": 6, "sliding_window": 128, "window_pattern": 3})", 1024, 16);
   struct Case {
     const Job* base;
     PlanLayout l;
@@ -92,6 +96,9 @@ TEST_CASE("plan: estimates agree with the real summary and the bound is a lower 
       {&mtp, lay(2, true, 1, 2, 1, Schedule::kOneFOneB, 2, 1, Recompute::kSelective, 2)},
       {&mtp, lay(1, false, 1, 2, 2, Schedule::kInterleaved, 4, 1, Recompute::kFull, 1)},
       {&moe_mtp, [] { PlanLayout l = lay(1, false, 1, 2, 1, Schedule::kOneFOneB, 4, 1, Recompute::kNone, 1); l.ep = 2; l.expert_tp = 1; return l; }()},
+      {&moe_step, [] { PlanLayout l = lay(1, false, 1, 2, 1, Schedule::kOneFOneB, 4, 1, Recompute::kNone, 1); l.ep = 2; l.expert_tp = 1; return l; }()},
+      {&moe_step, [] { PlanLayout l = lay(2, true, 1, 1, 1, Schedule::kOneFOneB, 4, 0, Recompute::kSelective, 1); l.ep = 4; l.expert_tp = 1; return l; }()},
+      {&windowed, lay(2, true, 1, 2, 1, Schedule::kOneFOneB, 2, 1, Recompute::kNone, 1)},
   };
   for (const Case& c : cases) {
     const Job j = layout_job(*c.base, c.l);
