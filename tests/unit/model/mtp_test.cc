@@ -192,6 +192,15 @@ std::array<int, 4> mtp_tp_collectives(const std::string& parallel) {
   return n;
 }
 
+// summary.json's memory "peak" of the most loaded stage: what the plan's
+// memory estimate must equal (plan_test.cc).
+int64_t max_stage_peak(const Job& j) {
+  int64_t peak = 0;
+  const json s = summary(make(j));
+  for (const json& st : s["stages"]) peak = std::max(peak, st["memory_bytes"]["peak"].get<int64_t>());
+  return peak;
+}
+
 }  // namespace
 
 // Megatron-Core's forward of one module at tp 2 (multi_token_prediction.py,
@@ -245,10 +254,7 @@ TEST_CASE("mtp: the plan runs with more modules than its proxy's layers") {
       "parallel":{"pp":2,"dp":2},"training":{"seq_len":256,"micro_batch_size":1,"global_batch_size":8}})");
   const PlanEstimate e = estimate_layout(dense);
   REQUIRE_MESSAGE(e.ok, e.error.to_string());
-  int64_t peak = 0;
-  const json s = summary(make(dense));
-  for (const json& st : s["stages"]) peak = std::max(peak, st["memory_bytes"]["peak"].get<int64_t>());
-  CHECK(e.peak_lower_bytes == peak);
+  CHECK(e.peak_lower_bytes == max_stage_peak(dense));
 }
 
 TEST_CASE("mtp: the plan keeps an MoE model's MTP layer MoE when its proxy's layer is dense") {
@@ -259,8 +265,5 @@ TEST_CASE("mtp: the plan keeps an MoE model's MTP layer MoE when its proxy's lay
       "parallel":{"pp":2,"ep":2,"dp":2},"training":{"seq_len":256,"micro_batch_size":1,"global_batch_size":8}})");
   const PlanEstimate m = estimate_layout(moe);
   REQUIRE_MESSAGE(m.ok, m.error.to_string());
-  int64_t peak = 0;
-  const json s = summary(make(moe));
-  for (const json& st : s["stages"]) peak = std::max(peak, st["memory_bytes"]["peak"].get<int64_t>());
-  CHECK(m.peak_lower_bytes == peak);
+  CHECK(m.peak_lower_bytes == max_stage_peak(moe));
 }
