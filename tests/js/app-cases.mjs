@@ -192,7 +192,7 @@ export async function appCases(context, base, fixturesDir) {
     // The fields come from job-schema.ts: parallelism and the model's MoE / MLA settings.
     for (const name of ['parallel.ep', 'parallel.expert_tp', 'parallel.shard_group', 'model.num_experts', 'model.experts_per_token',
       'model.moe_ffn_hidden', 'model.shared_experts', 'model.first_dense_layers', 'model.capacity_factor', 'model.router_bias',
-      'model.kv_lora_rank', 'model.q_lora_rank', 'model.qk_rope_head_dim', 'model.v_head_dim']) {
+      'model.kv_lora_rank', 'model.q_lora_rank', 'model.qk_rope_head_dim', 'model.v_head_dim', 'model.mtp_num_layers']) {
       check(await page.$(`#job-form [name="${name}"]`), `form field ${name}`);
       const help = await page.getAttribute(`#job-form label[data-path="${name}"]`, 'title');
       check(help && help.length > 20, `${name} has an explanation: ${help}`);
