@@ -1,8 +1,9 @@
 // Native-vs-wasm byte identity: the CLI's trace.<rank>.et files and
 // comm_groups.json must equal (and its summary.json match) what the wasm
 // bridge returns for the equivalent job JSON (NATIVE_JOBS in jobs.mjs: the
-// dense IDENTITY_JOB <-> IDENTITY_CLI_ARGS, and a mixture-of-experts job
-// <-> the --ep / --expert-tp flags).
+// dense IDENTITY_JOB <-> IDENTITY_CLI_ARGS, a mixture-of-experts job
+// <-> the --ep / --expert-tp flags, and DeepSeek-V3 with its MTP module
+// <-> --mtp-num-layers).
 import { NATIVE_JOBS, json } from './jobs.mjs';
 
 export const name = 'identity';
@@ -43,5 +44,9 @@ export const cases = [
   {
     name: 'native CLI and wasm agree on a mixture-of-experts job (--ep, --expert-tp)',
     run: (ctx) => compare('moe', ctx),
+  },
+  {
+    name: 'native CLI and wasm agree on a job with a multi-token-prediction module (--mtp-num-layers)',
+    run: (ctx) => compare('mtp', ctx),
   },
 ];

@@ -55,6 +55,21 @@ export const MOE_CLI_ARGS = [
   '--sequence-parallel', '--seq-len', '256', '--micro-batch-size', '1', '--global-batch-size', '4',
 ];
 
+// Multi-token prediction (model.mtp_num_layers): DeepSeek-V3 cut to 4
+// layers (3 dense, 1 MoE) with its MTP module on the last of 2 stages,
+// tp 2 + SP (the module's gather to the stream), ep 2: 8 ranks.
+export const MTP_JOB = {
+  model: { preset: 'deepseek-v3', num_layers: 4, mtp_num_layers: 1 },
+  parallel: { tp: 2, pp: 2, dp: 2, ep: 2, expert_tp: 1, sequence_parallel: true },
+  training: { seq_len: 256, micro_batch_size: 1, global_batch_size: 4 },
+};
+
+export const MTP_CLI_ARGS = [
+  'generate', '--model', 'deepseek-v3', '--layers', '4', '--mtp-num-layers', '1', '--tp', '2', '--pp', '2', '--dp', '2',
+  '--ep', '2', '--expert-tp', '1', '--sequence-parallel', '--seq-len', '256', '--micro-batch-size', '1',
+  '--global-batch-size', '4',
+];
+
 // HSDP: ZeRO-3 sharded over 2 of dp 4 ranks, replicated across 2.
 export const HSDP_JOB = {
   model: { preset: 'gpt3-1.7b', num_layers: 2 },
@@ -83,6 +98,7 @@ export const SERVE_WORKLOAD_JOB = {
 export const NATIVE_JOBS = {
   identity: { job: IDENTITY_JOB, args: IDENTITY_CLI_ARGS },
   moe: { job: MOE_JOB, args: MOE_CLI_ARGS },
+  mtp: { job: MTP_JOB, args: MTP_CLI_ARGS },
   workload: { job: SERVE_WORKLOAD_JOB, args: ['generate', '--config', '@job'] },
   capacity: { job: SERVE_WORKLOAD_JOB, args: ['serve-capacity', '--config', '@job', '--requests', '200', '--json'], stdout: 'capacity.json' },
 };
