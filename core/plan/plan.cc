@@ -963,9 +963,7 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
         expert_gather_us[k] = collective_micros(*net, edp_shape, CollectiveType::kAllGather, (eb + ne - 1) / ne);
     }
   }
-  auto layer_index = [&](int64_t l) {
-    return static_cast<size_t>(std::min<int64_t>(l, static_cast<int64_t>(gather_us.size()) - 1));
-  };
+  auto layer_index = [&](int64_t l) { return static_cast<size_t>(px.layer_of[static_cast<size_t>(l)]); };  // as layer_part
   auto gather_of = [&](int64_t l) { return gather_us[layer_index(l)]; };
   auto expert_gather_of = [&](int64_t l) { return expert_gather_us[layer_index(l)]; };
   struct UnitTimes {

@@ -71,6 +71,7 @@ TEST_CASE("plan: estimates agree with the real summary and the bound is a lower 
   // Layers of two kinds past the proxy's first: an MoE layer every other
   // layer (layer 0 dense), and a global layer every third (Gemma's windows).
   const Job moe_step = base_job(R"({"preset": "mixtral-8x7b", "num_layers": 4, "moe_layer_step": 2})", 1024, 16);
+  const Job moe_step8 = base_job(R"({"preset": "mixtral-8x7b", "num_layers": 8, "moe_layer_step": 2})", 1024, 32);
   const Job windowed = base_job(R"({"preset": "llama3-8b", "num_layers": 6, "sliding_window": 128, "window_pattern": 3})", 1024, 16);
   struct Case {
     const Job* base;
@@ -98,6 +99,8 @@ TEST_CASE("plan: estimates agree with the real summary and the bound is a lower 
       {&moe_mtp, [] { PlanLayout l = lay(1, false, 1, 2, 1, Schedule::kOneFOneB, 4, 1, Recompute::kNone, 1); l.ep = 2; l.expert_tp = 1; return l; }()},
       {&moe_step, [] { PlanLayout l = lay(1, false, 1, 2, 1, Schedule::kOneFOneB, 4, 1, Recompute::kNone, 1); l.ep = 2; l.expert_tp = 1; return l; }()},
       {&moe_step, [] { PlanLayout l = lay(2, true, 1, 1, 1, Schedule::kOneFOneB, 4, 0, Recompute::kSelective, 1); l.ep = 4; l.expert_tp = 1; return l; }()},
+      // ZeRO-3: each layer's gathers are its own kind's (a dense layer gathers no experts).
+      {&moe_step8, [] { PlanLayout l = lay(1, false, 1, 1, 1, Schedule::kOneFOneB, 16, 3, Recompute::kNone, 1); return l; }()},
       {&windowed, lay(2, true, 1, 2, 1, Schedule::kOneFOneB, 2, 1, Recompute::kNone, 1)},
   };
   for (const Case& c : cases) {
