@@ -77,6 +77,10 @@ void print_job(const Job& job) {
   if (m.has_mamba())
     std::cout << " (M Mamba-2: " << m.mamba_heads << " heads x " << m.mamba_head_dim << ", " << m.mamba_groups
               << " groups, state " << m.mamba_state << ", conv " << m.mamba_conv_kernel << ")\n";
+  if (m.mtp_num_layers > 0)
+    std::cout << "mtp         " << m.mtp_num_layers << " multi-token-prediction module"
+              << (m.mtp_num_layers > 1 ? "s" : "") << " on the last stage (" << (m.mtp_layer_moe() ? "MoE" : "dense")
+              << " layer" << (m.mtp_num_layers > 1 ? "s" : "") << ")\n";
   if (m.is_mla())
     std::cout << "attention   MLA: q latent " << m.q_lora_rank << ", kv latent " << m.kv_lora_rank << ", rope "
               << m.qk_rope_head_dim << ", v head " << m.v_head_dim << "\n";

@@ -68,6 +68,10 @@ assert c['recompute'] == 'selective' and c['recompute_modules'] == ['moe_act', '
 "$cli" replay "$out/mtp" > "$out/replay-mtp.txt"
 grep -q '^completed: 8 ranks' "$out/replay-mtp.txt" || { echo "replay: $(tail -3 "$out/replay-mtp.txt")"; exit 1; }
 grep -q '"mtp_num_layers": 1' "$out/mtp/summary.json" || { echo "summary lacks mtp_num_layers"; exit 1; }
+"$cli" inspect --model deepseek-v3 --layers 4 --mtp-num-layers 1 --dp 8 --ep 8 --seq-len 256 --global-batch-size 8 \
+  > "$out/mtp-inspect.txt"
+grep -q '^mtp         1 multi-token-prediction module on the last stage (MoE layer)$' "$out/mtp-inspect.txt" \
+  || { echo "inspect does not say the MTP module: $(head -8 "$out/mtp-inspect.txt")"; exit 1; }
 if "$cli" inspect --model deepseek-v3 --layers 4 --dp 8 --ep 8 --mtp-num-layers 10001 2> "$out/err-mtp.txt"; then
   echo "10,001 MTP layers accepted"; exit 1; fi
 grep -q 'model.mtp_num_layers' "$out/err-mtp.txt" || { echo "mtp error: $(cat "$out/err-mtp.txt")"; exit 1; }
