@@ -149,7 +149,7 @@ json network_json(const NetworkModel& n) {
     return {{"model", "astra-sim"}, {"dimensions", dims}, {"endpoint_delay_ns", kAstraEndpointDelayNs},
             {"dataset_splits", kAstraDatasetSplits}, {"local_mem_bw_gbs", sig(n.local_mem_bw * 1e6 / 1e9)}};
   }
-  return {{"model", "default"},
+  json out = {{"model", "default"},
           {"domain_size", n.domain_size},
           {"domain_bandwidth_gbs", sig(n.domain_bw * 1e6 / 1e9)},
           {"domain_latency_us", sig(n.domain_lat)},
@@ -161,6 +161,8 @@ json network_json(const NetworkModel& n) {
           {"streams", "megatron"},
           {"comm_sm_share_domain", sig(n.comm_sm_share_domain)},
           {"comm_sm_share_scale_out", sig(n.comm_sm_share_scale_out)}};
+  if (n.dispatcher_sm_share > 0) out["dispatcher_sm_share"] = sig(n.dispatcher_sm_share);  // DeepEP's SMs (training)
+  return out;
 }
 
 json kinds_json(const double* v, double scale) {

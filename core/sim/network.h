@@ -64,6 +64,13 @@ struct NetworkModel {
   // the network; docs/simulate.md). Used by SimStreams::kMegatron only.
   double comm_sm_share_domain = 0.15;
   double comm_sm_share_scale_out = 0.02;
+  // A training job's DeepEP dispatch and combine kernels hold a fixed SM
+  // count, whatever link they use (Megatron-Core's token_dispatcher.py sets
+  // DeepEP to 20 SMs when moe_flex_dispatcher_num_sms is unset): beside
+  // them compute runs this fraction slower (kDeepEpSms / the GPU's SMs). 0:
+  // the tiers above (other dispatchers; serving jobs, whose decode runs
+  // DeepEP's low-latency kernels, which hold no SMs).
+  double dispatcher_sm_share = 0;
   int64_t nodes = 0;          // domains the job uses
   // MoE token exchange (the ep all-to-alls of the traces), timed as
   // parallel.moe_dispatcher moves the tokens (docs/parallelism.md).
@@ -88,6 +95,10 @@ struct NetworkModel {
 // drawn uniformly without replacement from E, is on a given node holding
 // e_node of them (docs/parallelism.md, "Token dispatchers").
 double deepep_node_miss(int64_t experts, int64_t topk, double e_node);
+
+// SMs Megatron-Core gives DeepEP's kernels by default (moe_flex_dispatcher_num_sms
+// unset: NVIDIA/Megatron-LM d98e8a64, megatron/core/transformer/moe/token_dispatcher.py).
+inline constexpr int kDeepEpSms = 20;
 
 // Defaults from the hardware profile (docs/simulate.md: the NCCL
 // efficiencies per GPU), overridden by job.network. Errors name the

@@ -114,8 +114,8 @@ struct Actor {
   int64_t running[2] = {-1, -1};
   double work_left[2] = {0, 0}, seg_start[2] = {0, 0}, rate[2] = {1, 1};
   uint32_t version[2] = {0, 0};
-  int sharing[2] = {0, 0};     // [0] inside a domain, [1] across domains
-  int sharing_cs[2] = {0, 0};  // the same, transfers on kCompute
+  int sharing[3] = {0, 0, 0};     // [0] inside a domain, [1] across domains, [2] DeepEP's kernels
+  int sharing_cs[3] = {0, 0, 0};  // the same, transfers on kCompute
   // The host (SimOptions::host_sync_micros > 0): nodes [0, host_next) have
   // their issue times (Engine::host_at_), host_t is the last one's.
   double* host_at = nullptr;  // per node
@@ -141,7 +141,7 @@ class Engine {
          const SimOptions& opt)
       : st_(st), L_(layout), max_key_(max_key), net_(net), opt_(opt),
         sharing_(opt.streams == SimStreams::kMegatron && !net.astra &&
-                 (net.comm_sm_share_domain > 0 || net.comm_sm_share_scale_out > 0)),
+                 (net.comm_sm_share_domain > 0 || net.comm_sm_share_scale_out > 0 || net.dispatcher_sm_share > 0)),
         host_(opt.streams == SimStreams::kMegatron && !net.astra && opt.host_sync_micros > 0) {}
 
   Result<SimResult> run() {
@@ -691,6 +691,7 @@ class Engine {
     double f = 0;
     if (a.sharing[0] > 0 || (k == 1 && a.sharing_cs[0] > 0)) f = std::max(f, net_.comm_sm_share_domain);
     if (a.sharing[1] > 0 || (k == 1 && a.sharing_cs[1] > 0)) f = std::max(f, net_.comm_sm_share_scale_out);
+    if (a.sharing[2] > 0 || (k == 1 && a.sharing_cs[2] > 0)) f = std::max(f, net_.dispatcher_sm_share);
     const double r = 1.0 - std::min(f, 0.9);
     return a.running[1 - k] >= 0 ? r / 2 : r;
   }
@@ -718,7 +719,10 @@ class Engine {
     const int s = plans_[a.stage].info[i].stream;
     // On the compute stream nothing of its own runs beside it; the shared
     // experts' stream may.
-    (s == kCompute ? a.sharing_cs : a.sharing)[cross ? 1 : 0] += delta;
+    // DeepEP's dispatch and combine (the ep kind: its legs and in-node
+    // exchange) hold their own SMs on any link.
+    const int tier = net_.dispatcher_sm_share > 0 && plans_[a.stage].info[i].kind == 2 ? 2 : cross ? 1 : 0;
+    (s == kCompute ? a.sharing_cs : a.sharing)[tier] += delta;
     if (s != kCompute) retime(ai, 0, now);
     retime(ai, 1, now);
   }

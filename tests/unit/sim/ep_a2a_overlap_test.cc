@@ -264,6 +264,30 @@ TEST_CASE("ep a2a overlap: the EP stream, timed by hand") {
   p.side_stream[1] = 4;
   h.net.comm_sm_share_domain = 0.2;
   CHECK(h.run().step == doctest::Approx(66));
+  // DeepEP's kernels hold their own SMs (NetworkModel::dispatcher_sm_share):
+  // beside an ep transfer that share replaces the link's. At 0.25, 30 µs at
+  // 0.75 does 22.5 of P, its last 17.5 alone: ends 10 + 30 + 17.5 = 57.5;
+  // Q 57.5-67.5. At 0.1 (below the domain's 0.2): 30 µs at 0.9 does 27, P
+  // ends 10 + 30 + 13 = 53; Q 53-63.
+  h.net.dispatcher_sm_share = 0.25;
+  CHECK(h.run().step == doctest::Approx(67.5));
+  h.net.dispatcher_sm_share = 0.1;
+  CHECK(h.run().step == doctest::Approx(63));
+}
+
+TEST_CASE("ep a2a overlap: DeepEP's SM share is Megatron-Core's 20 SMs of the GPU, in training jobs only") {
+  const std::string deepep = R"(, "moe_dispatcher": "deepep")";
+  Result<NetworkModel> train = resolve_network(job_of(moe_job(kOn, deepep)), 4, false);
+  REQUIRE(train.ok());
+  CHECK(train->dispatcher_sm_share == doctest::Approx(20.0 / 132.0));  // h100: 132 SMs
+  Result<NetworkModel> a2a = resolve_network(job_of(moe_job(kOn)), 4, false);
+  REQUIRE(a2a.ok());
+  CHECK(a2a->dispatcher_sm_share == 0);
+  Result<NetworkModel> serve = resolve_network(job_of(R"({"mode": "inference", "model": {"preset": "mixtral-8x7b",
+      "num_layers": 2}, "parallel": {"dp": 2, "ep": 2, "moe_dispatcher": "deepep"},
+      "serving": {"prompt_tokens": 128, "output_tokens": 8}})"), 2, false);
+  REQUIRE_MESSAGE(serve.ok(), serve.error().message);
+  CHECK(serve->dispatcher_sm_share == 0);  // serving decode: DeepEP's low-latency kernels hold no SMs
 }
 
 TEST_CASE("ep a2a overlap: whole jobs validate, replay and simulate faster; interleaved pipelines too") {
