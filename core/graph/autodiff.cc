@@ -61,7 +61,7 @@ class Autodiff final : public VjpContext {
   }
 
   // The recompute_modules bits (AutodiffOptions) a forward op of a layer
-  // belongs to, by its name after the layer's "L<n>." prefix (computed once
+  // belongs to, by its name after its layer's prefix (computed once
   // per op in run(), module_bits_): the attention core (the ops selective
   // recomputation has always redone); the routed experts' activation; the
   // pre-norms Transformer Engine's layer specs keep as modules of their own
@@ -72,9 +72,11 @@ class Autodiff final : public VjpContext {
   // projections and RoPE; the dense MLP's linears and activation (not its
   // residual or scaling); the MoE block (router, permutation, all-to-alls,
   // experts, shared experts); the shared experts.
+  // A layer's op names carry its prefix: "L<n>." for a decoder layer,
+  // "mtp<k>." for an MTP module's (model/transformer.cc).
   static std::string_view in_layer_name(const Op& o) {
     std::string_view n = o.name;
-    if (const size_t dot = n.find('.'); n.starts_with("L") && dot != std::string_view::npos) n.remove_prefix(dot + 1);
+    if (const size_t dot = n.find('.'); o.layer >= 0 && dot != std::string_view::npos) n.remove_prefix(dot + 1);
     return n;
   }
   uint32_t op_module_bits(const Op& o) const {

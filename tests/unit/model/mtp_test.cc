@@ -267,3 +267,16 @@ TEST_CASE("mtp: the plan keeps an MoE model's MTP layer MoE when its proxy's lay
   REQUIRE_MESSAGE(m.ok, m.error.to_string());
   CHECK(m.peak_lower_bytes == max_stage_peak(moe));
 }
+
+TEST_CASE("mtp: recompute_modules reach the module's layer as any decoder layer's") {
+  // Megatron-Core builds the MTP layer as a TransformerLayer of the same
+  // config: its "mlp" module is recomputed like L0's.
+  const std::string text =
+      R"({"model":{"preset":"llama3-8b","num_layers":2,"mtp_num_layers":1},
+          "training":{"seq_len":256,"global_batch_size":1,"recompute":"selective","recompute_modules":["mlp"]}})";
+  Generator gen = make(job_of(text));
+  const Graph& g = GeneratorAccess::state(gen).graph_of(0);
+  CHECK(has_op(g, "L0.mlp.fc1.recompute"));
+  CHECK(has_op(g, "mtp0.mlp.fc1.recompute"));
+  CHECK_FALSE(has_op(g, "mtp0.eh_proj.recompute"));  // the module's own ops are not the layer's MLP
+}
