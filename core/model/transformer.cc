@@ -1009,7 +1009,7 @@ class Builder {
         if (m_.mtp_num_layers > 0) mtp(x, tokens, wte, wout, labels);
       }
     }
-    if (pipelined && (m_.tied_embeddings || (m_.mtp_num_layers > 0 && !o_.inference))) {
+    if (pipelined && m_.last_stage_embeds()) {  // (serving refuses MTP: validate_serving)
       for (auto& t : g_.tensors)
         if (t.kind == TensorKind::kWeight && t.name == "embedding.word.weight") t.sync_axis = "embd";
     }
