@@ -76,7 +76,7 @@ double sig(double v) {  // 9 significant digits: stable, readable
 Result<SimulateReport> simulate_state(const GeneratorState& s, const SimulateOptions& o) {
   // The summary already simulated the job with the default options.
   if (s.default_simulation && o.reuse_summary && !o.exhaustive && !o.astra && !o.timeline && o.comm_sm_share_domain < 0 &&
-      o.comm_sm_share_scale_out < 0 && o.host_sync_micros < 0)
+      o.comm_sm_share_scale_out < 0 && o.host_sync_micros < 0 && o.host_launch_micros < 0)
     return *s.default_simulation;
   return simulate_built(s, o);
 }
@@ -103,6 +103,10 @@ Result<SimulateReport> simulate_built(const BuiltJob& s, const SimulateOptions& 
   so.streams = o.astra ? SimStreams::kAstra : SimStreams::kMegatron;
   so.host_sync_micros = host ? host_us : 0;
   r.host_sync_micros = so.host_sync_micros;
+  // Training jobs only: serving has its own host costs (docs/inference.md).
+  const double launch_us = o.host_launch_micros >= 0 ? o.host_launch_micros : job.hardware.host_launch_micros;
+  so.host_launch_micros = !o.astra && !job.inference() && launch_us > 0 ? launch_us : 0;
+  r.host_launch_micros = so.host_launch_micros;
   SC_ASSIGN_OR_RETURN(r.sim, simulate_programs(stages, s.layout, max_key, r.network, so));
 
   // Model FLOPs per step, as flops.model_per_iteration (api/summary.cc).
@@ -210,6 +214,7 @@ std::string simulate_json(const SimulateReport& r) {
               {"stages", stages},
               {"critical_path", r.sim.critical_path}};
   if (r.host_sync_micros > 0) out["host_sync_micros"] = sig(r.host_sync_micros);
+  if (r.host_launch_micros > 0) out["host_launch_micros"] = sig(r.host_launch_micros);
   return out.dump(2) + "\n";
 }
 
@@ -247,6 +252,13 @@ std::string simulate_text(const SimulateReport& r) {
                   "host        the MoE dispatcher waits for the device %lld times a step on stage 0's rank, %.0f us "
                   "each before the next kernel (docs/simulate.md, \"The host\")\n",
                   static_cast<long long>(r.sim.stages[0].host_syncs), r.host_sync_micros);
+    out += b;
+  }
+  if (r.host_launch_micros > 0) {
+    std::snprintf(b, sizeof b,
+                  "host        issues each node %.3g us after the previous one; no node starts before its issue "
+                  "(docs/simulate.md, \"The host\")\n",
+                  r.host_launch_micros);
     out += b;
   }
   for (const std::string& l : r.sim.critical_path) out += l + "\n";

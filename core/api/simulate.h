@@ -23,6 +23,9 @@ struct SimulateOptions {
   // The host's time per node (docs/simulate.md, "The host"); negative: the
   // hardware profile's host_sync_micros.
   double host_sync_micros = -1;
+  // The host's issue time per node of a training job (docs/simulate.md,
+  // "The host"); negative: the hardware profile's host_launch_micros.
+  double host_launch_micros = -1;
   // Default options return the run summary.json's time block already made
   // (Generator::create); false simulates again (benchmarks).
   bool reuse_summary = true;
@@ -40,6 +43,7 @@ struct SimulateReport {
   double bubble_fraction = 0;  // mean over stages of bubble / step
   double exposed_comm_seconds[kNumCommKinds] = {0, 0, 0, 0, 0};  // mean over stages
   double host_sync_micros = 0;  // the host timeline's gap per sync; 0: no host timeline ran
+  double host_launch_micros = 0;  // the host's issue time per node; 0: none
 };
 
 Result<SimulateReport> simulate(const Generator& g, const SimulateOptions& o);

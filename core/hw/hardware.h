@@ -66,6 +66,13 @@ struct HardwareProfile {
   // simulate runs a host timeline with it (docs/simulate.md, "The host");
   // 0: none.
   double host_sync_micros = 0;
+  // The host's time to issue one node of a training step, µs (Python,
+  // PyTorch, the launch): the host issues a rank's nodes one after another,
+  // each at least this long after the previous, and no node starts before
+  // its issue (docs/simulate.md, "The host"). An input, 0 on every preset:
+  // with it the device waits wherever its kernels are shorter than their
+  // issue. Serving jobs keep their own host costs (docs/inference.md).
+  double host_launch_micros = 0;
 
   double peak_for(DType dt) const;  // FLOP/s for GEMMs in that dtype
 };

@@ -183,6 +183,9 @@ std::string job_to_canonical_json(const Job& job) {
   // job whose MoE dispatcher waits for the device) and the profile has it.
   if (job.dispatcher_syncs_host() && hw.host_sync_micros > 0)
     hardware["host_sync_micros"] = hw.host_sync_micros;
+  // The host's issue time per node only where given (every preset's is 0)
+  // and simulate uses it (training jobs).
+  if (!job.inference() && hw.host_launch_micros > 0) hardware["host_launch_micros"] = hw.host_launch_micros;
   Json root = {{"model", model}, {"parallel", parallel}, {"training", training}, {"hardware", hardware}};
   if (job.inference()) serving_canonical(job, &root);  // training jobs' canonical JSON is unchanged
   return root.dump(2, ' ', /*ensure_ascii=*/true);

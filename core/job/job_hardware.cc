@@ -55,6 +55,8 @@ constexpr Field kFields[] = {
     {"ep_scale_out_efficiency", &HardwareProfile::ep_scale_out_efficiency, kMinEfficiency, true, 1},
     {"fp8_training_gemm_efficiency", &HardwareProfile::fp8_training_gemm_efficiency, kMinEfficiency, true, 1},
     {"host_sync_micros", &HardwareProfile::host_sync_micros, 0, true, kMaxFloorMicros, true},
+    // An input (docs/simulate.md, "The host"); 0 on every preset.
+    {"host_launch_micros", &HardwareProfile::host_launch_micros, 0, true, kMaxFloorMicros, true},
 };
 constexpr int64_t kMaxSmCount = 4096;
 
@@ -85,7 +87,7 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
           "gemm_efficiency", "attention_efficiency", "attention_bwd_efficiency", "hbm_efficiency",
           "kernel_floor_micros", "fp8_gemm_speedup", "skinny_hbm_efficiency", "skinny_gemm_micros",
           "attention_startup_micros", "ssd_scan_hbm_efficiency", "ep_scale_out_efficiency",
-          "fp8_training_gemm_efficiency", "host_sync_micros"},
+          "fp8_training_gemm_efficiency", "host_sync_micros", "host_launch_micros"},
       path));
   HardwareProfile hw;
   hw.name = "custom";

@@ -142,7 +142,8 @@ class Engine {
       : st_(st), L_(layout), max_key_(max_key), net_(net), opt_(opt),
         sharing_(opt.streams == SimStreams::kMegatron && !net.astra &&
                  (net.comm_sm_share_domain > 0 || net.comm_sm_share_scale_out > 0 || net.dispatcher_sm_share > 0)),
-        host_(opt.streams == SimStreams::kMegatron && !net.astra && opt.host_sync_micros > 0) {}
+        host_(opt.streams == SimStreams::kMegatron && !net.astra &&
+              (opt.host_sync_micros > 0 || opt.host_launch_micros > 0)) {}
 
   Result<SimResult> run() {
     SC_RETURN_IF_ERROR(plan());
@@ -484,10 +485,11 @@ class Engine {
   }
 
   // ---- the host ---------------------------------------------------------------
-  // It issues the actor's nodes in id order and stops at a host_sync node
-  // whose dependencies have not finished; once they have, it spends
-  // host_sync_micros and issues that node and the next ones. A node that
-  // became ready before its issue is held until then.
+  // It issues the actor's nodes in id order, host_launch_micros apart, and
+  // stops at a host_sync node whose dependencies have not finished; once
+  // they have, it spends host_sync_micros and issues that node and the
+  // next ones. A node that became ready before its issue is held until
+  // then. Receives (no stream) are posted at once and cost the host nothing.
   void host_advance(int ai, double now) {
     Actor& a = actors_[ai];
     const StagePlan& pl = plans_[a.stage];
@@ -499,6 +501,7 @@ class Engine {
         if (a.waiting[j] != 0) break;  // the host waits for the device here
         t = std::max(t, a.s[j].start) + opt_.host_sync_micros;  // from the ready time
       }
+      if (in.stream >= 0) t += opt_.host_launch_micros;
       a.host_at[j] = a.host_t = t;
       a.host_next = j + 1;
       if (a.held[j]) {
@@ -945,8 +948,9 @@ class Engine {
           lines.push_back("  " + w + ": " + ms(-v) + " (stages " + st + ")");
         }
         if (step_ - covered > 1e-6)
-          lines.push_back(std::string(host_ ? "  waiting (latency and the host's syncs, not attributed to a node): "
-                                            : "  waiting (latency not attributed to a node): ") +
+          lines.push_back(std::string(!host_                         ? "  waiting (latency not attributed to a node): "
+                                      : opt_.host_sync_micros > 0 ? "  waiting (latency and the host's syncs, not attributed to a node): "
+                                                                  : "  waiting (latency and the host's issue, not attributed to a node): ") +
                           ms(step_ - covered));
         return lines;
       }
@@ -976,7 +980,7 @@ class Engine {
   const NetworkModel& net_;
   SimOptions opt_;
   bool sharing_ = false;
-  bool host_ = false;  // a host timeline (SimOptions::host_sync_micros)
+  bool host_ = false;  // a host timeline (SimOptions::host_sync_micros, host_launch_micros)
   std::vector<double> host_at_;  // every actor's (Actor::host_at points here)
   std::vector<uint8_t> held_;    // every actor's (Actor::held points here)
   std::vector<StagePlan> plans_;

@@ -62,6 +62,10 @@ struct SimOptions {
   // after it starts before that issue. Receives are posted at once. Only
   // with SimStreams::kMegatron (docs/simulate.md, "The host").
   double host_sync_micros = 0;
+  // The host's time to issue each node (µs; 0: none): with it the host
+  // issues a rank's nodes (receives excepted) each host_launch_micros after
+  // the previous one, in every training job, not only at host_sync nodes.
+  double host_launch_micros = 0;
 };
 
 // Kinds of communication, by the group's parallel dimension.

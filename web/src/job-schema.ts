@@ -142,6 +142,7 @@ export const JOB_SCHEMA: FieldSchema[] = [
   { path: 'hardware.fp8_training_gemm_efficiency', title: 'FP8 GEMM share in training', type: 'number', minimum: 0.01, maximum: 1, step: 0.01, group: 'hardware', advanced: true, description: 'Share of the measured FP8 GEMM rate a training job\'s FP8 GEMMs reach in whole iterations (fitted: 0.90 on h100, h200; 1 elsewhere)' },
   { path: 'hardware.ep_scale_out_efficiency', title: 'Expert exchange network share', type: 'number', minimum: 0.01, maximum: 1, step: 0.01, group: 'hardware', advanced: true, description: 'Share of the network rate a training job\'s expert all-to-all reaches across nodes (fitted: 0.72 on h100, h200, b200; 1 on a100)' },
   { path: 'hardware.host_sync_micros', title: 'Host sync gap (µs)', type: 'number', minimum: 0, maximum: 1000, step: 1, group: 'hardware', advanced: true, description: 'Device idle time at each device-to-host sync of a dropless MoE dispatcher in training (derived from a published profile: 615 on h100, h200, b200; 0 on a100, no host timeline)' },
+  { path: 'hardware.host_launch_micros', title: 'Host time per node (µs)', type: 'number', minimum: 0, maximum: 1000, step: 0.1, group: 'hardware', advanced: true, description: 'Host time to issue each node of a training step (Python, PyTorch, the launch); the device waits where its kernels are shorter. 0 on every preset: the host keeps ahead' },
 ];
 
 // Job presets: what a lecture would start from.
