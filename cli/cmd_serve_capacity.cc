@@ -60,14 +60,15 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
   for (const auto& [flag, dst] : {std::pair<const char*, double*>{"--slo-ttft", &ttft},
                                   std::pair<const char*, double*>{"--slo-tpot", &tpot}})
     if (args.has(flag) && !parse_seconds(*args.get(flag), dst))
-      return usage_error(kCmd, std::string(flag) + " must be a number of seconds > 0 (got '" + *args.get(flag) + "')");
+      return usage_error(kCmd, std::string(flag) + " must be a number of seconds in (0, 1e6] (got '" + *args.get(flag) + "')");
   if (!(ttft > 0) && !(tpot > 0))
     return usage_error(kCmd, "give --slo-ttft, --slo-tpot or both (or a serving.slo block in the job)");
   int64_t requests = 0;
   if (args.has("--requests")) {
     std::vector<int64_t> v;
-    if (!parse_int_list(*args.get("--requests"), 1, 16, &v) || v.size() != 1)
-      return usage_error(kCmd, "--requests must be a positive integer (got '" + *args.get("--requests") + "')");
+    if (!parse_int_list(*args.get("--requests"), 1, 16, &v) || v.size() != 1 || v[0] > kMaxWorkloadRequests)
+      return usage_error(kCmd, "--requests must be an integer in [1, " + std::to_string(kMaxWorkloadRequests) +
+                                   "] (got '" + *args.get("--requests") + "')");
     requests = v[0];
   }
   std::vector<int64_t> tps{job.parallel.tp}, reps{job.serving.replicas};
@@ -94,20 +95,38 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
         j.parallel.expert_tp = tp / std::gcd(tp, j.parallel.ep);
       }
       j.serving.replicas = rep;
-      if (Status st = validate_job(j); !st.ok()) return report_error(kCmd, st.error());
+      // With several layouts, an error says which one (from which flag).
+      auto which = [&](Error e) {
+        if (tps.size() * reps.size() > 1)
+          e.message = "tp " + std::to_string(tp) + ", replicas " + std::to_string(rep) + " (from " +
+                      (args.has("--tp-list") && args.has("--replicas-list") ? "--tp-list and --replicas-list"
+                       : args.has("--tp-list")                              ? "--tp-list"
+                                                                            : "--replicas-list") +
+                      "): " + e.message;
+        return e;
+      };
+      if (Status st = validate_job(j); !st.ok()) return report_error(kCmd, which(st.error()));
       Result<Generator> g = Generator::create(j);
-      if (!g.ok()) return report_error(kCmd, g.error());
+      if (!g.ok()) return report_error(kCmd, which(g.error()));
       Result<CapacityResult> r = serving_capacity(*g, ttft, tpot, requests);
-      if (!r.ok()) return report_error(kCmd, r.error());
+      if (!r.ok()) return report_error(kCmd, which(r.error()));
       nlohmann::json one = nlohmann::json::parse(serving_capacity_json(*r));
       one["tp"] = tp;
       one["replicas"] = rep;
       all.push_back(one);
       if (args.has("--json")) continue;
-      std::printf("\ntp %lld, replicas %lld (%lld GPUs): capacity %.3f requests/s (%.4f per GPU), %lld runs of %lld requests\n",
-                  static_cast<long long>(tp), static_cast<long long>(rep), static_cast<long long>(r->gpus), r->capacity,
-                  r->gpus > 0 ? r->capacity / static_cast<double>(r->gpus) : 0.0,
-                  static_cast<long long>(r->simulations), static_cast<long long>(r->requests));
+      if (r->capacity > 0)
+        std::printf("\ntp %lld, replicas %lld (%lld GPUs): capacity %.3f requests/s (%.4f per GPU), %lld runs of %lld requests\n",
+                    static_cast<long long>(tp), static_cast<long long>(rep), static_cast<long long>(r->gpus), r->capacity,
+                    r->gpus > 0 ? r->capacity / static_cast<double>(r->gpus) : 0.0,
+                    static_cast<long long>(r->simulations), static_cast<long long>(r->requests));
+      else
+        std::printf("\ntp %lld, replicas %lld (%lld GPUs): no request rate meets the SLOs: even at %.3g requests/s "
+                    "(requests alone) P99 TTFT is %.4g ms and P99 TPOT %.4g ms; %lld runs of %lld requests\n",
+                    static_cast<long long>(tp), static_cast<long long>(rep), static_cast<long long>(r->gpus),
+                    r->curve.size() < 5 ? 0.0 : r->curve[4].rate,
+                    r->curve.size() < 5 ? 0.0 : r->curve[4].ttft_p99 * 1e3, r->curve.size() < 5 ? 0.0 : r->curve[4].tpot_p99 * 1e3,
+                    static_cast<long long>(r->simulations), static_cast<long long>(r->requests));
       if (r->short_run)
         std::printf("warning: at this rate the %lld requests arrive within %.3g s, under %g P99 end-to-end latencies "
                     "(%.3g s): too short for a steady state, the capacity is not measured by this run: raise --requests\n",
@@ -116,7 +135,9 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
       std::printf("%12s %12s %12s %12s %12s %12s %5s\n", "req/s", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
                   "tpot_p99_ms", "out_tok/s", "slo");
       for (const CapacityPoint& c : r->curve)
-        std::printf("%12.3f %12.1f %12.1f %12.2f %12.2f %12.1f %5s\n", c.rate, c.ttft_p50 * 1e3, c.ttft_p99 * 1e3,
+        std::printf(r->capacity > 0 ? "%12.3f %12.1f %12.1f %12.2f %12.2f %12.1f %5s\n"
+                                    : "%12.4g %12.1f %12.1f %12.2f %12.2f %12.1f %5s\n",
+                    c.rate, c.ttft_p50 * 1e3, c.ttft_p99 * 1e3,
                     c.tpot_p50 * 1e3, c.tpot_p99 * 1e3, c.output_tokens_per_second, c.meets_slo ? "yes" : "no");
     }
   if (args.has("--json")) std::cout << (all.size() == 1 ? all[0].dump() : nlohmann::json{{"layouts", all}}.dump()) << "\n";

@@ -66,8 +66,13 @@ int workload_extra(const Job& job, const Generator& gen, nlohmann::json* out) {
 }
 
 void print_workload(const nlohmann::json& extra) {
-  if (extra.contains("workload")) {
+  if (extra.contains("workload") && extra["workload"]["requests"].get<int64_t>() == 0) {
+    std::printf("\nworkload: no request arrived (rate x duration_seconds drew none): no latencies to report\n");
+  } else if (extra.contains("workload")) {
     const auto& w = extra["workload"];
+    // TPOT and ITL are gaps between a request's tokens: none when every
+    // request has one output token (docs/inference.md).
+    const bool gaps = w["output_tokens"].get<int64_t>() > w["requests"].get<int64_t>();
     std::printf("\nworkload: %lld requests, %.2f requests/s, %.1f output tokens/s per GPU, %lld preemptions\n",
                 static_cast<long long>(w["requests"].get<int64_t>()), w["requests_per_second"].get<double>(),
                 w["output_tokens_per_second_per_gpu"].get<double>(),
@@ -75,16 +80,35 @@ void print_workload(const nlohmann::json& extra) {
     std::printf("%8s %12s %12s %12s %12s\n", "", "p50_ms", "p90_ms", "p99_ms", "mean_ms");
     for (const char* k : {"ttft", "tpot", "itl", "e2e", "queue"}) {
       const std::string b = std::string(k) + "_seconds";
+      if (!gaps && (std::string(k) == "tpot" || std::string(k) == "itl")) {
+        std::printf("%8s %12s %12s %12s %12s\n", k, "-", "-", "-", "-");
+        continue;
+      }
       std::printf("%8s %12.2f %12.2f %12.2f %12.2f\n", k, w[b + "_p50"].get<double>() * 1e3,
                   w[b + "_p90"].get<double>() * 1e3, w[b + "_p99"].get<double>() * 1e3,
                   w[b + "_mean"].get<double>() * 1e3);
     }
   }
-  if (extra.contains("capacity"))
-    std::printf("\ncapacity: %.3f requests/s within the SLOs (P99 TTFT %.3f s, P99 TPOT %.4f s)\n",
-                extra["capacity"]["capacity_requests_per_second"].get<double>(),
-                extra["capacity"]["slo"]["ttft_seconds_p99"].get<double>(),
-                extra["capacity"]["slo"]["tpot_seconds_p99"].get<double>());
+  if (extra.contains("capacity")) {
+    const auto& c = extra["capacity"];
+    // The targets given (a target left out is 0 in the JSON: not printed).
+    std::string targets;
+    char b[96];
+    if (const double t = c["slo"]["ttft_seconds_p99"].get<double>(); t > 0) {
+      std::snprintf(b, sizeof b, "P99 TTFT %.4g s", t);
+      targets += b;
+    }
+    if (const double t = c["slo"]["tpot_seconds_p99"].get<double>(); t > 0) {
+      std::snprintf(b, sizeof b, "%sP99 TPOT %.4g s", targets.empty() ? "" : ", ", t);
+      targets += b;
+    }
+    if (c.contains("no_rate_meets_slo"))
+      std::printf("\ncapacity: no request rate meets the SLOs (%s), not even requests alone (docs/inference.md)\n",
+                  targets.c_str());
+    else
+      std::printf("\ncapacity: %.3f requests/s within the SLOs (%s)\n", c["capacity_requests_per_second"].get<double>(),
+                  targets.c_str());
+  }
 }
 
 int sweep(const Job& job, const Generator& gen, const std::vector<int64_t>& values, bool as_json) {
@@ -156,7 +180,7 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   if (args.has("--sweep-concurrency")) {
     if (!job.inference())
       return usage_error(kCmd, "--sweep-concurrency needs an inference job (\"mode\": \"inference\")");
-    if (!parse_int_list(*args.get("--sweep-concurrency"), 0, 64, &values))
+    if (!parse_int_list(*args.get("--sweep-concurrency"), 1, 64, &values))
       return usage_error(kCmd, "--sweep-concurrency must be a comma-separated list of 1 to 64 positive integers (got '" +
                                    *args.get("--sweep-concurrency") + "')");
   }
@@ -178,6 +202,21 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   Result<SimulateReport> r = simulate(*gen, o);
   if (!r.ok()) return report_error(kCmd, r.error());
   std::cout << (args.has("--json") ? simulate_json(*r) : simulate_text(*r));
+  if (!args.has("--json")) {
+    // The time of a layout that does not fit is no answer: say so.
+    const auto summary = nlohmann::json::parse(gen->summary_json(), nullptr, false);
+    if (!summary.is_discarded() && summary.contains("stages"))
+      for (const auto& st : summary["stages"]) {
+        if (!st.is_object() || !st.contains("memory_bytes")) continue;
+        const double live = st["memory_bytes"]["peak_live"].get<double>(), cap = st["memory_bytes"]["capacity"].get<double>();
+        if (live > cap) {
+          std::printf("memory      does not fit: stage %lld needs %.2f GiB per GPU at its peak, the device has %.2f GiB "
+                      "(stagecraft inspect shows the parts)\n",
+                      static_cast<long long>(st["index"].get<int64_t>()), live / 1073741824.0, cap / 1073741824.0);
+          break;
+        }
+      }
+  }
   keep_until_exit(std::move(*built));  // not freed: the process ends here
   return kExitOk;
 }

@@ -15,7 +15,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -30,6 +32,7 @@
 #include "check/validate.h"
 #include "commands.h"
 #include "emit/chakra_writer.h"
+#include "nlohmann/json.hpp"
 
 namespace sc::cli {
 namespace {
@@ -349,6 +352,27 @@ std::vector<std::string> part_folders(const fs::path& dir, const std::string& pr
   return parts;
 }
 
+// The parts a serving export must hold, from its top summary.json's job
+// (docs/export.md, "Inference jobs"): prefill, decode and mixed for
+// colocated engines, prefill, decode and kv_transfer for disaggregated
+// pools. Empty when there is no readable summary of an inference job.
+std::vector<std::string> expected_parts(const fs::path& dir) {
+  std::ifstream in(dir / "summary.json", std::ios::binary);
+  if (!in) return {};
+  std::ostringstream text;
+  text << in.rdbuf();
+  const nlohmann::json s = nlohmann::json::parse(text.str(), nullptr, false);
+  if (!s.is_object() || !s.contains("job") || !s["job"].is_object()) return {};
+  const nlohmann::json& job = s["job"];
+  if (!job.contains("mode") || job["mode"] != "inference" || !job.contains("serving") || !job["serving"].is_object())
+    return {};
+  const nlohmann::json& sv = job["serving"];
+  const bool disaggregated = sv.contains("disaggregated") && !sv["disaggregated"].is_null() &&
+                             !(sv["disaggregated"].is_boolean() && !sv["disaggregated"].get<bool>());
+  if (disaggregated) return {"prefill", "decode", "kv_transfer"};
+  return {"prefill", "decode", "mixed"};
+}
+
 }  // namespace
 
 int cmd_validate(const std::vector<std::string>& argv) {
@@ -394,8 +418,27 @@ int cmd_validate(const std::vector<std::string>& argv) {
     if (json && !j.empty()) std::cout << j << "\n";
     return rc;
   }
-  // A serving export: each phase folder on its own; valid when all are.
+  // A serving export: each phase folder on its own; valid when all are,
+  // and when every part its job has is there.
   int rc = kExitOk;
+  std::vector<std::string> missing;
+  for (const std::string& p : expected_parts(dir))
+    if (std::find(parts.begin(), parts.end(), p) == parts.end()) missing.push_back(p);
+  if (!missing.empty()) {
+    std::string names;
+    for (const std::string& m : missing) names += (names.empty() ? "" : ", ") + m + "/";
+    std::string have;
+    for (const std::string& p : parts) have += (have.empty() ? "" : ", ") + p + "/";
+    const std::string msg = dir.string() + ": missing " + names + " (summary.json's job has " +
+                            std::to_string(missing.size() + parts.size()) + " parts; found " + have + ")";
+    if (json) {
+      std::cout << "{\"parts\": {}, \"missing\": [";
+      for (size_t i = 0; i < missing.size(); ++i) std::cout << (i ? ", " : "") << json_quote(missing[i]);
+      std::cout << "], \"valid\": false}\n";
+      return kExitError;
+    }
+    return report_error(cmd, make_error(ErrorCode::kInvalidArgument, msg));
+  }
   std::string j = "{\"parts\": {";
   for (size_t i = 0; i < parts.size(); ++i) {
     std::string one;

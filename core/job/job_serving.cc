@@ -120,7 +120,10 @@ Status parse_workload(const Json& v, WorkloadConfig* w) {
                       "unknown arrival \"" + jsonf::clip(arrival) + "\" (known: poisson, fixed, burst, trace)",
                       path + ".arrival");
   if (const Json* x = jsonf::find(v, "rate")) {
-    SC_ASSIGN_OR_RETURN(w->rate, jsonf::get_number_in(*x, path + ".rate", 0, 1e6, /*lo_inclusive=*/false));
+    // At least one request in 1,000 s: arrivals past ~1e8 s would leave a
+    // double too few digits for millisecond latencies (and a trace's
+    // arrivals are capped at 1e7 s).
+    SC_ASSIGN_OR_RETURN(w->rate, jsonf::get_number_in(*x, path + ".rate", 1e-3, 1e6));
   }
   if (const Json* x = jsonf::find(v, "duration_seconds")) {
     SC_ASSIGN_OR_RETURN(w->duration_seconds,
@@ -647,22 +650,34 @@ Status validate_serving(const Job& job, Status (*validate_layout)(const Job&)) {
         default: return dflt;  // normal: clamped to the context when drawn
       }
     };
-    int64_t longest_p = 0, longest_o = 0;
-    for (const RequestClass& c : mix) {
-      longest_p = std::max(longest_p, c.prompt_tokens);
-      longest_o = std::max(longest_o, c.output_tokens);
+    if (w.arrival == WorkloadConfig::Arrival::kTrace) {
+      // A trace gives each request's own lengths (the job's are not used).
+      for (size_t i = 0; i < w.trace.size(); ++i) {
+        const TraceRequest& r = w.trace[i];
+        if (m.max_positions > 0 && r.prompt_tokens + r.output_tokens > m.max_positions)
+          return make_error(ErrorCode::kInvalidArgument,
+                            "prompt_tokens (" + to_string(r.prompt_tokens) + ") + output_tokens (" +
+                                to_string(r.output_tokens) + ") = " + to_string(r.prompt_tokens + r.output_tokens) +
+                                " exceeds the model's context (max_positions = " + to_string(m.max_positions) + ")",
+                            "serving.workload.trace[" + to_string(i) + "]");
+      }
+    } else if (w.prompt.kind != LengthDist::Kind::kDefault || w.output.kind != LengthDist::Kind::kDefault) {
+      // A drawn length beside the mix's (each class checked above): the
+      // longest of each can meet in one request.
+      int64_t longest_p = 0, longest_o = 0;
+      for (const RequestClass& c : mix) {
+        longest_p = std::max(longest_p, c.prompt_tokens);
+        longest_o = std::max(longest_o, c.output_tokens);
+      }
+      const int64_t p = longest(w.prompt, longest_p), o = longest(w.output, longest_o);
+      if (m.max_positions > 0 && p + o > m.max_positions)
+        return make_error(ErrorCode::kInvalidArgument,
+                          "the longest request (" + to_string(p) + " + " + to_string(o) +
+                              " tokens) exceeds the model's context (max_positions = " +
+                              to_string(m.max_positions) + ")",
+                          w.prompt.kind != LengthDist::Kind::kDefault ? "serving.workload.prompt_tokens"
+                                                                      : "serving.workload.output_tokens");
     }
-    for (const TraceRequest& r : w.trace) {
-      longest_p = std::max(longest_p, r.prompt_tokens);
-      longest_o = std::max(longest_o, r.output_tokens);
-    }
-    const int64_t p = longest(w.prompt, longest_p), o = longest(w.output, longest_o);
-    if (m.max_positions > 0 && p + o > m.max_positions)
-      return make_error(ErrorCode::kInvalidArgument,
-                        "the longest request (" + to_string(p) + " + " + to_string(o) +
-                            " tokens) exceeds the model's context (max_positions = " + to_string(m.max_positions) + ")",
-                        w.arrival == WorkloadConfig::Arrival::kTrace ? "serving.workload.trace"
-                                                                      : "serving.workload.prompt_tokens");
   }
   if (m.has_ssm() && s.disaggregated)  // the KV transfer moves KV heads only (docs/inference.md, "Hybrid models")
     return make_error(ErrorCode::kUnsupported,

@@ -368,13 +368,24 @@ Status plan(const Job& full, Serving* sv, int64_t want, bool strict, const Serve
   int64_t n = std::min<int64_t>(fit(act1), 1 << 20);
   if (n < 1) {
     const double need = static_cast<double>(sv->fp.weights_per_rank + act1 + sv->kv_seq_rank);
+    // Held back by the engine's share of the memory: say so, and name it
+    // when the whole memory would do.
+    const bool share = cfg.gpu_memory_utilization > 0 && cfg.gpu_memory_utilization < 1;
+    char held[128] = "";
+    if (share)
+      std::snprintf(held, sizeof held, " (serving.gpu_memory_utilization %g of %s)", cfg.gpu_memory_utilization,
+                    gib(full.hardware.memory_bytes).c_str());
+    const bool share_is_why = share && need <= full.hardware.memory_bytes;
     return make_error(
         ErrorCode::kInvalidArgument,
         "the model does not fit even at one sequence: a rank needs " + gib(need) + " (weights " +
             gib(static_cast<double>(sv->fp.weights_per_rank)) + ", activations " + gib(static_cast<double>(act1)) +
             ", one sequence's KV cache " + gib(static_cast<double>(sv->kv_seq_rank)) + ") but has " + gib(cap) +
-            ", short by " + gib(need - cap) + "; " + fit_hints(cfg),
-        cfg.disaggregated ? "serving.disaggregated.decode" : "parallel.tp");
+            held + ", short by " + gib(need - cap) + "; " +
+            (share_is_why ? std::string("a larger serving.gpu_memory_utilization, or ") : std::string()) +
+            fit_hints(cfg),
+        share_is_why ? "serving.gpu_memory_utilization"
+                     : (cfg.disaggregated ? "serving.disaggregated.decode" : "parallel.tp"));
   }
   if (cfg.disaggregated) {  // the prefill pool holds its weights and one prompt's cache
     const int64_t pkv = ceil_div(cfg.prompt_tokens, cfg.page_tokens) * cfg.page_tokens * pfp.kv_token_per_rank;
@@ -977,6 +988,9 @@ std::string serving_capacity_json(const CapacityResult& r) {
             {"gpus", r.gpus},
             {"simulations", r.simulations},
             {"curve", curve}};
+  // Not even requests alone (the lowest rate the search tries) meet the
+  // targets: the curve then runs around that rate.
+  if (!(r.capacity > 0)) j["no_rate_meets_slo"] = true;
   if (r.short_run) {
     j["short_run"] = true;
     j["run_seconds_at_capacity"] = sig(static_cast<double>(r.requests) / r.capacity);

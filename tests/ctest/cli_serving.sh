@@ -42,6 +42,17 @@ for k in prefill decode mixed; do
   "$cli" replay "$out/llama/$k" >"$out/replay.txt"; grep -q '^completed: 8 ranks' "$out/replay.txt"
 done
 grep -q '"kv_cache_bytes_per_token": 327680' "$out/llama/summary.json"
+# The whole export validates; with a part gone it does not (summary.json
+# says which parts the job has).
+"$cli" validate "$out/llama" >"$out/val.txt"
+grep -q '^all 3 parts valid' "$out/val.txt"
+cp -r "$out/llama" "$out/llama-cut"
+rm -rf "$out/llama-cut/mixed"
+if "$cli" validate "$out/llama-cut" >/dev/null 2>"$out/err.txt"; then echo "validated an export without mixed/"; exit 1; fi
+grep -q 'missing mixed/' "$out/err.txt"
+"$cli" validate "$out/llama-cut" --json >"$out/val.json" || true
+python3 -c "import json,sys; v=json.load(open(sys.argv[1])); assert v['valid'] is False and v['missing'] == ['mixed'], v" "$out/val.json"
+rm -rf "$out/llama-cut"
 
 # A hybrid model (Nemotron-H 8B): its 24 Mamba-2 layers keep a fixed state
 # per sequence, by hand 24 x ((8192 + 2 x 8 x 128) x 3 + 128 x 64 x 128) x 2 B

@@ -85,4 +85,53 @@ grep -q 'slo-ttft' "$out/err.txt"
 echo '{"mode": "inference", "model": "llama3-8b", "serving": {"workload": {"arrival": "poisson", "duration_seconds": 5}}}' >"$out/bad.json"
 if "$cli" inspect --config "$out/bad.json" 2>"$out/err.txt"; then echo "accepted no rate"; exit 1; fi
 grep -q 'serving.workload.rate' "$out/err.txt"
+# Session 21's audit. An SLO no rate meets: said so, not a capacity of 0.
+"$cli" serve-capacity --config "$out/c.json" --slo-ttft 0.000001 --requests 50 >"$out/none.txt"
+grep -q '^tp 1, replicas 1 (1 GPUs): no request rate meets the SLOs: even at .* (requests alone) P99 TTFT is' "$out/none.txt"
+"$cli" serve-capacity --config "$out/c.json" --slo-ttft 0.000001 --requests 50 --json >"$out/none.json"
+python3 -c "import json,sys; c=json.load(open(sys.argv[1])); assert c['no_rate_meets_slo'] is True and c['capacity_requests_per_second'] == 0, c" "$out/none.json"
+"$cli" serve-capacity --config "$out/c.json" --slo-ttft 1 --requests 50 --json >"$out/some.json"
+python3 -c "import json,sys; c=json.load(open(sys.argv[1])); assert 'no_rate_meets_slo' not in c and c['capacity_requests_per_second'] > 0, c" "$out/some.json"
+# simulate prints the targets given, not a 0 for the one left out.
+python3 - "$out/c.json" "$out/slo1.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+j["serving"]["workload"] = {"rate": 2, "requests": 50, "seed": 1}
+j["serving"]["slo"] = {"ttft_seconds_p99": 1}
+json.dump(j, open(sys.argv[2], "w"))
+PY
+"$cli" simulate --config "$out/slo1.json" >"$out/slo1.txt"
+grep -q '^capacity: [0-9.]* requests/s within the SLOs (P99 TTFT 1 s)$' "$out/slo1.txt"
+# No request drawn: no table of zeros; one-token outputs: no TPOT or ITL.
+python3 - "$out/c.json" "$out/empty.json" "$out/one.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+j["serving"]["workload"] = {"rate": 0.001, "duration_seconds": 10, "seed": 1}
+json.dump(j, open(sys.argv[2], "w"))
+j["serving"]["output_tokens"] = 1
+j["serving"]["workload"] = {"rate": 1, "requests": 5, "seed": 1}
+json.dump(j, open(sys.argv[3], "w"))
+PY
+"$cli" simulate --config "$out/empty.json" >"$out/empty.txt"
+grep -q '^workload: no request arrived' "$out/empty.txt"
+"$cli" simulate --config "$out/one.json" >"$out/one.txt"
+grep -Eq '^ +tpot +- +- +- +-$' "$out/one.txt"
+grep -Eq '^ +itl +- +- +- +-$' "$out/one.txt"
+# A rate too small to time in milliseconds; a trace request checked alone.
+python3 - "$out/c.json" "$out/tiny.json" "$out/tr_ok.json" "$out/tr_bad.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+j["serving"]["workload"] = {"rate": 1e-15, "requests": 3}
+json.dump(j, open(sys.argv[2], "w"))
+j["serving"]["workload"] = {"arrival": "trace", "trace": [{"arrival_seconds": 0, "prompt_tokens": 8100, "output_tokens": 10},
+                                                         {"arrival_seconds": 1, "prompt_tokens": 10, "output_tokens": 100}]}
+json.dump(j, open(sys.argv[3], "w"))
+j["serving"]["workload"]["trace"][1]["prompt_tokens"] = 8100
+json.dump(j, open(sys.argv[4], "w"))
+PY
+if "$cli" inspect --config "$out/tiny.json" 2>"$out/err.txt" >/dev/null; then echo "accepted rate 1e-15"; exit 1; fi
+grep -q 'serving.workload.rate: must be >= 0.001 (got 1e-15)' "$out/err.txt"
+"$cli" inspect --config "$out/tr_ok.json" >/dev/null
+if "$cli" inspect --config "$out/tr_bad.json" 2>"$out/err.txt" >/dev/null; then echo "accepted 8100 + 100 tokens"; exit 1; fi
+grep -q 'serving.workload.trace\[1\]: prompt_tokens (8100) + output_tokens (100) = 8200 exceeds' "$out/err.txt"
 echo "serving_workload: ok"

@@ -196,6 +196,16 @@ TEST_CASE("serving: errors name the field: too big to fit, too many sequences") 
     "serving": {"prompt_tokens": 8000, "output_tokens": 192, "concurrency": 400}})");
   CHECK(e.path == "serving.concurrency");
   CHECK(e.message.find("at most") != std::string::npos);
+  // Held back only by the engine's share of the memory (15.4 GiB of an 8B
+  // model at 0.1 x 79.2 GiB): the share is named; past the whole memory
+  // (70B on one GPU at 0.5) it is said but tp stays the field.
+  e = build_error(R"({"mode": "inference", "model": "llama3-8b",
+    "serving": {"prompt_tokens": 2000, "output_tokens": 200, "gpu_memory_utilization": 0.1}})");
+  CHECK(e.path == "serving.gpu_memory_utilization");
+  CHECK(e.message.find("(serving.gpu_memory_utilization 0.1 of 79.18 GiB)") != std::string::npos);
+  e = build_error(R"({"mode": "inference", "model": "llama3-70b", "serving": {"gpu_memory_utilization": 0.5}})");
+  CHECK(e.path == "parallel.tp");
+  CHECK(e.message.find("serving.gpu_memory_utilization 0.5") != std::string::npos);
   // fp8 weights: 70.6 GB on one H100 fit where bf16's 141 GB do not.
   Generator fp8 = build(R"({"mode": "inference", "model": "llama3-70b",
     "serving": {"prompt_tokens": 1000, "output_tokens": 100, "weights_dtype": "fp8"}})");
