@@ -87,6 +87,12 @@ std::optional<int64_t> parse_int(const std::string& s) {
   return v;
 }
 
+std::string int_flag_error(const std::string& flag, const std::string& value) {
+  const size_t digits = value.find_first_not_of("0123456789", !value.empty() && value[0] == '-' ? 1 : 0);
+  const bool all_digits = !value.empty() && value != "-" && digits == std::string::npos;
+  return flag + (all_digits ? " is out of range (got '" : " expects an integer (got '") + value + "')";
+}
+
 bool parse_int_list(const std::string& text, int64_t min_value, size_t max_count, std::vector<int64_t>* out) {
   size_t start = 0;
   while (start <= text.size()) {
@@ -347,7 +353,7 @@ int load_job(const std::string& command, const Args& args, Job* job) {
       const std::string* v = args.get(f.flag);
       if (!v) continue;
       std::optional<int64_t> n = parse_int(*v);
-      if (!n) return usage_error(command, std::string(f.flag) + " expects an integer (got '" + *v + "')");
+      if (!n) return usage_error(command, int_flag_error(f.flag, *v));
       if (nlohmann::json* s = section(j, f.section)) (*s)[f.key] = *n;
     }
     if (args.has("--sequence-parallel")) {

@@ -64,6 +64,9 @@ Result<std::string> read_file(const std::string& path, size_t max_bytes);
 // The job flags' integer rule: decimal digits with an optional '-', nothing
 // else (no spaces, no "0x8", no "2.0"). Used by plan's flags too.
 std::optional<int64_t> parse_int(const std::string& s);
+// The usage message for a flag whose value parse_int refused: "expects an
+// integer", or, for digits past int64, "is out of range".
+std::string int_flag_error(const std::string& flag, const std::string& value);
 // "1,8,64" -> {1, 8, 64}: 1 to max_count comma-separated decimal integers
 // (at most 7 digits each, no sign or spaces) of at least min_value; false
 // on anything else. The list flags of simulate and serve-capacity.

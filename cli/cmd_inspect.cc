@@ -198,6 +198,25 @@ void print_serving(const Job& job, const nlohmann::json& inf) {
   }
 }
 
+// A training job's memory per stage (summary.json's stages[].memory_bytes):
+// what a rank holds at its peak, against the device, and whether it fits.
+void print_memory(const nlohmann::json& stages) {
+  if (!stages.is_array() || stages.empty()) return;
+  auto num = [](const nlohmann::json& v) { return v.is_number() ? v.get<double>() : 0.0; };
+  std::cout << "memory      per GPU at the peak (summary.json's stages[].memory_bytes.peak_live):\n";
+  for (const nlohmann::json& st : stages) {
+    if (!st.is_object() || !st.contains("memory_bytes")) continue;
+    const nlohmann::json& m = st["memory_bytes"];
+    const double live = num(m["peak_live"]), cap = num(m["capacity"]);
+    std::cout << "  stage " << st["index"].get<int64_t>() << " (" << st["layers"].get<int64_t>() << " layers): weights "
+              << gib(num(m["weights"])) << " + gradients " << gib(num(m["gradients"])) << " + optimizer "
+              << gib(num(m["optimizer"]))
+              << (m.contains("fp8_weight_copies") ? " + FP8 weight copies " + gib(num(m["fp8_weight_copies"])) : std::string())
+              << " + activations " << gib(num(m["activations_live_peak"])) << " = "
+              << gib(live) << " of " << gib(cap) << (live > cap ? ": does not fit" : "") << "\n";
+  }
+}
+
 }  // namespace
 
 int cmd_inspect(const std::vector<std::string>& argv) {
@@ -218,6 +237,7 @@ int cmd_inspect(const std::vector<std::string>& argv) {
   nlohmann::json parsed = nlohmann::json::parse(summary, nullptr, false);
   if (!parsed.is_discarded() && job.inference() && parsed.contains("inference"))
     print_serving(job, parsed["inference"]);
+  if (!parsed.is_discarded() && !job.inference() && parsed.contains("stages")) print_memory(parsed["stages"]);
   if (!parsed.is_discarded()) {
     std::cout << "summary\n";
     print_flat(parsed, "");

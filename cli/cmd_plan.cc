@@ -61,7 +61,8 @@ std::vector<FlagSpec> specs() {
       {"--hardware", nullptr, true, "H", "hardware preset: a100, h100, h200, b200"},
       {"--seq-len", nullptr, true, "N", "sequence length in tokens (required, or training.seq_len)"},
       {"--global-batch-size", nullptr, true, "N", "sequences per iteration (required, or training.global_batch_size)"},
-      {"--dtype", nullptr, true, "D", "compute dtype: bf16, fp16, fp32, tf32, fp8"},
+      {"--dtype", nullptr, true, "D", "compute dtype: bf16, fp16, fp32, tf32 (FP8 training: --fp8-recipe)"},
+      {"--fp8-recipe", nullptr, true, "R", "FP8 linear-layer GEMMs as Transformer Engine runs them: delayed, tensorwise, blockwise, mxfp8 (none: off)"},
       {"--tp", nullptr, true, "N", "fix tensor parallelism"},
       {"--pp", nullptr, true, "N", "fix pipeline stages"},
       {"--cp", nullptr, true, "N", "fix context parallelism"},
@@ -174,10 +175,11 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus) {
     const std::string* v = args.get(f.flag);
     if (!v) continue;
     std::optional<int64_t> n = to_int(*v);
-    if (!n) return usage_error(kCmd, std::string(f.flag) + " expects an integer (got '" + *v + "')");
+    if (!n) return usage_error(kCmd, int_flag_error(f.flag, *v));
     section(f.sec)[f.key] = *n;
   }
   if (const std::string* v = args.get("--dtype")) section("training")["dtype"] = *v;
+  if (const std::string* v = args.get("--fp8-recipe")) section("training")["fp8_recipe"] = *v;
   if (const std::string* h = args.get("--hardware")) {
     if (j.contains("hardware") && j["hardware"].is_object()) j["hardware"]["preset"] = *h;
     else j["hardware"] = *h;
@@ -232,7 +234,19 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus) {
       }
   }
   Result<Job> parsed = parse_job(j.dump());
-  if (!parsed.ok()) return report_error(kCmd, parsed.error());
+  if (!parsed.ok()) {
+    Error e = parsed.error();
+    for (const auto& [path, flag] : {std::pair<const char*, const char*>{"training.dtype", "--dtype"},
+                                     std::pair<const char*, const char*>{"training.fp8_recipe", "--fp8-recipe"},
+                                     std::pair<const char*, const char*>{"training.seq_len", "--seq-len"},
+                                     std::pair<const char*, const char*>{"training.global_batch_size", "--global-batch-size"},
+                                     std::pair<const char*, const char*>{"model.num_layers", "--layers"},
+                                     std::pair<const char*, const char*>{"model.mtp_num_layers", "--mtp-num-layers"},
+                                     std::pair<const char*, const char*>{"hardware", "--hardware"},
+                                     std::pair<const char*, const char*>{"model.preset", "--model"}})
+      if (e.path == path && args.has(flag)) e.message += std::string(" (from ") + flag + ")";
+    return report_error(kCmd, e);
+  }
   *job = std::move(parsed).value();
   job->training.overlap_moe_expert_parallel_comm = ep_overlap;
   job->training.delay_wgrad_compute = delay_wgrad;
@@ -245,7 +259,7 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus) {
       const std::string* v = args.get(flag);
       if (!v) continue;
       std::optional<int64_t> x = to_int(*v);
-      if (!x) return usage_error(kCmd, flag + " expects an integer (got '" + *v + "')");
+      if (!x) return usage_error(kCmd, int_flag_error(flag, *v));
       planj[key] = *x;
     }
   }
@@ -260,6 +274,8 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus) {
     }
     planj["zero"] = z;
   }
+  if (args.has("--memory-reserve-gib") && args.has("--memory-reserve-fraction"))
+    return usage_error(kCmd, "give --memory-reserve-gib or --memory-reserve-fraction, not both");
   for (const char* key : {"memory_reserve_gib", "memory_reserve_fraction"})
     if (const std::string* v = args.get(flag_of_key(key))) {
       std::optional<double> x = to_double(*v);
@@ -270,7 +286,7 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus) {
   if (const std::string* v = args.get("--objective")) planj["objective"] = *v;
   if (const std::string* v = args.get("--top")) {
     std::optional<int64_t> x = to_int(*v);
-    if (!x) return usage_error(kCmd, "--top expects an integer (got '" + *v + "')");
+    if (!x) return usage_error(kCmd, int_flag_error("--top", *v));
     planj["top"] = *x;
   }
   Result<PlanConstraints> pc = parse_plan_constraints(planj, "plan");
@@ -306,7 +322,7 @@ std::string pad(std::string s, size_t w, bool right = false) {
   return right ? std::string(w - s.size(), ' ') + s : s + std::string(w - s.size(), ' ');
 }
 
-void print_text(const PlanResult& r, const Job& base, double seconds) {
+void print_text(const PlanResult& r, const Job& base, double seconds, const std::string& constraints) {
   const bool moe = base.model.is_moe();
   std::cout << "plan        " << base.model.name << " on " << r.gpus << " x " << base.hardware.name << ", seq "
             << base.training.seq_len << ", global batch " << base.training.global_batch_size << "; memory "
@@ -322,6 +338,11 @@ void print_text(const PlanResult& r, const Job& base, double seconds) {
     // Stopped: what fits is not known yet.
     std::cout << (c.simulated == 0 ? "nothing simulated yet: stopped before any layout was timed.\n"
                                    : "none of the layouts simulated so far fits; stopped before the rest.\n");
+  } else if (r.candidates.empty() && c.considered == 0) {
+    // Nothing to search: the constraints exclude every layout.
+    std::cout << "no layout meets the search's constraints on " << r.gpus << " GPUs"
+              << (constraints.empty() ? std::string(" (the job's plan block)") : " (" + constraints + ")")
+              << ": nothing was searched; relax them (docs/plan.md, \"Constraints\").\n";
   } else if (r.candidates.empty()) {
     std::cout << "no layout fits on " << r.gpus << " GPUs.\n";
     if (r.min_gpus_lower_bound > 0)
@@ -578,7 +599,14 @@ int cmd_plan(const std::vector<std::string>& argv) {
   }
   if (args.has("--json")) std::cout << plan_json(*r);
   else if (args.has("--csv")) print_csv(*r);
-  else print_text(*r, base, seconds);
+  else {
+    std::string constraints;  // the layout constraints given as flags, as typed
+    for (const char* f : {"--tp", "--pp", "--cp", "--dp", "--ep", "--vp", "--mbs", "--min-tp", "--max-tp", "--min-pp",
+                          "--max-pp", "--min-cp", "--max-cp", "--min-dp", "--max-dp", "--min-ep", "--max-ep", "--min-vp",
+                          "--max-vp", "--min-mbs", "--max-mbs", "--schedules", "--recompute", "--zero", "--orders"})
+      if (args.has(f)) constraints += (constraints.empty() ? "" : " ") + std::string(f) + " " + *args.get(f);
+    print_text(*r, base, seconds, constraints);
+  }
   std::cout.flush();
   if (!r->complete && pending_signal() == 0) {
     std::cerr << "stagecraft plan: stopped at the time limit (" << o.time_limit_seconds

@@ -59,6 +59,7 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
   const auto& tr = s.job.training;
   StageFigures f;
   int first_layer = INT32_MAX, last_layer = -1;
+  std::set<int> held;  // the layers the stage holds (interleaved chunks need not be contiguous)
   // Serving's 4-bit weights: their stored bytes (values and block scales,
   // dtype_storage_bytes) instead of parameters x one dtype's bytes.
   int64_t stored_4bit = -1;
@@ -82,7 +83,10 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
   const std::vector<int> storage = saved_storage(g);
   for (int id : g.order) {
     const Op& o = g.ops[id];
-    if (o.layer >= 0) first_layer = std::min(first_layer, o.layer), last_layer = std::max(last_layer, o.layer);
+    if (o.layer >= 0) {
+      first_layer = std::min(first_layer, o.layer), last_layer = std::max(last_layer, o.layer);
+      held.insert(o.layer);
+    }
     if (o.phase != Phase::kBackward) continue;
     for (int t : o.inputs)
       if (is_saved_activation(g, t)) saved_layer.emplace(storage[static_cast<size_t>(t)], o.layer);
@@ -163,7 +167,7 @@ Result<StageFigures> stage_figures(const GeneratorState& s, int64_t st) {
     if (layer >= 0) per_layer[std::to_string(layer)] = b;
   f.stage = {
       {"index", st},
-      {"layers", last_layer >= first_layer ? last_layer - first_layer + 1 : 0},
+      {"layers", static_cast<int64_t>(held.size())},
       {"first_layer", last_layer >= 0 ? first_layer : -1},
       {"ranks", s.layout.world_size() / s.num_stages()},
       {"parameters_per_rank", f.params_local},

@@ -66,6 +66,11 @@ Status apply_fields(const Json& obj, const std::string& path, ModelConfig* m, Gi
   if (const Json* v = jsonf::find(obj, "mlp")) {
     if (v->is_string() && v->get<std::string>() == "geglu") {
       m->mlp = MlpKind::kGeGLU;
+    } else if (v->is_string() && v->get<std::string>() != "gelu" && v->get<std::string>() != "swiglu" &&
+               v->get<std::string>() != "relu2") {
+      return make_error(ErrorCode::kInvalidArgument,
+                        "unknown value \"" + jsonf::clip(v->get<std::string>()) + "\" (known: gelu, swiglu, geglu, relu2)",
+                        join(path, "mlp"));
     } else {
       SC_ASSIGN_OR_RETURN(m->mlp, parse_enum(*v, join(path, "mlp"), "gelu", MlpKind::kGelu,
                                              "swiglu", MlpKind::kSwiGLU, "relu2", MlpKind::kReLU2));

@@ -45,7 +45,7 @@ Result<std::vector<std::string>> parse_order(const Json& v, const std::string& p
   std::sort(sorted.begin(), sorted.end());
   if (sorted != std::vector<std::string>{"cp", "dp", "pp", "tp"})
     return make_error(ErrorCode::kInvalidArgument,
-                      "must name each of tp, cp, dp, pp exactly once, innermost first (got " + Json(axes).dump() + ")",
+                      "must name each of tp, cp, dp, pp exactly once, innermost first (got " + jsonf::brief(v) + ")",
                       path);
   return axes;
 }

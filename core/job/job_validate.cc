@@ -156,7 +156,7 @@ static Status validate_experts_and_sharding(const Job& job) {
                             to_string(etp * p.ep) + " does not divide the ranks of a pipeline stage, tp (" +
                             to_string(p.tp) + ") x cp (" + to_string(p.cp) + ") x dp (" + to_string(p.dp) +
                             ") = " + to_string(stage_ranks) + "; the MoE layers re-divide exactly those ranks",
-                        "parallel.ep");
+                        p.expert_tp > 0 && p.expert_tp != p.tp ? "parallel.expert_tp" : "parallel.ep");
     if (m.num_experts % p.ep != 0)
       return make_error(ErrorCode::kNotDivisible,
                         "num_experts (" + to_string(m.num_experts) + ") is not divisible by ep (" +

@@ -328,6 +328,11 @@ Status validate_model(const ModelConfig& m, const std::string& path) {
     for (size_t i = 0; i < m.dense_layers.size(); ++i) {
       const std::string p = at("dense_layers") + "[" + to_string(i) + "]";
       SC_RETURN_IF_ERROR(in_range(m.dense_layers[i], 0, kMaxLayers - 1, p));
+      if (m.dense_layers[i] >= m.num_layers)  // as first_dense_layers: nothing follows a cut
+        return make_error(ErrorCode::kInvalidArgument,
+                          "must be a layer index below num_layers (" + to_string(m.num_layers) + ") (got " +
+                              to_string(m.dense_layers[i]) + ")",
+                          p);
       if (i > 0 && m.dense_layers[i] <= m.dense_layers[i - 1]) {
         return make_error(ErrorCode::kInvalidArgument,
                           "layer indices must be strictly increasing (got " + to_string(m.dense_layers[i - 1]) +

@@ -2304,8 +2304,9 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
       if (cd.est.lower > usable) {
         cd.state = Cand::kMemory;
         cd.short_by = cd.est.lower - usable;
+        // A lower bound (the estimate's), so the shortfall is one too.
         cd.reason = "memory: needs at least " + gib(cd.est.lower) + " per GPU, " + gib(usable) +
-                    " usable (short by " + gib(cd.short_by) + ")";
+                    " usable (short by at least " + gib(cd.short_by) + ")";
       }
     }
   });

@@ -183,5 +183,23 @@ grep -qF 'warning: model.hf_config: vision_config = {"model_type":"siglip_vision
 [[ $(grep -c warning err.txt) -eq 2 ]] || fail_d "exactly two warnings (torch_dtype, architectures are quiet)"
 grep -qF '"made_up_field = 3: not read by the llama import' out.txt || fail_d "--json carries hf_import.warnings"
 
+# Session 21's audit: messages that named the wrong field or value.
+expect order-echo 1 '(got "tp,tp,pp,dp") (from --order)' -- "$CLI" inspect --model gpt3-1.7b --order tp,tp,pp,dp
+echo '{"model": {"preset": "llama3-8b", "mlp": "silu"}}' > mlp.json
+expect mlp-known 1 'model.mlp: unknown value "silu" (known: gelu, swiglu, geglu, relu2)' -- "$CLI" inspect --config mlp.json
+echo '{"model": {"num_layers": 2, "hidden": 256, "num_heads": 4, "vocab": 1024, "num_experts": 4,
+  "experts_per_token": 2, "moe_ffn_hidden": 128, "dense_layers": [5]}}' > dense.json
+expect dense-layers-range 1 "model.dense_layers[0]: must be a layer index below num_layers (2) (got 5)" -- \
+  "$CLI" inspect --config dense.json
+expect expert-tp-path 1 "parallel.expert_tp: expert_tp (3) x ep (4) = 12 does not divide" -- \
+  "$CLI" inspect --model mixtral-8x7b --layers 4 --tp 2 --ep 4 --dp 4 --sequence-parallel --expert-tp 3
+grep -qF "(from --expert-tp)" err.txt || fail_d "the expert_tp error names --expert-tp"
+expect int-range 2 "--dp is out of range (got '99999999999999999999')" -- "$CLI" inspect --model gpt3-1.7b --dp 99999999999999999999
+expect plan-reserve-both 2 "give --memory-reserve-gib or --memory-reserve-fraction, not both" -- \
+  "$CLI" plan --model llama3-8b --gpus 16 --seq-len 4096 --global-batch-size 64 --memory-reserve-fraction 0.1 --memory-reserve-gib 2
+expect plan-dtype-fp8 1 'write "dtype": "bf16", "fp8_recipe"' -- \
+  "$CLI" plan --model llama3-8b --gpus 8 --seq-len 4096 --global-batch-size 64 --dtype fp8
+grep -qF "(from --dtype)" err.txt || fail_d "plan's dtype error names --dtype"
+
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]

@@ -90,6 +90,19 @@ grep -q "gpus: gpus 12 is not divisible by the fixed degrees tp 8" div.err || fa
 grep -q "^no layout fits on 8 GPUs" none.txt || fail "no 'no layout fits': $(cat none.txt)"
 grep -q "short by" none.txt || fail "closest misses lack the shortfall: $(cat none.txt)"
 
+# Constraints that leave no layout: said as such, with the flags, not as
+# "no layout fits" (session 21's audit).
+"$CLI" plan --model llama3-8b --layers 4 --seq-len 1024 --global-batch-size 16 --gpus 8 --max-cp 1 --mbs 3 --progress none > cons.txt 2> cons.err; rc=$?
+[[ $rc == 1 ]] || fail "no layout under the constraints exit $rc"
+grep -q "^no layout meets the search's constraints on 8 GPUs (--mbs 3 --max-cp 1): nothing was searched" cons.txt ||
+  fail "constraints message: $(cat cons.txt)"
+grep -q "^no layout fits" cons.txt && fail "constraints reported as 'no layout fits'"
+# FP8 training through --fp8-recipe, as the other commands take it.
+"$CLI" plan "${BASE[@]}" --fp8-recipe tensorwise --top 1 --json --progress none > fp8.json 2> fp8.err ||
+  fail "plan --fp8-recipe: $(cat fp8.err)"
+python3 -c "import json,sys; c=json.load(open('fp8.json'))['candidates'][0]; assert c['job']['training']['fp8_recipe']=='tensorwise', c['job']['training']" ||
+  fail "plan --fp8-recipe did not reach the job"
+
 # SIGINT once some layouts are simulated prints the best so far and exits
 # by the signal (the test pause holds the search at that point).
 # (env --default-signal=INT: a background job of a script inherits SIGINT

@@ -213,5 +213,17 @@ ASTRA_SIM=$(fake 8 1 "[critical] something") sh x/astra-sim/run.sh > crit.out 2>
 ASTRA_SIM=$(fake 8 0 "") sh x/astra-sim/run.sh > clean.out 2> clean.err || fail "a clean run fails"
 [[ -s clean.err ]] && fail "a clean run printed: $(cat clean.err)"
 
+# A layout that does not fit is said to, by simulate and by inspect's
+# memory lines; one that fits has no such line (session 21's audit).
+grep -q "does not fit" text.txt && fail "simulate said a fitting job does not fit"
+"$CLI" simulate --model gpt3-175b --layers 8 --global-batch-size 8 --seq-len 2048 > big.txt 2> big.err || fail "simulate big"
+grep -q "^memory      does not fit: stage 0 needs [0-9.]* GiB per GPU at its peak, the device has 79.18 GiB" big.txt ||
+  fail "no memory line: $(tail -2 big.txt)"
+"$CLI" inspect "${JOB[@]}" > insp.txt || fail "inspect"
+grep -q "^memory      per GPU at the peak" insp.txt || fail "inspect prints no memory"
+[[ $(grep -c "^  stage [01] (2 layers): weights .* = .* of 79.18 GiB$" insp.txt) -eq 2 ]] || fail "inspect's stage memory lines: $(grep stage insp.txt)"
+"$CLI" inspect --model gpt3-175b --layers 8 --global-batch-size 8 --seq-len 2048 > binsp.txt || fail "inspect big"
+grep -q "^  stage 0 (8 layers): .*: does not fit$" binsp.txt || fail "inspect did not say it does not fit"
+
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]

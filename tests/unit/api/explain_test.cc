@@ -298,6 +298,12 @@ TEST_CASE("explain: graph_json(stage) lists an interleaved stage's chunks") {
   CHECK(s0["virtual_stages"] == 2);
   CHECK(s0["layers"].get<std::vector<int64_t>>() == std::vector<int64_t>{0, 1, 4, 5});
   CHECK(s1["layers"].get<std::vector<int64_t>>() == std::vector<int64_t>{2, 3, 6, 7});
+  // summary.json counts the layers a stage holds (4), not the span from its
+  // first to its last (6 and 6).
+  const auto sum = nlohmann::json::parse(g.summary_json());
+  CHECK(sum["stages"][0]["layers"] == 4);
+  CHECK(sum["stages"][1]["layers"] == 4);
+  CHECK(sum["stages"][1]["first_layer"] == 2);
   CHECK(layers_of_ops(s1) == std::set<int64_t>{2, 3, 6, 7});
   REQUIRE(s1["chunks"].size() == 2);
   CHECK(s1["chunks"][0]["virtual_stage"] == 1);

@@ -595,8 +595,9 @@ TEST_CASE("moe: job errors name the field and the values") {
     CHECK(e.path == "parallel.ep");
     CHECK(has(e.message, "ep (4)"));
     CHECK(has(e.message, "= 6"));
+    // expert_tp given (and not tp's): the error names it.
     Error e2 = parse_error(job(moe_model, R"({"dp": 4, "ep": 4, "expert_tp": 2})"));
-    CHECK(e2.path == "parallel.ep");
+    CHECK(e2.path == "parallel.expert_tp");
     CHECK(has(e2.message, "expert_tp (2)"));
     CHECK(has(e2.message, "= 8"));
     CHECK(has(e2.message, "= 4"));
