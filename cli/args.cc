@@ -383,6 +383,10 @@ int load_job(const std::string& command, const Args& args, Job* job) {
       // table's order decide.
       if (std::string* other = set_by.count(key) ? &set_by[key] : nullptr; other && (*s)[key] != value)
         return usage_error(command, std::string(flag) + " contradicts " + *other + " (training." + key + ")");
+      // Two spellings of one flag are the flag given twice.
+      if (set_by.count(key))
+        return usage_error(command, std::string(flag) + " and " + set_by[key] + " are the same flag (training." + key +
+                                        "), given twice");
       set_by[key] = flag;
       (*s)[key] = value;
     }

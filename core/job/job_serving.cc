@@ -285,6 +285,10 @@ Status parse_scheduler(const Json& v, SchedulerConfig* c) {
                       "multi-step scheduling (" + to_string(c->scheduler_steps) +
                           " steps) and speculative decoding together are not modelled; set one of them",
                       path + ".scheduler_steps");
+  if (c->speculative_tokens == 0 && jsonf::find(v, "acceptance_rate"))
+    return make_error(ErrorCode::kInvalidArgument,
+                      "is the chance a draft token is accepted: it needs speculative_tokens > 0 (got 0)",
+                      path + ".acceptance_rate");
   if (c->speculative_tokens > 0 && !jsonf::find(v, "acceptance_rate"))
     return make_error(ErrorCode::kInvalidArgument, "speculative decoding needs the chance a draft token is accepted",
                       path + ".acceptance_rate");

@@ -200,6 +200,11 @@ expect plan-reserve-both 2 "give --memory-reserve-gib or --memory-reserve-fracti
 expect plan-dtype-fp8 1 'write "dtype": "bf16", "fp8_recipe"' -- \
   "$CLI" plan --model llama3-8b --gpus 8 --seq-len 4096 --global-batch-size 64 --dtype fp8
 grep -qF "(from --dtype)" err.txt || fail_d "plan's dtype error names --dtype"
+expect flag-spellings 2 "--no-overlap-p2p-communication and --no-overlap-p2p-comm are the same flag (training.overlap_p2p_comm), given twice" -- \
+  "$CLI" inspect --model gpt3-1.7b --no-overlap-p2p-comm --no-overlap-p2p-communication
+echo '{"mode": "inference", "model": "llama3-8b", "serving": {"scheduler": {"acceptance_rate": 0.7}}}' > accept.json
+expect acceptance-alone 1 "serving.scheduler.acceptance_rate: is the chance a draft token is accepted: it needs speculative_tokens > 0 (got 0)" -- \
+  "$CLI" inspect --config accept.json
 
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]
