@@ -138,7 +138,7 @@ std::string flag_of_key(const std::string& key) {
 
 // The base job and the constraints: the config's JSON, its "plan" block,
 // then the flags on top.
-int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus) {
+int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus, bool* job_plan_block) {
   if (!args.has("--gpus")) return usage_error(kCmd, "missing --gpus N");
   json j = json::object();
   if (const std::string* config = args.get("--config")) {
@@ -156,6 +156,7 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus) {
   }
   if (!j.is_object()) return report_error(kCmd, make_error(ErrorCode::kInvalidArgument, "a job is a JSON object", ""));
   json planj = j.contains("plan") ? j["plan"] : json::object();
+  *job_plan_block = planj.is_object() && !planj.empty();
   j.erase("plan");
   if (!planj.is_object())
     return report_error(kCmd, make_error(ErrorCode::kInvalidArgument, "must be an object", "plan"));
@@ -341,7 +342,7 @@ void print_text(const PlanResult& r, const Job& base, double seconds, const std:
   } else if (r.candidates.empty() && c.considered == 0) {
     // Nothing to search: the constraints exclude every layout.
     std::cout << "no layout meets the search's constraints on " << r.gpus << " GPUs"
-              << (constraints.empty() ? std::string(" (the job's plan block)") : " (" + constraints + ")")
+              << (constraints.empty() ? std::string() : " (" + constraints + ")")
               << ": nothing was searched; relax them (docs/plan.md, \"Constraints\").\n";
   } else if (r.candidates.empty()) {
     std::cout << "no layout fits on " << r.gpus << " GPUs.\n";
@@ -528,7 +529,8 @@ int cmd_plan(const std::vector<std::string>& argv) {
   if (args.has("-o") && !args.has("--export-best")) return usage_error(kCmd, "-o is for --export-best");
   Job base;
   PlanOptions o;
-  if (int rc = load(args, &base, &o.constraints, &o.gpus); rc != kExitOk) return rc;
+  bool job_plan_block = false;
+  if (int rc = load(args, &base, &o.constraints, &o.gpus, &job_plan_block); rc != kExitOk) return rc;
   if (args.has("--allow-large")) {
     Budget b = engine_budget();
     b.max_engine_bytes = std::max<int64_t>(b.max_engine_bytes, int64_t{32} << 30);
@@ -605,6 +607,7 @@ int cmd_plan(const std::vector<std::string>& argv) {
                           "--max-pp", "--min-cp", "--max-cp", "--min-dp", "--max-dp", "--min-ep", "--max-ep", "--min-vp",
                           "--max-vp", "--min-mbs", "--max-mbs", "--schedules", "--recompute", "--zero", "--orders"})
       if (args.has(f)) constraints += (constraints.empty() ? "" : " ") + std::string(f) + " " + *args.get(f);
+    if (job_plan_block) constraints += constraints.empty() ? "the job's plan block" : " and the job's plan block";
     print_text(*r, base, seconds, constraints);
   }
   std::cout.flush();

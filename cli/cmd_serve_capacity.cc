@@ -124,8 +124,8 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
         std::printf("\ntp %lld, replicas %lld (%lld GPUs): no request rate meets the SLOs: even at %.3g requests/s "
                     "(requests alone) P99 TTFT is %.4g ms and P99 TPOT %.4g ms; %lld runs of %lld requests\n",
                     static_cast<long long>(tp), static_cast<long long>(rep), static_cast<long long>(r->gpus),
-                    r->curve.size() < 5 ? 0.0 : r->curve[4].rate,
-                    r->curve.size() < 5 ? 0.0 : r->curve[4].ttft_p99 * 1e3, r->curve.size() < 5 ? 0.0 : r->curve[4].tpot_p99 * 1e3,
+                    r->reference.rate,
+                    r->reference.ttft_p99 * 1e3, r->reference.tpot_p99 * 1e3,
                     static_cast<long long>(r->simulations), static_cast<long long>(r->requests));
       if (r->short_run)
         std::printf("warning: at this rate the %lld requests arrive within %.3g s, under %g P99 end-to-end latencies "

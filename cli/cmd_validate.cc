@@ -422,7 +422,8 @@ int cmd_validate(const std::vector<std::string>& argv) {
   // and when every part its job has is there.
   int rc = kExitOk;
   std::vector<std::string> missing;
-  for (const std::string& p : expected_parts(dir))
+  const std::vector<std::string> expected = expected_parts(dir);
+  for (const std::string& p : expected)
     if (std::find(parts.begin(), parts.end(), p) == parts.end()) missing.push_back(p);
   if (!missing.empty()) {
     std::string names;
@@ -430,7 +431,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
     std::string have;
     for (const std::string& p : parts) have += (have.empty() ? "" : ", ") + p + "/";
     const std::string msg = dir.string() + ": missing " + names + " (summary.json's job has " +
-                            std::to_string(missing.size() + parts.size()) + " parts; found " + have + ")";
+                            std::to_string(expected.size()) + " parts; found " + have + ")";
     if (json) {
       std::cout << "{\"parts\": {}, \"missing\": [";
       for (size_t i = 0; i < missing.size(); ++i) std::cout << (i ? ", " : "") << json_quote(missing[i]);

@@ -256,9 +256,9 @@ std::string simulate_text(const SimulateReport& r) {
   }
   if (r.host_launch_micros > 0) {
     std::snprintf(b, sizeof b,
-                  "host        issues each node %.3g us after the previous one; no node starts before its issue "
+                  "host        issues each node %g us after the previous one; no node starts before its issue "
                   "(docs/simulate.md, \"The host\")\n",
-                  r.host_launch_micros);
+                  sig(r.host_launch_micros));
     out += b;
   }
   for (const std::string& l : r.sim.critical_path) out += l + "\n";

@@ -120,9 +120,9 @@ Status parse_workload(const Json& v, WorkloadConfig* w) {
                       "unknown arrival \"" + jsonf::clip(arrival) + "\" (known: poisson, fixed, burst, trace)",
                       path + ".arrival");
   if (const Json* x = jsonf::find(v, "rate")) {
-    // At least one request in 1,000 s: arrivals past ~1e8 s would leave a
-    // double too few digits for millisecond latencies (and a trace's
-    // arrivals are capped at 1e7 s).
+    // A sanity bound, at least one request in 1,000 s: at 1e-15 the
+    // arrivals (~1e15 s) left a double no digits for millisecond
+    // latencies. (The capacity search probes lower rates itself.)
     SC_ASSIGN_OR_RETURN(w->rate, jsonf::get_number_in(*x, path + ".rate", 1e-3, 1e6));
   }
   if (const Json* x = jsonf::find(v, "duration_seconds")) {
@@ -471,6 +471,9 @@ Json workload_json(const WorkloadConfig& w) {
       t.push_back({{"arrival_seconds", r.arrival_seconds}, {"prompt_tokens", r.prompt_tokens},
                    {"output_tokens", r.output_tokens}});
     j["trace"] = t;
+    // The seed draws speculative decoding's acceptances: part of the job
+    // (and its hash) when given; 0, the default, keeps older traces' text.
+    if (w.seed != 0) j["seed"] = w.seed;
     if (w.prefix_cache_hit_rate > 0) j["prefix_cache_hit_rate"] = w.prefix_cache_hit_rate;
     return j;
   }

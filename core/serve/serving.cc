@@ -961,6 +961,7 @@ Result<CapacityResult> serving_capacity(const Job& full, const ServeBackend& be,
   for (double f : {0.25, 0.5, 0.75, 0.9, 1.0, 1.1, 1.25, 1.5}) {
     SC_ASSIGN_OR_RETURN(CapacityPoint c, run(sig(ref * f)));
     out.curve.push_back(c);
+    if (f == 1.0) out.reference = c;
     if (f == 1.0 && lo > 0) {
       out.e2e_p99_at_capacity = c.e2e_p99;
       out.short_run = static_cast<double>(n) / lo < kSteadyRunLatencies * c.e2e_p99;

@@ -52,6 +52,7 @@ struct CapacityResult {
   double slo_ttft = 0, slo_tpot = 0;
   int64_t requests = 0, gpus = 0, simulations = 0;
   std::vector<CapacityPoint> curve;  // ascending rate
+  CapacityPoint reference;  // the curve's point at the capacity, or at the lowest rate tried when none meets the SLOs
   // The run at the capacity arrives over requests / capacity seconds; when
   // that is under kSteadyRunLatencies P99 end-to-end latencies the run is a
   // burst, not a steady state, and the capacity is not measured by it

@@ -949,6 +949,8 @@ class Engine {
         }
         if (step_ - covered > 1e-6)
           lines.push_back(std::string(!host_                         ? "  waiting (latency not attributed to a node): "
+                                      : opt_.host_launch_micros > 0 && opt_.host_sync_micros > 0
+                                          ? "  waiting (latency, the host's syncs and its issue, not attributed to a node): "
                                       : opt_.host_sync_micros > 0 ? "  waiting (latency and the host's syncs, not attributed to a node): "
                                                                   : "  waiting (latency and the host's issue, not attributed to a node): ") +
                           ms(step_ - covered));

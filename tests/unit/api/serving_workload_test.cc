@@ -207,6 +207,21 @@ TEST_CASE("serving workload: a seeded run gives the same bytes twice; another se
         json::parse(g1.summary_json())["inference"]["ttft_seconds_p99"]);
 }
 
+TEST_CASE("serving workload: a trace's seed is part of the canonical job (speculative decoding draws from it)") {
+  const std::string trace = R"("arrival": "trace", "trace": [{"arrival_seconds": 0, "prompt_tokens": 100, "output_tokens": 20},
+      {"arrival_seconds": 0.5, "prompt_tokens": 200, "output_tokens": 30}])";
+  const std::string spec = R"(, "scheduler": {"speculative_tokens": 3, "acceptance_rate": 0.5})";
+  auto canonical = [&](const std::string& seed) {
+    Result<Job> j = parse_job(job_with(", \"workload\": {" + trace + seed + "}" + spec));
+    REQUIRE_MESSAGE(j.ok(), j.error().message);
+    return json::parse(job_to_canonical_json(*j))["serving"]["workload"];
+  };
+  CHECK(!canonical("").contains("seed"));  // 0, the default: older traces keep their text and hash
+  CHECK(canonical(R"(, "seed": 2)")["seed"] == 2);
+  // Different seeds, different draws: the hash must tell the jobs apart.
+  CHECK(canonical(R"(, "seed": 1)") != canonical(R"(, "seed": 2)"));
+}
+
 TEST_CASE("serving workload: jobs without one keep their summary; gpu_memory_utilization shrinks the cache") {
   json plain = inference_of(job_with(""));
   CHECK(!plain.contains("workload"));

@@ -147,7 +147,7 @@ class Validator {
       if (members.empty()) add(-1, nullptr, "R6", g + " has no members");
       std::set<int64_t> seen;
       for (int64_t m : members) {
-        if (m < 0 || m >= world_) add(-1, nullptr, "R6", g + ": member " + std::to_string(m) + " is not a rank 0.." + std::to_string(world_ - 1));
+        if (m < 0 || (world_ > 0 && m >= world_)) add(-1, nullptr, "R6", g + ": member " + std::to_string(m) + " is not a rank 0.." + std::to_string(world_ - 1));
         else if (!seen.insert(m).second) add(-1, nullptr, "R6", g + ": member " + std::to_string(m) + " is listed twice");
       }
     }

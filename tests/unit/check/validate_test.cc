@@ -251,6 +251,15 @@ TEST_CASE("validate: the archive (R9)") {
     CHECK(find(rep, "R9", 3, std::nullopt));
     CHECK(find(rep, "R9", 1, std::nullopt));
   }
+  SUBCASE("no trace at all: the world is unknown, so the group file's members are not range-checked") {
+    // A serving part a --ranks shard left without traces (docs/export.md):
+    // its groups are the part's, the members beyond "rank 0..-1".
+    a.ranks.clear();
+    auto rep = run(a);
+    CHECK(rep.counts().count("R6") == 0);
+    a.groups.begin()->second.push_back(-1);  // a negative member stays an error
+    CHECK(run(a).counts().count("R6") == 1);
+  }
   SUBCASE("a corrupt world_size does not enumerate 2^40 ranks") {
     for (auto& t : a.ranks) t.meta.world_size = int64_t{1} << 40;
     auto rep = run(a);
