@@ -249,6 +249,10 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus, bool*
     return report_error(kCmd, e);
   }
   *job = std::move(parsed).value();
+  // What a Hugging Face import could not read or model, as every other
+  // command says it (docs/hf-import.md).
+  for (const std::string& w : job->model.hf_warnings)
+    std::cerr << "stagecraft " << kCmd << ": warning: model.hf_config: " << w << "\n";
   job->training.overlap_moe_expert_parallel_comm = ep_overlap;
   job->training.delay_wgrad_compute = delay_wgrad;
 
@@ -481,16 +485,23 @@ void plan_test_pause(const std::string& phase, int64_t done) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
-int export_best(const Args& args, const PlanResult& r) {
-  if (r.candidates.empty()) return report_error(kCmd, make_error(ErrorCode::kInvalidArgument, "no layout fits: nothing to export", "--export-best"));
-  const std::string* out = args.get("-o");
-  fs::path dir = fs::path(*out).lexically_normal();
+// --export-best's OUT and options; checked before the search as well, so
+// a bad OUT is said at once, not after minutes of search.
+ExportOptions export_options(const Args& args) {
+  fs::path dir = fs::path(*args.get("-o")).lexically_normal();
   if (dir.filename().empty()) dir = dir.parent_path();
   ExportOptions opt;
   opt.out = dir;
   opt.format = format_for(dir.string());
   opt.force = args.has("--force");
   opt.progress = args.has("--quiet") ? ProgressMode::kQuiet : ProgressMode::kAuto;
+  return opt;
+}
+
+int export_best(const Args& args, const PlanResult& r) {
+  if (r.candidates.empty()) return report_error(kCmd, make_error(ErrorCode::kInvalidArgument, "no layout fits: nothing to export", "--export-best"));
+  ExportOptions opt = export_options(args);
+  const fs::path dir = opt.out;
   bool replace = false;
   if (Status st = check_output(dir, opt.format, opt.force, &replace); !st.ok()) return report_error(kCmd, st.error());
   int rc = kExitOk;
@@ -544,8 +555,15 @@ int cmd_plan(const std::vector<std::string>& argv) {
   }
   if (const std::string* t = args.get("--time-limit")) {
     const double v = to_double(*t).value_or(0);
-    if (!(v > 0)) return usage_error(kCmd, "--time-limit must be a positive number of seconds (got '" + *t + "')");
+    // Past 10^6 s (11 days) the deadline's clock arithmetic would overflow.
+    if (!(v > 0) || v > 1e6)
+      return usage_error(kCmd, "--time-limit must be a number of seconds in (0, 1e6] (got '" + *t + "')");
     o.time_limit_seconds = v;
+  }
+  if (args.has("--export-best")) {  // OUT checked now, not after the search
+    const ExportOptions eo = export_options(args);
+    bool replace = false;
+    if (Status st = check_output(eo.out, eo.format, eo.force, &replace); !st.ok()) return report_error(kCmd, st.error());
   }
   Progress::Mode mode = Progress::auto_mode();
   if (const std::string* m = args.get("--progress")) {
@@ -614,6 +632,13 @@ int cmd_plan(const std::vector<std::string>& argv) {
   if (!r->complete && pending_signal() == 0) {
     std::cerr << "stagecraft plan: stopped at the time limit (" << o.time_limit_seconds
               << " s); printed the best found so far\n";
+    // The limit bounds the whole command: writing thousands of ranks would
+    // run past it.
+    if (args.has("--export-best")) {
+      std::cerr << "stagecraft plan: --export-best not written: the time limit stopped the search; export the best so "
+                   "far with generate (its job is in plan --json's candidates[0].job)\n";
+      return kExitError;
+    }
   } else if (!r->complete) {
     std::cerr << "stagecraft plan: interrupted by " << (pending_signal() == SIGTERM ? "SIGTERM" : "SIGINT")
               << "; printed the best found so far\n";

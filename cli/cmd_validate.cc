@@ -21,6 +21,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <system_error>
 #include <thread>
 
@@ -111,7 +112,9 @@ struct FileResult {
 int validate_one(const char* cmd, const fs::path& dir, const std::string& prefix, int threads, std::string* json_out) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    return report_error(cmd, make_error(ErrorCode::kIoError, dir.string() + ": not a directory"));
+    return report_error(cmd, make_error(ErrorCode::kIoError,
+                                        dir.string() + (fs::exists(fs::symlink_status(dir, ec)) ? ": not a directory"
+                                                                                                : ": no such file or directory")));
   }
 
   // Every <prefix>.*.et, by rank; error_code overloads: filesystem must not throw.
@@ -125,6 +128,23 @@ int validate_one(const char* cmd, const fs::path& dir, const std::string& prefix
     if (r < 0) odd.push_back(name); else file_map[r] = name;
   }
   if (ec) return report_error(cmd, make_error(ErrorCode::kIoError, dir.string() + ": " + ec.message()));
+  // No trace of this prefix: traces of another (an export written with
+  // --prefix) make the R9 finding name the prefix to give.
+  std::string other_prefix;
+  if (file_map.empty() && odd.empty()) {
+    std::set<std::string> others;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string n = it->path().filename().string();
+      if (n.size() < 4 || n.compare(n.size() - 3, 3, ".et") != 0) continue;
+      const std::string stem = n.substr(0, n.size() - 3);
+      const size_t dot = stem.rfind('.');
+      if (dot != std::string::npos && dot > 0 && dot + 1 < stem.size() &&
+          stem.find_first_not_of("0123456789", dot + 1) == std::string::npos)
+        others.insert(stem.substr(0, dot));
+    }
+    ec.clear();
+    if (!others.empty()) other_prefix = *others.begin();
+  }
   std::sort(odd.begin(), odd.end());  // directory order is arbitrary
   const std::vector<std::pair<int64_t, std::string>> files(file_map.begin(), file_map.end());
   file_map.clear();
@@ -145,7 +165,11 @@ int validate_one(const char* cmd, const fs::path& dir, const std::string& prefix
     rep.add(std::move(v));
   };
   for (const std::string& name : odd) finding(report, -1, "R9", "extra file " + name + ": not <prefix>.<rank>.et for a rank");
-  if (files.empty()) finding(report, -1, "R9", "no " + prefix + ".<rank>.et files in " + dir.string());
+  if (files.empty())
+    finding(report, -1, "R9",
+            "no " + prefix + ".<rank>.et files in " + dir.string() +
+                (other_prefix.empty() ? std::string()
+                                      : "; it holds " + other_prefix + ".<rank>.et files: give --prefix " + other_prefix));
 
   GroupTable groups;
   ValidateOptions opt;
@@ -408,7 +432,9 @@ int cmd_validate(const std::vector<std::string>& argv) {
     return usage_error(cmd, "--prefix must be a file name of letters, digits, '.', '_' or '-' (got '" + prefix + "')");
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    return report_error(cmd, make_error(ErrorCode::kIoError, dir.string() + ": not a directory"));
+    return report_error(cmd, make_error(ErrorCode::kIoError,
+                                        dir.string() + (fs::exists(fs::symlink_status(dir, ec)) ? ": not a directory"
+                                                                                                : ": no such file or directory")));
   }
   const bool json = args.has("--json");
   const std::vector<std::string> parts = part_folders(dir, prefix);

@@ -2179,7 +2179,9 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     }
     out.candidates = std::move(acc);
     if (out.candidates.size() >= 2) out.why_winner = why_line(out.candidates);
-    else if (out.candidates.size() == 1) out.why_winner = "#1 is the only layout that fits";
+    else if (out.candidates.size() == 1)
+      out.why_winner = out.complete ? "the only layout that fits"
+                                    : "the only layout timed so far that fits (the search was stopped)";
     else if (!out.complete && out.counts.simulated == 0) out.why_winner = "nothing simulated yet";
     else if (!out.complete) out.why_winner = "no layout simulated so far fits";
     else out.why_winner = "no layout fits";

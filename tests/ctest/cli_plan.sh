@@ -97,6 +97,30 @@ grep -q "short by" none.txt || fail "closest misses lack the shortfall: $(cat no
 grep -q "^no layout meets the search's constraints on 8 GPUs (--mbs 3 --max-cp 1): nothing was searched" cons.txt ||
   fail "constraints message: $(cat cons.txt)"
 grep -q "^no layout fits" cons.txt && fail "constraints reported as 'no layout fits'"
+# --time-limit bounds the whole command: with --export-best a stopped
+# search writes nothing (the export would run past the limit) and says so;
+# a huge limit is a usage error (the deadline's clock would overflow); an
+# OUT that cannot be written is refused before the search, not after it.
+BIG=(--model llama3-70b --gpus 4096 --seq-len 8192 --global-batch-size 2048 --threads 1 --progress none)
+"$CLI" plan "${BIG[@]}" --time-limit 1 --export-best -o tle.zip > tle.txt 2> tle.err; rc=$?
+[[ $rc == 1 ]] || fail "time-limited --export-best exit $rc"
+grep -q "export-best not written: the time limit stopped the search" tle.err || fail "no export note: $(cat tle.err)"
+[[ -e tle.zip ]] && fail "a time-limited search wrote its export"
+grep -q "^why #1      #1" tle.txt && fail "why line doubles #1: $(grep 'why #1' tle.txt)"
+"$CLI" plan "${BASE[@]}" --time-limit 1e10 > /dev/null 2> huge.err; rc=$?
+[[ $rc == 2 ]] && grep -q "time-limit must be a number of seconds in (0, 1e6]" huge.err || fail "--time-limit 1e10: $rc $(cat huge.err)"
+mkdir -p full && touch full/x
+"$CLI" plan "${BIG[@]}" --export-best -o full > /dev/null 2> full.err; rc=$?
+[[ $rc == 1 ]] && grep -q "full: exists and is not empty" full.err || fail "export-best into a non-export: $rc $(cat full.err)"
+# Refused before the search: not after a 4,096-GPU search (tens of seconds).
+grep -q "searched" full.err && fail "OUT checked after the search"
+# A Hugging Face import's warnings, as every other command prints them.
+cat > hfw.json <<'JSON'
+{"model": {"hf_config": {"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 4,
+  "intermediate_size": 512, "vocab_size": 1000, "made_up_field": 3}}, "training": {"seq_len": 256, "global_batch_size": 8}}
+JSON
+"$CLI" plan --config hfw.json --gpus 2 --threads 1 --progress none > /dev/null 2> hfw.err || fail "plan of an imported job"
+grep -q "warning: model.hf_config: made_up_field = 3: not read" hfw.err || fail "plan hides the import warnings: $(cat hfw.err)"
 # FP8 training through --fp8-recipe, as the other commands take it.
 "$CLI" plan "${BASE[@]}" --fp8-recipe tensorwise --top 1 --json --progress none > fp8.json 2> fp8.err ||
   fail "plan --fp8-recipe: $(cat fp8.err)"

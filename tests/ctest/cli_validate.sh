@@ -113,9 +113,10 @@ check pp --threads 0; [[ $rc == 2 ]] || fail "--threads 0: exit $rc"
 # --prefix; usage and I/O errors.
 "$CLI" generate --model gpt3-1.7b --layers 1 --tp 2 --seq-len 256 --prefix llm -o p > /dev/null 2>&1 || fail "generate --prefix"
 check p --prefix llm; expect 0 "^valid$" "--prefix llm"
-check p; expect 1 "error R9: no trace.<rank>.et files" "wrong prefix"
+check p; expect 1 "error R9: no trace.<rank>.et files in p; it holds llm.<rank>.et files: give --prefix llm" "wrong prefix"
 check; [[ $rc == 2 ]] || fail "no DIR: exit $rc"
-check nope; expect 1 "not a directory" "missing DIR"
+check nope; expect 1 "nope: no such file or directory" "missing DIR"
+touch afile; check afile; expect 1 "afile: not a directory" "DIR a file"
 
 # A serving job's export (issue 24): no traces of its own, one folder per
 # phase; validate checks each and is valid when all are.
