@@ -242,6 +242,12 @@ Status check_common(const HfReader& r, Import& im, bool windowed_family, ModelCo
   if (const Json* v = jsonf::find(r.obj, "layer_types"); v && !pattern_family) {
     // Must spell the layout read from the other keys (full everywhere, or
     // the windowed layers of sliding_window / max_window_layers).
+    // One entry per layer, as transformers checks (layer_type_validation).
+    if (v->is_array() && static_cast<int64_t>(v->size()) != m->num_layers)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "has " + std::to_string(v->size()) + " entries for num_hidden_layers " +
+                            std::to_string(m->num_layers) + " (one per layer)",
+                        jsonf::join(r.path, "layer_types"));
     bool same = v->is_array();
     for (size_t l = 0; same && l < v->size(); ++l) {
       const Json& e = (*v)[l];
@@ -299,6 +305,15 @@ Status qwen_moe_layers(const HfReader& r, Import& im, ModelConfig* m) {
     }
     std::sort(layers.begin(), layers.end());
     layers.erase(std::unique(layers.begin(), layers.end()), layers.end());
+    // transformers reads the list per existing layer: an index past
+    // num_hidden_layers names no layer and changes nothing.
+    if (m->num_layers > 0 && !layers.empty() && layers.back() >= m->num_layers) {
+      const auto past = std::lower_bound(layers.begin(), layers.end(), m->num_layers);
+      im.features.push_back(std::to_string(layers.end() - past) + " mlp_only_layers index(es) from " +
+                            std::to_string(*past) + " on: past num_hidden_layers (" + std::to_string(m->num_layers) +
+                            "), no such layer");
+      layers.erase(past, layers.end());
+    }
     size_t k = 0;
     while (k < layers.size() && layers[k] == static_cast<int64_t>(k)) ++k;
     m->first_dense_layers = static_cast<int64_t>(k);
@@ -369,6 +384,7 @@ Result<ModelConfig> from_deepseek(const HfReader& r, const std::string& model_ty
   SC_ASSIGN_OR_RETURN(m.shared_experts, r.optional("n_shared_experts", 0, limits::kMaxExperts, /*lo=*/0));
   SC_ASSIGN_OR_RETURN(m.first_dense_layers,
                       r.optional("first_k_dense_replace", 0, kMaxLayers, /*lo=*/0));
+
   SC_ASSIGN_OR_RETURN(int64_t freq, r.optional("moe_layer_freq", 1, kMaxLayers));
   if (freq != 1) {
     return make_error(ErrorCode::kUnsupported,
@@ -694,6 +710,13 @@ Result<ModelConfig> import_parsed(const Json& j, const std::string& path, bool s
   } else if (deepseek) {
     SC_ASSIGN_OR_RETURN(m, from_deepseek(r, model_type));
     im.features.push_back("multi-head latent attention");
+    // transformers makes layer i MoE when i >= first_k_dense_replace: a value
+    // past the layers leaves every layer dense.
+    if (m.num_experts > 0 && m.first_dense_layers > m.num_layers) {
+      im.features.push_back("first_k_dense_replace " + std::to_string(m.first_dense_layers) +
+                            " past num_hidden_layers (" + std::to_string(m.num_layers) + "): every layer dense");
+      m.first_dense_layers = m.num_layers;
+    }
     SC_RETURN_IF_ERROR(check_common(r, im, false, &m));
   } else if (model_type == "gemma") {
     // Gemma: GeGLU, tied (tie_word_embeddings defaults to true), head_dim given.
@@ -749,6 +772,14 @@ Result<ModelConfig> import_parsed(const Json& j, const std::string& path, bool s
     if (model_type == "olmo2") read_olmo2(im, &m);
     const bool windowed = model_type != "llama" && model_type != "olmo2" && !model_type.empty();
     SC_RETURN_IF_ERROR(check_common(r, im, windowed, &m, false, /*partial_rotary_family=*/model_type == "phi3"));
+    // transformers' MistralConfig defaults sliding_window to 4096 (Mixtral's
+    // and Phi-3's to None): a mistral config without the key is windowed;
+    // an explicit null (Mistral v0.2 on) is not.
+    if (model_type == "mistral" && !r.obj.contains("sliding_window") && m.max_positions > 4096) {
+      m.sliding_window = 4096;
+      im.features.push_back("sliding-window attention (4096: transformers' MistralConfig default; the config has no "
+                            "sliding_window)");
+    }
     if (model_type == "granite") {
       // Scalars without parameters; attention_multiplier replaces 1/sqrt(d) (no op).
       SC_ASSIGN_OR_RETURN(m.embedding_multiplier, r.number("embedding_multiplier", 1.0));

@@ -235,6 +235,37 @@ TEST_CASE("HF import: per-family features and refusals name the field") {
   CHECK(moe->first_dense_layers == 1);
 }
 
+TEST_CASE("HF import: transformers' defaults and checks the import follows") {
+  auto cfg = [](const std::string& extra) {
+    return R"({"hidden_size":64,"num_hidden_layers":4,"num_attention_heads":4,"num_key_value_heads":2,
+               "intermediate_size":128,"vocab_size":100,"max_position_embeddings":32768,)" + extra + "}";
+  };
+  // MistralConfig defaults sliding_window to 4096: no key, a window; null, none.
+  Result<ModelConfig> bare = model_from_hf_config(cfg(R"("model_type":"mistral")"));
+  REQUIRE_MESSAGE(bare.ok(), bare.error().to_string());
+  CHECK(bare->sliding_window == 4096);
+  Result<ModelConfig> off = model_from_hf_config(cfg(R"("model_type":"mistral","sliding_window":null)"));
+  REQUIRE(off.ok());
+  CHECK(off->sliding_window == 0);
+  // Mixtral's default is None.
+  Result<ModelConfig> mixtral = model_from_hf_config(cfg(R"("model_type":"mixtral","num_local_experts":4,"num_experts_per_tok":2)"));
+  REQUIRE_MESSAGE(mixtral.ok(), mixtral.error().to_string());
+  CHECK(mixtral->sliding_window == 0);
+  // layer_types: one entry per layer, or refused naming the key.
+  Result<ModelConfig> short_types = model_from_hf_config(
+      cfg(R"("model_type":"llama","layer_types":["full_attention","full_attention","full_attention"])"));
+  REQUIRE_FALSE(short_types.ok());
+  CHECK(short_types.error().path == "model.hf_config.layer_types");
+  CHECK(short_types.error().message.find("3 entries for num_hidden_layers 4") != std::string::npos);
+  // DeepSeek: first_k_dense_replace past the layers leaves every layer dense.
+  Result<ModelConfig> ds = model_from_hf_config(cfg(R"("model_type":"deepseek_v3","kv_lora_rank":32,"q_lora_rank":null,
+      "qk_nope_head_dim":16,"qk_rope_head_dim":8,"v_head_dim":16,"n_routed_experts":4,"num_experts_per_tok":2,
+      "moe_intermediate_size":32,"first_k_dense_replace":100)"));
+  REQUIRE_MESSAGE(ds.ok(), ds.error().to_string());
+  CHECK(ds->first_dense_layers == 4);
+  for (int64_t l = 0; l < 4; ++l) CHECK(!ds->moe_layer(l));
+}
+
 TEST_CASE("HF import: strict is a model-section key for hf_config only") {
   auto j = parse_job(R"({"model":{"hf_config":{"model_type":"llama","hidden_size":64,"num_hidden_layers":2,
       "num_attention_heads":4,"intermediate_size":128,"vocab_size":100,"partial_rotary_factor":0.5},"strict":false},
@@ -527,6 +558,15 @@ TEST_CASE("HF import: Qwen MoE decoder_sparse_step and mlp_only_layers, counts a
   CHECK(step2_only3.moe_layer(1));
   CHECK(listed.first_dense_layers == 1);
   CHECK(listed.dense_layers == std::vector<int64_t>{2});
+  // An index past num_hidden_layers names no layer (transformers reads the
+  // list per existing layer): dropped, and said, not refused.
+  const ModelConfig past = import(R"("mlp_only_layers":[2,0,99])");
+  CHECK(past.dense_layers == listed.dense_layers);
+  CHECK(past.first_dense_layers == listed.first_dense_layers);
+  CHECK(closed_form_parameters(past) == closed_form_parameters(listed));
+  bool said = false;
+  for (const std::string& f : past.hf_features) said = said || f.find("past num_hidden_layers (4)") != std::string::npos;
+  CHECK(said);
   for (int64_t l = 0; l < 4; ++l) CHECK(listed.moe_layer(l) == step2.moe_layer(l));
   // Per layer MLP parameters by hand: dense 3 h f; MoE E (3 h fe) + router h E.
   const int64_t dense = 3 * 64 * 128, moe = 4 * 3 * 64 * 32 + 64 * 4, expert = 3 * 64 * 32;
