@@ -1448,15 +1448,22 @@ struct Cand {
 // Layouts that differ only in recompute (with fused attention "none" and
 // "selective" recompute the same nothing): variants of one row when their
 // steps are equal.
+// What a row stands for apart from the variants that can time alike: the
+// recompute mode (with fused attention "none" and "selective" run the same
+// ops) and the rank order (the two orders can build groups of the same
+// shapes where orders_equivalent does not prove it, e.g. with experts).
+// Rows are collapsed only when their step times are equal as well.
 std::string variant_key(const PlanLayout& l) {
   PlanLayout k = l;
   k.recompute = Recompute::kNone;
+  k.order = order_of("megatron");
   return layout_label(k, true);
 }
 
 auto tie_key(const PlanLayout& l) {
   return std::make_tuple(l.tp, l.cp, l.pp, l.vp, schedule_index(l.schedule), l.dp, l.zero, l.shard_group, l.ep,
-                         l.expert_tp, static_cast<int>(l.recompute), l.mbs, l.sp ? 0 : 1, order_name(l.order),
+                         l.expert_tp, static_cast<int>(l.recompute), l.mbs, l.sp ? 0 : 1,
+                         order_name(l.order) == "megatron" ? 0 : 1,  // a tie's row is the megatron twin the search keeps
                          l.empty_ends ? 1 : 0);
 }
 
@@ -2196,7 +2203,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
     // Only the first few are shown: a partial sort (the order of those is
     // the full sort's: no two layouts tie), 0.2 s less at 10^5 layouts
     // (a stop's answer comes within a second of it).
-    const size_t shown = std::min<size_t>(mem.size(), 5);
+    const size_t shown = std::min<size_t>(mem.size(), 15);  // room for the twins dropped below
     std::partial_sort(mem.begin(), mem.begin() + static_cast<std::ptrdiff_t>(shown), mem.end(),
                       [](const Cand* a, const Cand* b) {
                         if (a->short_by != b->short_by) return a->short_by < b->short_by;
@@ -2214,7 +2221,12 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
       if (need > o.gpus) out.min_gpus_lower_bound = need;
     }
     const size_t want = out.candidates.empty() ? 5 : 3;
-    for (size_t i = 0; i < mem.size() && i < want; ++i) out.closest_misses.push_back({mem[i]->l, mem[i]->reason, mem[i]->short_by});
+    // A miss whose twin (another recompute mode or rank order, the same
+    // shortfall) is already listed adds nothing.
+    std::set<std::pair<std::string, int64_t>> listed;
+    for (size_t i = 0; i < shown && out.closest_misses.size() < want; ++i)
+      if (listed.insert({variant_key(mem[i]->l), mem[i]->short_by}).second)
+        out.closest_misses.push_back({mem[i]->l, mem[i]->reason, mem[i]->short_by});
     if (out.candidates.empty() && out.closest_misses.empty()) {
       std::set<std::string> seen;
       for (const Cand& cd : cands)

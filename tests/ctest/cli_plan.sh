@@ -3,6 +3,7 @@
 # each candidate's job feeds generate and simulates to its step), --csv,
 # --export-best, constraints from flags and from the job's "plan" block,
 # impossible constraints, nothing fits, and SIGINT printing the best so far.
+FIXTURES="$(cd "$(dirname "${BASH_SOURCE[0]}")/../fixtures/hf" && pwd)"
 source "$(dirname "${BASH_SOURCE[0]}")/lib/common.bash"
 
 BASE=(--model llama3-8b --layers 4 --hardware h100 --seq-len 1024 --global-batch-size 16 --gpus 8 --max-mbs 1 --max-cp 1)
@@ -121,6 +122,20 @@ cat > hfw.json <<'JSON'
 JSON
 "$CLI" plan --config hfw.json --gpus 2 --threads 1 --progress none > /dev/null 2> hfw.err || fail "plan of an imported job"
 grep -q "warning: model.hf_config: made_up_field = 3: not read" hfw.err || fail "plan hides the import warnings: $(cat hfw.err)"
+# Rows that time alike and differ only in the rank order (here beside
+# expert parallelism) share one row: the megatron order stands, llama3 is
+# its alternative; no two rows have the same step.
+python3 -c "import json; json.dump({'model': {'hf_config': json.load(open('$FIXTURES/qwen3-30b-a3b.config.json'))},
+  'training': {'seq_len': 4096, 'global_batch_size': 64}}, open('q30.json', 'w'))"
+"$CLI" plan --config q30.json --gpus 8 --progress none --json > q30.out 2> q30.err || fail "plan of Qwen3 30B-A3B: $(cat q30.err)"
+python3 - <<'PY' || fail "order twins not collapsed"
+import json
+c = json.load(open("q30.out"))["candidates"]
+steps = [x["step_seconds"] for x in c]
+assert len(steps) == len(set(steps)), steps
+twins = [a for x in c for a in x.get("alternatives", []) if a["order"] == ["tp", "cp", "pp", "dp"]]
+assert twins and all(x["layout"]["order"] == ["tp", "cp", "dp", "pp"] for x in c), c
+PY
 # FP8 training through --fp8-recipe, as the other commands take it.
 "$CLI" plan "${BASE[@]}" --fp8-recipe tensorwise --top 1 --json --progress none > fp8.json 2> fp8.err ||
   fail "plan --fp8-recipe: $(cat fp8.err)"
