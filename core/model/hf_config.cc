@@ -23,7 +23,10 @@ struct HfReader {
   Result<int64_t> required(const char* key, int64_t hi) const {
     const Json* v = jsonf::find(obj, key);
     if (!v) {
-      return make_error(ErrorCode::kInvalidArgument, "required key is missing",
+      // null (JSON's, or Python's Infinity / NaN, which the import reads as null) is a value, not a missing key.
+      return make_error(ErrorCode::kInvalidArgument,
+                        obj.contains(key) ? "must be an integer (got null; Infinity and NaN read as null)"
+                                          : "required key is missing",
                         jsonf::join(path, key));
     }
     return jsonf::get_int(*v, jsonf::join(path, key), 1, hi);
@@ -660,6 +663,45 @@ Result<ModelConfig> gemma3_multimodal(const HfReader& r, bool strict) {
 
 // The model of a parsed config (model_from_hf_config's work before the
 // unknown keys are listed).
+// A model-field error of an imported config names the config key the
+// field came from (model.num_kv_heads -> model.hf_config.num_key_value_heads):
+// the user wrote the config, not the model fields. A field no key maps to
+// keeps its path.
+Error hf_error(Error e, const HfReader& r) {
+  static const std::pair<const char*, std::vector<const char*>> kKeys[] = {
+      {"num_layers", {"num_hidden_layers", "n_layer"}},
+      {"hidden", {"hidden_size", "n_embd"}},
+      {"num_heads", {"num_attention_heads", "n_head"}},
+      {"num_kv_heads", {"num_key_value_heads"}},
+      {"head_dim", {"head_dim", "qk_nope_head_dim"}},
+      {"ffn_hidden", {"intermediate_size", "n_inner"}},
+      {"vocab", {"vocab_size"}},
+      {"max_positions", {"max_position_embeddings", "n_positions"}},
+      {"num_experts", {"num_local_experts", "num_experts", "n_routed_experts"}},
+      {"experts_per_token", {"num_experts_per_tok"}},
+      {"moe_ffn_hidden", {"moe_intermediate_size"}},
+      {"shared_experts", {"n_shared_experts"}},
+      {"first_dense_layers", {"first_k_dense_replace"}},
+      {"dense_layers", {"mlp_only_layers"}},
+      {"sliding_window", {"sliding_window"}},
+      {"kv_lora_rank", {"kv_lora_rank"}},
+      {"q_lora_rank", {"q_lora_rank"}},
+  };
+  if (e.path.rfind("model.", 0) != 0) return e;
+  std::string field = e.path.substr(6);
+  field = field.substr(0, field.find_first_of(".["));
+  for (const auto& [name, keys] : kKeys) {
+    if (field != name) continue;
+    for (const char* k : keys)
+      if (r.obj.contains(k)) {
+        e.message += " (model." + field + ", read from this key)";
+        e.path = jsonf::join(r.path, k);
+        return e;
+      }
+  }
+  return e;
+}
+
 Result<ModelConfig> import_parsed(const Json& j, const std::string& path, bool strict, int nonstandard) {
   HfReader r{j, path};
   std::string model_type;
@@ -805,7 +847,7 @@ Result<ModelConfig> import_parsed(const Json& j, const std::string& path, bool s
   }
   m.hf_features = std::move(im.features);
   m.hf_warnings = std::move(im.warnings);
-  SC_RETURN_IF_ERROR(validate_model(m, "model"));
+  if (Status st = validate_model(m, "model"); !st.ok()) return hf_error(st.error(), r);
   return m;
 }
 

@@ -264,6 +264,18 @@ TEST_CASE("HF import: transformers' defaults and checks the import follows") {
   REQUIRE_MESSAGE(ds.ok(), ds.error().to_string());
   CHECK(ds->first_dense_layers == 4);
   for (int64_t l = 0; l < 4; ++l) CHECK(!ds->moe_layer(l));
+  // A model-field error names the config key it came from.
+  Result<ModelConfig> kv5 = model_from_hf_config(R"({"model_type":"llama","hidden_size":64,"num_hidden_layers":4,
+      "num_attention_heads":4,"num_key_value_heads":3,"intermediate_size":128,"vocab_size":100})");
+  REQUIRE_FALSE(kv5.ok());
+  CHECK(kv5.error().path == "model.hf_config.num_key_value_heads");
+  CHECK(kv5.error().message.find("(model.num_kv_heads, read from this key)") != std::string::npos);
+  // A required key present as null (or Infinity / NaN, read as null) is not "missing".
+  Result<ModelConfig> nul = model_from_hf_config(R"({"model_type":"llama","hidden_size":Infinity,"num_hidden_layers":4,
+      "num_attention_heads":4,"intermediate_size":128,"vocab_size":100})");
+  REQUIRE_FALSE(nul.ok());
+  CHECK(nul.error().path == "model.hf_config.hidden_size");
+  CHECK(nul.error().message.find("got null") != std::string::npos);
 }
 
 TEST_CASE("HF import: strict is a model-section key for hf_config only") {

@@ -524,7 +524,9 @@ TEST_CASE("HF import: unsupported MoE layouts are refused, naming the key") {
   j["num_experts_per_tok"] = 9;
   m = model_from_hf_config(j.dump());
   REQUIRE(!m.ok());
-  CHECK(m.error().path == "model.experts_per_token");
+  // The config key the user wrote, and the model field it became.
+  CHECK(m.error().path == "model.hf_config.num_experts_per_tok");
+  CHECK(m.error().message.find("(model.experts_per_token, read from this key)") != std::string::npos);
 }
 
 TEST_CASE("job model section: MoE and MLA keys, as explicit fields and as preset overrides") {
