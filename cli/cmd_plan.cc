@@ -156,7 +156,12 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus, bool*
   }
   if (!j.is_object()) return report_error(kCmd, make_error(ErrorCode::kInvalidArgument, "a job is a JSON object", ""));
   json planj = j.contains("plan") ? j["plan"] : json::object();
-  *job_plan_block = planj.is_object() && !planj.empty();
+  // A block that constrains the layouts (top, objective and the reserve do not).
+  *job_plan_block = false;
+  if (planj.is_object())
+    for (const auto& [k, v] : planj.items())
+      if (k != "top" && k != "objective" && k != "memory_reserve_gib" && k != "memory_reserve_fraction")
+        *job_plan_block = true;
   j.erase("plan");
   if (!planj.is_object())
     return report_error(kCmd, make_error(ErrorCode::kInvalidArgument, "must be an object", "plan"));
@@ -372,8 +377,16 @@ void print_text(const PlanResult& r, const Job& base, double seconds, const std:
     std::cout << "\n";
     for (size_t i = 0; i < r.candidates.size(); ++i) {
       std::cout << "#" << i + 1 << " " << r.candidates[i].bound << "\n";
-      for (const PlanLayout& a : r.candidates[i].alternatives)
-        std::cout << "   the same step with recompute " << recompute_name(a.recompute) << "\n";
+      for (const PlanLayout& a : r.candidates[i].alternatives) {
+        // What differs from the row: its recompute mode, its rank order, or both.
+        const PlanLayout& row = r.candidates[i].layout;
+        std::string what;
+        if (a.recompute != row.recompute) what = "recompute " + std::string(recompute_name(a.recompute));
+        if (a.order != row.order)
+          what += (what.empty() ? "" : ", ") + std::string("order ") +
+                  (a.order == std::vector<std::string>{"tp", "cp", "pp", "dp"} ? "llama3" : "megatron");
+        std::cout << "   the same step with " << what << "\n";
+      }
       for (const std::string& w : r.candidates[i].low_confidence) std::cout << "   low confidence: " << w << "\n";
     }
     std::cout << "why #1      " << r.why_winner << "\n";

@@ -130,7 +130,10 @@ Result<ModelConfig> from_llama_style(const HfReader& r, const std::string& model
   SC_ASSIGN_OR_RETURN(m.num_heads, r.required("num_attention_heads", kMaxHeads));
   SC_ASSIGN_OR_RETURN(m.ffn_hidden, r.required("intermediate_size", kMaxFfn));
   SC_ASSIGN_OR_RETURN(m.vocab, r.required("vocab_size", kMaxVocab));
-  SC_ASSIGN_OR_RETURN(m.max_positions, r.optional("max_position_embeddings", 2048, kMaxPositions));
+  // transformers' defaults when the key is absent: LlamaConfig 2048,
+  // MistralConfig 4096 x 32.
+  SC_ASSIGN_OR_RETURN(m.max_positions,
+                      r.optional("max_position_embeddings", model_type == "mistral" ? 131072 : 2048, kMaxPositions));
   if (mla) {
     m.num_kv_heads = m.num_heads;  // head sizes: from_deepseek
   } else {

@@ -1460,6 +1460,16 @@ std::string variant_key(const PlanLayout& l) {
   return layout_label(k, true);
 }
 
+// The layouts that build the same programs: the same but for a recompute
+// mode that recomputes nothing. Not the rank order: two orders place the
+// groups differently, so each is simulated (only the rows of those that
+// time alike are collapsed, by variant_key).
+std::string build_key(const PlanLayout& l) {
+  PlanLayout k = l;
+  k.recompute = Recompute::kNone;
+  return layout_label(k, true);
+}
+
 auto tie_key(const PlanLayout& l) {
   return std::make_tuple(l.tp, l.cp, l.pp, l.vp, schedule_index(l.schedule), l.dp, l.zero, l.shard_group, l.ep,
                          l.expert_tp, static_cast<int>(l.recompute), l.mbs, l.sp ? 0 : 1,
@@ -2415,7 +2425,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
   std::map<std::string, Eval> twins;
   auto twin_key = [&](const Cand& cd) -> std::string {
     if (cd.l.recompute == Recompute::kFull || proxies[static_cast<size_t>(cd.proxy)].recomputes) return {};
-    return variant_key(cd.l);
+    return build_key(cd.l);
   };
   size_t next = 0;
   const int batch = std::max(1, o.threads);

@@ -128,13 +128,32 @@ grep -q "warning: model.hf_config: made_up_field = 3: not read" hfw.err || fail 
 python3 -c "import json; json.dump({'model': {'hf_config': json.load(open('$FIXTURES/qwen3-30b-a3b.config.json'))},
   'training': {'seq_len': 4096, 'global_batch_size': 64}}, open('q30.json', 'w'))"
 "$CLI" plan --config q30.json --gpus 8 --progress none --json > q30.out 2> q30.err || fail "plan of Qwen3 30B-A3B: $(cat q30.err)"
-python3 - <<'PY' || fail "order twins not collapsed"
-import json
+python3 - "$CLI" <<'PY' || fail "order twins not collapsed, or collapsed without timing alike"
+import json, subprocess, sys
 c = json.load(open("q30.out"))["candidates"]
 steps = [x["step_seconds"] for x in c]
 assert len(steps) == len(set(steps)), steps
-twins = [a for x in c for a in x.get("alternatives", []) if a["order"] == ["tp", "cp", "pp", "dp"]]
+twins = [(x, a) for x in c for a in x.get("alternatives", []) if a["order"] == ["tp", "cp", "pp", "dp"]]
 assert twins and all(x["layout"]["order"] == ["tp", "cp", "dp", "pp"] for x in c), c
+# Each twin, simulated on its own, times as its row (each was simulated
+# by the search, not given its row's figures).
+for row, alt in twins:
+    job = row["job"]
+    job["parallel"]["order"] = alt["order"]
+    json.dump(job, open("twin.json", "w"))
+    out = subprocess.run([sys.argv[1], "simulate", "--config", "twin.json", "--json"], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout)["step_seconds"] == row["step_seconds"], (row["layout"], out.stdout[:200])
+PY
+# Dense tp 2 x pp 2 over two nodes: the two orders place the groups
+# differently and time differently: separate rows, none an alternative.
+"$CLI" plan --model llama3-8b --layers 4 --seq-len 2048 --global-batch-size 64 --gpus 16 --tp 2 --pp 2 --mbs 1 \
+  --recompute none --zero 0 --schedules 1f1b --max-cp 1 --progress none --json > orders.out 2> orders.err || fail "plan orders: $(cat orders.err)"
+python3 - <<'PY' || fail "distinct orders merged into one row"
+import json
+c = json.load(open("orders.out"))["candidates"]
+orders = [x["layout"]["order"] for x in c]
+assert ["tp", "cp", "pp", "dp"] in orders and ["tp", "cp", "dp", "pp"] in orders, orders
+assert not any(x.get("alternatives") for x in c), c
 PY
 # FP8 training through --fp8-recipe, as the other commands take it.
 "$CLI" plan "${BASE[@]}" --fp8-recipe tensorwise --top 1 --json --progress none > fp8.json 2> fp8.err ||
