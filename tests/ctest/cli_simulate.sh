@@ -68,7 +68,10 @@ grep -q -- "--no-overlap-grad-reduce contradicts --overlap-grad-reduce (training
 [[ $rc == 2 ]] || fail "contradicting p2p flags exit $rc"
 grep -q -- "--no-overlap-p2p-comm contradicts --overlap-p2p-comm (training.overlap_p2p_comm)" ov.err ||
   fail "contradicting p2p flags message: $(cat ov.err)"
-"$CLI" simulate "${OV[@]}" --no-overlap-p2p-comm --no-overlap-p2p-communication > /dev/null || fail "both spellings of off"
+# Two spellings of one flag are the flag given twice (docs/cli.md).
+"$CLI" simulate "${OV[@]}" --no-overlap-p2p-comm --no-overlap-p2p-communication > /dev/null 2> ov.err; rc=$?
+[[ $rc == 2 ]] && grep -q -- "are the same flag (training.overlap_p2p_comm), given twice" ov.err ||
+  fail "both spellings of off: exit $rc $(cat ov.err)"
 
 # --no-cross-entropy-loss-fusion / --cross-entropy-loss-fusion set
 # training.cross_entropy_loss_fusion (docs/parallelism.md, "The loss"): the
