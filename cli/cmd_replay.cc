@@ -2,8 +2,11 @@
 // of a generated directory and replays all ranks together under the
 // simulator's issue rules (core/check/replay.h). Exit 0 only when every
 // node of every rank finishes; otherwise it names where each rank hangs.
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "api/export.h"
 #include "args.h"
@@ -51,6 +54,25 @@ int cmd_replay(const std::vector<std::string>& argv) {
     }
     if (world < 0) world = t->meta.world_size;
     ranks.push_back(std::move(t->trace));
+  }
+  // Files past the world are not part of the job: said, not read (a FIFO
+  // named like a trace is never opened); validate reports them as R9.
+  {
+    std::error_code ec;
+    std::vector<std::string> past;
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string n = it->path().filename().string();
+      if (n.size() <= prefix.size() + 4 || n.compare(0, prefix.size() + 1, prefix + ".") != 0 ||
+          n.compare(n.size() - 3, 3, ".et") != 0)
+        continue;
+      const std::string num = n.substr(prefix.size() + 1, n.size() - prefix.size() - 4);
+      if (num.empty() || num.size() > 18 || num.find_first_not_of("0123456789") != std::string::npos) continue;
+      if (std::stoll(num) >= world) past.push_back(n);
+    }
+    std::sort(past.begin(), past.end());
+    for (const std::string& n : past)
+      std::cerr << "stagecraft replay: warning: " << n << " is past world_size " << world
+                << ": not replayed (stagecraft validate reports it, R9)\n";
   }
   ReplayResult res = replay_traces(ranks, *groups);
   int64_t nodes = 0;

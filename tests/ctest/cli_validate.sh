@@ -134,6 +134,14 @@ grep -q "trace.1.et does not decode" out.txt || fail "serving: the cut file is n
 # --prefix is a file name, never a path (D14): "../x" would read outside DIR.
 mkdir -p inside && cp gen/comm_groups.json inside/
 check inside --prefix ../gen/trace; [[ $rc == 2 ]] && grep -q "prefix must be a file name" out.txt || fail "validate --prefix ../: exit $rc: $(cat out.txt)"
+# A trace file past the world is not part of the job: replay says so
+# (never opening it: a FIFO would block) and replays the world's ranks.
+"$CLI" generate --model gpt3-1.7b --layers 1 --tp 2 --seq-len 128 --global-batch-size 2 -q -o extra || fail "generate extra"
+cp extra/trace.1.et extra/trace.5.et && mkfifo extra/trace.9.et
+timeout 30 "$CLI" replay extra > out.txt 2> err.txt; rc=$?
+[[ $rc == 0 ]] && grep -q "^completed: 2 ranks" out.txt || fail "replay with extra files: exit $rc $(cat out.txt err.txt)"
+grep -q "warning: trace.5.et is past world_size 2: not replayed" err.txt && grep -q "trace.9.et is past world_size 2" err.txt ||
+  fail "replay did not name the extra files: $(cat err.txt)"
 "$CLI" replay inside --prefix ../gen/trace > out.txt 2>&1; rc=$?
 [[ $rc == 2 ]] && grep -q "prefix must be a file name" out.txt || fail "replay --prefix ../ read outside DIR: exit $rc: $(cat out.txt)"
 
