@@ -83,8 +83,13 @@ export async function appCases(context, base, fixturesDir) {
     const layers0 = await page.$$eval('#layer option', (os) => os.map((o) => o.value));
     check(layers0.join() === '0,1,-1,-2', `stage 0 layers (and the whole-stage view): ${layers0}`);
 
-    // The rank view links a stage-1 rank to its stage.
+    // The rank view links a stage-1 rank to its stage. A rank that is not
+    // an integer is said to be, not read as another rank.
     await page.click('#tab-rank');
+    await page.fill('#rank', '1.5');
+    await page.dispatchEvent('#rank', 'change');
+    await page.waitForSelector('#rank-picker [data-path="rank"].invalid', { timeout: 20_000 });
+    check(/must be an integer/.test(await page.textContent('#rank-picker [data-path="rank"] .error')), 'rank 1.5 refused in words');
     await page.fill('#rank', '4');
     await page.dispatchEvent('#rank', 'change');
     await page.waitForFunction(() => document.querySelector('#rank-stats')?.dataset.rank === '4', null, { timeout: 20_000 });

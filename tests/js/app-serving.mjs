@@ -352,6 +352,24 @@ export async function servingCases(context, base, only = '') {
     await page.waitForFunction(() => document.querySelector('#capacity')?.dataset.points === '0', null, { timeout: 60_000 });
     check(/latency target/.test(await page.textContent('#capacity')), 'without an SLO: how to get the curve');
     check(await page.isVisible('input[name="serving.slo.ttft_seconds_p99"]') && await page.isVisible('select[name="serving.workload.arrival"]'), 'SLO and workload fields in the editor');
+    // A target no rate meets: said in words, and the chart's scale holds
+    // the lone requests' latencies (no point pinned off scale).
+    const unmet = { ...SERVE_SLO_JOB, serving: { ...SERVE_SLO_JOB.serving, slo: { ttft_seconds_p99: 0.000001 } } };
+    await page.goto('about:blank');
+    await page.goto(jobUrl(base, unmet));
+    await ready(page);
+    await page.waitForFunction(() => Number(document.querySelector('#capacity')?.dataset.points) > 0, null, { timeout: 120_000 });
+    check(/No rate meets the targets/.test(await page.textContent('#capacity .capacity-result')), 'no capacity, in words');
+    const off = await page.$$eval('#capacity svg.rate-chart[data-metric="ttft"] circle', (cs) => cs.filter((c) => c.dataset.offScale).length);
+    check(off === 0, `no rate meets: every point on the chart's scale (${off} off scale)`);
+    // Messages keep ordinary words: the engine's "requests" is not turned
+    // into a field label (it named the request mix).
+    const burst = { ...SERVE_SLO_JOB, serving: { ...SERVE_SLO_JOB.serving, workload: { arrival: 'burst', seed: 3 } } };
+    await page.goto('about:blank');
+    await page.goto(jobUrl(base, burst));
+    await page.waitForSelector('label[data-path="serving.workload.requests"].invalid', { timeout: 60_000 });
+    const burstErr = await page.textContent('label[data-path="serving.workload.requests"] .error');
+    check(/requests arriving at once/.test(burstErr) && !/Request mix/.test(burstErr), `burst message in words: ${burstErr}`);
   });
 
   await run('scheduler fields: a job that sets none has no scheduler key; SGLang\'s admission chosen in the form reaches the engine (preemptions as the native CLI counts them, fewer than greedy\'s)', async (page) => {

@@ -351,6 +351,24 @@ export async function uxCases(context, base, only = '') {
     await page.evaluate(() => localStorage.removeItem('stagecraft.welcome.closed'));
   });
 
+  await run('10c. a shared link the editor cannot show as given says so, with the engine\'s reason; a good one says nothing', async (page) => {
+    await page.goto(`${base}/#job=${encodeURIComponent('{not json')}`);
+    await ready(page);
+    await page.waitForSelector('#link-note:not([hidden])', { timeout: 20_000 });
+    check(/not valid JSON/.test(await page.textContent('#link-note')), `malformed link: ${await page.textContent('#link-note')}`);
+    await page.goto('about:blank');
+    await page.goto(jobUrl(base, { ...TEACH, model: { preset: 'nope' } }));
+    await ready(page);
+    await page.waitForSelector('#link-note:not([hidden])', { timeout: 20_000 });
+    const note = await page.textContent('#link-note');
+    check(/not valid as given/.test(note) && /nope/.test(note), `unknown preset in a link: ${note}`);
+    await page.goto('about:blank');
+    await page.goto(jobUrl(base, TEACH));
+    await ready(page);
+    await page.waitForTimeout(300);
+    check(await page.$eval('#link-note', (el) => el.hidden), 'a link the editor shows as given: no note');
+  });
+
   await run('10b. load a model by Hugging Face id from a hub on 127.0.0.1; clear messages when it cannot', async (page) => {
     const hub = http.createServer((req, res) => {
       const cors = { 'access-control-allow-origin': '*' };

@@ -52,6 +52,38 @@ function jobFromUrl(): JobJson | null {
   if (!m) return null;
   try { return JSON.parse(decodeURIComponent(m[1])) as JobJson; } catch { return null; }
 }
+// Deep equality of two JSON values, key order aside.
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) !== Array.isArray(b)) return false;
+  const ka = Object.keys(a as object), kb = Object.keys(b as object);
+  return ka.length === kb.length && ka.every((k) => sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+}
+// A link whose job the editor cannot show as given (malformed JSON, an
+// unknown preset or key, a value of the wrong type: the form would drop
+// or replace it) says so, with the engine's reason, instead of silently
+// showing another job.
+async function checkLinkJob(hadJob: boolean, fromUrl: JobJson | null): Promise<void> {
+  const note = $<HTMLElement>('#link-note');
+  let text = '';
+  if (hadJob && fromUrl === null) {
+    text = 'The link\u2019s job could not be read (it is not valid JSON): the editor shows the first example job instead.';
+  } else if (fromUrl !== null && !sameJson(fromUrl, readJob())) {
+    // Only when the form did not keep the job as given (the usual link is
+    // the editor's own job, read back the same): then the engine says why.
+    try {
+      await client.request('inspect', { job: JSON.stringify(fromUrl) });
+    } catch (e) {
+      if (e instanceof EngineRequestError && !isTooBig(e.error)) {
+        const x = explain(e.error);
+        text = `The link\u2019s job is not valid as given (${x.lead.toLowerCase()}: ${e.error.path ? `${e.error.path}: ` : ''}${x.text}) The editor shows what it could read of it.`;
+      }
+    }
+  }
+  note.textContent = text;
+  note.hidden = text === '';
+}
 // Compare: job A rides in the URL beside the editor's job (#job=B&a=A), so
 // a link opens the same comparison; a lesson step as &lesson=<id>.<step>.
 function pinnedFromUrl(): string | null {
@@ -483,12 +515,14 @@ async function boot(): Promise<void> {
     statusEl.textContent = `engine ${version} (wasm, in a worker)`;
     if (!form.querySelector('.generated')) buildEditor(presets);
     $<HTMLSelectElement>('#job-preset').replaceChildren(h('option', { value: '' }, 'choose a job preset…'), ...JOB_PRESETS.map((p) => h('option', { value: p.id }, p.title)));
+    const hadJob = /[#&]job=/.test(location.hash);
     const fromUrl = jobFromUrl();
     initWelcome(new Map(JOB_PRESETS.map((p) => [p.id, p.title])), loadPreset, fromUrl === null && !/[#&]lesson=/.test(location.hash));
     writeJob(fromUrl ?? JOB_PRESETS[0].job);
     const a = pinnedFromUrl();
     if (a) { state.pinned = { jobText: a, summary: null, simulation: null }; void computeSide(a).then((p) => { if (state.pinned?.jobText === a) { state.pinned = p; renderComparison(); } }); }
     await update();
+    void checkLinkJob(hadJob, fromUrl);
     openFromUrl();
   } catch (e) {
     statusEl.textContent = `engine unavailable: ${e instanceof Error ? e.message : String(e)}`;

@@ -36,7 +36,9 @@ const WORDS: [RegExp, string][] = (() => {
   for (const f of JOB_SCHEMA) {
     const leaf = f.path.split('.').pop()!;
     m.set(f.path, f.title);
-    if (!m.has(leaf) && leaf.length > 2) m.set(leaf, f.title);
+    // A bare leaf only when it is an identifier (micro_batch_size), not an
+    // English word the message uses as such ("requests", "rate", "order").
+    if (!m.has(leaf) && leaf.length > 2 && leaf.includes('_')) m.set(leaf, f.title);
   }
   for (const [k, v] of Object.entries(EXTRA_WORDS)) if (!m.has(k)) m.set(k, v);
   return [...m].sort((a, b) => b[0].length - a[0].length)

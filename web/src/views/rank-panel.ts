@@ -163,7 +163,9 @@ export function previewUnavailable(err: EngineError): void {
 }
 
 function rankError(e: unknown, fallbackPath: string): void {
-  const err = e instanceof EngineRequestError ? e.error : { code: 'error', message: String(e), path: fallbackPath };
+  const err = e instanceof EngineRequestError ? e.error
+    : (e && typeof e === 'object' && 'code' in e && 'message' in e) ? e as { code: string; message: string; path: string }
+    : { code: 'error', message: String(e), path: fallbackPath };
   if (err.code === 'superseded') return;
   const label = document.querySelector(`#rank-picker [data-path="${err.path}"]`) ?? document.querySelector('#rank-picker [data-path="rank"]');
   label?.classList.add('invalid');
@@ -178,7 +180,11 @@ $('#rank-picker').addEventListener('change', async (e) => {
   const t = e.target as HTMLInputElement;
   clearRankErrors();
   try {
-    if (t.id === 'rank' || t.id === 'rank-phase') {
+    if (t.id === 'rank' && !/^\s*\d+\s*$/.test(rankInput().value)) {
+      // "1.5" or "abc" is no rank: said, not rounded or read as 0.
+      const n = Number(rankInput().max) + 1;
+      rankError({ code: 'invalid_argument', message: `rank must be an integer in [0, ${n}) (got ${rankInput().value})`, path: 'rank' }, 'rank');
+    } else if (t.id === 'rank' || t.id === 'rank-phase') {
       await showRank(Number(rankInput().value) || 0);
     } else if (t.name?.startsWith('coord-')) {
       const coords: Record<string, number> = {};

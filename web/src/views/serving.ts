@@ -297,7 +297,10 @@ function ratePanel(cap: Capacity, metric: 'ttft' | 'tpot', title: string): SVGEl
   // Past the capacity the queue grows without bound: keep the SLO line in
   // view (up to 3 × the target) and mark points above the axis as off scale.
   const top = Math.max(...curve.map(p99));
-  const yMax = niceCeil(slo > 0 ? Math.max(Math.min(top, 3 * slo), 1.1 * slo) : top);
+  // When no rate meets the targets the curve is the latencies of requests
+  // nearly alone, all above a line they cannot reach: show them all.
+  const none = !(cap.capacity_requests_per_second > 0);
+  const yMax = niceCeil(slo > 0 && !none ? Math.max(Math.min(top, 3 * slo), 1.1 * slo) : Math.max(top, 1.1 * slo));
   const X = (r: number) => (r / xMax) * pw;
   const Y = (v: number) => ph - (Math.min(v, yMax) / yMax) * ph;
   const capRate = cap.capacity_requests_per_second;
@@ -340,7 +343,7 @@ export function renderCapacity(el: HTMLElement, cap: Capacity): void {
   const headline = capRate > 0
     ? h('p', { class: 'capacity-result' }, 'Capacity: ', h('strong', {}, `${rps(capRate)} requests/s`), ` (${+cap.capacity_requests_per_second_per_gpu.toPrecision(3)} per GPU, ${fmtCount(cap.gpus)} GPUs) at ${targets}`)
     : h('p', { class: 'capacity-result' }, h('strong', { class: 'bad' }, 'No rate meets the targets'), ` (${targets}): even a trickle of requests misses them; the curve shows the latencies at the lowest rates tried`);
-  const table = h('table', { class: 'capacity' }, h('caption', {}, `Latency against request rate: ${cap.simulations} simulated runs of ${fmtCount(cap.requests_per_run)} requests each`),
+  const table = h('table', { class: 'capacity' }, h('caption', {}, `Latency against request rate at ${curve.length} rates (the search simulated ${cap.simulations} runs of ${fmtCount(cap.requests_per_run)} requests each)`),
     h('thead', {}, h('tr', {}, ...['requests/s', 'TTFT P50', 'TTFT P99', 'TPOT P50', 'TPOT P99', 'output tokens/s', 'meets targets'].map((t) => h('th', { scope: 'col' }, t)))),
     h('tbody', {}, ...curve.map((c) => h('tr', { 'data-rate': String(c.requests_per_second), class: c.requests_per_second === capRate ? 'own' : undefined },
       h('th', { scope: 'row' }, rps(c.requests_per_second)), h('td', { class: 'num' }, sec(c.ttft_seconds_p50)), h('td', { class: 'num' }, sec(c.ttft_seconds_p99)),
