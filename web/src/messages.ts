@@ -68,8 +68,12 @@ export function explain(e: EngineError): { lead: string; text: string; hint: str
   const lead = LEAD[e.code] ?? (isTooBig(e) ? 'This job is too large to build in the browser' : 'The engine refused this job');
   let hint = '';
   if (isTooBig(e)) {
-    hint = 'Fewer micro-batches per rank make it smaller: raise data parallel (dp) or lower the global batch; ' +
-      'more pipeline or tensor parallelism shrinks each rank too. The CLI (Downloads tab) has no browser memory limit.';
+    // The engine's message already says which knobs shrink the job when it
+    // names the micro-batches: then only the CLI's way out is added.
+    hint = /micro-batches/.test(e.message)
+      ? 'The CLI (Downloads tab) has no browser memory limit.'
+      : 'Fewer micro-batches per rank make it smaller: raise data parallel (dp) or lower the global batch; ' +
+        'more pipeline or tensor parallelism shrinks each rank too. The CLI (Downloads tab) has no browser memory limit.';
   } else if (e.code === 'not_divisible') {
     hint = 'Pick a value that divides the number it names.';
   }
