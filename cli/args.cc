@@ -93,6 +93,22 @@ std::string int_flag_error(const std::string& flag, const std::string& value) {
   return flag + (all_digits ? " is out of range (got '" : " expects an integer (got '") + value + "')";
 }
 
+void print_hf_warnings(const std::string& command, const Job& job) {
+  for (const std::string& w : job.model.hf_warnings)
+    std::cerr << "stagecraft " << command << ": warning: model.hf_config: " << w << "\n";
+}
+
+int64_t rank_of_file(const std::string& name, const std::string& prefix) {
+  const std::string mid = name.substr(prefix.size() + 1, name.size() - prefix.size() - 4);
+  if (mid.empty() || mid.size() > 15 || (mid.size() > 1 && mid[0] == '0')) return -1;
+  int64_t r = 0;
+  for (char c : mid) {
+    if (c < '0' || c > '9') return -1;
+    r = r * 10 + (c - '0');
+  }
+  return r;
+}
+
 bool parse_int_list(const std::string& text, int64_t min_value, size_t max_count, std::vector<int64_t>* out) {
   size_t start = 0;
   while (start <= text.size()) {
@@ -430,10 +446,8 @@ int load_job(const std::string& command, const Args& args, Job* job) {
     return report_error(command, e);
   }
   *job = std::move(parsed).value();
-  // What a Hugging Face import could not read or model (docs/hf-import.md):
-  // on stderr; inspect --json carries them as hf_import.warnings.
-  for (const std::string& w : job->model.hf_warnings)
-    std::cerr << "stagecraft " << command << ": warning: model.hf_config: " << w << "\n";
+  // inspect --json carries them too, as hf_import.warnings.
+  print_hf_warnings(command, *job);
   {
     // The native CLI's default budget is 8 GiB of estimated engine memory
     // (wasm keeps the core's 2 GiB, bounded by its 4 GiB heap): published

@@ -67,6 +67,13 @@ std::optional<int64_t> parse_int(const std::string& s);
 // The usage message for a flag whose value parse_int refused: "expects an
 // integer", or, for digits past int64, "is out of range".
 std::string int_flag_error(const std::string& flag, const std::string& value);
+// The rank of a file already known to be named "<prefix>.*.et":
+// canonical decimal only ("01" is not the name the simulator opens for
+// rank 1); -1 for another .et file with the prefix (validate, replay).
+int64_t rank_of_file(const std::string& name, const std::string& prefix);
+// What a Hugging Face import could not read or model (docs/hf-import.md),
+// one warning a line on stderr: every command that reads a job says it.
+void print_hf_warnings(const std::string& command, const Job& job);
 // "1,8,64" -> {1, 8, 64}: 1 to max_count comma-separated decimal integers
 // (at most 7 digits each, no sign or spaces) of at least min_value; false
 // on anything else. The list flags of simulate and serve-capacity.

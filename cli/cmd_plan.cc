@@ -254,10 +254,7 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus, bool*
     return report_error(kCmd, e);
   }
   *job = std::move(parsed).value();
-  // What a Hugging Face import could not read or model, as every other
-  // command says it (docs/hf-import.md).
-  for (const std::string& w : job->model.hf_warnings)
-    std::cerr << "stagecraft " << kCmd << ": warning: model.hf_config: " << w << "\n";
+  print_hf_warnings(kCmd, *job);
   job->training.overlap_moe_expert_parallel_comm = ep_overlap;
   job->training.delay_wgrad_compute = delay_wgrad;
 
@@ -383,8 +380,7 @@ void print_text(const PlanResult& r, const Job& base, double seconds, const std:
         std::string what;
         if (a.recompute != row.recompute) what = "recompute " + std::string(recompute_name(a.recompute));
         if (a.order != row.order)
-          what += (what.empty() ? "" : ", ") + std::string("order ") +
-                  (a.order == std::vector<std::string>{"tp", "cp", "pp", "dp"} ? "llama3" : "megatron");
+          what += (what.empty() ? "" : ", ") + std::string("order ") + order_name(a.order);
         std::cout << "   the same step with " << what << "\n";
       }
       for (const std::string& w : r.candidates[i].low_confidence) std::cout << "   low confidence: " << w << "\n";

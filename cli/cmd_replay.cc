@@ -65,9 +65,7 @@ int cmd_replay(const std::vector<std::string>& argv) {
       if (n.size() <= prefix.size() + 4 || n.compare(0, prefix.size() + 1, prefix + ".") != 0 ||
           n.compare(n.size() - 3, 3, ".et") != 0)
         continue;
-      const std::string num = n.substr(prefix.size() + 1, n.size() - prefix.size() - 4);
-      if (num.empty() || num.size() > 18 || num.find_first_not_of("0123456789") != std::string::npos) continue;
-      if (std::stoll(num) >= world) past.push_back(n);
+      if (rank_of_file(n, prefix) >= world) past.push_back(n);
     }
     std::sort(past.begin(), past.end());
     for (const std::string& n : past)

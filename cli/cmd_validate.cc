@@ -15,9 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -78,17 +76,12 @@ std::string take_node_label(const std::string& m, Violation* v) {
   return m.substr(i + 2);
 }
 
-// "<prefix>.<digits>.et" -> rank; canonical decimal only ("01" is not the
-// name the simulator opens for rank 1). -1: another .et file with the prefix.
-int64_t rank_of_file(const std::string& name, const std::string& prefix) {
-  const std::string mid = name.substr(prefix.size() + 1, name.size() - prefix.size() - 4);
-  if (mid.empty() || mid.size() > 15 || (mid.size() > 1 && mid[0] == '0')) return -1;
-  int64_t r = 0;
-  for (char c : mid) {
-    if (c < '0' || c > '9') return -1;
-    r = r * 10 + (c - '0');
-  }
-  return r;
+// DIR that is not a directory: missing, or another kind of file.
+Error not_a_directory(const fs::path& dir) {
+  std::error_code ec;
+  return make_error(ErrorCode::kIoError, dir.string() + (fs::exists(fs::symlink_status(dir, ec))
+                                                             ? ": not a directory"
+                                                             : ": no such file or directory"));
 }
 
 // Reads a whole file into *buf, reusing its storage: a 100K-rank archive
@@ -112,9 +105,7 @@ struct FileResult {
 int validate_one(const char* cmd, const fs::path& dir, const std::string& prefix, int threads, std::string* json_out) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    return report_error(cmd, make_error(ErrorCode::kIoError,
-                                        dir.string() + (fs::exists(fs::symlink_status(dir, ec)) ? ": not a directory"
-                                                                                                : ": no such file or directory")));
+    return report_error(cmd, not_a_directory(dir));
   }
 
   // Every <prefix>.*.et, by rank; error_code overloads: filesystem must not throw.
@@ -381,11 +372,9 @@ std::vector<std::string> part_folders(const fs::path& dir, const std::string& pr
 // colocated engines, prefill, decode and kv_transfer for disaggregated
 // pools. Empty when there is no readable summary of an inference job.
 std::vector<std::string> expected_parts(const fs::path& dir) {
-  std::ifstream in(dir / "summary.json", std::ios::binary);
-  if (!in) return {};
-  std::ostringstream text;
-  text << in.rdbuf();
-  const nlohmann::json s = nlohmann::json::parse(text.str(), nullptr, false);
+  Result<std::string> text = read_file((dir / "summary.json").string(), kMaxGroupFileBytes);
+  if (!text.ok()) return {};
+  const nlohmann::json s = nlohmann::json::parse(*text, nullptr, false);
   if (!s.is_object() || !s.contains("job") || !s["job"].is_object()) return {};
   const nlohmann::json& job = s["job"];
   if (!job.contains("mode") || job["mode"] != "inference" || !job.contains("serving") || !job["serving"].is_object())
@@ -432,9 +421,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
     return usage_error(cmd, "--prefix must be a file name of letters, digits, '.', '_' or '-' (got '" + prefix + "')");
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    return report_error(cmd, make_error(ErrorCode::kIoError,
-                                        dir.string() + (fs::exists(fs::symlink_status(dir, ec)) ? ": not a directory"
-                                                                                                : ": no such file or directory")));
+    return report_error(cmd, not_a_directory(dir));
   }
   const bool json = args.has("--json");
   const std::vector<std::string> parts = part_folders(dir, prefix);

@@ -7,26 +7,18 @@ namespace {
 using jsonf::Json;
 using jsonf::join;
 
+// A string naming one of `known` (name, value) pairs; otherwise an error
+// listing them in order.
 template <typename E>
-Result<E> parse_enum(const Json& v, const std::string& path, const char* a, E ea, const char* b, E eb) {
+Result<E> parse_enum(const Json& v, const std::string& path, std::initializer_list<std::pair<const char*, E>> known) {
   SC_ASSIGN_OR_RETURN(std::string s, jsonf::get_string(v, path));
-  if (s == a) return ea;
-  if (s == b) return eb;
-  return make_error(ErrorCode::kInvalidArgument,
-                    "unknown value \"" + echo_text(s) + "\" (known: " + a + ", " + b + ")", path);
+  std::string names;
+  for (const auto& [name, value] : known) {
+    if (s == name) return value;
+    names += (names.empty() ? "" : ", ") + std::string(name);
+  }
+  return make_error(ErrorCode::kInvalidArgument, "unknown value \"" + echo_text(s) + "\" (known: " + names + ")", path);
 }
-
-template <typename E>
-Result<E> parse_enum(const Json& v, const std::string& path, const char* a, E ea, const char* b, E eb, const char* c,
-                     E ec) {
-  SC_ASSIGN_OR_RETURN(std::string s, jsonf::get_string(v, path));
-  if (s == a) return ea;
-  if (s == b) return eb;
-  if (s == c) return ec;
-  return make_error(ErrorCode::kInvalidArgument,
-                    "unknown value \"" + echo_text(s) + "\" (known: " + a + ", " + b + ", " + c + ")", path);
-}
-
 
 // Which derived fields an override must carry along (see docs/job-format.md).
 struct Given {
@@ -60,26 +52,19 @@ Status apply_fields(const Json& obj, const std::string& path, ModelConfig* m, Gi
   SC_RETURN_IF_ERROR(get("vocab", kMaxVocab, &m->vocab, nullptr));
   SC_RETURN_IF_ERROR(get("max_positions", kMaxPositions, &m->max_positions, nullptr));
   if (const Json* v = jsonf::find(obj, "norm")) {
-    SC_ASSIGN_OR_RETURN(m->norm, parse_enum(*v, join(path, "norm"), "layernorm",
-                                            NormKind::kLayerNorm, "rmsnorm", NormKind::kRMSNorm));
+    SC_ASSIGN_OR_RETURN(m->norm, parse_enum<NormKind>(*v, join(path, "norm"),
+                                                      {{"layernorm", NormKind::kLayerNorm}, {"rmsnorm", NormKind::kRMSNorm}}));
   }
   if (const Json* v = jsonf::find(obj, "mlp")) {
-    if (v->is_string() && v->get<std::string>() == "geglu") {
-      m->mlp = MlpKind::kGeGLU;
-    } else if (v->is_string() && v->get<std::string>() != "gelu" && v->get<std::string>() != "swiglu" &&
-               v->get<std::string>() != "relu2") {
-      return make_error(ErrorCode::kInvalidArgument,
-                        "unknown value \"" + jsonf::clip(v->get<std::string>()) + "\" (known: gelu, swiglu, geglu, relu2)",
-                        join(path, "mlp"));
-    } else {
-      SC_ASSIGN_OR_RETURN(m->mlp, parse_enum(*v, join(path, "mlp"), "gelu", MlpKind::kGelu,
-                                             "swiglu", MlpKind::kSwiGLU, "relu2", MlpKind::kReLU2));
-    }
+    SC_ASSIGN_OR_RETURN(m->mlp, parse_enum<MlpKind>(*v, join(path, "mlp"),
+                                                    {{"gelu", MlpKind::kGelu}, {"swiglu", MlpKind::kSwiGLU},
+                                                     {"geglu", MlpKind::kGeGLU}, {"relu2", MlpKind::kReLU2}}));
   }
   if (const Json* v = jsonf::find(obj, "position")) {
-    SC_ASSIGN_OR_RETURN(m->position, parse_enum(*v, join(path, "position"), "learned",
-                                                PositionKind::kLearned, "rope", PositionKind::kRope, "none",
-                                                PositionKind::kNone));
+    SC_ASSIGN_OR_RETURN(m->position, parse_enum<PositionKind>(*v, join(path, "position"),
+                                                              {{"learned", PositionKind::kLearned},
+                                                               {"rope", PositionKind::kRope},
+                                                               {"none", PositionKind::kNone}}));
   }
   SC_RETURN_IF_ERROR(flag("tied_embeddings", &m->tied_embeddings));
   SC_RETURN_IF_ERROR(flag("linear_bias", &m->linear_bias));

@@ -27,6 +27,15 @@
 
 namespace sc {
 namespace {
+std::vector<std::string> order_of(const std::string& name) {
+  if (name == "llama3") return {"tp", "cp", "pp", "dp"};
+  return {"tp", "cp", "dp", "pp"};  // megatron
+}
+}  // namespace
+
+std::string order_name(const std::vector<std::string>& o) { return o == order_of("llama3") ? "llama3" : "megatron"; }
+
+namespace {
 
 using json = nlohmann::json;
 
@@ -45,13 +54,6 @@ std::vector<int64_t> divisors(int64_t n) {
   return d;
 }
 
-std::vector<std::string> order_of(const std::string& name) {
-  if (name == "llama3") return {"tp", "cp", "pp", "dp"};
-  return {"tp", "cp", "dp", "pp"};  // megatron
-}
-std::string order_name(const std::vector<std::string>& o) {
-  return o == order_of("llama3") ? "llama3" : "megatron";
-}
 
 int schedule_index(Schedule s) {
   switch (s) {

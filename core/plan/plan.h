@@ -215,6 +215,8 @@ Result<PlanResult> plan(const Job& base, const PlanOptions& options, const PlanB
 
 // docs/plan.md's JSON, stable key order, one line per candidate's job.
 std::string plan_json(const PlanResult& r);
+// A plan's rank order by name: "llama3" (tp, cp, pp, dp) or "megatron".
+std::string order_name(const std::vector<std::string>& order);
 // "tp8 sp cp1 pp8 v5 interleaved-1f1b dp64 z1 ..." for tables and messages.
 std::string layout_label(const PlanLayout& l, bool moe);
 // The candidate's job JSON (canonical, feedable to generate).
