@@ -174,18 +174,35 @@ double memory_micros(const HardwareProfile& hw, double flops, double bytes) {
 // 1k-8k against the measured 517, 566, 590, 614); head dim 256, 286 and
 // 642 at 512 and 16k give knee = 685 (within 7% at 1k-8k). Between 128 and
 // 256 the knee is interpolated on a log scale; below 128 it is 128's (no
-// measurement); above 256, 256's. Triton's FA2 on the same H100 (329 and
+// measurement) and the rate falls by attention_head_dim_factor; above 256,
+// 256's. Triton's FA2 on the same H100 (329 and
 // 477 TFLOP/s at 512 and 16k, head dim 128) gives the same knee (243),
 // so the curve's shape serves every profile; its level stays the
 // profile's attention_efficiency at the reference shape (4,096 keys
 // visited: the 8k causal Llama 3 runs it was fitted on; docs/hardware.md).
+//
+// Below head dim 128 the rate per FLOP falls: a score costs its
+// exponential and rescale whatever the head dim, while its matmul FLOPs
+// scale with it (FlashAttention-3's "exp bottleneck"), so the rate goes as
+// d / (d + c) relative to 128's. c is fitted on this project's own H100
+// measurements of cuDNN's Hopper kernels (FlashAttention-3 class), head dim
+// 64 against 128 at the same shape, 2K-32K tokens, causal and not
+// (docs/kernel-measurements.md; attention_shape_test checks every record):
+// forward 0.67-0.76 of 128's rate (c = 72: 0.735), backward 0.78-0.85
+// (c = 36: 0.82).
+double attention_head_dim_factor(double head_dim, bool backward) {
+  const double c = backward ? kAttentionHeadDimCostBwd : kAttentionHeadDimCostFwd;
+  if (!(head_dim > 0) || head_dim >= 128) return 1;
+  return (head_dim / (head_dim + c)) / (128.0 / (128.0 + c));
+}
+
 double attention_shape_factor(const HardwareProfile& hw, double kv, double head_dim, bool backward) {
   constexpr double kKnee128 = 238, kKnee256 = 685, kRefKeys = 4096;
   if (!(kv > 0)) return 1;
   const double d = std::clamp(head_dim, 128.0, 256.0);
   const double knee = kKnee128 * std::pow(kKnee256 / kKnee128, std::log2(d / 128.0));
   const double ref = kRefKeys / (kRefKeys + kKnee128);
-  const double f = kv / (kv + knee) / ref;
+  const double f = kv / (kv + knee) / ref * attention_head_dim_factor(head_dim, backward);
   const double eff = backward ? hw.attention_bwd_efficiency : hw.attention_efficiency;
   return eff > 0 ? std::min(f, 1.0 / eff) : f;
 }

@@ -69,9 +69,14 @@ double memory_micros(const HardwareProfile& hw, double flops, double bytes);
 // factor on attention_efficiency (or attention_bwd_efficiency) for a
 // kernel whose queries each visit `kv` keys on average (causal: half the
 // keys) with QK head dim `head_dim`. 1 at the reference shape the constants
-// were fitted at (4,096 keys visited, head dim <= 128); never lifts the
+// were fitted at (4,096 keys visited, head dim 128); never lifts the
 // efficiency above 1. Callers divide the kernel's FLOPs by it.
 double attention_shape_factor(const HardwareProfile& hw, double kv, double head_dim, bool backward);
+// The part of it that is the head dim's below 128 (1 at 128 and above):
+// (d / (d + c)) / (128 / (128 + c)), c = kAttentionHeadDimCostFwd or Bwd
+// (docs/hardware.md, "Attention by shape").
+inline constexpr double kAttentionHeadDimCostFwd = 72, kAttentionHeadDimCostBwd = 36;
+double attention_head_dim_factor(double head_dim, bool backward);
 
 // One launch of a fused attention kernel, per (sequence, head) pair:
 // `queries` query rows against `keys` key rows, each query row visiting
