@@ -163,6 +163,7 @@ LowerOptions stage_lower_options(const Job& job, int64_t micro_batches, int64_t 
   lo.overlap_p2p_comm =
       t.overlap_p2p_comm && t.schedule == Schedule::kInterleaved && p.pp > 1 && p.virtual_stages > 1;
   lo.moe_imbalance = p.moe_imbalance;
+  lo.expert_gemm_launches = true;
   // Megatron-Core: only effective with shared experts.
   lo.moe_shared_expert_overlap = t.moe_shared_expert_overlap && job.model.is_moe() && job.model.shared_experts > 0;
   // Megatron-Core's EP all-to-all overlap (validated: an MoE model, ep > 1).

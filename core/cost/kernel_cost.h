@@ -60,6 +60,13 @@ Result<GemmShape> gemm_shape(const Graph& g, const Op& op, const Bindings& bind)
 double gemm_rate(const HardwareProfile& hw, DType dt);
 double gemm_micros(const HardwareProfile& hw, DType dt, const GemmShape& s, double flops, double bytes,
                    bool skinny = false);
+// The routed experts' GEMM of `experts` local experts as a training job
+// runs it (Transformer Engine's GroupedLinear, Megatron-Core's
+// SequentialMLP): one launch per expert, whose tiles gemm_micros times
+// together (the experts a batch dimension); each launch after the first
+// adds the profile's kernel_floor_micros (docs/hardware.md, "Routed
+// experts' GEMM launches"). 0 for one expert.
+double expert_gemm_launch_micros(const HardwareProfile& hw, int64_t experts);
 // backward: the dQ/dK/dV kernel (attention_bwd_efficiency), else the forward.
 // Its bytes' time carries the profile's attention_startup_micros.
 double attention_micros(const HardwareProfile& hw, DType dt, double flops, double bytes, bool backward);

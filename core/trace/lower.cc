@@ -1411,6 +1411,12 @@ class Lowerer {
         us = roofline_micros(hw_, w.dt, static_cast<double>(w.flops), static_cast<double>(w.bytes));
       }
       if (o_.moe_imbalance != 1.0 && expert_gemm(op)) us *= o_.moe_imbalance;
+      if (kernel_model() && o_.expert_gemm_launches && expert_gemm(op)) {
+        // One GEMM launch per local expert (the experts are the GEMM's
+        // batch dimension; cost/kernel_cost.h).
+        SC_ASSIGN_OR_RETURN(GemmShape shape, gemm_shape(g_, op, bind_));
+        us += expert_gemm_launch_micros(hw_, shape.batch);
+      }
       SC_RETURN_IF_ERROR(set_cost(n, w.flops, w.bytes, us, op.name));
       c.num_ops = n.num_ops;
       c.tensor_size = n.tensor_size;

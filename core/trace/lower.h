@@ -274,6 +274,11 @@ struct LowerOptions {
   // padded to 8, split K; cost/kernel_cost.h, docs/hardware.md "Skinny
   // GEMMs"). Training keeps the tile model.
   bool skinny_gemms = false;
+  // Training: each local expert's GEMM is a launch of its own, and every
+  // launch after the first adds the profile's kernel_floor_micros to the
+  // routed experts' GEMM nodes (docs/hardware.md, "Routed experts' GEMM
+  // launches"). Serving's engines run the experts as one fused kernel.
+  bool expert_gemm_launches = false;
 };
 
 Result<RoleProgram> lower_program(const Graph& g, const Bindings& bind, const HardwareProfile& hw,

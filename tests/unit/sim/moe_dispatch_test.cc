@@ -233,8 +233,12 @@ TEST_CASE("moe imbalance: the routed experts' GEMMs last imbalance x as long, no
       CAPTURE(a.name);
       CHECK(a.duration_micros > 20);
       // Durations are whole µs: 2.5 x within rounding (±0.5 on the uniform
-      // time, times 2.5, and ±0.5 on the skewed one).
-      CHECK(std::abs(static_cast<double>(b.duration_micros) - 2.5 * static_cast<double>(a.duration_micros)) <= 1.75);
+      // time, times 2.5, and ±0.5 on the skewed one). The second local
+      // expert's launch (ep 4 of 8 experts: 2 per rank; the h100's 3.5 µs
+      // floor, cost/kernel_cost.h) is paid once, not 2.5 times.
+      const double launch = 3.5;
+      CHECK(std::abs(static_cast<double>(b.duration_micros) -
+                     (2.5 * (static_cast<double>(a.duration_micros) - launch) + launch)) <= 1.75);
     } else {
       CHECK(a.duration_micros == b.duration_micros);
     }
