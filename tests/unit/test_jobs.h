@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/api.h"
+#include "base/json_fields.h"
 #include "sim/simulate.h"
 #include "check/replay.h"
 #include "check/validate.h"
@@ -30,6 +31,16 @@ inline std::string slurp(const std::filesystem::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// A JSON file of the source tree (measurements under tests/bench/gpu/
+// results, fixtures), parsed; the test stops if it is missing or invalid.
+inline jsonf::Json source_json(const std::string& relative) {
+  const std::string text = slurp(std::filesystem::path(STAGECRAFT_SOURCE_DIR) / relative);
+  REQUIRE_MESSAGE(!text.empty(), relative);
+  Result<jsonf::Json> j = jsonf::parse_text(text);
+  REQUIRE_MESSAGE(j.ok(), relative);
+  return *j;
 }
 
 inline Job gpt_job(int64_t L, int64_t h, int64_t a, int64_t tp, int64_t dp, bool sp, int64_t b, int64_t s,

@@ -8,15 +8,14 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 
 #include "api/api.h"
 #include "base/json_fields.h"
 #include "cost/kernel_cost.h"
 #include "job/job.h"
+#include "../test_jobs.h"
 
 using namespace sc;
 
@@ -128,14 +127,9 @@ std::string mkey(const std::string& backend, int d, int q, int k, bool causal, b
          (causal ? " causal" : " full") + (bwd ? " bwd" : " fwd");
 }
 Measured measured_h100() {
-  std::ifstream in(std::string(STAGECRAFT_SOURCE_DIR) + "/tests/bench/gpu/results/h100-sxm-2026-11-26.json");
-  REQUIRE(in.good());
-  std::stringstream text;
-  text << in.rdbuf();
-  Result<jsonf::Json> j = jsonf::parse_text(text.str());
-  REQUIRE(j.ok());
+  const jsonf::Json j = testing::source_json("tests/bench/gpu/results/h100-sxm-2026-11-26.json");
   Measured out;
-  for (const jsonf::Json& r : (*j)["attention"])
+  for (const jsonf::Json& r : j["attention"])
     for (const bool bwd : {false, true}) {
       const std::string key = mkey(r["backend"].get<std::string>(), r["d"].get<int>(), r["sq"].get<int>(),
                                    r["sk"].get<int>(), r["causal"].get<bool>(), bwd);

@@ -5,9 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +14,7 @@
 #include "base/json_fields.h"
 #include "cost/kernel_cost.h"
 #include "job/job.h"
+#include "../test_jobs.h"
 
 using namespace sc;
 
@@ -379,14 +378,9 @@ struct ExpertLayer {
   double measured_us = 0;  // the six GEMMs, 4 streams
 };
 std::vector<ExpertLayer> measured_expert_layers() {
-  std::ifstream in(std::string(STAGECRAFT_SOURCE_DIR) + "/tests/bench/gpu/results/h100-sxm-2026-11-27-moe-gemm.json");
-  REQUIRE(in.good());
-  std::stringstream text;
-  text << in.rdbuf();
-  Result<jsonf::Json> j = jsonf::parse_text(text.str());
-  REQUIRE(j.ok());
+  const jsonf::Json j = testing::source_json("tests/bench/gpu/results/h100-sxm-2026-11-27-moe-gemm.json");
   std::vector<ExpertLayer> out;
-  for (const jsonf::Json& r : (*j)["experts"]) {
+  for (const jsonf::Json& r : j["experts"]) {
     const std::string name = r["layer"].get<std::string>();
     if (out.empty() || out.back().name != name) out.push_back(ExpertLayer{name, r["experts"].get<int64_t>(), {}, 0});
     GemmShape s;
