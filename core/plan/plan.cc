@@ -1807,14 +1807,15 @@ std::vector<std::string> low_confidence(const PlanCandidate& c) {
                   std::to_string(kLowConfidencePipelineStages) + " of the checked pipelines");
   if (l.pp > 1 && l.schedule == Schedule::kZeroBubble) out.push_back("zero-bubble: no checked published run");
   if (l.zero == 3 && l.shard_group > kLowConfidenceZero3Group)
-    out.push_back("ZeRO-3 over " + std::to_string(l.shard_group) + " ranks: per-layer gathers at this scale unchecked");
+    out.push_back("ZeRO-3 over " + std::to_string(l.shard_group) + " ranks: the checked dense runs gather over " +
+                  std::to_string(kLowConfidenceZero3Group) + ", across nodes only one MoE run");
   if (c.job.model.is_moe()) {
     // docs/fidelity.md, "Mixture of experts": the checked MoE
     // runs whose step compute sets simulate far too fast (the all-to-all
     // bound ones are close), so a MoE ranking leans toward compute-bound
     // layouts (tests/plan/published_probe_results.md).
     out.push_back("mixture of experts: checked MoE runs whose step is set by compute simulate too fast");
-    if (l.zero == 3) out.push_back("ZeRO-3 gathering routed experts: no checked run");
+    if (l.zero == 3) out.push_back("ZeRO-3 gathering routed experts: one checked run");
   }
   return out;
 }

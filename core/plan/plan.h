@@ -146,7 +146,11 @@ inline constexpr double kLowConfidenceExposedShare = 0.25;
 inline constexpr int64_t kLowConfidenceCpTokensPerRank = 8192;
 inline constexpr int64_t kLowConfidenceCpRingTokensPerRank = 4096;
 inline constexpr int64_t kLowConfidencePipelineStages = 16;
-inline constexpr int64_t kLowConfidenceZero3Group = 64;
+// ZeRO-3's per-layer gathers as checked (docs/fidelity.md): dense, over 8
+// ranks of one node (Megatron-Bridge's Llama 3 8B FSDP run); across nodes
+// only in one MoE run (Megatron-MoE-ModelZoo's Qwen3 235B-A22B with
+// Megatron-FSDP: dense parameters over 128 ranks, routed experts over 32).
+inline constexpr int64_t kLowConfidenceZero3Group = 8;
 
 struct PlanMiss {
   PlanLayout layout;

@@ -1061,6 +1061,36 @@ TEST_CASE("plan: MoE candidates carry the MoE low-confidence note, ZeRO-3 ones t
   }
 }
 
+TEST_CASE("plan: ZeRO-3 candidates sharding over more ranks than the checked dense runs carry the ZeRO-3 note") {
+  // docs/plan.md "Confidence": the checked dense ZeRO-3 run shards over 8
+  // ranks of one node; a larger shard group gets the note (kLowConfidence-
+  // Zero3Group), a ZeRO-3 candidate within it and every other ZeRO stage
+  // does not.
+  const Job dense = base_job(R"({"preset": "llama3-8b", "num_layers": 2})", 512, 32);
+  PlanOptions o;
+  o.gpus = 16;
+  o.exhaustive = true;
+  o.constraints = parse_plan_constraints(json{{"max_mbs", 1}}).value();
+  o.constraints.top = 100000;
+  Result<PlanResult> r = plan(dense, o);
+  REQUIRE_MESSAGE(r.ok(), r.error().to_string());
+  auto noted = [](const PlanCandidate& c) {
+    return std::any_of(c.low_confidence.begin(), c.low_confidence.end(),
+                       [](const std::string& n) { return n.rfind("ZeRO-3 over ", 0) == 0; });
+  };
+  int wide = 0, narrow = 0;
+  for (const PlanCandidate& c : r->candidates) {
+    INFO(layout_label(c.layout, false) << " shard group " << c.layout.shard_group);
+    const bool over = c.layout.zero == 3 && c.layout.shard_group > 8;
+    CHECK(noted(c) == over);
+    wide += over;
+    narrow += c.layout.zero == 3 && !over;
+  }
+  CHECK(wide > 0);
+  CHECK(narrow > 0);
+  CHECK(kLowConfidenceZero3Group == 8);
+}
+
 TEST_CASE("plan: the default search takes cp beyond 16 while each rank keeps 8,192 tokens") {
   // docs/plan.md "Defaults": cp <= 16, or seq_len / 8,192 when larger
   // (NeMo's long-sequence table runs 1,024K tokens at cp 32), or min_cp.
