@@ -198,7 +198,9 @@ double memory_micros(const HardwareProfile& hw, double flops, double bytes) {
 // d / (d + c) relative to 128's. c is fitted on this project's own H100
 // measurements of cuDNN's Hopper kernels (FlashAttention-3 class), head dim
 // 64 against 128 at the same shape, 2K-32K tokens, causal and not
-// (docs/kernel-measurements.md; attention_shape_test checks every record):
+// (docs/kernel-measurements.md; attention_shape_test holds the model within
+// 10% of each of those 20 records; at 512 and 1K tokens it misses by up to
+// 15%):
 // forward 0.67-0.76 of 128's rate (c = 72: 0.735), backward 0.78-0.85
 // (c = 36: 0.82).
 double attention_head_dim_factor(double head_dim, bool backward) {

@@ -1788,6 +1788,25 @@ std::string bound_line(const PlanCandidate& c) {
 // Where the simulator's figures for a candidate rest on what no checked
 // published run covers (docs/plan.md, "Confidence"): the ranking still
 // uses them, the plan says so beside the candidate.
+//
+// Whether a ZeRO shard group holds ranks of more than one node: its members
+// are the first shard_group of the cp x dp group (cp inner), placed by the
+// layout's rank order (the first axis varies fastest).
+bool shard_group_spans_nodes(const PlanLayout& l, int64_t node) {
+  const std::vector<std::string> order = l.order.empty() ? order_of("megatron") : l.order;
+  int64_t stride = 1, cp_stride = 0, dp_stride = 0;
+  for (const std::string& a : order) {
+    const int64_t degree = a == "tp" ? l.tp : a == "cp" ? l.cp : a == "dp" ? l.dp : l.pp;
+    if (a == "cp") cp_stride = stride;
+    if (a == "dp") dp_stride = stride;
+    stride *= degree;
+  }
+  const int64_t cp = std::max<int64_t>(1, l.cp);
+  for (int64_t i = 1; i < l.shard_group; ++i)
+    if ((i % cp * cp_stride + i / cp * dp_stride) / node != 0) return true;
+  return false;
+}
+
 std::vector<std::string> low_confidence(const PlanCandidate& c) {
   std::vector<std::string> out;
   const PlanLayout& l = c.layout;
@@ -1806,9 +1825,12 @@ std::vector<std::string> low_confidence(const PlanCandidate& c) {
     out.push_back("pp" + std::to_string(l.pp) + ": more stages than the " +
                   std::to_string(kLowConfidencePipelineStages) + " of the checked pipelines");
   if (l.pp > 1 && l.schedule == Schedule::kZeroBubble) out.push_back("zero-bubble: no checked published run");
-  if (l.zero == 3 && l.shard_group > kLowConfidenceZero3Group)
-    out.push_back("ZeRO-3 over " + std::to_string(l.shard_group) + " ranks: the checked dense runs gather over " +
-                  std::to_string(kLowConfidenceZero3Group) + ", across nodes only one MoE run");
+  const int64_t node = c.job.hardware.gpus_per_node > 0 ? c.job.hardware.gpus_per_node : 8;
+  const bool spans = l.zero == 3 && shard_group_spans_nodes(l, node);
+  if (l.zero == 3 && (l.shard_group > kLowConfidenceZero3Group || spans))
+    out.push_back("ZeRO-3 over " + std::to_string(l.shard_group) + " ranks" + (spans ? " across nodes" : "") +
+                  ": the checked dense runs gather over " + std::to_string(kLowConfidenceZero3Group) +
+                  " in one node, across nodes only one MoE run");
   if (c.job.model.is_moe()) {
     // docs/fidelity.md, "Mixture of experts": the checked MoE
     // runs whose step compute sets simulate far too fast (the all-to-all

@@ -150,6 +150,8 @@ inline constexpr int64_t kLowConfidencePipelineStages = 16;
 // ranks of one node (Megatron-Bridge's Llama 3 8B FSDP run); across nodes
 // only in one MoE run (Megatron-MoE-ModelZoo's Qwen3 235B-A22B with
 // Megatron-FSDP: dense parameters over 128 ranks, routed experts over 32).
+// A ZeRO-3 candidate whose shard group is larger, or holds ranks of more
+// than one node, gets the note.
 inline constexpr int64_t kLowConfidenceZero3Group = 8;
 
 struct PlanMiss {

@@ -217,7 +217,8 @@ struct LowerOptions {
   bool grad_reduce_every_micro_batch = false;
   // parallel.moe_imbalance: the routed experts' GEMMs (forward, dgrad,
   // wgrad) last this many times their uniform-routing time (the busiest
-  // expert rank sets the pace; docs/parallelism.md).
+  // expert rank sets the pace; docs/parallelism.md); their per-expert
+  // launches (expert_gemm_launches) are added after it, unscaled.
   double moe_imbalance = 1.0;
   // training.moe_shared_expert_overlap (a model with shared experts): the
   // shared experts' ops run on a stream of their own (side_stream 2), fc1

@@ -315,8 +315,9 @@ TEST_CASE("attention occupancy: cp all-gather chunks, by hand") {
 }
 
 TEST_CASE("attention by shape: head dim 64 against 128, cuDNN's H100 kernels") {
-  // The same shapes (batch x tokens = 16K, 32 heads of 64 against 16 of
-  // 128: the same query elements) measured with both head dims: the
+  // The same shapes (batch x tokens = 16K, one sequence at 32K; 32 heads
+  // of 64 against 16 of 128: the same query elements) measured with both
+  // head dims: the
   // model's ratio of the two rates (tiles, occupancy and the head-dim term)
   // within 10% of the measured one at 2K-32K tokens, causal and not,
   // forward and backward (the largest gap: 2K non-causal forward, 0.67
