@@ -113,6 +113,9 @@ ENTRIES = [
     {"name": "nemo2407-llama2-70b-64", "spec": "nemo-2407-h100-fp8", "row": "Llama 2 70B, 64 GPUs"},
     {"name": "nemo2407-nemotron-22b-64", "spec": "nemo-2407-h100-fp8", "row": "Nemotron 22B, 64 GPUs"},
     {"name": "nemo2407-llama3-70b-64", "spec": "nemo-2407-h100-fp8", "row": "Llama 3 70B, 64 GPUs"},
+    # Nemotron-4 340B's own pre-training stage on 6,144 H100 (session 22;
+    # docs/fidelity.md, "Nemotron-4 340B's own pre-training run").
+    {"name": "nemotron4-340b-report-6144", "spec": "nemotron4-340b-report", "row": "Nemotron-4 340B, 6144 GPUs, B 2304"},
 ]
 
 LAYOUT_TRAINING = ("micro_batch_size", "schedule", "recompute")
