@@ -664,13 +664,13 @@ Result<ModelConfig> gemma3_multimodal(const HfReader& r, bool strict) {
   return m;
 }
 
-// The model of a parsed config (model_from_hf_config's work before the
-// unknown keys are listed).
+}  // namespace
+
 // A model-field error of an imported config names the config key the
 // field came from (model.num_kv_heads -> model.hf_config.num_key_value_heads):
 // the user wrote the config, not the model fields. A field no key maps to
-// keeps its path.
-Error hf_error(Error e, const HfReader& r) {
+// keeps its path. (Declared in hf_hybrid.h: the hybrid readers use it too.)
+Error model_internal::hf_error(Error e, const Json& obj, const std::string& path) {
   static const std::pair<const char*, std::vector<const char*>> kKeys[] = {
       {"num_layers", {"num_hidden_layers", "n_layer"}},
       {"hidden", {"hidden_size", "n_embd"}},
@@ -696,14 +696,19 @@ Error hf_error(Error e, const HfReader& r) {
   for (const auto& [name, keys] : kKeys) {
     if (field != name) continue;
     for (const char* k : keys)
-      if (r.obj.contains(k)) {
+      if (obj.contains(k)) {
         e.message += " (model." + field + ", read from this key)";
-        e.path = jsonf::join(r.path, k);
+        e.path = jsonf::join(path, k);
         return e;
       }
   }
   return e;
 }
+
+namespace {
+
+// The model of a parsed config (model_from_hf_config's work before the
+// unknown keys are listed).
 
 Result<ModelConfig> import_parsed(const Json& j, const std::string& path, bool strict, int nonstandard) {
   HfReader r{j, path};
@@ -850,7 +855,7 @@ Result<ModelConfig> import_parsed(const Json& j, const std::string& path, bool s
   }
   m.hf_features = std::move(im.features);
   m.hf_warnings = std::move(im.warnings);
-  if (Status st = validate_model(m, "model"); !st.ok()) return hf_error(st.error(), r);
+  if (Status st = validate_model(m, "model"); !st.ok()) return model_internal::hf_error(st.error(), r.obj, r.path);
   return m;
 }
 

@@ -291,7 +291,7 @@ Result<ModelConfig> hybrid_from_hf_config(const jsonf::Json& obj, const std::str
                          " non-standard JSON number(s) (Infinity/NaN) read as null");
   m.hf_features = std::move(r.features);
   m.hf_warnings = std::move(r.warnings);
-  SC_RETURN_IF_ERROR(validate_model(m, "model"));
+  if (Status st = validate_model(m, "model"); !st.ok()) return hf_error(st.error(), obj, path);
   return m;
 }
 

@@ -142,6 +142,17 @@ TEST_CASE("HF hybrid: unmodelled keys are refused naming the key, or listed with
   m = import(offset);
   REQUIRE_FALSE(m.ok());
   CHECK(m.error().path == "model.hf_config.attn_layer_offset");
+  // A model-field error names the config key it was read from, as the
+  // plain transformers' imports do (it named model.num_kv_heads).
+  for (const char* file : {"jamba-v0.1.config.json", "nemotron-h-8b-base-8k.config.json"}) {
+    CAPTURE(file);
+    nlohmann::json kv = fixture(file);
+    kv["num_key_value_heads"] = 5;
+    m = import(kv);
+    REQUIRE_FALSE(m.ok());
+    CHECK(m.error().path == "model.hf_config.num_key_value_heads");
+    CHECK(m.error().message.find("(model.num_kv_heads, read from this key)") != std::string::npos);
+  }
 }
 
 TEST_CASE("HF hybrid: Jamba's defaults (dt_rank \"auto\" = ceil(h / 16), one expert = dense) and layer periods") {
