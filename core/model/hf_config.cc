@@ -709,7 +709,6 @@ namespace {
 
 // The model of a parsed config (model_from_hf_config's work before the
 // unknown keys are listed).
-
 Result<ModelConfig> import_parsed(const Json& j, const std::string& path, bool strict, int nonstandard) {
   HfReader r{j, path};
   std::string model_type;
