@@ -572,14 +572,18 @@ DpShapeKey dp_shape_key(const ParallelConfig& p, int64_t n, int64_t step) {
   }
   return {p.cp, strides[1], strides[2], n, step};
 }
-GroupShape dp_group_shape_of(const NetworkModel& net, const DpShapeKey& k) {
+// Its members' ranks, ascending (rank 0 first).
+std::vector<int64_t> dp_group_members(const DpShapeKey& k) {
   const auto [cp, cp_stride, dp_stride, n, step] = k;
   std::vector<int64_t> members;
   members.reserve(static_cast<size_t>(std::max<int64_t>(0, n)));
   for (int64_t j = 0; j < n * step; j += step) members.push_back((j % cp) * cp_stride + (j / cp) * dp_stride);
   std::sort(members.begin(), members.end());
+  return members;
+}
+GroupShape dp_group_shape_of(const NetworkModel& net, const DpShapeKey& k) {
   GroupShapeBuilder b;
-  for (int64_t r : members) b.add(net, r);
+  for (int64_t r : dp_group_members(k)) b.add(net, r);
   return b.finish(net);
 }
 
@@ -1788,25 +1792,6 @@ std::string bound_line(const PlanCandidate& c) {
 // Where the simulator's figures for a candidate rest on what no checked
 // published run covers (docs/plan.md, "Confidence"): the ranking still
 // uses them, the plan says so beside the candidate.
-//
-// Whether a ZeRO shard group holds ranks of more than one node: its members
-// are the first shard_group of the cp x dp group (cp inner), placed by the
-// layout's rank order (the first axis varies fastest).
-bool shard_group_spans_nodes(const PlanLayout& l, int64_t node) {
-  const std::vector<std::string> order = l.order.empty() ? order_of("megatron") : l.order;
-  int64_t stride = 1, cp_stride = 0, dp_stride = 0;
-  for (const std::string& a : order) {
-    const int64_t degree = a == "tp" ? l.tp : a == "cp" ? l.cp : a == "dp" ? l.dp : l.pp;
-    if (a == "cp") cp_stride = stride;
-    if (a == "dp") dp_stride = stride;
-    stride *= degree;
-  }
-  const int64_t cp = std::max<int64_t>(1, l.cp);
-  for (int64_t i = 1; i < l.shard_group; ++i)
-    if ((i % cp * cp_stride + i / cp * dp_stride) / node != 0) return true;
-  return false;
-}
-
 std::vector<std::string> low_confidence(const PlanCandidate& c) {
   std::vector<std::string> out;
   const PlanLayout& l = c.layout;
@@ -1825,8 +1810,10 @@ std::vector<std::string> low_confidence(const PlanCandidate& c) {
     out.push_back("pp" + std::to_string(l.pp) + ": more stages than the " +
                   std::to_string(kLowConfidencePipelineStages) + " of the checked pipelines");
   if (l.pp > 1 && l.schedule == Schedule::kZeroBubble) out.push_back("zero-bubble: no checked published run");
+  // The shard group (the bound's, dp_group_shape) holds ranks of more than
+  // one node when its highest member is past rank 0's node.
   const int64_t node = c.job.hardware.gpus_per_node > 0 ? c.job.hardware.gpus_per_node : 8;
-  const bool spans = l.zero == 3 && shard_group_spans_nodes(l, node);
+  const bool spans = l.zero == 3 && dp_group_members(dp_shape_key(c.job.parallel, l.shard_group, 1)).back() >= node;
   if (l.zero == 3 && (l.shard_group > kLowConfidenceZero3Group || spans))
     out.push_back("ZeRO-3 over " + std::to_string(l.shard_group) + " ranks" + (spans ? " across nodes" : "") +
                   ": the checked dense runs gather over " + std::to_string(kLowConfidenceZero3Group) +
