@@ -98,6 +98,11 @@ void print_hf_warnings(const std::string& command, const Job& job) {
     std::cerr << "stagecraft " << command << ": warning: model.hf_config: " << w << "\n";
 }
 
+bool is_trace_file(const std::string& name, const std::string& prefix) {
+  return name.size() > prefix.size() + 4 && name.compare(0, prefix.size() + 1, prefix + ".") == 0 &&
+         name.compare(name.size() - 3, 3, ".et") == 0;
+}
+
 int64_t rank_of_file(const std::string& name, const std::string& prefix) {
   const std::string mid = name.substr(prefix.size() + 1, name.size() - prefix.size() - 4);
   if (mid.empty() || mid.size() > 15 || (mid.size() > 1 && mid[0] == '0')) return -1;

@@ -67,6 +67,9 @@ std::optional<int64_t> parse_int(const std::string& s);
 // The usage message for a flag whose value parse_int refused: "expects an
 // integer", or, for digits past int64, "is out of range".
 std::string int_flag_error(const std::string& flag, const std::string& value);
+// Whether a file name is "<prefix>.<something>.et" (a trace of the prefix,
+// or an odd one rank_of_file refuses).
+bool is_trace_file(const std::string& name, const std::string& prefix);
 // The rank of a file already known to be named "<prefix>.*.et":
 // canonical decimal only ("01" is not the name the simulator opens for
 // rank 1); -1 for another .et file with the prefix (validate, replay).

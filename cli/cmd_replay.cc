@@ -62,10 +62,7 @@ int cmd_replay(const std::vector<std::string>& argv) {
     std::vector<std::string> past;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
       const std::string n = it->path().filename().string();
-      if (n.size() <= prefix.size() + 4 || n.compare(0, prefix.size() + 1, prefix + ".") != 0 ||
-          n.compare(n.size() - 3, 3, ".et") != 0)
-        continue;
-      if (rank_of_file(n, prefix) >= world) past.push_back(n);
+      if (is_trace_file(n, prefix) && rank_of_file(n, prefix) >= world) past.push_back(n);
     }
     std::sort(past.begin(), past.end());
     for (const std::string& n : past)

@@ -113,8 +113,7 @@ int validate_one(const char* cmd, const fs::path& dir, const std::string& prefix
   std::vector<std::string> odd;  // <prefix>.<not a rank>.et
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.size() < prefix.size() + 5 || name.compare(0, prefix.size() + 1, prefix + ".") != 0 ||
-        name.compare(name.size() - 3, 3, ".et") != 0) continue;
+    if (!is_trace_file(name, prefix)) continue;
     const int64_t r = rank_of_file(name, prefix);
     if (r < 0) odd.push_back(name); else file_map[r] = name;
   }
@@ -357,9 +356,7 @@ std::vector<std::string> part_folders(const fs::path& dir, const std::string& pr
   if (fs::exists(dir / "comm_groups.json", ec)) return {};
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string n = it->path().filename().string();
-    if (n.size() > prefix.size() + 4 && n.compare(0, prefix.size() + 1, prefix + ".") == 0 &&
-        n.compare(n.size() - 3, 3, ".et") == 0)
-      return {};
+    if (is_trace_file(n, prefix)) return {};
   }
   std::vector<std::string> parts;
   for (const char* p : {"prefill", "decode", "mixed", "kv_transfer"})
