@@ -163,9 +163,9 @@ export function previewUnavailable(err: EngineError): void {
 }
 
 function rankError(e: unknown, fallbackPath: string): void {
-  const err = e instanceof EngineRequestError ? e.error
-    : (e && typeof e === 'object' && 'code' in e && 'message' in e) ? e as { code: string; message: string; path: string }
-    : { code: 'error', message: String(e), path: fallbackPath };
+  showRankError(e instanceof EngineRequestError ? e.error : { code: 'error', message: String(e), path: fallbackPath });
+}
+function showRankError(err: EngineError): void {
   if (err.code === 'superseded') return;
   const label = document.querySelector(`#rank-picker [data-path="${err.path}"]`) ?? document.querySelector('#rank-picker [data-path="rank"]');
   label?.classList.add('invalid');
@@ -183,7 +183,7 @@ $('#rank-picker').addEventListener('change', async (e) => {
     if (t.id === 'rank' && !/^\s*\d+\s*$/.test(rankInput().value)) {
       // "1.5" or "abc" is no rank: said, not rounded or read as 0.
       const n = Number(rankInput().max) + 1;
-      rankError({ code: 'invalid_argument', message: `rank must be an integer in [0, ${n}) (got ${rankInput().value})`, path: 'rank' }, 'rank');
+      showRankError({ code: 'invalid_argument', message: `rank must be an integer in [0, ${n}) (got ${rankInput().value})`, path: 'rank' });
     } else if (t.id === 'rank' || t.id === 'rank-phase') {
       await showRank(Number(rankInput().value) || 0);
     } else if (t.name?.startsWith('coord-')) {
