@@ -31,7 +31,8 @@
 #include "check/validate.h"
 #include "commands.h"
 #include "emit/chakra_writer.h"
-#include "nlohmann/json.hpp"
+#include "export.h"
+#include "trace_input.h"
 
 namespace sc::cli {
 namespace {
@@ -102,7 +103,10 @@ struct FileResult {
 
 // One directory of traces: prints its report (text), or stores it in
 // *json_out (--json); returns the exit status.
-int validate_one(const char* cmd, const fs::path& dir, const std::string& prefix, int threads, std::string* json_out) {
+// part: "" for a training export, a serving export's phase folder.
+int validate_one(const char* cmd, const TraceInput& in, const std::string& part, const std::string& prefix, int threads,
+                 std::string* json_out) {
+  const fs::path dir = part.empty() ? in.dir() : in.dir() / part;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     return report_error(cmd, not_a_directory(dir));
@@ -117,7 +121,7 @@ int validate_one(const char* cmd, const fs::path& dir, const std::string& prefix
     const int64_t r = rank_of_file(name, prefix);
     if (r < 0) odd.push_back(name); else file_map[r] = name;
   }
-  if (ec) return report_error(cmd, make_error(ErrorCode::kIoError, dir.string() + ": " + ec.message()));
+  if (ec) return report_error(cmd, make_error(ErrorCode::kIoError, in.shown(part) + ": " + ec.message()));
   // No trace of this prefix: traces of another (an export written with
   // --prefix) make the R9 finding name the prefix to give.
   std::string other_prefix;
@@ -157,7 +161,7 @@ int validate_one(const char* cmd, const fs::path& dir, const std::string& prefix
   for (const std::string& name : odd) finding(report, -1, "R9", "extra file " + name + ": not <prefix>.<rank>.et for a rank");
   if (files.empty())
     finding(report, -1, "R9",
-            "no " + prefix + ".<rank>.et files in " + dir.string() +
+            "no " + prefix + ".<rank>.et files in " + in.shown(part) +
                 (other_prefix.empty() ? std::string()
                                       : "; it holds " + other_prefix + ".<rank>.et files: give --prefix " + other_prefix));
 
@@ -168,7 +172,10 @@ int validate_one(const char* cmd, const fs::path& dir, const std::string& prefix
     Result<std::string> gtext = read_file(gpath, kMaxGroupFileBytes);
     Result<GroupTable> gparsed = gtext.ok() ? parse_group_file(gpath, *gtext) : Result<GroupTable>(gtext.error());
     if (gparsed.ok()) groups = std::move(gparsed).value();
-    else { opt.groups_unavailable = true; finding(report, -1, "R6", "group file: " + gparsed.error().message); }
+    else {
+      opt.groups_unavailable = true;
+      finding(report, -1, "R6", "group file: " + in.unextracted(gparsed.error().message));
+    }
   }
 
   // Reads and decodes one file; the simulator runs a file as the rank in
@@ -180,6 +187,7 @@ int validate_one(const char* cmd, const fs::path& dir, const std::string& prefix
     Result<DecodedTrace> t = read ? read_chakra_trace(bytes) : Result<DecodedTrace>(make_error(ErrorCode::kIoError, io_error));
     if (bytes.capacity() > (size_t{64} << 20)) std::string().swap(bytes);  // do not keep a huge one
     if (!t.ok()) {
+      if (!read) io_error = in.unextracted(io_error);
       Violation v;
       v.rank = r;
       v.rule = read ? rule_of_reader_error(t.error().message) : "R0";
@@ -282,7 +290,7 @@ int validate_one(const char* cmd, const fs::path& dir, const std::string& prefix
   const size_t rest = files.size() - next;
   const int nthreads = static_cast<int>(std::min<size_t>(static_cast<size_t>(threads), rest));
   if (nthreads <= 1) {
-    for (size_t i = next; i < files.size(); ++i) fold(i, process(i));
+    for (size_t i = next; i < files.size() && !pending_signal(); ++i) fold(i, process(i));
   } else {
     const size_t window = 4 * static_cast<size_t>(nthreads);
     std::vector<std::optional<FileResult>> ring(window);
@@ -322,6 +330,12 @@ int validate_one(const char* cmd, const fs::path& dir, const std::string& prefix
       FileResult res;
       {
         std::unique_lock<std::mutex> l(mu);
+        if (pending_signal()) {  // an archive's run, interrupted: the workers stop, no verdict
+          stopping = true;
+          l.unlock();
+          cv.notify_all();
+          break;
+        }
         cv.wait(l, [&] { return ring[i % window].has_value() || stopping; });
         if (!ring[i % window].has_value()) break;  // a worker failed: join() rethrows
         res = std::move(*ring[i % window]);
@@ -334,6 +348,7 @@ int validate_one(const char* cmd, const fs::path& dir, const std::string& prefix
     pool.join();
   }
 
+  if (pending_signal()) return kExitError;  // only caught for an archive (cmd_validate)
   report.append(undecoded_rep);
   report.append(extra_rep);
   report.append(extra_undecoded_rep);
@@ -342,97 +357,27 @@ int validate_one(const char* cmd, const fs::path& dir, const std::string& prefix
   if (json_out) {
     *json_out = report.json();
   } else {
-    std::cout << dir.string() << ": " << files.size() << " trace files, " << nodes << " nodes, " << groups.size()
+    std::cout << in.shown(part) << ": " << files.size() << " trace files, " << nodes << " nodes, " << groups.size()
               << " groups\n"
               << report.text(50) << (report.ok() ? "valid\n" : "invalid\n");
   }
   return report.ok() ? kExitOk : kExitError;
 }
 
-// An inference job's export (docs/export.md): no traces of its own but
-// part folders, each a trace directory. Their names, in archive order.
-std::vector<std::string> part_folders(const fs::path& dir, const std::string& prefix) {
-  std::error_code ec;
-  if (fs::exists(dir / "comm_groups.json", ec)) return {};
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string n = it->path().filename().string();
-    if (is_trace_file(n, prefix)) return {};
-  }
-  std::vector<std::string> parts;
-  for (const char* p : {"prefill", "decode", "mixed", "kv_transfer"})
-    if (fs::is_directory(dir / p, ec)) parts.push_back(p);
-  return parts;
-}
-
-// The parts a serving export must hold, from its top summary.json's job
-// (docs/export.md, "Inference jobs"): prefill, decode and mixed for
-// colocated engines, prefill, decode and kv_transfer for disaggregated
-// pools. Empty when there is no readable summary of an inference job.
-std::vector<std::string> expected_parts(const fs::path& dir) {
-  Result<std::string> text = read_file((dir / "summary.json").string(), kMaxGroupFileBytes);
-  if (!text.ok()) return {};
-  const nlohmann::json s = nlohmann::json::parse(*text, nullptr, false);
-  if (!s.is_object() || !s.contains("job") || !s["job"].is_object()) return {};
-  const nlohmann::json& job = s["job"];
-  if (!job.contains("mode") || job["mode"] != "inference" || !job.contains("serving") || !job["serving"].is_object())
-    return {};
-  const nlohmann::json& sv = job["serving"];
-  const bool disaggregated = sv.contains("disaggregated") && !sv["disaggregated"].is_null() &&
-                             !(sv["disaggregated"].is_boolean() && !sv["disaggregated"].get<bool>());
-  if (disaggregated) return {"prefill", "decode", "kv_transfer"};
-  return {"prefill", "decode", "mixed"};
-}
-
-}  // namespace
-
-int cmd_validate(const std::vector<std::string>& argv) {
-  const char* cmd = "validate";
-  const char* usage =
-      "usage: stagecraft validate DIR [--prefix trace] [--json] [--threads N]\n"
-      "\n"
-      "Checks a directory of Chakra traces (<prefix>.<rank>.et + comm_groups.json)\n"
-      "across all ranks for what makes ASTRA-sim abort or hang: ids, dependencies,\n"
-      "cycles, node and collective types, attributes, groups, the per-group\n"
-      "collective sequence of every member, send/recv pairing and the rank files\n"
-      "(rules R0-R9, docs/validate.md). Reads one rank at a time per thread, so\n"
-      "memory stays small for 100K-rank jobs. Prints the first 50 findings and\n"
-      "counts per rule; exits 0 when there is no error (warnings allowed), 1 otherwise.";
-  static const std::vector<FlagSpec> specs = {{"--help", "-h", false, "", "show this help"},
-                                              {"--prefix", nullptr, true, "NAME", "trace file prefix (default trace)"},
-                                              {"--json", nullptr, false, "", "print the report as JSON"},
-                                              {"--threads", nullptr, true, "N", "worker threads (default: one per core, at most 8)"}};
-  Args args;
-  if (std::optional<int> rc = parse_or_exit(cmd, argv, specs, usage, &args)) return *rc;
-  if (args.positional.size() != 1) return usage_error(cmd, "expects exactly one DIR");
-  int threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 8);
-  if (args.has("--threads")) {
-    const std::string& t = *args.get("--threads");
-    char* end = nullptr;
-    const long v = std::strtol(t.c_str(), &end, 10);
-    if (t.empty() || *end || v < 1 || v > 64) return usage_error(cmd, "--threads must be an integer 1..64 (got '" + t + "')");
-    threads = static_cast<int>(v);
-  }
-  const fs::path dir = args.positional[0];
-  const std::string prefix = args.has("--prefix") ? *args.get("--prefix") : "trace";
-  if (!valid_trace_prefix(prefix))  // never a path: "../x" would read outside DIR (issue 24 D14)
-    return usage_error(cmd, "--prefix must be a file name of letters, digits, '.', '_' or '-' (got '" + prefix + "')");
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    return report_error(cmd, not_a_directory(dir));
-  }
-  const bool json = args.has("--json");
-  const std::vector<std::string> parts = part_folders(dir, prefix);
+// A training export (one trace directory) or a serving export (its phase
+// folders, each on its own; valid when all are and every part its job has
+// is there).
+int validate_input(const char* cmd, const TraceInput& in, const std::string& prefix, int threads, bool json) {
+  const std::vector<std::string> parts = part_folders(in.dir(), prefix);
   if (parts.empty()) {
     std::string j;
-    const int rc = validate_one(cmd, dir, prefix, threads, json ? &j : nullptr);
+    const int rc = validate_one(cmd, in, "", prefix, threads, json ? &j : nullptr);
     if (json && !j.empty()) std::cout << j << "\n";
     return rc;
   }
-  // A serving export: each phase folder on its own; valid when all are,
-  // and when every part its job has is there.
   int rc = kExitOk;
   std::vector<std::string> missing;
-  const std::vector<std::string> expected = expected_parts(dir);
+  const std::vector<std::string> expected = expected_parts(in.dir());
   for (const std::string& p : expected)
     if (std::find(parts.begin(), parts.end(), p) == parts.end()) missing.push_back(p);
   if (!missing.empty()) {
@@ -440,7 +385,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
     for (const std::string& m : missing) names += (names.empty() ? "" : ", ") + m + "/";
     std::string have;
     for (const std::string& p : parts) have += (have.empty() ? "" : ", ") + p + "/";
-    const std::string msg = dir.string() + ": missing " + names + " (summary.json's job has " +
+    const std::string msg = in.shown() + ": missing " + names + " (summary.json's job has " +
                             std::to_string(expected.size()) + " parts; found " + have + ")";
     if (json) {
       std::cout << "{\"parts\": {}, \"missing\": [";
@@ -453,13 +398,62 @@ int cmd_validate(const std::vector<std::string>& argv) {
   std::string j = "{\"parts\": {";
   for (size_t i = 0; i < parts.size(); ++i) {
     std::string one;
-    const int r = validate_one(cmd, dir / parts[i], prefix, threads, json ? &one : nullptr);
+    const int r = validate_one(cmd, in, parts[i], prefix, threads, json ? &one : nullptr);
     if (r != kExitOk) rc = r;
+    if (pending_signal()) return kExitError;  // interrupted: no verdict
     if (json) j += (i ? ", " : "") + json_quote(parts[i]) + ": " + (one.empty() ? std::string("null") : one);
     else if (i + 1 < parts.size()) std::cout << "\n";
   }
   if (json) std::cout << j << "}, \"valid\": " << (rc == kExitOk ? "true" : "false") << "}\n";
   else std::cout << (rc == kExitOk ? "all " : "not all ") << parts.size() << " parts valid\n";
+  return rc;
+}
+
+}  // namespace
+
+int cmd_validate(const std::vector<std::string>& argv) {
+  const char* cmd = "validate";
+  const char* usage =
+      "usage: stagecraft validate DIR|ARCHIVE [--prefix trace] [--json] [--threads N]\n"
+      "\n"
+      "Checks a directory of Chakra traces (<prefix>.<rank>.et + comm_groups.json)\n"
+      "across all ranks for what makes ASTRA-sim abort or hang: ids, dependencies,\n"
+      "cycles, node and collective types, attributes, groups, the per-group\n"
+      "collective sequence of every member, send/recv pairing and the rank files\n"
+      "(rules R0-R9, docs/validate.md). Reads one rank at a time per thread, so\n"
+      "memory stays small for 100K-rank jobs. Prints the first 50 findings and\n"
+      "counts per rule; exits 0 when there is no error (warnings allowed), 1 otherwise.\n"
+      "A serving export is checked phase by phase (prefill/, decode/, mixed/ or\n"
+      "kv_transfer/). An ARCHIVE (.zip or .tar.gz as generate writes it) is read\n"
+      "into a temporary directory for the run and removed after (docs/validate.md).";
+  static const std::vector<FlagSpec> specs = {{"--help", "-h", false, "", "show this help"},
+                                              {"--prefix", nullptr, true, "NAME", "trace file prefix (default trace)"},
+                                              {"--json", nullptr, false, "", "print the report as JSON"},
+                                              {"--threads", nullptr, true, "N", "worker threads (default: one per core, at most 8)"}};
+  Args args;
+  if (std::optional<int> rc = parse_or_exit(cmd, argv, specs, usage, &args)) return *rc;
+  if (args.positional.size() != 1) return usage_error(cmd, "expects exactly one DIR or ARCHIVE");
+  int threads = std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 8);
+  if (args.has("--threads")) {
+    const std::string& t = *args.get("--threads");
+    char* end = nullptr;
+    const long v = std::strtol(t.c_str(), &end, 10);
+    if (t.empty() || *end || v < 1 || v > 64) return usage_error(cmd, "--threads must be an integer 1..64 (got '" + t + "')");
+    threads = static_cast<int>(v);
+  }
+  const std::string prefix = args.has("--prefix") ? *args.get("--prefix") : "trace";
+  if (!valid_trace_prefix(prefix))  // never a path: "../x" would read outside DIR (issue 24 D14)
+    return usage_error(cmd, "--prefix must be a file name of letters, digits, '.', '_' or '-' (got '" + prefix + "')");
+  const std::string& path = args.positional[0];
+  std::error_code ec;
+  const bool archive = !fs::is_directory(path, ec);
+  if (archive) install_signal_cleanup();  // the extraction is removed on SIGINT/SIGTERM
+  int rc = kExitError;
+  {
+    Result<std::unique_ptr<TraceInput>> in = TraceInput::open(path);
+    rc = in.ok() ? validate_input(cmd, **in, prefix, threads, args.has("--json")) : report_error(cmd, in.error());
+  }
+  if (archive) release_signals(cmd);
   return rc;
 }
 

@@ -145,5 +145,64 @@ grep -q "warning: trace.5.et is past world_size 2: not replayed" err.txt && grep
 "$CLI" replay inside --prefix ../gen/trace > out.txt 2>&1; rc=$?
 [[ $rc == 2 ]] && grep -q "prefix must be a file name" out.txt || fail "replay --prefix ../ read outside DIR: exit $rc: $(cat out.txt)"
 
+# Archives (docs/validate.md, "Archives"): what generate writes as .zip or
+# .tar.gz is validated and replayed as its directory is, and names its
+# findings by the archive's members; the extraction never outlives the run.
+export TMPDIR="$WORK/tmp"; mkdir -p "$TMPDIR"
+leftover() { compgen -G "$TMPDIR/stagecraft-*" > /dev/null && fail "$1: left $(ls "$TMPDIR")"; }
+"$CLI" generate --model gpt3-1.7b --layers 2 --tp 2 --dp 2 --seq-len 256 --global-batch-size 4 -q -o gen.zip || fail "generate zip"
+"$CLI" generate --config serve.json -q -o serve.tar.gz || fail "generate serving tar.gz"
+check gen.zip; expect 0 "^valid$" "zip"
+grep -q "^gen.zip: 4 trace files" out.txt || fail "zip: header does not name the archive: $(head -c 300 out.txt)"
+check serve.tar.gz; expect 0 "^all 3 parts valid$" "serving tar.gz"
+for part in prefill decode mixed; do grep -q "^serve.tar.gz:$part: 2 trace files" out.txt || fail "serving tar.gz: no $part: $(cat out.txt)"; done
+check serve.tar.gz --json; expect 0 '"valid": true' "serving tar.gz --json"
+"$CLI" replay gen.zip > out.txt 2>&1 && grep -q "^completed: 4 ranks" out.txt || fail "replay zip: $(cat out.txt)"
+"$CLI" replay serve.tar.gz > out.txt 2>&1 && [[ $(grep -c "^serve.tar.gz:[a-z]*: completed: 2 ranks" out.txt) == 3 ]] ||
+  fail "replay serving tar.gz: $(cat out.txt)"
+leftover "valid archives"
+# A directory archived by hand (one top folder, or "./") reads the same.
+(cd gen && tar czf ../bytar.tar.gz . ) && (tar czf wrapped.tar.gz gen) || fail "tar"
+check bytar.tar.gz; expect 0 "^valid$" "tar of ."
+check wrapped.tar.gz; expect 0 "^valid$" "tar of a folder"
+# A broken member is named by the archive; a cut archive, a member that is a
+# link or appears twice, traces under two folders: an error naming the member.
+mkdir -p broken && cp gen/* broken/ 2> /dev/null; printf '\x00' | dd of=broken/trace.1.et bs=1 seek=0 conv=notrunc 2> /dev/null
+python3 -c "import os, zipfile; z = zipfile.ZipFile('broken.zip', 'w')
+for n in sorted(os.listdir('broken')): z.write('broken/' + n, n)" || fail "zip broken"
+check broken.zip; expect 1 "error R0 rank 1: trace.1.et does not decode" "a broken member"
+head -c 3000 gen.zip > cut.zip; check cut.zip; expect 1 "cut.zip: a corrupt or truncated archive" "a cut zip"
+python3 - "$PWD/gen/trace.0.et" <<'PY' || fail "python tar"
+import io, sys, tarfile
+g = open(sys.argv[1], 'rb').read()
+def tar(path, members):
+    with tarfile.open(path, 'w:gz') as t:
+        for name, kind in members:
+            ti = tarfile.TarInfo(name); ti.type = kind
+            if kind == tarfile.SYMTYPE: ti.linkname = '/etc/passwd'
+            ti.size = len(g) if kind == tarfile.REGTYPE else 0
+            t.addfile(ti, io.BytesIO(g) if kind == tarfile.REGTYPE else None)
+R, L = tarfile.REGTYPE, tarfile.SYMTYPE
+tar('link.tar.gz', [('trace.0.et', L)])
+tar('twice.tar.gz', [('trace.0.et', R), ('./trace.0.et', R)])
+tar('two.tar.gz', [('a/trace.0.et', R), ('b/trace.1.et', R)])
+tar('escape.tar.gz', [('../escaped.0.et', R), ('/tmp/escaped.1.et', R), ('prefill/../../escaped.2.et', R)])
+PY
+check link.tar.gz; expect 1 "link.tar.gz:trace.0.et: not a regular file" "a link member"
+check twice.tar.gz; expect 1 "twice.tar.gz:./trace.0.et: appears twice" "a member twice"
+check two.tar.gz; expect 1 "traces under 'a/' and under 'b/'" "two folders"
+check escape.tar.gz; expect 1 "no trace.<rank>.et files in escape.tar.gz" "names outside the archive's folders"
+compgen -G "$WORK/escaped*" > /dev/null || compgen -G "/tmp/escaped.1.et" > /dev/null && fail "a member was written outside"
+leftover "refused archives"
+# Interrupted mid-extraction (STAGECRAFT_TEST_PAUSE): exit by the signal, nothing left.
+STAGECRAFT_TEST_PAUSE=extract env --default-signal=INT "$CLI" validate gen.zip > int.out 2> int.err &
+pid=$!
+for _ in $(seq 1 3000); do grep -q "test pause at extract" int.err 2> /dev/null && break; sleep 0.01; done
+grep -q "test pause at extract" int.err || fail "validate never paused at extract: $(cat int.err)"
+kill -INT $pid; wait $pid; rc=$?
+[[ $rc == 130 ]] || fail "SIGINT mid-extraction: exit $rc ($(cat int.err))"
+grep -q "valid" int.out && fail "SIGINT mid-extraction printed a verdict: $(cat int.out)"
+leftover "SIGINT mid-extraction"
+
 if [[ $failures -gt 0 ]]; then echo "$failures failure(s)"; exit 1; fi
 echo "cli_validate: all passed"

@@ -1,0 +1,265 @@
+#include "trace_input.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+#include <set>
+#include <system_error>
+#include <vector>
+
+#include "args.h"
+#include "export.h"
+#include "export_archive.h"
+#include "nlohmann/json.hpp"
+
+namespace sc::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kPhases[] = {"prefill", "decode", "mixed", "kv_transfer"};
+
+bool ends_with(const std::string& s, const char* suffix) {
+  const size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+bool is_phase(const std::string& s) {
+  return std::any_of(std::begin(kPhases), std::end(kPhases), [&](const char* p) { return s == p; });
+}
+
+// The cap of a file validate or replay reads; 0 for any other name:
+// traces (*.et), comm_groups.json and summary.json.
+size_t file_cap(const std::string& file) {
+  if (file.empty() || file[0] == '.') return 0;
+  if (file == "comm_groups.json" || file == "summary.json") return kMaxGroupFileBytes;
+  if (ends_with(file, ".et")) return kMaxTraceFileBytes;
+  return 0;
+}
+
+// A member validate or replay reads: "<file>" or "<phase>/<file>" (after
+// any leading "./"), or either of them inside one top folder ("run/..."), as
+// `tar czf run.tar.gz run` writes it. Directory entries, the astra-sim/
+// inputs, the manifests and anything deeper are not taken.
+struct Member {
+  size_t cap = 0;       // 0: not taken
+  std::string top;      // the top folder stripped, if any
+  std::string rel;      // the name under it
+};
+
+Member classify(std::string name) {
+  while (name.rfind("./", 0) == 0) name.erase(0, 2);
+  std::vector<std::string> parts;
+  for (size_t at = 0;;) {
+    const size_t slash = name.find('/', at);
+    parts.push_back(name.substr(at, slash == std::string::npos ? std::string::npos : slash - at));
+    if (slash == std::string::npos) break;
+    at = slash + 1;
+  }
+  Member m;
+  size_t first = 0;
+  if (parts.size() >= 2 && !is_phase(parts[0]) && !parts[0].empty() && parts[0] != "..") {
+    if (parts.size() == 2 || (parts.size() == 3 && is_phase(parts[1]))) {
+      m.top = parts[0];
+      first = 1;
+    }
+  }
+  const size_t n = parts.size() - first;
+  if (n == 1) {
+    m.rel = parts[first];
+  } else if (n == 2 && is_phase(parts[first])) {
+    m.rel = parts[first] + "/" + parts[first + 1];
+  } else {
+    return Member{};
+  }
+  m.cap = file_cap(parts.back());
+  if (m.cap == 0) return Member{};
+  return m;
+}
+
+// Removes a temporary directory on every path out of open() that does not
+// hand it over.
+struct TempDir {
+  fs::path path;
+  ~TempDir() {
+    if (path.empty()) return;
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
+TraceInput::~TraceInput() {
+  if (temp_.empty()) return;
+  std::error_code ec;
+  fs::remove_all(temp_, ec);
+}
+
+std::string TraceInput::shown(const std::string& rel) const {
+  if (temp_.empty()) return rel.empty() ? dir_.string() : (dir_ / rel).string();
+  return rel.empty() ? given_ : given_ + ":" + rel;
+}
+
+std::string TraceInput::unextracted(std::string msg) const {
+  if (temp_.empty()) return msg;
+  const std::string t = temp_.string();
+  for (size_t at = msg.find(t); at != std::string::npos; at = msg.find(t, at)) {
+    const bool sub = at + t.size() < msg.size() && msg[at + t.size()] == '/';
+    const std::string by = sub ? given_ + ":" : given_;
+    msg.replace(at, t.size() + (sub ? 1 : 0), by);
+    at += by.size();
+  }
+  return msg;
+}
+
+Result<std::unique_ptr<TraceInput>> TraceInput::open(const std::string& path) {
+  std::unique_ptr<TraceInput> in(new TraceInput());
+  in->given_ = path;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::is_directory(st)) {
+    in->dir_ = path;
+    return in;
+  }
+  if (!fs::exists(fs::symlink_status(path, ec))) return make_error(ErrorCode::kIoError, path + ": no such file or directory");
+  if (!fs::is_regular_file(st))  // a FIFO or device: never opened (it could block)
+    return make_error(ErrorCode::kIoError, path + ": not a directory, nor a .zip or .tar.gz archive");
+
+  struct archive* a = archive_read_new();
+  if (!a) return make_error(ErrorCode::kIoError, "cannot create an archive reader");
+  struct Closer {
+    struct archive* a;
+    ~Closer() { archive_read_free(a); }
+  } closer{a};
+  archive_read_support_filter_gzip(a);
+  archive_read_support_format_zip(a);
+  archive_read_support_format_tar(a);
+  auto reason = [&] {
+    const char* s = archive_error_string(a);
+    return std::string(s ? s : "unreadable");
+  };
+  if (archive_read_open_filename(a, path.c_str(), 1 << 16) != ARCHIVE_OK)
+    return make_error(ErrorCode::kIoError, path + ": not a directory, nor a .zip or .tar.gz archive (" + reason() + ")");
+
+  const fs::path base = fs::temp_directory_path(ec);
+  if (ec) return make_error(ErrorCode::kIoError, "no temporary directory to extract " + path + " into: " + ec.message());
+  std::string tmpl = (base / "stagecraft-XXXXXX").string();
+  if (!::mkdtemp(tmpl.data()))
+    return make_error(ErrorCode::kIoError, "cannot create a directory in " + base.string() + " to extract " + path +
+                                               " into: " + std::strerror(errno));
+  TempDir temp{tmpl};
+
+  std::set<std::string> seen;
+  std::optional<std::string> top;  // the one top folder the traces are under ("" for none)
+  std::vector<char> buf(size_t{1} << 20);
+  bool first = true;
+  for (;;) {
+    struct archive_entry* e = nullptr;
+    const int r = archive_read_next_header(a, &e);
+    if (r == ARCHIVE_EOF) break;
+    if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
+      if (first) return make_error(ErrorCode::kIoError, path + ": not a directory, nor a .zip or .tar.gz archive (" + reason() + ")");
+      return make_error(ErrorCode::kIoError, path + ": a corrupt or truncated archive: " + reason());
+    }
+    first = false;
+    if (pending_signal()) return make_error(ErrorCode::kIoError, path + ": extraction interrupted");
+    const char* raw = archive_entry_pathname(e);
+    const std::string member = raw ? raw : "";
+    const Member m = classify(member);
+    if (m.cap == 0) continue;
+    const size_t cap = m.cap;
+    const std::string& name = m.rel;
+    const std::string where = path + ":" + member;
+    if (!top) top = m.top;
+    if (*top != m.top)
+      return make_error(ErrorCode::kIoError, where + ": traces under " +
+                                                 (top->empty() ? std::string("the archive's top") : "'" + *top + "/'") +
+                                                 " and under " +
+                                                 (m.top.empty() ? std::string("the archive's top") : "'" + m.top + "/'") +
+                                                 ": one export per archive");
+    if (archive_entry_filetype(e) != AE_IFREG) return make_error(ErrorCode::kIoError, where + ": not a regular file");
+    if (!seen.insert(name).second)
+      return make_error(ErrorCode::kIoError, where + ": appears twice in the archive (which one would the simulator read?)");
+    if (archive_entry_size_is_set(e) && archive_entry_size(e) > static_cast<la_int64_t>(cap))
+      return make_error(ErrorCode::kIoError, where + ": " + std::to_string(archive_entry_size(e)) +
+                                                 " bytes, over the cap of " + std::to_string(cap));
+    const fs::path out = temp.path / name;
+    if (name.find('/') != std::string::npos) {
+      fs::create_directory(out.parent_path(), ec);
+      if (ec) return make_error(ErrorCode::kIoError, "cannot extract " + where + ": " + ec.message());
+    }
+    const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return make_error(ErrorCode::kIoError, "cannot extract " + where + ": " + std::strerror(errno));
+    size_t written = 0;
+    std::string failure;
+    for (;;) {
+      const la_ssize_t n = archive_read_data(a, buf.data(), buf.size());
+      if (n == 0) break;
+      if (n < 0) {
+        failure = path + ": a corrupt or truncated archive at " + name + ": " + reason();
+        break;
+      }
+      written += static_cast<size_t>(n);
+      if (written > cap) {
+        failure = where + ": over the cap of " + std::to_string(cap) + " bytes";
+        break;
+      }
+      if (!write_fully(fd, buf.data(), static_cast<size_t>(n))) {
+        failure = "cannot extract " + where + " into " + temp.path.string() + ": " + std::strerror(errno);
+        break;
+      }
+      if (pending_signal()) {
+        failure = path + ": extraction interrupted";
+        break;
+      }
+    }
+    if (failure.empty()) test_pause("extract");  // tests: a signal with one member written
+    if (::close(fd) != 0 && failure.empty())
+      failure = "cannot extract " + where + " into " + temp.path.string() + ": " + std::strerror(errno);
+    if (!failure.empty()) return make_error(ErrorCode::kIoError, failure);
+  }
+  if (first) return make_error(ErrorCode::kIoError, path + ": not a directory, nor a .zip or .tar.gz archive (no member)");
+  in->dir_ = temp.path;
+  in->temp_ = temp.path;
+  temp.path.clear();  // handed over: ~TraceInput removes it
+  return in;
+}
+
+std::vector<std::string> part_folders(const fs::path& dir, const std::string& prefix) {
+  std::error_code ec;
+  if (fs::exists(dir / "comm_groups.json", ec)) return {};
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    if (is_trace_file(n, prefix)) return {};
+  }
+  std::vector<std::string> parts;
+  for (const char* p : kPhases)
+    if (fs::is_directory(dir / p, ec)) parts.push_back(p);
+  return parts;
+}
+
+std::vector<std::string> expected_parts(const fs::path& dir) {
+  Result<std::string> text = read_file((dir / "summary.json").string(), kMaxGroupFileBytes);
+  if (!text.ok()) return {};
+  const nlohmann::json s = nlohmann::json::parse(*text, nullptr, false);
+  if (!s.is_object() || !s.contains("job") || !s["job"].is_object()) return {};
+  const nlohmann::json& job = s["job"];
+  if (!job.contains("mode") || job["mode"] != "inference" || !job.contains("serving") || !job["serving"].is_object())
+    return {};
+  const nlohmann::json& sv = job["serving"];
+  const bool disaggregated = sv.contains("disaggregated") && !sv["disaggregated"].is_null() &&
+                             !(sv["disaggregated"].is_boolean() && !sv["disaggregated"].get<bool>());
+  if (disaggregated) return {"prefill", "decode", "kv_transfer"};
+  return {"prefill", "decode", "mixed"};
+}
+
+}  // namespace sc::cli

@@ -1,0 +1,64 @@
+// What `validate` and `replay` read: a directory of traces as `generate`
+// writes it, or the same export as a .zip or .tar.gz archive (a plain .tar
+// too). An archive is read once, front to back, and the members these
+// commands need — every *.et file, comm_groups.json and summary.json, at the
+// top and in a serving export's phase folders — are written into a private
+// temporary directory (mkdtemp under $TMPDIR or /tmp) that the TraceInput
+// removes when it is destroyed. Nothing else of the archive is written, and
+// no member name becomes a path by itself: only "<name>" and
+// "<phase>/<name>" of that list are taken, optionally under a leading "./"
+// or one top folder (`tar czf run.tar.gz run`), so "../x" or "/etc/x" in
+// an archive is never written anywhere. docs/validate.md, "Archives".
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace sc::cli {
+
+class TraceInput {
+ public:
+  // path: a directory, or an archive file. Errors (kIoError) name the path
+  // and, for an archive, the member: a missing path, a file that is not an
+  // archive, a corrupt or truncated archive, a member over its size cap
+  // (docs/cli.md, "Inputs"), a trace member that is not a regular file or
+  // that appears twice, a full disk, SIGINT/SIGTERM during extraction
+  // (the caller catches them: install_signal_cleanup).
+  static Result<std::unique_ptr<TraceInput>> open(const std::string& path);
+  ~TraceInput();
+  TraceInput(const TraceInput&) = delete;
+  TraceInput& operator=(const TraceInput&) = delete;
+
+  // Where the traces are read from.
+  const std::filesystem::path& dir() const { return dir_; }
+  // The user's name for dir()/rel in messages: "out/prefill" for a
+  // directory "out", "out.zip:prefill" for an archive ("out.zip" for "").
+  std::string shown(const std::string& rel = "") const;
+  // msg with the extraction directory's path written as the archive's
+  // name ("/tmp/stagecraft-x/prefill/trace.1.et: ..." -> "out.zip:prefill/
+  // trace.1.et: ..."); msg itself for a directory.
+  std::string unextracted(std::string msg) const;
+  bool is_archive() const { return !temp_.empty(); }
+
+ private:
+  TraceInput() = default;
+  std::filesystem::path dir_;
+  std::string given_;
+  std::filesystem::path temp_;  // the extraction directory; empty for a directory input
+};
+
+// An inference job's export (docs/export.md): no traces of its own but
+// phase folders, each a trace directory. Their names, in archive order;
+// empty for a training export.
+std::vector<std::string> part_folders(const std::filesystem::path& dir, const std::string& prefix);
+// The parts a serving export must hold, from its top summary.json's job:
+// prefill, decode and mixed for colocated engines, prefill, decode and
+// kv_transfer for disaggregated pools. Empty when there is no readable
+// summary of an inference job.
+std::vector<std::string> expected_parts(const std::filesystem::path& dir);
+
+}  // namespace sc::cli
