@@ -624,11 +624,6 @@ Result<ModelConfig> import_hf_text(const std::string& json_text, const std::stri
 const char* const kSupported =
     "llama, mistral, mixtral, granite, qwen2, qwen2_moe, qwen3, qwen3_moe, gemma, gemma2, gemma3_text, gemma3 (text model), olmo2, phi3, deepseek_v2, deepseek_v3, gpt2, nemotron_h, jamba";
 
-// Known families whose structure is not modelled yet, with what is missing.
-const char* not_yet(const std::string& t) {
-  return nullptr;
-}
-
 // Gemma-3 multimodal (Gemma3ForConditionalGeneration): the text model of
 // text_config (Gemma3TextConfig's defaults for the keys it leaves out) is
 // imported; the vision tower (vision_config, SigLIP) and the projector are
@@ -719,12 +714,6 @@ Result<ModelConfig> import_parsed(const Json& j, const std::string& path, bool s
   if (model_internal::is_hybrid_hf_family(model_type))  // hf_hybrid.cc
     return model_internal::hybrid_from_hf_config(j, path, model_type, strict, nonstandard);
   if (model_type == "gemma3") return gemma3_multimodal(r, strict);
-  if (const char* missing = not_yet(model_type)) {
-    return make_error(ErrorCode::kUnsupported,
-                      "architecture \"" + echo_text(model_type) + "\" is not supported yet (" + missing +
-                          " is not modelled); supported: " + kSupported,
-                      type_path);
-  }
   const bool gpt2 = model_type == "gpt2" || (model_type.empty() && jsonf::find(j, "n_embd"));
   const bool mixtral = model_type == "mixtral";
   const bool deepseek = model_type == "deepseek_v2" || model_type == "deepseek_v3";
