@@ -72,8 +72,21 @@ constexpr double kFp8TrainingGemmEfficiency = 0.90;
 // (no MoE run on it in the checks).
 constexpr double kHostSyncMicros = 615;
 
-HardwareProfile with_fits(HardwareProfile hw, double fp8_training) {
+// The share of its own speed at which DeepEP's dispatch and combine
+// progress while a compute kernel runs beside them: Megatron-Bridge's
+// rank-0 Nsight profiles of Qwen3 30B-A3B at ep 16 with HybridEP, EP
+// overlap off and on (the same exchanges), give the communication kernels
+// 8.25 s off and 10.83 s on, 3.96 s of it beside GEMM or attention; at full
+// speed elsewhere, the 3.96 s did (8.25 - 10.83 + 3.96) / 3.96 = 0.35 of
+// their work (0.26-0.45 over the rounding of the published 0.11%):
+// docs/hardware.md, "The dispatcher beside compute". A property of the
+// GPU's SMs under these kernels: h200 takes it (the same die); b200 has no
+// such profile and keeps 1.
+constexpr double kDispatcherOverlapRate = 0.35;
+
+HardwareProfile with_fits(HardwareProfile hw, double fp8_training, double dispatcher_overlap = 1) {
   hw.host_sync_micros = kHostSyncMicros;
+  hw.dispatcher_overlap_rate = dispatcher_overlap;
   hw.ep_scale_out_efficiency = kEpScaleOutEfficiency;
   hw.fp8_training_gemm_efficiency = fp8_training;
   return hw;
@@ -96,7 +109,7 @@ HardwareProfile preset(int i) {
     // "80 GB" read as 80e9 was 6% short).
     case 1: return with_fits(measured(make("h100", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 3350 * G, 85017493504.0, 450 * G, 50 * G,
                                  {132, 0.60, 0.75, 0.57, 0.90, 3.5}),
-                            1.87, 0.83, 3.0, 4.7, 0.60), kFp8TrainingGemmEfficiency);
+                            1.87, 0.83, 3.0, 4.7, 0.60), kFp8TrainingGemmEfficiency, kDispatcherOverlapRate);
     // H200 SXM 141GB: H100's compute with HBM3e.
     // Measured: FP8 GEMMs 1.85x BF16's, skinny GEMMs at 0.86 of HBM after
     // 3.7 µs, decode attention's start-up 5.5 µs (no whole decode step was
@@ -105,7 +118,7 @@ HardwareProfile preset(int i) {
     // Memory as CUDA reports it on the lent H200 (150,109,880,320 bytes).
     case 2: return with_fits(measured(make("h200", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 4800 * G, 150109880320.0, 450 * G, 50 * G,
                                  {132, 0.60, 0.75, 0.57, 0.90, 2.4}),
-                            1.85, 0.86, 3.7, 5.5, 0.49), kFp8TrainingGemmEfficiency);
+                            1.85, 0.86, 3.7, 5.5, 0.49), kFp8TrainingGemmEfficiency, kDispatcherOverlapRate);
     // B200 as in HGX/DGX B200 (1000 W): NVLink 5 1.8 TB/s total = 900 per
     // direction; 180 GB per GPU (1,440 GB per 8-GPU system).
     // FP4 (NVFP4/MXFP4) 9 PFLOP/s dense: the board's 144 sparse / 8 / 2.

@@ -66,6 +66,13 @@ struct HardwareProfile {
   // simulate runs a host timeline with it (docs/simulate.md, "The host");
   // 0: none.
   double host_sync_micros = 0;
+  // Derived from a published profile (docs/hardware.md, "The dispatcher
+  // beside compute"): the share of its own speed at which a training job's
+  // DeepEP dispatch or combine (its RDMA and NVLink legs) progresses while a
+  // compute kernel runs on the same GPU (the EP all-to-all overlap, the
+  // shared experts' stream): the GEMMs keep the SMs and the exchange waits
+  // for them. 1: as fast as alone.
+  double dispatcher_overlap_rate = 1;
   // The host's time to issue one node of a training step, µs (Python,
   // PyTorch, the launch): the host issues a rank's nodes one after another,
   // each at least this long after the previous, and no node starts before

@@ -183,6 +183,11 @@ std::string job_to_canonical_json(const Job& job) {
   // job whose MoE dispatcher waits for the device) and the profile has it.
   if (job.dispatcher_syncs_host() && hw.host_sync_micros > 0)
     hardware["host_sync_micros"] = hw.host_sync_micros;
+  // DeepEP's pace beside compute only where simulate uses it (a training
+  // job exchanging experts with DeepEP) and the profile has one.
+  if (!job.inference() && job.model.is_moe() && job.parallel.ep > 1 && job.parallel.moe_dispatcher == "deepep" &&
+      hw.dispatcher_overlap_rate < 1)
+    hardware["dispatcher_overlap_rate"] = hw.dispatcher_overlap_rate;
   // The host's issue time per node only where given (every preset's is 0)
   // and simulate uses it (training jobs).
   if (!job.inference() && hw.host_launch_micros > 0) hardware["host_launch_micros"] = hw.host_launch_micros;

@@ -55,6 +55,8 @@ constexpr Field kFields[] = {
     {"ep_scale_out_efficiency", &HardwareProfile::ep_scale_out_efficiency, kMinEfficiency, true, 1},
     {"fp8_training_gemm_efficiency", &HardwareProfile::fp8_training_gemm_efficiency, kMinEfficiency, true, 1},
     {"host_sync_micros", &HardwareProfile::host_sync_micros, 0, true, kMaxFloorMicros, true},
+    // Derived (docs/hardware.md, "The dispatcher beside compute").
+    {"dispatcher_overlap_rate", &HardwareProfile::dispatcher_overlap_rate, kMinEfficiency, true, 1},
     // An input (docs/simulate.md, "The host"); 0 on every preset.
     {"host_launch_micros", &HardwareProfile::host_launch_micros, 0, true, kMaxFloorMicros, true},
 };
@@ -87,7 +89,7 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
           "gemm_efficiency", "attention_efficiency", "attention_bwd_efficiency", "hbm_efficiency",
           "kernel_floor_micros", "fp8_gemm_speedup", "skinny_hbm_efficiency", "skinny_gemm_micros",
           "attention_startup_micros", "ssd_scan_hbm_efficiency", "ep_scale_out_efficiency",
-          "fp8_training_gemm_efficiency", "host_sync_micros", "host_launch_micros"},
+          "fp8_training_gemm_efficiency", "host_sync_micros", "dispatcher_overlap_rate", "host_launch_micros"},
       path));
   HardwareProfile hw;
   hw.name = "custom";
@@ -98,7 +100,8 @@ Result<HardwareProfile> parse_hardware_section(const Json& v, const std::string&
     // A custom device must state every rate; fp8 may stay 0 (unsupported).
     for (const Field& f : kFields) {
       const std::string key = f.key;
-      bool optional = f.zero_ok || key.find("efficiency") != std::string::npos || key == "kernel_floor_micros";
+      bool optional = f.zero_ok || key.find("efficiency") != std::string::npos || key == "kernel_floor_micros" ||
+                      key == "dispatcher_overlap_rate";  // 1 unless given (a derived constant of two presets)
       if (!optional && !jsonf::find(v, f.key)) {
         return make_error(ErrorCode::kInvalidArgument,
                           "required when hardware has no preset", join(path, f.key));

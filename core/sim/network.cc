@@ -302,8 +302,11 @@ Result<NetworkModel> resolve_network(const Job& job, int64_t world, bool astra) 
                      : p.moe_dispatcher == "deepep"  ? NetworkModel::Dispatcher::kDeepEP
                                                      : NetworkModel::Dispatcher::kAllToAll;
   n.moe_imbalance = p.moe_imbalance;
-  if (n.moe_dispatcher == NetworkModel::Dispatcher::kDeepEP && !job.inference() && hw.sm_count > 0)
-    n.dispatcher_sm_share = std::min(0.9, static_cast<double>(kDeepEpSms) / static_cast<double>(hw.sm_count));
+  if (n.moe_dispatcher == NetworkModel::Dispatcher::kDeepEP && !job.inference()) {
+    if (hw.sm_count > 0)
+      n.dispatcher_sm_share = std::min(0.9, static_cast<double>(kDeepEpSms) / static_cast<double>(hw.sm_count));
+    n.dispatcher_overlap_rate = hw.dispatcher_overlap_rate;
+  }
   // Fitted on training runs (docs/hardware.md, "Expert exchanges across
   // nodes"), a property of the profile's network under an expert exchange:
   // a serving job's exchange across nodes runs at it too.

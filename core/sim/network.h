@@ -71,6 +71,10 @@ struct NetworkModel {
   // the tiers above (other dispatchers; serving jobs, whose decode runs
   // DeepEP's low-latency kernels, which hold no SMs).
   double dispatcher_sm_share = 0;
+  // ... and those kernels progress at this share of their speed while a
+  // compute node runs on the rank (hardware.dispatcher_overlap_rate; 1
+  // beside nothing, and for other dispatchers and serving jobs).
+  double dispatcher_overlap_rate = 1;
   int64_t nodes = 0;          // domains the job uses
   // MoE token exchange (the ep all-to-alls of the traces), timed as
   // parallel.moe_dispatcher moves the tokens (docs/parallelism.md).

@@ -116,6 +116,17 @@ struct Actor {
   uint32_t version[2] = {0, 0};
   int sharing[3] = {0, 0, 0};     // [0] inside a domain, [1] across domains, [2] DeepEP's kernels
   int sharing_cs[3] = {0, 0, 0};  // the same, transfers on kCompute
+  // DeepEP's dispatch and combine legs in flight (NetworkModel::
+  // dispatcher_overlap_rate < 1): each progresses at that rate while a
+  // compute node runs on the rank and at full speed otherwise; its work
+  // left (µs at full speed) as of seg_start, and a version that outdates
+  // its earlier end events. At most a few at a time.
+  struct Flow {
+    uint32_t node;
+    double work_left, seg_start, rate;
+    uint32_t version;
+  };
+  std::vector<Flow> flows;
   // The host (SimOptions::host_sync_micros > 0): nodes [0, host_next) have
   // their issue times (Engine::host_at_), host_t is the last one's.
   double* host_at = nullptr;  // per node
@@ -141,7 +152,8 @@ class Engine {
          const SimOptions& opt)
       : st_(st), L_(layout), max_key_(max_key), net_(net), opt_(opt),
         sharing_(opt.streams == SimStreams::kMegatron && !net.astra &&
-                 (net.comm_sm_share_domain > 0 || net.comm_sm_share_scale_out > 0 || net.dispatcher_sm_share > 0)),
+                 (net.comm_sm_share_domain > 0 || net.comm_sm_share_scale_out > 0 || net.dispatcher_sm_share > 0 ||
+                  net.dispatcher_overlap_rate < 1)),
         host_(opt.streams == SimStreams::kMegatron && !net.astra &&
               (opt.host_sync_micros > 0 || opt.host_launch_micros > 0)) {}
 
@@ -554,6 +566,7 @@ class Engine {
           a.s[i].end = now + a.work_left[k] / a.rate[k];
           version = ++a.version[k];
           if (a.running[1 - k] >= 0) retime(ai, 1 - k, now);  // now two share the GPU
+          else retime_flows(ai, now);                          // the GPU computes from now
         }
         events_.push({a.s[i].end, ai, i, version});
       } else if (k == TraceNodeKind::kCollective) {
@@ -581,9 +594,17 @@ class Engine {
     const StagePlan::Info& in = plans_[a.stage].info[n];
     a.s[n].start = start;
     const auto coll = static_cast<CollectiveType>(in.coll);
-    a.s[n].end = start + (in.kind == 2 ? expert_collective_micros(net_, a.shape[s], coll, in.val)  // ep
-                                       : collective_micros(net_, a.shape[s], coll, in.val));
+    const double d = in.kind == 2 ? expert_collective_micros(net_, a.shape[s], coll, in.val)  // ep
+                                  : collective_micros(net_, a.shape[s], coll, in.val);
     share(ai, n, a.shape[s].domains > 1, +1, start);
+    if (dispatcher_leg(in)) {  // paced by the compute beside it, from its start on
+      const double r = flow_rate(a);
+      a.flows.push_back({n, d, start, r, 1});
+      a.s[n].end = start + d / r;
+      events_.push({a.s[n].end, ai, n, 1});
+      return;
+    }
+    a.s[n].end = start + d;
     events_.push({a.s[n].end, ai, n});
   }
 
@@ -682,10 +703,43 @@ class Engine {
 
   bool stale(const Event& e) const {
     // Every start or rate change of a compute node bumps its actor's
-    // version; only the latest end event of a compute node counts.
+    // version; only the latest end event of a compute node counts. So for
+    // a DeepEP leg's own version (version 0: a transfer of fixed time).
+    if (!sharing_) return false;
     const Actor& a = actors_[e.actor];
     const StagePlan::Info& in = plans_[a.stage].info[e.node];
-    return sharing_ && in.node_kind() == TraceNodeKind::kCompute && e.version != a.version[in.stream == kShared ? 1 : 0];
+    if (in.node_kind() == TraceNodeKind::kCompute) return e.version != a.version[in.stream == kShared ? 1 : 0];
+    if (e.version == 0) return false;
+    for (const Actor::Flow& f : a.flows)
+      if (f.node == e.node) return f.version != e.version;
+    return true;  // the leg ended earlier, at a faster rate
+  }
+
+  // ---- DeepEP's legs beside compute ------------------------------------------
+
+  // A DeepEP dispatch or combine leg of a training job whose kernels slow
+  // down beside compute (NetworkModel::dispatcher_overlap_rate).
+  bool dispatcher_leg(const StagePlan::Info& in) const {
+    return sharing_ && net_.dispatcher_overlap_rate < 1 && net_.moe_dispatcher == NetworkModel::Dispatcher::kDeepEP &&
+           in.kind == 2;
+  }
+  double flow_rate(const Actor& a) const {
+    return a.running[0] >= 0 || a.running[1] >= 0 ? net_.dispatcher_overlap_rate : 1.0;
+  }
+  // The rank's compute started or stopped: its legs in flight continue at
+  // their new rate from now.
+  void retime_flows(int ai, double now) {
+    Actor& a = actors_[ai];
+    if (a.flows.empty()) return;
+    const double r = flow_rate(a);
+    for (Actor::Flow& f : a.flows) {
+      if (f.rate == r) continue;
+      f.work_left = std::max(0.0, f.work_left - (now - f.seg_start) * f.rate);
+      f.seg_start = now;
+      f.rate = r;
+      a.s[f.node].end = now + f.work_left / r;
+      events_.push({a.s[f.node].end, ai, f.node, ++f.version});
+    }
   }
 
   // The rate of compute stream k's node: slowed by the transfers beside
@@ -741,9 +795,16 @@ class Engine {
       if (static_cast<int64_t>(e.node) == a.running[k]) {
         a.running[k] = -1;
         retime(e.actor, 1 - k, e.time);  // the other compute stream has the GPU alone
+        retime_flows(e.actor, e.time);   // or nothing computes from now
       }
     }
     if (s >= 0) a.busy[s] = false, a.last[s] = e.node;
+    if (e.version != 0 && xk == TraceNodeKind::kCollective)  // a DeepEP leg's end: no longer paced
+      for (size_t f = 0; f < a.flows.size(); ++f)
+        if (a.flows[f].node == e.node) {
+          a.flows.erase(a.flows.begin() + static_cast<std::ptrdiff_t>(f));
+          break;
+        }
     if (sharing_ && xk != TraceNodeKind::kCompute) {
       bool cross = false;
       if (xk == TraceNodeKind::kCollective) cross = a.shape[in.slot].domains > 1;

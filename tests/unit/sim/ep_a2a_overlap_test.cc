@@ -275,6 +275,68 @@ TEST_CASE("ep a2a overlap: the EP stream, timed by hand") {
   CHECK(h.run().step == doctest::Approx(63));
 }
 
+TEST_CASE("ep a2a overlap: a DeepEP leg beside compute runs at the dispatcher's overlap rate, timed by hand") {
+  // The program above with DeepEP's timing: one NVLink domain of 160 B/µs,
+  // DeepEP's NVLink share 153/160 of it (153 B/µs), 1 µs per step; the
+  // leg X of C = 8874 B over 2 ranks: 1 + (2-1)/2 x 8874 / 153 = 30 µs of
+  // work at full speed.
+  RoleProgram p;
+  p.axes = {"", "ep"};
+  const auto node = [&](TraceNodeKind k, uint64_t dur, std::vector<uint64_t> deps, uint8_t axis, uint8_t side) {
+    add_hand_node(p, k, dur, std::move(deps), axis, side, 8874);
+  };
+  node(TraceNodeKind::kCompute, 10, {}, 0, 0);     // A 0-10
+  node(TraceNodeKind::kCollective, 0, {0}, 1, 4);  // X after A, on the EP stream
+  node(TraceNodeKind::kCompute, 40, {0}, 0, 0);    // P after A, beside X
+  node(TraceNodeKind::kCompute, 10, {1, 2}, 0, 0); // Q after X and P
+  HandSim h(p);
+  h.net.domain_bw = 160;
+  h.net.comm_sm_share_domain = h.net.comm_sm_share_scale_out = 0;
+  h.net.moe_dispatcher = NetworkModel::Dispatcher::kDeepEP;
+  // At full speed (rate 1): X 10-40 beside P 10-50; Q 50-60.
+  CHECK(h.run().step == doctest::Approx(60));
+  // At 0.5 beside compute: X does 40 x 0.5 = 20 of its 30 while P runs,
+  // its last 10 alone after 50: ends 60; Q 60-70.
+  h.net.dispatcher_overlap_rate = 0.5;
+  CHECK(h.run().step == doctest::Approx(70));
+  // P of 10 µs: X does 5 beside it (10-20), its last 25 alone: ends 45; Q 45-55.
+  p.nodes[2].duration_micros = 10;
+  CHECK(h.run().step == doctest::Approx(55));
+  p.nodes[2].duration_micros = 40;
+  // With DeepEP's SM share too (0.25: P at 0.75 beside X): P would end at
+  // 10 + 40 / 0.75 = 63.33 and X at 10 + 30 / 0.5 = 70; P ends first, X
+  // has done 53.33 x 0.5 = 26.67, its last 3.33 alone: ends 66.67; Q
+  // 66.67-76.67.
+  h.net.dispatcher_sm_share = 0.25;
+  CHECK(h.run().step == doctest::Approx(76.0 + 2.0 / 3.0));
+  h.net.dispatcher_sm_share = 0;
+  // Only DeepEP's legs: the all-to-all dispatcher's exchange keeps its time
+  // (1 + 8874 / 2 / 160 = 28.73 µs, beside P: Q 50-60).
+  h.net.moe_dispatcher = NetworkModel::Dispatcher::kAllToAll;
+  CHECK(h.run().step == doctest::Approx(60));
+}
+
+TEST_CASE("ep a2a overlap: the dispatcher's overlap rate is h100's and h200's derived 0.35, DeepEP training jobs only") {
+  const std::string deepep = R"(, "moe_dispatcher": "deepep")";
+  for (const char* name : {"h100", "h200"}) CHECK(hardware_preset(name).value().dispatcher_overlap_rate == 0.35);
+  for (const char* name : {"a100", "b200"}) CHECK(hardware_preset(name).value().dispatcher_overlap_rate == 1);
+  Result<NetworkModel> train = resolve_network(job_of(moe_job(kOn, deepep)), 4, false);
+  REQUIRE(train.ok());
+  CHECK(train->dispatcher_overlap_rate == 0.35);
+  Result<NetworkModel> a2a = resolve_network(job_of(moe_job(kOn)), 4, false);
+  REQUIRE(a2a.ok());
+  CHECK(a2a->dispatcher_overlap_rate == 1);
+  // In the canonical job (and its hash) only where simulate uses it.
+  CHECK(has(job_to_canonical_json(job_of(moe_job(kOn, deepep))), "\"dispatcher_overlap_rate\": 0.35"));
+  CHECK(!has(job_to_canonical_json(job_of(moe_job(kOn))), "dispatcher_overlap_rate"));
+  // An input like the others: given, it replaces the preset's; out of (0, 1] an error names it.
+  const std::string given = R"({"model": {"num_layers": 2, "hidden": 256, "num_heads": 4, "vocab": 1024, "ffn_hidden": 512,
+      "num_experts": 8, "experts_per_token": 2, "moe_ffn_hidden": 128}, "training": {"seq_len": 256, "global_batch_size": 8},
+      "parallel": {"dp": 2, "ep": 2, "moe_dispatcher": "deepep"}, "hardware": {"preset": "h100", "dispatcher_overlap_rate": )";
+  CHECK(job_of(given + "0.6}}").hardware.dispatcher_overlap_rate == 0.6);
+  for (const char* bad : {"0", "1.5", "-1", "\"fast\""}) check_error(given + bad + "}}", "hardware.dispatcher_overlap_rate", "");
+}
+
 TEST_CASE("ep a2a overlap: DeepEP's SM share is Megatron-Core's 20 SMs of the GPU, in training jobs only") {
   const std::string deepep = R"(, "moe_dispatcher": "deepep")";
   Result<NetworkModel> train = resolve_network(job_of(moe_job(kOn, deepep)), 4, false);
@@ -313,7 +375,12 @@ TEST_CASE("ep a2a overlap: whole jobs validate, replay and simulate faster; inte
     check_runs_to_completion(on);
     CHECK(validate_generated(on).ok());
     SimulateOptions o;
-    CHECK(simulate(on, o).value().sim.step > 0);
+    const double step = simulate(on, o).value().sim.step;
+    CHECK(step > 0);
+    // Every rank simulated gives the same step (DeepEP's legs are paced
+    // per rank by the rank's own compute: alike ranks alike).
+    o.exhaustive = true;
+    CHECK(simulate(on, o).value().sim.step == step);
   }
 }
 
