@@ -128,6 +128,15 @@ class Replayer {
       res_.problems.push_back("rank " + std::to_string(r) + " node " + std::to_string(id) + ": group " + std::to_string(n.group) + " not in the group file");
       return;
     }
+    // The simulator matches a collective among the group's listed members:
+    // a rank outside them never completes one (and a member that never
+    // issues leaves the others waiting, reported as their hang).
+    if (std::find(g->second.begin(), g->second.end(), r) == g->second.end()) {
+      res_.problems.push_back("rank " + std::to_string(r) + " node " + std::to_string(id) + ": issues a collective on group " +
+                              std::to_string(n.group) + (g->second.empty() ? ", which has no members"
+                                                                            : ", of which it is not a member"));
+      return;
+    }
     int64_t k = st_[r].issued_on_group[n.group]++;
     auto& inst = coll_[{n.group, k}];
     if (inst.members.empty()) { inst.type = n.coll; inst.size = n.comm_size; }

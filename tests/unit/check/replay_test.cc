@@ -50,6 +50,33 @@ TEST_CASE("replay: a mismatched or missing collective is reported, not passed") 
     for (const auto& p : r.problems) names_hang |= p.find("hangs at node") != std::string::npos;
     CHECK(names_hang);
   }
+  SUBCASE("a group file whose members are other ranks, with as many of them: a non-member's collective is named") {
+    // The group of ranks {0, 1}'s first collective listed as {0, 3}: two
+    // members issue on it, as many as it lists, but rank 1 is not one.
+    auto ranks = all_ranks(g);
+    const TraceNode* first = nullptr;
+    for (const auto& n : ranks[1].nodes)
+      if (n.kind == TraceNodeKind::kCollective) { first = &n; break; }
+    REQUIRE(first);
+    GroupTable groups = g.groups();
+    std::vector<int64_t>& members = groups[first->group];
+    REQUIRE(std::find(members.begin(), members.end(), 1) != members.end());
+    std::replace(members.begin(), members.end(), int64_t{1}, int64_t{3});
+    auto r = replay_traces(ranks, groups);
+    CHECK(!r.completed);
+    bool named = false;
+    for (const auto& p : r.problems)
+      named |= p.find("rank 1 node " + std::to_string(first->id) + ": issues a collective on group " +
+                      std::to_string(first->group) + ", of which it is not a member") != std::string::npos;
+    CHECK(named);
+    // A group with no members at all is named as such.
+    members.clear();
+    r = replay_traces(ranks, groups);
+    CHECK(!r.completed);
+    bool empty = false;
+    for (const auto& p : r.problems) empty |= p.find("which has no members") != std::string::npos;
+    CHECK(empty);
+  }
 }
 
 namespace {
