@@ -110,10 +110,18 @@ int cmd_replay(const std::vector<std::string>& argv) {
       rc = report_error(cmd, in.error());
     } else {
       const std::vector<std::string> parts = part_folders((*in)->dir(), prefix);
-      if (parts.empty()) rc = replay_one(cmd, **in, "", prefix);
-      for (const std::string& p : parts) {
-        if (replay_one(cmd, **in, p, prefix) != kExitOk) rc = kExitError;
-        if (pending_signal()) break;
+      const std::vector<std::string> expected =
+          fs::exists((*in)->dir() / "comm_groups.json") ? std::vector<std::string>() : expected_parts((*in)->dir());
+      const PartCheck pc = check_parts(parts, expected);
+      if (!pc.ok()) {  // as validate: every part its job has, no other
+        rc = report_error(cmd, make_error(ErrorCode::kInvalidArgument, pc.message((*in)->shown(), expected, parts)));
+      } else if (parts.empty()) {
+        rc = replay_one(cmd, **in, "", prefix);
+      } else {
+        for (const std::string& p : parts) {
+          if (replay_one(cmd, **in, p, prefix) != kExitOk) rc = kExitError;
+          if (pending_signal()) break;
+        }
       }
     }
   }

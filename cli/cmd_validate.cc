@@ -369,31 +369,30 @@ int validate_one(const char* cmd, const TraceInput& in, const std::string& part,
 // is there).
 int validate_input(const char* cmd, const TraceInput& in, const std::string& prefix, int threads, bool json) {
   const std::vector<std::string> parts = part_folders(in.dir(), prefix);
-  if (parts.empty()) {
+  // A serving export's parts, from its summary (also when every phase
+  // folder is gone); none for a training export (traces at the top).
+  const std::vector<std::string> expected =
+      fs::exists(in.dir() / "comm_groups.json") ? std::vector<std::string>() : expected_parts(in.dir());
+  if (parts.empty() && expected.empty()) {
     std::string j;
     const int rc = validate_one(cmd, in, "", prefix, threads, json ? &j : nullptr);
     if (json && !j.empty()) std::cout << j << "\n";
     return rc;
   }
   int rc = kExitOk;
-  std::vector<std::string> missing;
-  const std::vector<std::string> expected = expected_parts(in.dir());
-  for (const std::string& p : expected)
-    if (std::find(parts.begin(), parts.end(), p) == parts.end()) missing.push_back(p);
-  if (!missing.empty()) {
-    std::string names;
-    for (const std::string& m : missing) names += (names.empty() ? "" : ", ") + m + "/";
-    std::string have;
-    for (const std::string& p : parts) have += (have.empty() ? "" : ", ") + p + "/";
-    const std::string msg = in.shown() + ": missing " + names + " (summary.json's job has " +
-                            std::to_string(expected.size()) + " parts; found " + have + ")";
+  const PartCheck pc = check_parts(parts, expected);
+  if (!pc.ok()) {
     if (json) {
-      std::cout << "{\"parts\": {}, \"missing\": [";
-      for (size_t i = 0; i < missing.size(); ++i) std::cout << (i ? ", " : "") << json_quote(missing[i]);
-      std::cout << "], \"valid\": false}\n";
+      auto arr = [](const std::vector<std::string>& v) {
+        std::string s;
+        for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + json_quote(v[i]);
+        return "[" + s + "]";
+      };
+      std::cout << "{\"parts\": {}, \"missing\": " << arr(pc.missing) << ", \"unexpected\": " << arr(pc.unexpected)
+                << ", \"valid\": false}\n";
       return kExitError;
     }
-    return report_error(cmd, make_error(ErrorCode::kInvalidArgument, msg));
+    return report_error(cmd, make_error(ErrorCode::kInvalidArgument, pc.message(in.shown(), expected, parts)));
   }
   std::string j = "{\"parts\": {";
   for (size_t i = 0; i < parts.size(); ++i) {

@@ -262,4 +262,28 @@ std::vector<std::string> expected_parts(const fs::path& dir) {
   return {"prefill", "decode", "mixed"};
 }
 
+PartCheck check_parts(const std::vector<std::string>& parts, const std::vector<std::string>& expected) {
+  PartCheck c;
+  if (expected.empty()) return c;
+  for (const std::string& p : expected)
+    if (std::find(parts.begin(), parts.end(), p) == parts.end()) c.missing.push_back(p);
+  for (const std::string& p : parts)
+    if (std::find(expected.begin(), expected.end(), p) == expected.end()) c.unexpected.push_back(p);
+  return c;
+}
+
+std::string PartCheck::message(const std::string& shown, const std::vector<std::string>& expected,
+                               const std::vector<std::string>& parts) const {
+  auto list = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const std::string& p : v) s += (s.empty() ? "" : ", ") + p + "/";
+    return s.empty() ? std::string("none") : s;
+  };
+  std::string what;
+  if (!missing.empty()) what = "missing " + list(missing);
+  if (!unexpected.empty()) what += (what.empty() ? "" : " and ") + list(unexpected) + " not a part of its job";
+  return shown + ": " + what + " (summary.json's job has " + std::to_string(expected.size()) + " parts: " +
+         list(expected) + "; found " + list(parts) + ")";
+}
+
 }  // namespace sc::cli

@@ -61,4 +61,17 @@ std::vector<std::string> part_folders(const std::filesystem::path& dir, const st
 // summary of an inference job.
 std::vector<std::string> expected_parts(const std::filesystem::path& dir);
 
+// A serving export's phase folders against its job's (expected_parts):
+// those missing and those its job does not have. Both empty when they
+// agree, or when the export is not a serving one (no expected parts).
+struct PartCheck {
+  std::vector<std::string> missing, unexpected;
+  bool ok() const { return missing.empty() && unexpected.empty(); }
+  // "out.zip: missing mixed/ (summary.json's job has 3 parts: prefill/,
+  // decode/, mixed/; found prefill/, decode/)", or the unexpected ones.
+  std::string message(const std::string& shown, const std::vector<std::string>& expected,
+                      const std::vector<std::string>& parts) const;
+};
+PartCheck check_parts(const std::vector<std::string>& parts, const std::vector<std::string>& expected);
+
 }  // namespace sc::cli

@@ -128,6 +128,17 @@ for part in prefill decode mixed; do grep -q "^serve/$part: 2 trace files" out.t
 "$CLI" validate serve --json > serve.json.out || fail "serving --json: exit $?"
 python3 -c "import json; d = json.load(open('serve.json.out')); assert list(d['parts']) == ['prefill', 'decode', 'mixed'] and d['valid'] is True, d" \
   || fail "serving --json: $(head -c 300 serve.json.out)"
+# A part gone, every part gone, or a part the job does not have: validate
+# and replay both refuse the export, naming the parts (summary.json's job).
+cp -r serve s1 && rm -rf s1/mixed
+check s1; expect 1 "s1: missing mixed/ (summary.json's job has 3 parts: prefill/, decode/, mixed/; found prefill/, decode/)" "a part gone"
+"$CLI" replay s1 > out.txt 2>&1; rc=$?; expect 1 "s1: missing mixed/" "replay, a part gone"
+cp -r serve s2 && rm -rf s2/prefill s2/decode s2/mixed
+check s2; expect 1 "s2: missing prefill/, decode/, mixed/" "every part gone"
+check s2 --json; expect 1 '"missing": \["prefill", "decode", "mixed"\]' "every part gone, --json"
+cp -r serve s3 && cp -r serve/mixed s3/kv_transfer
+check s3; expect 1 "kv_transfer/ not a part of its job" "a part of another kind of job"
+"$CLI" replay s3 > out.txt 2>&1; rc=$?; expect 1 "kv_transfer/ not a part of its job" "replay, a part of another kind of job"
 head -c 100 serve/decode/trace.1.et > cut && mv cut serve/decode/trace.1.et
 check serve; expect 1 "^not all 3 parts valid$" "serving export with a cut decode trace"
 grep -q "trace.1.et does not decode" out.txt || fail "serving: the cut file is not named: $(cat out.txt)"
