@@ -365,7 +365,10 @@ Status plan(const Job& full, Serving* sv, int64_t want, bool strict, const Serve
     if (free <= 0 || sv->kv_seq_rank <= 0) return free > 0 ? INT32_MAX : 0;
     return static_cast<int64_t>(std::floor(free / static_cast<double>(sv->kv_seq_rank)));
   };
-  int64_t n = std::min<int64_t>(fit(act1), 1 << 20);
+  // Per attention-dp rank, at most the instance's cap (serving_sweep's,
+  // the workload's) over the dp ranks: "as many as fit" is a concurrency
+  // every command accepts back.
+  int64_t n = std::min<int64_t>(fit(act1), limits::kMaxMicroBatch / dp);
   if (n < 1) {
     const double need = static_cast<double>(sv->fp.weights_per_rank + act1 + sv->kv_seq_rank);
     // Held back by the engine's share of the memory: say so, and name it

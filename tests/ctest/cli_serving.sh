@@ -280,4 +280,13 @@ grep -q '"requests"' "$out/mix/summary.json"
 echo '{"mode": "inference", "model": "llama3-8b", "serving": {"prompt_tokens": 10, "requests": [{"prompt_tokens": 1, "output_tokens": 1}]}}' >"$out/mixbad.json"
 if "$cli" inspect --config "$out/mixbad.json" 2>"$out/err.txt"; then echo "accepted requests with prompt_tokens"; exit 1; fi
 grep -q 'serving.requests' "$out/err.txt"
+# "As many as fit" past the instance's cap (tiny sequences, dp 4): the
+# concurrency is the cap, 1,048,576, which simulate takes back (it refused
+# the 4,194,304 that inspect had printed).
+echo '{"mode": "inference", "model": {"preset": "llama3-8b", "num_layers": 4}, "parallel": {"tp": 4, "dp": 4}, "hardware": "b200",
+  "serving": {"prompt_tokens": 17, "output_tokens": 1, "kv_dtype": "fp8"}}' >"$out/cap.json"
+"$cli" inspect --config "$out/cap.json" >"$out/cap.txt"
+grep -q '^concurrency 1,048,576 (as many as fit)' "$out/cap.txt"
+"$cli" simulate --config "$out/cap.json" >"$out/cap_sim.txt"
+grep -Eq '^ +1048576 ' "$out/cap_sim.txt"
 echo "cli_serving: ok"
