@@ -82,6 +82,31 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
     if (!parse_int_list(*args.get("--replicas-list"), 1, 16, &reps))
       return usage_error(kCmd, "--replicas-list must be 1 to 16 positive integers (got '" + *args.get("--replicas-list") + "')");
   }
+  // Every layout checked before any search starts (a refused one would
+  // otherwise end the run after the others' tables).
+  auto layout = [&](int64_t tp, int64_t rep) {
+    Job j = job;
+    if (args.has("--tp-list")) {  // expert tp follows tp as when left out (docs/inference.md)
+      j.parallel.tp = tp;
+      j.parallel.expert_tp = tp / std::gcd(tp, j.parallel.ep);
+    }
+    j.serving.replicas = rep;
+    return j;
+  };
+  // With several layouts, an error says which one (from which flag).
+  auto which = [&](int64_t tp, int64_t rep, Error e) {
+    if (tps.size() * reps.size() > 1)
+      e.message = "tp " + std::to_string(tp) + ", replicas " + std::to_string(rep) + " (from " +
+                  (args.has("--tp-list") && args.has("--replicas-list") ? "--tp-list and --replicas-list"
+                   : args.has("--tp-list")                              ? "--tp-list"
+                                                                        : "--replicas-list") +
+                  "): " + e.message;
+    return e;
+  };
+  if (Status st = serving_capacity_searchable(job); !st.ok()) return report_error(kCmd, st.error());
+  for (int64_t tp : tps)
+    for (int64_t rep : reps)
+      if (Status st = validate_job(layout(tp, rep)); !st.ok()) return report_error(kCmd, which(tp, rep, st.error()));
   nlohmann::json all = nlohmann::json::array();
   if (!args.has("--json")) {
     auto show = [](double v) { char b[32]; std::snprintf(b, sizeof b, "%g ms", v * 1e3); return v > 0 ? std::string(b) : std::string("-"); };
@@ -89,27 +114,11 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
   }
   for (int64_t tp : tps)
     for (int64_t rep : reps) {
-      Job j = job;
-      if (args.has("--tp-list")) {  // expert tp follows tp as when left out (docs/inference.md)
-        j.parallel.tp = tp;
-        j.parallel.expert_tp = tp / std::gcd(tp, j.parallel.ep);
-      }
-      j.serving.replicas = rep;
-      // With several layouts, an error says which one (from which flag).
-      auto which = [&](Error e) {
-        if (tps.size() * reps.size() > 1)
-          e.message = "tp " + std::to_string(tp) + ", replicas " + std::to_string(rep) + " (from " +
-                      (args.has("--tp-list") && args.has("--replicas-list") ? "--tp-list and --replicas-list"
-                       : args.has("--tp-list")                              ? "--tp-list"
-                                                                            : "--replicas-list") +
-                      "): " + e.message;
-        return e;
-      };
-      if (Status st = validate_job(j); !st.ok()) return report_error(kCmd, which(st.error()));
+      const Job j = layout(tp, rep);
       Result<Generator> g = Generator::create(j);
-      if (!g.ok()) return report_error(kCmd, which(g.error()));
+      if (!g.ok()) return report_error(kCmd, which(tp, rep, g.error()));
       Result<CapacityResult> r = serving_capacity(*g, ttft, tpot, requests);
-      if (!r.ok()) return report_error(kCmd, which(r.error()));
+      if (!r.ok()) return report_error(kCmd, which(tp, rep, r.error()));
       nlohmann::json one = nlohmann::json::parse(serving_capacity_json(*r));
       one["tp"] = tp;
       one["replicas"] = rep;

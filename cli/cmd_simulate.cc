@@ -58,6 +58,12 @@ int workload_extra(const Job& job, const Generator& gen, nlohmann::json* out) {
     (*out)["workload"] = w;
   }
   if (job.serving.slo.present) {
+    // A job the search cannot vary (a burst or trace workload, disaggregated
+    // pools): its own figures stand, the capacity is said to be not searched.
+    if (Status st = serving_capacity_searchable(job); !st.ok()) {
+      (*out)["capacity_not_searched"] = st.error().path + ": " + st.error().message;
+      return kExitOk;
+    }
     Result<CapacityResult> c = serving_capacity(gen, job.serving.slo.ttft_seconds_p99, job.serving.slo.tpot_seconds_p99);
     if (!c.ok()) return report_error(kCmd, c.error());
     (*out)["capacity"] = nlohmann::json::parse(serving_capacity_json(*c));
@@ -89,6 +95,9 @@ void print_workload(const nlohmann::json& extra) {
                   w[b + "_mean"].get<double>() * 1e3);
     }
   }
+  if (extra.contains("capacity_not_searched"))
+    std::printf("\ncapacity: not searched, %s (stagecraft serve-capacity, docs/inference.md)\n",
+                extra["capacity_not_searched"].get<std::string>().c_str());
   if (extra.contains("capacity")) {
     const auto& c = extra["capacity"];
     // The targets given (a target left out is 0 in the JSON: not printed).

@@ -25,6 +25,9 @@ Result<std::vector<ServingPoint>> serving_sweep(const Generator& g, const std::v
 // The capacity search (serve/serving.h, docs/inference.md "Capacity") for
 // an inference job's Generator.
 Result<CapacityResult> serving_capacity(const Generator& g, double slo_ttft, double slo_tpot, int64_t requests = 0);
+// Whether that search can run on an inference job, before building it
+// (serve::capacity_searchable: colocated, poisson or fixed arrivals).
+Status serving_capacity_searchable(const Job& job);
 
 // The KV transfer between disaggregated pools (serve/kv_transfer.h), for
 // an inference job's Generator with serving.disaggregated; otherwise an

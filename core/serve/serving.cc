@@ -871,6 +871,19 @@ std::string serving_sweep_json(const std::vector<ServingPoint>& points) {
 
 namespace serve {
 
+Status capacity_searchable(const Job& job) {
+  if (job.serving.disaggregated)
+    return make_error(ErrorCode::kUnsupported, "the capacity search simulates colocated serving only",
+                      "serving.disaggregated");
+  const WorkloadConfig& w = job.serving.workload;
+  if (w.present && (w.arrival == WorkloadConfig::Arrival::kTrace || w.arrival == WorkloadConfig::Arrival::kBurst))
+    return make_error(ErrorCode::kInvalidArgument,
+                      std::string("the capacity search varies the arrival rate: it needs poisson or fixed arrivals (got ") +
+                          (w.arrival == WorkloadConfig::Arrival::kTrace ? "trace" : "burst") + ")",
+                      "serving.workload.arrival");
+  return ok_status();
+}
+
 Result<CapacityResult> serving_capacity(const Job& full, const ServeBackend& be, double slo_ttft, double slo_tpot,
                                         int64_t requests) {
   if (!(slo_ttft > 0) && !(slo_tpot > 0)) {  // neither given: the job's serving.slo
@@ -881,15 +894,9 @@ Result<CapacityResult> serving_capacity(const Job& full, const ServeBackend& be,
     return make_error(ErrorCode::kInvalidArgument,
                       "give a P99 TTFT or TPOT target (seconds > 0), or both, or a serving.slo block in the job",
                       "serving.slo.ttft_seconds_p99");
+  SC_RETURN_IF_ERROR(capacity_searchable(full));
   Job job = full;
-  if (job.serving.disaggregated)
-    return make_error(ErrorCode::kUnsupported, "the capacity search simulates colocated serving only",
-                      "serving.disaggregated");
   WorkloadConfig& w = job.serving.workload;
-  if (w.present && (w.arrival == WorkloadConfig::Arrival::kTrace || w.arrival == WorkloadConfig::Arrival::kBurst))
-    return make_error(ErrorCode::kInvalidArgument,
-                      "the capacity search varies the arrival rate: it needs poisson or fixed arrivals",
-                      "serving.workload.arrival");
   if (requests < 0 || requests > kMaxWorkloadRequests)
     return make_error(ErrorCode::kInvalidArgument,
                       "must be in [0, " + to_string(kMaxWorkloadRequests) + "] (got " + to_string(requests) + ")",

@@ -80,6 +80,10 @@ Result<std::vector<ServingPoint>> serving_sweep(const Job& job, const ServeBacke
 // The capacity search; slo_ttft / slo_tpot <= 0 both: the job's serving.slo.
 Result<CapacityResult> serving_capacity(const Job& job, const ServeBackend& backend, double slo_ttft,
                                         double slo_tpot, int64_t requests);
+// Whether the capacity search can run on the job (before building it): it
+// varies the arrival rate of colocated engines, so a disaggregated job or a
+// burst or trace workload is an error naming the field.
+Status capacity_searchable(const Job& job);
 
 }  // namespace serve
 

@@ -134,4 +134,28 @@ grep -q 'serving.workload.rate: must be >= 0.001 (got 1e-15)' "$out/err.txt"
 "$cli" inspect --config "$out/tr_ok.json" >/dev/null
 if "$cli" inspect --config "$out/tr_bad.json" 2>"$out/err.txt" >/dev/null; then echo "accepted 8100 + 100 tokens"; exit 1; fi
 grep -q 'serving.workload.trace\[1\]: prompt_tokens (8100) + output_tokens (100) = 8200 exceeds' "$out/err.txt"
+# serving.slo beside a burst (or trace) workload: simulate prints the
+# workload's own percentiles and says the capacity is not searched (exit
+# 0); serve-capacity refuses it before printing anything. A layout of
+# --tp-list that cannot be built is refused before any search runs.
+python3 - "$out/c.json" "$out/burst.json" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+j["serving"]["workload"] = {"arrival": "burst", "requests": 5}
+j["serving"]["slo"] = {"ttft_seconds_p99": 1, "tpot_seconds_p99": 0.05}
+json.dump(j, open(sys.argv[2], "w"))
+PY
+"$cli" simulate --config "$out/burst.json" >"$out/burst.txt"
+grep -q '^workload: 5 requests' "$out/burst.txt"
+grep -q '^capacity: not searched, serving.workload.arrival: .*needs poisson or fixed arrivals (got burst)' "$out/burst.txt"
+"$cli" simulate --config "$out/burst.json" --json >"$out/burst.out"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert 'capacity' not in d and 'got burst' in d['capacity_not_searched'], d" "$out/burst.out"
+if "$cli" serve-capacity --config "$out/burst.json" >"$out/bc.txt" 2>"$out/err.txt"; then echo "searched a burst"; exit 1; fi
+[ ! -s "$out/bc.txt" ] || { echo "serve-capacity printed before refusing: $(cat "$out/bc.txt")"; exit 1; }
+grep -q 'serving.workload.arrival' "$out/err.txt"
+if "$cli" serve-capacity --config "$out/c.json" --slo-ttft 1 --tp-list 1,3 --requests 20 >"$out/bc.txt" 2>"$out/err.txt"; then
+  echo "searched tp 3"; exit 1
+fi
+[ ! -s "$out/bc.txt" ] || { echo "serve-capacity searched before refusing tp 3: $(cat "$out/bc.txt")"; exit 1; }
+grep -q 'tp 3, replicas 1 (from --tp-list)' "$out/err.txt"
 echo "serving_workload: ok"
