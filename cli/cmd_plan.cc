@@ -308,7 +308,9 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus, bool*
   const std::string* g = args.get("--gpus");
   if (!g) return usage_error(kCmd, "missing --gpus N");
   std::optional<int64_t> n = to_int(*g);
-  if (!n || *n < 1) return usage_error(kCmd, "--gpus expects a positive integer (got '" + *g + "')");
+  if (!n || *n < 1 || *n > limits::kMaxDegree)
+    return usage_error(kCmd, "--gpus expects an integer in [1, " + std::to_string(limits::kMaxDegree) +
+                                 "], a job's largest world size (got '" + *g + "')");
   *gpus = *n;
   Budget b = engine_budget();
   b.max_engine_bytes = std::max(b.max_engine_bytes, kCliEngineBudgetBytes);

@@ -287,8 +287,10 @@ Response op_archive_entry(const Context& c) {
 // job's own layout would be wasted (and may be huge).
 Response op_plan(const Context& c) {
   int64_t gpus = 0;
-  if (!integer_arg(c.args, "gpus", 1, 1 << 24, &gpus))
-    return failed(make_error(ErrorCode::kInvalidArgument, "gpus must be an integer in [1, 16777216)", "gpus"));
+  if (!integer_arg(c.args, "gpus", 1, limits::kMaxDegree, &gpus))
+    return failed(make_error(ErrorCode::kInvalidArgument,
+                             "gpus must be an integer in [1, " + std::to_string(limits::kMaxDegree) + "] (a job's world size)",
+                             "gpus"));
   json cons = json::object();
   if (auto it = c.args.find("constraints"); it != c.args.end()) {
     if (it->is_string()) {

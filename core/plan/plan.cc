@@ -1494,7 +1494,11 @@ Status check_constraints(const Job& base, const PlanOptions& o) {
                       "plan searches training layouts; for a serving job use serve-capacity with --tp-list and "
                       "--replicas-list (docs/inference.md)",
                       "mode");
-  if (o.gpus < 1) return make_error(ErrorCode::kInvalidArgument, "must be a positive integer", "gpus");
+  if (o.gpus < 1 || o.gpus > limits::kMaxDegree)  // a layout's world size has the same cap
+    return make_error(ErrorCode::kInvalidArgument,
+                      "must be an integer in [1, " + std::to_string(limits::kMaxDegree) + "] (got " +
+                          std::to_string(o.gpus) + ")",
+                      "gpus");
   for (int d = 0; d < kPlanDegrees; ++d) {
     const std::string n = kPlanDegreeNames[d];
     if (c.min[d] && c.max[d] && *c.min[d] > *c.max[d])

@@ -84,6 +84,11 @@ grep -q "gpus: gpus 12 is not divisible by the fixed degrees tp 8" div.err || fa
 "$CLI" plan "${BASE[@]}" --schedules 2f2b > /dev/null 2> sched.err; rc=$?
 [[ $rc == 1 ]] && grep -q "plan.schedules\[0\]: unknown value '2f2b'" sched.err || fail "bad schedule: $rc $(cat sched.err)"
 "$CLI" plan --model llama3-8b > /dev/null 2>&1; [[ $? == 2 ]] || fail "missing --gpus is not a usage error"
+# Past a job's largest world size (2^20): refused at once, not searched.
+for g in 1048577 99999999999; do
+  timeout 20 "$CLI" plan --model llama3-8b --gpus $g --seq-len 8192 --global-batch-size 128 > big.out 2> big.err; rc=$?
+  [[ $rc == 2 ]] && grep -q "\-\-gpus expects an integer in \[1, 1048576\]" big.err || fail "--gpus $g: exit $rc $(head -c 300 big.err)"
+done
 
 # Nothing fits: say so, with the closest misses and by how much.
 "$CLI" plan "${BASE[@]}" --memory-reserve-gib 78.5 --progress none > none.txt 2> none.err; rc=$?
