@@ -66,7 +66,8 @@ int run(int argc, char** argv) {
     return kExitOk;
   }
   if (command == "help") {
-    if (rest.empty()) {
+    // `help`, `help help` and `help --help`: help is its own command.
+    if (rest.empty() || rest[0] == "help" || rest[0] == "--help" || rest[0] == "-h") {
       std::cout << main_usage();
       return kExitOk;
     }
@@ -75,7 +76,7 @@ int run(int argc, char** argv) {
     if (command != "generate" && command != "inspect" && command != "graph" && command != "dump" &&
         command != "replay" && command != "validate" && command != "simulate" && command != "plan" &&
         command != "serve-capacity") {
-      return usage_error("help", "unknown command '" + command + "'");
+      return usage_error("help", "unknown command '" + echo_text(command) + "'");
     }
   }
   g_command = command;
@@ -88,7 +89,9 @@ int run(int argc, char** argv) {
   if (command == "simulate") return cmd_simulate(rest);
   if (command == "plan") return cmd_plan(rest);
   if (command == "serve-capacity") return cmd_serve_capacity(rest);
-  std::cerr << "stagecraft: unknown command '" << command << "'\n"
+  // Echoed as every argument is in a message: escaped and clipped
+  // (docs/cli.md), never a raw control character or invalid UTF-8.
+  std::cerr << "stagecraft: unknown command '" << echo_text(command) << "'\n"
             << "(see 'stagecraft help')\n";
   return kExitUsage;
 }

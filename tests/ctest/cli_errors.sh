@@ -55,6 +55,14 @@ expect no-model 2 "give --model PRESET or --config FILE" -- "$CLI" inspect
 expect unknown-preset 1 "unknown model preset \"gpt9\"" -- "$CLI" inspect --model gpt9
 expect missing-config 1 "cannot read nope.json" -- "$CLI" inspect --config nope.json
 expect unknown-command 2 "unknown command 'generat'" -- "$CLI" generat
+# An unknown command is echoed escaped and clipped like any input (echo_text).
+expect unknown-command-escape 2 "unknown command 'g\\x1b[31mX\\nY'" -- "$CLI" "$(printf 'g\x1b[31mX\nY')"
+expect unknown-command-bytes 2 "unknown command '\\xff\\xfe'" -- "$CLI" $'\xff\xfe'
+"$CLI" "$(head -c 5000 /dev/zero | tr '\0' z)" 2> err.txt; [[ $(wc -c < err.txt) -lt 200 ]] || { echo "FAIL unknown-command-long: $(wc -c < err.txt) bytes"; failures=$((failures + 1)); }
+# help is a command too: `help help` and `help --help` print the usage.
+for a in help --help; do
+  "$CLI" help $a > out.txt 2>&1 && grep -q '^usage: stagecraft <command>' out.txt || { echo "FAIL help $a: $(head -c 200 out.txt)"; failures=$((failures + 1)); }
+done
 expect no-command 2 "usage: stagecraft" -- "$CLI"
 expect dump-missing 1 "cannot read none.et" -- "$CLI" dump none.et
 expect dump-usage 2 "missing FILE.et" -- "$CLI" dump
