@@ -193,6 +193,14 @@ int cmd_simulate(const std::vector<std::string>& argv) {
       return usage_error(kCmd, "--sweep-concurrency must be a comma-separated list of 1 to 64 positive integers (got '" +
                                    *args.get("--sweep-concurrency") + "')");
   }
+  // An inference job is timed per iteration kind at its concurrency
+  // (docs/inference.md): the step simulation's options do not apply.
+  if (job.inference())
+    for (const char* f : {"--astra", "--exhaustive", "--timeline"})
+      if (args.has(f))
+        return usage_error(kCmd, std::string(f) +
+                                     " applies to a training step; an inference job is timed per iteration at its "
+                                     "concurrency (docs/inference.md)");
   Result<Generator> built = Generator::create(job, cli_create_options());
   if (!built.ok()) return report_error(kCmd, built.error());
   Generator* gen = &*built;

@@ -289,4 +289,10 @@ echo '{"mode": "inference", "model": {"preset": "llama3-8b", "num_layers": 4}, "
 grep -q '^concurrency 1,048,576 (as many as fit)' "$out/cap.txt"
 "$cli" simulate --config "$out/cap.json" >"$out/cap_sim.txt"
 grep -Eq '^ +1048576 ' "$out/cap_sim.txt"
+# The step simulation's options on an inference job: refused, not ignored.
+for f in --astra --exhaustive --timeline; do
+  if "$cli" simulate --config "$out/cap.json" $f --json >/dev/null 2>"$out/err.txt"; then echo "simulate $f accepted on a serving job"; exit 1; fi
+  grep -q -- "$f applies to a training step" "$out/err.txt"
+done
 echo "cli_serving: ok"
+
