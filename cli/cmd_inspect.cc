@@ -13,6 +13,16 @@
 namespace sc::cli {
 namespace {
 
+// A serving pool's layout: "tp 4 pp 2 dp 1 ep 1 x 2 replicas" (pp and
+// replicas only when above 1).
+std::string pool_text(const PoolLayout& l) {
+  std::string t = "tp " + std::to_string(l.tp);
+  if (l.pp > 1) t += " pp " + std::to_string(l.pp);
+  t += " dp " + std::to_string(l.dp) + " ep " + std::to_string(l.ep);
+  if (l.replicas > 1) t += " x " + std::to_string(l.replicas) + " replicas";
+  return t;
+}
+
 const char* kCmd = "inspect";
 const char* kUsage =
     "usage: stagecraft inspect (--model PRESET | --config job.json) [overrides] [--json]\n"
@@ -85,10 +95,17 @@ void print_job(const Job& job) {
     std::cout << "attention   MLA: q latent " << m.q_lora_rank << ", kv latent " << m.kv_lora_rank << ", rope "
               << m.qk_rope_head_dim << ", v head " << m.v_head_dim << "\n";
   const ParallelConfig& p = job.parallel;
-  std::cout << "parallel    dp " << p.dp << " x tp " << p.tp << " x pp " << p.pp << " x cp " << p.cp << " = "
-            << p.world_size() << " ranks, sequence parallel " << on_off(p.sequence_parallel)
-            << ", ZeRO " << p.zero << (p.zero > 0 ? " over " + std::to_string(p.shard_degree()) + " ranks" : "")
-            << "\n";
+  if (job.inference() && job.serving.disaggregated) {  // the pools are the layout (the serving line below)
+    const PoolLayout &pf = job.serving.prefill, &dc = job.serving.decode;
+    const int64_t pg = pf.tp * pf.pp * pf.dp * pf.replicas, dg = dc.tp * dc.pp * dc.dp * dc.replicas;
+    std::cout << "parallel    disaggregated: prefill pool " << pg << " GPUs + decode pool " << dg << " GPUs = " << pg + dg
+              << " GPUs (the pools' layouts: serving line)\n";
+  } else {
+    std::cout << "parallel    dp " << p.dp << " x tp " << p.tp << " x pp " << p.pp << " x cp " << p.cp << " = "
+              << p.world_size() << " ranks, sequence parallel " << on_off(p.sequence_parallel)
+              << ", ZeRO " << p.zero << (p.zero > 0 ? " over " + std::to_string(p.shard_degree()) + " ranks" : "")
+              << "\n";
+  }
   if (m.is_moe())
     std::cout << "            experts: ep " << p.ep << " x expert tp " << p.expert_tp_degree() << " x expert dp "
               << p.expert_dp() << " (the same ranks, re-divided)\n";
@@ -149,10 +166,8 @@ void print_serving(const Job& job, const nlohmann::json& inf) {
             << dtype_name(s.weights_dtype) << ", KV cache " << dtype_name(s.kv_dtype) << " in pages of "
             << s.page_tokens << ", prefill "
             << (s.chunk_tokens > 0 ? "in chunks of " + std::to_string(s.chunk_tokens) : std::string("whole"))
-            << (s.disaggregated ? ", disaggregated pools (prefill tp " + std::to_string(s.prefill.tp) + " dp " +
-                                      std::to_string(s.prefill.dp) + " ep " + std::to_string(s.prefill.ep) +
-                                      ", decode tp " + std::to_string(s.decode.tp) + " dp " +
-                                      std::to_string(s.decode.dp) + " ep " + std::to_string(s.decode.ep) + ")"
+            << (s.disaggregated ? ", disaggregated pools (prefill " + pool_text(s.prefill) + ", decode " +
+                                      pool_text(s.decode) + ")"
                                 : std::string())
             << (s.two_batch_overlap ? ", two-batch overlap (two micro-batches of half the tokens)" : "")
             << "\n"

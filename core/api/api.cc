@@ -369,7 +369,10 @@ std::string Generator::graph_text() const {
                                                 schedule_name(j.training.schedule)
                                           : std::string()) +
                        " sequence_parallel=" + (j.parallel.sequence_parallel ? "on" : "off") +
-                       "\n# one micro-batch: forward, backward, then the optimizer phase; shapes are per rank";
+                       (j.inference() ? std::string("\n# inference: one forward pass over the KV cache (no backward, no "
+                                                    "optimizer); s: the tokens an iteration feeds, Lk: the cache; shapes are per rank")
+                                      : std::string("\n# one micro-batch: forward, backward, then the optimizer phase; shapes "
+                                                    "are per rank"));
   if (state_->num_stages() == 1) return graph_to_text(state_->graph_of(0), header);
   std::string out = header + "\n";
   for (int64_t st = 0; st < state_->num_stages(); ++st)

@@ -289,6 +289,17 @@ echo '{"mode": "inference", "model": {"preset": "llama3-8b", "num_layers": 4}, "
 grep -q '^concurrency 1,048,576 (as many as fit)' "$out/cap.txt"
 "$cli" simulate --config "$out/cap.json" >"$out/cap_sim.txt"
 grep -Eq '^ +1048576 ' "$out/cap_sim.txt"
+# Disaggregated pools in inspect: each pool's whole layout (pp, replicas)
+# and the GPUs of both (8 + 4 x 2 x 2 = 24), not the job's parallel block.
+echo '{"mode": "inference", "model": {"preset": "llama3-70b", "num_layers": 8}, "parallel": {"tp": 8}, "hardware": "h100",
+  "serving": {"prompt_tokens": 2048, "output_tokens": 256,
+              "disaggregated": {"prefill": {"tp": 8}, "decode": {"tp": 4, "pp": 2, "replicas": 2}}}}' >"$out/dis.json"
+"$cli" inspect --config "$out/dis.json" >"$out/dis.txt"
+grep -q '^parallel    disaggregated: prefill pool 8 GPUs + decode pool 16 GPUs = 24 GPUs' "$out/dis.txt"
+grep -q 'disaggregated pools (prefill tp 8 dp 1 ep 1, decode tp 4 pp 2 dp 1 ep 1 x 2 replicas)' "$out/dis.txt"
+# graph of an inference job says what it is: a forward pass, no backward.
+"$cli" graph --config "$out/cap.json" >"$out/graph.txt"
+grep -q '^# inference: one forward pass over the KV cache' "$out/graph.txt"
 # The step simulation's options on an inference job: refused, not ignored.
 for f in --astra --exhaustive --timeline; do
   if "$cli" simulate --config "$out/cap.json" $f --json >/dev/null 2>"$out/err.txt"; then echo "simulate $f accepted on a serving job"; exit 1; fi
