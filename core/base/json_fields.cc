@@ -106,9 +106,15 @@ class Checker {
   Error error_{ErrorCode::kInternal, "", ""};
 };
 
+// A bound or a value in a message: whole numbers as they are written
+// (1048576, not 1.04858e+06: a cap read off a message must be the cap),
+// others in 6 significant digits.
 std::string format_double(double v) {
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
+  if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15)
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+  else
+    std::snprintf(buf, sizeof buf, "%.6g", v);
   return buf;
 }
 
@@ -219,6 +225,17 @@ Result<double> get_number(const Json& v, const std::string& path) {
 }
 
 Result<int64_t> get_int(const Json& v, const std::string& path, int64_t lo, int64_t hi) {
+  if (v.is_number_float()) {  // a whole number past int64, or written with a point or an exponent
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d)) {
+      if (d > static_cast<double>(hi))
+        return make_error(ErrorCode::kInvalidArgument, "must be <= " + std::to_string(hi) + " (got " + brief(v) + ")", path);
+      if (d < static_cast<double>(lo))
+        return make_error(ErrorCode::kInvalidArgument, "must be >= " + std::to_string(lo) + " (got " + brief(v) + ")", path);
+      return make_error(ErrorCode::kInvalidArgument,
+                        "must be an integer written without a decimal point or exponent (got " + brief(v) + ")", path);
+    }
+  }
   if (!v.is_number_integer()) {
     return make_error(ErrorCode::kInvalidArgument, std::string("must be an integer (got ") +
                       type_name(v) + " " + brief(v) + ")", path);

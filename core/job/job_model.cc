@@ -97,7 +97,9 @@ Status apply_fields(const Json& obj, const std::string& path, ModelConfig* m, Gi
                           std::pair{"residual_multiplier", &m->residual_multiplier},
                           std::pair{"logit_multiplier", &m->logit_multiplier}}) {
     if (const Json* v = jsonf::find(obj, key)) {
-      SC_ASSIGN_OR_RETURN(*out, jsonf::get_number_in(*v, join(path, key), 0, 1e9));
+      // A softcap may be 0 (off); a multiplier must be above 0 (1: none).
+      const bool softcap = std::string(key).find("softcap") != std::string::npos;
+      SC_ASSIGN_OR_RETURN(*out, jsonf::get_number_in(*v, join(path, key), 0, 1e9, /*lo_inclusive=*/softcap));
     }
   }
   // Mixture of experts and latent attention: 0 = off; relations between

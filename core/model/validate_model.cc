@@ -177,7 +177,8 @@ Status validate_model(const ModelConfig& m, const std::string& path) {
   for (auto [v, f] : {std::pair{m.embedding_multiplier, "embedding_multiplier"},
                       std::pair{m.residual_multiplier, "residual_multiplier"},
                       std::pair{m.logit_multiplier, "logit_multiplier"}}) {
-    if (!(v > 0 && v <= 1e9)) return make_error(ErrorCode::kInvalidArgument, "must be in (0, 1e9] (1: none)", at(f));
+    if (!(v > 0 && v <= 1e9))
+      return make_error(ErrorCode::kInvalidArgument, "must be in (0, 1e9] (1: none; got " + std::to_string(v) + ")", at(f));
   }
   for (auto [v, f] : {std::pair{m.attn_softcap, "attn_softcap"}, std::pair{m.final_softcap, "final_softcap"}}) {
     if (!(v >= 0 && v <= 1e9)) {

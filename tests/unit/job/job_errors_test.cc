@@ -63,6 +63,25 @@ TEST_CASE("wrong types") {
   CHECK(e.message == "must be an integer (got string \"2\")");
   e = must_fail(R"({"model": "gpt3-1.7b", "parallel": {"tp": 2.5}})");
   CHECK(e.message == "must be an integer (got number 2.5)");
+  // A whole number written as a float, or past int64: what is wrong with
+  // it, not "must be an integer" (it is one).
+  e = must_fail(R"({"model": "gpt3-1.7b", "parallel": {"tp": 2.0}})");
+  CHECK(e.message == "must be an integer written without a decimal point or exponent (got 2.0)");
+  e = must_fail(R"({"model": "gpt3-1.7b", "parallel": {"tp": 18446744073709551617}})");
+  CHECK(e.message == "must be <= 1048576 (got 1.8446744073709552e+19)");
+  e = must_fail(R"({"model": "gpt3-1.7b", "parallel": {"tp": 1e308}})");
+  CHECK(e.message == "must be <= 1048576 (got 1e+308)");
+  e = must_fail(R"({"model": "gpt3-1.7b", "parallel": {"tp": -1e20}})");
+  CHECK(e.message == "must be >= 1 (got -1e+20)");
+  // A bound is printed whole (the cap itself, not 1.04858e+06).
+  e = must_fail(R"({"model": "gpt3-1.7b", "parallel": {"moe_imbalance": 1e308}})");
+  CHECK(e.message == "must be <= 1048576 (got 1e+308)");
+  // A multiplier (1: none) must be above 0, and 0 says so with its value.
+  for (const char* v : {"0", "-1"}) {
+    e = must_fail(std::string(R"({"model": {"preset": "gpt3-1.7b", "embedding_multiplier": )") + v + "}}");
+    CHECK(e.path == "model.embedding_multiplier");
+    CHECK(e.message == std::string("must be > 0 (got ") + v + ")");
+  }
   e = must_fail(R"({"model": "gpt3-1.7b", "parallel": {"sequence_parallel": 1}})");
   CHECK(e.path == "parallel.sequence_parallel");
   e = must_fail(R"({"model": "gpt3-1.7b", "parallel": [1]})");
