@@ -274,6 +274,11 @@ const std::vector<FlagSpec>& job_flags() {
   return kFlags;
 }
 
+std::string prefix_error(const std::string& prefix) {
+  return "--prefix must be a file name of letters, digits, '.', '_' or '-', other than '.' and '..' (got '" +
+         echo_text(prefix) + "')";
+}
+
 int usage_error(const std::string& command, const std::string& message) {
   std::cerr << "stagecraft " << command << ": " << jsonf::clip(message, 2000) << "\n"
             << "(see 'stagecraft " << command << " --help')\n";

@@ -70,6 +70,9 @@ std::string int_flag_error(const std::string& flag, const std::string& value);
 // Whether a file name is "<prefix>.<something>.et" (a trace of the prefix,
 // or an odd one rank_of_file refuses).
 bool is_trace_file(const std::string& name, const std::string& prefix);
+// The usage message for a --prefix valid_trace_prefix refused (generate,
+// validate, replay): what a prefix may be, and the value echoed escaped.
+std::string prefix_error(const std::string& prefix);
 // The rank of a file already known to be named "<prefix>.*.et":
 // canonical decimal only ("01" is not the name the simulator opens for
 // rank 1); -1 for another .et file with the prefix (validate, replay).

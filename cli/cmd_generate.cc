@@ -156,8 +156,7 @@ int cmd_generate(const std::vector<std::string>& argv) {
   if (!out || out->empty()) return usage_error(kCmd, "missing -o DIR (the output directory)");
   std::string prefix = args.has("--prefix") ? *args.get("--prefix") : "trace";
   if (!valid_trace_prefix(prefix)) {
-    return usage_error(kCmd, "--prefix must be a file name of letters, digits, '.', '_' or '-' (got '" +
-                                 prefix + "')");
+    return usage_error(kCmd, prefix_error(prefix));
   }
   ExportOptions opt;
   opt.prefix = prefix;

@@ -14,6 +14,7 @@
 #include "api/serving.h"
 #include "api/simulate.h"
 #include "args.h"
+#include "base/json_fields.h"
 #include "commands.h"
 
 namespace sc::cli {
@@ -189,9 +190,11 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   if (args.has("--sweep-concurrency")) {
     if (!job.inference())
       return usage_error(kCmd, "--sweep-concurrency needs an inference job (\"mode\": \"inference\")");
-    if (!parse_int_list(*args.get("--sweep-concurrency"), 1, 64, &values))
-      return usage_error(kCmd, "--sweep-concurrency must be a comma-separated list of 1 to 64 positive integers (got '" +
-                                   *args.get("--sweep-concurrency") + "')");
+    if (!parse_int_list(*args.get("--sweep-concurrency"), 1, 64, &values) ||
+        *std::max_element(values.begin(), values.end()) > limits::kMaxMicroBatch)
+      return usage_error(kCmd, "--sweep-concurrency must be a comma-separated list of 1 to 64 integers in [1, " +
+                                   std::to_string(limits::kMaxMicroBatch) + "] (got '" +
+                                   echo_text(*args.get("--sweep-concurrency")) + "')");
   }
   // An inference job is timed per iteration kind at its concurrency
   // (docs/inference.md): the step simulation's options do not apply.

@@ -442,7 +442,7 @@ int cmd_validate(const std::vector<std::string>& argv) {
   }
   const std::string prefix = args.has("--prefix") ? *args.get("--prefix") : "trace";
   if (!valid_trace_prefix(prefix))  // never a path: "../x" would read outside DIR (issue 24 D14)
-    return usage_error(cmd, "--prefix must be a file name of letters, digits, '.', '_' or '-' (got '" + prefix + "')");
+    return usage_error(cmd, prefix_error(prefix));
   const std::string& path = args.positional[0];
   std::error_code ec;
   const bool archive = !fs::is_directory(path, ec);

@@ -59,6 +59,12 @@ expect unknown-command 2 "unknown command 'generat'" -- "$CLI" generat
 expect unknown-command-escape 2 "unknown command 'g\\x1b[31mX\\nY'" -- "$CLI" "$(printf 'g\x1b[31mX\nY')"
 expect unknown-command-bytes 2 "unknown command '\\xff\\xfe'" -- "$CLI" $'\xff\xfe'
 "$CLI" "$(head -c 5000 /dev/zero | tr '\0' z)" 2> err.txt; [[ $(wc -c < err.txt) -lt 200 ]] || { echo "FAIL unknown-command-long: $(wc -c < err.txt) bytes"; failures=$((failures + 1)); }
+# --prefix '.' is made of allowed characters but is not a file name: said so.
+expect prefix-dot 2 "other than '.' and '..' (got '.')" -- "$CLI" generate --model gpt3-1.7b --layers 1 --prefix . -o pdot
+# A concurrency past the instance's cap is a usage error naming the cap.
+echo '{"mode": "inference", "model": {"preset": "llama3-8b", "num_layers": 2}, "serving": {"prompt_tokens": 16, "output_tokens": 4}}' > sweep.json
+expect sweep-cap 2 "--sweep-concurrency must be a comma-separated list of 1 to 64 integers in [1, 1048576] (got '2000000')" -- \
+  "$CLI" simulate --config sweep.json --sweep-concurrency 2000000
 # help is a command too: `help help` and `help --help` print the usage.
 for a in help --help; do
   "$CLI" help $a > out.txt 2>&1 && grep -q '^usage: stagecraft <command>' out.txt || { echo "FAIL help $a: $(head -c 200 out.txt)"; failures=$((failures + 1)); }
