@@ -183,6 +183,9 @@ int cmd_generate(const std::vector<std::string>& argv) {
     else return usage_error(kCmd, "--progress must be bar, lines or none (got '" + m + "')");
   }
   const bool quiet = args.has("--quiet");
+  if (quiet && args.has("--progress") && opt.progress != ProgressMode::kQuiet)
+    return usage_error(kCmd, "-q (no progress, no result line) contradicts --progress " + *args.get("--progress") +
+                                 ": give one of them");
   if (quiet) opt.progress = ProgressMode::kQuiet;
 
   fs::path dir = fs::path(*out).lexically_normal();

@@ -65,6 +65,8 @@ expect prefix-dot 2 "other than '.' and '..' (got '.')" -- "$CLI" generate --mod
 echo '{"mode": "inference", "model": {"preset": "llama3-8b", "num_layers": 2}, "serving": {"prompt_tokens": 16, "output_tokens": 4}}' > sweep.json
 expect sweep-cap 2 "--sweep-concurrency must be a comma-separated list of 1 to 64 integers in [1, 1048576] (got '2000000')" -- \
   "$CLI" simulate --config sweep.json --sweep-concurrency 2000000
+expect quiet-progress 2 "-q (no progress, no result line) contradicts --progress bar" -- \
+  "$CLI" generate --model gpt3-1.7b --layers 1 -q --progress bar -o qbar
 # help is a command too: `help help` and `help --help` print the usage.
 for a in help --help; do
   "$CLI" help $a > out.txt 2>&1 && grep -q '^usage: stagecraft <command>' out.txt || { echo "FAIL help $a: $(head -c 200 out.txt)"; failures=$((failures + 1)); }
