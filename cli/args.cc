@@ -159,7 +159,11 @@ std::string flag_for_path(const Args& args, const std::string& path) {
     if (args.has(f.flag) && path == std::string(f.section) + "." + f.key) return f.flag;
   }
   if (args.has("--hardware") && path.rfind("hardware", 0) == 0) return "--hardware";
-  if (args.has("--sequence-parallel") && path == "training.seq_len") return "--sequence-parallel";
+  if (args.has("--sequence-parallel") && (path == "training.seq_len" || path == "parallel.sequence_parallel"))
+    return "--sequence-parallel";
+  // A pipeline layout checked against a pp the flag changed.
+  for (const char* f : {"--pp", "--virtual-stages"})
+    if (args.has(f) && path.rfind("parallel.pipeline_layout", 0) == 0) return f;
   if (args.has("--overlap-param-gather") && path == "training.overlap_param_gather") return "--overlap-param-gather";
   if (args.has("--moe-shared-expert-overlap") && path == "training.moe_shared_expert_overlap")
     return "--moe-shared-expert-overlap";

@@ -67,6 +67,11 @@ expect sweep-cap 2 "--sweep-concurrency must be a comma-separated list of 1 to 6
   "$CLI" simulate --config sweep.json --sweep-concurrency 2000000
 expect quiet-progress 2 "-q (no progress, no result line) contradicts --progress bar" -- \
   "$CLI" generate --model gpt3-1.7b --layers 1 -q --progress bar -o qbar
+# An error a flag caused names the flag, whichever key it set.
+expect sp-inference 1 "does not take it (from --sequence-parallel)" -- "$CLI" inspect --config sweep.json --sequence-parallel
+echo '{"model": {"preset": "llama3-8b", "num_layers": 4}, "parallel": {"pp": 2, "pipeline_layout": [2, 2]},
+  "training": {"seq_len": 256, "global_batch_size": 8}}' > layout.json
+expect layout-pp 1 "(from --pp)" -- "$CLI" inspect --config layout.json --pp 4
 # help is a command too: `help help` and `help --help` print the usage.
 for a in help --help; do
   "$CLI" help $a > out.txt 2>&1 && grep -q '^usage: stagecraft <command>' out.txt || { echo "FAIL help $a: $(head -c 200 out.txt)"; failures=$((failures + 1)); }
