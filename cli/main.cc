@@ -57,6 +57,12 @@ int run(int argc, char** argv) {
   }
   std::string command = args[0];
   std::vector<std::string> rest(args.begin() + 1, args.end());
+  const bool lone = command == "--version" || command == "version" || command == "--help" || command == "-h";
+  if ((lone && !rest.empty()) || (command == "help" && rest.size() > 1)) {
+    std::cerr << "stagecraft: " << echo_text(command) << " takes " << (command == "help" ? "at most one command" : "no argument")
+              << " (got '" << echo_text(rest[command == "help" ? 1 : 0]) << "')\n(see 'stagecraft help')\n";
+    return kExitUsage;
+  }
   if (command == "--version" || command == "version") {
     std::cout << "stagecraft " << stagecraft_version() << "\n";
     return kExitOk;

@@ -72,6 +72,8 @@ expect sp-inference 1 "does not take it (from --sequence-parallel)" -- "$CLI" in
 echo '{"model": {"preset": "llama3-8b", "num_layers": 4}, "parallel": {"pp": 2, "pipeline_layout": [2, 2]},
   "training": {"seq_len": 256, "global_batch_size": 8}}' > layout.json
 expect layout-pp 1 "(from --pp)" -- "$CLI" inspect --config layout.json --pp 4
+expect help-extra 2 "help takes at most one command (got 'extra')" -- "$CLI" help generate extra
+expect version-extra 2 "--version takes no argument (got 'extra')" -- "$CLI" --version extra
 # help is a command too: `help help` and `help --help` print the usage.
 for a in help --help; do
   "$CLI" help $a > out.txt 2>&1 && grep -q '^usage: stagecraft <command>' out.txt || { echo "FAIL help $a: $(head -c 200 out.txt)"; failures=$((failures + 1)); }
