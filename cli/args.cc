@@ -279,8 +279,8 @@ const std::vector<FlagSpec>& job_flags() {
 }
 
 std::string prefix_error(const std::string& prefix) {
-  return "--prefix must be a file name of letters, digits, '.', '_' or '-', other than '.' and '..' (got '" +
-         echo_text(prefix) + "')";
+  return "--prefix must be a file name of letters, digits, '.', '_' or '-', other than '.' and '..', of at most " +
+         std::to_string(kMaxTracePrefix) + " characters (got '" + echo_text(prefix) + "')";
 }
 
 int usage_error(const std::string& command, const std::string& message) {
@@ -493,7 +493,7 @@ std::optional<Generator> build_generator(const std::string& command, const Job& 
   Result<Generator> gen = Generator::create(job, cli_create_options());
   if (!gen.ok()) {
     if (gen.error().code == ErrorCode::kCancelled) {
-      std::cerr << "stagecraft " << command << ": interrupted by " << (pending_signal() == SIGINT ? "SIGINT" : "SIGTERM")
+      std::cerr << "stagecraft " << command << ": interrupted by " << signal_name(pending_signal())
                 << " (" << gen.error().message << ")\n";
       reraise_if_signalled();  // exit by the signal
     }

@@ -15,10 +15,11 @@ namespace {
 
 // A serving pool's layout: "tp 4 pp 2 dp 1 ep 1 x 2 replicas" (pp and
 // replicas only when above 1).
-std::string pool_text(const PoolLayout& l) {
+std::string pool_text(const PoolLayout& l, bool moe) {
   std::string t = "tp " + std::to_string(l.tp);
   if (l.pp > 1) t += " pp " + std::to_string(l.pp);
   t += " dp " + std::to_string(l.dp) + " ep " + std::to_string(l.ep);
+  if (moe && l.expert_tp > 1) t += " expert tp " + std::to_string(l.expert_tp);
   if (l.replicas > 1) t += " x " + std::to_string(l.replicas) + " replicas";
   return t;
 }
@@ -106,7 +107,7 @@ void print_job(const Job& job) {
               << ", ZeRO " << p.zero << (p.zero > 0 ? " over " + std::to_string(p.shard_degree()) + " ranks" : "")
               << "\n";
   }
-  if (m.is_moe())
+  if (m.is_moe() && !(job.inference() && job.serving.disaggregated))  // the pools' ep: serving line
     std::cout << "            experts: ep " << p.ep << " x expert tp " << p.expert_tp_degree() << " x expert dp "
               << p.expert_dp() << " (the same ranks, re-divided)\n";
   if (!job.inference())
@@ -166,8 +167,8 @@ void print_serving(const Job& job, const nlohmann::json& inf) {
             << dtype_name(s.weights_dtype) << ", KV cache " << dtype_name(s.kv_dtype) << " in pages of "
             << s.page_tokens << ", prefill "
             << (s.chunk_tokens > 0 ? "in chunks of " + std::to_string(s.chunk_tokens) : std::string("whole"))
-            << (s.disaggregated ? ", disaggregated pools (prefill " + pool_text(s.prefill) + ", decode " +
-                                      pool_text(s.decode) + ")"
+            << (s.disaggregated ? ", disaggregated pools (prefill " + pool_text(s.prefill, job.model.is_moe()) +
+                                      ", decode " + pool_text(s.decode, job.model.is_moe()) + ")"
                                 : std::string())
             << (s.two_batch_overlap ? ", two-batch overlap (two micro-batches of half the tokens)" : "")
             << "\n"

@@ -651,7 +651,7 @@ int cmd_plan(const std::vector<std::string>& argv) {
       return kExitError;
     }
   } else if (!r->complete) {
-    std::cerr << "stagecraft plan: interrupted by " << (pending_signal() == SIGTERM ? "SIGTERM" : "SIGINT")
+    std::cerr << "stagecraft plan: interrupted by " << signal_name(pending_signal())
               << "; printed the best found so far\n";
     reraise_if_signalled();
     return kExitError;

@@ -3,6 +3,7 @@
 // serving export phase by phase) and replays all ranks together under the
 // simulator's issue rules (core/check/replay.h). Exit 0 only when every
 // node of every rank finishes; otherwise it names where each rank hangs.
+#include <csignal>
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
@@ -102,7 +103,10 @@ int cmd_replay(const std::vector<std::string>& argv) {
   const std::string& path = args.positional[0];
   std::error_code ec;
   const bool archive = !fs::is_directory(path, ec);
-  if (archive) install_signal_cleanup();  // the extraction is removed on SIGINT/SIGTERM
+  if (archive) {
+    install_signal_cleanup();  // the extraction is removed on SIGINT/SIGTERM/SIGHUP,
+    std::signal(SIGPIPE, SIG_IGN);  // and when stdout's reader goes (a write fails instead)
+  }
   int rc = kExitOk;
   {
     Result<std::unique_ptr<TraceInput>> in = TraceInput::open(path);

@@ -7,6 +7,7 @@
 // Streams: files are read, decoded and checked one rank at a time (on a
 // few threads, folded in rank order) and dropped, so memory does not grow
 // with the number of ranks (docs/validate.md, "Streaming").
+#include <csignal>
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -446,7 +447,10 @@ int cmd_validate(const std::vector<std::string>& argv) {
   const std::string& path = args.positional[0];
   std::error_code ec;
   const bool archive = !fs::is_directory(path, ec);
-  if (archive) install_signal_cleanup();  // the extraction is removed on SIGINT/SIGTERM
+  if (archive) {
+    install_signal_cleanup();  // the extraction is removed on SIGINT/SIGTERM/SIGHUP,
+    std::signal(SIGPIPE, SIG_IGN);  // and when stdout's reader goes (a write fails instead)
+  }
   int rc = kExitError;
   {
     Result<std::unique_ptr<TraceInput>> in = TraceInput::open(path);

@@ -104,34 +104,38 @@ extern "C" void on_signal(int sig) {
 }  // namespace
 
 namespace {
-constexpr int kCaught[2] = {SIGINT, SIGTERM};
-struct sigaction g_inherited[2];
+// SIGHUP too: a closed terminal must not leave a half-written export (or
+// an extracted archive) behind any more than Ctrl-C does.
+constexpr int kCaught[3] = {SIGINT, SIGTERM, SIGHUP};
+struct sigaction g_inherited[3];
 bool g_saved = false;
 }  // namespace
 
 void install_signal_cleanup() {
   if (!g_saved) {
-    for (int i = 0; i < 2; ++i) sigaction(kCaught[i], nullptr, &g_inherited[i]);
+    for (int i = 0; i < 3; ++i) sigaction(kCaught[i], nullptr, &g_inherited[i]);
     g_saved = true;
   }
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0;
-  for (int i = 0; i < 2; ++i)
+  for (int i = 0; i < 3; ++i)
     if (g_inherited[i].sa_handler != SIG_IGN) sigaction(kCaught[i], &sa, nullptr);
 }
 
 void release_signals(const std::string& command) {
   if (!g_saved) return;
-  for (int i = 0; i < 2; ++i) sigaction(kCaught[i], &g_inherited[i], nullptr);
+  for (int i = 0; i < 3; ++i) sigaction(kCaught[i], &g_inherited[i], nullptr);
   if (int sig = g_signal; sig != 0) {
-    std::fprintf(stderr, "stagecraft %s: interrupted by %s\n", command.c_str(), sig == SIGINT ? "SIGINT" : "SIGTERM");
+    std::fprintf(stderr, "stagecraft %s: interrupted by %s\n", command.c_str(), signal_name(sig));
     reraise_if_signalled();
   }
 }
 
 int pending_signal() { return g_signal; }
+
+const char* signal_name(int sig) { return sig == SIGINT ? "SIGINT" : sig == SIGHUP ? "SIGHUP" : "SIGTERM"; }
 
 void test_pause(const char* point) {
   static const char* want = std::getenv("STAGECRAFT_TEST_PAUSE");
@@ -217,7 +221,7 @@ struct Failure {
 
 Error cancelled() {
   return make_error(ErrorCode::kIoError,
-                    std::string("interrupted by ") + (g_signal == SIGINT ? "SIGINT" : "SIGTERM") +
+                    std::string("interrupted by ") + signal_name(g_signal) +
                         "; the partial output was removed");
 }
 

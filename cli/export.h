@@ -76,7 +76,7 @@ Status run_export(const Generator& gen, const ArchiveEncoder& enc, const ExportO
 // replaced. Errors are kIoError naming out.
 Status check_output(const std::filesystem::path& out, OutputFormat format, bool force, bool* replace);
 
-// SIGINT/SIGTERM set a flag that run_export polls; it then removes its
+// SIGINT/SIGTERM/SIGHUP set a flag that run_export polls; it then removes its
 // temporary output and returns an error, and the caller re-raises with
 // reraise_if_signalled() so the exit status says "killed by signal".
 // A signal the process inherited as ignored (SIG_IGN: SIGINT of a
@@ -84,6 +84,8 @@ Status check_output(const std::filesystem::path& out, OutputFormat format, bool 
 // POSIX shells expect of the commands they start (docs/promises.md).
 void install_signal_cleanup();
 int pending_signal();
+// "SIGINT", "SIGTERM" or "SIGHUP" (the signals install_signal_cleanup catches).
+const char* signal_name(int sig);
 void reraise_if_signalled();
 // Once nothing is left to clean up (the build is done and only printing
 // remains): a signal that arrived meanwhile ends the process now (with

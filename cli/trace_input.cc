@@ -3,6 +3,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +27,9 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kPhases[] = {"prefill", "decode", "mixed", "kv_transfer"};
+// Members taken at most: a world of 2^20 ranks in each of the 4 phase
+// folders, with their group files and summaries.
+constexpr size_t kMaxMembers = (size_t{4} << 20) + 64;
 
 bool ends_with(const std::string& s, const char* suffix) {
   const size_t n = std::strlen(suffix);
@@ -187,11 +191,24 @@ Result<std::unique_ptr<TraceInput>> TraceInput::open(const std::string& path) {
                                                  (m.top.empty() ? std::string("the archive's top") : "'" + m.top + "/'") +
                                                  ": one export per archive");
     if (archive_entry_filetype(e) != AE_IFREG) return make_error(ErrorCode::kIoError, where + ": not a regular file");
+    if (seen.size() >= kMaxMembers)
+      return make_error(ErrorCode::kIoError, path + ": more than " + std::to_string(kMaxMembers) +
+                                                 " trace members, more than any export holds");
     if (!seen.insert(name).second)
       return make_error(ErrorCode::kIoError, where + ": appears twice in the archive (which one would the simulator read?)");
     if (archive_entry_size_is_set(e) && archive_entry_size(e) > static_cast<la_int64_t>(cap))
       return make_error(ErrorCode::kIoError, where + ": " + std::to_string(archive_entry_size(e)) +
                                                  " bytes, over the cap of " + std::to_string(cap));
+    if (archive_entry_size_is_set(e)) {  // room for it where it goes (tmpfs is memory)
+      struct statvfs vfs {};
+      const int64_t size = archive_entry_size(e);
+      if (::statvfs(temp.path.c_str(), &vfs) == 0 &&
+          static_cast<uint64_t>(size) > static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize)
+        return make_error(ErrorCode::kIoError, "cannot extract " + where + " (" + std::to_string(size) + " bytes) under " +
+                                                   base.string() + ": " +
+                                                   std::to_string(static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize) +
+                                                   " bytes free there (set TMPDIR to a larger file system)");
+    }
     const fs::path out = temp.path / name;
     if (name.find('/') != std::string::npos) {
       fs::create_directory(out.parent_path(), ec);
@@ -214,7 +231,7 @@ Result<std::unique_ptr<TraceInput>> TraceInput::open(const std::string& path) {
         break;
       }
       if (!write_fully(fd, buf.data(), static_cast<size_t>(n))) {
-        failure = "cannot extract " + where + " into " + temp.path.string() + ": " + std::strerror(errno);
+        failure = "cannot extract " + where + " under " + base.string() + ": " + std::strerror(errno);
         break;
       }
       if (pending_signal()) {
@@ -224,7 +241,7 @@ Result<std::unique_ptr<TraceInput>> TraceInput::open(const std::string& path) {
     }
     if (failure.empty()) test_pause("extract");  // tests: a signal with one member written
     if (::close(fd) != 0 && failure.empty())
-      failure = "cannot extract " + where + " into " + temp.path.string() + ": " + std::strerror(errno);
+      failure = "cannot extract " + where + " under " + base.string() + ": " + std::strerror(errno);
     if (!failure.empty()) return make_error(ErrorCode::kIoError, failure);
   }
   if (first) return make_error(ErrorCode::kIoError, path + ": not a directory, nor a .zip or .tar.gz archive (no member)");

@@ -13,6 +13,8 @@
 #include <string>
 
 #include "api/request.h"
+#include "base/cancel.h"
+#include "base/json_fields.h"
 
 namespace {
 
@@ -23,8 +25,42 @@ sc::RequestHandler& handler() {
   return h;
 }
 
-// One request; numbers arrive as JS doubles so that the request layer, not
-// Embind's integer conversion, rejects fractions and huge values.
+// One request; numbers arrive as JS doubles (number_arg) so that the
+// request layer, not Embind's conversion, rejects fractions, huge values
+// and values of other types.
+// An argument object's text, parsed with the job parser's limits (64
+// levels, no NUL): a deeper value is never built (its recursive copies
+// would exhaust the wasm stack). Discarded when it is not such JSON.
+nlohmann::json parse_args(const std::string& text) {
+  sc::Result<nlohmann::json> r = sc::jsonf::parse_text(text, "args");
+  return r.ok() ? std::move(r).value() : nlohmann::json(nlohmann::json::value_t::discarded);
+}
+
+// f(a, b, c) called in JS inside try/catch: null when it returned, the
+// exception's text when it threw (so no JS exception crosses wasm frames).
+val js_try() {
+  static const val f = val::global("Function").new_(
+      val("f"), val("a"), val("b"), val("c"),
+      val("try { f(a, b, c); return null; } catch (e) { try { "
+          "return String(e !== null && typeof e === 'object' && 'message' in e ? e.message : e); "
+          "} catch (_) { return 'an exception with no text'; } }"));
+  return f;
+}
+
+// A number or boolean argument as JS gave it: a value of another type
+// becomes text naming its type, which the request layer refuses at the
+// argument's path (Embind would coerce null, true or "3" into a number).
+nlohmann::json number_arg(const val& v) {
+  const std::string t = v.typeOf().as<std::string>();
+  if (t == "number") return v.as<double>();
+  return "a " + (v.isNull() ? std::string("null") : t);
+}
+nlohmann::json bool_arg(const val& v) {
+  const std::string t = v.typeOf().as<std::string>();
+  if (t == "boolean") return v.as<bool>();
+  return "a " + (v.isNull() ? std::string("null") : t);
+}
+
 sc::Response call(const char* op, const std::string& job_json, nlohmann::json args = nlohmann::json::object()) {
   sc::Request r;
   r.op = op;
@@ -62,7 +98,7 @@ std::string groups_phase(const std::string& job_json, const std::string& phase) 
 // passed on as the value of "concurrency", which the request layer refuses
 // with that path.
 std::string serving_sweep(const std::string& job_json, const std::string& args_json) {
-  nlohmann::json args = nlohmann::json::parse(args_json, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json args = parse_args(args_json);
   if (args.is_discarded() || !args.is_object()) args = nlohmann::json{{"concurrency", args_json}};
   return call("serving_sweep", job_json, std::move(args)).envelope;
 }
@@ -73,21 +109,21 @@ std::string serving_sweep(const std::string& job_json, const std::string& args_j
 // object is a parse_error at path "args". Every simulated run's memory is
 // checked against the engine budget before it runs (too_large).
 std::string serving_capacity(const std::string& job_json, const std::string& args_json) {
-  nlohmann::json args = nlohmann::json::parse(args_json, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json args = parse_args(args_json);
   if (args.is_discarded() || !args.is_object())
     return sc::error_envelope({sc::ErrorCode::kParseError,
                                "capacity arguments must be a JSON object {\"ttft_seconds_p99\", \"tpot_seconds_p99\", \"requests\"}",
                                "args"});
   return call("serving_capacity", job_json, std::move(args)).envelope;
 }
-std::string graph_json_stage(const std::string& job_json, double stage) {
-  return call("graph_json", job_json, {{"stage", stage}}).envelope;
+std::string graph_json_stage(const std::string& job_json, val stage) {
+  return call("graph_json", job_json, {{"stage", number_arg(stage)}}).envelope;
 }
-std::string rank_info(const std::string& job_json, double rank) {
-  return call("rank_info", job_json, {{"rank", rank}}).envelope;
+std::string rank_info(const std::string& job_json, val rank) {
+  return call("rank_info", job_json, {{"rank", number_arg(rank)}}).envelope;
 }
-std::string rank_info_phase(const std::string& job_json, double rank, const std::string& phase) {
-  return call("rank_info", job_json, {{"rank", rank}, {"phase", phase}}).envelope;
+std::string rank_info_phase(const std::string& job_json, val rank, const std::string& phase) {
+  return call("rank_info", job_json, {{"rank", number_arg(rank)}, {"phase", phase}}).envelope;
 }
 // coords_json is passed on as text: malformed text is the core's parse error.
 std::string rank_at(const std::string& job_json, const std::string& coords_json) {
@@ -110,7 +146,7 @@ std::string plan(const std::string& job_json, const std::string& args_json, val 
   return plan_partial(job_json, args_json, on_progress, val::undefined());
 }
 std::string plan_partial(const std::string& job_json, const std::string& args_json, val on_progress, val on_partial) {
-  nlohmann::json args = nlohmann::json::parse(args_json, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json args = parse_args(args_json);
   if (args.is_discarded() || !args.is_object()) {
     return sc::error_envelope({sc::ErrorCode::kParseError, "plan arguments must be a JSON object {\"gpus\", \"constraints\"}", "args"});
   }
@@ -118,15 +154,36 @@ std::string plan_partial(const std::string& job_json, const std::string& args_js
   r.op = "plan";
   r.job_json = job_json;
   r.args = std::move(args);
+  // A callback that throws must not unwind through the search's wasm
+  // frames (their memory would leak and the stack pointer stay where it
+  // was: a few hundred such calls killed the module). It is called through
+  // js_try, which catches; the search then stops (a cancel) and the call
+  // answers an error naming the callback.
+  std::string thrown;
+  const char* thrower = nullptr;
+  auto guarded = [&](const char* name, const val& fn, val a, val b, val c) {
+    if (thrower) return;
+    const val e = js_try()(fn, a, b, c);
+    if (e.isNull()) return;
+    thrown = e.as<std::string>();
+    thrower = name;
+    sc::request_cancel();
+  };
   if (on_progress.typeOf().as<std::string>() == "function") {
-    r.progress = [&on_progress](int64_t done, int64_t total, const std::string& phase) {
+    r.progress = [&](int64_t done, int64_t total, const std::string& phase) {
       // JS numbers: exact up to 2^53, far beyond any candidate count.
-      on_progress(static_cast<double>(done), static_cast<double>(total), phase);
+      guarded("onProgress", on_progress, val(static_cast<double>(done)), val(static_cast<double>(total)), val(phase));
     };
   }
   if (on_partial.typeOf().as<std::string>() == "function")
-    r.partial = [&on_partial](const std::string& plan_json) { on_partial(plan_json); };
-  return handler().handle(r).envelope;
+    r.partial = [&](const std::string& plan_json) { guarded("onPartial", on_partial, val(plan_json), val::undefined(), val::undefined()); };
+  std::string envelope = handler().handle(r).envelope;
+  if (!thrower) return envelope;
+  sc::clear_cancel();
+  return sc::error_envelope({sc::ErrorCode::kCancelled,
+                             "the plan stopped: its " + std::string(thrower) + " callback threw: " +
+                                 sc::echo_text(thrown, 200),
+                             thrower});
 }
 
 // {ok:true, bytes:Uint8Array} or {ok:false, error:{code,message,path}}.
@@ -147,11 +204,11 @@ val bytes_response(const sc::Response& r) {
   out.set("bytes", val::global("Uint8Array").new_(view));
   return out;
 }
-val rank_trace(const std::string& job_json, double rank) {
-  return bytes_response(call("rank_trace", job_json, {{"rank", rank}}));
+val rank_trace(const std::string& job_json, val rank) {
+  return bytes_response(call("rank_trace", job_json, {{"rank", number_arg(rank)}}));
 }
-val rank_trace_phase(const std::string& job_json, double rank, const std::string& phase) {
-  return bytes_response(call("rank_trace", job_json, {{"rank", rank}, {"phase", phase}}));
+val rank_trace_phase(const std::string& job_json, val rank, const std::string& phase) {
+  return bytes_response(call("rank_trace", job_json, {{"rank", number_arg(rank)}, {"phase", phase}}));
 }
 
 // The archive (core/api/export.h): layout "files" (the browser's zip) or
@@ -161,8 +218,8 @@ val rank_trace_phase(const std::string& job_json, double rank, const std::string
 // inference job's list is the whole archive, every part in its folder
 // (prefill/..., kv_transfer/...), as `stagecraft generate` writes it.
 std::string archive_manifest(const std::string& job_json, const std::string& layout, const std::string& prefix,
-                             bool sizes) {
-  return call("archive_manifest", job_json, {{"layout", layout}, {"prefix", prefix}, {"sizes", sizes}}).envelope;
+                             val sizes) {
+  return call("archive_manifest", job_json, {{"layout", layout}, {"prefix", prefix}, {"sizes", bool_arg(sizes)}}).envelope;
 }
 val archive_entry(const std::string& job_json, const std::string& layout, const std::string& prefix,
                   const std::string& name) {
@@ -171,8 +228,9 @@ val archive_entry(const std::string& job_json, const std::string& layout, const 
 // The same for one part of an inference job (its folder's entries, named
 // relative to it): "prefill" | "decode" | "mixed" | "kv_transfer".
 std::string archive_manifest_phase(const std::string& job_json, const std::string& layout, const std::string& prefix,
-                                   bool sizes, const std::string& phase) {
-  return call("archive_manifest", job_json, {{"layout", layout}, {"prefix", prefix}, {"sizes", sizes}, {"phase", phase}})
+                                   val sizes, const std::string& phase) {
+  return call("archive_manifest", job_json,
+              {{"layout", layout}, {"prefix", prefix}, {"sizes", bool_arg(sizes)}, {"phase", phase}})
       .envelope;
 }
 val archive_entry_phase(const std::string& job_json, const std::string& layout, const std::string& prefix,

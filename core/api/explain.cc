@@ -15,6 +15,7 @@
 
 #include "api/api.h"
 #include "api/state.h"
+#include "base/json_fields.h"
 #include "graph/ops.h"
 #include "model/transformer.h"
 
@@ -401,7 +402,8 @@ Result<std::string> Generator::rank_info_json(int64_t rank) const {
 
 Result<int64_t> Generator::rank_at(const std::string& coords_json) const {
   const RankLayout& L = GeneratorAccess::state(*this).layout;
-  auto j = nlohmann::json::parse(coords_json, nullptr, false);
+  Result<nlohmann::json> parsed = jsonf::parse_text(coords_json);  // 64 levels at most, as a job
+  const nlohmann::json j = parsed.ok() ? std::move(parsed).value() : nlohmann::json(nlohmann::json::value_t::discarded);
   if (j.is_discarded() || !j.is_object())
     return make_error(ErrorCode::kParseError, "coordinates must be a JSON object such as {\"tp\": 1, \"dp\": 3}", "coords");
   std::vector<std::string> names;

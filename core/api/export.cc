@@ -245,7 +245,7 @@ std::string selection_text(const RankSelection& s) {
 }
 
 bool valid_trace_prefix(const std::string& p) {
-  if (p.empty() || p == "." || p == "..") return false;
+  if (p.empty() || p == "." || p == ".." || p.size() > kMaxTracePrefix) return false;
   for (char c : p) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
                     c == '-' || c == '.';
@@ -304,7 +304,8 @@ bool inference(const Generator& g) { return !g.phase_names().empty(); }
 Status check_spec(const Generator& g, const ArchiveSpec& spec) {
   if (!valid_trace_prefix(spec.prefix))
     return make_error(ErrorCode::kInvalidArgument,
-                      "must be a file name of letters, digits, '.', '_' or '-' (got " + json_quote(spec.prefix) + ")",
+                      "must be a file name of letters, digits, '.', '_' or '-', other than '.' and '..', of at most " +
+                          std::to_string(kMaxTracePrefix) + " characters (got " + json_quote(echo_text(spec.prefix)) + ")",
                       "prefix");
   const std::vector<std::string> parts = archive_parts(g);
   if (!spec.part.empty() && std::find(parts.begin(), parts.end(), spec.part) == parts.end()) {

@@ -112,7 +112,10 @@ std::vector<std::string> archive_parts(const Generator& g);
 int64_t archive_world_size(const Job& job);
 int64_t archive_world_size(const Generator& g);
 
-// A prefix generate accepts: letters, digits, '.', '_', '-'; not "." or "..".
+// A prefix generate accepts: letters, digits, '.', '_', '-'; not "." or "..";
+// at most kMaxTracePrefix characters, so "<prefix>.<rank>.et" stays a file
+// name every file system takes (255 bytes).
+inline constexpr size_t kMaxTracePrefix = 200;
 bool valid_trace_prefix(const std::string& prefix);
 // "<prefix>.<rank>.et"
 std::string trace_name(const std::string& prefix, int64_t rank);

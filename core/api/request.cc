@@ -7,7 +7,10 @@
 #include "base/json.h"
 #include "base/json_fields.h"
 #include "base/sha256.h"
+#include "api/budget.h"
 #include "api/export.h"
+#include "api/state.h"
+#include "base/bytes.h"
 #include "emit/chakra_writer.h"
 #include "api/plan.h"
 #include "api/serving.h"
@@ -18,6 +21,31 @@ namespace sc {
 namespace {
 
 using nlohmann::json;
+
+// Text a caller gives as JSON (options, constraints, coordinates, a job's
+// text read here), parsed with the job parser's limits (64 levels of
+// nesting, no NUL): a deeper value is never built, so no recursive copy,
+// dump or comparison of it can exhaust the wasm stack. A discarded json
+// when the text is not JSON within them.
+json parse_user_text(const std::string& text) {
+  Result<json> r = jsonf::parse_text(text);
+  return r.ok() ? std::move(r).value() : json(json::value_t::discarded);
+}
+
+// Whether a value nests deeper than the job parser allows (an argument
+// built by a native caller, not parsed here); walked without recursion.
+bool nests_deeper_than(const json& v, size_t max) {
+  std::vector<std::pair<const json*, size_t>> todo{{&v, 1}};
+  while (!todo.empty()) {
+    auto [x, d] = todo.back();
+    todo.pop_back();
+    if (!x->is_structured()) continue;
+    if (d > max) return true;
+    for (const json& c : *x) todo.push_back({&c, d + 1});
+  }
+  return false;
+}
+
 
 // {"ok":true,"<key>":<raw>}, raw already JSON; the payload is raw itself.
 Response ok_raw(const char* key, std::string raw) {
@@ -54,9 +82,16 @@ bool integer_arg(const json& args, const char* name, double lo, double hi, int64
   return true;
 }
 
-Error rank_error(int64_t world) {
-  return make_error(ErrorCode::kInvalidArgument, "rank must be an integer in [0, " + std::to_string(world) + ")",
-                    "rank");
+// " (got <value>)" for a message about args[name], clipped and escaped.
+std::string got(const json& args, const char* name) {
+  auto it = args.find(name);
+  if (it == args.end()) return " (not given)";
+  return " (got " + jsonf::clip(it->dump(), 64) + ")";
+}
+
+Error rank_error(int64_t world, const json& args) {
+  return make_error(ErrorCode::kInvalidArgument,
+                    "rank must be an integer in [0, " + std::to_string(world) + ")" + got(args, "rank"), "rank");
 }
 
 struct Context {
@@ -94,7 +129,9 @@ Response op_graph_json(const Context& c) {
   int64_t stage = 0;
   if (c.args.contains("stage") && !integer_arg(c.args, "stage", -9.0e15, 9.0e15, &stage))
     return failed(make_error(ErrorCode::kInvalidArgument,
-                             "stage must be an integer in [0, " + std::to_string(c.gen->job().parallel.pp) + ")",
+                             "stage must be an integer in [0, " + std::to_string(c.gen->job().parallel.pp) +
+                                 ") (the job's pipeline stages, pp = " + std::to_string(c.gen->job().parallel.pp) + ")" +
+                                 got(c.args, "stage"),
                              "stage"));
   Result<std::string> graph = c.gen->graph_json(stage);
   if (!graph.ok()) return failed(graph.error());
@@ -108,7 +145,7 @@ bool rank_arg(const Context& c, int64_t* rank) {
 
 Response op_rank_info(const Context& c) {
   int64_t rank = 0;
-  if (!rank_arg(c, &rank)) return failed(rank_error(c.gen->world_size()));
+  if (!rank_arg(c, &rank)) return failed(rank_error(c.gen->world_size(), c.args));
   Result<std::string> info = c.gen->rank_info_json(rank);
   if (!info.ok()) return failed(info.error());
   return ok_raw("info", std::move(info).value());
@@ -128,7 +165,7 @@ Response op_rank_at(const Context& c) {
 // envelope (for JSON-only callers) gives their size.
 Response op_rank_trace(const Context& c) {
   int64_t rank = 0;
-  if (!rank_arg(c, &rank)) return failed(rank_error(c.gen->world_size()));
+  if (!rank_arg(c, &rank)) return failed(rank_error(c.gen->world_size(), c.args));
   Result<std::string> bytes = c.gen->rank_trace_bytes(rank);
   if (!bytes.ok()) return failed(bytes.error());
   Response r;
@@ -146,7 +183,7 @@ Response op_simulate(const Context& c) {
   if (auto it = c.args.find("options"); it != c.args.end()) {
     if (it->is_string()) {
       const std::string& text = it->get_ref<const std::string&>();
-      opt = json::parse(text.empty() ? "{}" : text, nullptr, /*allow_exceptions=*/false);
+      opt = parse_user_text(text.empty() ? "{}" : text);
     } else {
       opt = *it;
     }
@@ -218,6 +255,34 @@ const char* entry_kind_name(ArchiveEntry::Kind k) {
 // kind, rank (traces), bytes (files), mode (archive member mode, octal
 // text)}]}}. args.sizes true: every entry has bytes (encodes every trace,
 // and for a bundle hashes them for manifest.json).
+// Encoding traces for an archive (every rank's size, a bundle's
+// manifest.json, one trace entry) holds the exporter's templates and one
+// encoded rank beside the build: generate_bytes at one thread, against the
+// engine budget before any of it is made (the wasm module must not run out
+// of memory: docs/promises.md, "Budgets"). Every rank's size also encodes
+// every trace: past generate's 8 GiB output cap that is refused too (a
+// million ranks took minutes, with no way to stop the call).
+constexpr int64_t kMaxEncodedBytes = int64_t{8} << 30;
+Status check_encode_budget(const Generator& g, bool every_rank) {
+  const GeneratorState& s = GeneratorAccess::state(g);
+  if (s.job.inference() || s.estimate.engine_bytes <= 0) return ok_status();  // no training estimate to check
+  const int64_t budget = engine_budget().max_engine_bytes;
+  const int64_t need = generate_bytes(s.estimate, 1, every_rank ? s.layout.world_size() : 1, false);
+  if (need > budget)
+    return make_error(ErrorCode::kTooLarge,
+                      "encoding this job's traces needs about " + human_bytes(need) +
+                          " of memory (the build and the exporter's templates and buffers), over the budget of " +
+                          human_bytes(budget) + "; use fewer micro-batches (training.global_batch_size) or more pipeline stages",
+                      "training.global_batch_size");
+  if (every_rank && s.estimate.trace_bytes_total > kMaxEncodedBytes)
+    return make_error(ErrorCode::kTooLarge,
+                      "listing every trace's size encodes all " + std::to_string(s.layout.world_size()) +
+                          " ranks, about " + human_bytes(s.estimate.trace_bytes_total) + ", over the cap of " +
+                          human_bytes(kMaxEncodedBytes) + "; list the archive without sizes",
+                      "sizes");
+  return ok_status();
+}
+
 Response op_archive_manifest(const Context& c) {
   Result<ArchiveSpec> spec = archive_spec(c);
   if (!spec.ok()) return failed(spec.error());
@@ -230,6 +295,7 @@ Response op_archive_manifest(const Context& c) {
   if (!entries.ok()) return failed(entries.error());
   std::optional<ArchiveEncoder> enc;
   if (sizes) {
+    if (Status st = check_encode_budget(*c.gen, /*every_rank=*/true); !st.ok()) return failed(st.error());
     Result<ArchiveEncoder> e = ArchiveEncoder::create(*c.gen);
     if (!e.ok()) return failed(e.error());
     enc.emplace(std::move(e).value());
@@ -275,6 +341,10 @@ Response op_archive_entry(const Context& c) {
     return failed(make_error(ErrorCode::kInvalidArgument, "must be the name of an archive entry (a string)", "name"));
   Result<ArchiveEntry> entry = find_archive_entry(*c.gen, *spec, it->get<std::string>());
   if (!entry.ok()) return failed(entry.error());
+  // A trace is encoded alone; a bundle's manifest.json lists every trace's size.
+  if (entry->kind != ArchiveEntry::Kind::kFile)
+    if (Status st = check_encode_budget(*c.gen, entry->kind == ArchiveEntry::Kind::kManifest); !st.ok())
+      return failed(st.error());
   Result<std::string> bytes = archive_entry_bytes(*c.gen, *spec, *entry);
   if (!bytes.ok()) return failed(bytes.error());
   Response r;
@@ -287,7 +357,7 @@ Response op_archive_entry(const Context& c) {
 // job's own layout would be wasted (and may be huge).
 Response op_plan(const Context& c) {
   int64_t gpus = 0;
-  if (!integer_arg(c.args, "gpus", 1, limits::kMaxDegree, &gpus))
+  if (!integer_arg(c.args, "gpus", 1, limits::kMaxDegree + 1.0, &gpus))  // [lo, hi): the cap itself is allowed
     return failed(make_error(ErrorCode::kInvalidArgument,
                              "gpus must be an integer in [1, " + std::to_string(limits::kMaxDegree) + "] (a job's world size)",
                              "gpus"));
@@ -295,7 +365,7 @@ Response op_plan(const Context& c) {
   if (auto it = c.args.find("constraints"); it != c.args.end()) {
     if (it->is_string()) {
       const std::string& text = it->get_ref<const std::string&>();
-      cons = json::parse(text.empty() ? "{}" : text, nullptr, /*allow_exceptions=*/false);
+      cons = parse_user_text(text.empty() ? "{}" : text);
     } else {
       cons = *it;
     }
@@ -320,7 +390,7 @@ Response op_plan(const Context& c) {
   // micro-batch) would plan a job nobody asked for. Checked on the job's
   // text (a parsed Job cannot tell a default from a given value).
   if (c.request && !c.request->generator && !c.request->job) {
-    const json j = json::parse(c.request->job_json, nullptr, /*allow_exceptions=*/false);
+    const json j = parse_user_text(c.request->job_json);
     const bool inference = j.is_object() && j.contains("mode") && j["mode"] == "inference";
     for (const char* key : {"seq_len", "global_batch_size"}) {
       const bool given = j.is_object() && j.contains("training") && j["training"].is_object() && j["training"].contains(key);
@@ -403,7 +473,7 @@ Response kv_transfer_op(const std::string& op, const Generator& gen, const json&
     return r;
   }
   int64_t rank = 0;
-  if (!integer_arg(args, "rank", 0, static_cast<double>(world), &rank)) return failed(rank_error(world));
+  if (!integer_arg(args, "rank", 0, static_cast<double>(world), &rank)) return failed(rank_error(world, args));
   const RankTrace& t = kv->ranks[static_cast<size_t>(rank)];
   if (op == "rank_trace") {
     Response r;
@@ -485,7 +555,10 @@ Response RequestHandler::handle(const Request& request) {
     return failed(make_error(ErrorCode::kInvalidArgument, "unknown op '" + echo_text(request.op) + "' (known: " + known + ")",
                              "op"));
   }
-  const json& args = request.args.is_object() ? request.args : json::object();
+  if (nests_deeper_than(request.args, 64))
+    return failed(make_error(ErrorCode::kParseError, "arguments nest deeper than 64 levels", "args"));
+  static const json kNoArgs = json::object();
+  const json& args = request.args.is_object() ? request.args : kNoArgs;
   if (op->needs == Needs::kNothing) return op->run(Context{nullptr, args});
   if (op->needs == Needs::kJob) {
     if (request.generator) return op->run(Context{nullptr, args, &request.generator->job(), &request});
@@ -494,7 +567,7 @@ Response RequestHandler::handle(const Request& request) {
     // args has none; it is not part of the job itself.
     std::string text = request.job_json;
     json merged = args;
-    json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+    json parsed = parse_user_text(text);  // too deep: parse_job below says so
     if (parsed.is_object() && parsed.contains("plan")) {
       if (!merged.contains("constraints")) merged["constraints"] = parsed["plan"];
       parsed.erase("plan");
@@ -525,7 +598,7 @@ Response RequestHandler::handle(const Request& request) {
 }
 
 Response RequestHandler::handle_json(const std::string& request_json) {
-  json req = json::parse(request_json, nullptr, /*allow_exceptions=*/false);
+  json req = parse_user_text(request_json);
   if (req.is_discarded() || !req.is_object())
     return failed(make_error(ErrorCode::kParseError,
                              "a request is a JSON object such as {\"op\": \"summary\", \"job\": {...}}", ""));

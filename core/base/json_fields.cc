@@ -108,13 +108,13 @@ class Checker {
 
 // A bound or a value in a message: whole numbers as they are written
 // (1048576, not 1.04858e+06: a cap read off a message must be the cap),
-// others in 6 significant digits.
+// others in 10 significant digits (1048576.4 is not 1.04858e+06 either).
 std::string format_double(double v) {
   char buf[64];
   if (std::isfinite(v) && v == std::floor(v) && std::fabs(v) < 1e15)
     std::snprintf(buf, sizeof buf, "%.0f", v);
   else
-    std::snprintf(buf, sizeof buf, "%.6g", v);
+    std::snprintf(buf, sizeof buf, "%.10g", v);
   return buf;
 }
 

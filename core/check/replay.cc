@@ -31,6 +31,11 @@ class Replayer {
  public:
   Replayer(const std::vector<RankTrace>& r, const GroupTable& g, double bw) : groups_(g), bw_(bw) {
     for (const RankTrace& t : r) nodes_.push_back(&t.nodes);
+    for (const auto& [id, members] : g) {  // sorted once: a member is found in log time
+      std::vector<int64_t>& m = sorted_[id];
+      m = members;
+      std::sort(m.begin(), m.end());
+    }
   }
 
   ReplayResult run() {
@@ -131,7 +136,8 @@ class Replayer {
     // The simulator matches a collective among the group's listed members:
     // a rank outside them never completes one (and a member that never
     // issues leaves the others waiting, reported as their hang).
-    if (std::find(g->second.begin(), g->second.end(), r) == g->second.end()) {
+    const std::vector<int64_t>& sorted = sorted_.at(n.group);
+    if (!std::binary_search(sorted.begin(), sorted.end(), r)) {
       res_.problems.push_back("rank " + std::to_string(r) + " node " + std::to_string(id) + ": issues a collective on group " +
                               std::to_string(n.group) + (g->second.empty() ? ", which has no members"
                                                                             : ", of which it is not a member"));
@@ -209,6 +215,7 @@ class Replayer {
 
   std::vector<const std::vector<TraceNode>*> nodes_;
   const GroupTable& groups_;
+  std::map<int64_t, std::vector<int64_t>> sorted_;  // each group's members, sorted
   double bw_;
 
   std::vector<RankState> st_;

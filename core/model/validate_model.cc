@@ -178,7 +178,11 @@ Status validate_model(const ModelConfig& m, const std::string& path) {
                       std::pair{m.residual_multiplier, "residual_multiplier"},
                       std::pair{m.logit_multiplier, "logit_multiplier"}}) {
     if (!(v > 0 && v <= 1e9))
-      return make_error(ErrorCode::kInvalidArgument, "must be in (0, 1e9] (1: none; got " + std::to_string(v) + ")", at(f));
+    {
+      char got[48];
+      std::snprintf(got, sizeof got, "%.10g", v);
+      return make_error(ErrorCode::kInvalidArgument, std::string("must be in (0, 1e9] (1: none; got ") + got + ")", at(f));
+    }
   }
   for (auto [v, f] : {std::pair{m.attn_softcap, "attn_softcap"}, std::pair{m.final_softcap, "final_softcap"}}) {
     if (!(v >= 0 && v <= 1e9)) {

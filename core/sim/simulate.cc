@@ -721,7 +721,7 @@ class Engine {
   // down beside compute (NetworkModel::dispatcher_overlap_rate).
   bool dispatcher_leg(const StagePlan::Info& in) const {
     return sharing_ && net_.dispatcher_overlap_rate < 1 && net_.moe_dispatcher == NetworkModel::Dispatcher::kDeepEP &&
-           in.kind == 2;
+           in.kind == 2 && static_cast<CollectiveType>(in.coll) == CollectiveType::kAllToAll;
   }
   double flow_rate(const Actor& a) const {
     return a.running[0] >= 0 || a.running[1] >= 0 ? net_.dispatcher_overlap_rate : 1.0;

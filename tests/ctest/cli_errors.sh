@@ -60,7 +60,7 @@ expect unknown-command-escape 2 "unknown command 'g\\x1b[31mX\\nY'" -- "$CLI" "$
 expect unknown-command-bytes 2 "unknown command '\\xff\\xfe'" -- "$CLI" $'\xff\xfe'
 "$CLI" "$(head -c 5000 /dev/zero | tr '\0' z)" 2> err.txt; [[ $(wc -c < err.txt) -lt 200 ]] || { echo "FAIL unknown-command-long: $(wc -c < err.txt) bytes"; failures=$((failures + 1)); }
 # --prefix '.' is made of allowed characters but is not a file name: said so.
-expect prefix-dot 2 "other than '.' and '..' (got '.')" -- "$CLI" generate --model gpt3-1.7b --layers 1 --prefix . -o pdot
+expect prefix-dot 2 "other than '.' and '..', of at most 200 characters (got '.')" -- "$CLI" generate --model gpt3-1.7b --layers 1 --prefix . -o pdot
 # A concurrency past the instance's cap is a usage error naming the cap.
 echo '{"mode": "inference", "model": {"preset": "llama3-8b", "num_layers": 2}, "serving": {"prompt_tokens": 16, "output_tokens": 4}}' > sweep.json
 expect sweep-cap 2 "--sweep-concurrency must be a comma-separated list of 1 to 64 integers in [1, 1048576] (got '2000000')" -- \
@@ -168,7 +168,7 @@ printf '{"model":"gpt3-1.7b"}\0garbage' > nul.json
 expect nul-byte 1 "nul.json: line 1, column 22: a NUL byte (\x00), which JSON text cannot contain [parse_error]" -- "$CLI" inspect --config nul.json
 # D10: a denormal bandwidth is refused naming the field and the range.
 echo '{"model": "gpt3-1.7b", "network": {"scale_out_bandwidth_gbs": 5e-324}}' > denormal.json
-expect denormal 1 "network.scale_out_bandwidth_gbs: must be >= 0.01 (got 4.94066e-324)" -- "$CLI" simulate --config denormal.json
+expect denormal 1 "network.scale_out_bandwidth_gbs: must be >= 0.01 (got 4.940656458e-324)" -- "$CLI" simulate --config denormal.json
 echo '{"model": "gpt3-1.7b", "network": {"domain_bandwidth_gbs": 0.001}}' > slow.json
 expect slow-domain 1 "network.domain_bandwidth_gbs: must be >= 0.01 (got 0.001)" -- "$CLI" inspect --config slow.json
 

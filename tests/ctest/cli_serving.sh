@@ -73,6 +73,9 @@ cat >"$out/ds.json" <<'J'
 J
 "$cli" inspect --config "$out/ds.json" | tee "$out/ds.txt"
 grep -q '^kv cache    70,272 bytes per token' "$out/ds.txt"
+# The pools' expert layout is on the serving line (prefill ep 16 x 2 replicas, decode ep 32), not the job's parallel block's.
+grep -q 'disaggregated pools (prefill tp 1 dp 16 ep 16 x 2 replicas, decode tp 1 dp 32 ep 32)' "$out/ds.txt"
+if grep -q 'experts: ep' "$out/ds.txt"; then echo "an experts line beside disaggregated pools"; exit 1; fi
 "$cli" generate --config "$out/ds.json" -o "$out/ds" -q
 [ "$(ls "$out/ds/prefill"/trace.*.et | wc -l)" -eq 16 ]
 [ "$(ls "$out/ds/decode"/trace.*.et | wc -l)" -eq 32 ]

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "../test_jobs.h"
+#include "api/budget.h"
 #include "api/request.h"
 #include "api/state.h"
 
@@ -120,10 +121,12 @@ TEST_CASE("request: ranks must be integers in [0, world): fractions, NaN and hug
       Error e = error_of(call(h, op, kJob, {{"rank", bad}}));
       CHECK(e.code == ErrorCode::kInvalidArgument);
       CHECK(e.path == "rank");
-      CHECK(e.message == "rank must be an integer in [0, 8)");
+      // The value as given (NaN and infinity are JSON null).
+      CHECK(e.message == "rank must be an integer in [0, 8) (got " + bad.dump() + ")");
     }
   Error missing = error_of(call(h, "rank_trace", kJob));
   CHECK(missing.path == "rank");
+  CHECK(missing.message == "rank must be an integer in [0, 8) (not given)");
 }
 
 TEST_CASE("request: a fractional stage is rejected here, an integer outside [0, pp) by the façade") {
@@ -131,7 +134,7 @@ TEST_CASE("request: a fractional stage is rejected here, an integer outside [0, 
   for (json bad : {json(0.5), json(std::numeric_limits<double>::quiet_NaN()), json(1e300), json("1")}) {
     Error e = error_of(call(h, "graph_json", kJob, {{"stage", bad}}));
     CHECK(e.path == "stage");
-    CHECK(e.message == "stage must be an integer in [0, 2)");
+    CHECK(e.message == "stage must be an integer in [0, 2) (the job's pipeline stages, pp = 2) (got " + bad.dump() + ")");
   }
   Error out = error_of(call(h, "graph_json", kJob, {{"stage", 2}}));
   CHECK(out.path == "stage");
@@ -224,4 +227,60 @@ TEST_CASE("request: a program naming an axis without groups is an internal error
         std::string::npos);
   prog.peer_stage.pop_back();
   CHECK(check_role_program(prog, layout, 2, 0).error().code == ErrorCode::kInternal);
+}
+
+TEST_CASE("request: arguments nest at most 64 levels, as jobs do; deeper text is refused, never built") {
+  RequestHandler h;
+  // A native caller's argument object 100 levels deep: refused at "args".
+  json deep = json::array();
+  for (int i = 0; i < 100; ++i) deep = json::array({deep});
+  Error e = error_of(call(h, "simulate", kJob, {{"options", deep}}));
+  CHECK(e.code == ErrorCode::kParseError);
+  CHECK(e.path == "args");
+  // Text 10,000 levels deep where an object's text is taken (options,
+  // constraints, coordinates): not JSON within the limits, refused at its
+  // path; the handler answers the next request as before.
+  const std::string text = std::string(10000, '[') + std::string(10000, ']');
+  CHECK(error_of(call(h, "simulate", kJob, {{"options", text}})).path == "options");
+  CHECK(error_of(call(h, "rank_at", kJob, {{"coords", text}})).path == "coords");
+  Request p;
+  p.op = "plan";
+  const std::string plan_job =
+      R"({"model": {"preset": "gpt3-1.7b", "num_layers": 2}, "training": {"seq_len": 256, "global_batch_size": 8}})";
+  p.job_json = plan_job;
+  p.args = {{"gpus", 4}, {"constraints", text}};
+  CHECK(error_of(h.handle(p)).path == "constraints");
+  // A job text that deep (read for its "plan" block): the job's own depth error.
+  p.job_json = plan_job.substr(0, plan_job.size() - 1) + R"(, "x": )" + text + "}";
+  p.args = {{"gpus", 4}};
+  Error deep_job = error_of(h.handle(p));
+  CHECK(deep_job.code == ErrorCode::kParseError);
+  CHECK(deep_job.message.find("nesting deeper than 64 levels") != std::string::npos);
+  CHECK(call(h, "summary", kJob).ok());
+}
+
+TEST_CASE("request: encoding traces for an archive is checked against the engine budget before it starts") {
+  RequestHandler h;
+  REQUIRE(call(h, "summary", kJob).ok());  // built (and cached) under the default budget
+  const json est = json::parse(reference().summary_json())["estimate"];
+  const int64_t engine = est["engine_bytes"].get<int64_t>(), generate = est["generate_bytes"].get<int64_t>();
+  REQUIRE(engine < generate);
+  const Budget saved = engine_budget();
+  Budget b;
+  b.max_engine_bytes = (engine + generate) / 2;  // the build fits, encoding every trace does not
+  set_engine_budget(b);
+  const json files = {{"layout", "files"}, {"prefix", "trace"}};
+  json with_sizes = files;
+  with_sizes["sizes"] = true;
+  Error e = error_of(call(h, "archive_manifest", kJob, with_sizes));
+  CHECK(e.code == ErrorCode::kTooLarge);
+  CHECK(e.path == "training.global_batch_size");
+  // The list without sizes encodes nothing: still answered.
+  CHECK(call(h, "archive_manifest", kJob, files).ok());
+  json bundle = {{"layout", "bundle"}, {"prefix", "trace"}, {"name", "manifest.json"}};
+  CHECK(error_of(call(h, "archive_entry", kJob, bundle)).code == ErrorCode::kTooLarge);
+  bundle["name"] = "summary.json";  // a file as it is: no encoding
+  CHECK(call(h, "archive_entry", kJob, bundle).ok());
+  set_engine_budget(saved);
+  CHECK(call(h, "archive_manifest", kJob, with_sizes).ok());
 }
