@@ -13,8 +13,6 @@
 #include <string>
 
 #include "api/request.h"
-#include "base/cancel.h"
-#include "base/json_fields.h"
 
 namespace {
 
@@ -31,10 +29,7 @@ sc::RequestHandler& handler() {
 // An argument object's text, parsed with the job parser's limits (64
 // levels, no NUL): a deeper value is never built (its recursive copies
 // would exhaust the wasm stack). Discarded when it is not such JSON.
-nlohmann::json parse_args(const std::string& text) {
-  sc::Result<nlohmann::json> r = sc::jsonf::parse_text(text, "args");
-  return r.ok() ? std::move(r).value() : nlohmann::json(nlohmann::json::value_t::discarded);
-}
+nlohmann::json parse_args(const std::string& text) { return sc::parse_argument_text(text); }
 
 // f(a, b, c) called in JS inside try/catch: null when it returned, the
 // exception's text when it threw (so no JS exception crosses wasm frames).
@@ -159,15 +154,14 @@ std::string plan_partial(const std::string& job_json, const std::string& args_js
   // was: a few hundred such calls killed the module). It is called through
   // js_try, which catches; the search then stops (a cancel) and the call
   // answers an error naming the callback.
-  std::string thrown;
-  const char* thrower = nullptr;
-  auto guarded = [&](const char* name, const val& fn, val a, val b, val c) {
-    if (thrower) return;
+  auto guarded = [&r](const char* name, const val& fn, val a, val b, val c) {
+    if (r.callback_failure) return;
     const val e = js_try()(fn, a, b, c);
     if (e.isNull()) return;
-    thrown = e.as<std::string>();
-    thrower = name;
-    sc::request_cancel();
+    sc::fail_callback(r, {sc::ErrorCode::kCancelled,
+                          "the plan stopped: its " + std::string(name) + " callback threw: " +
+                              sc::echo_text(e.as<std::string>(), 200),
+                          name});
   };
   if (on_progress.typeOf().as<std::string>() == "function") {
     r.progress = [&](int64_t done, int64_t total, const std::string& phase) {
@@ -177,13 +171,7 @@ std::string plan_partial(const std::string& job_json, const std::string& args_js
   }
   if (on_partial.typeOf().as<std::string>() == "function")
     r.partial = [&](const std::string& plan_json) { guarded("onPartial", on_partial, val(plan_json), val::undefined(), val::undefined()); };
-  std::string envelope = handler().handle(r).envelope;
-  if (!thrower) return envelope;
-  sc::clear_cancel();
-  return sc::error_envelope({sc::ErrorCode::kCancelled,
-                             "the plan stopped: its " + std::string(thrower) + " callback threw: " +
-                                 sc::echo_text(thrown, 200),
-                             thrower});
+  return handler().handle(r).envelope;
 }
 
 // {ok:true, bytes:Uint8Array} or {ok:false, error:{code,message,path}}.

@@ -11,6 +11,7 @@
 #include "api/export.h"
 #include "api/state.h"
 #include "base/bytes.h"
+#include "base/cancel.h"
 #include "emit/chakra_writer.h"
 #include "api/plan.h"
 #include "api/serving.h"
@@ -537,6 +538,14 @@ constexpr RequestOp kOps[] = {
 
 }  // namespace
 
+void fail_callback(const Request& r, Error e) {
+  if (r.callback_failure) return;
+  r.callback_failure = std::move(e);
+  request_cancel();
+}
+
+json parse_argument_text(const std::string& text) { return parse_user_text(text); }
+
 std::string error_envelope(const Error& e) { return std::string(R"({"ok":false,"error":)") + error_to_json(e) + "}"; }
 
 std::vector<std::string> RequestHandler::ops() {
@@ -546,6 +555,13 @@ std::vector<std::string> RequestHandler::ops() {
 }
 
 Response RequestHandler::handle(const Request& request) {
+  Response r = handle_op(request);
+  if (!request.callback_failure) return r;
+  clear_cancel();  // the cancel fail_callback asked for, not the caller's
+  return failed(*request.callback_failure);
+}
+
+Response RequestHandler::handle_op(const Request& request) {
   const RequestOp* op = nullptr;
   for (const RequestOp& o : kOps)
     if (request.op == o.name) op = &o;

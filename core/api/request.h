@@ -67,7 +67,22 @@ struct Request {
   // plan only: the best so far as plan JSON (PlanOptions::improved), each
   // time the ranked rows change while the search runs; may be empty.
   std::function<void(const std::string& plan_json)> partial;
+  // Set through fail_callback (a front end's callback failed: the bridge's
+  // JS callback threw): the operation stops at its next check and handle()
+  // answers this error instead of its result.
+  mutable std::optional<Error> callback_failure;
 };
+
+// A callback of `r` failed (it must not throw through the engine): the
+// operation in progress stops (a cancel, base/cancel.h) and handle()
+// answers `e`. Only the first failure counts.
+void fail_callback(const Request& r, Error e);
+
+// Argument text a front end passes as JSON (the bridge's argument
+// objects), parsed with the job parser's limits (64 levels of nesting, no
+// NUL: a deeper value is never built, so no recursive copy of it can
+// exhaust the stack); a discarded value when the text is not such JSON.
+nlohmann::json parse_argument_text(const std::string& text);
 
 struct Response {
   std::string envelope;        // {"ok":true,...} or {"ok":false,"error":{...}}
@@ -95,6 +110,7 @@ class RequestHandler {
   // failing job clears it; results never depend on it.
   std::string cached_job_json_;
   std::optional<Generator> cached_;
+  Response handle_op(const Request& request);
 };
 
 // {"ok":false,"error":{"code":"...","message":"...","path":"..."}}

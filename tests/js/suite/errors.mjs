@@ -81,6 +81,46 @@ export const cases = [
         assert.error(engine.rankTrace(json(SMALL_JOB), rank), 'invalid_argument', 'rank', `rank ${rank}`);
       }
       assert.equal(engine.rankTrace(json(SMALL_JOB), 3).ok, true, 'rank 3 after bad ranks');
+      // A value of another type is refused, not coerced (null was rank 0, true rank 1, '3' rank 3).
+      for (const rank of [null, true, false, '3', [3], {}]) {
+        assert.error(engine.rankTrace(json(SMALL_JOB), rank), 'invalid_argument', 'rank', `rank ${JSON.stringify(rank)}`);
+      }
+      if (typeof engine.graphJson === 'function')
+        for (const stage of [null, '0']) assert.error(JSON.parse(engine.graphJson(json(SMALL_JOB), stage)), 'invalid_argument', 'stage', `stage ${JSON.stringify(stage)}`);
+      stillAlive(engine, assert);
+    },
+  },
+  {
+    name: 'argument text nested 10,000 deep is refused, again and again, and the module lives',
+    run({ engine, assert }) {
+      if (typeof engine.plan !== 'function') return;
+      const deep = '['.repeat(10000) + ']'.repeat(10000);
+      const planJob = json({ model: { preset: 'gpt3-1.7b', num_layers: 2 }, training: { seq_len: 256, global_batch_size: 8 } });
+      // 44 such calls corrupted the module's stack before arguments were depth-checked.
+      for (let i = 0; i < 60; i++) {
+        assert.error(JSON.parse(engine.plan(planJob, `{"gpus":4,"x":${deep}}`, undefined)), 'parse_error', 'args', `plan ${i}`);
+      }
+      assert.error(JSON.parse(engine.plan(planJob, JSON.stringify({ gpus: 4, constraints: deep }), undefined)), 'invalid_argument', 'constraints');
+      assert.equal(engine.rankTrace(json(SMALL_JOB), 3).ok, true, 'a trace after deep arguments');
+      stillAlive(engine, assert);
+    },
+  },
+  {
+    name: 'a plan callback that throws stops the plan with an error naming it, and the module lives',
+    run({ engine, assert }) {
+      if (typeof engine.plan !== 'function') return;
+      const planJob = json({ model: { preset: 'gpt3-1.7b', num_layers: 2 }, training: { seq_len: 256, global_batch_size: 8 } });
+      // ~380 such calls killed the module when the exception unwound through it.
+      for (let i = 0; i < 50; i++) {
+        const r = JSON.parse(engine.plan(planJob, '{"gpus":4}', () => { throw new Error('boom'); }));
+        assert.error(r, 'cancelled', 'onProgress', `throwing onProgress ${i}`);
+        assert.ok(r.error.message.includes('boom'), `the message names the exception: ${r.error.message}`);
+      }
+      const thrown = JSON.parse(engine.plan(planJob, '{"gpus":4}', undefined, () => { throw 'partial'; }));
+      assert.error(thrown, 'cancelled', 'onPartial', 'throwing onPartial');
+      const r = JSON.parse(engine.plan(planJob, '{"gpus":4}', () => {}));
+      assert.equal(r.ok, true, `a plan after throwing callbacks (${JSON.stringify(r.error)})`);
+      stillAlive(engine, assert);
     },
   },
 ];

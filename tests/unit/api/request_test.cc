@@ -9,6 +9,7 @@
 #include "api/budget.h"
 #include "api/request.h"
 #include "api/state.h"
+#include "base/cancel.h"
 
 using namespace sc;
 using namespace sc::testing;
@@ -283,4 +284,28 @@ TEST_CASE("request: encoding traces for an archive is checked against the engine
   CHECK(call(h, "archive_entry", kJob, bundle).ok());
   set_engine_budget(saved);
   CHECK(call(h, "archive_manifest", kJob, with_sizes).ok());
+}
+
+TEST_CASE("request: a callback that fails stops the plan, the request answers its error, the next one runs") {
+  RequestHandler h;
+  Request p;
+  p.op = "plan";
+  p.job_json = R"({"model": {"preset": "gpt3-1.7b", "num_layers": 2}, "training": {"seq_len": 256, "global_batch_size": 8}})";
+  p.args = {{"gpus", 4}};
+  int calls = 0;
+  p.progress = [&](int64_t, int64_t, const std::string&) {
+    ++calls;
+    fail_callback(p, {ErrorCode::kCancelled, "the callback threw: boom", "onProgress"});
+  };
+  Error e = error_of(h.handle(p));
+  CHECK(calls >= 1);
+  CHECK(e.code == ErrorCode::kCancelled);
+  CHECK(e.path == "onProgress");
+  CHECK(e.message == "the callback threw: boom");
+  CHECK_FALSE(cancel_requested());  // cleared: the handler's next request is not cancelled
+  Request again = p;
+  again.progress = nullptr;
+  again.callback_failure.reset();
+  Response ok = h.handle(again);
+  CHECK_MESSAGE(ok.ok(), ok.envelope);
 }
