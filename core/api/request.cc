@@ -90,6 +90,21 @@ std::string got(const json& args, const char* name) {
   return " (got " + jsonf::clip(it->dump(), 64) + ")";
 }
 
+// An argument object's keys against the operation's: an unknown one is
+// unknown_field at its name (a misspelt "timelimit" would otherwise be
+// ignored, and the search run without a limit).
+std::optional<Error> unknown_arg(const json& args, std::initializer_list<const char*> known) {
+  for (auto it = args.begin(); it != args.end(); ++it) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || it.key() == k;
+    if (ok) continue;
+    std::string list;
+    for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
+    return make_error(ErrorCode::kUnknownField, "unknown argument (known: " + list + ")", jsonf::clip(it.key()));
+  }
+  return std::nullopt;
+}
+
 Error rank_error(int64_t world, const json& args) {
   return make_error(ErrorCode::kInvalidArgument,
                     "rank must be an integer in [0, " + std::to_string(world) + ")" + got(args, "rank"), "rank");
@@ -357,6 +372,7 @@ Response op_archive_entry(const Context& c) {
 // (an object or its JSON text). The job is parsed only: building the base
 // job's own layout would be wasted (and may be huge).
 Response op_plan(const Context& c) {
+  if (std::optional<Error> e = unknown_arg(c.args, {"gpus", "constraints", "time_limit_seconds"})) return failed(*e);
   int64_t gpus = 0;
   if (!integer_arg(c.args, "gpus", 1, limits::kMaxDegree + 1.0, &gpus))  // [lo, hi): the cap itself is allowed
     return failed(make_error(ErrorCode::kInvalidArgument,
@@ -416,6 +432,7 @@ enum class Needs { kNothing, kJob, kGenerator };
 // {"concurrency": [1, 8, 64]}: the latency-throughput curve of an
 // inference job (api/serving.h, docs/inference.md).
 Response op_serving_sweep(const Context& c) {
+  if (std::optional<Error> e = unknown_arg(c.args, {"concurrency"})) return failed(*e);
   auto it = c.args.find("concurrency");
   if (it == c.args.end() || !it->is_array() || it->empty() || it->size() > 64)
     return failed(make_error(ErrorCode::kInvalidArgument, "must be a list of 1 to 64 integers", "concurrency"));
@@ -436,6 +453,7 @@ Response op_serving_sweep(const Context& c) {
 // {"ttft_seconds_p99": 1, "tpot_seconds_p99": 0.05, "requests": 1000}:
 // the capacity search of an inference job (api/serving.h, docs/inference.md).
 Response op_serving_capacity(const Context& c) {
+  if (std::optional<Error> e = unknown_arg(c.args, {"ttft_seconds_p99", "tpot_seconds_p99", "requests"})) return failed(*e);
   double slo[2] = {0, 0};
   const char* names[2] = {"ttft_seconds_p99", "tpot_seconds_p99"};
   for (int i = 0; i < 2; ++i) {

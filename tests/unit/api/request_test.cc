@@ -309,3 +309,24 @@ TEST_CASE("request: a callback that fails stops the plan, the request answers it
   Response ok = h.handle(again);
   CHECK_MESSAGE(ok.ok(), ok.envelope);
 }
+
+TEST_CASE("request: an argument plan or the serving ops do not know is unknown_field at its name") {
+  RequestHandler h;
+  Request p;
+  p.op = "plan";
+  p.job_json = R"({"model": {"preset": "gpt3-1.7b", "num_layers": 2}, "training": {"seq_len": 256, "global_batch_size": 8}})";
+  p.args = {{"gpus", 4}, {"timelimit", 1}};  // time_limit_seconds misspelt: was ignored (no limit)
+  Error e = error_of(h.handle(p));
+  CHECK(e.code == ErrorCode::kUnknownField);
+  CHECK(e.path == "timelimit");
+  CHECK(e.message == "unknown argument (known: gpus, constraints, time_limit_seconds)");
+  const std::string serve =
+      R"({"mode": "inference", "model": {"preset": "llama3-8b", "num_layers": 2}, "serving": {"prompt_tokens": 64, "output_tokens": 8}})";
+  e = error_of(call(h, "serving_sweep", serve, {{"concurrency", {1}}, {"conc", {2}}}));
+  CHECK(e.code == ErrorCode::kUnknownField);
+  CHECK(e.path == "conc");
+  e = error_of(call(h, "serving_capacity", serve, {{"request", 5}}));
+  CHECK(e.code == ErrorCode::kUnknownField);
+  CHECK(e.path == "request");
+  CHECK(call(h, "serving_sweep", serve, {{"concurrency", {1}}}).ok());
+}
