@@ -316,6 +316,30 @@ TEST_CASE("ep a2a overlap: a DeepEP leg beside compute runs at the dispatcher's 
   CHECK(h.run().step == doctest::Approx(60));
 }
 
+TEST_CASE("ep a2a overlap: two DeepEP legs in flight at once are both paced, and both sped up when compute ends") {
+  // As above (160 B/µs domain, DeepEP's 153 B/µs, 1 µs a step), with a
+  // second leg Y of C = 30294 B on the side stream: 1 + 30294 / 2 / 153 =
+  // 100 µs of work. At 0.5 beside P (10-50) X does 20 of 30 and Y 20 of
+  // 100; alone after 50, X ends at 60 and Y at 130; Q 130-140.
+  RoleProgram p;
+  p.axes = {"", "ep"};
+  add_hand_node(p, TraceNodeKind::kCompute, 10, {}, 0, 0, 0);             // A 0-10
+  add_hand_node(p, TraceNodeKind::kCollective, 0, {0}, 1, 4, 8874);       // X after A, EP stream
+  add_hand_node(p, TraceNodeKind::kCollective, 0, {0}, 1, 1, 30294);      // Y after A, side stream
+  add_hand_node(p, TraceNodeKind::kCompute, 40, {0}, 0, 0, 0);            // P after A
+  add_hand_node(p, TraceNodeKind::kCompute, 10, {1, 2, 3}, 0, 0, 0);      // Q after X, Y, P
+  HandSim h(p);
+  h.net.domain_bw = 160;
+  h.net.comm_sm_share_domain = h.net.comm_sm_share_scale_out = 0;
+  h.net.moe_dispatcher = NetworkModel::Dispatcher::kDeepEP;
+  h.net.dispatcher_overlap_rate = 0.5;
+  const SimResult r = h.run();
+  CHECK(r.step == doctest::Approx(140));
+  // At full speed: Y ends at 110, Q 110-120.
+  h.net.dispatcher_overlap_rate = 1;
+  CHECK(h.run().step == doctest::Approx(120));
+}
+
 TEST_CASE("ep a2a overlap: the dispatcher's overlap rate is h100's and h200's derived 0.35, DeepEP training jobs only") {
   const std::string deepep = R"(, "moe_dispatcher": "deepep")";
   for (const char* name : {"h100", "h200"}) CHECK(hardware_preset(name).value().dispatcher_overlap_rate == 0.35);
