@@ -100,37 +100,21 @@ int cmd_replay(const std::vector<std::string>& argv) {
   const std::string prefix = args.has("--prefix") ? *args.get("--prefix") : "trace";
   if (!valid_trace_prefix(prefix))  // never a path: "../x" would read outside DIR (issue 24 D14)
     return usage_error(cmd, prefix_error(prefix));
-  const std::string& path = args.positional[0];
-  std::error_code ec;
-  const bool archive = !fs::is_directory(path, ec);
-  if (archive) {
-    install_signal_cleanup();  // the extraction is removed on SIGINT/SIGTERM/SIGHUP,
-    std::signal(SIGPIPE, SIG_IGN);  // and when stdout's reader goes (a write fails instead)
-  }
-  int rc = kExitOk;
-  {
-    Result<std::unique_ptr<TraceInput>> in = TraceInput::open(path);
-    if (!in.ok()) {
-      rc = report_error(cmd, in.error());
-    } else {
-      const std::vector<std::string> parts = part_folders((*in)->dir(), prefix);
-      const std::vector<std::string> expected =
-          fs::exists((*in)->dir() / "comm_groups.json") ? std::vector<std::string>() : expected_parts((*in)->dir());
-      const PartCheck pc = check_parts(parts, expected);
-      if (!pc.ok()) {  // as validate: every part its job has, no other
-        rc = report_error(cmd, make_error(ErrorCode::kInvalidArgument, pc.message((*in)->shown(), expected, parts)));
-      } else if (parts.empty()) {
-        rc = replay_one(cmd, **in, "", prefix);
-      } else {
-        for (const std::string& p : parts) {
-          if (replay_one(cmd, **in, p, prefix) != kExitOk) rc = kExitError;
-          if (pending_signal()) break;
-        }
-      }
+  return with_trace_input(cmd, args.positional[0], [&](const TraceInput& in) {
+    const std::vector<std::string> parts = part_folders(in.dir(), prefix);
+    const std::vector<std::string> expected =
+        fs::exists(in.dir() / "comm_groups.json") ? std::vector<std::string>() : expected_parts(in.dir());
+    const PartCheck pc = check_parts(parts, expected);
+    if (!pc.ok())  // as validate: every part its job has, no other
+      return report_error(cmd, make_error(ErrorCode::kInvalidArgument, pc.message(in.shown(), expected, parts)));
+    if (parts.empty()) return replay_one(cmd, in, "", prefix);
+    int rc = kExitOk;
+    for (const std::string& p : parts) {
+      if (replay_one(cmd, in, p, prefix) != kExitOk) rc = kExitError;
+      if (pending_signal()) break;
     }
-  }
-  if (archive) release_signals(cmd);
-  return rc;
+    return rc;
+  });
 }
 
 }  // namespace sc::cli

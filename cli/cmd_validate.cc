@@ -444,20 +444,9 @@ int cmd_validate(const std::vector<std::string>& argv) {
   const std::string prefix = args.has("--prefix") ? *args.get("--prefix") : "trace";
   if (!valid_trace_prefix(prefix))  // never a path: "../x" would read outside DIR (issue 24 D14)
     return usage_error(cmd, prefix_error(prefix));
-  const std::string& path = args.positional[0];
-  std::error_code ec;
-  const bool archive = !fs::is_directory(path, ec);
-  if (archive) {
-    install_signal_cleanup();  // the extraction is removed on SIGINT/SIGTERM/SIGHUP,
-    std::signal(SIGPIPE, SIG_IGN);  // and when stdout's reader goes (a write fails instead)
-  }
-  int rc = kExitError;
-  {
-    Result<std::unique_ptr<TraceInput>> in = TraceInput::open(path);
-    rc = in.ok() ? validate_input(cmd, **in, prefix, threads, args.has("--json")) : report_error(cmd, in.error());
-  }
-  if (archive) release_signals(cmd);
-  return rc;
+  const bool json = args.has("--json");
+  return with_trace_input(cmd, args.positional[0],
+                          [&](const TraceInput& in) { return validate_input(cmd, in, prefix, threads, json); });
 }
 
 }  // namespace sc::cli

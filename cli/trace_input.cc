@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -249,6 +250,22 @@ Result<std::unique_ptr<TraceInput>> TraceInput::open(const std::string& path) {
   in->temp_ = temp.path;
   temp.path.clear();  // handed over: ~TraceInput removes it
   return in;
+}
+
+int with_trace_input(const char* cmd, const std::string& path, const std::function<int(const TraceInput&)>& body) {
+  std::error_code ec;
+  const bool archive = !fs::is_directory(path, ec);
+  if (archive) {
+    install_signal_cleanup();
+    std::signal(SIGPIPE, SIG_IGN);
+  }
+  int rc = kExitError;
+  {
+    Result<std::unique_ptr<TraceInput>> in = TraceInput::open(path);
+    rc = in.ok() ? body(**in) : report_error(cmd, in.error());
+  }  // the extraction is gone before a pending signal ends the process
+  if (archive) release_signals(cmd);
+  return rc;
 }
 
 std::vector<std::string> part_folders(const fs::path& dir, const std::string& prefix) {

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +51,14 @@ class TraceInput {
   std::string given_;
   std::filesystem::path temp_;  // the extraction directory; empty for a directory input
 };
+
+// Runs `body` on the input at `path` for command `cmd` (validate, replay):
+// a directory as it is, or an archive extracted for the run with
+// SIGINT/SIGTERM/SIGHUP caught (the extraction is removed, then the
+// process ends by the signal) and SIGPIPE ignored (a closed stdout fails a
+// write instead of killing the process before the removal). Returns
+// body's exit status, or reports open's error (exit 1).
+int with_trace_input(const char* cmd, const std::string& path, const std::function<int(const TraceInput&)>& body);
 
 // An inference job's export (docs/export.md): no traces of its own but
 // phase folders, each a trace directory. Their names, in archive order;
