@@ -111,7 +111,9 @@ TraceInput::~TraceInput() {
 
 std::string TraceInput::shown(const std::string& rel) const {
   if (temp_.empty()) return rel.empty() ? dir_.string() : (dir_ / rel).string();
-  return rel.empty() ? given_ : given_ + ":" + rel;
+  const std::string r = root_ + rel;
+  if (r.empty()) return given_;
+  return given_ + ":" + (r.back() == '/' ? r.substr(0, r.size() - 1) : r);
 }
 
 std::string TraceInput::unextracted(std::string msg) const {
@@ -248,6 +250,20 @@ Result<std::unique_ptr<TraceInput>> TraceInput::open(const std::string& path) {
   if (first) return make_error(ErrorCode::kIoError, path + ": not a directory, nor a .zip or .tar.gz archive (no member)");
   in->dir_ = temp.path;
   in->temp_ = temp.path;
+  // One folder named like a phase and nothing at the top (no summary.json,
+  // which every serving export has there): a directory that happens to be
+  // called "decode" or "prefill", archived by hand. It is the export, as
+  // validating that directory would read it (not a serving export's part).
+  std::vector<std::string> phases;
+  bool top_files = false;
+  for (fs::directory_iterator it(temp.path, ec), end; !ec && it != end; it.increment(ec)) {
+    if (it->is_directory(ec)) phases.push_back(it->path().filename().string());
+    else top_files = true;
+  }
+  if (!top_files && phases.size() == 1) {
+    in->dir_ = temp.path / phases[0];
+    in->root_ = phases[0] + "/";
+  }
   temp.path.clear();  // handed over: ~TraceInput removes it
   return in;
 }

@@ -50,6 +50,7 @@ class TraceInput {
   std::filesystem::path dir_;
   std::string given_;
   std::filesystem::path temp_;  // the extraction directory; empty for a directory input
+  std::string root_;            // "decode/" when the archive held that one folder only: dir_ is it
 };
 
 // Runs `body` on the input at `path` for command `cmd` (validate, replay):

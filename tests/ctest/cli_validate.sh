@@ -176,6 +176,12 @@ leftover "valid archives"
 (cd gen && tar czf ../bytar.tar.gz . ) && (tar czf wrapped.tar.gz gen) || fail "tar"
 check bytar.tar.gz; expect 0 "^valid$" "tar of ."
 check wrapped.tar.gz; expect 0 "^valid$" "tar of a folder"
+# A training export in a folder that happens to be called like a phase is
+# that export (as validating the folder reads it), not a serving part.
+mkdir -p pf && cp -r gen pf/prefill && (cd pf && tar czf ../pf.tar.gz prefill) || fail "tar prefill"
+check pf.tar.gz; expect 0 "^valid$" "a folder named prefill"
+grep -q "^pf.tar.gz:prefill: 4 trace files" out.txt || fail "a folder named prefill: $(head -c 300 out.txt)"
+grep -q "parts valid" out.txt && fail "a folder named prefill read as a serving export: $(cat out.txt)"
 # A broken member is named by the archive; a cut archive, a member that is a
 # link or appears twice, traces under two folders: an error naming the member.
 mkdir -p broken && cp gen/* broken/ 2> /dev/null; printf '\x00' | dd of=broken/trace.1.et bs=1 seek=0 conv=notrunc 2> /dev/null
