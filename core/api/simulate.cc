@@ -166,6 +166,8 @@ json network_json(const NetworkModel& n) {
           {"comm_sm_share_domain", sig(n.comm_sm_share_domain)},
           {"comm_sm_share_scale_out", sig(n.comm_sm_share_scale_out)}};
   if (n.dispatcher_sm_share > 0) out["dispatcher_sm_share"] = sig(n.dispatcher_sm_share);  // DeepEP's SMs (training)
+  if (n.dispatcher_overlap_rate < 1)  // DeepEP's pace beside compute (training)
+    out["dispatcher_overlap_rate"] = sig(n.dispatcher_overlap_rate);
   return out;
 }
 
@@ -259,6 +261,13 @@ std::string simulate_text(const SimulateReport& r) {
                   "host        issues each node %g us after the previous one; no node starts before its issue "
                   "(docs/simulate.md, \"The host\")\n",
                   sig(r.host_launch_micros));
+    out += b;
+  }
+  if (!r.astra && r.network.dispatcher_overlap_rate < 1) {
+    std::snprintf(b, sizeof b,
+                  "dispatcher  DeepEP's dispatch and combine run at %g of their speed while compute runs beside them "
+                  "(hardware.dispatcher_overlap_rate; docs/hardware.md, \"The dispatcher beside compute\")\n",
+                  sig(r.network.dispatcher_overlap_rate));
     out += b;
   }
   for (const std::string& l : r.sim.critical_path) out += l + "\n";
