@@ -358,6 +358,13 @@ TEST_CASE("ep a2a overlap: the dispatcher's overlap rate is h100's and h200's de
       "num_experts": 8, "experts_per_token": 2, "moe_ffn_hidden": 128}, "training": {"seq_len": 256, "global_batch_size": 8},
       "parallel": {"dp": 2, "ep": 2, "moe_dispatcher": "deepep"}, "hardware": {"preset": "h100", "dispatcher_overlap_rate": )";
   CHECK(job_of(given + "0.6}}").hardware.dispatcher_overlap_rate == 0.6);
+  // simulate says so where it applies: a text line and the network block.
+  const SimulateReport deep = simulate(make(job_of(moe_job(kOn, deepep))), SimulateOptions{}).value();
+  CHECK(has(simulate_text(deep), "dispatcher  DeepEP's dispatch and combine run at 0.35 of their speed"));
+  CHECK(has(simulate_json(deep), "\"dispatcher_overlap_rate\": 0.35"));
+  const SimulateReport plain = simulate(make(job_of(moe_job(kOn))), SimulateOptions{}).value();
+  CHECK(!has(simulate_text(plain), "dispatcher  "));
+  CHECK(!has(simulate_json(plain), "dispatcher_overlap_rate"));
   for (const char* bad : {"0", "1.5", "-1", "\"fast\""}) check_error(given + bad + "}}", "hardware.dispatcher_overlap_rate", "");
 }
 
