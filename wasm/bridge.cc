@@ -23,14 +23,6 @@ sc::RequestHandler& handler() {
   return h;
 }
 
-// One request; numbers arrive as JS doubles (number_arg) so that the
-// request layer, not Embind's conversion, rejects fractions, huge values
-// and values of other types.
-// An argument object's text, parsed with the job parser's limits (64
-// levels, no NUL): a deeper value is never built (its recursive copies
-// would exhaust the wasm stack). Discarded when it is not such JSON.
-nlohmann::json parse_args(const std::string& text) { return sc::parse_argument_text(text); }
-
 // f(a, b, c) called in JS inside try/catch: null when it returned, the
 // exception's text when it threw (so no JS exception crosses wasm frames).
 val js_try() {
@@ -42,20 +34,19 @@ val js_try() {
   return f;
 }
 
-// A number or boolean argument as JS gave it: a value of another type
-// becomes text naming its type, which the request layer refuses at the
-// argument's path (Embind would coerce null, true or "3" into a number).
-nlohmann::json number_arg(const val& v) {
+// A number or boolean argument as JS gave it (type "number" or
+// "boolean"): a value of another type becomes text naming its type, which
+// the request layer refuses at the argument's path (Embind would coerce
+// null, true or "3" into a number).
+nlohmann::json js_arg(const val& v, const char* type) {
   const std::string t = v.typeOf().as<std::string>();
-  if (t == "number") return v.as<double>();
-  return "a " + (v.isNull() ? std::string("null") : t);
-}
-nlohmann::json bool_arg(const val& v) {
-  const std::string t = v.typeOf().as<std::string>();
-  if (t == "boolean") return v.as<bool>();
-  return "a " + (v.isNull() ? std::string("null") : t);
+  if (t != type) return "a " + (v.isNull() ? std::string("null") : t);
+  return t == "number" ? nlohmann::json(v.as<double>()) : nlohmann::json(v.as<bool>());
 }
 
+// One request; numbers arrive as JS doubles (js_arg) so that the request
+// layer, not Embind's conversion, rejects fractions, huge values and
+// values of other types.
 sc::Response call(const char* op, const std::string& job_json, nlohmann::json args = nlohmann::json::object()) {
   sc::Request r;
   r.op = op;
@@ -93,7 +84,7 @@ std::string groups_phase(const std::string& job_json, const std::string& phase) 
 // passed on as the value of "concurrency", which the request layer refuses
 // with that path.
 std::string serving_sweep(const std::string& job_json, const std::string& args_json) {
-  nlohmann::json args = parse_args(args_json);
+  nlohmann::json args = sc::parse_argument_text(args_json);
   if (args.is_discarded() || !args.is_object()) args = nlohmann::json{{"concurrency", args_json}};
   return call("serving_sweep", job_json, std::move(args)).envelope;
 }
@@ -104,7 +95,7 @@ std::string serving_sweep(const std::string& job_json, const std::string& args_j
 // object is a parse_error at path "args". Every simulated run's memory is
 // checked against the engine budget before it runs (too_large).
 std::string serving_capacity(const std::string& job_json, const std::string& args_json) {
-  nlohmann::json args = parse_args(args_json);
+  nlohmann::json args = sc::parse_argument_text(args_json);
   if (args.is_discarded() || !args.is_object())
     return sc::error_envelope({sc::ErrorCode::kParseError,
                                "capacity arguments must be a JSON object {\"ttft_seconds_p99\", \"tpot_seconds_p99\", \"requests\"}",
@@ -112,13 +103,13 @@ std::string serving_capacity(const std::string& job_json, const std::string& arg
   return call("serving_capacity", job_json, std::move(args)).envelope;
 }
 std::string graph_json_stage(const std::string& job_json, val stage) {
-  return call("graph_json", job_json, {{"stage", number_arg(stage)}}).envelope;
+  return call("graph_json", job_json, {{"stage", js_arg(stage, "number")}}).envelope;
 }
 std::string rank_info(const std::string& job_json, val rank) {
-  return call("rank_info", job_json, {{"rank", number_arg(rank)}}).envelope;
+  return call("rank_info", job_json, {{"rank", js_arg(rank, "number")}}).envelope;
 }
 std::string rank_info_phase(const std::string& job_json, val rank, const std::string& phase) {
-  return call("rank_info", job_json, {{"rank", number_arg(rank)}, {"phase", phase}}).envelope;
+  return call("rank_info", job_json, {{"rank", js_arg(rank, "number")}, {"phase", phase}}).envelope;
 }
 // coords_json is passed on as text: malformed text is the core's parse error.
 std::string rank_at(const std::string& job_json, const std::string& coords_json) {
@@ -141,7 +132,7 @@ std::string plan(const std::string& job_json, const std::string& args_json, val 
   return plan_partial(job_json, args_json, on_progress, val::undefined());
 }
 std::string plan_partial(const std::string& job_json, const std::string& args_json, val on_progress, val on_partial) {
-  nlohmann::json args = parse_args(args_json);
+  nlohmann::json args = sc::parse_argument_text(args_json);
   if (args.is_discarded() || !args.is_object()) {
     return sc::error_envelope({sc::ErrorCode::kParseError, "plan arguments must be a JSON object {\"gpus\", \"constraints\"}", "args"});
   }
@@ -193,10 +184,10 @@ val bytes_response(const sc::Response& r) {
   return out;
 }
 val rank_trace(const std::string& job_json, val rank) {
-  return bytes_response(call("rank_trace", job_json, {{"rank", number_arg(rank)}}));
+  return bytes_response(call("rank_trace", job_json, {{"rank", js_arg(rank, "number")}}));
 }
 val rank_trace_phase(const std::string& job_json, val rank, const std::string& phase) {
-  return bytes_response(call("rank_trace", job_json, {{"rank", number_arg(rank)}, {"phase", phase}}));
+  return bytes_response(call("rank_trace", job_json, {{"rank", js_arg(rank, "number")}, {"phase", phase}}));
 }
 
 // The archive (core/api/export.h): layout "files" (the browser's zip) or
@@ -207,7 +198,7 @@ val rank_trace_phase(const std::string& job_json, val rank, const std::string& p
 // (prefill/..., kv_transfer/...), as `stagecraft generate` writes it.
 std::string archive_manifest(const std::string& job_json, const std::string& layout, const std::string& prefix,
                              val sizes) {
-  return call("archive_manifest", job_json, {{"layout", layout}, {"prefix", prefix}, {"sizes", bool_arg(sizes)}}).envelope;
+  return call("archive_manifest", job_json, {{"layout", layout}, {"prefix", prefix}, {"sizes", js_arg(sizes, "boolean")}}).envelope;
 }
 val archive_entry(const std::string& job_json, const std::string& layout, const std::string& prefix,
                   const std::string& name) {
@@ -218,7 +209,7 @@ val archive_entry(const std::string& job_json, const std::string& layout, const 
 std::string archive_manifest_phase(const std::string& job_json, const std::string& layout, const std::string& prefix,
                                    val sizes, const std::string& phase) {
   return call("archive_manifest", job_json,
-              {{"layout", layout}, {"prefix", prefix}, {"sizes", bool_arg(sizes)}, {"phase", phase}})
+              {{"layout", layout}, {"prefix", prefix}, {"sizes", js_arg(sizes, "boolean")}, {"phase", phase}})
       .envelope;
 }
 val archive_entry_phase(const std::string& job_json, const std::string& layout, const std::string& prefix,

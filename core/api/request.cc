@@ -23,16 +23,6 @@ namespace {
 
 using nlohmann::json;
 
-// Text a caller gives as JSON (options, constraints, coordinates, a job's
-// text read here), parsed with the job parser's limits (64 levels of
-// nesting, no NUL): a deeper value is never built, so no recursive copy,
-// dump or comparison of it can exhaust the wasm stack. A discarded json
-// when the text is not JSON within them.
-json parse_user_text(const std::string& text) {
-  Result<json> r = jsonf::parse_text(text);
-  return r.ok() ? std::move(r).value() : json(json::value_t::discarded);
-}
-
 // Whether a value nests deeper than the job parser allows (an argument
 // built by a native caller, not parsed here); walked without recursion.
 bool nests_deeper_than(const json& v, size_t max) {
@@ -46,7 +36,6 @@ bool nests_deeper_than(const json& v, size_t max) {
   }
   return false;
 }
-
 
 // {"ok":true,"<key>":<raw>}, raw already JSON; the payload is raw itself.
 Response ok_raw(const char* key, std::string raw) {
@@ -88,21 +77,6 @@ std::string got(const json& args, const char* name) {
   auto it = args.find(name);
   if (it == args.end()) return " (not given)";
   return " (got " + jsonf::clip(it->dump(), 64) + ")";
-}
-
-// An argument object's keys against the operation's: an unknown one is
-// unknown_field at its name (a misspelt "timelimit" would otherwise be
-// ignored, and the search run without a limit).
-std::optional<Error> unknown_arg(const json& args, std::initializer_list<const char*> known) {
-  for (auto it = args.begin(); it != args.end(); ++it) {
-    bool ok = false;
-    for (const char* k : known) ok = ok || it.key() == k;
-    if (ok) continue;
-    std::string list;
-    for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-    return make_error(ErrorCode::kUnknownField, "unknown argument (known: " + list + ")", jsonf::clip(it.key()));
-  }
-  return std::nullopt;
 }
 
 Error rank_error(int64_t world, const json& args) {
@@ -199,7 +173,7 @@ Response op_simulate(const Context& c) {
   if (auto it = c.args.find("options"); it != c.args.end()) {
     if (it->is_string()) {
       const std::string& text = it->get_ref<const std::string&>();
-      opt = parse_user_text(text.empty() ? "{}" : text);
+      opt = parse_argument_text(text.empty() ? "{}" : text);
     } else {
       opt = *it;
     }
@@ -267,10 +241,6 @@ const char* entry_kind_name(ArchiveEntry::Kind k) {
   return "file";
 }
 
-// {"ok":true,"manifest":{"layout","prefix","worldSize","entries":[{name,
-// kind, rank (traces), bytes (files), mode (archive member mode, octal
-// text)}]}}. args.sizes true: every entry has bytes (encodes every trace,
-// and for a bundle hashes them for manifest.json).
 // Encoding traces for an archive (every rank's size, a bundle's
 // manifest.json, one trace entry) holds the exporter's templates and one
 // encoded rank beside the build: generate_bytes at one thread, against the
@@ -299,6 +269,10 @@ Status check_encode_budget(const Generator& g, bool every_rank) {
   return ok_status();
 }
 
+// {"ok":true,"manifest":{"layout","prefix","worldSize","entries":[{name,
+// kind, rank (traces), bytes (files), mode (archive member mode, octal
+// text)}]}}. args.sizes true: every entry has bytes (encodes every trace,
+// and for a bundle hashes them for manifest.json).
 Response op_archive_manifest(const Context& c) {
   Result<ArchiveSpec> spec = archive_spec(c);
   if (!spec.ok()) return failed(spec.error());
@@ -372,7 +346,9 @@ Response op_archive_entry(const Context& c) {
 // (an object or its JSON text). The job is parsed only: building the base
 // job's own layout would be wasted (and may be huge).
 Response op_plan(const Context& c) {
-  if (std::optional<Error> e = unknown_arg(c.args, {"gpus", "constraints", "time_limit_seconds"})) return failed(*e);
+  // An argument the operation does not know is unknown_field at its name
+  // (a misspelt "timelimit" would otherwise be ignored).
+  if (Status st = jsonf::check_keys(c.args, {"gpus", "constraints", "time_limit_seconds"}, "", "argument"); !st.ok()) return failed(st.error());
   int64_t gpus = 0;
   if (!integer_arg(c.args, "gpus", 1, limits::kMaxDegree + 1.0, &gpus))  // [lo, hi): the cap itself is allowed
     return failed(make_error(ErrorCode::kInvalidArgument,
@@ -382,7 +358,7 @@ Response op_plan(const Context& c) {
   if (auto it = c.args.find("constraints"); it != c.args.end()) {
     if (it->is_string()) {
       const std::string& text = it->get_ref<const std::string&>();
-      cons = parse_user_text(text.empty() ? "{}" : text);
+      cons = parse_argument_text(text.empty() ? "{}" : text);
     } else {
       cons = *it;
     }
@@ -407,7 +383,7 @@ Response op_plan(const Context& c) {
   // micro-batch) would plan a job nobody asked for. Checked on the job's
   // text (a parsed Job cannot tell a default from a given value).
   if (c.request && !c.request->generator && !c.request->job) {
-    const json j = parse_user_text(c.request->job_json);
+    const json j = parse_argument_text(c.request->job_json);
     const bool inference = j.is_object() && j.contains("mode") && j["mode"] == "inference";
     for (const char* key : {"seq_len", "global_batch_size"}) {
       const bool given = j.is_object() && j.contains("training") && j["training"].is_object() && j["training"].contains(key);
@@ -432,7 +408,7 @@ enum class Needs { kNothing, kJob, kGenerator };
 // {"concurrency": [1, 8, 64]}: the latency-throughput curve of an
 // inference job (api/serving.h, docs/inference.md).
 Response op_serving_sweep(const Context& c) {
-  if (std::optional<Error> e = unknown_arg(c.args, {"concurrency"})) return failed(*e);
+  if (Status st = jsonf::check_keys(c.args, {"concurrency"}, "", "argument"); !st.ok()) return failed(st.error());
   auto it = c.args.find("concurrency");
   if (it == c.args.end() || !it->is_array() || it->empty() || it->size() > 64)
     return failed(make_error(ErrorCode::kInvalidArgument, "must be a list of 1 to 64 integers", "concurrency"));
@@ -453,7 +429,7 @@ Response op_serving_sweep(const Context& c) {
 // {"ttft_seconds_p99": 1, "tpot_seconds_p99": 0.05, "requests": 1000}:
 // the capacity search of an inference job (api/serving.h, docs/inference.md).
 Response op_serving_capacity(const Context& c) {
-  if (std::optional<Error> e = unknown_arg(c.args, {"ttft_seconds_p99", "tpot_seconds_p99", "requests"})) return failed(*e);
+  if (Status st = jsonf::check_keys(c.args, {"ttft_seconds_p99", "tpot_seconds_p99", "requests"}, "", "argument"); !st.ok()) return failed(st.error());
   double slo[2] = {0, 0};
   const char* names[2] = {"ttft_seconds_p99", "tpot_seconds_p99"};
   for (int i = 0; i < 2; ++i) {
@@ -562,7 +538,10 @@ void fail_callback(const Request& r, Error e) {
   request_cancel();
 }
 
-json parse_argument_text(const std::string& text) { return parse_user_text(text); }
+json parse_argument_text(const std::string& text) {
+  Result<json> r = jsonf::parse_text(text);
+  return r.ok() ? std::move(r).value() : json(json::value_t::discarded);
+}
 
 std::string error_envelope(const Error& e) { return std::string(R"({"ok":false,"error":)") + error_to_json(e) + "}"; }
 
@@ -601,7 +580,7 @@ Response RequestHandler::handle_op(const Request& request) {
     // args has none; it is not part of the job itself.
     std::string text = request.job_json;
     json merged = args;
-    json parsed = parse_user_text(text);  // too deep: parse_job below says so
+    json parsed = parse_argument_text(text);  // too deep: parse_job below says so
     if (parsed.is_object() && parsed.contains("plan")) {
       if (!merged.contains("constraints")) merged["constraints"] = parsed["plan"];
       parsed.erase("plan");
@@ -632,7 +611,7 @@ Response RequestHandler::handle_op(const Request& request) {
 }
 
 Response RequestHandler::handle_json(const std::string& request_json) {
-  json req = parse_user_text(request_json);
+  json req = parse_argument_text(request_json);
   if (req.is_discarded() || !req.is_object())
     return failed(make_error(ErrorCode::kParseError,
                              "a request is a JSON object such as {\"op\": \"summary\", \"job\": {...}}", ""));

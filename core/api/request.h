@@ -78,8 +78,9 @@ struct Request {
 // answers `e`. Only the first failure counts.
 void fail_callback(const Request& r, Error e);
 
-// Argument text a front end passes as JSON (the bridge's argument
-// objects), parsed with the job parser's limits (64 levels of nesting, no
+// Argument text given as JSON (the bridge's argument objects; options,
+// constraints, coordinates and a job's own text read by the request
+// layer), parsed with the job parser's limits (64 levels of nesting, no
 // NUL: a deeper value is never built, so no recursive copy of it can
 // exhaust the stack); a discarded value when the text is not such JSON.
 nlohmann::json parse_argument_text(const std::string& text);

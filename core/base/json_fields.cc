@@ -185,14 +185,14 @@ Status expect_object(const Json& v, const std::string& path) {
 }
 
 Status check_keys(const Json& obj, std::initializer_list<const char*> known,
-                  const std::string& path) {
+                  const std::string& path, const char* what) {
   for (auto it = obj.begin(); it != obj.end(); ++it) {
     bool found = false;
     for (const char* k : known) found = found || it.key() == k;
     if (found) continue;
     std::string list;
     for (const char* k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-    return make_error(ErrorCode::kUnknownField, "unknown key (known: " + list + ")",
+    return make_error(ErrorCode::kUnknownField, std::string("unknown ") + what + " (known: " + list + ")",
                       join(path, it.key()));
   }
   return ok_status();

@@ -37,9 +37,10 @@ const Json* find(const Json& obj, const char* key);
 
 Status expect_object(const Json& v, const std::string& path);
 
-// kUnknownField "<path>.<key>: unknown key (known: a, b, c)".
+// kUnknownField "<path>.<key>: unknown key (known: a, b, c)"; `what`
+// names the kind of key ("argument" for a request's arguments).
 Status check_keys(const Json& obj, std::initializer_list<const char*> known,
-                  const std::string& path);
+                  const std::string& path, const char* what = "key");
 
 Result<std::string> get_string(const Json& v, const std::string& path);
 Result<bool> get_bool(const Json& v, const std::string& path);
