@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <iterator>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
@@ -107,26 +108,26 @@ namespace {
 // SIGHUP too: a closed terminal must not leave a half-written export (or
 // an extracted archive) behind any more than Ctrl-C does.
 constexpr int kCaught[3] = {SIGINT, SIGTERM, SIGHUP};
-struct sigaction g_inherited[3];
+struct sigaction g_inherited[std::size(kCaught)];
 bool g_saved = false;
 }  // namespace
 
 void install_signal_cleanup() {
   if (!g_saved) {
-    for (int i = 0; i < 3; ++i) sigaction(kCaught[i], nullptr, &g_inherited[i]);
+    for (size_t i = 0; i < std::size(kCaught); ++i) sigaction(kCaught[i], nullptr, &g_inherited[i]);
     g_saved = true;
   }
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0;
-  for (int i = 0; i < 3; ++i)
+  for (size_t i = 0; i < std::size(kCaught); ++i)
     if (g_inherited[i].sa_handler != SIG_IGN) sigaction(kCaught[i], &sa, nullptr);
 }
 
 void release_signals(const std::string& command) {
   if (!g_saved) return;
-  for (int i = 0; i < 3; ++i) sigaction(kCaught[i], &g_inherited[i], nullptr);
+  for (size_t i = 0; i < std::size(kCaught); ++i) sigaction(kCaught[i], &g_inherited[i], nullptr);
   if (int sig = g_signal; sig != 0) {
     std::fprintf(stderr, "stagecraft %s: interrupted by %s\n", command.c_str(), signal_name(sig));
     reraise_if_signalled();
@@ -646,10 +647,6 @@ bool is_trace_file(const std::string& n) {
   return valid_trace_prefix(n.substr(0, dot));
 }
 
-bool is_part_name(const std::string& n) {
-  return n == "prefill" || n == "decode" || n == "mixed" || n == "kv_transfer";
-}
-
 // A previous directory export: summary.json and comm_groups.json, and
 // otherwise only <prefix>.<rank>.et regular files; or an inference job's
 // (docs/export.md): summary.json and part folders (prefill/, decode/,
@@ -825,6 +822,10 @@ Status run_export(const Generator& gen, const ArchiveEncoder& enc, const ExportO
   tmp.keep = true;
   stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return ok_status();
+}
+
+bool is_part_name(const std::string& n) {
+  return std::any_of(std::begin(kPartNames), std::end(kPartNames), [&](const char* p) { return n == p; });
 }
 
 }  // namespace sc::cli

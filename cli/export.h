@@ -84,6 +84,10 @@ Status check_output(const std::filesystem::path& out, OutputFormat format, bool 
 // POSIX shells expect of the commands they start (docs/promises.md).
 void install_signal_cleanup();
 int pending_signal();
+// A serving export's part folders, in archive order (docs/export.md).
+inline constexpr const char* kPartNames[] = {"prefill", "decode", "mixed", "kv_transfer"};
+bool is_part_name(const std::string& name);
+
 // "SIGINT", "SIGTERM" or "SIGHUP" (the signals install_signal_cleanup catches).
 const char* signal_name(int sig);
 void reraise_if_signalled();

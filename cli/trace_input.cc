@@ -27,7 +27,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kPhases[] = {"prefill", "decode", "mixed", "kv_transfer"};
 // Members taken at most: a world of 2^20 ranks in each of the 4 phase
 // folders, with their group files and summaries.
 constexpr size_t kMaxMembers = (size_t{4} << 20) + 64;
@@ -35,10 +34,6 @@ constexpr size_t kMaxMembers = (size_t{4} << 20) + 64;
 bool ends_with(const std::string& s, const char* suffix) {
   const size_t n = std::strlen(suffix);
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
-bool is_phase(const std::string& s) {
-  return std::any_of(std::begin(kPhases), std::end(kPhases), [&](const char* p) { return s == p; });
 }
 
 // The cap of a file validate or replay reads; 0 for any other name:
@@ -71,8 +66,8 @@ Member classify(std::string name) {
   }
   Member m;
   size_t first = 0;
-  if (parts.size() >= 2 && !is_phase(parts[0]) && !parts[0].empty() && parts[0] != "..") {
-    if (parts.size() == 2 || (parts.size() == 3 && is_phase(parts[1]))) {
+  if (parts.size() >= 2 && !is_part_name(parts[0]) && !parts[0].empty() && parts[0] != "..") {
+    if (parts.size() == 2 || (parts.size() == 3 && is_part_name(parts[1]))) {
       m.top = parts[0];
       first = 1;
     }
@@ -80,7 +75,7 @@ Member classify(std::string name) {
   const size_t n = parts.size() - first;
   if (n == 1) {
     m.rel = parts[first];
-  } else if (n == 2 && is_phase(parts[first])) {
+  } else if (n == 2 && is_part_name(parts[first])) {
     m.rel = parts[first] + "/" + parts[first + 1];
   } else {
     return Member{};
@@ -292,7 +287,7 @@ std::vector<std::string> part_folders(const fs::path& dir, const std::string& pr
     if (is_trace_file(n, prefix)) return {};
   }
   std::vector<std::string> parts;
-  for (const char* p : kPhases)
+  for (const char* p : kPartNames)
     if (fs::is_directory(dir / p, ec)) parts.push_back(p);
   return parts;
 }
