@@ -800,11 +800,7 @@ class Engine {
     }
     if (s >= 0) a.busy[s] = false, a.last[s] = e.node;
     if (e.version != 0 && xk == TraceNodeKind::kCollective)  // a DeepEP leg's end: no longer paced
-      for (size_t f = 0; f < a.flows.size(); ++f)
-        if (a.flows[f].node == e.node) {
-          a.flows.erase(a.flows.begin() + static_cast<std::ptrdiff_t>(f));
-          break;
-        }
+      std::erase_if(a.flows, [&](const Actor::Flow& f) { return f.node == e.node; });
     if (sharing_ && xk != TraceNodeKind::kCompute) {
       bool cross = false;
       if (xk == TraceNodeKind::kCollective) cross = a.shape[in.slot].domains > 1;
