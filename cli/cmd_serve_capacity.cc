@@ -1,8 +1,10 @@
 // stagecraft serve-capacity: the highest request rate a serving deployment
 // holds at its latency targets (docs/inference.md, "Capacity"), for the
 // job's layout or across tp degrees and replica counts.
+#include <algorithm>
 #include <cstdio>
 #include <numeric>
+#include <optional>
 
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -30,7 +32,9 @@ const char* kUsage =
     "is the job's serving.workload with its rate varied (poisson or fixed\n"
     "arrivals), or Poisson arrivals of the job's request lengths; --requests\n"
     "per simulated run (default: the workload's count, else 1000). With\n"
-    "--tp-list / --replicas-list, one search per layout (docs/inference.md).";
+    "--tp-list / --replicas-list, one search per layout: a layout whose model\n"
+    "or requests do not fit is reported and skipped, and the layout serving\n"
+    "the most requests/s per GPU is named (docs/inference.md).";
 
 bool parse_seconds(const std::string& text, double* out) {
   char* end = nullptr;
@@ -107,48 +111,103 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
   for (int64_t tp : tps)
     for (int64_t rep : reps)
       if (Status st = validate_job(layout(tp, rep)); !st.ok()) return report_error(kCmd, which(tp, rep, st.error()));
+  // Every layout built and its runs checked (the model and every request
+  // fit) before any search. One layout that cannot run is the command's
+  // error; in a sweep it is a row saying why, and the others are searched
+  // (all of them failing: the error, naming each).
+  struct Layout {
+    int64_t tp, rep, gpus;
+    std::optional<Generator> gen;
+    std::optional<Error> not_searched;
+  };
+  std::vector<Layout> layouts;
+  for (int64_t tp : tps)
+    for (int64_t rep : reps) {
+      const Job j = layout(tp, rep);
+      Result<Generator> g = Generator::create(j);
+      Layout l{tp, rep, j.parallel.world_size() * rep, std::nullopt, std::nullopt};
+      if (!g.ok())  // validated above: what is left is the model not fitting
+        l.not_searched = g.error();
+      else if (Status st = serving_capacity_ready(*g, requests); !st.ok())
+        l.not_searched = st.error();
+      else
+        l.gen.emplace(std::move(*g));
+      layouts.push_back(std::move(l));
+    }
+  if (std::none_of(layouts.begin(), layouts.end(), [](const Layout& l) { return l.gen.has_value(); })) {
+    if (layouts.size() == 1) return report_error(kCmd, *layouts[0].not_searched);
+    Error e = which(layouts[0].tp, layouts[0].rep, *layouts[0].not_searched);
+    for (size_t i = 1; i < layouts.size(); ++i) {
+      const Error& o = *layouts[i].not_searched;
+      e.message += "; tp " + std::to_string(layouts[i].tp) + ", replicas " + std::to_string(layouts[i].rep) + ": " +
+                   (o.to_string() == layouts[0].not_searched->to_string() ? std::string("the same") : o.to_string());
+    }
+    e.message = "no layout can be searched: " + e.message;
+    return report_error(kCmd, e);
+  }
   nlohmann::json all = nlohmann::json::array();
   if (!args.has("--json")) {
     auto show = [](double v) { char b[32]; std::snprintf(b, sizeof b, "%g ms", v * 1e3); return v > 0 ? std::string(b) : std::string("-"); };
     std::printf("SLO: P99 TTFT %s, P99 TPOT %s\n", show(ttft).c_str(), show(tpot).c_str());
   }
-  for (int64_t tp : tps)
-    for (int64_t rep : reps) {
-      const Job j = layout(tp, rep);
-      Result<Generator> g = Generator::create(j);
-      if (!g.ok()) return report_error(kCmd, which(tp, rep, g.error()));
-      Result<CapacityResult> r = serving_capacity(*g, ttft, tpot, requests);
-      if (!r.ok()) return report_error(kCmd, which(tp, rep, r.error()));
-      nlohmann::json one = nlohmann::json::parse(serving_capacity_json(*r));
-      one["tp"] = tp;
-      one["replicas"] = rep;
-      all.push_back(one);
-      if (args.has("--json")) continue;
-      if (r->capacity > 0)
-        std::printf("\ntp %lld, replicas %lld (%lld GPUs): capacity %.3f requests/s (%.4f per GPU), %lld runs of %lld requests\n",
-                    static_cast<long long>(tp), static_cast<long long>(rep), static_cast<long long>(r->gpus), r->capacity,
-                    r->gpus > 0 ? r->capacity / static_cast<double>(r->gpus) : 0.0,
-                    static_cast<long long>(r->simulations), static_cast<long long>(r->requests));
-      else
-        std::printf("\ntp %lld, replicas %lld (%lld GPUs): no request rate meets the SLOs: even at %.3g requests/s "
-                    "(requests alone) P99 TTFT is %.4g ms and P99 TPOT %.4g ms; %lld runs of %lld requests\n",
-                    static_cast<long long>(tp), static_cast<long long>(rep), static_cast<long long>(r->gpus),
-                    r->reference.rate,
-                    r->reference.ttft_p99 * 1e3, r->reference.tpot_p99 * 1e3,
-                    static_cast<long long>(r->simulations), static_cast<long long>(r->requests));
-      if (r->short_run)
-        std::printf("warning: at this rate the %lld requests arrive within %.3g s, under %g P99 end-to-end latencies "
-                    "(%.3g s): too short for a steady state, the capacity is not measured by this run: raise --requests\n",
-                    static_cast<long long>(r->requests), static_cast<double>(r->requests) / r->capacity,
-                    kSteadyRunLatencies, r->e2e_p99_at_capacity);
-      std::printf("%12s %12s %12s %12s %12s %12s %5s\n", "req/s", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
-                  "tpot_p99_ms", "out_tok/s", "slo");
-      for (const CapacityPoint& c : r->curve)
-        std::printf(r->capacity > 0 ? "%12.3f %12.1f %12.1f %12.2f %12.2f %12.1f %5s\n"
-                                    : "%12.4g %12.1f %12.1f %12.2f %12.2f %12.1f %5s\n",
-                    c.rate, c.ttft_p50 * 1e3, c.ttft_p99 * 1e3,
-                    c.tpot_p50 * 1e3, c.tpot_p99 * 1e3, c.output_tokens_per_second, c.meets_slo ? "yes" : "no");
+  const Layout* best = nullptr;  // the most requests per second per GPU
+  double best_per_gpu = 0;
+  for (const Layout& l : layouts) {
+    const long long tp = l.tp, rep = l.rep;
+    if (l.not_searched) {
+      const Error& e = *l.not_searched;
+      all.push_back({{"tp", l.tp}, {"replicas", l.rep}, {"gpus", l.gpus},
+                     {"not_searched", {{"code", error_code_name(e.code)}, {"field", e.path}, {"message", e.message}}}});
+      if (!args.has("--json"))
+        std::printf("\ntp %lld, replicas %lld (%lld GPUs): not searched: %s\n", tp, rep, static_cast<long long>(l.gpus),
+                    e.to_string().c_str());
+      continue;
     }
+    Result<CapacityResult> r = serving_capacity(*l.gen, ttft, tpot, requests);
+    if (!r.ok()) return report_error(kCmd, which(l.tp, l.rep, r.error()));
+    nlohmann::json one = nlohmann::json::parse(serving_capacity_json(*r));
+    one["tp"] = l.tp;
+    one["replicas"] = l.rep;
+    all.push_back(one);
+    const double per_gpu = r->gpus > 0 ? r->capacity / static_cast<double>(r->gpus) : 0.0;
+    if (r->capacity > 0 && per_gpu > best_per_gpu) {
+      best = &l;
+      best_per_gpu = per_gpu;
+    }
+    if (args.has("--json")) continue;
+    if (r->capacity > 0)
+      std::printf("\ntp %lld, replicas %lld (%lld GPUs): capacity %.3f requests/s (%.4f per GPU), %lld runs of %lld requests\n",
+                  tp, rep, static_cast<long long>(r->gpus), r->capacity, per_gpu,
+                  static_cast<long long>(r->simulations), static_cast<long long>(r->requests));
+    else
+      std::printf("\ntp %lld, replicas %lld (%lld GPUs): no request rate meets the SLOs: even at %.3g requests/s "
+                  "(requests alone) P99 TTFT is %.4g ms and P99 TPOT %.4g ms; %lld runs of %lld requests\n",
+                  tp, rep, static_cast<long long>(r->gpus), r->reference.rate,
+                  r->reference.ttft_p99 * 1e3, r->reference.tpot_p99 * 1e3,
+                  static_cast<long long>(r->simulations), static_cast<long long>(r->requests));
+    if (r->short_run)
+      std::printf("warning: at this rate the %lld requests arrive within %.3g s, under %g P99 end-to-end latencies "
+                  "(%.3g s): too short for a steady state, the capacity is not measured by this run: raise --requests\n",
+                  static_cast<long long>(r->requests), static_cast<double>(r->requests) / r->capacity,
+                  kSteadyRunLatencies, r->e2e_p99_at_capacity);
+    std::printf("%12s %12s %12s %12s %12s %12s %5s\n", "req/s", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
+                "tpot_p99_ms", "out_tok/s", "slo");
+    for (const CapacityPoint& c : r->curve)
+      std::printf(r->capacity > 0 ? "%12.3f %12.1f %12.1f %12.2f %12.2f %12.1f %5s\n"
+                                  : "%12.4g %12.1f %12.1f %12.2f %12.2f %12.1f %5s\n",
+                  c.rate, c.ttft_p50 * 1e3, c.ttft_p99 * 1e3,
+                  c.tpot_p50 * 1e3, c.tpot_p99 * 1e3, c.output_tokens_per_second, c.meets_slo ? "yes" : "no");
+  }
+  // A sweep names the layout that serves the most per GPU (ties: the first).
+  if (layouts.size() > 1 && best != nullptr && !args.has("--json"))
+    std::printf("\nmost per GPU: tp %lld, replicas %lld: %.4f requests/s per GPU\n", static_cast<long long>(best->tp),
+                static_cast<long long>(best->rep), best_per_gpu);
+  if (args.has("--json") && layouts.size() > 1) {
+    nlohmann::json out{{"layouts", all}};
+    if (best != nullptr) out["most_per_gpu"] = {{"tp", best->tp}, {"replicas", best->rep}};
+    std::cout << out.dump() << "\n";
+    return kExitOk;
+  }
   if (args.has("--json")) std::cout << (all.size() == 1 ? all[0].dump() : nlohmann::json{{"layouts", all}}.dump()) << "\n";
   return kExitOk;
 }

@@ -111,6 +111,11 @@ Result<std::vector<ServingPoint>> serving_sweep(const Generator& g, const std::v
 
 Status serving_capacity_searchable(const Job& job) { return serve::capacity_searchable(job); }
 
+Status serving_capacity_ready(const Generator& g, int64_t requests) {
+  SC_ASSIGN_OR_RETURN(const Job* job, serving_job_of(g, "serving_capacity"));
+  return serve::capacity_ready(*job, backend(), requests);
+}
+
 Result<CapacityResult> serving_capacity(const Generator& g, double slo_ttft, double slo_tpot, int64_t requests) {
   SC_ASSIGN_OR_RETURN(const Job* job, serving_job_of(g, "serving_capacity"));
   return serve::serving_capacity(*job, backend(), slo_ttft, slo_tpot, requests);

@@ -28,6 +28,9 @@ Result<CapacityResult> serving_capacity(const Generator& g, double slo_ttft, dou
 // Whether that search can run on an inference job, before building it
 // (serve::capacity_searchable: colocated, poisson or fixed arrivals).
 Status serving_capacity_searchable(const Job& job);
+// Whether the search's runs can start on an inference job's Generator (the
+// model and every request fit; serve::capacity_ready), without simulating.
+Status serving_capacity_ready(const Generator& g, int64_t requests = 0);
 
 // The KV transfer between disaggregated pools (serve/kv_transfer.h), for
 // an inference job's Generator with serving.disaggregated; otherwise an

@@ -97,15 +97,8 @@ Percentiles percentiles(std::vector<double> v) {
   return of_sorted(v);
 }
 
-Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, const CostModel& cost,
-                                         const SchedulerParams& p) {
-  WorkloadResult out;
-  out.requests.resize(requests.size());
-  for (size_t i = 0; i < requests.size(); ++i) {
-    RequestResult& r = out.requests[i];
-    r.arrival = requests[i].arrival;
-    r.prompt = requests[i].prompt;
-    r.output = requests[i].output;
+Status check_requests(const std::vector<Request>& requests, const SchedulerParams& p) {
+  for (const Request& r : requests) {
     // A request whose whole sequence cannot be cached on an idle rank can
     // never finish: an error, not an endless preemption loop.
     const int64_t pages = ceil_div(r.prompt + r.output, p.page_tokens) + p.state_blocks;
@@ -116,9 +109,8 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
                         "serving.workload");
   }
   const int64_t budget = p.token_budget;  // sarathi: the chunk size (set by the caller)
-  const bool whole_prompts = p.policy == SchedulerParams::Policy::kPrefillFirst && !p.chunked_prefill;
-  if (whole_prompts)
-    for (const RequestResult& r : out.requests)
+  if (p.policy == SchedulerParams::Policy::kPrefillFirst && !p.chunked_prefill)
+    for (const Request& r : requests)
       if (r.prompt + r.output > budget)
         return make_error(ErrorCode::kInvalidArgument,
                           "without chunked prefill a whole sequence must fit the token budget (as vLLM V0 "
@@ -126,6 +118,22 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
                               to_string(r.prompt) + " + " + to_string(r.output) + " tokens against a budget of " +
                               to_string(budget),
                           "serving.scheduler.max_num_batched_tokens");
+  return ok_status();
+}
+
+Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, const CostModel& cost,
+                                         const SchedulerParams& p) {
+  SC_RETURN_IF_ERROR(check_requests(requests, p));
+  WorkloadResult out;
+  out.requests.resize(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    RequestResult& r = out.requests[i];
+    r.arrival = requests[i].arrival;
+    r.prompt = requests[i].prompt;
+    r.output = requests[i].output;
+  }
+  const int64_t budget = p.token_budget;  // sarathi: the chunk size (set by the caller)
+  const bool whole_prompts = p.policy == SchedulerParams::Policy::kPrefillFirst && !p.chunked_prefill;
   const int64_t ranks_total = p.dp * p.replicas;
   // Request i goes to rank i mod (dp x replicas) (round robin, as a load
   // balancer in front of the replicas and the engine's dp ranks do);

@@ -154,6 +154,12 @@ struct WorkloadResult {
   std::vector<std::pair<double, double>> kv_utilization;   // (bucket start, mean) over <= 100 buckets
 };
 
+// Every request can finish on an idle rank: its whole sequence's KV pages
+// fit a rank, and without chunked prefill it fits the token budget (an
+// error naming the field otherwise). simulate_workload checks it first;
+// the capacity search checks it before any run.
+Status check_requests(const std::vector<Request>& requests, const SchedulerParams& p);
+
 Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, const CostModel& cost,
                                          const SchedulerParams& p);
 

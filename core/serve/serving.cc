@@ -884,6 +884,54 @@ Status capacity_searchable(const Job& job) {
   return ok_status();
 }
 
+namespace {
+
+// Everything before the capacity search's first run: the job with its
+// workload at rate 1 and n requests, its plan, scheduler and cost model,
+// and the drawn requests checked (each can finish on an idle rank, the
+// run fits the engine's memory budget). A layout whose model or requests
+// do not fit fails here, before anything is simulated.
+struct CapacitySetup {
+  Job job;
+  Serving sv;
+  SchedulerParams p;
+  CostModel m;
+  int64_t n = 0;
+};
+
+Status capacity_setup(const Job& full, const ServeBackend& be, int64_t requests, CapacitySetup* out) {
+  SC_RETURN_IF_ERROR(capacity_searchable(full));
+  out->job = full;
+  WorkloadConfig& w = out->job.serving.workload;
+  if (requests < 0 || requests > kMaxWorkloadRequests)
+    return make_error(ErrorCode::kInvalidArgument,
+                      "must be in [0, " + to_string(kMaxWorkloadRequests) + "] (got " + to_string(requests) + ")",
+                      "requests");
+  out->n = requests > 0 ? requests : (w.present && w.requests > 0 ? w.requests : 1000);
+  if (!w.present) {
+    w = WorkloadConfig{};
+    w.present = true;
+  }
+  w.rate = 1.0;  // rate_scale is then the rate itself
+  w.requests = out->n;
+  w.duration_seconds = 0;
+  SC_RETURN_IF_ERROR(plan(out->job, &out->sv, out->job.serving.concurrency, /*strict=*/false, be));
+  out->p = scheduler_params(out->job, out->sv);
+  SC_ASSIGN_OR_RETURN(out->m, cost_model(out->job, out->sv, out->p, be));
+  // The same draws at every rate (only their spacing changes): checked once.
+  SC_ASSIGN_OR_RETURN(std::vector<Request> reqs,
+                      make_requests(out->job.serving, max_context(out->job), 1.0));
+  SC_RETURN_IF_ERROR(check_workload_budget(reqs, out->p, be.max_engine_bytes));
+  return check_requests(reqs, out->p);
+}
+
+}  // namespace
+
+Status capacity_ready(const Job& job, const ServeBackend& be, int64_t requests) {
+  CapacitySetup s;
+  return capacity_setup(job, be, requests, &s);
+}
+
 Result<CapacityResult> serving_capacity(const Job& full, const ServeBackend& be, double slo_ttft, double slo_tpot,
                                         int64_t requests) {
   if (!(slo_ttft > 0) && !(slo_tpot > 0)) {  // neither given: the job's serving.slo
@@ -894,27 +942,15 @@ Result<CapacityResult> serving_capacity(const Job& full, const ServeBackend& be,
     return make_error(ErrorCode::kInvalidArgument,
                       "give a P99 TTFT or TPOT target (seconds > 0), or both, or a serving.slo block in the job",
                       "serving.slo.ttft_seconds_p99");
-  SC_RETURN_IF_ERROR(capacity_searchable(full));
-  Job job = full;
-  WorkloadConfig& w = job.serving.workload;
-  if (requests < 0 || requests > kMaxWorkloadRequests)
-    return make_error(ErrorCode::kInvalidArgument,
-                      "must be in [0, " + to_string(kMaxWorkloadRequests) + "] (got " + to_string(requests) + ")",
-                      "requests");
-  const int64_t n = requests > 0 ? requests : (w.present && w.requests > 0 ? w.requests : 1000);
-  if (!w.present) {
-    w = WorkloadConfig{};
-    w.present = true;
-  }
-  w.rate = 1.0;  // rate_scale is then the rate itself
-  w.requests = n;
-  w.duration_seconds = 0;
-  Serving sv;
-  SC_RETURN_IF_ERROR(plan(job, &sv, job.serving.concurrency, /*strict=*/false, be));
-  serve::SchedulerParams p = scheduler_params(job, sv);
+  CapacitySetup s;
+  SC_RETURN_IF_ERROR(capacity_setup(full, be, requests, &s));
+  const Job& job = s.job;
+  const int64_t n = s.n;
+  SchedulerParams& p = s.p;
   p.slo_ttft = slo_ttft;
   p.slo_tpot = slo_tpot;
-  SC_ASSIGN_OR_RETURN(serve::CostModel m, cost_model(job, sv, p, be));
+  const CostModel& m = s.m;
+  const Serving& sv = s.sv;
   CapacityResult out;
   out.slo_ttft = slo_ttft;
   out.slo_tpot = slo_tpot;

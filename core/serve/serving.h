@@ -84,6 +84,11 @@ Result<CapacityResult> serving_capacity(const Job& job, const ServeBackend& back
 // varies the arrival rate of colocated engines, so a disaggregated job or a
 // burst or trace workload is an error naming the field.
 Status capacity_searchable(const Job& job);
+// Whether the capacity search's runs can start: the model fits its memory
+// and every request of `requests` (0: the workload's count, else 1000)
+// can finish on an idle rank, all without simulating (the errors the
+// search would return before its first run).
+Status capacity_ready(const Job& job, const ServeBackend& backend, int64_t requests);
 
 }  // namespace serve
 

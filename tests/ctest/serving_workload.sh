@@ -158,4 +158,42 @@ if "$cli" serve-capacity --config "$out/c.json" --slo-ttft 1 --tp-list 1,3 --req
 fi
 [ ! -s "$out/bc.txt" ] || { echo "serve-capacity searched before refusing tp 3: $(cat "$out/bc.txt")"; exit 1; }
 grep -q 'tp 3, replicas 1 (from --tp-list)' "$out/err.txt"
+# A layout that validates but whose model does not fit its memory: alone,
+# the command's error before anything is printed; in a sweep, a row that
+# says why (JSON: not_searched), found before any search runs, and the
+# other layouts are searched; the sweep names the layout serving the most
+# per GPU. Llama 3 70B in bf16 needs 131 GiB of weights: not on one H100.
+cat >"$out/big.json" <<'J'
+{"mode": "inference", "model": "llama3-70b", "parallel": {"tp": 1}, "hardware": "h100",
+ "serving": {"prompt_tokens": 512, "output_tokens": 64, "workload": {"rate": 1, "requests": 40, "seed": 2}}}
+J
+if "$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 >"$out/bc.txt" 2>"$out/err.txt"; then echo "searched a 70B on one GPU"; exit 1; fi
+[ ! -s "$out/bc.txt" ] || { echo "serve-capacity printed before refusing: $(cat "$out/bc.txt")"; exit 1; }
+grep -q 'parallel.tp: the model does not fit even at one sequence: a rank needs .* short by' "$out/err.txt"
+"$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 --tp-list 1,4,8 >"$out/sweep.txt"
+grep -q '^tp 1, replicas 1 (1 GPUs): not searched: parallel.tp: the model does not fit even at one sequence' "$out/sweep.txt"
+grep -q '^tp 4, replicas 1 (4 GPUs): capacity' "$out/sweep.txt"
+grep -q '^tp 8, replicas 1 (8 GPUs): capacity' "$out/sweep.txt"
+grep -q '^most per GPU: tp [48], replicas 1: ' "$out/sweep.txt"
+"$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 --tp-list 1,4,8 --json >"$out/sweep.json"
+python3 - "$out/sweep.json" "$out/sweep.txt" <<'PY'
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+c = d["layouts"]
+assert [x["tp"] for x in c] == [1, 4, 8], c
+ns = c[0]["not_searched"]
+assert ns["code"] == "invalid_argument" and ns["field"] == "parallel.tp" and "does not fit" in ns["message"], ns
+assert "capacity_requests_per_second" not in c[0] and c[0]["gpus"] == 1, c[0]
+per = {x["tp"]: x["capacity_requests_per_second_per_gpu"] for x in c[1:]}
+assert all(v > 0 for v in per.values()), per
+best = max(per, key=lambda t: (per[t], -t))  # the first of equals
+assert d["most_per_gpu"] == {"tp": best, "replicas": 1}, (d["most_per_gpu"], per)
+assert f"most per GPU: tp {best}, replicas 1: " in open(sys.argv[2]).read()
+PY
+# Every layout of a sweep failing: the error names each, before any output.
+if "$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 --replicas-list 1,2 >"$out/bc.txt" 2>"$out/err.txt"; then
+  echo "searched a 70B on one GPU"; exit 1
+fi
+[ ! -s "$out/bc.txt" ] || { echo "serve-capacity printed before refusing: $(cat "$out/bc.txt")"; exit 1; }
+grep -q 'no layout can be searched: tp 1, replicas 1 (from --replicas-list): the model does not fit .*; tp 1, replicas 2: the same' "$out/err.txt"
 echo "serving_workload: ok"

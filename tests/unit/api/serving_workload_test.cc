@@ -306,6 +306,37 @@ TEST_CASE("serving workload: the memory of a run is checked against the engine b
   CHECK(c.error().path == "serving.workload");
 }
 
+TEST_CASE("serving capacity: whether its runs can start is known before any run, with the search's own errors") {
+  Generator small = testing::generator_from_json(job_with(R"(, "workload": {"rate": 1, "requests": 100, "seed": 2})"));
+  CHECK(serving_capacity_ready(small).ok());
+  CHECK(serving_capacity_ready(small, 100).ok());
+  // The run-memory budget (the test above): the same error as the search.
+  Status big = serving_capacity_ready(small, 200000);
+  REQUIRE(!big.ok());
+  CHECK(big.error().code == ErrorCode::kTooLarge);
+  CHECK(big.error().path == "serving.workload");
+  // A request whose whole sequence needs more KV pages than a rank holds:
+  // Llama 3 8B in bf16 on one H100 at 20% of its memory keeps 357 pages of
+  // 16 tokens beside its weights. The job's own two requests (prompts drawn
+  // uniformly from 100 to 8,000 tokens, seed 4) fit, so it builds; the
+  // search's 200 draws of the same lengths hold longer ones, and both the
+  // readiness check and the search refuse them with the same error.
+  const std::string tight = job_with(
+      R"(, "gpu_memory_utilization": 0.2, "workload": {"rate": 1, "requests": 2, "seed": 4,)"
+      R"( "prompt_tokens": {"distribution": "uniform", "min": 100, "max": 8000}, "output_tokens": 100})");
+  Generator g = testing::generator_from_json(tight);
+  CHECK(serving_capacity_ready(g).ok());
+  Status ready = serving_capacity_ready(g, 200);
+  REQUIRE(!ready.ok());
+  CHECK(ready.error().path == "serving.workload");
+  CHECK_MESSAGE(ready.error().message.find("KV pages but a rank holds 357") != std::string::npos,
+                ready.error().message);
+  Result<CapacityResult> c = serving_capacity(g, 100, 0, 200);
+  REQUIRE(!c.ok());
+  CHECK(c.error().path == ready.error().path);
+  CHECK(c.error().message == ready.error().message);
+}
+
 TEST_CASE("serving capacity: the request op") {
   const std::string job = job_with(R"(, "workload": {"rate": 1, "requests": 200, "seed": 2})");
   RequestHandler h;
