@@ -14,6 +14,7 @@
 #include "api/api.h"
 #include "api/serving.h"
 #include "args.h"
+#include "base/json_fields.h"
 #include "commands.h"
 
 namespace sc::cli {
@@ -23,7 +24,7 @@ const char* kCmd = "serve-capacity";
 const char* kUsage =
     "usage: stagecraft serve-capacity (--model PRESET | --config job.json) [overrides]\n"
     "                                 [--slo-ttft S] [--slo-tpot S] [--requests N]\n"
-    "                                 [--tp-list 2,4,8] [--replicas-list 1,2] [--json]\n"
+    "                                 [--tp-list 2,4,8] [--replicas-list 1,2 | --gpus N] [--json]\n"
     "\n"
     "For an inference job (\"mode\": \"inference\"): the highest request rate\n"
     "(requests per second) at which a simulated workload keeps P99 TTFT under\n"
@@ -34,7 +35,9 @@ const char* kUsage =
     "per simulated run (default: the workload's count, else 1000). With\n"
     "--tp-list / --replicas-list, one search per layout: a layout whose model\n"
     "or requests do not fit is reported and skipped, and the layout serving\n"
-    "the most requests/s per GPU is named (docs/inference.md).";
+    "the most requests/s per GPU is named. --gpus N: each tp degree (--tp-list,\n"
+    "else 1, 2, 4, ... up to a node) with as many replicas as fill N GPUs\n"
+    "(docs/inference.md).";
 
 bool parse_seconds(const std::string& text, double* out) {
   char* end = nullptr;
@@ -53,6 +56,7 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
   specs.push_back({"--requests", nullptr, true, "N", "requests per simulated run (default 1000)"});
   specs.push_back({"--tp-list", nullptr, true, "LIST", "search each tensor-parallel degree, e.g. 2,4,8"});
   specs.push_back({"--replicas-list", nullptr, true, "LIST", "search each replica count, e.g. 1,2,4"});
+  specs.push_back({"--gpus", nullptr, true, "N", "a GPU budget: each tp degree with the replicas that fill N GPUs"});
   specs.push_back({"--json", nullptr, false, "", "print the result as JSON"});
   Args args;
   if (std::optional<int> rc = parse_or_exit(kCmd, argv, specs, kUsage, &args)) return *rc;
@@ -86,31 +90,71 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
     if (!parse_int_list(*args.get("--replicas-list"), 1, 16, &reps))
       return usage_error(kCmd, "--replicas-list must be 1 to 16 positive integers (got '" + *args.get("--replicas-list") + "')");
   }
-  // Every layout checked before any search starts (a refused one would
-  // otherwise end the run after the others' tables).
+  int64_t budget = 0;  // --gpus: each tp degree with the replicas that fill it
+  if (args.has("--gpus")) {
+    const std::optional<int64_t> v = parse_int(*args.get("--gpus"));
+    if (!v || *v < 1 || *v > limits::kMaxDegree)
+      return usage_error(kCmd, "--gpus must be an integer in [1, " + std::to_string(limits::kMaxDegree) + "] (got '" +
+                                   *args.get("--gpus") + "')");
+    if (args.has("--replicas-list"))
+      return usage_error(kCmd, "--gpus sets the replica counts: give --gpus or --replicas-list, not both");
+    budget = *v;
+  }
+  const bool tp_varies = args.has("--tp-list") || budget > 0;
   auto layout = [&](int64_t tp, int64_t rep) {
     Job j = job;
-    if (args.has("--tp-list")) {  // expert tp follows tp as when left out (docs/inference.md)
+    if (tp_varies) {  // expert tp follows tp as when left out (docs/inference.md)
       j.parallel.tp = tp;
       j.parallel.expert_tp = tp / std::gcd(tp, j.parallel.ep);
     }
     j.serving.replicas = rep;
     return j;
   };
+  const char* from = budget > 0 ? (args.has("--tp-list") ? "--gpus and --tp-list" : "--gpus")
+                     : args.has("--tp-list") && args.has("--replicas-list") ? "--tp-list and --replicas-list"
+                     : args.has("--tp-list")                                ? "--tp-list"
+                                                                            : "--replicas-list";
+  // The layouts: the lists' cross product, or with --gpus each tp degree
+  // (--tp-list's, else the powers of two up to a node) whose instance
+  // divides the budget, with as many replicas as fill it.
+  std::vector<std::pair<int64_t, int64_t>> pairs;
+  std::string skipped;  // default tp degrees --gpus leaves out, and why
+  if (budget > 0) {
+    if (!args.has("--tp-list")) {
+      tps.clear();
+      for (int64_t tp = 1; tp <= std::min<int64_t>(budget, job.hardware.gpus_per_node); tp *= 2) tps.push_back(tp);
+    }
+    for (int64_t tp : tps) {
+      const Job j = layout(tp, 1);
+      const Status valid = validate_job(j);
+      const int64_t world = j.parallel.world_size();
+      if (valid.ok() && world > 0 && budget % world == 0) {
+        pairs.emplace_back(tp, budget / world);
+        continue;
+      }
+      const std::string why = !valid.ok() ? valid.error().to_string()
+                                          : "an instance of " + std::to_string(world) + " GPUs does not divide " +
+                                                std::to_string(budget);
+      // A degree the user listed is theirs to fix; a default one that does
+      // not apply is left out, and said so if none is left.
+      if (args.has("--tp-list")) return usage_error(kCmd, "tp " + std::to_string(tp) + " (from --tp-list): " + why);
+      skipped += (skipped.empty() ? "" : "; ") + ("tp " + std::to_string(tp) + ": " + why);
+    }
+    if (pairs.empty())
+      return usage_error(kCmd, "no tp degree fills --gpus " + std::to_string(budget) + " (" + skipped + ")");
+  } else {
+    for (int64_t tp : tps)
+      for (int64_t rep : reps) pairs.emplace_back(tp, rep);
+  }
   // With several layouts, an error says which one (from which flag).
   auto which = [&](int64_t tp, int64_t rep, Error e) {
-    if (tps.size() * reps.size() > 1)
-      e.message = "tp " + std::to_string(tp) + ", replicas " + std::to_string(rep) + " (from " +
-                  (args.has("--tp-list") && args.has("--replicas-list") ? "--tp-list and --replicas-list"
-                   : args.has("--tp-list")                              ? "--tp-list"
-                                                                        : "--replicas-list") +
-                  "): " + e.message;
+    if (pairs.size() > 1 || budget > 0)
+      e.message = "tp " + std::to_string(tp) + ", replicas " + std::to_string(rep) + " (from " + from + "): " + e.message;
     return e;
   };
   if (Status st = serving_capacity_searchable(job); !st.ok()) return report_error(kCmd, st.error());
-  for (int64_t tp : tps)
-    for (int64_t rep : reps)
-      if (Status st = validate_job(layout(tp, rep)); !st.ok()) return report_error(kCmd, which(tp, rep, st.error()));
+  for (const auto& [tp, rep] : pairs)
+    if (Status st = validate_job(layout(tp, rep)); !st.ok()) return report_error(kCmd, which(tp, rep, st.error()));
   // Every layout built and its runs checked (the model and every request
   // fit) before any search. One layout that cannot run is the command's
   // error; in a sweep it is a row saying why, and the others are searched
@@ -121,34 +165,34 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
     std::optional<Error> not_searched;
   };
   std::vector<Layout> layouts;
-  for (int64_t tp : tps)
-    for (int64_t rep : reps) {
-      const Job j = layout(tp, rep);
-      Result<Generator> g = Generator::create(j);
-      Layout l{tp, rep, j.parallel.world_size() * rep, std::nullopt, std::nullopt};
-      if (!g.ok())  // validated above: what is left is the model not fitting
-        l.not_searched = g.error();
-      else if (Status st = serving_capacity_ready(*g, requests); !st.ok())
-        l.not_searched = st.error();
-      else
-        l.gen.emplace(std::move(*g));
-      layouts.push_back(std::move(l));
-    }
+  for (const auto& [tp, rep] : pairs) {
+    const Job j = layout(tp, rep);
+    Result<Generator> g = Generator::create(j);
+    Layout l{tp, rep, j.parallel.world_size() * rep, std::nullopt, std::nullopt};
+    if (!g.ok())  // validated above: what is left is the model not fitting
+      l.not_searched = g.error();
+    else if (Status st = serving_capacity_ready(*g, requests); !st.ok())
+      l.not_searched = st.error();
+    else
+      l.gen.emplace(std::move(*g));
+    layouts.push_back(std::move(l));
+  }
   if (std::none_of(layouts.begin(), layouts.end(), [](const Layout& l) { return l.gen.has_value(); })) {
-    if (layouts.size() == 1) return report_error(kCmd, *layouts[0].not_searched);
     Error e = which(layouts[0].tp, layouts[0].rep, *layouts[0].not_searched);
     for (size_t i = 1; i < layouts.size(); ++i) {
       const Error& o = *layouts[i].not_searched;
       e.message += "; tp " + std::to_string(layouts[i].tp) + ", replicas " + std::to_string(layouts[i].rep) + ": " +
                    (o.to_string() == layouts[0].not_searched->to_string() ? std::string("the same") : o.to_string());
     }
-    e.message = "no layout can be searched: " + e.message;
+    if (layouts.size() > 1) e.message = "no layout can be searched: " + e.message;
+    if (!skipped.empty()) e.message += " (left out: " + skipped + ")";
     return report_error(kCmd, e);
   }
   nlohmann::json all = nlohmann::json::array();
   if (!args.has("--json")) {
     auto show = [](double v) { char b[32]; std::snprintf(b, sizeof b, "%g ms", v * 1e3); return v > 0 ? std::string(b) : std::string("-"); };
     std::printf("SLO: P99 TTFT %s, P99 TPOT %s\n", show(ttft).c_str(), show(tpot).c_str());
+    if (!skipped.empty()) std::printf("left out: %s\n", skipped.c_str());
   }
   const Layout* best = nullptr;  // the most requests per second per GPU
   double best_per_gpu = 0;
@@ -204,6 +248,7 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
                 static_cast<long long>(best->rep), best_per_gpu);
   if (args.has("--json") && layouts.size() > 1) {
     nlohmann::json out{{"layouts", all}};
+    if (!skipped.empty()) out["left_out"] = skipped;
     if (best != nullptr) out["most_per_gpu"] = {{"tp", best->tp}, {"replicas", best->rep}};
     std::cout << out.dump() << "\n";
     return kExitOk;

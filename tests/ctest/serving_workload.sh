@@ -196,4 +196,26 @@ if "$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 --replicas-list 1
 fi
 [ ! -s "$out/bc.txt" ] || { echo "serve-capacity printed before refusing: $(cat "$out/bc.txt")"; exit 1; }
 grep -q 'no layout can be searched: tp 1, replicas 1 (from --replicas-list): the model does not fit .*; tp 1, replicas 2: the same' "$out/err.txt"
+# A GPU budget: each tp degree up to a node whose instance divides it, with
+# the replicas that fill it; a degree that does not divide is left out and
+# said so; --gpus beside --replicas-list is a usage error.
+"$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 --gpus 6 --json >"$out/budget.json"
+python3 - "$out/budget.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = d["layouts"]
+assert [(x["tp"], x["replicas"], x["gpus"]) for x in c] == [(1, 6, 6), (2, 3, 6)], c
+assert "not_searched" in c[0] and c[1]["capacity_requests_per_second"] > 0, c
+assert d["left_out"] == "tp 4: an instance of 4 GPUs does not divide 6", d
+assert d["most_per_gpu"] == {"tp": 2, "replicas": 3}, d
+PY
+"$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 --gpus 6 >"$out/budget.txt"
+grep -q '^left out: tp 4: an instance of 4 GPUs does not divide 6$' "$out/budget.txt"
+grep -q '^tp 2, replicas 3 (6 GPUs): capacity' "$out/budget.txt"
+if "$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 --gpus 3 >"$out/bc.txt" 2>"$out/err.txt"; then echo "searched tp 1 x 3"; exit 1; fi
+grep -q 'tp 1, replicas 3 (from --gpus): the model does not fit .*(left out: tp 2: an instance of 2 GPUs does not divide 3)' "$out/err.txt"
+set +e
+"$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 --gpus 8 --replicas-list 2 2>"$out/err.txt"; rc=$?
+set -e
+[ "$rc" = 2 ] && grep -q 'give --gpus or --replicas-list, not both' "$out/err.txt" || { echo "rc $rc: $(cat "$out/err.txt")"; exit 1; }
 echo "serving_workload: ok"
