@@ -128,10 +128,23 @@ HardwareProfile preset(int i) {
       b200.peak_flops_fp4 = 9000 * T;
       return with_fits(b200, 1.0);
     }
+    // H800 SXM5 80GB: the H100's die, memory and clocks for NVIDIA's
+    // restricted markets with NVLink cut to 400 GB/s total = 200 per
+    // direction (the cluster DeepSeek-V3 was trained on; its report,
+    // arXiv 2412.19437, gives 8 GPUs a node over NVLink and 400 Gb/s
+    // InfiniBand per GPU = 50 GB/s). Nothing measured on an H800: the
+    // h100's measured and fitted constants (the same silicon) and its
+    // memory as CUDA reports it (the same 80 GB HBM3).
+    case 4: {
+      HardwareProfile h800 = preset(1);
+      h800.name = "h800";
+      h800.intra_node_bw = 200 * G;
+      return h800;
+    }
     default: return HardwareProfile{};
   }
 }
-constexpr int kNumPresets = 4;
+constexpr int kNumPresets = 5;
 
 }  // namespace
 

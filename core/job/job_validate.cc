@@ -278,7 +278,8 @@ static Status validate_fp8_training(const Job& job) {
                           "\" has none (hardware.peak_flops_fp8 is 0)",
                       "training.fp8_recipe");
   }
-  if (t.fp8_recipe == Fp8Recipe::kMxfp8 && (job.hardware.name == "h100" || job.hardware.name == "h200")) {
+  const bool hopper = job.hardware.name == "h100" || job.hardware.name == "h200" || job.hardware.name == "h800";
+  if (t.fp8_recipe == Fp8Recipe::kMxfp8 && hopper) {
     return make_error(ErrorCode::kUnsupported,
                       "FP8 recipe \"mxfp8\" needs tensor cores with MX block scaling (Blackwell: b200); hardware \"" +
                           job.hardware.name + "\" has none: use delayed, tensorwise or blockwise",

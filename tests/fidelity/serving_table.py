@@ -60,9 +60,9 @@ import docblock  # noqa: E402  (the shared run-and-sync of doc blocks)
 from serving_memory import config  # noqa: E402  (the published config.json files)
 
 PRESETS = {"llama2-70b"}  # rows that use the engine's preset (no config.json fixture)
-# H800: the H100 with NVLink cut to 400 GB/s (200 GB/s per direction); the
-# same HBM and tensor cores (NVIDIA's H800 datasheet).
-HARDWARE = {"a100": "a100", "h100": "h100", "h200": "h200", "h800": {"preset": "h100", "intra_node_bw": 200e9}}
+# H800: the h800 preset, the H100 with NVLink cut to 400 GB/s (200 GB/s per
+# direction), the same HBM and tensor cores (docs/hardware.md).
+HARDWARE = {"a100": "a100", "h100": "h100", "h200": "h200", "h800": "h800"}
 METRIC = {"ttft_seconds_p50": "median TTFT", "tpot_seconds_p50": "median TPOT", "itl_seconds_p50": "median ITL",
           "e2e_seconds_p50": "median E2E", "ttft_seconds": "TTFT", "tpot_seconds": "TPOT", "itl_seconds": "ITL", "output_tokens_per_second_per_gpu": "output tok/s/GPU",
           "decode_tokens_per_second_per_gpu": "decode tok/s/GPU", "output_tokens_per_second": "output tok/s (server)", "prefill_tokens_per_second_per_gpu": "prefill tok/s/GPU"}

@@ -134,7 +134,7 @@ export const JOB_SCHEMA: FieldSchema[] = [
       (pool === 'prefill' ? 'Prefill ranks compute the prompt’s KV cache and send it to the decode ranks (send/recv in the traces).' : 'Decode ranks receive each sequence’s KV cache and generate its tokens, never slowed by a long prefill.'),
   }))),
   // hardware
-  { path: 'hardware.preset', title: 'GPU', type: 'string', enum: ['h100', 'a100', 'h200', 'b200'], default: 'h100', group: 'hardware', description: 'Hardware profile: peak FLOP/s, memory, NVLink and network bandwidth' },
+  { path: 'hardware.preset', title: 'GPU', type: 'string', enum: ['h100', 'a100', 'h200', 'h800', 'b200'], default: 'h100', group: 'hardware', description: 'Hardware profile: peak FLOP/s, memory, NVLink and network bandwidth' },
   { path: 'hardware.compute_efficiency', title: 'Compute efficiency', type: 'number', minimum: 0, maximum: 1, step: 0.05, group: 'hardware', advanced: true, description: 'Fraction of peak FLOP/s a GEMM reaches' },
   { path: 'hardware.gpus_per_node', title: 'GPUs per node', type: 'integer', minimum: 1, group: 'hardware', advanced: true, description: 'Groups within one node use NVLink' },
   { path: 'hardware.intra_node_bw', title: 'NVLink bw (B/s)', type: 'number', minimum: 1, group: 'hardware', advanced: true, description: 'Per-GPU intra-node bandwidth' },

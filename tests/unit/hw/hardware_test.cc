@@ -8,7 +8,7 @@
 using namespace sc;
 
 TEST_CASE("hardware presets") {
-  CHECK(hardware_names() == std::vector<std::string>{"a100", "b200", "h100", "h200"});
+  CHECK(hardware_names() == std::vector<std::string>{"a100", "b200", "h100", "h200", "h800"});
   for (const std::string& n : hardware_names()) {
     Result<HardwareProfile> hw = hardware_preset(n);
     REQUIRE(hw.ok());
@@ -33,7 +33,29 @@ TEST_CASE("hardware presets") {
   Result<HardwareProfile> bad = hardware_preset("v100", "hardware.preset");
   REQUIRE(!bad.ok());
   CHECK(bad.error().path == "hardware.preset");
-  CHECK(bad.error().message.find("a100, b200, h100, h200") != std::string::npos);
+  CHECK(bad.error().message.find("a100, b200, h100, h200, h800") != std::string::npos);
+}
+
+TEST_CASE("the h800 preset is the h100 with NVLink at 200 GB/s a direction") {
+  // 400 GB/s total (NVIDIA's restricted-market part; DeepSeek-V3's cluster),
+  // the H100's 900 GB/s total = 450 a direction; everything else the h100's.
+  HardwareProfile h100 = *hardware_preset("h100"), h800 = *hardware_preset("h800");
+  CHECK(h800.name == "h800");
+  CHECK(h800.intra_node_bw == 200e9);
+  CHECK(h100.intra_node_bw == 450e9);
+  for (auto f : {&HardwareProfile::peak_flops_fp32, &HardwareProfile::peak_flops_tf32, &HardwareProfile::peak_flops_bf16,
+                 &HardwareProfile::peak_flops_fp8, &HardwareProfile::peak_flops_fp4, &HardwareProfile::mem_bandwidth,
+                 &HardwareProfile::memory_bytes, &HardwareProfile::inter_node_bw, &HardwareProfile::gemm_efficiency,
+                 &HardwareProfile::attention_efficiency, &HardwareProfile::attention_bwd_efficiency,
+                 &HardwareProfile::hbm_efficiency, &HardwareProfile::kernel_floor_micros,
+                 &HardwareProfile::fp8_gemm_speedup, &HardwareProfile::skinny_hbm_efficiency,
+                 &HardwareProfile::skinny_gemm_micros, &HardwareProfile::attention_startup_micros,
+                 &HardwareProfile::ssd_scan_hbm_efficiency, &HardwareProfile::fp8_training_gemm_efficiency,
+                 &HardwareProfile::ep_scale_out_efficiency, &HardwareProfile::host_sync_micros,
+                 &HardwareProfile::dispatcher_overlap_rate, &HardwareProfile::host_launch_micros})
+    CHECK(h800.*f == h100.*f);
+  CHECK(h800.sm_count == h100.sm_count);
+  CHECK(h800.gpus_per_node == h100.gpus_per_node);
 }
 
 TEST_CASE("peak_for maps dtypes; fp8 falls back to bf16 without fp8") {
