@@ -145,8 +145,9 @@ nlohmann::json* section(nlohmann::json& j, const char* name) {
   return it->is_object() ? &*it : nullptr;
 }
 
-// Which flag set a path, for "(from --dp)" in error messages.
-std::string flag_for_path(const Args& args, const std::string& path) {
+// Which flag set a path, for "(from --dp)" in error messages; `message`
+// tells a pipeline layout's length (pp, virtual stages) from its sum (layers).
+std::string flag_for_path(const Args& args, const std::string& path, const std::string& message) {
   for (const IntFlag& f : kIntFlags) {
     if (args.has(f.flag) && path == std::string(f.section) + "." + f.key) return f.flag;
   }
@@ -161,9 +162,15 @@ std::string flag_for_path(const Args& args, const std::string& path) {
   if (args.has("--hardware") && path.rfind("hardware", 0) == 0) return "--hardware";
   if (args.has("--sequence-parallel") && (path == "training.seq_len" || path == "parallel.sequence_parallel"))
     return "--sequence-parallel";
-  // A pipeline layout checked against a pp the flag changed.
-  for (const char* f : {"--pp", "--virtual-stages"})
-    if (args.has(f) && path.rfind("parallel.pipeline_layout", 0) == 0) return f;
+  // A pipeline layout checked against what a flag changed: its length
+  // against pp x virtual stages, its sum against the layers.
+  if (path == "parallel.pipeline_layout") {
+    if (message.find("needs pp x virtual_stages") != std::string::npos) {
+      const bool pp = args.has("--pp"), v = args.has("--virtual-stages");
+      if (pp || v) return pp && v ? "--pp and --virtual-stages" : pp ? "--pp" : "--virtual-stages";
+    }
+    if (args.has("--layers") && message.find("the model has") != std::string::npos) return "--layers";
+  }
   if (args.has("--overlap-param-gather") && path == "training.overlap_param_gather") return "--overlap-param-gather";
   if (args.has("--moe-shared-expert-overlap") && path == "training.moe_shared_expert_overlap")
     return "--moe-shared-expert-overlap";
@@ -455,7 +462,7 @@ int load_job(const std::string& command, const Args& args, Job* job) {
   Result<Job> parsed = parse_job(j.dump());
   if (!parsed.ok()) {
     Error e = parsed.error();
-    std::string flag = flag_for_path(args, e.path);
+    std::string flag = flag_for_path(args, e.path, e.message);
     if (!flag.empty()) e.message += " (from " + flag + ")";
     return report_error(command, e);
   }

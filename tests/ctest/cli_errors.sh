@@ -72,6 +72,17 @@ expect sp-inference 1 "does not take it (from --sequence-parallel)" -- "$CLI" in
 echo '{"model": {"preset": "llama3-8b", "num_layers": 4}, "parallel": {"pp": 2, "pipeline_layout": [2, 2]},
   "training": {"seq_len": 256, "global_batch_size": 8}}' > layout.json
 expect layout-pp 1 "(from --pp)" -- "$CLI" inspect --config layout.json --pp 4
+# ... but only the layout's length is pp's: a layout summing to other than
+# the layers is the job's own error beside --pp, and --layers' when given.
+echo '{"model": {"preset": "llama3-8b", "num_layers": 4}, "parallel": {"pp": 2, "pipeline_layout": [2, 3]},
+  "training": {"seq_len": 256, "global_batch_size": 8}}' > layout-sum.json
+"$CLI" inspect --config layout-sum.json --pp 2 2> err.txt
+if ! grep -q "parallel.pipeline_layout: sums to 5 layers; the model has 4" err.txt || grep -q "(from" err.txt; then
+  echo "FAIL layout-sum-pp: $(cat err.txt)"; failures=$((failures + 1))
+fi
+expect layout-layers 1 "parallel.pipeline_layout: sums to 4 layers; the model has 6 (from --layers)" -- \
+  "$CLI" inspect --config layout.json --layers 6
+expect layout-pp-v 1 "(from --pp and --virtual-stages)" -- "$CLI" inspect --config layout.json --pp 2 --virtual-stages 2
 expect help-extra 2 "help takes at most one command (got 'extra')" -- "$CLI" help generate extra
 expect version-extra 2 "--version takes no argument (got 'extra')" -- "$CLI" --version extra
 # help is a command too: `help help` and `help --help` print the usage.
