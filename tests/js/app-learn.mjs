@@ -132,6 +132,76 @@ export async function learnCases(context, base, only = '') {
     await page2.close();
   });
 
+  // Session 24's audit: A is the step's own job even when the change is
+  // made at once (it was pinned only after the engine answered, so a quick
+  // "Do it for me" landed in A too); a step without a job opened from a
+  // link (or Back) inherits the job and A of the steps before it.
+  await run('lessons: "Do it for me" at once compares against the step\'s own job; a jobless step from a link rebuilds its job and A', async (page) => {
+    const dpl = lessons.find((x) => x.lesson.id === 'data-parallel').lesson;
+    await page.goto(`${base}/#lesson=data-parallel.1`);
+    await page.waitForFunction(() => document.querySelector('#lessons')?.dataset.step === '1', null, { timeout: 60_000 });
+    await page.click('#lesson-do');  // at once: the engine has not answered yet
+    const pinned = await page.evaluate(() => window.stagecraftApp.pinned());
+    check(pinned && JSON.parse(pinned.jobText).parallel?.dp === dpl.steps[1].job.parallel.dp, `A is the step's job: ${pinned?.jobText}`);
+    await page.check(`input[name="lesson-predict"][value="${dpl.steps[1].predict.answer}"]`);
+    await page.click('#lesson-reveal');
+    await page.waitForFunction(() => document.querySelector('#lessons')?.dataset.revealed === '1', null, { timeout: 120_000 });
+    const text = await page.textContent('#lesson-explain');
+    check(/Your prediction was right/.test(text) && !/\?/.test(text), `explained with both jobs' numbers: ${text}`);
+    check(/parallel\.dp: 1 → 4/.test(await page.textContent('#compare')), `A dp 1, B dp 4: ${(await page.textContent('#compare')).slice(0, 200)}`);
+    // A jobless step in a fresh page: the zero-fsdp lesson's ZeRO-3 step
+    // (A: step 2's plain data parallelism; B: its ZeRO-1 change, then ZeRO-3).
+    const zl = lessons.find((x) => x.lesson.id === 'zero-fsdp').lesson;
+    const k = zl.steps.findIndex((st, i) => i > 0 && !st.job);
+    check(k > 0, 'zero-fsdp has a step without a job');
+    const page2 = await context.newPage();
+    await page2.goto(`${base}/#lesson=zero-fsdp.${k}`);
+    await page2.waitForFunction((n) => document.querySelector('#lessons')?.dataset.step === String(n), k, { timeout: 60_000 });
+    await page2.click('#lesson-do');
+    const st = zl.steps[k];
+    if (st.predict) await page2.check(`input[name="lesson-predict"][value="${st.predict.answer}"]`);
+    await page2.click('#lesson-reveal');
+    await page2.waitForFunction(() => document.querySelector('#lessons')?.dataset.revealed === '1', null, { timeout: 120_000 });
+    const t2 = await page2.textContent('#lesson-explain');
+    check(!/\?|NaN|undefined/.test(t2), `every number filled from the rebuilt A and B: ${t2}`);
+    const a2 = await page2.evaluate(() => window.stagecraftApp.pinned());
+    const b2 = await page2.evaluate(() => window.stagecraftApp.job());
+    check(JSON.parse(a2.jobText).parallel?.zero === 0 && b2.parallel?.zero === 3, `A plain dp, B ZeRO-3: ${a2.jobText} / ${JSON.stringify(b2.parallel)}`);
+    check(b2.model?.num_layers === zl.steps[0].job.model.num_layers, `the lesson's model, not the default job: ${JSON.stringify(b2.model)}`);
+    // Finish and All lessons leave the focus on the lesson list, not <body>.
+    await page2.focus('#lesson-all');
+    await page2.keyboard.press('Enter');
+    await page2.waitForSelector('button[data-lesson]', { timeout: 5_000 });
+    check(await page2.evaluate(() => document.activeElement?.dataset?.lesson !== undefined), `focus after All lessons: ${await page2.evaluate(() => document.activeElement?.tagName)}`);
+    await page2.close();
+  });
+
+  await run('compare: two serving jobs side by side by their serving figures', async (page) => {
+    const job = { mode: 'inference', model: { preset: 'llama3-8b', num_layers: 4 }, parallel: { tp: 1 }, serving: { prompt_tokens: 2048, output_tokens: 128 } };
+    await page.goto(jobUrl(base, job));
+    await settled(page);
+    await page.click('#pin');
+    await page.waitForSelector('#compare:not([hidden])', { timeout: 10_000 });
+    await page.fill('input[name="serving.prompt_tokens"]', '7680');
+    await page.waitForFunction(() => document.querySelector('#compare')?.dataset.differences === '1', null, { timeout: 30_000 });
+    await settled(page);
+    await page.waitForFunction(() => /\d/.test(document.querySelector('#compare [data-row=inf-ttft] .col-b')?.textContent ?? ''), null, { timeout: 30_000 });
+    const rows = await page.$$eval('#compare tbody tr', (trs) => trs.map((tr) => tr.dataset.row));
+    for (const r of ['inf-fit', 'inf-kv-seq', 'inf-memory', 'inf-ttft', 'inf-tpot', 'inf-tps']) check(rows.includes(r), `serving compare row ${r}: ${rows}`);
+    check(!rows.some((r) => r.startsWith('memory-')), `no training-step memory rows: ${rows}`);
+    check(await page.$$eval('#compare svg.compare-mem', (x) => x.length) === 0, 'no per-stage memory chart');
+    // A longer prompt: a longer TTFT and a bigger KV cache per sequence, both worse.
+    for (const r of ['inf-ttft', 'inf-kv-seq']) {
+      const d = await page.textContent(`#compare [data-row=${r}] td:last-child`);
+      check(/^\+\d/.test(d) && /worse/.test(d), `${r}: ${d}`);
+    }
+    // Stop comparing keeps the focus on the page's controls.
+    await page.focus('#unpin');
+    await page.keyboard.press('Enter');
+    check(await page.evaluate(() => document.activeElement?.id === 'pin'), `focus after Stop comparing: ${await page.evaluate(() => document.activeElement?.id)}`);
+    await checkAxe(page, 'serving compare');
+  });
+
   // ------------------------------------------------------------ compare
   await run('compare: pin A, edit B, every figure side by side, the pair in the URL, A/B toggle, the same rank of both', async (page) => {
     await page.goto(jobUrl(base, { ...TEACH, parallel: { dp: 2, pp: 2 }, model: { preset: 'gpt3-1.7b', num_layers: 4 } }));

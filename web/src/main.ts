@@ -388,20 +388,31 @@ async function computeSide(jobText: string): Promise<Pinned> {
   }
   return side;
 }
+// A is the job in the editor now (the form, even before its own answers
+// arrive: a lesson pins its step's job the moment it loads it). Its figures
+// are the editor's when they belong to that job, else computed on the
+// compare worker (`computing` until they are: settled() waits for them).
 function pin(on: boolean): void {
   if (!on) {
     state.pinned = null;
   } else {
-    state.pinned = { jobText: state.jobText, summary: state.summaryJob === state.jobText ? state.summary : null,
-      simulation: state.simJob === state.jobText ? state.simulation : null };
-    if (!state.pinned.summary) void computeSide(state.jobText).then((p) => { if (state.pinned?.jobText === p.jobText) { state.pinned = p; renderComparison(); } });
+    const jobText = JSON.stringify(readJob());
+    const summary = state.summaryJob === jobText ? state.summary : null;
+    const simulation = state.simJob === jobText ? state.simulation : null;
+    state.pinned = { jobText, summary, simulation };
+    const training = summary ? (summary as any).inference === undefined : true;
+    if (!summary || (training && !simulation)) {
+      state.pinned.computing = true;
+      void computeSide(jobText).then((p) => { if (state.pinned?.jobText === p.jobText) { state.pinned = p; renderComparison(); } });
+    }
   }
   jobToUrl(readJob());
   renderComparison();
   if (state.preview) void rankComparison(state.preview.rank);
 }
 $('#pin').addEventListener('click', () => pin(true));
-$('#unpin').addEventListener('click', () => pin(false));
+// "Stop comparing" hides itself: the focus goes to the pin button.
+$('#unpin').addEventListener('click', () => { pin(false); $('#pin').focus(); });
 function renderComparison(): void {
   const el = $('#compare');
   const a = state.pinned;
@@ -462,7 +473,7 @@ function settled(): Promise<void> {
   return new Promise((resolve) => {
     const check = () => {
       const done = document.body.dataset.state === 'ready' && state.summaryJob === state.jobText &&
-        (state.summary?.inference !== undefined || state.simJob === state.jobText);
+        (state.summary?.inference !== undefined || state.simJob === state.jobText) && !state.pinned?.computing;
       if (done) resolve(); else setTimeout(check, 100);
     };
     check();
@@ -520,7 +531,7 @@ async function boot(): Promise<void> {
     initWelcome(new Map(JOB_PRESETS.map((p) => [p.id, p.title])), loadPreset, fromUrl === null && !/[#&]lesson=/.test(location.hash));
     writeJob(fromUrl ?? JOB_PRESETS[0].job);
     const a = pinnedFromUrl();
-    if (a) { state.pinned = { jobText: a, summary: null, simulation: null }; void computeSide(a).then((p) => { if (state.pinned?.jobText === a) { state.pinned = p; renderComparison(); } }); }
+    if (a) { state.pinned = { jobText: a, summary: null, simulation: null, computing: true }; void computeSide(a).then((p) => { if (state.pinned?.jobText === a) { state.pinned = p; renderComparison(); } }); }
     await update();
     void checkLinkJob(hadJob, fromUrl);
     openFromUrl();

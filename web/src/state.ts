@@ -7,7 +7,9 @@ import type { Fit } from './fit';
 import type { GraphViewState, Preview } from './types';
 
 export type Summary = Record<string, any>;  // docs/summary.md
-export interface Pinned { jobText: string; summary: Summary | null; simulation: Simulation | null; error?: string }
+export interface Pinned { jobText: string; summary: Summary | null; simulation: Simulation | null; error?: string;
+  /** Its figures are being computed on the compare worker. */
+  computing?: boolean }
 
 export const state = {
   /** The job JSON text of the latest edit (what the URL carries). */

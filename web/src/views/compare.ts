@@ -88,7 +88,27 @@ function figures(a: Side, b: Side): HTMLElement {
       row(`Exposed ${k} communication${k === 'dp' ? ' (gradient and parameter reductions, the embedding group’s included)' : ''}`, sa ? sec(x) : '—', sb ? sec(y) : '—', change(sa ? x : undefined, sb ? y : undefined, 'ratio', true), `exposed-${k}`);
     }
   }
-  const pa = peaks(a.summary), pb = peaks(b.summary);
+  // Serving jobs: the figures of the serving summary (a KV cache fills
+  // what the weights leave, so its memory is the per-rank total, not a
+  // stage's peak of a training step).
+  const ia = (a.summary as any)?.inference, ib = (b.summary as any)?.inference;
+  if (ia || ib) {
+    const num = (o: any, k: string): number | undefined => (o && Number.isFinite(Number(o[k])) ? Number(o[k]) : undefined);
+    const int = (x: number | undefined) => (x === undefined ? '—' : Math.round(x).toLocaleString('en'));
+    const t = (x: number | undefined) => (x === undefined ? '—' : sec(x));
+    const by = (x: number | undefined) => (x === undefined ? '—' : fmtBytes(x));
+    const mem = (o: any) => num(o?.memory_bytes_per_rank, 'total');
+    row('Sequences that fit (per instance)', int(num(ia, 'max_concurrent_sequences')), int(num(ib, 'max_concurrent_sequences')), change(num(ia, 'max_concurrent_sequences'), num(ib, 'max_concurrent_sequences'), 'ratio', false), 'inf-fit');
+    row('Concurrency used', int(num(ia, 'concurrency')), int(num(ib, 'concurrency')), change(num(ia, 'concurrency'), num(ib, 'concurrency'), 'ratio', false), 'inf-concurrency');
+    row('KV cache per sequence', by(num(ia, 'kv_cache_bytes_per_sequence')), by(num(ib, 'kv_cache_bytes_per_sequence')), change(num(ia, 'kv_cache_bytes_per_sequence'), num(ib, 'kv_cache_bytes_per_sequence'), 'ratio', true), 'inf-kv-seq');
+    row('Weights per GPU', by(num(ia, 'weights_bytes_per_rank')), by(num(ib, 'weights_bytes_per_rank')), change(num(ia, 'weights_bytes_per_rank'), num(ib, 'weights_bytes_per_rank'), 'ratio', true), 'inf-weights');
+    row('Memory per GPU (weights, activations, KV cache)', by(mem(ia)), by(mem(ib)), change(mem(ia), mem(ib), 'ratio', true), 'inf-memory');
+    row('Time to first token (TTFT)', t(num(ia, 'ttft_seconds')), t(num(ib, 'ttft_seconds')), change(num(ia, 'ttft_seconds'), num(ib, 'ttft_seconds'), 'ratio', true), 'inf-ttft');
+    row('Time per output token (TPOT)', t(num(ia, 'tpot_seconds')), t(num(ib, 'tpot_seconds')), change(num(ia, 'tpot_seconds'), num(ib, 'tpot_seconds'), 'ratio', true), 'inf-tpot');
+    row('Output tokens / s per GPU', int(num(ia, 'tokens_per_second_per_gpu')), int(num(ib, 'tokens_per_second_per_gpu')), change(num(ia, 'tokens_per_second_per_gpu'), num(ib, 'tokens_per_second_per_gpu'), 'ratio', false), 'inf-tps');
+    row('Output tokens / s per user', (num(ia, 'tokens_per_second_per_user') ?? NaN).toFixed(1).replace('NaN', '—'), (num(ib, 'tokens_per_second_per_user') ?? NaN).toFixed(1).replace('NaN', '—'), change(num(ia, 'tokens_per_second_per_user'), num(ib, 'tokens_per_second_per_user'), 'ratio', false), 'inf-user');
+  }
+  const pa = ia && ib ? [] : peaks(a.summary), pb = ia && ib ? [] : peaks(b.summary);
   for (let i = 0; i < Math.max(pa.length, pb.length); i++) {
     row(Math.max(pa.length, pb.length) > 1 ? `Peak memory, stage ${i}` : 'Peak memory per GPU', pa[i] !== undefined ? fmtBytes(pa[i]) : '—', pb[i] !== undefined ? fmtBytes(pb[i]) : '—', change(pa[i], pb[i], 'ratio', true), `memory-${i}`);
   }
@@ -135,7 +155,9 @@ function memoryPairs(a: Side, b: Side): HTMLElement {
 
 function timeline(side: Side, tag: string): HTMLElement {
   const sim = side.simulation;
-  if (!sim) return h('div', { class: `col-${tag.toLowerCase()}` }, h('p', { class: 'hint' }, `${tag}: no simulated step (a serving job, or still computing).`));
+  if (!sim) return h('div', { class: `col-${tag.toLowerCase()}` }, h('p', { class: 'hint' }, (side.summary as any)?.inference
+    ? `${tag}: a serving job has no training step to draw: its figures are in the table above.`
+    : `${tag}: no simulated step yet (still computing).`));
   const c = h('canvas', { class: 'pipechart', role: 'img', 'data-side': tag,
     'aria-label': `${tag}'s pipeline timeline: ${sim.stages.length} stage${sim.stages.length === 1 ? '' : 's'} over ${sec(sim.step_seconds)}` }) as HTMLCanvasElement;
   return h('div', { class: `col-${tag.toLowerCase()}` }, h('h4', {}, `${tag}: step ${sec(sim.step_seconds)}`), c);
@@ -150,8 +172,11 @@ export function renderCompare(el: HTMLElement, a: Pinned, b: Side): void {
   if (a.error) head.append(` A could not be computed: ${a.error}`);
   const timelines = h('div', { class: 'compare-timelines' }, timeline(a, 'A'), timeline(b, 'B'));
   el.dataset.differences = String(diff.length);
-  el.replaceChildren(h('h2', {}, 'Compare A (pinned) with B (the editor)'), head, toggle, figures(a, b), memoryPairs(a, b),
-    h('h3', {}, 'Both pipeline timelines (same colours as the step-time chart below)'), timelines);
+  // Serving jobs on both sides: their memory is in the table (weights,
+  // activations and KV cache per GPU); no training step to draw.
+  const serving = (a.summary as any)?.inference !== undefined && (b.summary as any)?.inference !== undefined;
+  el.replaceChildren(h('h2', {}, 'Compare A (pinned) with B (the editor)'), head, toggle, figures(a, b),
+    ...(serving ? [] : [memoryPairs(a, b), h('h3', {}, 'Both pipeline timelines (same colours as the step-time chart below)'), timelines]));
   const redraw = () => {
     for (const [side, sim] of [['A', a.simulation], ['B', b.simulation]] as [string, Simulation | null][]) {
       const c = el.querySelector<HTMLCanvasElement>(`canvas[data-side="${side}"]`);

@@ -77,6 +77,9 @@ let host: LessonHost;
 let lesson: Lesson | null = null;
 let stepIndex = 0;
 let panel: HTMLElement;
+// The step opened last: a step without a job follows straight from it, or
+// is rebuilt from the steps before (a link, Back).
+let lastOpened: { id: string; index: number } | null = null;
 
 function clearWatch(): void {
   for (const el of document.querySelectorAll('.lesson-watch')) el.classList.remove('lesson-watch');
@@ -94,8 +97,9 @@ function changed(step: LessonStep): boolean {
   return Object.entries(step.set).every(([p, v]) => JSON.stringify(get(job, p)) === JSON.stringify(v));
 }
 
-function renderList(): void {
+function renderList(focus = false): void {
   lesson = null;
+  lastOpened = null;
   clearWatch();
   panel.dataset.lesson = '';
   panel.dataset.step = '';
@@ -106,6 +110,30 @@ function renderList(): void {
       b.addEventListener('click', () => open(l.id, 0));
       return h('li', {}, b, h('span', { class: 'hint' }, ` — ${l.goal} (${l.steps.length} steps)`));
     })));
+  // Finish and All lessons replace the buttons that had the focus.
+  if (focus) panel.querySelector<HTMLElement>('.lesson-list button')?.focus();
+}
+
+// A step's job (its own, pinned as A if it says so), or, for a step
+// without one, the job and A it inherits: the last step before it with a
+// job, then the changes of the steps from there up to it, as a learner
+// walking through them would have made.
+function loadStep(l: Lesson, index: number, sequential: boolean): void {
+  const step = l.steps[index];
+  if (step.job) {
+    host.loadJob(step.job);
+    // A is the step's own job, pinned now (its figures follow): a change
+    // made at once ("Do it for me") cannot end up in A.
+    if (step.pin) host.pin(true);
+    else if (state.pinned) host.pin(false);
+    return;
+  }
+  if (sequential) return;
+  let from = index - 1;
+  while (from > 0 && !l.steps[from].job) from--;
+  if (from < 0 || !l.steps[from].job) return;
+  loadStep(l, from, false);
+  for (let k = from; k < index; k++) if (l.steps[k].set) host.setFields(l.steps[k].set!);
 }
 
 export function open(id: string, index: number): void {
@@ -118,11 +146,8 @@ export function open(id: string, index: number): void {
   panel.dataset.lesson = l.id;
   panel.dataset.step = String(stepIndex);
   panel.dataset.revealed = '';
-  if (step.job) {
-    host.loadJob(step.job);
-    if (step.pin) void host.settled().then(() => host.pin(true));
-    else if (state.pinned) host.pin(false);
-  }
+  loadStep(l, stepIndex, lastOpened?.id === l.id && lastOpened.index === stepIndex - 1);
+  lastOpened = { id: l.id, index: stepIndex };
   if (step.tab) emit('select-tab', step.tab);
   const body = panel.querySelector('#lesson-body')!;
   const heading = h('h3', { tabindex: -1, id: 'lesson-step-title' }, `${l.title} — step ${stepIndex + 1} of ${l.steps.length}: ${step.title}`);
@@ -143,7 +168,7 @@ export function open(id: string, index: number): void {
     fs.addEventListener('change', () => { (reveal as HTMLButtonElement).disabled = false; });
   }
   reveal.addEventListener('click', async () => {
-    if (!changed(step)) { out.replaceChildren(h('p', { class: 'hint' }, `Make the change first (${step.change}), or press “Do it for me”.`)); return; }
+    if (!changed(step)) { out.replaceChildren(h('p', { class: 'hint' }, `Make the change first (${(step.change ?? '').replace(/\.\s*$/, '')}), or press “Do it for me”.`)); return; }
     out.replaceChildren(h('p', { class: 'hint' }, 'waiting for the engine…'));
     await host.settled();
     if (lesson !== l || Number(panel.dataset.step) !== stepIndex) return;
@@ -162,9 +187,9 @@ export function open(id: string, index: number): void {
   const next = h('button', { type: 'button', id: 'lesson-next' }, stepIndex + 1 < l.steps.length ? 'Next step →' : 'Finish');
   (back as HTMLButtonElement).disabled = stepIndex === 0;
   back.addEventListener('click', () => open(l.id, stepIndex - 1));
-  next.addEventListener('click', () => (stepIndex + 1 < l.steps.length ? open(l.id, stepIndex + 1) : renderList()));
+  next.addEventListener('click', () => (stepIndex + 1 < l.steps.length ? open(l.id, stepIndex + 1) : renderList(true)));
   const all = h('button', { type: 'button', id: 'lesson-all' }, 'All lessons');
-  all.addEventListener('click', renderList);
+  all.addEventListener('click', () => renderList(true));
   parts.push(h('nav', { class: 'lesson-nav', 'aria-label': 'Lesson steps' }, back, next, all));
   body.replaceChildren(...parts);
   // The watched element is outlined right away (the learner knows where to
