@@ -64,9 +64,12 @@ export async function planCases(context, base, only = '') {
     await page.waitForFunction(() => document.body.dataset.planProgress !== undefined, null, { timeout: 60_000 });
     check(await page.evaluate(() => document.body.dataset.plan) === 'running', 'still running when progress arrives');
     check(!(await page.$eval('#plan-progress', (el) => el.hidden)), 'progress bar shown');
-    await page.click('#plan-cancel');
+    // Cancel from the keyboard: it hides itself, and the focus goes to Run.
+    await page.focus('#plan-cancel');
+    await page.keyboard.press('Enter');
     await page.waitForFunction(() => document.body.dataset.plan !== 'running', null, { timeout: 10_000 });
     check(/cancelled/.test(await page.textContent('#plan-status')), `status: ${await page.textContent('#plan-status')}`);
+    check(await page.evaluate(() => document.activeElement?.id === 'plan-run'), `focus after Cancel: ${await page.evaluate(() => document.activeElement?.id || document.activeElement?.tagName)}`);
     const after = await page.evaluate(() => window.stagecraftApp.planEngine());
     check(after.spawned === spawned0 + 1 && after.busy === 0, `a fresh worker: ${JSON.stringify(after)} (was ${spawned0})`);
     // A small run in the fresh worker answers, with progress seen.
@@ -208,6 +211,47 @@ export async function planCases(context, base, only = '') {
     const w = await widths(page);
     check(w.page <= 390, `page width at 390 px: ${w.page}`);
     await checkAxe(page, 'a plan lost to a reload at 390 px');
+  });
+
+  // Session 24's audit: a number input the browser cannot read ("e") was
+  // sent as "the default"; the engine's errors named request keys (top,
+  // constraints.tp), not the form's labels; constraints that leave nothing
+  // to search read "No layout fits" with an empty list of misses.
+  await run('bad inputs name their fields; constraints that leave nothing to search say so', async (page) => {
+    await page.goto(jobUrl(base, BASE));
+    await ready(page);
+    await page.click('#tab-plan');
+    const errAfterRun = async () => {
+      await page.evaluate(() => { document.querySelector('#plan-error').textContent = ''; });
+      await page.click('#plan-run');
+      await page.waitForFunction(() => document.querySelector('#plan-error')?.textContent || document.body.dataset.plan === 'done', null, { timeout: 60_000 });
+      return page.textContent('#plan-error');
+    };
+    // Text a number input cannot hold (type="number" reads it as '').
+    await page.fill('input[name="top"]', '');
+    await page.type('input[name="top"]', 'e');
+    let err = await errAfterRun();
+    check(/^Layouts ranked: not a number/.test(err), `unreadable Layouts ranked: ${err}`);
+    check(await page.getAttribute('input[name="top"]', 'aria-invalid') === 'true', 'the input is marked invalid');
+    check(await page.evaluate(() => document.body.dataset.plan) !== 'running', 'nothing ran');
+    // An engine error on an input: the label, not the request key.
+    await page.fill('input[name="top"]', '0');
+    err = await errAfterRun();
+    check(/^Layouts ranked: /.test(err) && /got 0/.test(err), `top 0: ${err}`);
+    await page.fill('input[name="top"]', '10');
+    await page.click('#plan-form summary');
+    await page.fill('input[name="fix-tp"]', '-2');
+    err = await errAfterRun();
+    check(/^tensor parallel \(tp\): fixed to: /.test(err) && /-2/.test(err), `tp -2: ${err}`);
+    check(await page.getAttribute('input[name="fix-tp"]', 'aria-invalid') === 'true', 'the tp input is marked invalid');
+    await page.fill('input[name="fix-tp"]', '');
+    // A micro-batch above the global batch: nothing to search, said so.
+    await page.fill('input[name="fix-mbs"]', '999999');
+    await page.click('#plan-run');
+    await page.waitForFunction(() => document.body.dataset.plan === 'done', null, { timeout: 60_000 });
+    const nothing = await page.textContent('#plan-nothing');
+    check(/No layout meets the constraints/.test(nothing) && /Nothing was searched on 8 GPUs/.test(nothing), `nothing searched: ${nothing}`);
+    check(await page.$$eval('#plan-misses', (x) => x.length) === 0, 'no empty list of misses');
   });
 
   await run('a search over the browser budget says so with the plan\'s own hint', async (page) => {

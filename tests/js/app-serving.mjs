@@ -402,6 +402,26 @@ export async function servingCases(context, base, only = '') {
     check(job.serving.scheduler.admission === 'reserve' && job.serving.scheduler.policy === 'prefill_first', `the form's scheduler in the job: ${JSON.stringify(job.serving.scheduler)}`);
   });
 
+  // Session 24's audit: "5e" in a number field read as '' (the browser's
+  // badInput), so the job silently fell back to the default prompt length.
+  await run('a number field holding text that is not a number is an error naming the field, not the default', async (page) => {
+    await page.goto(jobUrl(base, SERVE_JOB));
+    await ready(page);
+    const sel = 'input[name="serving.prompt_tokens"]';
+    await page.fill(sel, '');
+    await page.type(sel, '5e');
+    await page.waitForFunction(() => document.body.dataset.state === 'error', null, { timeout: 30_000 });
+    const msg = await page.textContent('[data-path="serving.prompt_tokens"] .error');
+    check(/Prompt tokens.* is not a number/.test(msg), `the field's error: ${msg}`);
+    check(await page.getAttribute(sel, 'aria-invalid') === 'true', 'the input is marked invalid');
+    // Digits again: the error goes, the job has the value typed.
+    await page.fill(sel, '1500');
+    await ready(page);
+    const job = await page.evaluate(() => window.stagecraftApp.job());
+    check(job.serving.prompt_tokens === 1500, `the typed value: ${JSON.stringify(job.serving)}`);
+    check(!(await page.textContent('[data-path="serving.prompt_tokens"] .error')), 'the error cleared');
+  });
+
   await run('capacity across layouts: one search per tp and replica count as serve-capacity --tp-list --replicas-list, rows streamed as each ends, the best per GPU marked, an impossible layout in words; axe at 1440 and 390 px', async (page) => {
     await page.setViewportSize({ width: 1440, height: 900 });
     await page.goto(jobUrl(base, SERVE_SLO_JOB));

@@ -17,7 +17,7 @@ import { showRank, previewUnavailable, rankInput } from './views/rank-panel';
 import './views/tabs';
 import { initPlan, planJobChanged, renderPlan } from './views/plan';
 import type { Plan } from './lib/plan';
-import { buildEditor, readJob, writeJob, clearErrors, showError, useHfConfig, usePreset, renderModelSource, hfText, presetSelect, hfActive, applyMode, modeSelect } from './views/editor';
+import { buildEditor, readJob, writeJob, clearErrors, showError, unreadableNumber, useHfConfig, usePreset, renderModelSource, hfText, presetSelect, hfActive, applyMode, modeSelect } from './views/editor';
 import { initWelcome, fetchHfConfig } from './views/welcome';
 import { explain, isTooBig } from './messages';
 import { state, current, client, planClient, compareClient, type Pinned, type Summary } from './state';
@@ -186,6 +186,9 @@ async function update(): Promise<void> {
   setBusy('working');
   renderModelSource(null);
   try {
+    // Text a number field cannot hold is the user's error, not the default.
+    const bad = unreadableNumber();
+    if (bad) throw new EngineRequestError({ code: 'invalid_argument', path: bad.path, message: `“${bad.title}” is not a number: type digits, e.g. 2048 or 0.5` });
     const r = await client.request('inspect', { job: state.jobText });
     if (!current(mine)) return;
     clearErrors();

@@ -42,6 +42,8 @@ export function fmtCount(n: number): string {
 export function fmtUs(us: number): string {
   if (us >= 1e6) return `${(us / 1e6).toFixed(2)} s`;
   if (us >= 1e3) return `${(us / 1e3).toFixed(2)} ms`;
+  // Below 0.05 µs "0.0 µs" would read as nothing at all (a 1 ns target).
+  if (us > 0 && us < 0.05) return `${+(us * 1e3).toPrecision(2)} ns`;
   return `${us.toFixed(us < 10 ? 1 : 0)} µs`;
 }
 

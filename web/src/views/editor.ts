@@ -107,6 +107,19 @@ export function buildEditor(modelPresets: string[]): void {
   applyMode();
 }
 
+// A number field whose text the browser could not read as a number ("5e",
+// "--3"): its value reads as '' (validity.badInput), which would silently
+// mean "the default". The first such field of the job's mode, if any.
+export function unreadableNumber(): { path: string; title: string } | null {
+  const mode = jobMode();
+  for (const f of JOB_SCHEMA) {
+    if (!inMode(f, mode)) continue;
+    const el = field<HTMLInputElement | HTMLSelectElement>(f.path);
+    if (el instanceof HTMLInputElement && el.type === 'number' && el.validity.badInput) return { path: f.path, title: f.title };
+  }
+  return null;
+}
+
 export function readJob(): JobJson {
   const job: JobJson = {};
   const preset = presetSelect().value;

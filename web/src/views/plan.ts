@@ -152,6 +152,42 @@ export function planJobChanged(jobText: string): void {
 }
 
 // The request's arguments from the inputs: {gpus, constraints[, time_limit_seconds]}.
+// The label of each input of the plan form, by its name and by the
+// request path the engine names in its errors (constraints.min_tp, gpus…).
+function inputLabels(): Map<string, string> {
+  const m = new Map<string, string>([['gpus', 'GPUs'], ['reserve', 'Memory reserve (GiB)'], ['top', 'Layouts ranked'],
+    ['time_limit', 'Time limit (s)'], ['objective', 'Rank by']]);
+  for (const [k, t] of DEGREES) {
+    m.set(`fix-${k}`, `${t}: fixed to`); m.set(`min-${k}`, `${t}: at least`); m.set(`max-${k}`, `${t}: at most`);
+  }
+  return m;
+}
+function inputOfPath(path: string): string | undefined {
+  const p = path.replace(/^constraints\./, '');
+  if (path === 'gpus') return 'gpus';
+  if (path === 'time_limit_seconds') return 'time_limit';
+  if (p === 'memory_reserve_gib' || p === 'memory_reserve_fraction') return 'reserve';
+  if (p === 'top' || p === 'objective') return p;
+  const d = /^(min_|max_)?(\w+)$/.exec(p);
+  if (d && DEGREES.some(([k]) => k === d[2])) return `${d[1] ? d[1].slice(0, 3) : 'fix'}-${d[2]}`;
+  return undefined;
+}
+// A number input whose text the browser could not read ("5e", "--3"): its
+// value reads as '' and would silently mean "the default".
+function unreadableInput(): string | undefined {
+  const form = $<HTMLFormElement>('#plan-form');
+  for (const el of form.querySelectorAll<HTMLInputElement>('input[type=number]')) if (el.validity.badInput) return el.name;
+  return undefined;
+}
+function markInvalid(name: string | undefined): void {
+  const form = $<HTMLFormElement>('#plan-form');
+  for (const el of form.querySelectorAll('[aria-invalid]')) el.removeAttribute('aria-invalid');
+  if (!name) return;
+  const el = form.elements.namedItem(name) as HTMLElement | null;
+  el?.setAttribute('aria-invalid', 'true');
+  el?.closest('details')?.setAttribute('open', '');
+}
+
 export function planArgs(): { gpus: number; constraints: Record<string, unknown>; time_limit_seconds?: number } {
   const form = $<HTMLFormElement>('#plan-form');
   const val = (name: string) => (form.elements.namedItem(name) as HTMLInputElement).value.trim();
@@ -190,8 +226,11 @@ function fillArgs(gpus: number, constraints: Record<string, unknown>, limit?: nu
 }
 
 function setRunning(on: boolean): void {
+  // Cancel hides itself when the run ends: the focus goes to Run, not to <body>.
+  const cancelHadFocus = document.activeElement === $('#plan-cancel');
   $<HTMLButtonElement>('#plan-run').disabled = on;
   $('#plan-cancel').hidden = !on;
+  if (!on && cancelHadFocus) $<HTMLButtonElement>('#plan-run').focus();
   $('#plan-progress').hidden = !on;
   $('#panel-plan').setAttribute('aria-busy', String(on));
   document.body.dataset.plan = on ? 'running' : shown ? 'done' : 'idle';
@@ -252,6 +291,13 @@ async function run(): Promise<void> {
   const args = planArgs();
   $('#plan-error').replaceChildren();
   $('#plan-restored').replaceChildren();
+  markInvalid(undefined);
+  const unreadable = unreadableInput();
+  if (unreadable) {
+    markInvalid(unreadable);
+    $('#plan-error').textContent = `${inputLabels().get(unreadable) ?? unreadable}: not a number; type digits (e.g. 8 or 2.5), or leave it empty.`;
+    return;
+  }
   if (!Number.isInteger(args.gpus) || args.gpus < 1) {
     $('#plan-error').textContent = 'GPUs: give a whole number of GPUs, 1 or more.';
     return;
@@ -309,8 +355,12 @@ async function run(): Promise<void> {
       const { lead, text, hint } = err.code === 'too_large' && err.path === 'gpus'
         ? { lead: 'The search is too large for the browser', text: `${err.message}.`, hint: 'Open the constraints below the inputs and fix or bound degrees (for example micro-batch at most 1, fewer ZeRO stages or recompute modes), or run stagecraft plan natively, which has no browser memory limit.' }
         : explain(err);
+      // An error on an input of this form names its label, not the request's key.
+      const input = err.path ? inputOfPath(err.path) : undefined;
+      const label = input ? inputLabels().get(input) : undefined;
+      markInvalid(input);
       $('#plan-status').textContent = '';
-      $('#plan-error').replaceChildren(h('strong', {}, `${lead}: `), text, hint ? ` ${hint}` : '');
+      $('#plan-error').replaceChildren(h('strong', {}, `${label ?? lead}: `), text, hint ? ` ${hint}` : '');
       $('#plan-error').dataset.code = err.code;
     }
   } finally {
@@ -389,6 +439,11 @@ export function renderPlan(plan: Plan, opts: RenderOpts = {}): void {
   if (!plan.candidates.length) {
     if (partial) {
       parts.push(h('p', { id: 'plan-nothing-yet' }, `Nothing fits ${c?.simulated ? 'among the layouts simulated so far' : 'yet: nothing simulated yet'}.`));
+    } else if (!c?.considered) {
+      // Nothing to search (as the CLI says it): the constraints exclude every layout.
+      parts.push(h('div', { class: 'banner', role: 'alert', id: 'plan-nothing' },
+        h('strong', {}, 'No layout meets the constraints. '),
+        `Nothing was searched on ${exact(plan.gpus)} GPUs: the degrees fixed or bounded under “constraints” (a micro-batch above the global batch, a product of fixed degrees that does not divide the GPUs, …) leave no layout. Relax them and run the plan again.`));
     } else {
       const need = plan.min_gpus_lower_bound ? ` The model’s weights, gradients and optimizer state alone need at least ${exact(plan.min_gpus_lower_bound)} GPUs of this kind (a lower bound).` : '';
       parts.push(h('div', { class: 'banner', role: 'alert', id: 'plan-nothing' },
@@ -414,7 +469,7 @@ function whyText(plan: Plan): string {
   return plan.why_winner
     // "mostly 0.001 s less compute": below 10 ms the three decimals say
     // little (0.001 is anything from 0.5 to 1.5 ms): the part is named alone.
-    .replace(/mostly (\d+\.\d{3}) s less/, (m, v: string) => (Number(v) < 0.01 ? 'mostly less' : m))
+    .replace(/mostly (\d+\.\d{3}) s less/, (m, v: string) => (Number(v) < 0.01 ? 'mostly less' : Number(v) < 1 ? `mostly ${Math.round(Number(v) * 1e3)} ms less` : m))
     .replace(/beats #(\d+) by -?[\d.]+ s \(-?[\d.]+%\)/, (m, k: string) => {
     const b = cs[Number(k) - 1];
     return b ? (gapText(cs[0].step_seconds, b.step_seconds) === 'ties' ? `ties #${k}` : `beats #${k} by ${gapText(cs[0].step_seconds, b.step_seconds)}`) : m;
@@ -492,7 +547,7 @@ function scatter(plan: Plan): SVGElement {
     'aria-label': `Step time against peak memory per GPU for ${cs.length} layouts, both axes from zero; ${nf} on the Pareto front (filled, joined by the line: no other layout is both faster and smaller)${cap ? `; dashed line: the GPU’s ${fmtBytes(cap)}` : ''}${mineText}. The table below lists the same layouts.` }, g);
   const yoursLine = mine ? ` Orange diamond: your layout in the editor (${mine.layout}${mine.gpus !== plan.gpus ? `, on ${exact(mine.gpus)} GPUs, not ${exact(plan.gpus)}` : ''}): ${sec(mine.step)}${mine.fits ? '' : ', though it does not fit in memory'}; #1 ${mine.step >= cs[0].step_seconds ? `is faster by ${gapText(cs[0].step_seconds, mine.step)}` : `is slower by ${gapText(mine.step, cs[0].step_seconds)}`}.` : yoursTried ? ' Your layout could not be simulated, so it is not marked.' : '';
   return h('figure', { class: 'plan-figure' }, svg,
-    h('figcaption', { class: 'hint', id: 'plan-caption' }, `Both axes start at zero, so steps a few per cent apart sit close together; the table gives the gaps. Filled green: the Pareto front (${nf} layouts no other beats on both step time and memory). Hollow: dominated. Dashed red: GPU memory.${yoursLine}`)) as unknown as SVGElement;
+    h('figcaption', { class: 'hint', id: 'plan-caption' }, `Both axes start at zero, so steps a few per cent apart sit close together; the table gives the gaps. Filled green: the Pareto front (${nf} ${nf === 1 ? 'layout' : 'layouts'} no other beats on both step time and memory). Hollow: dominated. Dashed red: GPU memory.${yoursLine}`)) as unknown as SVGElement;
 }
 
 const COLUMNS: [SortKey, string][] = [
