@@ -355,8 +355,10 @@ async function run(): Promise<void> {
       const { lead, text, hint } = err.code === 'too_large' && err.path === 'gpus'
         ? { lead: 'The search is too large for the browser', text: `${err.message}.`, hint: 'Open the constraints below the inputs and fix or bound degrees (for example micro-batch at most 1, fewer ZeRO stages or recompute modes), or run stagecraft plan natively, which has no browser memory limit.' }
         : explain(err);
-      // An error on an input of this form names its label, not the request's key.
-      const input = err.path ? inputOfPath(err.path) : undefined;
+      // An error on an input of this form names its label, not the request's
+      // key (the search's own budget, path gpus, keeps its lead above).
+      const budget = err.code === 'too_large' && err.path === 'gpus';
+      const input = err.path && !budget ? inputOfPath(err.path) : undefined;
       const label = input ? inputLabels().get(input) : undefined;
       markInvalid(input);
       $('#plan-status').textContent = '';

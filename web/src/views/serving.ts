@@ -247,7 +247,7 @@ function workloadSection(inf: Summary, w: Summary): HTMLElement {
     card('P99 TPOT', sec(Number(inf.tpot_seconds_p99)), 'time per output token after the first, 99 % of requests at or under this', 'wl-tpot-p99'),
     card('Throughput', `${rate(Number(wl.requests_per_second))} req/s`, `${rate(Number(wl.output_tokens_per_second))} output tokens/s over the ${sec(Number(wl.makespan_seconds))} until the last request finished`, 'wl-throughput'),
     ...(goodput !== undefined ? [card('Goodput', `${rate(Number(goodput))} req/s`, 'requests per second meeting both SLO targets (vLLM’s benchmark_serving goodput)', 'wl-goodput')] : []),
-    card('KV cache in use', `${pct(Number(wl.kv_cache_utilization_mean))} mean`, `${pct(Number(wl.kv_cache_utilization_max))} at the fullest; ${fmtCount(Number(wl.preemptions))} preemptions (a request evicted to make room, recomputed later)`, 'wl-kv'),
+    card('KV cache in use', `${pct(Number(wl.kv_cache_utilization_mean))} mean`, `${pct(Number(wl.kv_cache_utilization_max))} at the fullest iteration; ${fmtCount(Number(wl.preemptions))} preemptions (a request evicted to make room, recomputed later)`, 'wl-kv'),
   );
   return h('section', { id: 'workload', 'aria-label': 'Workload', 'data-requests': String(wl.requests) },
     h('h3', {}, 'Workload: requests that arrive, queue and finish'), cards,
@@ -266,7 +266,7 @@ function kvOverTime(buckets: [number, number][], makespan: number): HTMLElement 
   const Y = (u: number) => ph - Math.max(0, Math.min(1, u)) * ph;
   const peak = buckets.reduce((a, [, u]) => Math.max(a, u), 0);
   const svg = s('svg', { viewBox: `0 0 ${W} ${H}`, width: '100%', role: 'img', class: 'kv-time',
-    'aria-label': `KV cache in use over the run: ${buckets.length} intervals of ${sec(w)}, at most ${pct(peak)} of the pages` });
+    'aria-label': `KV cache in use over the run: ${buckets.length} intervals of ${sec(w)}, the fullest interval at ${pct(peak)} of the pages on average (a single iteration may be fuller)` });
   const g = s('g', { transform: `translate(${L},${T})` });
   svg.append(g);
   g.append(s('rect', { x: 0, y: 0, width: pw, height: ph, fill: '#fff', stroke: '#adb5bd' }));
