@@ -428,19 +428,40 @@ class PlanProgress {
   void update(int64_t done, int64_t total, const std::string& phase) {
     if (mode_ == Progress::Mode::kQuiet) return;
     auto now = std::chrono::steady_clock::now();
-    if (std::chrono::duration<double>(now - last_).count() < interval_ && done < total) return;
-    last_ = now;
     const double el = std::chrono::duration<double>(now - start_).count();
-    const int pct = total > 0 ? static_cast<int>(100.0 * done / total) : 100;
-    // The phase's own pace: its remaining share at the rate so far.
+    // The phase's own pace, from its first update (printed or not) and the
+    // count then; the last time the count moved.
     if (phase != phase_) {
       phase_ = phase;
       phase_start_ = el;
+      phase_done0_ = done;
+      moved_ = el;
+      last_done_ = done;
+    } else if (done != last_done_) {
+      last_done_ = done;
+      moved_ = el;
     }
+    if (std::chrono::duration<double>(now - last_).count() < interval_ && done < total) return;
+    last_ = now;
+    const int pct = total > 0 ? static_cast<int>(100.0 * done / total) : 100;
+    // Left: the remaining share at the phase's rate so far (from its first
+    // update: not from the first line printed, which made every phase's
+    // first line say "about 0s left"). An estimate the run has already
+    // outlived (the count still for longer than it said was left: the
+    // simulate step's count jumps where the bound cuts layouts, which take
+    // no time) says the time left is not known yet.
+    // The simulate step gets no time: its count moves by the layouts the
+    // bound cuts (no time each) as much as by those simulated, so a pace
+    // said "about 0s left" for most of a 9 s step; it says how many
+    // layouts are still to decide instead.
     std::string eta;
-    if (done > 0 && done < total) {
-      const double left = (el - phase_start_) * static_cast<double>(total - done) / static_cast<double>(done);
-      eta = ", about " + Progress::format_eta(left) + " left in " + phase;
+    const double ran = el - phase_start_;
+    if (phase == "simulate" && done < total) {
+      eta = ", " + std::to_string(total - done) + " left to decide (simulate or cut by the bound)";
+    } else if (done > phase_done0_ && done < total && ran > 0) {
+      const double left = ran * static_cast<double>(total - done) / static_cast<double>(done - phase_done0_);
+      eta = el - moved_ > left ? ", time left in " + phase + " not known yet"
+                               : ", about " + Progress::format_eta(left) + " left in " + phase;
     }
     if (mode_ == Progress::Mode::kBar) {
       char bar[29];
@@ -469,7 +490,8 @@ class PlanProgress {
   double interval_;
   bool drawn_ = false;
   std::string phase_;
-  double phase_start_ = 0;
+  double phase_start_ = 0, moved_ = 0;
+  int64_t phase_done0_ = 0, last_done_ = 0;
 };
 
 // Tests (tests/ctest/cli_plan.sh): STAGECRAFT_TEST_PAUSE holds the search

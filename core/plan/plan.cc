@@ -6,13 +6,16 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <thread>
 #include <tuple>
+#include <type_traits>
 
 #include "base/cancel.h"
 #include "base/json_fields.h"
@@ -66,17 +69,37 @@ int schedule_index(Schedule s) {
 }
 
 // Runs fn(i) for i in [0, n) on `threads` threads (fn must only write its
-// own slot); progress on the calling thread.
+// own slot); progress on the calling thread. An fn returning bool says
+// whether it did its item (false: skipped after a stop): the progress
+// counts only the items done, so a stopped phase does not read finished.
 template <typename Fn>
 void parallel_for(int64_t n, int threads, Fn fn, const std::function<void(int64_t)>& tick = nullptr) {
-  if (threads <= 1 || n <= 1) {
-    for (int64_t i = 0; i < n; ++i) {
+  auto run = [&](int64_t i) -> bool {
+    if constexpr (std::is_same_v<std::invoke_result_t<Fn&, int64_t>, bool>) return fn(i);
+    else {
       fn(i);
-      if (tick) tick(i + 1);
+      return true;
     }
+  };
+  if (threads <= 1 || n <= 1) {
+    // A tick at most every 50 ms (as the threaded loop): millions of
+    // cheap items (validation) would pay for one each.
+    int64_t done = 0;
+    auto last = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < n; ++i) {
+      if (!run(i)) continue;
+      ++done;
+      if (!tick) continue;
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last >= std::chrono::milliseconds(50)) {
+        tick(done);
+        last = now;
+      }
+    }
+    if (tick) tick(done);
     return;
   }
-  std::atomic<int64_t> next{0}, done{0};
+  std::atomic<int64_t> next{0}, done{0}, seen{0};
   // A throw (std::bad_alloc) in any thread stops the rest and comes out of
   // join() here, instead of std::terminate (core/base/workers.h).
   Workers pool([&] { next.store(n); });
@@ -84,18 +107,18 @@ void parallel_for(int64_t n, int threads, Fn fn, const std::function<void(int64_
   for (int k = 0; k < t; ++k)
     pool.spawn([&] {
       for (int64_t i; (i = next.fetch_add(1)) < n;) {
-        fn(i);
-        done.fetch_add(1);
+        if (run(i)) done.fetch_add(1);
+        seen.fetch_add(1);
       }
     });
   if (tick) {
-    while (done.load() < n && !pool.failed()) {
+    while (seen.load() < n && !pool.failed()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       tick(done.load());
     }
   }
   pool.join();
-  if (tick) tick(n);
+  if (tick) tick(done.load());
 }
 
 // ---------------------------------------------------------------- proxy
@@ -1348,7 +1371,10 @@ double replay_bound_us(const Job& job, const Proxy& px, const NetworkModel* net,
 // classes of its pipeline peers, so when every rank (by its coordinates)
 // has equal group shapes on every axis and equal peer links under both
 // orders, the two runs are the same up to renaming the ranks.
-bool orders_equivalent(const ParallelConfig& a, const ParallelConfig& b, const NetworkModel& net, bool tied) {
+// Checked against `stop` once per tp x pp position (a 2^20-rank layout
+// takes about a second in all): nullopt when it asked to stop.
+std::optional<bool> orders_equivalent(const ParallelConfig& a, const ParallelConfig& b, const NetworkModel& net,
+                                      bool tied, const std::function<bool()>& stop) {
   if (net.astra) return false;
   const int64_t T = a.tp, C = a.cp, D = a.dp, P = a.pp, W = T * C * D * P;
   if (W > (int64_t{1} << 20)) return false;
@@ -1385,6 +1411,7 @@ bool orders_equivalent(const ParallelConfig& a, const ParallelConfig& b, const N
   std::vector<std::array<int64_t, 4>> m;
   for (int64_t t = 0; t < T; ++t)
     for (int64_t p = 0; p < P; ++p) {
+      if (stop && stop()) return std::nullopt;
       // The combined (cp, dp) index j = c + C d: dp, cp x dp, HSDP shard and replica groups.
       for (int64_t c = 0; c < C; ++c) {
         m.clear();
@@ -1394,19 +1421,27 @@ bool orders_equivalent(const ParallelConfig& a, const ParallelConfig& b, const N
       m.clear();
       for (int64_t j = 0; j < C * D; ++j) m.push_back({t, j % C, j / C, p});
       if (C * D > 1 && C > 1 && D > 1 && !same(m)) return false;
-      if (sg > 1 && sg < C * D)
+      if (sg > 1 && sg < C * D) {
+        // C D / sg shard groups of sg consecutive j, and sg replica groups
+        // (HSDP) of the j equal modulo sg, C D / sg members each: every
+        // member in one group of each kind, so linear in C D.
         for (int64_t g = 0; g < C * D / sg; ++g) {
           m.clear();
           for (int64_t j = g * sg; j < (g + 1) * sg; ++j) m.push_back({t, j % C, j / C, p});
           if (!same(m)) return false;
-          m.clear();
-          for (int64_t j = g; j < C * D; j += sg) m.push_back({t, j % C, j / C, p});
-          if (m.size() > 1 && !same(m)) return false;
         }
+        if (C * D / sg > 1)
+          for (int64_t r = 0; r < sg; ++r) {
+            m.clear();
+            for (int64_t j = r; j < C * D; j += sg) m.push_back({t, j % C, j / C, p});
+            if (!same(m)) return false;
+          }
+      }
     }
   for (int64_t t = 0; t < T; ++t)
     for (int64_t c = 0; c < C; ++c)
       for (int64_t d = 0; d < D; ++d) {
+        if (d == 0 && stop && stop()) return std::nullopt;
         if (P > 1) {
           m.clear();
           for (int64_t p = 0; p < P; ++p) m.push_back({t, c, d, p});
@@ -2275,15 +2310,19 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
 
   // Each layout writes its own slot only: any thread count, same result.
   // (The seed's layouts, validated in 2b, are validated again: the same.)
-  parallel_for(static_cast<int64_t>(cands.size()), o.threads, [&](int64_t i) {
-    Cand& cd = cands[static_cast<size_t>(i)];
-    if (cancelled.load(std::memory_order_relaxed) || ((i & 255) == 0 && stopping())) {
-      cancelled = true;
-      cd.state = Cand::kUnexamined;
-      return;
-    }
-    validate(cd);
-  });
+  parallel_for(
+      static_cast<int64_t>(cands.size()), o.threads,
+      [&](int64_t i) {
+        Cand& cd = cands[static_cast<size_t>(i)];
+        if (cancelled.load(std::memory_order_relaxed) || ((i & 255) == 0 && stopping())) {
+          cancelled = true;
+          cd.state = Cand::kUnexamined;
+          return false;
+        }
+        validate(cd);
+        return true;
+      },
+      [&](int64_t d) { progress(d, r.counts.considered, "validate"); });
 
   lap(1);
   // 2. One proxy per stage-program key.
@@ -2299,10 +2338,11 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
   parallel_for(
       static_cast<int64_t>(keys.size()), o.threads,
       [&](int64_t i) {
-        if (cancelled.load() || stopping()) { cancelled = true; return; }
+        if (cancelled.load() || stopping()) { cancelled = true; return false; }
         const ProxyKey& k = keys[static_cast<size_t>(i)];
         auto built = seed_proxies.find(k);
         proxies[static_cast<size_t>(i)] = built != seed_proxies.end() ? built->second : build_proxy(base, k, net, backend);
+        return true;
       },
       [&](int64_t d) { progress(d, static_cast<int64_t>(keys.size()), "estimate"); });
 
@@ -2394,7 +2434,13 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
         const ParallelConfig par = layout_job(base, cd.l).parallel;
         ParallelConfig mg = par;
         mg.order = order_of("megatron");
-        it = memo.emplace(key, orders_equivalent(par, mg, net, base.model.last_stage_embeds())).first;
+        const std::optional<bool> eq =
+            orders_equivalent(par, mg, net, base.model.last_stage_embeds(), [&] { return stopping(); });
+        if (!eq) {
+          cancelled = true;
+          break;
+        }
+        it = memo.emplace(key, *eq).first;
       }
       if (it->second) {
         cd.state = Cand::kDominated;

@@ -54,6 +54,10 @@ for limit in ${LIMITS:-0.5 1.5 3}; do limit_within_1s $limit "${PLAN[@]}"; done
 # 70B on 64 GPUs: simulations from about 2 s (here 3-5 s to 13 s at load
 # 8): 6 s stops one in flight (the simulation checks every 2^14 events).
 limit_within_1s 6 plan --model llama3-70b --gpus 64 --seq-len 8192 --global-batch-size 128 --threads 2
+# 8B on 2^20 GPUs: the rank-order twin check (one call per layout shape,
+# linear in the ranks since session 24, quadratic before) polls the stop;
+# it ran 152 s past a 10 s limit at this size before.
+limit_within_1s 3 plan --model llama3-8b --gpus 1048576 --seq-len 4096 --global-batch-size 1048576 --threads 2
 
 # --- SIGINT/SIGTERM after DELAY: time from the kill to the exit.
 # stop_within_1s LABEL SIG DELAY WANT_RC CMD...

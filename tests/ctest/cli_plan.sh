@@ -242,13 +242,20 @@ for line in open("prog.err"):
     m = re.match(r"progress: (\w+) (\d+)/(\d+) \(\d+%\), .* elapsed", line)
     assert m, line
     ph, d, t = m.group(1), int(m.group(2)), int(m.group(3))
-    if ph in last:
+    first = ph not in last
+    if not first:
         pd, pt = last[ph]
         assert t == pt and d >= pd, (line, last[ph])
     last[ph] = (d, t)
     if ph == "simulate":
         sim += 1
-        if 0 < d < t: assert "left in simulate" in line, line
+        # The layouts still to decide (no time: the bound cuts them in
+        # bursts), as many as the count says.
+        if d < t: assert f", {t - d} left to decide (simulate or cut by the bound)" in line, line
+    elif 0 < d < t and not first:
+        # Other phases, after their first line (the pace starts there): a
+        # time estimate, or that it is not known yet.
+        assert f"left in {ph}" in line, line
 assert sim >= 2, sim
 assert last["simulate"][0] == last["simulate"][1], last
 PY
