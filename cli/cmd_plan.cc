@@ -5,6 +5,7 @@
 // and with --export-best writes the winner's archive as generate does.
 #include <unistd.h>
 
+#include <cctype>
 #include <charconv>
 #include <atomic>
 #include <chrono>
@@ -120,12 +121,51 @@ std::optional<double> to_double(const std::string& s) {
   return v;
 }
 
+// A comma-separated list; an empty item ("1f1b,", ",1f1b", "a,,b") is kept
+// as "" so that the list's parser refuses it naming the entry.
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
+  if (!s.empty() && s.back() == ',') out.emplace_back();
   return out;
+}
+
+std::string flag_of_key(const std::string& key);
+
+// A constraint error (path plan.<key>) says where each constraint key it
+// names came from: a flag, or the job's "plan" block ("tp 8 conflicts
+// with max_tp 4 (tp from the job's plan block, max_tp from --max-tp)").
+Error with_sources(const Args& args, Error e) {
+  if (e.path.rfind("plan.", 0) != 0) return e;
+  const std::string key = e.path.substr(5, e.path.find('[') == std::string::npos ? std::string::npos : e.path.find('[') - 5);
+  std::vector<std::string> keys{key};
+  // The other keys of a conflict: the same degree's fixed, min_ and max_.
+  std::string degree = key;
+  for (const char* pre : {"min_", "max_"})
+    if (degree.rfind(pre, 0) == 0) degree = degree.substr(4);
+  const bool conflict = e.message.find(" conflicts with ") != std::string::npos ||
+                        e.message.find(" is above ") != std::string::npos;
+  // "<key> <number>" as a word: "no tp satisfies both" names no value.
+  auto names = [&](const std::string& k) {
+    for (size_t at = e.message.find(k + " "); at != std::string::npos; at = e.message.find(k + " ", at + 1)) {
+      const size_t v = at + k.size() + 1;
+      if ((at == 0 || e.message[at - 1] == ' ') && v < e.message.size() && std::isdigit(static_cast<unsigned char>(e.message[v])))
+        return true;
+    }
+    return false;
+  };
+  for (const std::string& k : {degree, "min_" + degree, "max_" + degree})
+    if (conflict && k != key && names(k)) keys.push_back(k);
+  if (keys.size() == 1) {
+    if (args.has(flag_of_key(key))) e.message += " (from " + flag_of_key(key) + ")";
+    return e;
+  }
+  std::string from;
+  for (const std::string& k : keys)
+    from += (from.empty() ? "" : ", ") + k + " from " + (args.has(flag_of_key(k)) ? flag_of_key(k) : "the job's plan block");
+  e.message += " (" + from + ")";
+  return e;
 }
 
 // Which flag set a constraint key, for error messages.
@@ -200,14 +240,21 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus, bool*
   // The plan needs the sequence length and the batch: the parser's
   // defaults (seq 2048, a batch of one micro-batch) would plan a job
   // nobody asked for.
-  for (const auto& [key, flag] : {std::pair<const char*, const char*>{"seq_len", "--seq-len"},
-                                  std::pair<const char*, const char*>{"global_batch_size", "--global-batch-size"}}) {
-    const bool given = j.contains("training") && j["training"].is_object() && j["training"].contains(key);
-    if (!given && !(j.contains("mode") && j["mode"] == "inference"))
-      return report_error(kCmd, make_error(ErrorCode::kInvalidArgument,
-                                           std::string("required by plan: give ") + flag + " N or the job's training." +
-                                               key,
-                                           std::string("training.") + key));
+  // Both missing: both named at once (not one, then the other on the next try).
+  {
+    std::vector<std::pair<const char*, const char*>> missing;
+    for (const auto& [key, flag] : {std::pair<const char*, const char*>{"seq_len", "--seq-len"},
+                                    std::pair<const char*, const char*>{"global_batch_size", "--global-batch-size"}}) {
+      const bool given = j.contains("training") && j["training"].is_object() && j["training"].contains(key);
+      if (!given && !(j.contains("mode") && j["mode"] == "inference")) missing.emplace_back(key, flag);
+    }
+    if (!missing.empty()) {
+      std::string what;
+      for (size_t i = 0; i < missing.size(); ++i)
+        what += std::string(i ? " and " : "") + missing[i].second + " N (or the job's training." + missing[i].first + ")";
+      return report_error(kCmd, make_error(ErrorCode::kInvalidArgument, "required by plan: give " + what,
+                                           std::string("training.") + missing[0].first));
+    }
   }
   // What the plan chooses is not part of the base job.
   if (j.contains("parallel") && j["parallel"].is_object()) {
@@ -297,13 +344,7 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus, bool*
     planj["top"] = *x;
   }
   Result<PlanConstraints> pc = parse_plan_constraints(planj, "plan");
-  if (!pc.ok()) {
-    Error e = pc.error();
-    const std::string key = e.path.rfind("plan.", 0) == 0 ? e.path.substr(5) : "";
-    const std::string base_key = key.substr(0, key.find('['));
-    if (!base_key.empty() && args.has(flag_of_key(base_key))) e.message += " (from " + flag_of_key(base_key) + ")";
-    return report_error(kCmd, e);
-  }
+  if (!pc.ok()) return report_error(kCmd, with_sources(args, pc.error()));
   *cons = std::move(pc).value();
   const std::string* g = args.get("--gpus");
   if (!g) return usage_error(kCmd, "missing --gpus N");
@@ -546,6 +587,9 @@ int export_best(const Args& args, const PlanResult& r) {
   ExportStats stats;
   Status s = run_export(*gen, *enc, opt, &stats);
   if (!s.ok()) {
+    if (pending_signal() != 0)
+      std::cerr << "stagecraft plan: interrupted by " << signal_name(pending_signal())
+                << " during --export-best: nothing was written to " << dir.string() << "\n";
     reraise_if_signalled();
     return report_error(kCmd, s.error());
   }
@@ -644,12 +688,7 @@ int cmd_plan(const std::vector<std::string>& argv) {
   }
   bar.finish();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (!r.ok()) {
-    Error e = r.error();
-    if (e.path.rfind("plan.", 0) == 0 && args.has(flag_of_key(e.path.substr(5))))
-      e.message += " (from " + flag_of_key(e.path.substr(5)) + ")";
-    return report_error(kCmd, e);
-  }
+  if (!r.ok()) return report_error(kCmd, with_sources(args, r.error()));
   if (args.has("--json")) std::cout << plan_json(*r);
   else if (args.has("--csv")) print_csv(*r);
   else {

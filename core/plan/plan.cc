@@ -1570,8 +1570,14 @@ Status check_constraints(const Job& base, const PlanOptions& o) {
                       "the fixed degrees " + names + " = " + std::to_string(prod) + " use " + std::to_string(prod) +
                           " GPUs, not gpus " + std::to_string(o.gpus),
                       "gpus");
-  if (!base.model.is_moe() && ((c.fixed[kEp] && *c.fixed[kEp] != 1) || (c.min[kEp] && *c.min[kEp] > 1)))
-    return make_error(ErrorCode::kInvalidArgument, base.model.name + " has no experts: ep must be 1", "plan.ep");
+  if (!base.model.is_moe() && c.fixed[kEp] && *c.fixed[kEp] != 1)
+    return make_error(ErrorCode::kInvalidArgument,
+                      base.model.name + " has no experts: ep must be 1 (got ep " + std::to_string(*c.fixed[kEp]) + ")",
+                      "plan.ep");
+  if (!base.model.is_moe() && c.min[kEp] && *c.min[kEp] > 1)
+    return make_error(ErrorCode::kInvalidArgument,
+                      base.model.name + " has no experts: ep must be 1 (got min_ep " + std::to_string(*c.min[kEp]) + ")",
+                      "plan.min_ep");
   if (c.top < 1) return make_error(ErrorCode::kInvalidArgument, "must be >= 1", "plan.top");
   return ok_status();
 }
@@ -1902,8 +1908,30 @@ std::string layout_diff(const PlanLayout& a, const PlanLayout& b, bool moe) {
 
 // Why #1 beats the next candidate whose step differs (equal steps are
 // ties, broken by the layout key).
+// Seconds with three significant digits in s, ms or µs (the browser's
+// secondsText, web/src/lib/plan.js): "26.0 ms", "40.0 µs", "1.51 s".
+std::string seconds_text(double x) {
+  const char* unit = x >= 1 ? "s" : x >= 1e-3 ? "ms" : "µs";
+  const double v = x >= 1 ? x : x >= 1e-3 ? x * 1e3 : x * 1e6;
+  char b[48];
+  std::snprintf(b, sizeof b, "%.3g", v);
+  const double r = std::strtod(b, nullptr);  // rounded first: 9.9996 is "10.0", not "10.00"
+  std::snprintf(b, sizeof b, "%.*f %s", r >= 100 ? 0 : r >= 10 ? 1 : 2, r, unit);
+  return b;
+}
+
+// The gap of step b over step a as the browser's gapText says it: the
+// relative gap to two significant digits or more (never "0.0%") and the
+// time ("1.7 % (26.0 ms)", "0.0040 % (40.0 µs)").
+std::string gap_text(double a, double b) {
+  const double d = b - a, rel = 100 * std::abs(d) / std::abs(b != 0 ? b : a);
+  const int digits = rel > 0 ? std::max(1, 1 - static_cast<int>(std::floor(std::log10(rel)))) : 1;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s%.*f %%", d >= 0 ? "" : "-", digits, rel);
+  return std::string(buf) + " (" + seconds_text(std::abs(d)) + ")";
+}
+
 std::string why_line(const std::vector<PlanCandidate>& c) {
-  char buf[512];
   const PlanCandidate& a = c[0];
   const bool moe = a.job.model.is_moe();
   size_t k = 1;
@@ -1926,12 +1954,20 @@ std::string why_line(const std::vector<PlanCandidate>& c) {
                              {"bubble", b.bubble_fraction * b.step_seconds - a.bubble_fraction * a.step_seconds}};
   for (int i = 0; i < 5; ++i) parts.push_back({kinds[i], b.exposed[i] - a.exposed[i]});
   const Part* best = &parts[0];
-  for (const Part& p : parts)
+  const Part* worst = &parts[0];
+  for (const Part& p : parts) {
     if (p.delta > best->delta) best = &p;
-  std::snprintf(buf, sizeof buf, "beats #%zu by %.3f s (%.1f%%) with %s: mostly %.3f s less %s", k + 1, d,
-                b.step_seconds > 0 ? 100 * d / b.step_seconds : 0.0, layout_diff(a.layout, b.layout, moe).c_str(),
-                best->delta, best->what);
-  return tie + buf;
+    if (p.delta < worst->delta) worst = &p;
+  }
+  std::string out = "beats #" + std::to_string(k + 1) + " by " + gap_text(a.step_seconds, b.step_seconds) + " with " +
+                    layout_diff(a.layout, b.layout, moe) + ": mostly " + seconds_text(best->delta) + " less " +
+                    best->what;
+  // The largest part can exceed the whole gap when another part goes the
+  // other way: that part is named too (a gap of 0.4 ms "mostly 21 ms less
+  // exposed pp communication" read as if the rest were even).
+  if (best->delta > 1.5 * d && worst->delta < 0)
+    out += ", offset by " + seconds_text(-worst->delta) + " more " + worst->what;
+  return tie + out;
 }
 
 }  // namespace
@@ -2252,6 +2288,7 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
                                     : "the only layout timed so far that fits (the search was stopped)";
     else if (!out.complete && out.counts.simulated == 0) out.why_winner = "nothing simulated yet";
     else if (!out.complete) out.why_winner = "no layout simulated so far fits";
+    else if (out.counts.considered == 0) out.why_winner = "no layout meets the search's constraints: nothing was searched";
     else out.why_winner = "no layout fits";
 
     // 7. Closest misses: smallest memory shortfall (those that would beat

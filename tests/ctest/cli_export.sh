@@ -118,6 +118,7 @@ for out in killed.zip killed.tar.gz killed_dir; do
   kill -TERM $pid; wait $pid; rc=$?
   [[ $rc == 143 ]] || fail "$out: SIGTERM mid-export: exit $rc ($(cat "$out.err"))"
   compgen -G "$out*" | grep -v '\.\(log\|err\)$' && fail "$out: SIGTERM left $(compgen -G "$out*")"
+  grep -q "interrupted by SIGTERM: nothing was written to $out" "$out.err" || fail "$out: no note on stderr: $(cat "$out.err")"
 done
 # Complete but not renamed: still an interruption (exit 130, nothing left).
 start_paused commit late.zip

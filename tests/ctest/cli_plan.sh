@@ -391,5 +391,28 @@ for c in p["candidates"]:
     assert c["job"]["training"].get("overlap_moe_expert_parallel_comm") is True, c["job"]["training"]
 PY
 
+# Session 24's audit: an empty list item is refused naming the entry; a
+# conflict says where each side came from; both missing sizes are named
+# at once; a dense model's min_ep names the flag and the value; the JSON
+# of a search the constraints leave empty says so.
+SMALL=(--model llama3-8b --layers 4 --gpus 8 --seq-len 1024 --global-batch-size 16 --threads 1 --progress none)
+expect_err() {  # expect_err WANT_RC "message part" CLI-ARGS...
+  local want=$1 part=$2; shift 2
+  "$CLI" "$@" > aud.out 2> aud.err; local rc=$?
+  [[ $rc == "$want" ]] && grep -qF -- "$part" aud.err || fail "$*: exit $rc, want $want and '$part': $(cat aud.err)"
+}
+expect_err 1 "plan.schedules[1]: unknown value '' (known: 1f1b" plan "${SMALL[@]}" --schedules 1f1b,
+expect_err 1 "plan.recompute[1]: unknown value ''" plan "${SMALL[@]}" --recompute none,,full
+echo '{"model": {"preset": "llama3-8b", "num_layers": 4}, "training": {"seq_len": 1024, "global_batch_size": 16}, "plan": {"tp": 8}}' > pblock.json
+expect_err 1 "plan.tp: tp 8 conflicts with max_tp 4 (tp from the job's plan block, max_tp from --max-tp)" \
+  plan --config pblock.json --gpus 8 --max-tp 4 --progress none
+expect_err 1 "min_tp 4 is above max_tp 2: no tp satisfies both (min_tp from --min-tp, max_tp from --max-tp)" \
+  plan "${SMALL[@]}" --min-tp 4 --max-tp 2
+expect_err 1 "plan.min_ep: llama3-8b has no experts: ep must be 1 (got min_ep 4096) (from --min-ep)" plan "${SMALL[@]}" --min-ep 4096
+expect_err 1 "give --seq-len N (or the job's training.seq_len) and --global-batch-size N" plan --model llama3-8b --gpus 8
+"$CLI" plan "${SMALL[@]}" --vp 4096 --json > vp.json 2> vp.err
+python3 -c "import json,sys; d=json.load(open('vp.json')); assert d['counts']['considered'] == 0 and 'nothing was searched' in d['why_winner'], d" \
+  || fail "nothing searched, JSON: $(head -c 400 vp.json)"
+
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]

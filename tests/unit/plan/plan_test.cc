@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <regex>
 #include <set>
 #include <string>
 
@@ -439,6 +440,17 @@ TEST_CASE("plan: candidates are ranked, fit, and carry their job") {
                                          "complete"});
   CHECK(j["complete"] == true);
   CHECK(j["why_winner"].get<std::string>().find("beats #") != std::string::npos);
+  // The why line's gap is the two steps' (session 24: "by 0.000 s (0.0%)"
+  // could name a cause larger than the gap): the relative figure with two
+  // significant digits or more, the absolute one in s, ms or µs.
+  const std::string why = j["why_winner"];
+  std::smatch m;
+  REQUIRE_MESSAGE(std::regex_search(why, m, std::regex(R"(beats #(\d+) by ([0-9.]+) % \(([0-9.]+) (s|ms|µs)\))")), why);
+  const double a = r->candidates[0].step_seconds, b = r->candidates[std::stoul(m[1]) - 1].step_seconds;
+  const double rel = 100 * (b - a) / b, abs_s = std::stod(m[3]) * (m[4] == "s" ? 1 : m[4] == "ms" ? 1e-3 : 1e-6);
+  CHECK(std::stod(m[2]) == doctest::Approx(rel).epsilon(0.05));
+  CHECK(abs_s == doctest::Approx(b - a).epsilon(0.01));
+  CHECK(m[2].str().find_first_not_of("0.") != std::string::npos);  // never "0.0"
 }
 
 TEST_CASE("plan: impossible constraints name the conflicting keys") {
