@@ -399,6 +399,24 @@ void print_text(const PlanResult& r, const Job& base, double seconds, const std:
       std::cout << "needs at least " << r.min_gpus_lower_bound
                 << " GPUs: the weights, gradients and optimizer state alone, sharded over every GPU, fill the usable "
                    "memory of fewer (activations come on top).\n";
+    // The smallest count that fits, searched for (docs/plan.md, "When nothing fits").
+    if (const PlanResult::SmallestFit& sf = r.smallest_fit; sf.from > 0) {
+      const int64_t node = base.hardware.gpus_per_node;
+      const std::string counts = sf.every_count ? "every count from " + std::to_string(sf.from) + (sf.from < node ? " to " + std::to_string(node) + ", then whole nodes of " : " in whole nodes of ") + std::to_string(node)
+                                                : "counts from " + std::to_string(sf.from) + " (whole nodes, then steps of an eighth)";
+      if (sf.gpus > 0) {
+        char mem[64];
+        std::snprintf(mem, sizeof mem, "%.1f GiB of %.1f", sf.peak_memory_bytes / 1073741824.0, r.usable_memory_bytes / 1073741824.0);
+        std::cout << "smallest fit: " << sf.gpus << " GPUs (" << counts << (sf.every_count ? "" : ": smaller ones were skipped")
+                  << "), e.g. " << layout_label(sf.layout, moe) << " at " << mem << " GiB usable"
+                  << (sf.largest_without > 0 ? "; " + std::to_string(sf.largest_without) + " GPUs fit nothing" : "")
+                  << ": plan --gpus " << sf.gpus << " ranks its layouts.\n";
+      } else {
+        std::cout << "smallest fit: none found (" << counts << ", " << sf.counts_tried << " tried, up to "
+                  << sf.largest_without << " GPUs"
+                  << (sf.stopped ? "; stopped by the time limit or an interrupt" : "") << ").\n";
+      }
+    }
   } else {
     size_t w = 6;
     for (const PlanCandidate& p : r.candidates) w = std::max(w, layout_label(p.layout, moe).size());

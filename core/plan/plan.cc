@@ -2086,7 +2086,72 @@ int64_t plan_bytes_per_layout(const Job& base) {
   return static_cast<int64_t>(sizeof(Cand)) + 4 * static_cast<int64_t>(sizeof(std::string)) + 16 + 256 + 64;
 }
 
-Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBackend& backend) {
+namespace {
+Result<PlanResult> search(const Job& base_in, const PlanOptions& o, const PlanBackend& backend);
+}  // namespace
+
+// The search, then, when nothing fits for memory, the smallest GPU count
+// that does: searches at more GPUs that stop at their first fitting layout.
+Result<PlanResult> plan(const Job& base, const PlanOptions& o, const PlanBackend& backend) {
+  const auto t0 = std::chrono::steady_clock::now();
+  SC_ASSIGN_OR_RETURN(PlanResult r, search(base, o, backend));
+  if (!o.probe_smallest_fit || o.first_fit || !r.candidates.empty() || !r.complete || r.counts.memory == 0) return r;
+  auto since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  // Its time: what the time limit leaves, else twice the search's own
+  // (at least 30 s): an answer in seconds where the search took seconds.
+  const double budget = o.time_limit_seconds > 0 ? o.time_limit_seconds - since(t0) : std::max(30.0, 2 * since(t0));
+  const auto p0 = std::chrono::steady_clock::now();
+  PlanResult::SmallestFit& sf = r.smallest_fit;
+  const int64_t node = std::max<int64_t>(1, base.hardware.gpus_per_node);
+  int64_t g = std::max(r.min_gpus_lower_bound, o.gpus + 1);
+  sf.from = g;
+  constexpr int kMaxCounts = 40, kLinearNodes = 16;
+  for (int i = 0; i < kMaxCounts && g <= limits::kMaxDegree; ++i) {
+    const double left = budget - since(p0);
+    if (cancel_requested() || left <= 0) {
+      sf.stopped = true;
+      break;
+    }
+    if (o.progress) o.progress(i, kMaxCounts, "fit");
+    PlanOptions p = o;
+    p.gpus = g;
+    p.progress = nullptr;
+    p.improved = nullptr;
+    p.seed = false;
+    p.first_fit = true;
+    p.constraints.top = 1;
+    p.time_limit_seconds = left;
+    Result<PlanResult> pr = search(base, p, backend);
+    ++sf.counts_tried;
+    if (pr.ok() && !pr->candidates.empty()) {
+      sf.gpus = g;
+      sf.layout = pr->candidates.front().layout;
+      sf.peak_memory_bytes = pr->candidates.front().peak_memory_bytes;
+      break;
+    }
+    if (pr.ok() && !pr->complete) {
+      sf.stopped = true;
+      break;
+    }
+    sf.largest_without = g;  // an error (fixed degrees that do not divide g) counts as no fit
+    // Next: every count up to a node, then whole nodes; after 16 of those,
+    // steps of an eighth (rounded up to whole nodes).
+    if (g < node) ++g;
+    else if (g / node < sf.from / node + kLinearNodes) g = (g / node + 1) * node;
+    else {
+      g = ((g + g / 8 + node - 1) / node) * node;
+      sf.every_count = false;
+    }
+  }
+  if (o.progress) o.progress(kMaxCounts, kMaxCounts, "fit");
+  return r;
+}
+
+namespace {
+
+Result<PlanResult> search(const Job& base_in, const PlanOptions& o, const PlanBackend& backend) {
   SC_RETURN_IF_ERROR(check_constraints(base_in, o));
   const PlanConstraints& c = o.constraints;
   Job base = base_in;
@@ -2649,6 +2714,8 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
       last_snapshot = std::chrono::steady_clock::now();
     }
     if (stopping()) stop = true;
+    // A probe for the smallest GPU count that fits: one is enough.
+    if (o.first_fit && !accepted.empty()) break;
     // Done: the layouts decided (simulated, passed over) and those the
     // bound already cuts (the threshold only falls, so they stay cut); of
     // a total that is every layout still in the running after the
@@ -2678,6 +2745,8 @@ Result<PlanResult> plan(const Job& base_in, const PlanOptions& o, const PlanBack
   lap(4);
   return conclude(r.complete, std::move(accepted));
 }
+
+}  // namespace
 
 std::string plan_json(const PlanResult& r) {
   using ojson = nlohmann::ordered_json;
@@ -2727,6 +2796,20 @@ std::string plan_json(const PlanResult& r) {
   out["closest_misses"] = std::move(misses);
   out["complete"] = r.complete;
   if (r.min_gpus_lower_bound > 0) out["min_gpus_lower_bound"] = r.min_gpus_lower_bound;
+  if (const PlanResult::SmallestFit& sf = r.smallest_fit; sf.from > 0) {
+    ojson f = ojson::object();
+    f["gpus"] = sf.gpus;
+    if (sf.gpus > 0) {
+      f["layout"] = layout_json(sf.layout);
+      f["peak_memory_bytes"] = sf.peak_memory_bytes;
+    }
+    f["from"] = sf.from;
+    f["largest_without"] = sf.largest_without;
+    f["counts_tried"] = sf.counts_tried;
+    f["every_count"] = sf.every_count;
+    f["stopped"] = sf.stopped;
+    out["smallest_fit"] = std::move(f);
+  }
   return out.dump(2) + "\n";
 }
 

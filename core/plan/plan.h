@@ -88,6 +88,11 @@ struct PlanOptions {
   bool seed = true;
   // Called from the calling thread only: (done, total, phase).
   std::function<void(int64_t, int64_t, const std::string&)> progress;
+  // Nothing fits on `gpus` (for memory): look for the smallest GPU count
+  // that fits (PlanResult::smallest_fit). false: not looked for.
+  bool probe_smallest_fit = true;
+  // The probe's own searches: stop at the first layout that fits.
+  bool first_fit = false;
   // Called from the calling thread when the ranked rows changed (a layout
   // that fits entered the top N), at most every 250 ms (a change held back
   // is reported after a later simulation), while the search runs: what a stop
@@ -182,6 +187,23 @@ struct PlanResult {
   // weights, gradients and optimizer state sharded over all of them fill
   // the usable memory of fewer); 0 otherwise. JSON only when > 0.
   int64_t min_gpus_lower_bound = 0;
+  // Nothing fits on `gpus` for memory: the smallest GPU count found that
+  // fits, by searches at more GPUs (docs/plan.md, "When nothing fits"):
+  // every count from `from` (the lower bound above, or gpus + 1) up to the
+  // GPUs of a node, then whole nodes; after 16 nodes tried the steps grow
+  // by an eighth (every_count false once a count was skipped). gpus 0:
+  // none within the probe's 40 counts or its time (stopped). In the JSON
+  // as "smallest_fit" whenever it was looked for.
+  struct SmallestFit {
+    int64_t from = 0;         // 0: not looked for
+    int64_t gpus = 0;         // 0: none found
+    PlanLayout layout;        // a layout that fits there (the fastest by the bound of those tried)
+    int64_t peak_memory_bytes = 0;
+    int64_t largest_without = 0;  // the largest count tried where nothing fits (0: none)
+    int64_t counts_tried = 0;
+    bool every_count = true;  // no count skipped between `from` and `gpus`
+    bool stopped = false;     // the time limit or an interrupt ended the probe
+  } smallest_fit;
   // Wall seconds per phase (not in the JSON; the benchmark prints them):
   // enumerate, validate, proxies, estimates, dominance + simulate.
   double phase_seconds[5] = {0, 0, 0, 0, 0};

@@ -254,6 +254,25 @@ export async function planCases(context, base, only = '') {
     check(await page.$$eval('#plan-misses', (x) => x.length) === 0, 'no empty list of misses');
   });
 
+  // Issue 23 item 6: an impossible request says the smallest GPU count that fits.
+  await run('nothing fits: the smallest GPU count that does, and a button that plans there', async (page) => {
+    await page.goto(jobUrl(base, { model: { preset: 'llama3-8b' }, parallel: { dp: 1 }, training: { seq_len: 4096, global_batch_size: 8 } }));
+    await ready(page);
+    await page.click('#tab-plan');
+    await page.fill('#plan-gpus', '1');
+    await page.click('#plan-run');
+    await page.waitForFunction(() => document.body.dataset.plan === 'done', null, { timeout: 120_000 });
+    const text = await page.textContent('#plan-smallest');
+    const m = /It fits on (\d+) GPUs, e\.g\. .* per GPU: the smallest count tried/.exec(text);
+    check(m, `the smallest count in words: ${text}`);
+    const n = Number(m[1]);
+    check(n >= 2 && n <= 8, `a count between 2 and a node: ${n}`);
+    await page.click('#plan-smallest-fit');
+    await page.waitForFunction((want) => document.body.dataset.plan === 'done' && document.querySelector('#plan-gpus')?.value === String(want) &&
+      document.querySelectorAll('#plan-table tbody tr').length > 0, n, { timeout: 120_000 });
+    check(/GPUs/.test(await page.textContent('#plan-counts')), 'the new plan is shown');
+  });
+
   await run('a search over the browser budget says so with the plan\'s own hint', async (page) => {
     // DeepSeek-V3 with 8 of its layers (quick to load in the editor) on
     // 16,384 GPUs: 2,948,427 layouts, over 1.2 GiB of search state (at

@@ -1273,3 +1273,40 @@ TEST_CASE("plan: with the shared experts on their own stream the bounds stay bel
     }
   }
 }
+
+TEST_CASE("plan: nothing fits: the smallest GPU count that does, checked by plans at it and below it") {
+  // Llama 3 8B's weights, gradients and Adam state (about 144 GB) fill one
+  // H100; the search at more GPUs finds the smallest count with a layout
+  // that fits, and says the largest count it tried without one.
+  const Job base = base_job(R"({"preset": "llama3-8b"})", 4096, 8);
+  auto run = [&](int64_t gpus, bool probe) {
+    PlanOptions o;
+    o.gpus = gpus;
+    o.probe_smallest_fit = probe;
+    Result<PlanResult> r = plan(base, o);
+    REQUIRE_MESSAGE(r.ok(), r.error().to_string());
+    return *r;
+  };
+  const PlanResult none = run(1, true);
+  REQUIRE(none.candidates.empty());
+  const PlanResult::SmallestFit& sf = none.smallest_fit;
+  CHECK(sf.from == std::max<int64_t>(none.min_gpus_lower_bound, 2));
+  REQUIRE(sf.gpus > 0);
+  CHECK(sf.every_count);
+  CHECK(!sf.stopped);
+  CHECK(sf.peak_memory_bytes <= none.usable_memory_bytes);
+  // At that count a full plan fits; at every count tried below it (every
+  // count from `from`: no node multiple is skipped below 8) none does.
+  CHECK(!run(sf.gpus, false).candidates.empty());
+  for (int64_t g = sf.from; g < sf.gpus; ++g) CHECK(run(g, false).candidates.empty());
+  if (sf.gpus > sf.from) CHECK(sf.largest_without == sf.gpus - 1);
+  // The JSON carries it; a plan that fits has none.
+  const json j = json::parse(plan_json(none));
+  CHECK(j["smallest_fit"]["gpus"] == sf.gpus);
+  CHECK(j["smallest_fit"]["layout"]["dp"].get<int64_t>() * j["smallest_fit"]["layout"]["tp"].get<int64_t>() *
+            j["smallest_fit"]["layout"]["pp"].get<int64_t>() * j["smallest_fit"]["layout"]["cp"].get<int64_t>() ==
+        sf.gpus);
+  const PlanResult fits = run(sf.gpus, true);
+  CHECK(fits.smallest_fit.from == 0);
+  CHECK(!json::parse(plan_json(fits)).contains("smallest_fit"));
+}

@@ -18,6 +18,9 @@ export interface Plan {
   gpus: number; objective: string;
   counts: { considered: number; rejected: Record<string, number>; simulated: number; unexamined?: number };
   min_gpus_lower_bound?: number;
+  // Nothing fits: the smallest GPU count found that does (docs/plan.md, "When nothing fits").
+  smallest_fit?: { gpus: number; layout?: PlanLayout; peak_memory_bytes?: number; from: number; largest_without: number;
+    counts_tried: number; every_count: boolean; stopped: boolean };
   candidates: PlanCandidate[]; why_winner: string; closest_misses: PlanMiss[]; complete: boolean;
   [k: string]: unknown;
 }

@@ -252,8 +252,15 @@ function onProgress(p: Progress): void {
   if (p.total > 0) { bar.max = p.total; bar.value = p.done; } else bar.removeAttribute('value');
   const step = PHASES.indexOf(p.phase);
   const left = remainingSeconds(p.done, p.total, (now - phaseStart) / 1000);
-  const leftText = left === null || now - phaseStart < 1000 ? '' : ` · about ${secs(left)} left in this step at its rate so far${p.phase === 'simulate' ? ' (a rough guess: the bound cuts layouts in bursts, and each layout left may need a simulation)' : ''}`;
-  $('#plan-status').textContent = `${step >= 0 ? `step ${step + 1} of 3, ` : ''}${PHASE_WORDS[p.phase] ?? p.phase}: ${exact(p.done)} of ${exact(p.total)} layouts · ${secs((now - runStart) / 1000)} elapsed${leftText}`;
+  // The simulate step's count moves by the layouts the bound cuts (no time
+  // each) as much as by those simulated: no time from it, the layouts
+  // still to decide instead (as the CLI says it).
+  const leftText = p.phase === 'simulate'
+    ? (p.total > p.done ? ` · ${exact(p.total - p.done)} left to decide (simulated or cut by the bound)` : '')
+    : left === null || now - phaseStart < 1000 ? '' : ` · about ${secs(left)} left in this step at its rate so far`;
+  $('#plan-status').textContent = p.phase === 'fit'
+    ? `Nothing fits on these GPUs: looking for the smallest GPU count that does (count ${exact(p.done + 1)} of at most ${exact(p.total)}) · ${secs((now - runStart) / 1000)} elapsed`
+    : `${step >= 0 ? `step ${step + 1} of 3, ` : ''}${PHASE_WORDS[p.phase] ?? p.phase}: ${exact(p.done)} of ${exact(p.total)} layouts · ${secs((now - runStart) / 1000)} elapsed${leftText}`;
   document.body.dataset.planProgress = String(p.done);
   document.body.dataset.planTotal = String(p.total);
   document.body.dataset.planPhase = p.phase;
@@ -448,8 +455,23 @@ export function renderPlan(plan: Plan, opts: RenderOpts = {}): void {
         `Nothing was searched on ${exact(plan.gpus)} GPUs: the degrees fixed or bounded under “constraints” (a micro-batch above the global batch, a product of fixed degrees that does not divide the GPUs, …) leave no layout. Relax them and run the plan again.`));
     } else {
       const need = plan.min_gpus_lower_bound ? ` The model’s weights, gradients and optimizer state alone need at least ${exact(plan.min_gpus_lower_bound)} GPUs of this kind (a lower bound).` : '';
+      // The smallest GPU count that fits, as the search found it (docs/plan.md, "When nothing fits").
+      const sf = plan.smallest_fit;
+      const fitLine: (HTMLElement | string)[] = [];
+      if (sf && sf.gpus > 0 && sf.layout) {
+        const again = h('button', { type: 'button', id: 'plan-smallest-fit' }, `Plan on ${exact(sf.gpus)} GPUs`);
+        again.addEventListener('click', () => {
+          const g = $<HTMLInputElement>('#plan-gpus');
+          g.value = String(sf.gpus);
+          g.dataset.touched = '1';
+          void run();
+        });
+        fitLine.push(h('p', { id: 'plan-smallest' }, `It fits on ${exact(sf.gpus)} GPUs, e.g. ${layoutText(sf.layout)} at ${fmtBytes(sf.peak_memory_bytes ?? 0)} per GPU: the smallest count tried${sf.every_count ? '' : ' (some counts below it were skipped)'}${sf.largest_without ? `; ${exact(sf.largest_without)} GPUs fit nothing` : ''}. `, again));
+      } else if (sf) {
+        fitLine.push(h('p', { id: 'plan-smallest' }, `No count from ${exact(sf.from)} to ${exact(sf.largest_without)} GPUs fits (${exact(sf.counts_tried)} tried${sf.stopped ? ', stopped by the time limit' : ''}).`));
+      }
       parts.push(h('div', { class: 'banner', role: 'alert', id: 'plan-nothing' },
-        h('strong', {}, 'No layout fits. '), `${need} The closest misses and what they lack:`,
+        h('strong', {}, 'No layout fits. '), ...fitLine, `${need} The closest misses and what they lack:`,
         h('ul', { id: 'plan-misses' }, ...(plan.closest_misses ?? []).map((m) => h('li', {}, h('span', { class: 'mono' }, layoutText(m.layout)), ': ', missText(m))))));
     }
     out.replaceChildren(...parts);
