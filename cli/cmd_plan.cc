@@ -596,6 +596,15 @@ int export_best(const Args& args, const PlanResult& r) {
   const fs::path dir = opt.out;
   bool replace = false;
   if (Status st = check_output(dir, opt.format, opt.force, &replace); !st.ok()) return report_error(kCmd, st.error());
+  // The size check generate makes, before the build (plan writes every
+  // rank: generate with the winner's job writes a subset).
+  opt.ranks = all_ranks(std::max<int64_t>(1, r.candidates.front().job.parallel.world_size()));
+  if (Status st = check_output_budget(r.candidates.front().job, opt, args.has("--allow-large")); !st.ok()) {
+    Error e = st.error();
+    e.message += " (plan --export-best writes every rank; generate --config with the winner's job, plan --json's "
+                 "candidates[0].job, writes a subset with --ranks)";
+    return report_error(kCmd, e);
+  }
   int rc = kExitOk;
   std::optional<Generator> gen = build_generator(kCmd, r.candidates.front().job, &rc);
   if (!gen) return rc;

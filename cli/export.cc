@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@
 #include <array>
 #include <thread>
 
+#include "api/budget.h"
 #include "base/cancel.h"
 #include "base/sha256.h"
 #include "base/workers.h"
@@ -827,5 +829,90 @@ Status run_export(const Generator& gen, const ArchiveEncoder& enc, const ExportO
 bool is_part_name(const std::string& n) {
   return std::any_of(std::begin(kPartNames), std::end(kPartNames), [&](const char* p) { return n == p; });
 }
+
+namespace {
+
+// Refuses an export whose estimated size is past kMaxOutputBytes, or with
+// --allow-large past the free space where it goes. The quick estimate
+// (core/api/budget.h: from the job's numbers, never below the truth, up to
+// 4x above it) decides when it is within the budget or even a quarter of
+// it is over; in between, the counted estimate (estimate_job_counted: two
+// small builds, never below the truth, within 1.5x) decides, before the
+// build. Issue 24: the 32,768-rank Llama-3-70B export (2 micro-batches) is
+// 19.8 GiB by the quick estimate, 4.71 GB counted, and writes 4.71 GB.
+constexpr int64_t kMaxOutputBytes = int64_t{8} << 30;
+
+Status output_error(const std::string& what, int64_t n) {
+  return make_error(ErrorCode::kTooLarge,
+                    what + ", over the budget of " + human_bytes(kMaxOutputBytes) +
+                        ". Write a subset with --ranks (e.g. --ranks 0-" + std::to_string(std::min<int64_t>(n, 1024) - 1) +
+                        "), use fewer micro-batches (training.global_batch_size) or fewer ranks; or pass "
+                        "--allow-large if the disk has room",
+                    "-o");
+}
+
+int64_t times(int64_t a, int64_t n) { return n > 0 && a > INT64_MAX / 4 / n ? INT64_MAX / 4 : a * n; }
+
+}  // namespace
+
+Status check_output_budget(const Job& job, const ExportOptions& opt, bool allow_large) {
+  SC_RETURN_IF_ERROR(check_budget(job));  // the build's memory first: it is what to fix first
+  JobEstimate e = estimate_job(job);
+  const int64_t n = opt.ranks.count();
+  if (!job.inference()) {
+    // The build plus the exporter's templates and buffers (api/budget.h
+    // generate_bytes), against the same memory budget; the quick bound
+    // decides when it is within it or even a quarter of it is over.
+    const int threads = opt.threads > 0 ? opt.threads
+                                        : std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 1, 64);
+    const bool archive = opt.format != OutputFormat::kDirectory;
+    const int64_t budget = engine_budget().max_engine_bytes;
+    int64_t need = generate_bytes(e, threads, n, archive);
+    bool counted = false;
+    if (need > budget && need / 4 <= budget) {
+      Result<JobEstimate> c = estimate_job_counted(job);
+      if (!c.ok()) return c.error();
+      need = generate_bytes(*c, threads, n, archive);
+      counted = true;
+    }
+    if (need > budget)
+      return make_error(ErrorCode::kTooLarge,
+                        "writing " + std::to_string(n) + " ranks needs about " + human_bytes(need) +
+                            " of memory (the build and the exporter's templates and buffers, " +
+                            (counted ? "counted" : "estimated") + " with " + std::to_string(threads) +
+                            " threads), over the budget of " + human_bytes(budget) + ". Use " +
+                            (archive ? "a directory instead of an archive, " : "") +
+                            "fewer --threads or fewer micro-batches (training.global_batch_size); "
+                            "--allow-large raises the budget to the free memory",
+                        "-o");
+  }
+  const bool all = n == std::max<int64_t>(1, job.parallel.world_size());
+  auto bytes_of = [&](const JobEstimate& x) { return all && !job.inference() ? x.trace_bytes_total : times(x.trace_bytes_per_rank, n); };
+  int64_t bytes = bytes_of(e);
+  const int64_t limit = allow_large ? -1 : kMaxOutputBytes;
+  if (!job.inference() && (allow_large || (bytes > kMaxOutputBytes && bytes / 4 <= kMaxOutputBytes))) {
+    // Maybe over (or --allow-large: compared with the free space): count.
+    Result<JobEstimate> c = estimate_job_counted(job);
+    if (!c.ok()) return c.error();
+    e = *c;
+    bytes = bytes_of(e);
+  }
+  const std::string what = "this export would write about " + human_bytes(bytes) + " (" + std::to_string(n) +
+                           " ranks x " + human_bytes(all && !job.inference() ? bytes / std::max<int64_t>(1, n) : e.trace_bytes_per_rank) +
+                           " of trace each, " + (e.counted ? "counted" : "estimated") + ")";
+  if (limit >= 0) return bytes <= limit ? ok_status() : output_error(what, n);
+  fs::path where = opt.out.parent_path().empty() ? fs::path(".") : opt.out.parent_path();
+  while (!where.empty() && !fs::exists(where)) where = where.parent_path();
+  struct statvfs vfs {};
+  if (::statvfs(where.empty() ? "." : where.c_str(), &vfs) == 0) {
+    const int64_t free_bytes = static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
+    if (bytes > free_bytes)
+      return make_error(ErrorCode::kTooLarge,
+                        what + ", and only " + human_bytes(free_bytes) + " are free there; write a subset with --ranks",
+                        "-o");
+  }
+  return ok_status();
+}
+
 
 }  // namespace sc::cli

@@ -76,6 +76,12 @@ Status run_export(const Generator& gen, const ArchiveEncoder& enc, const ExportO
 // replaced. Errors are kIoError naming out.
 Status check_output(const std::filesystem::path& out, OutputFormat format, bool force, bool* replace);
 
+// Refuses, before the build, an export of opt.ranks of `job` whose size is
+// estimated past 8 GiB (with allow_large: past the free space where it
+// goes), or whose build and exporter buffers are past the engine budget
+// (generate, plan --export-best; docs/export.md).
+Status check_output_budget(const Job& job, const ExportOptions& opt, bool allow_large);
+
 // SIGINT/SIGTERM/SIGHUP set a flag that run_export polls; it then removes its
 // temporary output and returns an error, and the caller re-raises with
 // reraise_if_signalled() so the exit status says "killed by signal".

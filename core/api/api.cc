@@ -322,6 +322,9 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
     bo.num_virtual = p.pp * p.virtual_stages;
     bo.chunks = stage_chunks(job.model.num_layers, p.pp, p.virtual_stages, p.pipeline_layout, stage);
     Graph g = build_transformer_forward(job.model, bo);
+    // Between the stage's steps too: each can take seconds for a very deep
+    // stage (thousands of MTP layers), and a stop should not wait for all.
+    SC_RETURN_IF_ERROR(check_cancelled("the graph build"));
     AutodiffOptions ao;
     ao.grad_dtype = t.grad_reduce_dtype;
     ao.recompute = t.recompute == Recompute::kFull        ? RecomputeMode::kFull
@@ -329,7 +332,9 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
                                                           : RecomputeMode::kNone;
     ao.recompute_modules = t.recompute_modules != 0 ? t.recompute_modules : kRecomputeCoreAttn;
     append_backward_and_optimizer(g, ao);
+    SC_RETURN_IF_ERROR(check_cancelled("the graph build"));
     propagate_shardings(g, propagation_options(bo));
+    SC_RETURN_IF_ERROR(check_cancelled("the graph build"));
     // Without overlap_grad_reduce the gradients are reduced once, after
     // the backward pass: one bucket, final when the last gradient is (the
     // same trace as a dp_bucket_mb above the gradient bytes). ZeRO 2/3
@@ -340,6 +345,7 @@ Result<Generator> Generator::create(const Job& job, const CreateOptions& options
     if (bo.has_edp) SC_RETURN_IF_ERROR(bucket_dp_gradients(g, s->bind, bucket_bytes, "edp", "expert_grad_bucket"));
     apply_zero(g, static_cast<int>(p.zero), zaxes);
     insert_weight_syncs(g);
+    SC_RETURN_IF_ERROR(check_cancelled("the graph build"));
 
     const LowerOptions lo = stage_lower_options(job, t.num_micro_batches(p), stage, s->deepep_nvl,
                                                 s->deepep_rdma_share);

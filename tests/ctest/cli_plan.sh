@@ -413,6 +413,13 @@ expect_err 1 "give --seq-len N (or the job's training.seq_len) and --global-batc
 "$CLI" plan "${SMALL[@]}" --vp 4096 --json > vp.json 2> vp.err
 python3 -c "import json,sys; d=json.load(open('vp.json')); assert d['counts']['considered'] == 0 and 'nothing was searched' in d['why_winner'], d" \
   || fail "nothing searched, JSON: $(head -c 400 vp.json)"
+# --export-best makes generate's size check before building the winner:
+# 32,768 ranks of Llama 3 70B with 8 micro-batches each are tens of GiB.
+"$CLI" plan --model llama3-70b --gpus 32768 --tp 8 --pp 8 --dp 512 --mbs 1 --zero 1 --recompute none --schedules 1f1b \
+  --seq-len 8192 --global-batch-size 4096 --threads 2 --progress none --export-best -o huge.zip > huge.txt 2> huge.err; rc=$?
+[[ $rc == 1 ]] && grep -q "this export would write about .* over the budget of 8.0 GiB" huge.err \
+  && grep -q "plan --export-best writes every rank" huge.err || fail "export-best past the output budget: exit $rc: $(cat huge.err)"
+compgen -G "huge.zip*" > /dev/null && fail "a refused export left $(compgen -G "huge.zip*")"
 
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]
