@@ -1,5 +1,7 @@
 #include "graph/autodiff.h"
 
+#include "base/cancel.h"
+
 #include <map>
 #include <set>
 #include <string_view>
@@ -25,7 +27,12 @@ class Autodiff final : public VjpContext {
     // A graph with neither a loss nor a pipeline send is differentiated
     // from its last op's output.
     if (!has_seed && !fwd.empty()) seed_output(g_.ops[fwd.back()].outputs[0], "output.grad");
+    size_t seen = 0;
     for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
+      // A stop (interrupt, time limit) ends the pass early: the caller
+      // (Generator::create) checks it next and drops the partial graph;
+      // a stage of thousands of layers takes seconds here.
+      if ((++seen & 4095) == 0 && cancel_requested()) return;
       const Op& f = g_.ops[*it];
       chunk_ = f.chunk;
       if (f.kind == OpKind::kLoss) seed_loss(f);

@@ -88,6 +88,8 @@ struct AutodiffOptions {
   uint32_t recompute_modules = kRecomputeCoreAttn;
 };
 
+// Stops early, the graph partial, when a cancel is requested (base/cancel.h):
+// the caller checks check_cancelled() after it.
 void append_backward_and_optimizer(Graph& g, const AutodiffOptions& o);
 
 }  // namespace sc
