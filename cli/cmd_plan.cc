@@ -411,6 +411,13 @@ void print_text(const PlanResult& r, const Job& base, double seconds, const std:
                   << "), e.g. " << layout_label(sf.layout, moe) << " at " << mem << " GiB usable"
                   << (sf.largest_without > 0 ? "; " + std::to_string(sf.largest_without) + " GPUs fit nothing" : "")
                   << ": plan --gpus " << sf.gpus << " ranks its layouts.\n";
+      } else if (sf.counts_tried == 0) {
+        std::cout << "smallest fit: not looked for: stopped (time limit or interrupt) before the first count, "
+                  << sf.from << " GPUs.\n";
+      } else if (sf.largest_without == 0) {
+        std::cout << "smallest fit: none found: no count from " << sf.from
+                  << " could be searched (the constraints or the search's budget refuse it: plan --gpus "
+                  << sf.from << " says why).\n";
       } else {
         std::cout << "smallest fit: none found (" << counts << ", " << sf.counts_tried << " tried, up to "
                   << sf.largest_without << " GPUs"
@@ -741,6 +748,13 @@ int cmd_plan(const std::vector<std::string>& argv) {
   } else if (!r->complete) {
     std::cerr << "stagecraft plan: interrupted by " << signal_name(pending_signal())
               << "; printed the best found so far\n";
+    reraise_if_signalled();
+    return kExitError;
+  } else if (pending_signal() != 0) {
+    // A complete search, then a signal while it looked for the smallest
+    // GPU count that fits (docs/plan.md, "When nothing fits").
+    std::cerr << "stagecraft plan: interrupted by " << signal_name(pending_signal())
+              << " while looking for the smallest GPU count that fits; printed the search's answer\n";
     reraise_if_signalled();
     return kExitError;
   }

@@ -196,6 +196,7 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
   }
   const Layout* best = nullptr;  // the most requests per second per GPU
   double best_per_gpu = 0;
+  bool short_runs = false;  // a capacity left out of that: its run too short to measure it
   for (const Layout& l : layouts) {
     const long long tp = l.tp, rep = l.rep;
     if (l.not_searched) {
@@ -214,7 +215,10 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
     one["replicas"] = l.rep;
     all.push_back(one);
     const double per_gpu = r->gpus > 0 ? r->capacity / static_cast<double>(r->gpus) : 0.0;
-    if (r->capacity > 0 && per_gpu > best_per_gpu) {
+    // A run too short to measure (short_run: at the search's cap, say) is
+    // no capacity to rank by.
+    short_runs |= r->capacity > 0 && r->short_run;
+    if (r->capacity > 0 && !r->short_run && per_gpu > best_per_gpu) {
       best = &l;
       best_per_gpu = per_gpu;
     }
@@ -244,8 +248,11 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
   }
   // A sweep names the layout that serves the most per GPU (ties: the first).
   if (layouts.size() > 1 && best != nullptr && !args.has("--json"))
-    std::printf("\nmost per GPU: tp %lld, replicas %lld: %.4f requests/s per GPU\n", static_cast<long long>(best->tp),
-                static_cast<long long>(best->rep), best_per_gpu);
+    std::printf("\nmost per GPU: tp %lld, replicas %lld: %.4f requests/s per GPU%s\n", static_cast<long long>(best->tp),
+                static_cast<long long>(best->rep), best_per_gpu,
+                short_runs ? " (of the layouts whose run measured a capacity)" : "");
+  else if (layouts.size() > 1 && short_runs && !args.has("--json"))
+    std::printf("\nmost per GPU: not named: no layout's run was long enough to measure its capacity (raise --requests)\n");
   if (args.has("--json") && layouts.size() > 1) {
     nlohmann::json out{{"layouts", all}};
     if (!skipped.empty()) out["left_out"] = skipped;

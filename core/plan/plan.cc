@@ -2095,7 +2095,12 @@ Result<PlanResult> search(const Job& base_in, const PlanOptions& o, const PlanBa
 Result<PlanResult> plan(const Job& base, const PlanOptions& o, const PlanBackend& backend) {
   const auto t0 = std::chrono::steady_clock::now();
   SC_ASSIGN_OR_RETURN(PlanResult r, search(base, o, backend));
-  if (!o.probe_smallest_fit || o.first_fit || !r.candidates.empty() || !r.complete || r.counts.memory == 0) return r;
+  if (!o.probe_smallest_fit || o.first_fit || !r.candidates.empty() || !r.complete || r.counts.memory == 0 ||
+      cancel_requested())
+    return r;
+  // Every world degree fixed: no other count has a layout.
+  const PlanConstraints& pc = o.constraints;
+  if (pc.fixed[kTp] && pc.fixed[kPp] && pc.fixed[kCp] && pc.fixed[kDp]) return r;
   auto since = [](std::chrono::steady_clock::time_point t) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
   };
@@ -2135,7 +2140,13 @@ Result<PlanResult> plan(const Job& base, const PlanOptions& o, const PlanBackend
       sf.stopped = true;
       break;
     }
-    sf.largest_without = g;  // an error (fixed degrees that do not divide g) counts as no fit
+    // A count the constraints leave no layout at (fixed degrees that do
+    // not divide it) is passed over, not counted as fitting nothing; any
+    // other error (the search's budget) ends the probe.
+    const bool no_layout = pr.ok() ? pr->counts.considered == 0
+                                   : pr.error().code == ErrorCode::kInvalidArgument && pr.error().path == "gpus";
+    if (!pr.ok() && !no_layout) break;
+    if (!no_layout) sf.largest_without = g;
     // Next: every count up to a node, then whole nodes; after 16 of those,
     // steps of an eighth (rounded up to whole nodes).
     if (g < node) ++g;
@@ -2714,8 +2725,13 @@ Result<PlanResult> search(const Job& base_in, const PlanOptions& o, const PlanBa
       last_snapshot = std::chrono::steady_clock::now();
     }
     if (stopping()) stop = true;
-    // A probe for the smallest GPU count that fits: one is enough.
-    if (o.first_fit && !accepted.empty()) break;
+    // A probe for the smallest GPU count that fits: one is enough, the
+    // first accepted (the order a one-thread search accepts in, so the
+    // answer does not depend on the thread count).
+    if (o.first_fit && !accepted.empty()) {
+      accepted.resize(1);
+      break;
+    }
     // Done: the layouts decided (simulated, passed over) and those the
     // bound already cuts (the threshold only falls, so they stay cut); of
     // a total that is every layout still in the running after the

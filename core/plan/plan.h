@@ -201,7 +201,7 @@ struct PlanResult {
     int64_t peak_memory_bytes = 0;
     int64_t largest_without = 0;  // the largest count tried where nothing fits (0: none)
     int64_t counts_tried = 0;
-    bool every_count = true;  // no count skipped between `from` and `gpus`
+    bool every_count = true;  // no count of the scheme (each up to a node, then whole nodes) skipped
     bool stopped = false;     // the time limit or an interrupt ended the probe
   } smallest_fit;
   // Wall seconds per phase (not in the JSON; the benchmark prints them):

@@ -413,6 +413,16 @@ expect_err 1 "give --seq-len N (or the job's training.seq_len) and --global-batc
 "$CLI" plan "${SMALL[@]}" --vp 4096 --json > vp.json 2> vp.err
 python3 -c "import json,sys; d=json.load(open('vp.json')); assert d['counts']['considered'] == 0 and 'nothing was searched' in d['why_winner'], d" \
   || fail "nothing searched, JSON: $(head -c 400 vp.json)"
+# A signal while the plan looks for the smallest GPU count that fits (after
+# a complete search: docs/plan.md, "When nothing fits") still exits by it.
+STAGECRAFT_TEST_PAUSE=plan-fit env --default-signal=INT "$CLI" plan --model llama3-8b --gpus 1 --seq-len 4096 \
+  --global-batch-size 8 --zero 0 --tp 1 --pp 1 --cp 1 --threads 1 --progress none > fit.out 2> fit.err &
+pid=$!
+for _ in $(seq 1 600); do grep -q "test pause at plan-fit" fit.err && break; sleep 0.1; done
+kill -INT $pid; wait $pid; rc=$?
+[[ $rc == 130 ]] && grep -q "interrupted by SIGINT while looking for the smallest GPU count that fits" fit.err \
+  || fail "SIGINT in the smallest-fit probe: exit $rc: $(cat fit.err)"
+
 # --export-best makes generate's size check before building the winner:
 # 32,768 ranks of Llama 3 70B with 8 micro-batches each are tens of GiB.
 "$CLI" plan --model llama3-70b --gpus 32768 --tp 8 --pp 8 --dp 512 --mbs 1 --zero 1 --recompute none --schedules 1f1b \

@@ -71,6 +71,10 @@ assert c["run_seconds_at_capacity"] < 2 * c["e2e_seconds_p99_at_capacity"], c
 PY
 "$cli" serve-capacity --config "$out/short.json" --slo-ttft 1 --slo-tpot 0.05 >"$out/short.txt"
 grep -q '^warning: at this rate the 200 requests arrive within .* too short for a steady state' "$out/short.txt"
+# A sweep whose runs are all too short names no layout as the most per GPU.
+"$cli" serve-capacity --config "$out/short.json" --slo-ttft 1 --slo-tpot 0.05 --replicas-list 1,2 >"$out/short2.txt"
+grep -q "^most per GPU: not named: no layout's run was long enough to measure its capacity" "$out/short2.txt" \
+  || { echo "short runs ranked: $(tail -3 "$out/short2.txt")"; exit 1; }
 "$cli" serve-capacity --config "$out/c.json" --slo-ttft 0.5 --replicas-list 1,2 >"$out/cap.txt"
 grep -q '^tp 1, replicas 2 (2 GPUs): capacity' "$out/cap.txt"
 "$cli" serve-capacity --config "$out/c.json" --slo-tpot 0.03 --tp-list 1,2 --requests 100 --json >"$out/tps.json"
@@ -170,16 +174,19 @@ J
 if "$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 >"$out/bc.txt" 2>"$out/err.txt"; then echo "searched a 70B on one GPU"; exit 1; fi
 [ ! -s "$out/bc.txt" ] || { echo "serve-capacity printed before refusing: $(cat "$out/bc.txt")"; exit 1; }
 grep -q 'parallel.tp: the model does not fit even at one sequence: a rank needs .* short by' "$out/err.txt"
-"$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 --tp-list 1,4,8 >"$out/sweep.txt"
+# 300 requests a run: long enough to measure a capacity (a run too short is
+# left out of "most per GPU").
+"$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 --slo-tpot 0.05 --tp-list 1,4,8 --requests 300 >"$out/sweep.txt"
 grep -q '^tp 1, replicas 1 (1 GPUs): not searched: parallel.tp: the model does not fit even at one sequence' "$out/sweep.txt"
 grep -q '^tp 4, replicas 1 (4 GPUs): capacity' "$out/sweep.txt"
 grep -q '^tp 8, replicas 1 (8 GPUs): capacity' "$out/sweep.txt"
 grep -q '^most per GPU: tp [48], replicas 1: ' "$out/sweep.txt"
-"$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 --tp-list 1,4,8 --json >"$out/sweep.json"
+"$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 --slo-tpot 0.05 --tp-list 1,4,8 --requests 300 --json >"$out/sweep.json"
 python3 - "$out/sweep.json" "$out/sweep.txt" <<'PY'
 import json, re, sys
 d = json.load(open(sys.argv[1]))
 c = d["layouts"]
+assert not any(x.get("short_run") for x in c), c
 assert [x["tp"] for x in c] == [1, 4, 8], c
 ns = c[0]["not_searched"]
 assert ns["code"] == "invalid_argument" and ns["field"] == "parallel.tp" and "does not fit" in ns["message"], ns
@@ -199,7 +206,7 @@ grep -q 'no layout can be searched: tp 1, replicas 1 (from --replicas-list): the
 # A GPU budget: each tp degree up to a node whose instance divides it, with
 # the replicas that fill it; a degree that does not divide is left out and
 # said so; --gpus beside --replicas-list is a usage error.
-"$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 --gpus 6 --json >"$out/budget.json"
+"$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 --slo-tpot 0.05 --gpus 6 --requests 300 --json >"$out/budget.json"
 python3 - "$out/budget.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -209,7 +216,7 @@ assert "not_searched" in c[0] and c[1]["capacity_requests_per_second"] > 0, c
 assert d["left_out"] == "tp 4: an instance of 4 GPUs does not divide 6", d
 assert d["most_per_gpu"] == {"tp": 2, "replicas": 3}, d
 PY
-"$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 --gpus 6 >"$out/budget.txt"
+"$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 --slo-tpot 0.05 --gpus 6 --requests 300 >"$out/budget.txt"
 grep -q '^left out: tp 4: an instance of 4 GPUs does not divide 6$' "$out/budget.txt"
 grep -q '^tp 2, replicas 3 (6 GPUs): capacity' "$out/budget.txt"
 if "$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 --gpus 3 >"$out/bc.txt" 2>"$out/err.txt"; then echo "searched tp 1 x 3"; exit 1; fi

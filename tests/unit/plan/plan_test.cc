@@ -1275,31 +1275,41 @@ TEST_CASE("plan: with the shared experts on their own stream the bounds stay bel
 }
 
 TEST_CASE("plan: nothing fits: the smallest GPU count that does, checked by plans at it and below it") {
-  // Llama 3 8B's weights, gradients and Adam state (about 144 GB) fill one
-  // H100; the search at more GPUs finds the smallest count with a layout
-  // that fits, and says the largest count it tried without one.
-  const Job base = base_job(R"({"preset": "llama3-8b"})", 4096, 8);
-  auto run = [&](int64_t gpus, bool probe) {
+  // Llama 3.1 405B on 8 H100 (sequence 8,192, batch 64): its weights,
+  // gradients and Adam state alone need 88 GPUs (the lower bound); the
+  // probe tries 88 (nothing fits: activations come on top), then the next
+  // whole node, 96, where a layout fits (a session-24 audit found 96 by
+  // hand: 89 to 95 fit nothing).
+  const Job base = base_job(R"({"preset": "llama3-405b"})", 8192, 64);
+  auto run = [&](int64_t gpus, bool probe, int threads = 1) {
     PlanOptions o;
     o.gpus = gpus;
+    o.threads = threads;
     o.probe_smallest_fit = probe;
     Result<PlanResult> r = plan(base, o);
     REQUIRE_MESSAGE(r.ok(), r.error().to_string());
     return *r;
   };
-  const PlanResult none = run(1, true);
+  const PlanResult none = run(8, true);
   REQUIRE(none.candidates.empty());
   const PlanResult::SmallestFit& sf = none.smallest_fit;
-  CHECK(sf.from == std::max<int64_t>(none.min_gpus_lower_bound, 2));
-  REQUIRE(sf.gpus > 0);
+  CHECK(sf.from == none.min_gpus_lower_bound);
+  REQUIRE(sf.gpus > sf.from);  // the probe went past its first count
   CHECK(sf.every_count);
   CHECK(!sf.stopped);
   CHECK(sf.peak_memory_bytes <= none.usable_memory_bytes);
-  // At that count a full plan fits; at every count tried below it (every
-  // count from `from`: no node multiple is skipped below 8) none does.
+  // At that count a full plan fits; at the largest count tried below it
+  // (the whole node before) none does, nor at the first count.
   CHECK(!run(sf.gpus, false).candidates.empty());
-  for (int64_t g = sf.from; g < sf.gpus; ++g) CHECK(run(g, false).candidates.empty());
-  if (sf.gpus > sf.from) CHECK(sf.largest_without == sf.gpus - 1);
+  REQUIRE(sf.largest_without > 0);
+  CHECK(sf.largest_without < sf.gpus);
+  CHECK(run(sf.largest_without, false).candidates.empty());
+  if (sf.from != sf.largest_without) CHECK(run(sf.from, false).candidates.empty());
+  // The same answer at any thread count.
+  const PlanResult four = run(8, true, 4);
+  CHECK(four.smallest_fit.gpus == sf.gpus);
+  CHECK(layout_label(four.smallest_fit.layout, false) == layout_label(sf.layout, false));
+  CHECK(four.smallest_fit.peak_memory_bytes == sf.peak_memory_bytes);
   // The JSON carries it; a plan that fits has none.
   const json j = json::parse(plan_json(none));
   CHECK(j["smallest_fit"]["gpus"] == sf.gpus);
@@ -1309,4 +1319,12 @@ TEST_CASE("plan: nothing fits: the smallest GPU count that does, checked by plan
   const PlanResult fits = run(sf.gpus, true);
   CHECK(fits.smallest_fit.from == 0);
   CHECK(!json::parse(plan_json(fits)).contains("smallest_fit"));
+  // Every world degree fixed: no other count has a layout, so none is tried.
+  PlanOptions fixed;
+  fixed.gpus = 8;
+  fixed.constraints = parse_plan_constraints(json{{"tp", 8}, {"pp", 1}, {"cp", 1}, {"dp", 1}}).value();
+  Result<PlanResult> f = plan(base, fixed);
+  REQUIRE(f.ok());
+  CHECK(f->candidates.empty());
+  CHECK(f->smallest_fit.from == 0);
 }

@@ -163,7 +163,8 @@ function inputLabels(): Map<string, string> {
   return m;
 }
 function inputOfPath(path: string): string | undefined {
-  const p = path.replace(/^constraints\./, '');
+  // The request door names constraints.<key>, the planner's own checks plan.<key>.
+  const p = path.replace(/^(constraints|plan)\./, '');
   if (path === 'gpus') return 'gpus';
   if (path === 'time_limit_seconds') return 'time_limit';
   if (p === 'memory_reserve_gib' || p === 'memory_reserve_fraction') return 'reserve';
@@ -467,6 +468,10 @@ export function renderPlan(plan: Plan, opts: RenderOpts = {}): void {
           void run();
         });
         fitLine.push(h('p', { id: 'plan-smallest' }, `It fits on ${exact(sf.gpus)} GPUs, e.g. ${layoutText(sf.layout)} at ${fmtBytes(sf.peak_memory_bytes ?? 0)} per GPU: the smallest count tried${sf.every_count ? '' : ' (some counts below it were skipped)'}${sf.largest_without ? `; ${exact(sf.largest_without)} GPUs fit nothing` : ''}. `, again));
+      } else if (sf && sf.counts_tried === 0) {
+        fitLine.push(h('p', { id: 'plan-smallest' }, `The smallest GPU count that fits was not looked for: the time limit came first.`));
+      } else if (sf && !sf.largest_without) {
+        fitLine.push(h('p', { id: 'plan-smallest' }, `No GPU count from ${exact(sf.from)} could be searched with these constraints: plan on ${exact(sf.from)} GPUs to see why.`));
       } else if (sf) {
         fitLine.push(h('p', { id: 'plan-smallest' }, `No count from ${exact(sf.from)} to ${exact(sf.largest_without)} GPUs fits (${exact(sf.counts_tried)} tried${sf.stopped ? ', stopped by the time limit' : ''}).`));
       }
