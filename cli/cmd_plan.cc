@@ -378,7 +378,8 @@ void print_text(const PlanResult& r, const Job& base, double seconds, const std:
             << base.training.seq_len << ", global batch " << base.training.global_batch_size << "; memory "
             << gib(r.usable_memory_bytes) << " of " << gib(r.memory_capacity_bytes) << " GiB usable per GPU\n";
   const PlanCounts& c = r.counts;
-  std::cout << "searched    " << c.considered << " layouts: " << c.divisibility << " do not divide, " << c.memory
+  std::cout << "searched    " << c.considered << " layouts"
+            << (r.enumeration_stopped ? " (the enumeration was stopped: more exist)" : "") << ": " << c.divisibility << " do not divide, " << c.memory
             << " do not fit, " << c.dominated << " dominated, " << c.bound << " cut by the step-time bound, "
             << c.simulated << " simulated";
   if (c.unexamined > 0) std::cout << ", " << c.unexamined << " not examined";

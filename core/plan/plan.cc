@@ -2219,6 +2219,7 @@ Result<PlanResult> search(const Job& base_in, const PlanOptions& o, const PlanBa
   std::vector<Cand> cands =
       enum_stopped ? std::vector<Cand>{} : enumerate(base, o, stopping, &enum_stopped);
   if (enum_stopped) cancelled = true;
+  r.enumeration_stopped = enum_stopped;
   r.counts.considered = static_cast<int64_t>(cands.size());
   auto lap = [&, t = started](int phase) mutable {
     const auto now = std::chrono::steady_clock::now();

@@ -183,6 +183,9 @@ struct PlanResult {
   std::string why_winner;
   std::vector<PlanMiss> closest_misses;
   bool complete = true;
+  // A stop came during the enumeration: counts.considered is the layouts
+  // enumerated until then, not the whole space (not in the JSON).
+  bool enumeration_stopped = false;
   // Nothing fits for memory: at least this many GPUs are needed (the
   // weights, gradients and optimizer state sharded over all of them fill
   // the usable memory of fewer); 0 otherwise. JSON only when > 0.

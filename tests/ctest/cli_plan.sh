@@ -413,6 +413,14 @@ expect_err 1 "give --seq-len N (or the job's training.seq_len) and --global-batc
 "$CLI" plan "${SMALL[@]}" --vp 4096 --json > vp.json 2> vp.err
 python3 -c "import json,sys; d=json.load(open('vp.json')); assert d['counts']['considered'] == 0 and 'nothing was searched' in d['why_winner'], d" \
   || fail "nothing searched, JSON: $(head -c 400 vp.json)"
+# A stop during the enumeration says the count is partial: DeepSeek-V3 on
+# 16,384 GPUs enumerates about 3 million layouts (over a second here), far
+# past a 0.05 s limit on any machine.
+"$CLI" plan --model deepseek-v3 --gpus 16384 --seq-len 4096 --global-batch-size 15360 --threads 1 --progress none \
+  --time-limit 0.05 > enum.txt 2> enum.err
+grep -q "^searched    [0-9]* layouts (the enumeration was stopped: more exist):" enum.txt \
+  || fail "a stopped enumeration's count not marked partial: $(head -3 enum.txt) $(cat enum.err)"
+
 # A signal while the plan looks for the smallest GPU count that fits (after
 # a complete search: docs/plan.md, "When nothing fits") still exits by it.
 STAGECRAFT_TEST_PAUSE=plan-fit env --default-signal=INT "$CLI" plan --model llama3-8b --gpus 1 --seq-len 4096 \
