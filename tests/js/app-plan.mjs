@@ -260,8 +260,18 @@ export async function planCases(context, base, only = '') {
     await ready(page);
     await page.click('#tab-plan');
     await page.fill('#plan-gpus', '1');
+    // Every status line shown while it runs (the probe's "count k of at most n" among them).
+    await page.evaluate(() => {
+      window.__statuses = [];
+      const el = document.querySelector('#plan-status');
+      new MutationObserver(() => window.__statuses.push(el.textContent)).observe(el, { childList: true, characterData: true, subtree: true });
+    });
     await page.click('#plan-run');
     await page.waitForFunction(() => document.body.dataset.plan === 'done', null, { timeout: 120_000 });
+    const statuses = await page.evaluate(() => window.__statuses);
+    const counts = statuses.map((t) => /count ([\d,]+) of at most ([\d,]+)/.exec(t)).filter(Boolean);
+    check(counts.length > 0, `the probe said what it does: ${statuses.join(' | ')}`);
+    for (const m of counts) check(Number(m[1].replace(/,/g, '')) <= Number(m[2].replace(/,/g, '')), `a count past its total: ${m[0]}`);
     const text = await page.textContent('#plan-smallest');
     const m = /It fits on (\d+) GPUs, e\.g\. .* per GPU: the smallest count tried/.exec(text);
     check(m, `the smallest count in words: ${text}`);

@@ -260,7 +260,7 @@ function onProgress(p: Progress): void {
     ? (p.total > p.done ? ` · ${exact(p.total - p.done)} left to decide (simulated or cut by the bound)` : '')
     : left === null || now - phaseStart < 1000 ? '' : ` · about ${secs(left)} left in this step at its rate so far`;
   $('#plan-status').textContent = p.phase === 'fit'
-    ? `Nothing fits on these GPUs: looking for the smallest GPU count that does (count ${exact(p.done + 1)} of at most ${exact(p.total)}) · ${secs((now - runStart) / 1000)} elapsed`
+    ? `Nothing fits on these GPUs: looking for the smallest GPU count that does (count ${exact(Math.min(p.done + 1, p.total))} of at most ${exact(p.total)}) · ${secs((now - runStart) / 1000)} elapsed`
     : `${step >= 0 ? `step ${step + 1} of 3, ` : ''}${PHASE_WORDS[p.phase] ?? p.phase}: ${exact(p.done)} of ${exact(p.total)} layouts · ${secs((now - runStart) / 1000)} elapsed${leftText}`;
   document.body.dataset.planProgress = String(p.done);
   document.body.dataset.planTotal = String(p.total);
