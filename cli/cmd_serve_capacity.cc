@@ -161,7 +161,7 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
   // (all of them failing: the error, naming each).
   struct Layout {
     int64_t tp, rep, gpus;
-    std::optional<Generator> gen;
+    std::optional<serve::CapacitySearch> search;  // prepared once: its plan and cost model
     std::optional<Error> not_searched;
   };
   std::vector<Layout> layouts;
@@ -169,15 +169,16 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
     const Job j = layout(tp, rep);
     Result<Generator> g = Generator::create(j);
     Layout l{tp, rep, j.parallel.world_size() * rep, std::nullopt, std::nullopt};
-    if (!g.ok())  // validated above: what is left is the model not fitting
+    if (!g.ok()) {  // validated above: what is left is the model not fitting
       l.not_searched = g.error();
-    else if (Status st = serving_capacity_ready(*g, requests); !st.ok())
-      l.not_searched = st.error();
-    else
-      l.gen.emplace(std::move(*g));
+    } else if (Result<serve::CapacitySearch> prepared = serving_capacity_prepare(*g, requests); !prepared.ok()) {
+      l.not_searched = prepared.error();
+    } else {
+      l.search.emplace(std::move(*prepared));
+    }
     layouts.push_back(std::move(l));
   }
-  if (std::none_of(layouts.begin(), layouts.end(), [](const Layout& l) { return l.gen.has_value(); })) {
+  if (std::none_of(layouts.begin(), layouts.end(), [](const Layout& l) { return l.search.has_value(); })) {
     Error e = which(layouts[0].tp, layouts[0].rep, *layouts[0].not_searched);
     for (size_t i = 1; i < layouts.size(); ++i) {
       const Error& o = *layouts[i].not_searched;
@@ -208,7 +209,7 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
                     e.to_string().c_str());
       continue;
     }
-    Result<CapacityResult> r = serving_capacity(*l.gen, ttft, tpot, requests);
+    Result<CapacityResult> r = serving_capacity(*l.search, ttft, tpot);
     if (!r.ok()) return report_error(kCmd, which(l.tp, l.rep, r.error()));
     nlohmann::json one = nlohmann::json::parse(serving_capacity_json(*r));
     one["tp"] = l.tp;

@@ -111,9 +111,13 @@ Result<std::vector<ServingPoint>> serving_sweep(const Generator& g, const std::v
 
 Status serving_capacity_searchable(const Job& job) { return serve::capacity_searchable(job); }
 
-Status serving_capacity_ready(const Generator& g, int64_t requests) {
+Result<serve::CapacitySearch> serving_capacity_prepare(const Generator& g, int64_t requests) {
   SC_ASSIGN_OR_RETURN(const Job* job, serving_job_of(g, "serving_capacity"));
-  return serve::capacity_ready(*job, backend(), requests);
+  return serve::prepare_capacity(*job, backend(), requests);
+}
+
+Result<CapacityResult> serving_capacity(const serve::CapacitySearch& search, double slo_ttft, double slo_tpot) {
+  return serve::serving_capacity(search, backend(), slo_ttft, slo_tpot);
 }
 
 Result<CapacityResult> serving_capacity(const Generator& g, double slo_ttft, double slo_tpot, int64_t requests) {

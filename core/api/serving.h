@@ -28,9 +28,12 @@ Result<CapacityResult> serving_capacity(const Generator& g, double slo_ttft, dou
 // Whether that search can run on an inference job, before building it
 // (serve::capacity_searchable: colocated, poisson or fixed arrivals).
 Status serving_capacity_searchable(const Job& job);
-// Whether the search's runs can start on an inference job's Generator (the
-// model and every request fit; serve::capacity_ready), without simulating.
-Status serving_capacity_ready(const Generator& g, int64_t requests = 0);
+// The search made ready on an inference job's Generator, without
+// simulating (serve::prepare_capacity: the model and every request fit, or
+// the error the search would give first), then run on it: a caller that
+// checks several layouts before searching any keeps the prepared ones.
+Result<serve::CapacitySearch> serving_capacity_prepare(const Generator& g, int64_t requests = 0);
+Result<CapacityResult> serving_capacity(const serve::CapacitySearch& search, double slo_ttft, double slo_tpot);
 
 // The KV transfer between disaggregated pools (serve/kv_transfer.h), for
 // an inference job's Generator with serving.disaggregated; otherwise an

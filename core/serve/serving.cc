@@ -884,8 +884,6 @@ Status capacity_searchable(const Job& job) {
   return ok_status();
 }
 
-namespace {
-
 // Everything before the capacity search's first run: the job with its
 // workload at rate 1 and n requests, its plan, scheduler and cost model,
 // and the drawn requests checked (each can finish on an idle rank, the
@@ -899,8 +897,9 @@ struct CapacitySetup {
   int64_t n = 0;
 };
 
-Status capacity_setup(const Job& full, const ServeBackend& be, int64_t requests, CapacitySetup* out) {
+Result<CapacitySearch> prepare_capacity(const Job& full, const ServeBackend& be, int64_t requests) {
   SC_RETURN_IF_ERROR(capacity_searchable(full));
+  auto out = std::make_shared<CapacitySetup>();
   out->job = full;
   WorkloadConfig& w = out->job.serving.workload;
   if (requests < 0 || requests > kMaxWorkloadRequests)
@@ -922,31 +921,30 @@ Status capacity_setup(const Job& full, const ServeBackend& be, int64_t requests,
   SC_ASSIGN_OR_RETURN(std::vector<Request> reqs,
                       make_requests(out->job.serving, max_context(out->job), 1.0));
   SC_RETURN_IF_ERROR(check_workload_budget(reqs, out->p, be.max_engine_bytes));
-  return check_requests(reqs, out->p);
-}
-
-}  // namespace
-
-Status capacity_ready(const Job& job, const ServeBackend& be, int64_t requests) {
-  CapacitySetup s;
-  return capacity_setup(job, be, requests, &s);
+  SC_RETURN_IF_ERROR(check_requests(reqs, out->p));
+  return CapacitySearch(std::move(out));
 }
 
 Result<CapacityResult> serving_capacity(const Job& full, const ServeBackend& be, double slo_ttft, double slo_tpot,
                                         int64_t requests) {
+  SC_ASSIGN_OR_RETURN(CapacitySearch search, prepare_capacity(full, be, requests));
+  return serving_capacity(search, be, slo_ttft, slo_tpot);
+}
+
+Result<CapacityResult> serving_capacity(const CapacitySearch& search, const ServeBackend& be, double slo_ttft,
+                                        double slo_tpot) {
+  const CapacitySetup& s = search.setup();
   if (!(slo_ttft > 0) && !(slo_tpot > 0)) {  // neither given: the job's serving.slo
-    slo_ttft = full.serving.slo.ttft_seconds_p99;
-    slo_tpot = full.serving.slo.tpot_seconds_p99;
+    slo_ttft = s.job.serving.slo.ttft_seconds_p99;
+    slo_tpot = s.job.serving.slo.tpot_seconds_p99;
   }
   if (!(slo_ttft > 0) && !(slo_tpot > 0))
     return make_error(ErrorCode::kInvalidArgument,
                       "give a P99 TTFT or TPOT target (seconds > 0), or both, or a serving.slo block in the job",
                       "serving.slo.ttft_seconds_p99");
-  CapacitySetup s;
-  SC_RETURN_IF_ERROR(capacity_setup(full, be, requests, &s));
   const Job& job = s.job;
   const int64_t n = s.n;
-  SchedulerParams& p = s.p;
+  SchedulerParams p = s.p;
   p.slo_ttft = slo_ttft;
   p.slo_tpot = slo_tpot;
   const CostModel& m = s.m;

@@ -84,11 +84,26 @@ Result<CapacityResult> serving_capacity(const Job& job, const ServeBackend& back
 // varies the arrival rate of colocated engines, so a disaggregated job or a
 // burst or trace workload is an error naming the field.
 Status capacity_searchable(const Job& job);
-// Whether the capacity search's runs can start: the model fits its memory
-// and every request of `requests` (0: the workload's count, else 1000)
-// can finish on an idle rank, all without simulating (the errors the
-// search would return before its first run).
-Status capacity_ready(const Job& job, const ServeBackend& backend, int64_t requests);
+
+// A capacity search made ready, without simulating: the job's plan, its
+// scheduler and cost model, and `requests` drawn (0: the workload's count,
+// else 1000) and checked, so that the model fitting its memory and every
+// request being able to finish on an idle rank are known before any run
+// (the errors the search would return first). serving_capacity(job, ...)
+// is prepare_capacity then the search; a caller that checks several
+// layouts first (serve-capacity) keeps the prepared ones.
+struct CapacitySetup;
+class CapacitySearch {
+ public:
+  explicit CapacitySearch(std::shared_ptr<const CapacitySetup> s) : setup_(std::move(s)) {}
+  const CapacitySetup& setup() const { return *setup_; }
+
+ private:
+  std::shared_ptr<const CapacitySetup> setup_;
+};
+Result<CapacitySearch> prepare_capacity(const Job& job, const ServeBackend& backend, int64_t requests);
+Result<CapacityResult> serving_capacity(const CapacitySearch& search, const ServeBackend& backend, double slo_ttft,
+                                        double slo_tpot);
 
 }  // namespace serve
 

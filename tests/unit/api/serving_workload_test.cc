@@ -308,10 +308,16 @@ TEST_CASE("serving workload: the memory of a run is checked against the engine b
 
 TEST_CASE("serving capacity: whether its runs can start is known before any run, with the search's own errors") {
   Generator small = testing::generator_from_json(job_with(R"(, "workload": {"rate": 1, "requests": 100, "seed": 2})"));
-  CHECK(serving_capacity_ready(small).ok());
-  CHECK(serving_capacity_ready(small, 100).ok());
+  CHECK(serving_capacity_prepare(small).ok());
+  Result<serve::CapacitySearch> prepared = serving_capacity_prepare(small, 100);
+  REQUIRE(prepared.ok());
+  // The search run on the prepared one is the one-call search's, to the bit.
+  Result<CapacityResult> one = serving_capacity(small, 1, 0.05, 100), two = serving_capacity(*prepared, 1, 0.05);
+  REQUIRE(one.ok());
+  REQUIRE(two.ok());
+  CHECK(serving_capacity_json(*one) == serving_capacity_json(*two));
   // The run-memory budget (the test above): the same error as the search.
-  Status big = serving_capacity_ready(small, 200000);
+  Result<serve::CapacitySearch> big = serving_capacity_prepare(small, 200000);
   REQUIRE(!big.ok());
   CHECK(big.error().code == ErrorCode::kTooLarge);
   CHECK(big.error().path == "serving.workload");
@@ -320,13 +326,13 @@ TEST_CASE("serving capacity: whether its runs can start is known before any run,
   // 16 tokens beside its weights. The job's own two requests (prompts drawn
   // uniformly from 100 to 8,000 tokens, seed 4) fit, so it builds; the
   // search's 200 draws of the same lengths hold longer ones, and both the
-  // readiness check and the search refuse them with the same error.
+  // preparation and the search refuse them with the same error.
   const std::string tight = job_with(
       R"(, "gpu_memory_utilization": 0.2, "workload": {"rate": 1, "requests": 2, "seed": 4,)"
       R"( "prompt_tokens": {"distribution": "uniform", "min": 100, "max": 8000}, "output_tokens": 100})");
   Generator g = testing::generator_from_json(tight);
-  CHECK(serving_capacity_ready(g).ok());
-  Status ready = serving_capacity_ready(g, 200);
+  CHECK(serving_capacity_prepare(g).ok());
+  Result<serve::CapacitySearch> ready = serving_capacity_prepare(g, 200);
   REQUIRE(!ready.ok());
   CHECK(ready.error().path == "serving.workload");
   CHECK_MESSAGE(ready.error().message.find("KV pages but a rank holds 357") != std::string::npos,
