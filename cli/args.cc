@@ -499,11 +499,8 @@ std::optional<Generator> build_generator(const std::string& command, const Job& 
   test_pause("build");  // tests: a signal here must stop the build below
   Result<Generator> gen = Generator::create(job, cli_create_options());
   if (!gen.ok()) {
-    if (gen.error().code == ErrorCode::kCancelled) {
-      std::cerr << "stagecraft " << command << ": interrupted by " << signal_name(pending_signal())
-                << " (" << gen.error().message << ")\n";
-      reraise_if_signalled();  // exit by the signal
-    }
+    if (gen.error().code == ErrorCode::kCancelled)
+      exit_if_signalled(command, " (" + gen.error().message + ")");  // exit by the signal
     *rc = report_error(command, gen.error());
     return std::nullopt;
   }

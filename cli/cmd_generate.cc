@@ -145,10 +145,7 @@ int cmd_generate(const std::vector<std::string>& argv) {
   ExportStats stats;
   Status s = run_export(*gen, *enc, opt, &stats);
   if (!s.ok()) {
-    if (pending_signal() != 0)
-      std::cerr << "stagecraft generate: interrupted by " << signal_name(pending_signal()) << ": nothing was written to "
-                << dir.string() << "\n";
-    reraise_if_signalled();  // interrupted: nothing was written; exit by the signal
+    exit_if_signalled(kCmd, ": nothing was written to " + dir.string());  // exit by the signal
     return report_error(kCmd, s.error());
   }
   // The output is committed: a signal that came after the rename does not

@@ -511,16 +511,14 @@ class PlanProgress {
     if (std::chrono::duration<double>(now - last_).count() < interval_ && done < total) return;
     last_ = now;
     const int pct = total > 0 ? static_cast<int>(100.0 * done / total) : 100;
-    // Left: the remaining share at the phase's rate so far (from its first
-    // update: not from the first line printed, which made every phase's
-    // first line say "about 0s left"). An estimate the run has already
-    // outlived (the count still for longer than it said was left: the
-    // simulate step's count jumps where the bound cuts layouts, which take
-    // no time) says the time left is not known yet.
-    // The simulate step gets no time: its count moves by the layouts the
-    // bound cuts (no time each) as much as by those simulated, so a pace
-    // said "about 0s left" for most of a 9 s step; it says how many
-    // layouts are still to decide instead.
+    // Left, in validation and the estimates: the remaining share at the
+    // phase's rate since its first update (not its first line printed,
+    // which made every first line say "about 0s left"); an estimate the
+    // run has outlived (the count still for longer than it said was left)
+    // says the time is not known yet. The simulate step gets no time: its
+    // count moves by the layouts the bound cuts (no time each) as much as
+    // by those simulated, so a pace said "about 0s left" for most of a 9 s
+    // step; it says how many layouts are still to decide instead.
     std::string eta;
     const double ran = el - phase_start_;
     if (phase == "simulate" && done < total) {
@@ -622,10 +620,7 @@ int export_best(const Args& args, const PlanResult& r) {
   ExportStats stats;
   Status s = run_export(*gen, *enc, opt, &stats);
   if (!s.ok()) {
-    if (pending_signal() != 0)
-      std::cerr << "stagecraft plan: interrupted by " << signal_name(pending_signal())
-                << " during --export-best: nothing was written to " << dir.string() << "\n";
-    reraise_if_signalled();
+    exit_if_signalled(kCmd, " during --export-best: nothing was written to " + dir.string());
     return report_error(kCmd, s.error());
   }
   std::cerr << "stagecraft plan: wrote the winner's " << stats.ranks << " ranks to " << dir.string() << "\n";
@@ -747,17 +742,12 @@ int cmd_plan(const std::vector<std::string>& argv) {
       return kExitError;
     }
   } else if (!r->complete) {
-    std::cerr << "stagecraft plan: interrupted by " << signal_name(pending_signal())
-              << "; printed the best found so far\n";
-    reraise_if_signalled();
+    exit_if_signalled(kCmd, "; printed the best found so far");
     return kExitError;
-  } else if (pending_signal() != 0) {
+  } else {
     // A complete search, then a signal while it looked for the smallest
     // GPU count that fits (docs/plan.md, "When nothing fits").
-    std::cerr << "stagecraft plan: interrupted by " << signal_name(pending_signal())
-              << " while looking for the smallest GPU count that fits; printed the search's answer\n";
-    reraise_if_signalled();
-    return kExitError;
+    exit_if_signalled(kCmd, " while looking for the smallest GPU count that fits; printed the search's answer");
   }
   if (args.has("--export-best")) return export_best(args, *r);
   return r->candidates.empty() ? kExitError : kExitOk;

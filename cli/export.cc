@@ -130,8 +130,12 @@ void install_signal_cleanup() {
 void release_signals(const std::string& command) {
   if (!g_saved) return;
   for (size_t i = 0; i < std::size(kCaught); ++i) sigaction(kCaught[i], &g_inherited[i], nullptr);
+  exit_if_signalled(command);
+}
+
+void exit_if_signalled(const std::string& command, const std::string& detail) {
   if (int sig = g_signal; sig != 0) {
-    std::fprintf(stderr, "stagecraft %s: interrupted by %s\n", command.c_str(), signal_name(sig));
+    std::fprintf(stderr, "stagecraft %s: interrupted by %s%s\n", command.c_str(), signal_name(sig), detail.c_str());
     reraise_if_signalled();
   }
 }

@@ -97,6 +97,10 @@ bool is_part_name(const std::string& name);
 // "SIGINT", "SIGTERM" or "SIGHUP" (the signals install_signal_cleanup catches).
 const char* signal_name(int sig);
 void reraise_if_signalled();
+// When a signal is pending: "stagecraft <command>: interrupted by SIGINT<detail>"
+// on stderr, then the process ends by that signal (reraise_if_signalled);
+// otherwise nothing.
+void exit_if_signalled(const std::string& command, const std::string& detail = "");
 // Once nothing is left to clean up (the build is done and only printing
 // remains): a signal that arrived meanwhile ends the process now (with
 // the "interrupted" note), and later ones get their inherited disposition
