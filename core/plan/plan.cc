@@ -1906,8 +1906,6 @@ std::string layout_diff(const PlanLayout& a, const PlanLayout& b, bool moe) {
   return d;
 }
 
-// Why #1 beats the next candidate whose step differs (equal steps are
-// ties, broken by the layout key).
 // Seconds with three significant digits in s, ms or µs (the browser's
 // secondsText, web/src/lib/plan.js): "26.0 ms", "40.0 µs", "1.51 s".
 std::string seconds_text(double x) {
@@ -1931,6 +1929,8 @@ std::string gap_text(double a, double b) {
   return std::string(buf) + " (" + seconds_text(std::abs(d)) + ")";
 }
 
+// Why #1 beats the next candidate whose step differs (equal steps are
+// ties, broken by the layout key).
 std::string why_line(const std::vector<PlanCandidate>& c) {
   const PlanCandidate& a = c[0];
   const bool moe = a.job.model.is_moe();
@@ -2549,7 +2549,7 @@ Result<PlanResult> search(const Job& base_in, const PlanOptions& o, const PlanBa
         ParallelConfig mg = par;
         mg.order = order_of("megatron");
         const std::optional<bool> eq =
-            orders_equivalent(par, mg, net, base.model.last_stage_embeds(), [&] { return stopping(); });
+            orders_equivalent(par, mg, net, base.model.last_stage_embeds(), stopping);
         if (!eq) {
           cancelled = true;
           break;
