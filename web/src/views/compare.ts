@@ -94,19 +94,25 @@ function figures(a: Side, b: Side): HTMLElement {
   const ia = (a.summary as any)?.inference, ib = (b.summary as any)?.inference;
   if (ia || ib) {
     const num = (o: any, k: string): number | undefined => (o && Number.isFinite(Number(o[k])) ? Number(o[k]) : undefined);
-    const int = (x: number | undefined) => (x === undefined ? '—' : Math.round(x).toLocaleString('en'));
-    const t = (x: number | undefined) => (x === undefined ? '—' : sec(x));
-    const by = (x: number | undefined) => (x === undefined ? '—' : fmtBytes(x));
-    const mem = (o: any) => num(o?.memory_bytes_per_rank, 'total');
-    row('Sequences that fit (per instance)', int(num(ia, 'max_concurrent_sequences')), int(num(ib, 'max_concurrent_sequences')), change(num(ia, 'max_concurrent_sequences'), num(ib, 'max_concurrent_sequences'), 'ratio', false), 'inf-fit');
-    row('Concurrency used', int(num(ia, 'concurrency')), int(num(ib, 'concurrency')), change(num(ia, 'concurrency'), num(ib, 'concurrency'), 'ratio', false), 'inf-concurrency');
-    row('KV cache per sequence', by(num(ia, 'kv_cache_bytes_per_sequence')), by(num(ib, 'kv_cache_bytes_per_sequence')), change(num(ia, 'kv_cache_bytes_per_sequence'), num(ib, 'kv_cache_bytes_per_sequence'), 'ratio', true), 'inf-kv-seq');
-    row('Weights per GPU', by(num(ia, 'weights_bytes_per_rank')), by(num(ib, 'weights_bytes_per_rank')), change(num(ia, 'weights_bytes_per_rank'), num(ib, 'weights_bytes_per_rank'), 'ratio', true), 'inf-weights');
-    row('Memory per GPU (weights, activations, KV cache)', by(mem(ia)), by(mem(ib)), change(mem(ia), mem(ib), 'ratio', true), 'inf-memory');
-    row('Time to first token (TTFT)', t(num(ia, 'ttft_seconds')), t(num(ib, 'ttft_seconds')), change(num(ia, 'ttft_seconds'), num(ib, 'ttft_seconds'), 'ratio', true), 'inf-ttft');
-    row('Time per output token (TPOT)', t(num(ia, 'tpot_seconds')), t(num(ib, 'tpot_seconds')), change(num(ia, 'tpot_seconds'), num(ib, 'tpot_seconds'), 'ratio', true), 'inf-tpot');
-    row('Output tokens / s per GPU', int(num(ia, 'tokens_per_second_per_gpu')), int(num(ib, 'tokens_per_second_per_gpu')), change(num(ia, 'tokens_per_second_per_gpu'), num(ib, 'tokens_per_second_per_gpu'), 'ratio', false), 'inf-tps');
-    row('Output tokens / s per user', (num(ia, 'tokens_per_second_per_user') ?? NaN).toFixed(1).replace('NaN', '—'), (num(ib, 'tokens_per_second_per_user') ?? NaN).toFixed(1).replace('NaN', '—'), change(num(ia, 'tokens_per_second_per_user'), num(ib, 'tokens_per_second_per_user'), 'ratio', false), 'inf-user');
+    const int = (x: number) => Math.round(x).toLocaleString('en');
+    const tenths = (x: number) => x.toFixed(1);
+    // [figure, summary key (inference block; "memory" the per-rank total), format, lower is better, row key]
+    const rows: [string, string, (x: number) => string, boolean, string][] = [
+      ['Sequences that fit (per instance)', 'max_concurrent_sequences', int, false, 'inf-fit'],
+      ['Concurrency used', 'concurrency', int, false, 'inf-concurrency'],
+      ['KV cache per sequence', 'kv_cache_bytes_per_sequence', fmtBytes, true, 'inf-kv-seq'],
+      ['Weights per GPU', 'weights_bytes_per_rank', fmtBytes, true, 'inf-weights'],
+      ['Memory per GPU (weights, activations, KV cache)', 'memory', fmtBytes, true, 'inf-memory'],
+      ['Time to first token (TTFT)', 'ttft_seconds', sec, true, 'inf-ttft'],
+      ['Time per output token (TPOT)', 'tpot_seconds', sec, true, 'inf-tpot'],
+      ['Output tokens / s per GPU', 'tokens_per_second_per_gpu', int, false, 'inf-tps'],
+      ['Output tokens / s per user', 'tokens_per_second_per_user', tenths, false, 'inf-user'],
+    ];
+    const of = (o: any, k: string) => (k === 'memory' ? num(o?.memory_bytes_per_rank, 'total') : num(o, k));
+    for (const [name, k, fmt, lower, key] of rows) {
+      const x = of(ia, k), y = of(ib, k);
+      row(name, x === undefined ? '—' : fmt(x), y === undefined ? '—' : fmt(y), change(x, y, 'ratio', lower), key);
+    }
   }
   const pa = ia && ib ? [] : peaks(a.summary), pb = ia && ib ? [] : peaks(b.summary);
   for (let i = 0; i < Math.max(pa.length, pb.length); i++) {

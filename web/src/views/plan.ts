@@ -490,15 +490,17 @@ export function renderPlan(plan: Plan, opts: RenderOpts = {}): void {
   if (!opts.running) document.body.dataset.plan = 'done';
 }
 
-// The engine's why line with its "beats #k by X s (Y%)" (three decimals
-// of a second: "0.000 s" for a gap under half a millisecond) said again
-// from the two steps: "ties" or the relative gap with sensible precision.
+// A why line in the engine's format before session 24 ("beats #k by X s
+// (Y%)", three decimals of a second: "0.000 s" for a gap under half a
+// millisecond; a plan stored in the tab from then) said again from the two
+// steps: "ties" or the relative gap with sensible precision. The engine
+// now writes the gap so itself (plan.cc gap_text); such lines pass as they are.
 function whyText(plan: Plan): string {
   const cs = plan.candidates;
   return plan.why_winner
     // "mostly 0.001 s less compute": below 10 ms the three decimals say
     // little (0.001 is anything from 0.5 to 1.5 ms): the part is named alone.
-    .replace(/mostly (\d+\.\d{3}) s less/, (m, v: string) => (Number(v) < 0.01 ? 'mostly less' : Number(v) < 1 ? `mostly ${Math.round(Number(v) * 1e3)} ms less` : m))
+    .replace(/mostly (\d+\.\d{3}) s less/, (m, v: string) => (Number(v) < 0.01 ? 'mostly less' : m))
     .replace(/beats #(\d+) by -?[\d.]+ s \(-?[\d.]+%\)/, (m, k: string) => {
     const b = cs[Number(k) - 1];
     return b ? (gapText(cs[0].step_seconds, b.step_seconds) === 'ties' ? `ties #${k}` : `beats #${k} by ${gapText(cs[0].step_seconds, b.step_seconds)}`) : m;
