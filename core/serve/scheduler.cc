@@ -109,7 +109,7 @@ Status check_requests(const std::vector<Request>& requests, const SchedulerParam
                         "serving.workload");
   }
   const int64_t budget = p.token_budget;  // sarathi: the chunk size (set by the caller)
-  if (p.policy == SchedulerParams::Policy::kPrefillFirst && !p.chunked_prefill)
+  if (p.whole_prompts())
     for (const Request& r : requests)
       if (r.prompt + r.output > budget)
         return make_error(ErrorCode::kInvalidArgument,
@@ -133,7 +133,7 @@ Result<WorkloadResult> simulate_workload(const std::vector<Request>& requests, c
     r.output = requests[i].output;
   }
   const int64_t budget = p.token_budget;  // sarathi: the chunk size (set by the caller)
-  const bool whole_prompts = p.policy == SchedulerParams::Policy::kPrefillFirst && !p.chunked_prefill;
+  const bool whole_prompts = p.whole_prompts();
   const int64_t ranks_total = p.dp * p.replicas;
   // Request i goes to rank i mod (dp x replicas) (round robin, as a load
   // balancer in front of the replicas and the engine's dp ranks do);

@@ -97,6 +97,8 @@ struct SchedulerParams {
   // left waits for the next prefill batch); every sequence must then fit
   // the budget (vLLM V0 requires max_num_batched_tokens >= max_model_len).
   bool chunked_prefill = true;
+  // Prompts go into a prefill batch whole, never split (the case above).
+  bool whole_prompts() const { return policy == Policy::kPrefillFirst && !chunked_prefill; }
   // Admission (docs/inference.md, "Admission"). kGreedy, vLLM's: a request
   // takes the pages of what it runs now; short of pages, the newest running
   // request is preempted. kReserve, SGLang's (its PrefillAdder and
