@@ -112,12 +112,13 @@ HardwareProfile preset(int i) {
                             1.87, 0.83, 3.0, 4.7, 0.60), kFp8TrainingGemmEfficiency, kDispatcherOverlapRate);
     // H200 SXM 141GB: H100's compute with HBM3e.
     // Measured: FP8 GEMMs 1.85x BF16's, skinny GEMMs at 0.86 of HBM after
-    // 3.7 µs, decode attention's start-up 5.5 µs (no whole decode step was
-    // measured on it: the floor stays 2.4), the Mamba-2 scan kernels at
-    // 0.49 of HBM over their bytes.
+    // 3.7 µs, decode attention's start-up 5.5 µs, a small kernel 3.9 µs in
+    // a CUDA graph (the floor: whole Llama-3.1-70B decode layers at one
+    // sequence, 2026-11-28), the Mamba-2 scan kernels at 0.49 of HBM over
+    // their bytes.
     // Memory as CUDA reports it on the lent H200 (150,109,880,320 bytes).
     case 2: return with_fits(measured(make("h200", 67 * T, 494.5 * T, 989.5 * T, 1979 * T, 4800 * G, 150109880320.0, 450 * G, 50 * G,
-                                 {132, 0.60, 0.75, 0.57, 0.90, 2.4}),
+                                 {132, 0.60, 0.75, 0.57, 0.90, 3.9}),
                             1.85, 0.86, 3.7, 5.5, 0.49), kFp8TrainingGemmEfficiency, kDispatcherOverlapRate);
     // B200 as in HGX/DGX B200 (1000 W): NVLink 5 1.8 TB/s total = 900 per
     // direction; 180 GB per GPU (1,440 GB per 8-GPU system).

@@ -252,8 +252,98 @@ def summarize_decode_step(path):
     print(f"\nMedian per small kernel: {med:.2f} µs (`kernel_floor_micros`).\n")
 
 
+def summarize_fp8_decode(path):
+    """fp8_decode_sweep.py's file: decode GEMMs by rows (weight TB/s up to
+    256 rows, TFLOP/s above), FP8 over bf16; decode attention at the 70B
+    model's heads; ten-layer steps per layer, with and without attention;
+    the per-small-kernel time of the batch-1 steps (as summarize_decode_step
+    does it, with this file's own GEMMs at one row and its own decode
+    attention at 1 x 1,500)."""
+    r = json.load(open(path))
+    gpu = r["env"]["gpu"]
+    name = path.split("/")[-1]
+    g = {(x["model"], x["tp"], x["gemm"], x["m"], x["kind"]): x for x in r["gemm"] if "us" in x}
+    shapes = list(dict.fromkeys((x["model"], x["tp"], x["gemm"], x["n"], x["k"]) for x in r["gemm"]))
+    rows = sorted({x["m"] for x in r["gemm"]})
+    print(f"### {gpu}: decode GEMMs, bf16 and FP8 ({name})\n")
+    print("Per GEMM (N x K = the weight): µs at each row count, bf16 / FP8 (fast accumulation); "
+          "FP8 over bf16 is the bf16 time over the FP8 time.\n")
+    print("| GEMM | N x K | " + " | ".join(str(m) for m in rows) + " |")
+    print("|---|---|" + "---|" * len(rows))
+    for model, tp, gm, n, k in shapes:
+        cells = []
+        for m in rows:
+            b, f = g.get((model, tp, gm, m, "bf16")), g.get((model, tp, gm, m, "fp8_fast"))
+            cells.append(f"{b['us']:.0f} / {f['us']:.0f}" if b and f else "–")
+        print(f"| {model} tp{tp} {gm} | {n} x {k} | " + " | ".join(cells) + " |")
+    print("\nBy row range, over the 22 GEMMs: weight bytes / s (up to 256 rows) or FLOP/s (above), median "
+          "[min–max]; FP8 over bf16.\n")
+    print("| rows | bf16 | FP8 | FP8 over bf16 |")
+    print("|---|---|---|---|")
+    for m in rows:
+        key = "weight_bytes_per_s" if m <= 256 else "flops_per_s"
+        unit, scale = ("TB/s", 1e12) if m <= 256 else ("TFLOP/s", 1e12)
+        b = sorted(x[key] / scale for x in r["gemm"] if x["m"] == m and x["kind"] == "bf16" and "us" in x)
+        f = sorted(x[key] / scale for x in r["gemm"] if x["m"] == m and x["kind"] == "fp8_fast" and "us" in x)
+        ratio = sorted(g[(a[0], a[1], a[2], m, "bf16")]["us"] / g[(a[0], a[1], a[2], m, "fp8_fast")]["us"]
+                       for a in shapes if (a[0], a[1], a[2], m, "bf16") in g and (a[0], a[1], a[2], m, "fp8_fast") in g)
+        fmt = "{:.2f}" if m <= 256 else "{:.0f}"
+        cell = lambda v: f"{fmt.format(v[len(v) // 2])} [{fmt.format(v[0])}–{fmt.format(v[-1])}] {unit}"  # noqa: E731
+        print(f"| {m} | {cell(b)} | {cell(f)} | {ratio[len(ratio) // 2]:.2f} [{ratio[0]:.2f}–{ratio[-1]:.2f}] |")
+    print(f"\n### {gpu}: decode attention, bf16 cache ({name})\n")
+    print("| model | batch | context | cache MB | µs | cache TB/s |")
+    print("|---|---|---|---|---|---|")
+    for x in r["decode_attn"]:
+        if "us" in x:
+            print(f"| {x['model']} | {x['batch']} | {x['context']:,} | {x['kv_bytes'] / 1e6:.0f} | {x['us']:.1f} | "
+                  f"{x['kv_bytes_per_s'] / 1e12:.2f} |")
+    print(f"\n### {gpu}: ten Llama-3.1-70B layers at tp 1, one CUDA graph ({name})\n")
+    print("| weights | batch | context | per layer µs | without attention µs | attention µs |")
+    print("|---|---|---|---|---|---|")
+    st = {(x["weights"], x["batch"], x["context"], x["attention"]): x for x in r["step"] if "per_layer_us" in x}
+    for (w, b, c, a), x in st.items():
+        if a and (w, b, c, False) in st:
+            y = st[(w, b, c, False)]["per_layer_us"]
+            print(f"| {w} | {b} | {c:,} | {x['per_layer_us']:.0f} | {y:.0f} | {x['per_layer_us'] - y:.0f} |")
+    att = {(x["model"], x["batch"], x["context"]): x["us"] for x in r["decode_attn"] if "us" in x}
+    print("\nPer small kernel at one sequence (the layer less its four GEMMs at one row and decode attention "
+          "at 1 x 1,500 as timed alone, over its other kernels):\n")
+    per = []
+    for w, kind, small in (("bf16", "bf16", 10), ("fp8", "fp8_fast", 14)):
+        x = st.get((w, 1, 1500, True))
+        if not x:
+            continue
+        gem = sum(g[("llama3-70b", 1, n, 1, kind)]["us"] for n in ("qkv", "o", "gate_up", "down"))
+        left = x["per_layer_us"] - gem - att[("llama3-70b tp1", 1, 1500)]
+        per.append(left / small)
+        print(f"- {w}: {x['per_layer_us']:.1f} − {gem:.1f} (GEMMs) − {att[('llama3-70b tp1', 1, 1500)]:.1f} "
+              f"(attention) = {left:.1f} µs over {small} kernels: {left / small:.2f} µs each")
+    if per:
+        print(f"\nMedian per small kernel: {sum(per) / len(per):.2f} µs (`kernel_floor_micros` of the h200, "
+              f"rounded).")
+    print()
+    if r.get("prefill"):
+        print(f"### {gpu}: ten layers of one prompt's prefill, one CUDA graph ({name})\n")
+        print("Per layer µs (the linear layers' TFLOP/s over the whole layer's time in brackets).\n")
+        print("| model | weights | 128 tokens | 512 | 2,048 | 8,192 |")
+        print("|---|---|---|---|---|---|")
+        pre = {(x["model"], x["weights"], x["tokens"]): x["per_layer_us"] for x in r["prefill"] if "per_layer_us" in x}
+        for model in dict.fromkeys(x["model"] for x in r["prefill"] if "model" in x):
+            h, a, kv, f = {"llama3-70b": (8192, 64, 8, 28672), "llama3-8b": (4096, 32, 8, 14336)}[model]
+            params = h * ((a + 2 * kv) * 128 + a * 128 + 3 * f)
+            for w in ("fp8", "bf16"):
+                cells = []
+                for t in (128, 512, 2048, 8192):
+                    us = pre.get((model, w, t))
+                    cells.append(f"{us:,.0f} ({2 * t * params / (us * 1e-6) / 1e12:.0f})" if us else "–")
+                print(f"| {model} tp1 | {w} | " + " | ".join(cells) + " |")
+        print()
+
+
 for p in sys.argv[1:]:
-    if p.endswith("-decode-step.json"):
+    if p.endswith("-fp8-decode.json"):
+        summarize_fp8_decode(p)
+    elif p.endswith("-decode-step.json"):
         summarize_decode_step(p)
     elif p.endswith("-cp-chunks.json"):
         summarize_cp_chunks(p)

@@ -6,6 +6,10 @@ decode steps measured on an H100 without any engine
 
 usage: decode_step_check.py CLI RESULTS.json DOC.md [--update]
 
+RESULTS is either file kind: decode_step.py's (`rows`, whole steps on an
+H100: block decode-step) or fp8_decode_sweep.py's (`step`, ten layers on
+an H200: block decode-step-h200, described below `render_layers`).
+
 For each measured row (a Llama-3 stack at `batch` sequences of `context`
 cached positions, the step captured in one CUDA graph: `graph_ms`), one
 serving job: prompt_tokens = context, output_tokens 2, concurrency =
@@ -75,12 +79,113 @@ def render(results_path, rows, results):
     return "\n".join(lines) + "\n"
 
 
+def layer_jobs(row):
+    """Two serving jobs of Llama 3.1 70B at tp 1 on the h200 (its published
+    config.json), 10 and 20 layers, at the row's batch and context, its
+    weights' dtype and a bf16 KV cache (as measured): the difference of
+    their decode iterations over 10 is the simulated layer, without the
+    embedding, final norm and LM head that both have."""
+    jobs = []
+    for layers in (10, 20):
+        c = dict(config("llama-3.1-70b"), num_hidden_layers=layers)
+        jobs.append({"mode": "inference", "model": {"hf_config": c}, "parallel": {"tp": 1}, "hardware": "h200",
+                     "serving": {"prompt_tokens": row["context"], "output_tokens": 2, "concurrency": row["batch"],
+                                 "weights_dtype": row["weights"], "kv_dtype": "bf16"}})
+    return jobs
+
+
+def render_layers(results_path, rows, results):
+    """fp8_decode_sweep.py's `step` rows: ten Llama-3.1-70B layers at tp 1 on
+    an H200, captured in one CUDA graph, per layer, against the simulated
+    decode iteration's layer (`layer_jobs`). The measured layer is
+    PyTorch's kernels, not an engine's: per layer it runs 17 kernels
+    (fp8: 21, each FP8 linear's activation cast its own kernel) where the
+    simulated layer has 13 (an engine's fused norm + cast, SwiGLU, KV
+    write). The two one-sequence rows are where the h200 profile's
+    kernel_floor_micros was derived (docs/hardware.md, "Measured on a
+    GPU": the layer less its GEMMs and attention as timed alone, per small
+    kernel): marked "(fit)" and summarized apart; the other rows are the
+    check."""
+    lines = ["| weights (one H200, tp 1) | batch | context | measured layer (CUDA graph) | simulated layer | error |",
+             "|---|---|---|---|---|---|"]
+    errs = {}
+    for r, (s10, s20) in zip(rows, results):
+        sim = (s20["inference"]["iterations"]["decode"]["seconds"] -
+               s10["inference"]["iterations"]["decode"]["seconds"]) / 10
+        meas = r["per_layer_us"] / 1e6
+        e = (sim - meas) / meas
+        fit = r["batch"] == 1  # the rows the h200's kernel_floor_micros came from
+        errs.setdefault((r["weights"], fit), []).append(e)
+        lines.append(f"| {r['weights']} | {r['batch']}{' (fit)' if fit else ''} | {r['context']:,} | "
+                     f"{meas * 1e6:.0f} µs | {sim * 1e6:.0f} µs | {100 * e:+.0f}% |")
+    lines.append("")
+    for (w, fit), e in errs.items():
+        a = sorted(abs(x) for x in e)
+        lines.append(f"{w} weights, {'fit' if fit else 'checked'}: {len(e)} row{'s' * (len(e) != 1)}, error {100 * min(e):+.0f}% to "
+                     f"{100 * max(e):+.0f}%, median |error| {100 * a[len(a) // 2]:.0f}%.")
+    lines.append(f"Measured: `{results_path}` (GPU \"{RESULTS['env']['gpu']}\", torch {RESULTS['env']['torch']}).")
+    return "\n".join(lines) + "\n"
+
+
+def prefill_jobs(row):
+    """As `layer_jobs`, for one prompt's prefill: Llama 3.1 70B or 8B (their
+    published config.json) at tp 1 on the h200, 10 and 20 layers, one
+    sequence of the row's tokens prefilled in one iteration (the token
+    budget set to the prompt), the row's weights and a bf16 cache."""
+    name = "llama-3.1-70b" if row["model"] == "llama3-70b" else "llama-3.1-8b"
+    jobs = []
+    for layers in (10, 20):
+        c = dict(config(name), num_hidden_layers=layers)
+        jobs.append({"mode": "inference", "model": {"hf_config": c}, "parallel": {"tp": 1}, "hardware": "h200",
+                     "serving": {"prompt_tokens": row["tokens"], "output_tokens": 2, "concurrency": 1,
+                                 "weights_dtype": row["weights"], "kv_dtype": "bf16",
+                                 "scheduler": {"max_num_batched_tokens": max(row["tokens"], 2048)}}})
+    return jobs
+
+
+def render_prefill(results_path, rows, results):
+    """fp8_decode_sweep.py's `prefill` rows: ten layers of one prompt's
+    prefill on an H200 in one CUDA graph, per layer, against the simulated
+    prefill iteration's layer (`prefill_jobs`). Nothing is fitted on them."""
+    lines = ["| model (one H200, tp 1) | weights | prompt tokens | measured layer (CUDA graph) | simulated layer | error |",
+             "|---|---|---|---|---|---|"]
+    errs = {}
+    for r, (s10, s20) in zip(rows, results):
+        sim = (s20["inference"]["iterations"]["prefill"]["seconds"] -
+               s10["inference"]["iterations"]["prefill"]["seconds"]) / 10
+        meas = r["per_layer_us"] / 1e6
+        e = (sim - meas) / meas
+        errs.setdefault((r["weights"], r["tokens"] >= 512), []).append(e)
+        lines.append(f"| {r['model']} | {r['weights']} | {r['tokens']:,} | {meas * 1e6:,.0f} µs | {sim * 1e6:,.0f} µs | "
+                     f"{100 * e:+.0f}% |")
+    lines.append("")
+    for (w, long_), e in errs.items():
+        a = sorted(abs(x) for x in e)
+        lines.append(f"{w} weights, {'512 to 8,192' if long_ else '128'} tokens, checked: {len(e)} rows, error "
+                     f"{100 * min(e):+.0f}% to {100 * max(e):+.0f}%, median |error| {100 * a[len(a) // 2]:.0f}%.")
+    lines.append(f"Measured: `{results_path}` (GPU \"{RESULTS['env']['gpu']}\", torch {RESULTS['env']['torch']}).")
+    return "\n".join(lines) + "\n"
+
+
 def main():
     global RESULTS
     if len(sys.argv) < 4:
         raise SystemExit(__doc__)
     cli, res_path, doc = sys.argv[1:4]
     RESULTS = json.load(open(res_path))
+    if "step" in RESULTS:  # fp8_decode_sweep.py's file
+        rows = [r for r in RESULTS["step"] if r.get("attention") and "per_layer_us" in r]
+        flat = docblock.run_all(cli, "inspect", [j for r in rows for j in layer_jobs(r)], "decode-step-h200")
+        results = list(zip(flat[0::2], flat[1::2]))
+        shown = os.path.relpath(os.path.abspath(res_path), os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
+        docblock.sync(doc, "decode-step-h200", render_layers(shown, rows, results), "--update" in sys.argv[4:],
+                      "inspect", f"tests/fidelity/serving/decode_step_check.py CLI {res_path} {doc}", len(rows))
+        rows = [r for r in RESULTS["prefill"] if "per_layer_us" in r]
+        flat = docblock.run_all(cli, "inspect", [j for r in rows for j in prefill_jobs(r)], "prefill-h200")
+        docblock.sync(doc, "prefill-h200", render_prefill(shown, rows, list(zip(flat[0::2], flat[1::2]))),
+                      "--update" in sys.argv[4:], "inspect",
+                      f"tests/fidelity/serving/decode_step_check.py CLI {res_path} {doc}", len(rows))
+        return
     rows = [r for r in RESULTS["rows"] if "graph_ms" in r]
     results = docblock.run_all(cli, "inspect", [job(r) for r in rows], "decode-step")
     shown = os.path.relpath(os.path.abspath(res_path), os.path.dirname(os.path.dirname(os.path.dirname(HERE))))

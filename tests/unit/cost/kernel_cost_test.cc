@@ -8,6 +8,7 @@
 #include <map>
 #include <regex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "api/api.h"
@@ -232,9 +233,10 @@ TEST_CASE("kernel cost: the measured small-kernel floor and decode attention's s
   // 16,777,216 / 3.015e12 = 5.56 µs: 4.7 µs over. Its floor is the median
   // of the four batch-1 rows of h100-sxm-2026-11-27-decode-step.json, per
   // small kernel (3.14, 3.22, 3.78, 3.96 µs): 3.5. The h200's start-up is
-  // its own batch-1 row: 9.43 - 16,777,216 / (0.9 x 4.8e12) * 1e6 = 5.5;
-  // it has no whole-step measurement, so its floor stays 2.4, as do the
-  // a100's and b200's, which have no start-up.
+  // its own batch-1 row: 9.43 - 16,777,216 / (0.9 x 4.8e12) * 1e6 = 5.5.
+  // Its floor comes from h200-2026-11-28-fp8-decode.json's two
+  // one-sequence Llama-3.1-70B layers (derived below from the file). The
+  // a100's and b200's floors stay 2.4, with no start-up.
   Result<HardwareProfile> h100 = hardware_preset("h100"), h200 = hardware_preset("h200");
   Result<HardwareProfile> a100p = hardware_preset("a100"), b200 = hardware_preset("b200");
   REQUIRE(h100.ok());
@@ -243,8 +245,37 @@ TEST_CASE("kernel cost: the measured small-kernel floor and decode attention's s
   REQUIRE(b200.ok());
   CHECK(h100->kernel_floor_micros == 3.5);
   CHECK(h100->attention_startup_micros == 4.7);
-  CHECK(h200->kernel_floor_micros == 2.4);
   CHECK(h200->attention_startup_micros == 5.5);
+  {
+    // The h200's floor: each one-sequence layer (bf16 and FP8 linears) less
+    // its four GEMMs at one row and its decode attention at 1 x 1,500, as
+    // the same file times them alone, over its other kernels (bf16: two
+    // norms, two scaled copies, two cache writes, two adds, SiLU, the
+    // multiply = 10; FP8: those and four activation casts = 14): 4.66 and
+    // 3.18 µs; their median (the mean of two), 3.92, rounded: 3.9.
+    const jsonf::Json j = testing::source_json("tests/bench/gpu/results/h200-2026-11-28-fp8-decode.json");
+    double attention = 0;
+    for (const jsonf::Json& r : j["decode_attn"])
+      if (r["model"].get<std::string>() == "llama3-70b tp1" && r["batch"].get<int>() == 1) attention = r["us"].get<double>();
+    std::vector<double> per;
+    for (const auto& [weights, kind, small] : {std::tuple{"bf16", "bf16", 10}, std::tuple{"fp8", "fp8_fast", 14}}) {
+      double layer = 0, gemms = 0;
+      for (const jsonf::Json& r : j["step"])
+        if (r["weights"].get<std::string>() == weights && r["batch"].get<int>() == 1 && r["attention"].get<bool>())
+          layer = r["per_layer_us"].get<double>();
+      for (const jsonf::Json& r : j["gemm"])
+        if (r["model"].get<std::string>() == "llama3-70b" && r["tp"].get<int>() == 1 && r["m"].get<int>() == 1 &&
+            r["kind"].get<std::string>() == kind && r["gemm"].get<std::string>() != "lm_head")
+          gemms += r["us"].get<double>();
+      REQUIRE(layer > 0);
+      REQUIRE(gemms > 0);
+      per.push_back((layer - gemms - attention) / small);
+    }
+    REQUIRE(attention > 0);
+    CHECK(per[0] == doctest::Approx(4.66).epsilon(0.005));
+    CHECK(per[1] == doctest::Approx(3.18).epsilon(0.005));
+    CHECK(h200->kernel_floor_micros == doctest::Approx(std::round((per[0] + per[1]) / 2 * 10) / 10));
+  }
   CHECK(a100p->kernel_floor_micros == 2.4);
   CHECK(a100p->attention_startup_micros == 0);
   CHECK(b200->kernel_floor_micros == 2.4);
