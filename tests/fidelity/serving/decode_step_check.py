@@ -7,8 +7,9 @@ decode steps measured on an H100 without any engine
 usage: decode_step_check.py CLI RESULTS.json DOC.md [--update]
 
 RESULTS is either file kind: decode_step.py's (`rows`, whole steps on an
-H100: block decode-step) or fp8_decode_sweep.py's (`step`, ten layers on
-an H200: block decode-step-h200, described below `render_layers`).
+H100: block decode-step) or fp8_decode_sweep.py's (`step`, ten decode
+layers on an H200: block decode-step-h200, described in `render_layers`;
+and `prefill`, ten prefill layers: block prefill-h200, `render_prefill`).
 
 For each measured row (a Llama-3 stack at `batch` sequences of `context`
 cached positions, the step captured in one CUDA graph: `graph_ms`), one
@@ -98,10 +99,10 @@ def render_layers(results_path, rows, results):
     """fp8_decode_sweep.py's `step` rows: ten Llama-3.1-70B layers at tp 1 on
     an H200, captured in one CUDA graph, per layer, against the simulated
     decode iteration's layer (`layer_jobs`). The measured layer is
-    PyTorch's kernels, not an engine's: per layer it runs 17 kernels
-    (fp8: 21, each FP8 linear's activation cast its own kernel) where the
-    simulated layer has 13 (an engine's fused norm + cast, SwiGLU, KV
-    write). The two one-sequence rows are where the h200 profile's
+    PyTorch's kernels, not an engine's: per layer it runs 15 kernels (four
+    GEMMs, attention and 10 small ones; fp8: 19, each FP8 linear's
+    activation cast its own kernel) where the simulated layer has 13 (8
+    small: an engine's fused SwiGLU and KV write, no casts). The two one-sequence rows are where the h200 profile's
     kernel_floor_micros was derived (docs/hardware.md, "Measured on a
     GPU": the layer less its GEMMs and attention as timed alone, per small
     kernel): marked "(fit)" and summarized apart; the other rows are the
@@ -180,7 +181,9 @@ def main():
         shown = os.path.relpath(os.path.abspath(res_path), os.path.dirname(os.path.dirname(os.path.dirname(HERE))))
         docblock.sync(doc, "decode-step-h200", render_layers(shown, rows, results), "--update" in sys.argv[4:],
                       "inspect", f"tests/fidelity/serving/decode_step_check.py CLI {res_path} {doc}", len(rows))
-        rows = [r for r in RESULTS["prefill"] if "per_layer_us" in r]
+        rows = [r for r in RESULTS.get("prefill", []) if "per_layer_us" in r]
+        if not rows:
+            raise SystemExit(f"{res_path}: no prefill rows (fp8_decode_sweep.py's `prefill` section)")
         flat = docblock.run_all(cli, "inspect", [j for r in rows for j in prefill_jobs(r)], "prefill-h200")
         docblock.sync(doc, "prefill-h200", render_prefill(shown, rows, list(zip(flat[0::2], flat[1::2]))),
                       "--update" in sys.argv[4:], "inspect",

@@ -7,8 +7,8 @@
 // "FP8 decode on the H200"). No GEMM or attention constant was set from
 // this file (its whole decode layers gave the h200's kernel floor, which
 // these isolated kernels do not reach): the rows are a check, summarized
-// by dtype and row range in docs/kernel-measurements.md, where each bound
-// below is quoted.
+// by dtype and row range in docs/kernel-measurements.md, which quotes
+// the measured errors and the bands below that hold them.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -39,9 +39,10 @@ struct Errors {
 };
 
 // The measured rows of one kind ("bf16", "fp8_fast") with `m` in [lo, hi],
-// each against the model: the GEMM's FLOPs, its bytes (weight in the
-// kind's width, bf16 rows in and out as the serving graph counts an fp8
-// layer's activations), at least the profile's kernel floor.
+// each against the model: the GEMM's FLOPs, its bytes (the weight in the
+// kind's width, the rows in and out in bf16, as the serving graph counts
+// an fp8-weight layer's activations: serving runs no FP8 recipe), at
+// least the profile's kernel floor.
 Errors check(const std::string& kind, int64_t lo, int64_t hi) {
   Result<HardwareProfile> hw = hardware_preset("h200");
   REQUIRE(hw.ok());
@@ -53,7 +54,7 @@ Errors check(const std::string& kind, int64_t lo, int64_t hi) {
     if (m < lo || m > hi) continue;
     const bool fp8 = kind != "bf16";
     const double w = fp8 ? 1.0 : 2.0;
-    const double flops = 2.0 * m * n * k, bytes = w * n * k + w * m * k + 2.0 * m * n;
+    const double flops = 2.0 * m * n * k, bytes = w * n * k + 2.0 * m * k + 2.0 * m * n;
     const double model = std::max(hw->kernel_floor_micros,
                                   gemm_micros(*hw, fp8 ? DType::kFP8 : DType::kBF16, {1, m, n, k}, flops, bytes, true));
     out.e.push_back((model - r["us"].get<double>()) / r["us"].get<double>());
@@ -75,15 +76,16 @@ void report(const std::string& what, const Errors& e, const std::string& unit = 
 TEST_CASE("decode GEMMs on the h200 against the lent H200's (1 to 64 rows: the weight's bytes)") {
   // Up to 64 rows the time is the weight streaming at the measured
   // skinny_hbm_efficiency after skinny_gemm_micros (both measured on
-  // 2026-11-27 in bf16): the FP8 weight is half the bytes, and the FP8
-  // kernels stream it as fast.
+  // 2026-11-27 in bf16): the FP8 weight is half the bytes, which the FP8
+  // kernels stream a little slower (3.2-3.35 TB/s at the median against
+  // bf16's 3.5-3.7), inside the band.
   const Errors bf16 = check("bf16", 1, 64), fp8 = check("fp8_fast", 1, 64);
   report("bf16, 1-64 rows", bf16);
   report("fp8, 1-64 rows", fp8);
   REQUIRE(bf16.e.size() == 22 * 6);
   REQUIRE(fp8.e.size() == 22 * 6);
-  CHECK(bf16.median_abs() < 0.10);
-  CHECK(fp8.median_abs() < 0.10);
+  CHECK(bf16.median_abs() < 0.07);
+  CHECK(fp8.median_abs() < 0.07);
 }
 
 TEST_CASE("decode GEMMs on the h200 against the lent H200's (65 to 256 rows: tiles and K splits)") {
@@ -94,16 +96,17 @@ TEST_CASE("decode GEMMs on the h200 against the lent H200's (65 to 256 rows: til
   report("fp8, 96-256 rows", fp8);
   REQUIRE(bf16.e.size() == 22 * 7);
   REQUIRE(fp8.e.size() == 22 * 7);
-  CHECK(bf16.median_abs() < 0.15);
-  CHECK(fp8.median_abs() < 0.15);
+  CHECK(bf16.median_abs() < 0.12);
+  CHECK(fp8.median_abs() < 0.12);
 }
 
 TEST_CASE("decode GEMMs on the h200 against the lent H200's (384 to 2,048 rows: a documented miss)") {
   // Above 256 rows the model is the training tile model (256 x 128 tiles
   // in waves, no K split, at the gemm_efficiency fitted on whole training
   // runs, 0.60 of peak), where the isolated cuBLAS kernels run at 0.69 to
-  // 0.81 of the bf16 peak: the model is slower, by a third at the median
-  // and up to 2.8x where few output tiles leave SMs idle.
+  // 0.78 of the bf16 peak at the median per row count (0.50-0.81 per
+  // GEMM): the model is slower, by a third at the median and up to 2.8x
+  // where few output tiles leave SMs idle.
   // docs/kernel-measurements.md ("FP8 decode on the H200") states this
   // band and why it was not changed; a model change that moves it out
   // must update that text.
@@ -113,8 +116,8 @@ TEST_CASE("decode GEMMs on the h200 against the lent H200's (384 to 2,048 rows: 
   REQUIRE(bf16.e.size() == 22 * 4);
   REQUIRE(fp8.e.size() == 22 * 4);
   for (const Errors* e : {&bf16, &fp8}) {
-    CHECK(e->median_abs() > 0.25);
-    CHECK(e->median_abs() < 0.45);
+    CHECK(e->median_abs() > 0.30);
+    CHECK(e->median_abs() < 0.40);
     CHECK(e->lo() > -0.25);
   }
 }
