@@ -459,7 +459,9 @@ Status plan(const Job& full, Serving* sv, int64_t want, bool strict, const Serve
   // programs (lowered last), the iteration the traces show.
   sv->classes.clear();
   sv->ttft = 0;
-  double mean_prefill = 0, mean_cost = 0;
+  // mean_chunk_time: with chunks, the mixed iterations one request's
+  // prefill occupies (each carries one chunk), over the mix.
+  double mean_prefill = 0, mean_cost = 0, mean_chunk_time = 0, mean_chunks = 0;
   for (size_t i = 0; i < mix.classes.size(); ++i) {
     const int64_t P = mix.classes[i].prompt_tokens;
     ClassTimes ct;
@@ -482,6 +484,8 @@ Status plan(const Job& full, Serving* sv, int64_t want, bool strict, const Serve
     } else if (cfg.chunk_tokens > 0) {
       ct.ttft = static_cast<double>(chunks) * t_mixed;
       cost = static_cast<double>(chunks) * std::max(0.0, t_mixed - sv->t_decode);
+      mean_chunk_time += mix.share[i] * static_cast<double>(chunks) * t_mixed;
+      mean_chunks += mix.share[i] * static_cast<double>(chunks);
     } else {
       ct.ttft = ct.t_prefill;
     }
@@ -505,11 +509,19 @@ Status plan(const Job& full, Serving* sv, int64_t want, bool strict, const Serve
   } else {
     sv->gpus = world_d * cfg.replicas;
     const double cycle = static_cast<double>(sv->per_dp) * mean_cost + O * sv->t_decode;
-    sv->tps_gpu = static_cast<double>(sv->concurrency) * O / cycle / static_cast<double>(world_d);
+    // With chunks, an iteration carries one chunk: refilling the c_r slots
+    // takes c_r x k mixed iterations, which cannot overlap each other, so
+    // the cycle is at least that long (small chunks make the prefill, not
+    // the decode steps, set the pace; docs/inference.md, "Throughput").
+    const double chunk_bound = static_cast<double>(sv->per_dp) * mean_chunk_time;
+    sv->tps_gpu = static_cast<double>(sv->concurrency) * O / std::max(cycle, chunk_bound) /
+                  static_cast<double>(world_d);
     // Inter-token latency as a request sees it: per E[O] decode steps each
     // of the other c_r - 1 slots on its dp rank is refilled once, and that
-    // request's prefill stalls the decode batch (docs/inference.md, "ITL").
-    sv->itl = sv->tpot + static_cast<double>(sv->per_dp - 1) * mean_cost / O;
+    // request's prefill stalls the decode batch (docs/inference.md, "ITL");
+    // when the chunks set the pace every iteration is a mixed one.
+    sv->itl = chunk_bound > cycle ? mean_chunk_time / mean_chunks
+                                  : sv->tpot + static_cast<double>(sv->per_dp - 1) * mean_cost / O;
   }
   return ok_status();
 }

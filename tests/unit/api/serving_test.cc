@@ -212,6 +212,26 @@ TEST_CASE("serving: errors name the field: too big to fit, too many sequences") 
   CHECK(inference_of(fp8)["max_concurrent_sequences"].get<int64_t>() >= 1);
 }
 
+TEST_CASE("serving: small chunks set the pace: one chunk an iteration, each slot's prompt its own iterations") {
+  // 512-token prompts in chunks of 16: k = 32 mixed iterations a prompt.
+  // 16 sequences on one GPU refill 16 x 32 = 512 chunks a cycle, more than
+  // the 64 decode steps, and an iteration carries one chunk: the cycle is
+  // 512 mixed iterations, every one a mixed one (ITL = t_mixed), and the
+  // GPU makes 16 x 64 tokens in it. (Before, the chunks were taken to hide
+  // in the decode steps: 16 x 64 / (512 x (t_mixed - t_decode) + 64 x
+  // t_decode), several times higher.)
+  Generator g = build(R"({"mode": "inference", "model": {"preset": "llama3-8b", "num_layers": 2},
+    "serving": {"prompt_tokens": 512, "output_tokens": 64, "concurrency": 16, "chunk_tokens": 16}})");
+  json inf = inference_of(g);
+  REQUIRE(inf["prefill_chunks"].get<int64_t>() == 32);
+  const double t_mixed = inf["iterations"]["mixed"]["seconds"].get<double>(),
+               t_decode = inf["iterations"]["decode"]["seconds"].get<double>();
+  REQUIRE(512 * t_mixed > 512 * (t_mixed - t_decode) + 64 * t_decode);
+  CHECK(inf["tokens_per_second_per_gpu"].get<double>() == doctest::Approx(16.0 * 64 / (512 * t_mixed)).epsilon(1e-6));
+  CHECK(inf["itl_seconds"].get<double>() == doctest::Approx(t_mixed).epsilon(1e-6));
+  CHECK(inf["tpot_seconds"].get<double>() == doctest::Approx(t_decode).epsilon(1e-8));
+}
+
 TEST_CASE("serving: prefill, decode and mixed traces replay; disaggregated pools have their own worlds") {
   Generator g = build(R"({"mode": "inference", "model": "llama3-8b", "parallel": {"tp": 2, "pp": 2, "dp": 2},
     "serving": {"prompt_tokens": 512, "output_tokens": 64, "concurrency": 8, "chunk_tokens": 128}})");
@@ -242,6 +262,11 @@ TEST_CASE("serving: prefill, decode and mixed traces replay; disaggregated pools
                t_decode = inf["iterations"]["decode"]["seconds"].get<double>();
   CHECK(inf["tpot_seconds"].get<double>() == doctest::Approx(t_decode).epsilon(1e-8));
   CHECK(inf["itl_seconds"].get<double>() == doctest::Approx(t_decode + 3 * 4 * (t_mixed - t_decode) / 64).epsilon(1e-6));
+  // Throughput: the 4 slots' 16 chunks fit in the 64 decode steps of a
+  // cycle (16 mixed iterations < 64), so the cycle is 4 x 4 x (mixed -
+  // decode) + 64 x decode; per GPU, 8 x 64 tokens a cycle over 8 GPUs.
+  CHECK(inf["tokens_per_second_per_gpu"].get<double>() ==
+        doctest::Approx(8.0 * 64 / (16 * (t_mixed - t_decode) + 64 * t_decode) / 8).epsilon(1e-6));
   CHECK(g.phase("nope") == nullptr);
 
   Generator d = build(R"({"mode": "inference", "model": "deepseek-v3", "parallel": {"dp": 32, "ep": 32},
