@@ -372,8 +372,18 @@ int validate_input(const char* cmd, const TraceInput& in, const std::string& pre
   const std::vector<std::string> parts = part_folders(in.dir(), prefix);
   // A serving export's parts, from its summary (also when every phase
   // folder is gone); none for a training export (traces at the top).
-  const std::vector<std::string> expected =
-      fs::exists(in.dir() / "comm_groups.json") ? std::vector<std::string>() : expected_parts(in.dir());
+  std::string source;
+  Result<std::vector<std::string>> want = fs::exists(in.dir() / "comm_groups.json")
+                                              ? Result<std::vector<std::string>>(std::vector<std::string>())
+                                              : expected_parts(in.dir(), parts, &source);
+  if (!want.ok()) {
+    if (json) {
+      std::cout << "{\"parts\": {}, \"error\": " << json_quote(want.error().message) << ", \"valid\": false}\n";
+      return kExitError;
+    }
+    return report_error(cmd, Error{want.error().code, in.shown() + ": " + want.error().message, want.error().path});
+  }
+  const std::vector<std::string>& expected = *want;
   if (parts.empty() && expected.empty()) {
     std::string j;
     const int rc = validate_one(cmd, in, "", prefix, threads, json ? &j : nullptr);
@@ -381,7 +391,7 @@ int validate_input(const char* cmd, const TraceInput& in, const std::string& pre
     return rc;
   }
   int rc = kExitOk;
-  const PartCheck pc = check_parts(parts, expected);
+  const PartCheck pc = check_parts(parts, expected, source);
   if (!pc.ok()) {
     if (json) {
       auto arr = [](const std::vector<std::string>& v) {

@@ -292,23 +292,45 @@ std::vector<std::string> part_folders(const fs::path& dir, const std::string& pr
   return parts;
 }
 
-std::vector<std::string> expected_parts(const fs::path& dir) {
-  Result<std::string> text = read_file((dir / "summary.json").string(), kMaxGroupFileBytes);
-  if (!text.ok()) return {};
+namespace {
+// The parts of the inference job in the summary at `path`; nullopt when it
+// is missing, unreadable or not an inference job's.
+std::optional<std::vector<std::string>> parts_of_summary(const fs::path& path) {
+  Result<std::string> text = read_file(path.string(), kMaxGroupFileBytes);
+  if (!text.ok()) return std::nullopt;
   const nlohmann::json s = nlohmann::json::parse(*text, nullptr, false);
-  if (!s.is_object() || !s.contains("job") || !s["job"].is_object()) return {};
+  if (!s.is_object() || !s.contains("job") || !s["job"].is_object()) return std::nullopt;
   const nlohmann::json& job = s["job"];
   if (!job.contains("mode") || job["mode"] != "inference" || !job.contains("serving") || !job["serving"].is_object())
-    return {};
+    return std::nullopt;
   const nlohmann::json& sv = job["serving"];
   const bool disaggregated = sv.contains("disaggregated") && !sv["disaggregated"].is_null() &&
                              !(sv["disaggregated"].is_boolean() && !sv["disaggregated"].get<bool>());
-  if (disaggregated) return {"prefill", "decode", "kv_transfer"};
-  return {"prefill", "decode", "mixed"};
+  if (disaggregated) return std::vector<std::string>{"prefill", "decode", "kv_transfer"};
+  return std::vector<std::string>{"prefill", "decode", "mixed"};
+}
+}  // namespace
+
+Result<std::vector<std::string>> expected_parts(const fs::path& dir, const std::vector<std::string>& found,
+                                                std::string* source) {
+  *source = "summary.json";
+  if (std::optional<std::vector<std::string>> p = parts_of_summary(dir / "summary.json")) return *p;
+  if (found.empty()) return std::vector<std::string>();  // not a serving export
+  // The top summary is gone or torn: the decode part's own summary holds
+  // the whole job (the prefill part's holds its pool's, without the
+  // disaggregation), and every serving export has a decode part.
+  *source = "decode/summary.json";
+  if (std::optional<std::vector<std::string>> p = parts_of_summary(dir / "decode" / "summary.json")) return *p;
+  return make_error(ErrorCode::kInvalidArgument,
+                    "a serving export (phase folders found) whose summary.json and decode/summary.json are missing or "
+                    "unreadable: which parts its job has cannot be told, so a missing part would go unnoticed; "
+                    "export it again");
 }
 
-PartCheck check_parts(const std::vector<std::string>& parts, const std::vector<std::string>& expected) {
+PartCheck check_parts(const std::vector<std::string>& parts, const std::vector<std::string>& expected,
+                      const std::string& source) {
   PartCheck c;
+  c.source = source;
   if (expected.empty()) return c;
   for (const std::string& p : expected)
     if (std::find(parts.begin(), parts.end(), p) == parts.end()) c.missing.push_back(p);
@@ -327,7 +349,7 @@ std::string PartCheck::message(const std::string& shown, const std::vector<std::
   std::string what;
   if (!missing.empty()) what = "missing " + list(missing);
   if (!unexpected.empty()) what += (what.empty() ? "" : " and ") + list(unexpected) + " not a part of its job";
-  return shown + ": " + what + " (summary.json's job has " + std::to_string(expected.size()) + " parts: " +
+  return shown + ": " + what + " (" + source + "'s job has " + std::to_string(expected.size()) + " parts: " +
          list(expected) + "; found " + list(parts) + ")";
 }
 

@@ -136,6 +136,19 @@ check s1; expect 1 "s1: missing mixed/ (summary.json's job has 3 parts: prefill/
 cp -r serve s2 && rm -rf s2/prefill s2/decode s2/mixed
 check s2; expect 1 "s2: missing prefill/, decode/, mixed/" "every part gone"
 check s2 --json; expect 1 '"missing": \["prefill", "decode", "mixed"\]' "every part gone, --json"
+# The top summary.json gone or torn: the parts come from the decode part's
+# own summary (which names the whole job), and a missing part is still
+# caught; with both summaries gone the export cannot be checked: refused.
+cp -r serve s4 && rm -rf s4/mixed s4/summary.json
+check s4; expect 1 "s4: missing mixed/ (decode/summary.json's job has 3 parts: prefill/, decode/, mixed/; found prefill/, decode/)" "a part and the summary gone"
+"$CLI" replay s4 > out.txt 2>&1; rc=$?; expect 1 "s4: missing mixed/ (decode/summary.json" "replay, a part and the summary gone"
+cp -r serve s5 && head -c 300 serve/summary.json > s5/summary.json && rm -rf s5/mixed
+check s5; expect 1 "s5: missing mixed/ (decode/summary.json" "a part gone, the summary torn"
+cp -r serve s6 && rm -f s6/summary.json s6/decode/summary.json
+check s6; expect 1 "s6: a serving export (phase folders found) whose summary.json and decode/summary.json are missing or unreadable" "both summaries gone"
+check s6 --json; expect 1 '"valid": false' "both summaries gone, --json"
+cp -r serve s7 && rm -f s7/summary.json
+check s7; expect 0 "^all 3 parts valid$" "the top summary gone, every part there"
 cp -r serve s3 && cp -r serve/mixed s3/kv_transfer
 check s3; expect 1 "kv_transfer/ not a part of its job" "a part of another kind of job"
 "$CLI" replay s3 > out.txt 2>&1; rc=$?; expect 1 "kv_transfer/ not a part of its job" "replay, a part of another kind of job"
