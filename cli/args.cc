@@ -364,8 +364,9 @@ int64_t available_memory() {
 }
 }  // namespace
 
-int load_job(const std::string& command, const Args& args, Job* job) {
+int load_job(const std::string& command, const Args& args, Job* job, const char* mode) {
   nlohmann::json j = nlohmann::json::object();
+  if (*mode != '\0' && !args.has("--config")) j["mode"] = mode;  // a job of flags alone
   if (const std::string* config = args.get("--config")) {
     Result<std::string> text = read_file(*config, kMaxJobFileBytes);
     if (!text.ok()) return report_error(command, text.error());

@@ -51,7 +51,9 @@ int report_error(const std::string& command, const Error& e);
 
 // Input size caps (docs/cli.md, "Inputs"): a file past its cap is refused
 // before it is read.
-inline constexpr size_t kMaxJobFileBytes = size_t{4} << 20;      // job JSON
+// A job JSON: room for a serving.workload trace of kMaxWorkloadRequests
+// (200,000) requests, about 15 MB as one line and 25 MB indented.
+inline constexpr size_t kMaxJobFileBytes = size_t{32} << 20;
 inline constexpr size_t kMaxGroupFileBytes = size_t{256} << 20;  // comm_groups.json
 inline constexpr size_t kMaxTraceFileBytes = size_t{1} << 30;    // one .et
 
@@ -109,7 +111,10 @@ int answer_request(const std::string& command, const Job& job, const std::string
 // win). --allow-large raises the work budget (core/api/budget.h) to 80% of
 // the available memory. Returns kExitOk and fills *job, or prints the error and returns
 // the exit code.
-int load_job(const std::string& command, const Args& args, Job* job);
+// `mode`: the mode of a job made of flags alone, without --config (""
+// = the default, training); serve-capacity's --model PRESET is an
+// inference job. A --config file says its own.
+int load_job(const std::string& command, const Args& args, Job* job, const char* mode = "");
 
 // Common handling of --help / parse errors: returns an exit code when the
 // command should stop (help printed, or usage error), nullopt otherwise.

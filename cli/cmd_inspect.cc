@@ -194,8 +194,13 @@ void print_serving(const Job& job, const nlohmann::json& inf) {
             << "itl         " << ms(inf["itl_seconds"]) << " (between a request's tokens: TPOT + other requests' prefills)\n"
             << "throughput  " << fmt("%.1f", num(inf["tokens_per_second_per_gpu"])) << " output tokens/s per GPU ("
             << grouped(inf["gpus"].get<int64_t>()) << " GPUs)\n";
-  if (inf.contains("workload")) {  // serving.workload (docs/inference.md, "Workload")
+  if (inf.contains("workload") && inf["workload"]["requests"].get<int64_t>() == 0) {
+    std::cout << "workload    no request arrived (rate x duration_seconds drew none): no latencies to report\n";
+  } else if (inf.contains("workload")) {  // serving.workload (docs/inference.md, "Workload")
     const nlohmann::json& w = inf["workload"];
+    // TPOT and ITL are gaps between a request's tokens: none when every
+    // request has one output token (as simulate prints them: "-").
+    const bool gaps = w["output_tokens"].get<int64_t>() > w["requests"].get<int64_t>();
     std::cout << "workload    " << grouped(w["requests"].get<int64_t>()) << " requests over "
               << fmt("%.1f s", num(w["makespan_seconds"])) << ", " << grouped(w["iterations"].get<int64_t>())
               << " iterations, " << grouped(w["preemptions"].get<int64_t>()) << " preemptions; "
@@ -205,7 +210,12 @@ void print_serving(const Job& job, const nlohmann::json& inf) {
               << fmt("%.0f%%", 100 * num(w["kv_cache_utilization_max"])) << " at most\n";
     for (const char* k : {"ttft", "tpot", "itl", "e2e", "queue"}) {
       const std::string b = std::string(k) + "_seconds";
-      std::cout << "  " << k << std::string(10 - std::string(k).size(), ' ') << "p50 " << ms(inf[b + "_p50"]) << ", p90 " << ms(inf[b + "_p90"])
+      std::cout << "  " << k << std::string(10 - std::string(k).size(), ' ');
+      if (!gaps && (std::string(k) == "tpot" || std::string(k) == "itl")) {
+        std::cout << "- (every request has one output token)\n";
+        continue;
+      }
+      std::cout << "p50 " << ms(inf[b + "_p50"]) << ", p90 " << ms(inf[b + "_p90"])
                 << ", p99 " << ms(inf[b + "_p99"]) << ", mean " << ms(inf[b + "_mean"]) << "\n";
     }
     if (w.contains("goodput_requests_per_second"))

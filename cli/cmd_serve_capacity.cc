@@ -16,6 +16,7 @@
 #include "args.h"
 #include "base/json_fields.h"
 #include "commands.h"
+#include "serving_text.h"
 
 namespace sc::cli {
 namespace {
@@ -35,9 +36,9 @@ const char* kUsage =
     "per simulated run (default: the workload's count, else 1000). With\n"
     "--tp-list / --replicas-list, one search per layout: a layout whose model\n"
     "or requests do not fit is reported and skipped, and the layout serving\n"
-    "the most requests/s per GPU is named. --gpus N: each tp degree (--tp-list,\n"
-    "else 1, 2, 4, ... up to a node) with as many replicas as fill N GPUs\n"
-    "(docs/inference.md).";
+    "the most requests/s per GPU is named. --gpus N: each tp degree (--tp-list's,\n"
+    "--tp's alone, else 1, 2, 4, ... up to a node) with as many replicas as\n"
+    "fill N GPUs (docs/inference.md).";
 
 bool parse_seconds(const std::string& text, double* out) {
   char* end = nullptr;
@@ -62,7 +63,7 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
   if (std::optional<int> rc = parse_or_exit(kCmd, argv, specs, kUsage, &args)) return *rc;
   if (!args.positional.empty()) return usage_error(kCmd, "unexpected argument '" + args.positional[0] + "'");
   Job job;
-  if (int rc = load_job(kCmd, args, &job); rc != kExitOk) return rc;
+  if (int rc = load_job(kCmd, args, &job, "inference"); rc != kExitOk) return rc;
   if (!job.inference()) return usage_error(kCmd, "needs an inference job (\"mode\": \"inference\")");
   double ttft = job.serving.slo.ttft_seconds_p99, tpot = job.serving.slo.tpot_seconds_p99;
   for (const auto& [flag, dst] : {std::pair<const char*, double*>{"--slo-ttft", &ttft},
@@ -80,15 +81,26 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
     requests = v[0];
   }
   std::vector<int64_t> tps{job.parallel.tp}, reps{job.serving.replicas};
+  // A list names each value once (a repeat would search and print the
+  // same layout twice); --tp and --tp-list both set the degree.
+  auto repeated = [](const std::vector<int64_t>& v) {
+    for (size_t i = 0; i < v.size(); ++i)
+      for (size_t k = 0; k < i; ++k)
+        if (v[i] == v[k]) return true;
+    return false;
+  };
   if (args.has("--tp-list")) {
+    if (args.has("--tp")) return usage_error(kCmd, "--tp-list sets the tp degrees: give --tp or --tp-list, not both");
     tps.clear();
-    if (!parse_int_list(*args.get("--tp-list"), 1, 16, &tps))
-      return usage_error(kCmd, "--tp-list must be 1 to 16 positive integers, e.g. 2,4,8 (got '" + *args.get("--tp-list") + "')");
+    if (!parse_int_list(*args.get("--tp-list"), 1, 16, &tps) || repeated(tps))
+      return usage_error(kCmd, "--tp-list must be 1 to 16 distinct positive integers, e.g. 2,4,8 (got '" +
+                                   *args.get("--tp-list") + "')");
   }
   if (args.has("--replicas-list")) {
     reps.clear();
-    if (!parse_int_list(*args.get("--replicas-list"), 1, 16, &reps))
-      return usage_error(kCmd, "--replicas-list must be 1 to 16 positive integers (got '" + *args.get("--replicas-list") + "')");
+    if (!parse_int_list(*args.get("--replicas-list"), 1, 16, &reps) || repeated(reps))
+      return usage_error(kCmd, "--replicas-list must be 1 to 16 distinct positive integers (got '" +
+                                   *args.get("--replicas-list") + "')");
   }
   int64_t budget = 0;  // --gpus: each tp degree with the replicas that fill it
   if (args.has("--gpus")) {
@@ -120,7 +132,7 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
   std::vector<std::pair<int64_t, int64_t>> pairs;
   std::string skipped;  // default tp degrees --gpus leaves out, and why
   if (budget > 0) {
-    if (!args.has("--tp-list")) {
+    if (!args.has("--tp-list") && !args.has("--tp")) {  // --tp N: that degree alone
       tps.clear();
       for (int64_t tp = 1; tp <= std::min<int64_t>(budget, job.hardware.gpus_per_node); tp *= 2) tps.push_back(tp);
     }
@@ -225,27 +237,23 @@ int cmd_serve_capacity(const std::vector<std::string>& argv) {
     }
     if (args.has("--json")) continue;
     if (r->capacity > 0)
-      std::printf("\ntp %lld, replicas %lld (%lld GPUs): capacity %.3f requests/s (%.4f per GPU), %lld runs of %lld requests\n",
-                  tp, rep, static_cast<long long>(r->gpus), r->capacity, per_gpu,
-                  static_cast<long long>(r->simulations), static_cast<long long>(r->requests));
+      std::printf("\ntp %lld, replicas %lld (%lld GPUs): capacity %s requests/s (%s per GPU), %lld runs of %lld requests\n",
+                  tp, rep, static_cast<long long>(r->gpus), rate_text(r->capacity).c_str(),
+                  rate_text(per_gpu, 4).c_str(), static_cast<long long>(r->simulations),
+                  static_cast<long long>(r->requests));
     else
       std::printf("\ntp %lld, replicas %lld (%lld GPUs): no request rate meets the SLOs: even at %.3g requests/s "
                   "(requests alone) P99 TTFT is %.4g ms and P99 TPOT %.4g ms; %lld runs of %lld requests\n",
                   tp, rep, static_cast<long long>(r->gpus), r->reference.rate,
                   r->reference.ttft_p99 * 1e3, r->reference.tpot_p99 * 1e3,
                   static_cast<long long>(r->simulations), static_cast<long long>(r->requests));
-    if (r->short_run)
-      std::printf("warning: at this rate the %lld requests arrive within %.3g s, under %g P99 end-to-end latencies "
-                  "(%.3g s): too short for a steady state, the capacity is not measured by this run: raise --requests\n",
-                  static_cast<long long>(r->requests), static_cast<double>(r->requests) / r->capacity,
-                  kSteadyRunLatencies, r->e2e_p99_at_capacity);
+    if (r->short_run) print_short_run_warning(r->requests, r->capacity, r->e2e_p99_at_capacity, "--requests");
     std::printf("%12s %12s %12s %12s %12s %12s %5s\n", "req/s", "ttft_p50_ms", "ttft_p99_ms", "tpot_p50_ms",
                 "tpot_p99_ms", "out_tok/s", "slo");
     for (const CapacityPoint& c : r->curve)
-      std::printf(r->capacity > 0 ? "%12.3f %12.1f %12.1f %12.2f %12.2f %12.1f %5s\n"
-                                  : "%12.4g %12.1f %12.1f %12.2f %12.2f %12.1f %5s\n",
-                  c.rate, c.ttft_p50 * 1e3, c.ttft_p99 * 1e3,
-                  c.tpot_p50 * 1e3, c.tpot_p99 * 1e3, c.output_tokens_per_second, c.meets_slo ? "yes" : "no");
+      std::printf("%12s %12.1f %12.1f %12.2f %12.2f %12s %5s\n", rate_text(c.rate).c_str(), c.ttft_p50 * 1e3,
+                  c.ttft_p99 * 1e3, c.tpot_p50 * 1e3, c.tpot_p99 * 1e3, rate_text(c.output_tokens_per_second, 1).c_str(),
+                  c.meets_slo ? "yes" : "no");
   }
   // A sweep names the layout that serves the most per GPU (ties: the first).
   if (layouts.size() > 1 && best != nullptr && !args.has("--json"))

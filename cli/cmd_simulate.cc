@@ -16,6 +16,7 @@
 #include "args.h"
 #include "base/json_fields.h"
 #include "commands.h"
+#include "serving_text.h"
 
 namespace sc::cli {
 namespace {
@@ -116,8 +117,12 @@ void print_workload(const nlohmann::json& extra) {
       std::printf("\ncapacity: no request rate meets the SLOs (%s), not even requests alone (docs/inference.md)\n",
                   targets.c_str());
     else
-      std::printf("\ncapacity: %.3f requests/s within the SLOs (%s)\n", c["capacity_requests_per_second"].get<double>(),
-                  targets.c_str());
+      std::printf("\ncapacity: %s requests/s within the SLOs (%s)\n",
+                  rate_text(c["capacity_requests_per_second"].get<double>()).c_str(), targets.c_str());
+    if (c.value("short_run", false))
+      print_short_run_warning(c["requests_per_run"].get<int64_t>(), c["capacity_requests_per_second"].get<double>(),
+                              c["e2e_seconds_p99_at_capacity"].get<double>(),
+                              "serving.workload's requests or duration_seconds");
   }
 }
 

@@ -92,9 +92,10 @@ done
 # --- inputs (item 6): regular files only, capped; never wait on a FIFO.
 timeout -k 5 20 "$CLI" inspect --config /dev/zero > /dev/null 2> zero.err; rc=$?
 [[ $rc == 1 ]] && grep -q "^stagecraft inspect: error: /dev/zero: is not a regular file" zero.err || fail "--config /dev/zero: exit $rc: $(cat zero.err)"
-head -c $((5 << 20)) /dev/zero | tr '\0' ' ' > big.json
+head -c $((33 << 20)) /dev/zero | tr '\0' ' ' > big.json
 timeout -k 5 20 "$CLI" inspect --config big.json > /dev/null 2> bigjson.err; rc=$?
-[[ $rc == 1 ]] && grep -q "big.json: is 5242880 bytes; the limit for this input is 4194304" bigjson.err || fail "5 MB job: exit $rc: $(cat bigjson.err)"
+[[ $rc == 1 ]] && grep -q "big.json: is 34603008 bytes; the limit for this input is 33554432" bigjson.err || fail "33 MiB job: exit $rc: $(cat bigjson.err)"
+rm -f big.json
 timeout -k 5 20 "$CLI" dump /dev/urandom > /dev/null 2> urandom.err; rc=$?
 [[ $rc == 1 ]] && grep -q "/dev/urandom: is not a regular file" urandom.err || fail "dump /dev/urandom: exit $rc: $(cat urandom.err)"
 "$CLI" generate --model gpt3-1.7b --layers 1 --tp 2 --seq-len 256 -q -o fifo || fail "generate fifo/"

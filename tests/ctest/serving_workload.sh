@@ -225,4 +225,55 @@ set +e
 "$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 --gpus 8 --replicas-list 2 2>"$out/err.txt"; rc=$?
 set -e
 [ "$rc" = 2 ] && grep -q 'give --gpus or --replicas-list, not both' "$out/err.txt" || { echo "rc $rc: $(cat "$out/err.txt")"; exit 1; }
+# A budget that fixes the degree: --tp N with --gpus searches that degree
+# alone; --tp with --tp-list, or a list naming a value twice, is refused.
+"$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 --slo-tpot 0.05 --gpus 6 --tp 2 --requests 300 >"$out/tp2.txt"
+[ "$(grep -c '^tp [0-9]*, replicas' "$out/tp2.txt")" = 1 ] && grep -q '^tp 2, replicas 3 (6 GPUs): capacity' "$out/tp2.txt" ||
+  { echo "--tp 2 --gpus 6: $(cat "$out/tp2.txt")"; exit 1; }
+for bad in "--tp 2 --tp-list 1,4|give --tp or --tp-list, not both" "--tp-list 1,1|distinct positive integers" \
+           "--replicas-list 2,2|distinct positive integers"; do
+  set +e
+  "$cli" serve-capacity --config "$out/big.json" --slo-ttft 1 ${bad%%|*} 2>"$out/err.txt"; rc=$?
+  set -e
+  [ "$rc" = 2 ] && grep -q -- "${bad#*|}" "$out/err.txt" || { echo "${bad%%|*}: rc $rc: $(cat "$out/err.txt")"; exit 1; }
+done
+# serve-capacity --model PRESET alone is an inference job (the preset's
+# serving defaults), as its usage line offers.
+"$cli" serve-capacity --model llama3-8b --layers 2 --slo-ttft 1 --requests 100 >"$out/model.txt"
+grep -q '^tp 1, replicas 1 (1 GPUs): capacity' "$out/model.txt"
+# A capacity too small for three decimals is printed to three digits, not 0.000.
+cat >"$out/slow.json" <<'J'
+{"mode": "inference", "model": {"preset": "llama3-8b", "num_layers": 4}, "hardware": "h100",
+ "serving": {"prompt_tokens": 512, "output_tokens": 64, "workload": {"rate": 1, "requests": 20, "seed": 2},
+             "scheduler": {"token_overhead_seconds": 10}}}
+J
+"$cli" serve-capacity --config "$out/slow.json" --slo-tpot 12 >"$out/slow.txt"
+grep -Eq '^tp 1, replicas 1 \(1 GPUs\): capacity 0\.000[1-9][0-9]* requests/s' "$out/slow.txt" ||
+  { echo "small capacity: $(cat "$out/slow.txt")"; exit 1; }
+grep -q ' 0.000 ' "$out/slow.txt" && { echo "a rate printed as 0.000: $(cat "$out/slow.txt")"; exit 1; }
+# simulate's capacity line carries the short-run warning serve-capacity prints.
+cat >"$out/short.json" <<'J'
+{"mode": "inference", "model": {"preset": "llama3-8b", "num_layers": 4}, "hardware": "h100",
+ "serving": {"prompt_tokens": 512, "output_tokens": 64, "workload": {"rate": 20, "requests": 10, "seed": 3},
+             "slo": {"ttft_seconds_p99": 1}}}
+J
+"$cli" simulate --config "$out/short.json" >"$out/short.txt"
+grep -q '^warning: at this rate the 10 requests arrive within .* raise serving.workload' "$out/short.txt" ||
+  { echo "no short-run warning: $(cat "$out/short.txt")"; exit 1; }
+# inspect says when no request arrived instead of printing zero latencies.
+cat >"$out/none.json" <<'J'
+{"mode": "inference", "model": {"preset": "llama3-8b", "num_layers": 4}, "hardware": "h100",
+ "serving": {"prompt_tokens": 512, "output_tokens": 64, "workload": {"rate": 0.001, "duration_seconds": 10, "seed": 1}}}
+J
+"$cli" inspect --config "$out/none.json" >"$out/none.txt"
+grep -q '^workload    no request arrived' "$out/none.txt" && ! grep -q '^  ttft ' "$out/none.txt"
+# A million replicas: the requests go to the few that receive any; the
+# run is as fast as with one (it scanned every replica for every request).
+cat >"$out/wide.json" <<'J'
+{"mode": "inference", "model": {"preset": "llama3-8b", "num_layers": 4}, "hardware": "h100",
+ "serving": {"prompt_tokens": 512, "output_tokens": 64, "replicas": 1000000,
+             "workload": {"rate": 1000, "requests": 20000, "seed": 1}}}
+J
+timeout 60 "$cli" simulate --config "$out/wide.json" >"$out/wide.txt"
+grep -q '^workload: 20000 requests' "$out/wide.txt"
 echo "serving_workload: ok"
