@@ -177,8 +177,16 @@ class Autodiff final : public VjpContext {
   // Queued while a clone is still resolving its inputs (its outputs are
   // not recorded yet) and run when the outermost one is done, so that no
   // op is cloned twice.
+  // Full recomputation checkpoints the whole layer the same way
+  // (Megatron's CheckpointFunction re-runs the layer's forward), so a
+  // layer's first recomputed op re-runs every forward op of the layer,
+  // the last linear (fc2) too, whose output no backward op reads when
+  // there is no dropout after it.
+  static constexpr uint32_t kWholeLayer = 1u << 31;
   void queue_rerun(int pid) {
-    const uint32_t region = module_bits(g_.ops[pid]) & o_.recompute_modules & kCheckpointModules;
+    const uint32_t region = o_.recompute == RecomputeMode::kFull
+                                ? kWholeLayer
+                                : module_bits(g_.ops[pid]) & o_.recompute_modules & kCheckpointModules;
     if (region == 0) return;
     const std::pair<int, uint32_t> key{g_.ops[pid].layer, region};
     if (rerun_.insert(key).second) pending_.push_back(key);
@@ -189,7 +197,9 @@ class Autodiff final : public VjpContext {
       const auto [layer, region] = pending_[i];
       for (int q : layer_fwd_[layer]) {
         const Op& o = g_.ops[q];
-        if (!(module_bits(o) & region) || !in_region(o) || o.outputs.empty() || recomputed_.count(o.outputs[0])) continue;
+        if ((region != kWholeLayer && !(module_bits(o) & region)) || !in_region(o) || o.outputs.empty() ||
+            recomputed_.count(o.outputs[0]))
+          continue;
         clone_op(q);
       }
     }

@@ -36,6 +36,31 @@ TEST_CASE("recompute: full recomputation executes 96 B s L h^2 (1 + s/6h + V/16L
   CHECK(s["flops"]["model_per_iteration"].get<uint64_t>() == M);
 }
 
+TEST_CASE("recompute: full recomputation re-runs the whole layer, with or without dropout") {
+  // Megatron's CheckpointFunction re-runs the layer's forward: the MLP's
+  // last linear (fc2) and the final residual add too, whose outputs no
+  // backward op reads when no dropout follows them (every Llama-family
+  // model). Without dropout the executed GEMM FLOPs are the same 96 B s L
+  // h^2 (1 + s/6h + V/16Lh) as with it; fc2 alone is 2 B s h 4h = 8 B s h^2
+  // a layer, which were missing before.
+  const int64_t L = 4, h = 2048, a = 16, S = 1024, V = 51200, B = 4;
+  Job j = gpt_job(L, h, a, 2, 2, true, 1, S, B);
+  j.training.recompute = Recompute::kFull;
+  j.model.dropout = false;
+  auto s = summary(make(j));
+  const uint64_t F = 96ull * B * S * L * h * h + 16ull * B * S * S * L * h + 6ull * B * S * h * V;
+  CHECK(s["flops"]["hardware_per_iteration"].get<uint64_t>() == F);
+  auto g = make(j);
+  bool fc2 = false, residual = false;
+  const RankTrace t = g.rank_trace(0).value();
+  for (const auto& n : t.nodes) {
+    fc2 |= n.name.find("L0.mlp.fc2.recompute") != std::string::npos;
+    residual |= n.name.find("L0.mlp.residual.recompute") != std::string::npos;
+  }
+  CHECK(fc2);
+  CHECK(residual);
+}
+
 TEST_CASE("recompute: recomputed forward ops appear in the trace, with their communication") {
   Job j = gpt_job(2, 1024, 16, 2, 1, true, 1, 512);
   j.training.recompute = Recompute::kFull;
