@@ -256,6 +256,20 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus, bool*
                                            std::string("training.") + missing[0].first));
     }
   }
+  // The router imbalance is the model's and its data's, not a layout's:
+  // each candidate keeps it, capped at its ep (plan.cc, layout_job). The
+  // base job, whose ep is gone, carries it without being validated against
+  // ep 1; its range is checked here.
+  double imbalance = 1.0;
+  if (j.contains("parallel") && j["parallel"].is_object() && j["parallel"].contains("moe_imbalance")) {
+    const json& v = j["parallel"]["moe_imbalance"];
+    if (!v.is_number() || !(v.get<double>() >= 1.0) || !(v.get<double>() <= static_cast<double>(limits::kMaxDegree)))
+      return report_error(kCmd, make_error(ErrorCode::kInvalidArgument,
+                                           "moe_imbalance (" + v.dump() + ") must be a number >= 1: the busiest "
+                                           "expert rank's tokens over the mean",
+                                           "parallel.moe_imbalance"));
+    imbalance = v.get<double>();
+  }
   // What the plan chooses is not part of the base job.
   if (j.contains("parallel") && j["parallel"].is_object()) {
     json keep = json::object();
@@ -304,6 +318,7 @@ int load(const Args& args, Job* job, PlanConstraints* cons, int64_t* gpus, bool*
   print_hf_warnings(kCmd, *job);
   job->training.overlap_moe_expert_parallel_comm = ep_overlap;
   job->training.delay_wgrad_compute = delay_wgrad;
+  job->parallel.moe_imbalance = imbalance;
 
   // Constraint flags onto the plan block.
   for (int d = 0; d < kPlanDegrees; ++d) {

@@ -279,6 +279,9 @@ Proxy build_proxy(const Job& base, const ProxyKey& k, const NetworkModel& net, c
   if (base.model.is_moe()) {
     p.ep = k.ep;
     p.expert_tp = k.etp;
+    // The job's router imbalance, at most the candidate's ep (the busiest
+    // of ep ranks cannot hold more than ep times the mean).
+    p.moe_imbalance = std::min(base.parallel.moe_imbalance, static_cast<double>(k.ep));
     const int64_t need = k.ep * k.etp, have = k.tp * k.cp;
     dp = need / std::gcd(need, have);
   }
@@ -1987,6 +1990,7 @@ Job layout_job(const Job& base, const PlanLayout& l) {
   if (base.model.is_moe()) {
     p.ep = l.ep;
     p.expert_tp = l.expert_tp == l.tp ? 0 : l.expert_tp;
+    p.moe_imbalance = std::min(base.parallel.moe_imbalance, static_cast<double>(l.ep));  // as build_proxy
   }
   p.order = l.order;
   // Layers that do not split evenly over the virtual stages: the extra

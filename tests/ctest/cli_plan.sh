@@ -391,6 +391,34 @@ for c in p["candidates"]:
     assert c["job"]["training"].get("overlap_moe_expert_parallel_comm") is True, c["job"]["training"]
 PY
 
+# The job's router imbalance (parallel.moe_imbalance) is kept on every
+# candidate, capped at its ep, and each candidate's time is simulate's of
+# its own job; a value below 1 is refused naming the field.
+cat > imb.json <<'JSON'
+{"model": {"preset": "mixtral-8x7b", "num_layers": 2}, "parallel": {"moe_imbalance": 1.5},
+ "training": {"seq_len": 1024, "global_batch_size": 16}, "hardware": "h100"}
+JSON
+"$CLI" plan -c imb.json --gpus 8 --top 5 --json --progress none > imb.out 2> imb.err || fail "plan with moe_imbalance: $(cat imb.err)"
+python3 - imb.out imb_job.json <<'PY' || fail "moe_imbalance kept: $(head -c 1500 imb.out)"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["candidates"], p
+for c in p["candidates"]:
+    want = min(1.5, c["layout"]["ep"])
+    assert c["job"]["parallel"].get("moe_imbalance", 1.0) == want, (c["layout"], c["job"]["parallel"])
+json.dump(p["candidates"][0]["job"], open(sys.argv[2], "w"))
+print(p["candidates"][0]["step_seconds"])
+PY
+"$CLI" simulate -c imb_job.json --json > imb_sim.json || fail "simulate of the plan's winner"
+python3 - imb.out imb_sim.json <<'PY' || fail "the winner's time is simulate's of its job"
+import json, sys
+p, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert abs(p["candidates"][0]["step_seconds"] - s["step_seconds"]) < 1e-6 * s["step_seconds"], (p["candidates"][0]["step_seconds"], s["step_seconds"])
+PY
+sed 's/"moe_imbalance": 1.5/"moe_imbalance": 0.5/' imb.json > imb_bad.json
+"$CLI" plan -c imb_bad.json --gpus 8 --progress none > /dev/null 2> imb_bad.err; rc=$?
+[[ $rc == 1 ]] && grep -q "parallel.moe_imbalance: moe_imbalance (0.5) must be a number >= 1" imb_bad.err || fail "moe_imbalance 0.5: rc $rc: $(cat imb_bad.err)"
+
 # Session 24's audit: an empty list item is refused naming the entry; a
 # conflict says where each side came from; both missing sizes are named
 # at once; a dense model's min_ep names the flag and the value; the JSON
