@@ -221,7 +221,15 @@ Result<bool> parse_training(const Json& v, TrainingConfig* t) {
         return make_error(ErrorCode::kInvalidArgument, "\"" + m + "\" is listed twice", path);
       bits |= 1u << k;
     }
-    // ["core_attn"] is the default: the same job, the same canonical form.
+    // ["core_attn"] is the default: the same job, the same canonical form;
+    // but only with selective recomputation (validate_job refuses any other
+    // list without it, and this one would pass as 0 otherwise).
+    if (bits == kRecomputeCoreAttn && t->recompute != Recompute::kSelective)
+      return make_error(ErrorCode::kInvalidArgument,
+                        std::string("lists the modules selective recomputation redoes, but training.recompute is \"") +
+                            recompute_name(t->recompute) + "\": set it to \"selective\" (Megatron-Core: "
+                            "--recompute-granularity selective --recompute-modules ...)",
+                        "training.recompute_modules");
     t->recompute_modules = bits == kRecomputeCoreAttn ? 0 : bits;
   }
   if (const Json* x = jsonf::find(v, "fp8_params")) {  // needs fp8_recipe: validate_job

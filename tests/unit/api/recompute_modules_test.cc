@@ -167,6 +167,14 @@ TEST_CASE("recompute modules: parse and validation errors name the field") {
   CHECK(has(e.message, "\"full\""));
   e = err(R"("recompute_modules": ["layernorm"])");
   CHECK(has(e.message, "\"none\""));
+  // The default list, ["core_attn"], is refused without selective too (it
+  // used to pass, read as no list at all).
+  e = err(R"("recompute": "full", "recompute_modules": ["core_attn"])");
+  CHECK(e.path == "training.recompute_modules");
+  CHECK(has(e.message, "\"full\""));
+  e = err(R"("recompute_modules": ["core_attn"])");
+  CHECK(has(e.message, "\"none\""));
+  CHECK(parse_job(R"({"model": "llama3-8b", "training": {"recompute": "selective", "recompute_modules": ["core_attn"]}})").ok());
   e = err(R"("recompute": "selective", "recompute_modules": ["mla_up_proj"])");
   CHECK(e.path == "training.recompute_modules");
   CHECK(has(e.message, "kv_lora_rank"));
