@@ -770,8 +770,24 @@ Status run_export(const Generator& gen, const ArchiveEncoder& enc, const ExportO
   spec.prefix = opt.prefix;
   spec.ranks = opt.ranks;
   SC_ASSIGN_OR_RETURN(const std::vector<ArchiveEntry> entries, archive_entries(gen, spec));
+  // The parent directories this export creates are removed again (each
+  // only if still empty) unless it commits: a refused, failed or
+  // interrupted export leaves nothing behind, a/b/ of -o a/b/out included.
+  struct CreatedDirs {
+    std::vector<fs::path> dirs;  // innermost first
+    bool keep = false;
+    ~CreatedDirs() {
+      if (keep) return;
+      std::error_code e;
+      for (const fs::path& d : dirs) fs::remove(d, e);  // fails, harmlessly, on one that is not empty
+    }
+  } created;
   fs::path parent = out.parent_path();
   if (!parent.empty()) {
+    for (fs::path d = parent; !d.empty() && !fs::exists(d, ec); d = d.parent_path()) {
+      created.dirs.push_back(d);
+      if (d == d.parent_path()) break;
+    }
     fs::create_directories(parent, ec);
     if (ec) return make_error(ErrorCode::kIoError, "cannot create " + parent.string() + ": " + ec.message());
   }
@@ -825,6 +841,7 @@ Status run_export(const Generator& gen, const ArchiveEncoder& enc, const ExportO
   test_pause("commit");
   if (g_signal) return cancelled();
   SC_RETURN_IF_ERROR(commit(tmp.path, out, is_dir, *was, tmp.tree));
+  created.keep = true;
   tmp.keep = true;
   stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return ok_status();
@@ -846,11 +863,18 @@ namespace {
 // 19.8 GiB by the quick estimate, 4.71 GB counted, and writes 4.71 GB.
 constexpr int64_t kMaxOutputBytes = int64_t{8} << 30;
 
-Status output_error(const std::string& what, int64_t n) {
+// per_rank: one rank's trace bytes; the --ranks example is as many ranks
+// as fit the budget (it named up to 1,024 whatever their size, which for
+// a 1,024-rank job was every rank: the same refusal again).
+Status output_error(const std::string& what, int64_t n, int64_t per_rank) {
+  const int64_t fit = per_rank > 0 ? std::min(n, kMaxOutputBytes / per_rank) : n;
+  const std::string subset =
+      fit >= 1 ? "Write a subset with --ranks (e.g. --ranks 0-" + std::to_string(fit - 1) + ": " +
+                     std::to_string(fit) + (fit == 1 ? " rank fits" : " ranks fit") + "), use"
+               : "One rank's trace alone is over it: use";
   return make_error(ErrorCode::kTooLarge,
-                    what + ", over the budget of " + human_bytes(kMaxOutputBytes) +
-                        ". Write a subset with --ranks (e.g. --ranks 0-" + std::to_string(std::min<int64_t>(n, 1024) - 1) +
-                        "), use fewer micro-batches (training.global_batch_size) or fewer ranks; or pass "
+                    what + ", over the budget of " + human_bytes(kMaxOutputBytes) + ". " + subset +
+                        " fewer micro-batches (training.global_batch_size) or fewer ranks; or pass "
                         "--allow-large if the disk has room",
                     "-o");
 }
@@ -901,10 +925,11 @@ Status check_output_budget(const Job& job, const ExportOptions& opt, bool allow_
     e = *c;
     bytes = bytes_of(e);
   }
+  const int64_t per_rank = all && !job.inference() ? bytes / std::max<int64_t>(1, n) : e.trace_bytes_per_rank;
   const std::string what = "this export would write about " + human_bytes(bytes) + " (" + std::to_string(n) +
-                           " ranks x " + human_bytes(all && !job.inference() ? bytes / std::max<int64_t>(1, n) : e.trace_bytes_per_rank) +
-                           " of trace each, " + (e.counted ? "counted" : "estimated") + ")";
-  if (limit >= 0) return bytes <= limit ? ok_status() : output_error(what, n);
+                           " ranks x " + human_bytes(per_rank) + " of trace each, " +
+                           (e.counted ? "counted" : "estimated") + ")";
+  if (limit >= 0) return bytes <= limit ? ok_status() : output_error(what, n, per_rank);
   fs::path where = opt.out.parent_path().empty() ? fs::path(".") : opt.out.parent_path();
   while (!where.empty() && !fs::exists(where)) where = where.parent_path();
   struct statvfs vfs {};

@@ -120,6 +120,16 @@ for out in killed.zip killed.tar.gz killed_dir; do
   compgen -G "$out*" | grep -v '\.\(log\|err\)$' && fail "$out: SIGTERM left $(compgen -G "$out*")"
   grep -q "interrupted by SIGTERM: nothing was written to $out" "$out.err" || fail "$out: no note on stderr: $(cat "$out.err")"
 done
+# Into directories it has to create: those are removed too (they stayed,
+# empty, after a refused or interrupted export).
+for out in nd1/deeper/killed.zip nd2/deeper/killed_dir; do
+  STAGECRAFT_TEST_PAUSE=rank env --default-signal=INT "$CLI" generate "${JOB[@]}" -o "$out" > nested.log 2> nested.err &
+  pid=$!
+  for _ in $(seq 1 3000); do grep -q "test pause at rank" nested.err 2>/dev/null && break; sleep 0.01; done
+  kill -INT $pid; wait $pid; rc=$?
+  [[ $rc == 130 ]] || fail "$out: SIGINT mid-export: exit $rc ($(cat nested.err))"
+  [[ -e ${out%%/*} ]] && fail "$out: the interrupted export left ${out%%/*}/"
+done
 # Complete but not renamed: still an interruption (exit 130, nothing left).
 start_paused commit late.zip
 kill -INT $pid; wait $pid; rc=$?

@@ -26,6 +26,21 @@ timeout -k 10 60 "$CLI" generate --model gpt3-1.7b --layers 2 --seq-len 256 --dp
 grep -q "^stagecraft generate: error: -o: this export would write about [0-9.]* GiB (1048576 ranks x .*over the budget of 8.0 GiB. Write a subset with --ranks.*\[too_large\]" wide.err \
   || fail "output budget message: $(cat wide.err)"
 [[ -e wide ]] && fail "a refused export left wide/"
+# The --ranks example is as many ranks as fit the budget: its count times
+# the per-rank size stays under it (it named 1,024 ranks whatever their
+# size: for a 1,024-rank job, every rank again).
+timeout -k 10 120 "$CLI" generate --model gpt3-175b --tp 8 --pp 8 --dp 16 --sequence-parallel --seq-len 2048 \
+  --global-batch-size 1536 -o g175 > /dev/null 2> g175.err; rc=$?
+[[ $rc == 1 ]] || fail "gpt3-175b on 1,024 ranks: exit $rc"
+python3 - g175.err <<'PY' || fail "the --ranks example: $(cat g175.err)"
+import re, sys
+m = open(sys.argv[1]).read()
+n = int(re.search(r"\((\d+) ranks x ([0-9.]+) MiB of trace each", m).group(1))
+per = float(re.search(r"ranks x ([0-9.]+) MiB", m).group(1))
+last = int(re.search(r"--ranks 0-(\d+): (\d+) ranks fit", m).group(1))
+assert n == 1024 and 0 < last + 1 < n and (last + 1) * per <= 8 * 1024 * 1.01, (n, per, last)
+PY
+[[ -e g175 ]] && fail "a refused export left g175/"
 # ... and a subset of the same job is fine.
 "$CLI" generate --model gpt3-1.7b --layers 2 --seq-len 256 --dp 1048576 --global-batch-size 1048576 --ranks 0-1 -q -o wide_part 2> part.err \
   || fail "1M ranks, --ranks 0-1: $(cat part.err)"
