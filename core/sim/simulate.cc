@@ -902,8 +902,12 @@ class Engine {
       const int32_t mb = i < s.micro_batch.size() ? s.micro_batch[i] : -1;
       if (pl.info[i].kind < 0) {
         const char* k = compute_kind(a.stage, static_cast<uint32_t>(i));
-        if (!out.empty() && out.back().kind == k && out.back().micro_batch == mb && a.s[i].start - out.back().end < 1e-9)
-          out.back().end = a.s[i].end;
+        // Joined to the previous interval when it starts where that one
+        // ends or inside it (the shared experts' stream computes beside
+        // the main one): the union, never shorter than either.
+        if (!out.empty() && out.back().kind == k && out.back().micro_batch == mb &&
+            a.s[i].start - out.back().end < 1e-9 && a.s[i].start >= out.back().start - 1e-9)
+          out.back().end = std::max(out.back().end, a.s[i].end);
         else
           out.push_back({a.s[i].start, a.s[i].end, k, mb});
       } else {

@@ -208,3 +208,38 @@ TEST_CASE("moe_shared_expert_overlap: simulate hides expert all-to-all time, sym
   o.exhaustive = true;
   CHECK(simulate(on, o).value().sim.step == b.sim.step);
 }
+
+TEST_CASE("moe_shared_expert_overlap: the timeline's compute covers the busy time, its exposed pieces the exposed time") {
+  // With two compute streams a node of the shared experts' stream can
+  // start inside the previous interval of the same kind; joining it used
+  // to cut that interval short to the node's own end, so the compute
+  // intervals covered less than busy and the split of the all-to-alls
+  // marked hidden time exposed (audit, session 25).
+  const std::string par = R"(, "tp": 2, "sequence_parallel": true)";
+  Generator on = make(job_of(moe_job(R"(, "moe_shared_expert_overlap": true)", par)));
+  SimulateOptions o;
+  o.timeline = true;
+  const SimulateReport r = simulate(on, o).value();
+  for (const auto& st : r.sim.stages) {
+    std::vector<std::pair<double, double>> comp;
+    double exposed[kNumCommKinds] = {};
+    for (const auto& iv : st.timeline) {
+      if (iv.exposed == -1) comp.push_back({iv.start, iv.end});
+      for (int k = 0; k < kNumCommKinds; ++k)
+        if (iv.exposed == 1 && std::string(iv.kind) == kCommKinds[k]) exposed[k] += iv.end - iv.start;
+    }
+    std::sort(comp.begin(), comp.end());
+    double covered = 0, from = -1, to = -1;
+    for (const auto& [s, e] : comp) {
+      if (s > to) {
+        covered += to - from;
+        from = s, to = e;
+      } else {
+        to = std::max(to, e);
+      }
+    }
+    covered += to - from;
+    CHECK(covered == doctest::Approx(st.busy).epsilon(1e-6));
+    for (int k = 0; k < kNumCommKinds; ++k) CHECK(exposed[k] == doctest::Approx(st.exposed[k]).epsilon(1e-6));
+  }
+}
