@@ -134,8 +134,14 @@ int cmd_generate(const std::vector<std::string>& argv) {
   } else {
     opt.ranks = all_ranks(world);
   }
-  if (Status st = check_output_budget(job, opt, args.has("--allow-large")); !st.ok())
+  // The signals are caught from the size estimate on (its counted builds
+  // stop at a signal like the job's own): an interrupt there says so.
+  install_signal_cleanup();
+  if (Status st = check_output_budget(job, opt, args.has("--allow-large")); !st.ok()) {
+    if (st.error().code == ErrorCode::kCancelled)
+      exit_if_signalled(kCmd, " (" + st.error().message + "): nothing was written to " + dir.string());
     return report_error(kCmd, st.error());
+  }
   int rc = kExitOk;
   std::optional<Generator> gen = build_generator(kCmd, job, &rc);
   if (!gen) return rc;

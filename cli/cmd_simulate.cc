@@ -16,6 +16,7 @@
 #include "args.h"
 #include "base/json_fields.h"
 #include "commands.h"
+#include "export.h"
 #include "serving_text.h"
 
 namespace sc::cli {
@@ -67,7 +68,10 @@ int workload_extra(const Job& job, const Generator& gen, nlohmann::json* out) {
       return kExitOk;
     }
     Result<CapacityResult> c = serving_capacity(gen, job.serving.slo.ttft_seconds_p99, job.serving.slo.tpot_seconds_p99);
-    if (!c.ok()) return report_error(kCmd, c.error());
+    if (!c.ok()) {
+      if (c.error().code == ErrorCode::kCancelled) exit_if_signalled(kCmd, " (" + c.error().message + ")");
+      return report_error(kCmd, c.error());
+    }
     (*out)["capacity"] = nlohmann::json::parse(serving_capacity_json(*c));
   }
   return kExitOk;
@@ -128,9 +132,13 @@ void print_workload(const nlohmann::json& extra) {
 
 int sweep(const Job& job, const Generator& gen, const std::vector<int64_t>& values, bool as_json) {
   Result<std::vector<ServingPoint>> r = serving_sweep(gen, values);
-  if (!r.ok()) return report_error(kCmd, r.error());
+  if (!r.ok()) {
+    if (r.error().code == ErrorCode::kCancelled) exit_if_signalled(kCmd, " (" + r.error().message + ")");
+    return report_error(kCmd, r.error());
+  }
   nlohmann::json extra = nlohmann::json::object();
   if (int rc = workload_extra(job, gen, &extra); rc != kExitOk) return rc;
+  release_signals(kCmd);  // a signal during the work ends here, with its message
   if (as_json) {
     std::string tail;
     for (const auto& [k, v] : extra.items()) tail += ",\"" + k + "\":" + v.dump();
@@ -209,8 +217,12 @@ int cmd_simulate(const std::vector<std::string>& argv) {
         return usage_error(kCmd, std::string(f) +
                                      " applies to a training step; an inference job is timed per iteration at its "
                                      "concurrency (docs/inference.md)");
-  Result<Generator> built = Generator::create(job, cli_create_options());
-  if (!built.ok()) return report_error(kCmd, built.error());
+  // build_generator catches SIGINT/SIGTERM/SIGHUP (the build and the
+  // simulation stop at them); the process then exits by the signal with
+  // "interrupted by ..." on stderr, as the other commands do.
+  int built_rc = kExitOk;
+  std::optional<Generator> built = build_generator(kCmd, job, &built_rc);
+  if (!built) return built_rc;
   Generator* gen = &*built;
   if (job.inference() && values.empty()) {  // the job's own concurrency (as many as fit when 0)
     const auto summary = nlohmann::json::parse(gen->summary_json(), nullptr, false);
@@ -225,7 +237,11 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   o.astra = args.has("--astra");
   o.timeline = args.has("--timeline");
   Result<SimulateReport> r = simulate(*gen, o);
-  if (!r.ok()) return report_error(kCmd, r.error());
+  if (!r.ok()) {
+    if (r.error().code == ErrorCode::kCancelled) exit_if_signalled(kCmd, " (" + r.error().message + ")");
+    return report_error(kCmd, r.error());
+  }
+  release_signals(kCmd);  // a signal during the work ends here, with its message; none from now on is caught
   std::cout << (args.has("--json") ? simulate_json(*r) : simulate_text(*r));
   if (!args.has("--json")) {
     // The time of a layout that does not fit is no answer: say so.

@@ -93,7 +93,7 @@ grep -q "^stagecraft simulate: error: --exhaustive: simulating every one of the 
 # the build (inspect had no handler; generate ignored it while building).
 # The "build" pause holds the CLI just before Generator::create until the
 # signal has arrived, so the build starts with the cancel pending.
-for cmd in inspect generate; do
+for cmd in inspect generate simulate; do
   extra=(); [[ $cmd == generate ]] && extra=(-o cancelled_out)
   STAGECRAFT_TEST_PAUSE=build "$CLI" $cmd --model gpt3-1.7b --layers 2 --seq-len 256 "${extra[@]}" > /dev/null 2> $cmd.err &
   pid=$!
@@ -103,6 +103,16 @@ for cmd in inspect generate; do
   grep -q "^stagecraft $cmd: interrupted by SIGTERM (cancelled during the graph build)" $cmd.err || fail "$cmd cancel message: $(cat $cmd.err)"
 done
 [[ -e cancelled_out ]] && fail "a cancelled generate left output"
+# simulate interrupted in its simulation (after the build) says so too
+# (it used to exit by the signal with nothing on stderr).
+# (2,048 ranks at once: about 25 s of work here, so the signal at 2 s
+# lands in the build or the simulation on any machine.)
+env --default-signal=INT "$CLI" simulate --model gpt3-175b --tp 8 --pp 8 --dp 32 --sequence-parallel --seq-len 2048 \
+  --global-batch-size 3072 --exhaustive > /dev/null 2> simint.err &
+pid=$!
+sleep 2; kill -INT $pid; wait $pid; rc=$?
+[[ $rc == 130 ]] && grep -q "^stagecraft simulate: interrupted by SIGINT (cancelled during the" simint.err \
+  || fail "simulate SIGINT: exit $rc: $(cat simint.err)"
 
 # --- inputs (item 6): regular files only, capped; never wait on a FIFO.
 timeout -k 5 20 "$CLI" inspect --config /dev/zero > /dev/null 2> zero.err; rc=$?
