@@ -148,6 +148,17 @@ nlohmann::json* section(nlohmann::json& j, const char* name) {
 // Which flag set a path, for "(from --dp)" in error messages; `message`
 // tells a pipeline layout's length (pp, virtual stages) from its sum (layers).
 std::string flag_for_path(const Args& args, const std::string& path, const std::string& message) {
+  // pp x virtual stages against the layers: each of the three flags given
+  // is a cause (naming --pp alone blamed it for --virtual-stages' value).
+  if (path == "parallel.pp" && message.find("x virtual_stages (") != std::string::npos) {
+    std::vector<std::string> given;
+    for (const char* f : {"--pp", "--virtual-stages", "--layers"})
+      if (args.has(f)) given.push_back(f);
+    std::string out;
+    for (size_t i = 0; i < given.size(); ++i)
+      out += (i == 0 ? "" : i + 1 == given.size() ? " and " : ", ") + given[i];
+    if (!out.empty()) return out;
+  }
   for (const IntFlag& f : kIntFlags) {
     if (args.has(f.flag) && path == std::string(f.section) + "." + f.key) return f.flag;
   }
@@ -174,6 +185,8 @@ std::string flag_for_path(const Args& args, const std::string& path, const std::
   if (args.has("--overlap-param-gather") && path == "training.overlap_param_gather") return "--overlap-param-gather";
   if (args.has("--moe-shared-expert-overlap") && path == "training.moe_shared_expert_overlap")
     return "--moe-shared-expert-overlap";
+  if (args.has("--moe-pad-expert-input-to-capacity") && path == "training.moe_pad_expert_input_to_capacity")
+    return "--moe-pad-expert-input-to-capacity";
   for (const char* f : {"--overlap-moe-expert-parallel-comm", "--no-overlap-moe-expert-parallel-comm"})
     if (args.has(f) && path == "training.overlap_moe_expert_parallel_comm") return f;
   for (const char* f : {"--delay-wgrad-compute", "--no-delay-wgrad-compute"})

@@ -149,6 +149,22 @@ static Status validate_experts_and_sharding(const Job& job) {
       return make_error(ErrorCode::kInvalidArgument,
                         "expert_tp (" + to_string(etp) + ") differs from tp (" + to_string(p.tp) +
                             ") but the model has no experts (model.num_experts is 0)", "parallel.expert_tp");
+    // The MoE layers' options on a dense model would do nothing (but change
+    // the job's hash): refused like ep and expert_tp.
+    if (p.moe_dispatcher != "alltoall")
+      return make_error(ErrorCode::kInvalidArgument,
+                        "moe_dispatcher \"" + p.moe_dispatcher +
+                            "\" moves tokens to experts, but the model has none (model.num_experts is 0)",
+                        "parallel.moe_dispatcher");
+    if (job.training.moe_shared_expert_overlap)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "overlaps the shared experts with the expert exchange, but the model has no experts "
+                        "(model.num_experts is 0)",
+                        "training.moe_shared_expert_overlap");
+    if (job.training.moe_pad_expert_input_to_capacity)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "pads the routed experts' inputs, but the model has no experts (model.num_experts is 0)",
+                        "training.moe_pad_expert_input_to_capacity");
   } else {
     if (stage_ranks % (etp * p.ep) != 0)
       return make_error(ErrorCode::kNotDivisible,

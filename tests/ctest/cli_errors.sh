@@ -83,6 +83,17 @@ fi
 expect layout-layers 1 "parallel.pipeline_layout: sums to 4 layers; the model has 6 (from --layers)" -- \
   "$CLI" inspect --config layout.json --layers 6
 expect layout-pp-v 1 "(from --pp and --virtual-stages)" -- "$CLI" inspect --config layout.json --pp 2 --virtual-stages 2
+# pp x virtual stages against the layers: every flag of the three given.
+expect stages-pp-v-layers 1 "pp (2) x virtual_stages (3) = 6 stages for 4 layers: every stage needs a layer (from --pp, --virtual-stages and --layers)" -- \
+  "$CLI" simulate --model llama3-8b --layers 4 --pp 2 --schedule interleaved-1f1b --virtual-stages 3
+# The MoE layers' options on a dense model are refused (they did nothing
+# but change the job's hash).
+expect dense-dispatcher 1 'parallel.moe_dispatcher: moe_dispatcher "deepep" moves tokens to experts, but the model has none (model.num_experts is 0) (from --moe-dispatcher)' -- \
+  "$CLI" inspect --model llama3-8b --layers 2 --moe-dispatcher deepep
+expect dense-shared 1 "training.moe_shared_expert_overlap: overlaps the shared experts with the expert exchange, but the model has no experts (model.num_experts is 0) (from --moe-shared-expert-overlap)" -- \
+  "$CLI" inspect --model llama3-8b --layers 2 --moe-shared-expert-overlap
+expect dense-pad 1 "training.moe_pad_expert_input_to_capacity: pads the routed experts' inputs, but the model has no experts (model.num_experts is 0) (from --moe-pad-expert-input-to-capacity)" -- \
+  "$CLI" inspect --model llama3-8b --layers 2 --moe-pad-expert-input-to-capacity
 expect help-extra 2 "help takes at most one command (got 'extra')" -- "$CLI" help generate extra
 expect version-extra 2 "--version takes no argument (got 'extra')" -- "$CLI" --version extra
 # help is a command too: `help help` and `help --help` print the usage.
