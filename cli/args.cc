@@ -291,7 +291,7 @@ const std::vector<FlagSpec>& job_flags() {
       {"--global-batch-size", nullptr, true, "N", "sequences per iteration (default dp x micro-batch)"},
       {"--dtype", nullptr, true, "D", "compute dtype: bf16, fp16, fp32, tf32 (FP8 training: --fp8-recipe)"},
       {"--fp8-recipe", nullptr, true, "R", "FP8 linear-layer GEMMs as Transformer Engine runs them: delayed, tensorwise, blockwise, mxfp8 (none: off)"},
-      {"--hardware", nullptr, true, "H", "hardware preset: a100, h100, h200, b200"},
+      {"--hardware", nullptr, true, "H", "hardware preset: a100, h100, h200, h800, b200"},
       {"--allow-large", nullptr, false, "", "build a job past the work budget if free memory allows (docs/promises.md)"},
       {"--help", "-h", false, "", "show this help"},
   };

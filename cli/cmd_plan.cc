@@ -59,7 +59,7 @@ std::vector<FlagSpec> specs() {
       {"--layers", nullptr, true, "N", "override model.num_layers"},
       {"--mtp-num-layers", nullptr, true, "N", "multi-token-prediction layers trained on the last stage (model.mtp_num_layers)"},
       {"--gpus", nullptr, true, "N", "GPUs to lay the job out on (required)"},
-      {"--hardware", nullptr, true, "H", "hardware preset: a100, h100, h200, b200"},
+      {"--hardware", nullptr, true, "H", "hardware preset: a100, h100, h200, h800, b200"},
       {"--seq-len", nullptr, true, "N", "sequence length in tokens (required, or training.seq_len)"},
       {"--global-batch-size", nullptr, true, "N", "sequences per iteration (required, or training.global_batch_size)"},
       {"--dtype", nullptr, true, "D", "compute dtype: bf16, fp16, fp32, tf32 (FP8 training: --fp8-recipe)"},
