@@ -59,6 +59,25 @@ def job(row):
             "serving": {"prompt_tokens": row["context"], "output_tokens": 2, "concurrency": row["batch"]}}
 
 
+def spread(e):
+    """'error -8% to +2%, median |error| 6%.' of a list of errors."""
+    a = sorted(abs(x) for x in e)
+    return f"error {100 * min(e):+.0f}% to {100 * max(e):+.0f}%, median |error| {100 * a[len(a) // 2]:.0f}%."
+
+
+def at_10_and_20_layers(name, serving):
+    """Two serving jobs of NAME's published config.json at tp 1 on the h200,
+    10 and 20 layers: the difference of an iteration's time over 10 is one
+    layer's, without the embedding, final norm and LM head both have."""
+    return [{"mode": "inference", "model": {"hf_config": dict(config(name), num_hidden_layers=layers)},
+             "parallel": {"tp": 1}, "hardware": "h200", "serving": serving} for layers in (10, 20)]
+
+
+def per_layer(s10, s20, kind):
+    """One layer of iteration KIND (decode, prefill) from `at_10_and_20_layers`'s summaries."""
+    return (s20["inference"]["iterations"][kind]["seconds"] - s10["inference"]["iterations"][kind]["seconds"]) / 10
+
+
 def render(results_path, rows, results):
     lines = ["| model (one H100, bf16) | batch | context | measured step (CUDA graph) | simulated decode iteration | error |",
              "|---|---|---|---|---|---|"]
@@ -73,26 +92,17 @@ def render(results_path, rows, results):
                      f"{sim * 1e3:.2f} ms | {100 * e:+.0f}% |")
     lines.append("")
     for (m, fit), e in errs.items():
-        a = sorted(abs(x) for x in e)
-        lines.append(f"{m}, {'fit' if fit else 'checked'}: {len(e)} steps, error {100 * min(e):+.0f}% to "
-                     f"{100 * max(e):+.0f}%, median |error| {100 * a[len(a) // 2]:.0f}%.")
+        lines.append(f"{m}, {'fit' if fit else 'checked'}: {len(e)} steps, {spread(e)}")
     lines.append(f"Measured: `{results_path}` (GPU \"{RESULTS['gpu']}\", torch {RESULTS['torch']}).")
     return "\n".join(lines) + "\n"
 
 
 def layer_jobs(row):
-    """Two serving jobs of Llama 3.1 70B at tp 1 on the h200 (its published
-    config.json), 10 and 20 layers, at the row's batch and context, its
-    weights' dtype and a bf16 KV cache (as measured): the difference of
-    their decode iterations over 10 is the simulated layer, without the
-    embedding, final norm and LM head that both have."""
-    jobs = []
-    for layers in (10, 20):
-        c = dict(config("llama-3.1-70b"), num_hidden_layers=layers)
-        jobs.append({"mode": "inference", "model": {"hf_config": c}, "parallel": {"tp": 1}, "hardware": "h200",
-                     "serving": {"prompt_tokens": row["context"], "output_tokens": 2, "concurrency": row["batch"],
-                                 "weights_dtype": row["weights"], "kv_dtype": "bf16"}})
-    return jobs
+    """Llama 3.1 70B's decode at the row's batch and context, its weights'
+    dtype and a bf16 KV cache (as measured), at 10 and 20 layers."""
+    return at_10_and_20_layers("llama-3.1-70b", {"prompt_tokens": row["context"], "output_tokens": 2,
+                                                 "concurrency": row["batch"], "weights_dtype": row["weights"],
+                                                 "kv_dtype": "bf16"})
 
 
 def render_layers(results_path, rows, results):
@@ -111,8 +121,7 @@ def render_layers(results_path, rows, results):
              "|---|---|---|---|---|---|"]
     errs = {}
     for r, (s10, s20) in zip(rows, results):
-        sim = (s20["inference"]["iterations"]["decode"]["seconds"] -
-               s10["inference"]["iterations"]["decode"]["seconds"]) / 10
+        sim = per_layer(s10, s20, "decode")
         meas = r["per_layer_us"] / 1e6
         e = (sim - meas) / meas
         fit = r["batch"] == 1  # the rows the h200's kernel_floor_micros came from
@@ -121,9 +130,7 @@ def render_layers(results_path, rows, results):
                      f"{meas * 1e6:.0f} µs | {sim * 1e6:.0f} µs | {100 * e:+.0f}% |")
     lines.append("")
     for (w, fit), e in errs.items():
-        a = sorted(abs(x) for x in e)
-        lines.append(f"{w} weights, {'fit' if fit else 'checked'}: {len(e)} row{'s' * (len(e) != 1)}, error {100 * min(e):+.0f}% to "
-                     f"{100 * max(e):+.0f}%, median |error| {100 * a[len(a) // 2]:.0f}%.")
+        lines.append(f"{w} weights, {'fit' if fit else 'checked'}: {len(e)} row{'s' * (len(e) != 1)}, {spread(e)}")
     lines.append(f"Measured: `{results_path}` (GPU \"{RESULTS['env']['gpu']}\", torch {RESULTS['env']['torch']}).")
     return "\n".join(lines) + "\n"
 
@@ -134,14 +141,9 @@ def prefill_jobs(row):
     sequence of the row's tokens prefilled in one iteration (the token
     budget set to the prompt), the row's weights and a bf16 cache."""
     name = "llama-3.1-70b" if row["model"] == "llama3-70b" else "llama-3.1-8b"
-    jobs = []
-    for layers in (10, 20):
-        c = dict(config(name), num_hidden_layers=layers)
-        jobs.append({"mode": "inference", "model": {"hf_config": c}, "parallel": {"tp": 1}, "hardware": "h200",
-                     "serving": {"prompt_tokens": row["tokens"], "output_tokens": 2, "concurrency": 1,
-                                 "weights_dtype": row["weights"], "kv_dtype": "bf16",
-                                 "scheduler": {"max_num_batched_tokens": max(row["tokens"], 2048)}}})
-    return jobs
+    return at_10_and_20_layers(name, {"prompt_tokens": row["tokens"], "output_tokens": 2, "concurrency": 1,
+                                      "weights_dtype": row["weights"], "kv_dtype": "bf16",
+                                      "scheduler": {"max_num_batched_tokens": max(row["tokens"], 2048)}})
 
 
 def render_prefill(results_path, rows, results):
@@ -152,8 +154,7 @@ def render_prefill(results_path, rows, results):
              "|---|---|---|---|---|---|"]
     errs = {}
     for r, (s10, s20) in zip(rows, results):
-        sim = (s20["inference"]["iterations"]["prefill"]["seconds"] -
-               s10["inference"]["iterations"]["prefill"]["seconds"]) / 10
+        sim = per_layer(s10, s20, "prefill")
         meas = r["per_layer_us"] / 1e6
         e = (sim - meas) / meas
         errs.setdefault((r["weights"], r["tokens"] >= 512), []).append(e)
@@ -161,9 +162,7 @@ def render_prefill(results_path, rows, results):
                      f"{100 * e:+.0f}% |")
     lines.append("")
     for (w, long_), e in errs.items():
-        a = sorted(abs(x) for x in e)
-        lines.append(f"{w} weights, {'512 to 8,192' if long_ else '128'} tokens, checked: {len(e)} rows, error "
-                     f"{100 * min(e):+.0f}% to {100 * max(e):+.0f}%, median |error| {100 * a[len(a) // 2]:.0f}%.")
+        lines.append(f"{w} weights, {'512 to 8,192' if long_ else '128'} tokens, checked: {len(e)} rows, {spread(e)}")
     lines.append(f"Measured: `{results_path}` (GPU \"{RESULTS['env']['gpu']}\", torch {RESULTS['env']['torch']}).")
     return "\n".join(lines) + "\n"
 
