@@ -242,21 +242,35 @@ int cmd_simulate(const std::vector<std::string>& argv) {
     return report_error(kCmd, r.error());
   }
   release_signals(kCmd);  // a signal during the work ends here, with its message; none from now on is caught
-  std::cout << (args.has("--json") ? simulate_json(*r) : simulate_text(*r));
-  if (!args.has("--json")) {
-    // The time of a layout that does not fit is no answer: say so.
-    const auto summary = nlohmann::json::parse(gen->summary_json(), nullptr, false);
-    if (!summary.is_discarded() && summary.contains("stages"))
-      for (const auto& st : summary["stages"]) {
-        if (!st.is_object() || !st.contains("memory_bytes")) continue;
-        const double live = st["memory_bytes"]["peak_live"].get<double>(), cap = st["memory_bytes"]["capacity"].get<double>();
-        if (live > cap) {
-          std::printf("memory      does not fit: stage %lld needs %.2f GiB per GPU at its peak, the device has %.2f GiB "
-                      "(stagecraft inspect shows the parts)\n",
-                      static_cast<long long>(st["index"].get<int64_t>()), live / 1073741824.0, cap / 1073741824.0);
-          break;
-        }
+  // The time of a layout that does not fit is no answer: the text says so,
+  // and the JSON carries each stage's peak against the device
+  // ("memory": {"fits", "stages": [{stage, peak_live_bytes, capacity_bytes}]}).
+  const auto summary = nlohmann::json::parse(gen->summary_json(), nullptr, false);
+  nlohmann::json memory = {{"fits", true}, {"stages", nlohmann::json::array()}};
+  const nlohmann::json* first_over = nullptr;
+  if (!summary.is_discarded() && summary.contains("stages"))
+    for (const auto& st : summary["stages"]) {
+      if (!st.is_object() || !st.contains("memory_bytes")) continue;
+      const int64_t live = st["memory_bytes"]["peak_live"].get<int64_t>(), cap = st["memory_bytes"]["capacity"].get<int64_t>();
+      memory["stages"].push_back({{"stage", st["index"]}, {"peak_live_bytes", live}, {"capacity_bytes", cap}});
+      if (live > cap && !first_over) {
+        memory["fits"] = false;
+        first_over = &st;
       }
+    }
+  if (args.has("--json")) {
+    nlohmann::json out = nlohmann::json::parse(simulate_json(*r));
+    out["memory"] = memory;
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << simulate_text(*r);
+    if (first_over) {
+      const auto& mb = (*first_over)["memory_bytes"];
+      std::printf("memory      does not fit: stage %lld needs %.2f GiB per GPU at its peak, the device has %.2f GiB "
+                  "(stagecraft inspect shows the parts)\n",
+                  static_cast<long long>((*first_over)["index"].get<int64_t>()),
+                  mb["peak_live"].get<double>() / 1073741824.0, mb["capacity"].get<double>() / 1073741824.0);
+    }
   }
   keep_until_exit(std::move(*built));  // not freed: the process ends here
   return kExitOk;

@@ -228,5 +228,13 @@ grep -q "^memory      per GPU at the peak" insp.txt || fail "inspect prints no m
 "$CLI" inspect --model gpt3-175b --layers 8 --global-batch-size 8 --seq-len 2048 > binsp.txt || fail "inspect big"
 grep -q "^  stage 0 (8 layers): .*: does not fit$" binsp.txt || fail "inspect did not say it does not fit"
 
+# The JSON says whether the layout fits, per stage (the text's "memory
+# does not fit" line had no JSON counterpart).
+echo '{"model": {"preset": "llama3-8b", "num_layers": 2}, "hardware": {"preset": "h100", "memory_bytes": 1}}' > nofit.json
+"$CLI" simulate --config nofit.json --json > nofit.out || fail "simulate of a layout that does not fit"
+python3 -c "import json; m = json.load(open('nofit.out'))['memory']; assert m['fits'] is False and m['stages'][0]['capacity_bytes'] == 1 and m['stages'][0]['peak_live_bytes'] > 1, m" \
+  || fail "memory in the JSON: $(head -c 400 nofit.out)"
+python3 -c "import json; m = json.load(open('sym.json'))['memory']; assert m['fits'] is True and all(s['peak_live_bytes'] <= s['capacity_bytes'] for s in m['stages']), m" \
+  || fail "memory of a fitting layout"
 echo "$failures failure(s)"
 [[ $failures -eq 0 ]]
