@@ -317,6 +317,11 @@ int report_error(const std::string& command, const Error& e) {
   return kExitError;
 }
 
+int report_error_or_signal(const std::string& command, const Error& e, const std::string& after) {
+  if (e.code == ErrorCode::kCancelled) exit_if_signalled(command, " (" + e.message + ")" + after);
+  return report_error(command, e);
+}
+
 Status read_regular_file(const std::string& path, size_t max_bytes, std::string* out) {
   auto fail = [&](const std::string& why) { return make_error(ErrorCode::kIoError, path + ": " + why); };
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -513,9 +518,7 @@ std::optional<Generator> build_generator(const std::string& command, const Job& 
   test_pause("build");  // tests: a signal here must stop the build below
   Result<Generator> gen = Generator::create(job, cli_create_options());
   if (!gen.ok()) {
-    if (gen.error().code == ErrorCode::kCancelled)
-      exit_if_signalled(command, " (" + gen.error().message + ")");  // exit by the signal
-    *rc = report_error(command, gen.error());
+    *rc = report_error_or_signal(command, gen.error());
     return std::nullopt;
   }
   return std::move(gen).value();

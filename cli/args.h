@@ -48,6 +48,10 @@ const std::vector<FlagSpec>& job_flags();
 int usage_error(const std::string& command, const std::string& message);
 // Prints "stagecraft <command>: error: <path>: <message> [<code>]"; returns 1.
 int report_error(const std::string& command, const Error& e);
+// report_error, unless `e` is the cancellation a caught signal caused:
+// then "interrupted by SIG… (<e's message>)<after>" and the exit by the
+// signal (exit_if_signalled, cli/export.h).
+int report_error_or_signal(const std::string& command, const Error& e, const std::string& after = "");
 
 // Input size caps (docs/cli.md, "Inputs"): a file past its cap is refused
 // before it is read.

@@ -137,11 +137,8 @@ int cmd_generate(const std::vector<std::string>& argv) {
   // The signals are caught from the size estimate on (its counted builds
   // stop at a signal like the job's own): an interrupt there says so.
   install_signal_cleanup();
-  if (Status st = check_output_budget(job, opt, args.has("--allow-large")); !st.ok()) {
-    if (st.error().code == ErrorCode::kCancelled)
-      exit_if_signalled(kCmd, " (" + st.error().message + "): nothing was written to " + dir.string());
-    return report_error(kCmd, st.error());
-  }
+  if (Status st = check_output_budget(job, opt, args.has("--allow-large")); !st.ok())
+    return report_error_or_signal(kCmd, st.error(), ": nothing was written to " + dir.string());
   int rc = kExitOk;
   std::optional<Generator> gen = build_generator(kCmd, job, &rc);
   if (!gen) return rc;

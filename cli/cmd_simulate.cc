@@ -68,10 +68,7 @@ int workload_extra(const Job& job, const Generator& gen, nlohmann::json* out) {
       return kExitOk;
     }
     Result<CapacityResult> c = serving_capacity(gen, job.serving.slo.ttft_seconds_p99, job.serving.slo.tpot_seconds_p99);
-    if (!c.ok()) {
-      if (c.error().code == ErrorCode::kCancelled) exit_if_signalled(kCmd, " (" + c.error().message + ")");
-      return report_error(kCmd, c.error());
-    }
+    if (!c.ok()) return report_error_or_signal(kCmd, c.error());
     (*out)["capacity"] = nlohmann::json::parse(serving_capacity_json(*c));
   }
   return kExitOk;
@@ -132,10 +129,7 @@ void print_workload(const nlohmann::json& extra) {
 
 int sweep(const Job& job, const Generator& gen, const std::vector<int64_t>& values, bool as_json) {
   Result<std::vector<ServingPoint>> r = serving_sweep(gen, values);
-  if (!r.ok()) {
-    if (r.error().code == ErrorCode::kCancelled) exit_if_signalled(kCmd, " (" + r.error().message + ")");
-    return report_error(kCmd, r.error());
-  }
+  if (!r.ok()) return report_error_or_signal(kCmd, r.error());
   nlohmann::json extra = nlohmann::json::object();
   if (int rc = workload_extra(job, gen, &extra); rc != kExitOk) return rc;
   release_signals(kCmd);  // a signal during the work ends here, with its message
@@ -237,10 +231,7 @@ int cmd_simulate(const std::vector<std::string>& argv) {
   o.astra = args.has("--astra");
   o.timeline = args.has("--timeline");
   Result<SimulateReport> r = simulate(*gen, o);
-  if (!r.ok()) {
-    if (r.error().code == ErrorCode::kCancelled) exit_if_signalled(kCmd, " (" + r.error().message + ")");
-    return report_error(kCmd, r.error());
-  }
+  if (!r.ok()) return report_error_or_signal(kCmd, r.error());
   release_signals(kCmd);  // a signal during the work ends here, with its message; none from now on is caught
   // The time of a layout that does not fit is no answer: the text says so,
   // and the JSON carries each stage's peak against the device
