@@ -102,16 +102,10 @@ int cmd_replay(const std::vector<std::string>& argv) {
     return usage_error(cmd, prefix_error(prefix));
   return with_trace_input(cmd, args.positional[0], [&](const TraceInput& in) {
     const std::vector<std::string> parts = part_folders(in.dir(), prefix);
-    std::string source;
-    Result<std::vector<std::string>> want = fs::exists(in.dir() / "comm_groups.json")
-                                                ? Result<std::vector<std::string>>(std::vector<std::string>())
-                                                : expected_parts(in.dir(), parts, &source);
-    if (!want.ok())
-      return report_error(cmd, Error{want.error().code, in.shown() + ": " + want.error().message, want.error().path});
-    const std::vector<std::string>& expected = *want;
-    const PartCheck pc = check_parts(parts, expected, source);
-    if (!pc.ok())  // as validate: every part its job has, no other
-      return report_error(cmd, make_error(ErrorCode::kInvalidArgument, pc.message(in.shown(), expected, parts)));
+    const Result<PartCheck> pc = check_parts(in.dir(), parts);
+    if (!pc.ok()) return report_error(cmd, Error{pc.error().code, in.shown() + ": " + pc.error().message, ""});
+    if (!pc->ok())  // as validate: every part its job has, no other
+      return report_error(cmd, make_error(ErrorCode::kInvalidArgument, pc->message(in.shown(), parts)));
     if (parts.empty()) return replay_one(cmd, in, "", prefix);
     int rc = kExitOk;
     for (const std::string& p : parts) {

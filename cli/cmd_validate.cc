@@ -372,26 +372,22 @@ int validate_input(const char* cmd, const TraceInput& in, const std::string& pre
   const std::vector<std::string> parts = part_folders(in.dir(), prefix);
   // A serving export's parts, from its summary (also when every phase
   // folder is gone); none for a training export (traces at the top).
-  std::string source;
-  Result<std::vector<std::string>> want = fs::exists(in.dir() / "comm_groups.json")
-                                              ? Result<std::vector<std::string>>(std::vector<std::string>())
-                                              : expected_parts(in.dir(), parts, &source);
-  if (!want.ok()) {
+  const Result<PartCheck> checked = check_parts(in.dir(), parts);
+  if (!checked.ok()) {
     if (json) {
-      std::cout << "{\"parts\": {}, \"error\": " << json_quote(want.error().message) << ", \"valid\": false}\n";
+      std::cout << "{\"parts\": {}, \"error\": " << json_quote(checked.error().message) << ", \"valid\": false}\n";
       return kExitError;
     }
-    return report_error(cmd, Error{want.error().code, in.shown() + ": " + want.error().message, want.error().path});
+    return report_error(cmd, Error{checked.error().code, in.shown() + ": " + checked.error().message, ""});
   }
-  const std::vector<std::string>& expected = *want;
-  if (parts.empty() && expected.empty()) {
+  const PartCheck& pc = *checked;
+  if (parts.empty() && pc.expected.empty()) {
     std::string j;
     const int rc = validate_one(cmd, in, "", prefix, threads, json ? &j : nullptr);
     if (json && !j.empty()) std::cout << j << "\n";
     return rc;
   }
   int rc = kExitOk;
-  const PartCheck pc = check_parts(parts, expected, source);
   if (!pc.ok()) {
     if (json) {
       auto arr = [](const std::vector<std::string>& v) {
@@ -403,7 +399,7 @@ int validate_input(const char* cmd, const TraceInput& in, const std::string& pre
                 << ", \"valid\": false}\n";
       return kExitError;
     }
-    return report_error(cmd, make_error(ErrorCode::kInvalidArgument, pc.message(in.shown(), expected, parts)));
+    return report_error(cmd, make_error(ErrorCode::kInvalidArgument, pc.message(in.shown(), parts)));
   }
   std::string j = "{\"parts\": {";
   for (size_t i = 0; i < parts.size(); ++i) {

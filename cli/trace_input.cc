@@ -311,36 +311,33 @@ std::optional<std::vector<std::string>> parts_of_summary(const fs::path& path) {
 }
 }  // namespace
 
-Result<std::vector<std::string>> expected_parts(const fs::path& dir, const std::vector<std::string>& found,
-                                                std::string* source) {
-  *source = "summary.json";
-  if (std::optional<std::vector<std::string>> p = parts_of_summary(dir / "summary.json")) return *p;
-  if (found.empty()) return std::vector<std::string>();  // not a serving export
-  // The top summary is gone or torn: the decode part's own summary holds
-  // the whole job (the prefill part's holds its pool's, without the
-  // disaggregation), and every serving export has a decode part.
-  *source = "decode/summary.json";
-  if (std::optional<std::vector<std::string>> p = parts_of_summary(dir / "decode" / "summary.json")) return *p;
-  return make_error(ErrorCode::kInvalidArgument,
-                    "a serving export (phase folders found) whose summary.json and decode/summary.json are missing or "
-                    "unreadable: which parts its job has cannot be told, so a missing part would go unnoticed; "
-                    "export it again");
-}
-
-PartCheck check_parts(const std::vector<std::string>& parts, const std::vector<std::string>& expected,
-                      const std::string& source) {
+Result<PartCheck> check_parts(const fs::path& dir, const std::vector<std::string>& parts) {
   PartCheck c;
-  c.source = source;
-  if (expected.empty()) return c;
-  for (const std::string& p : expected)
+  std::error_code ec;
+  if (fs::exists(dir / "comm_groups.json", ec)) return c;  // a training export
+  std::optional<std::vector<std::string>> expected = parts_of_summary(dir / "summary.json");
+  if (!expected && !parts.empty()) {
+    // The top summary is gone or torn: the decode part's own summary holds
+    // the whole job (the prefill part's holds its pool's, without the
+    // disaggregation), and every serving export has a decode part.
+    c.source = "decode/summary.json";
+    expected = parts_of_summary(dir / "decode" / "summary.json");
+    if (!expected)
+      return make_error(ErrorCode::kInvalidArgument,
+                        "a serving export (phase folders found) whose summary.json and decode/summary.json are missing "
+                        "or unreadable: which parts its job has cannot be told, so a missing part would go unnoticed; "
+                        "export it again");
+  }
+  if (!expected) return c;  // no inference summary, no phase folder
+  c.expected = std::move(*expected);
+  for (const std::string& p : c.expected)
     if (std::find(parts.begin(), parts.end(), p) == parts.end()) c.missing.push_back(p);
   for (const std::string& p : parts)
-    if (std::find(expected.begin(), expected.end(), p) == expected.end()) c.unexpected.push_back(p);
+    if (std::find(c.expected.begin(), c.expected.end(), p) == c.expected.end()) c.unexpected.push_back(p);
   return c;
 }
 
-std::string PartCheck::message(const std::string& shown, const std::vector<std::string>& expected,
-                               const std::vector<std::string>& parts) const {
+std::string PartCheck::message(const std::string& shown, const std::vector<std::string>& parts) const {
   auto list = [](const std::vector<std::string>& v) {
     std::string s;
     for (const std::string& p : v) s += (s.empty() ? "" : ", ") + p + "/";

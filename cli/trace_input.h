@@ -65,29 +65,24 @@ int with_trace_input(const char* cmd, const std::string& path, const std::functi
 // phase folders, each a trace directory. Their names, in archive order;
 // empty for a training export.
 std::vector<std::string> part_folders(const std::filesystem::path& dir, const std::string& prefix);
-// The parts a serving export must hold, from its top summary.json's job:
-// prefill, decode and mixed for colocated engines, prefill, decode and
-// kv_transfer for disaggregated pools. When that summary is missing or
-// torn and phase folders were `found`, from decode/summary.json's (its
-// name then in `source`); an error when neither can be read, since a
-// missing part would otherwise pass. Empty when there is no inference
-// summary and no phase folder (a training export).
-Result<std::vector<std::string>> expected_parts(const std::filesystem::path& dir, const std::vector<std::string>& found,
-                                                std::string* source);
-
-// A serving export's phase folders against its job's (expected_parts):
-// those missing and those its job does not have. Both empty when they
-// agree, or when the export is not a serving one (no expected parts).
+// A serving export's phase folders (part_folders' `parts`) against the
+// parts its job has: `expected`, from the top summary.json's job (prefill,
+// decode and mixed for colocated engines, prefill, decode and kv_transfer
+// for disaggregated pools), or, when that summary is missing or torn and
+// there are phase folders, from decode/summary.json's (`source` names
+// which); those `missing` and those its job does not have (`unexpected`).
+// `expected` is empty for a training export (its comm_groups.json at the
+// top, or no inference summary and no phase folder). An error when there
+// are phase folders but neither summary can be read, since a missing part
+// would otherwise pass.
 struct PartCheck {
-  std::vector<std::string> missing, unexpected;
-  std::string source = "summary.json";  // where the expected parts came from
+  std::vector<std::string> expected, missing, unexpected;
+  std::string source = "summary.json";
   bool ok() const { return missing.empty() && unexpected.empty(); }
   // "out.zip: missing mixed/ (summary.json's job has 3 parts: prefill/,
   // decode/, mixed/; found prefill/, decode/)", or the unexpected ones.
-  std::string message(const std::string& shown, const std::vector<std::string>& expected,
-                      const std::vector<std::string>& parts) const;
+  std::string message(const std::string& shown, const std::vector<std::string>& parts) const;
 };
-PartCheck check_parts(const std::vector<std::string>& parts, const std::vector<std::string>& expected,
-                      const std::string& source = "summary.json");
+Result<PartCheck> check_parts(const std::filesystem::path& dir, const std::vector<std::string>& parts);
 
 }  // namespace sc::cli
